@@ -1,0 +1,41 @@
+# One command sets up and runs the demo, one runs the tests. Both create .venv themselves.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck unit record bench docs-check docs-sync clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## demo: replay the golden transcripts against the bundled kit agent
+demo: $(STAMP)
+	$(BIN)/recorder check transcripts/
+
+## test: lint, type-check and the whole test suite (what CI runs)
+test: $(STAMP) lint typecheck unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check recorder tests bench
+	$(BIN)/ruff format --check recorder tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest -q
+
+## record: regenerate transcripts/ from the kit through the recorder
+record: $(STAMP)
+	$(BIN)/python -m recorder.kit.planner --out transcripts/
+
+## bench: run the benchmarks in bench/
+bench: $(STAMP)
+	$(BIN)/python bench/bench_format.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,25 @@
+"""recorder: record, replay and document A2A agent exchanges as `.http` transcripts.
+
+The public API is what `__all__` lists; everything else is internal.
+"""
+
+from recorder.errors import ParseError, RecorderError, RulesError, UpstreamError
+from recorder.httpfile import dump, dumps, load, loads
+from recorder.model import Exchange, Headers, Request, Response, SseEvent, Transcript
+
+__all__ = [
+    "Exchange",
+    "Headers",
+    "ParseError",
+    "RecorderError",
+    "Request",
+    "Response",
+    "RulesError",
+    "SseEvent",
+    "Transcript",
+    "UpstreamError",
+    "dump",
+    "dumps",
+    "load",
+    "loads",
+]

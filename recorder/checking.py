@@ -1,0 +1,81 @@
+"""`recorder check`: find `.http` files and report every one that does not parse.
+
+Pure apart from reading files: `check_paths` returns problems as values; the CLI prints them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from recorder.errors import ParseError
+from recorder.httpfile import dumps, load
+
+__all__ = ["Problem", "check_paths", "find_transcripts"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason a file fails the check: `path:line: message`."""
+
+    path: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{where}: {self.message}"
+
+
+def find_transcripts(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """Each file named, and every `*.http` file under each folder named, in name order."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*.http") if p.is_file())
+        else:
+            yield path
+
+
+def check_paths(
+    paths: Iterable[str | os.PathLike[str]], *, canonical: bool = False
+) -> tuple[int, list[Problem]]:
+    """Parse every transcript; return how many files were checked and the problems found."""
+    problems: list[Problem] = []
+    count = 0
+    for path in find_transcripts(paths):
+        count += 1
+        name = str(path)
+        if not path.exists():
+            problems.append(Problem(name, None, "no such file or folder"))
+            continue
+        try:
+            transcript = load(path)
+        except ParseError as exc:
+            problems.append(Problem(exc.path or name, exc.line, exc.message))
+            continue
+        if not transcript.exchanges:
+            problems.append(Problem(name, None, "no exchanges: a transcript holds at least one"))
+            continue
+        if canonical:
+            text = path.read_text(encoding="utf-8")
+            expected = dumps(transcript)
+            if text != expected:
+                line = _first_difference(text, expected)
+                problems.append(
+                    Problem(name, line, "not in canonical form (rewrite it with recorder's writer)")
+                )
+    return count, problems
+
+
+def _first_difference(actual: str, expected: str) -> int:
+    actual_lines = actual.replace("\r\n", "\n").split("\n")
+    expected_lines = expected.split("\n")
+    if "\r" in actual:
+        return 1
+    for number, (a, e) in enumerate(zip(actual_lines, expected_lines, strict=False), start=1):
+        if a != e:
+            return number
+    return min(len(actual_lines), len(expected_lines))

@@ -1,0 +1,46 @@
+"""The exception tree.
+
+    RecorderError            anything recorder raises on broken input or a broken environment
+     ├── ParseError          a transcript that is not valid .http (has .path and .line)
+     ├── RulesError          a rules file that is not valid (has .path)
+     └── UpstreamError       an agent that cannot be reached (refused, timed out, reset)
+
+A mismatch between a recorded and a live reply is a result, not an exception.
+"""
+
+from __future__ import annotations
+
+
+class RecorderError(Exception):
+    """Base class of every error recorder raises on purpose."""
+
+
+class ParseError(RecorderError):
+    """A transcript is not valid: `path:line: message`."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        self.message = message
+        self.path = path
+        self.line = line
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.path or "<string>"
+        if self.line is not None:
+            where = f"{where}:{self.line}"
+        return f"{where}: {self.message}"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_parse_error, (self.message, self.path, self.line))
+
+
+def _rebuild_parse_error(message: str, path: str | None, line: int | None) -> ParseError:
+    return ParseError(message, path=path, line=line)
+
+
+class RulesError(RecorderError):
+    """A rules file (YAML) is not valid."""
+
+
+class UpstreamError(RecorderError):
+    """The agent could not be reached."""

@@ -1,0 +1,473 @@
+"""The `.http` transcript format: `loads`, `dumps`, `load`, `dump`.
+
+Grammar (version 1). Lines end in LF (CRLF and a missing final line break are read too); a
+line is split only at LF, never at other Unicode line separators.
+
+    file          = [marker] *(comment / blank) *exchange
+    marker        = "# recorder-format: " 1*DIGIT                  ; first line; absent = 1
+    exchange      = "###" [SP title] LF
+                    *(comment / blank)                             ; "# @truncated" is a tag
+                    request-line *header-line blank
+                    request-body
+                    status-line *header-line blank
+                    response-body
+    comment       = "#" [SP text]                                  ; not "###"
+    request-line  = method SP target [SP http-version]             ; "POST /a2a/jsonrpc HTTP/1.1"
+    status-line   = http-version SP 3DIGIT [SP reason]             ; "HTTP/1.1 200 OK"
+    header-line   = field-name ":" [SP field-value]                ; no obs-fold
+    http-version  = "HTTP/" DIGIT ["." DIGIT]
+
+Bodies. The request body is every line after the blank line that ends the request headers, up
+to the status line; the response body is every line up to the next `###` line or the end of
+the file. One blank line before the status line, or before the next `###`, separates and is not
+part of the body. A body is written in one of these forms:
+
+    verbatim      its UTF-8 text, line by line. JSON bodies are pretty-printed (2 spaces, key
+                  order kept). Used when the text has no CR, no control character but TAB, no
+                  line starting with "###", no line that looks like a status line, and does not
+                  start with "# recorder-body:".
+    SSE           for a response with Content-Type text/event-stream: its frames, each frame's
+                  fields ("data: …", "event: …", "id: …", "retry: …", ": comment") then a blank
+                  line. `data:` JSON stays on one line as on the wire.
+    escaped       "# recorder-body: escaped" then one line holding the text as a JSON string
+                  (any UTF-8 text that cannot be verbatim, and raw event streams).
+    base64        "# recorder-body: base64" then base64 lines of 76 characters (bytes that are
+                  not UTF-8 text).
+
+Canonical form (what `dumps` writes, what `recorder check --canonical` expects): the marker,
+the file comments, a blank line, then the exchanges separated by one blank line, every line
+ending in LF. `dumps(loads(s)) == s` for every canonical `s`, and `loads(dumps(t)) == t` for
+every transcript `t`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from recorder import sse
+from recorder.errors import ParseError
+from recorder.model import (
+    Exchange,
+    Headers,
+    Request,
+    Response,
+    Transcript,
+    is_event_stream,
+)
+
+__all__ = ["FORMAT_VERSION", "dump", "dumps", "load", "loads"]
+
+FORMAT_VERSION = 1
+MARKER_PREFIX = "# recorder-format:"
+BODY_MARKER = "# recorder-body:"
+TRUNCATED_TAG = "@truncated"
+
+_MARKER = re.compile(r"^# recorder-format:\s*(\S*)\s*$")
+_REQUEST_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*) (\S+)(?: (HTTP/\d+(?:\.\d+)?))?$")
+_STATUS_LINE = re.compile(r"^(HTTP/\d+(?:\.\d+)?) (\d{3})(?: (.*))?$")
+_LOOKS_LIKE_STATUS = re.compile(r"^HTTP/\d")
+_HEADER_LINE = re.compile(r"^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*$")
+# control characters (TAB and LF excepted) and the characters editors take as line breaks
+_UNSAFE_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_BASE64_WIDTH = 76
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def dumps(transcript: Transcript) -> str:
+    """The canonical `.http` text of a transcript."""
+    head = [f"{MARKER_PREFIX} {transcript.format_version}"]
+    head.extend(_comment(c) for c in transcript.comments)
+    blocks = ["\n".join(head) + "\n"]
+    blocks.extend("\n".join(_exchange_lines(e)) + "\n" for e in transcript.exchanges)
+    return "\n".join(blocks)
+
+
+def _comment(text: str) -> str:
+    return f"# {text}" if text else "#"
+
+
+def _exchange_lines(exchange: Exchange) -> list[str]:
+    request, response = exchange.request, exchange.response
+    lines = [f"### {exchange.title}" if exchange.title else "###"]
+    lines.extend(_comment(c) for c in exchange.comments)
+    if exchange.truncated:
+        lines.append(_comment(TRUNCATED_TAG))
+    lines.append(f"{request.method} {request.target} {request.http_version}")
+    lines.extend(_header_line(n, v) for n, v in request.headers)
+    lines.append("")
+    request_body = _body_lines(request.body, raw_stream=False)
+    if request_body:
+        lines.extend(request_body)
+        lines.append("")
+    status = f"{response.http_version} {response.status}"
+    lines.append(f"{status} {response.reason}" if response.reason else status)
+    lines.extend(_header_line(n, v) for n, v in response.headers)
+    if response.events is not None:
+        body = response.body.decode().rstrip("\n").split("\n") if response.events else []
+    else:
+        body = _body_lines(response.body, raw_stream=is_event_stream(response.content_type))
+    if body:  # an empty response body needs no blank line: "###" or the end follows
+        lines.append("")
+        lines.extend(body)
+    return lines
+
+
+def _header_line(name: str, value: str) -> str:
+    return f"{name}: {value}" if value else f"{name}:"
+
+
+def _body_lines(body: bytes, *, raw_stream: bool) -> list[str]:
+    """The lines that stand for `body`; [] for an empty body."""
+    if not body:
+        return []
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        encoded = base64.b64encode(body).decode("ascii")
+        chunks = [encoded[i : i + _BASE64_WIDTH] for i in range(0, len(encoded), _BASE64_WIDTH)]
+        return [f"{BODY_MARKER} base64", *chunks]
+    lines = text.split("\n")
+    if raw_stream or not _verbatim_safe(text, lines):
+        return [f"{BODY_MARKER} escaped", json.dumps(text, ensure_ascii=False)]
+    return lines
+
+
+def _verbatim_safe(text: str, lines: list[str]) -> bool:
+    if _UNSAFE_CHARS.search(text) or lines[0].startswith(BODY_MARKER):
+        return False
+    return not any(
+        line.startswith("###") or _LOOKS_LIKE_STATUS.match(line) is not None for line in lines
+    )
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass
+class _Cursor:
+    lines: list[str]
+    path: str | None
+    index: int = 0
+    comments: list[str] = field(default_factory=list)
+
+    @property
+    def line_number(self) -> int:
+        """1-based number of the current line (one past the end at the end)."""
+        return self.index + 1
+
+    def at_end(self) -> bool:
+        return self.index >= len(self.lines)
+
+    def peek(self) -> str:
+        return self.lines[self.index]
+
+    def error(self, message: str, line_number: int | None = None) -> ParseError:
+        number = self.line_number if line_number is None else line_number
+        return ParseError(message, path=self.path, line=number)
+
+
+def loads(text: str, source: str | os.PathLike[str] | None = None) -> Transcript:
+    """Parse `.http` text. `source` names it in errors (`source:line: message`)."""
+    path = None if source is None else os.fspath(source)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    text = text.replace("\r\n", "\n")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the final line break ends the last line; it starts no new one
+    cursor = _Cursor(lines, path)
+    version, comments = _read_preamble(cursor)
+    exchanges: list[Exchange] = []
+    while not cursor.at_end():
+        exchanges.append(_read_exchange(cursor))
+    return Transcript(
+        exchanges=tuple(exchanges), comments=tuple(comments), format_version=version, source=path
+    )
+
+
+def _read_preamble(cursor: _Cursor) -> tuple[int, list[str]]:
+    version = FORMAT_VERSION
+    comments: list[str] = []
+    first = True
+    while not cursor.at_end():
+        line = cursor.peek()
+        if line.startswith("###"):
+            break
+        match = _MARKER.match(line)
+        if match and first:
+            raw = match.group(1)
+            if not raw.isdigit():
+                raise cursor.error(f"the format marker needs a version number, got {raw!r}")
+            version = int(raw)
+            if version != FORMAT_VERSION:
+                raise cursor.error(
+                    f"unsupported transcript format version {version}: this recorder reads "
+                    f"version {FORMAT_VERSION} (upgrade recorder to read it)"
+                )
+        elif line.startswith("#"):
+            comments.append(_comment_text(line))
+        elif line.strip():
+            if _REQUEST_LINE.match(line):
+                raise cursor.error('expected "###" (and a title) before the first request')
+            raise cursor.error(f'expected "###" to start an exchange, got {_show(line)}')
+        first = False
+        cursor.index += 1
+    return version, comments
+
+
+def _comment_text(line: str) -> str:
+    text = line[1:]
+    return text[1:] if text.startswith(" ") else text
+
+
+def _show(line: str, limit: int = 60) -> str:
+    return json.dumps(line if len(line) <= limit else line[:limit] + "…", ensure_ascii=False)
+
+
+def _read_exchange(cursor: _Cursor) -> Exchange:
+    start = cursor.line_number
+    title = cursor.peek()[3:].strip()
+    cursor.index += 1
+    comments: list[str] = []
+    truncated = False
+    while not cursor.at_end():
+        line = cursor.peek()
+        if line.startswith("###"):
+            break
+        if line.startswith("#"):
+            text = _comment_text(line)
+            if text == TRUNCATED_TAG:
+                truncated = True
+            else:
+                comments.append(text)
+        elif line.strip():
+            break
+        cursor.index += 1
+    if cursor.at_end() or cursor.peek().startswith("###"):
+        raise cursor.error(
+            'expected a request line such as "POST /a2a/jsonrpc HTTP/1.1" after the "###" '
+            f"at line {start}"
+        )
+    request = _read_request(cursor)
+    response = _read_response(cursor, start)
+    try:
+        return Exchange(
+            request=request,
+            response=response,
+            title=title,
+            comments=tuple(comments),
+            truncated=truncated,
+            line=start,
+        )
+    except ValueError as exc:
+        raise cursor.error(str(exc), start) from None
+
+
+def _read_request(cursor: _Cursor) -> Request:
+    line_number = cursor.line_number
+    line = cursor.peek()
+    match = _REQUEST_LINE.match(line)
+    if not match:
+        raise cursor.error(
+            f'expected a request line such as "POST /a2a/jsonrpc HTTP/1.1", got {_show(line)}'
+        )
+    method, target, version = match.groups()
+    cursor.index += 1
+    headers = _read_headers(cursor, stop_at_status=True)
+    body_start = cursor.line_number
+    region: list[str] = []
+    while not cursor.at_end():
+        line = cursor.peek()
+        if _STATUS_LINE.match(line) or line.startswith("###"):
+            break
+        region.append(line)
+        cursor.index += 1
+    if cursor.at_end() or cursor.peek().startswith("###"):
+        raise cursor.error(
+            'expected a status line such as "HTTP/1.1 200 OK" after the request body '
+            f"(the request starts at line {line_number})"
+        )
+    if region and region[-1] == "":
+        region.pop()  # the blank line before the status line
+    body = _decode_body(cursor, region, body_start)
+    try:
+        return Request(
+            method=method,
+            target=target,
+            headers=headers,
+            body=body,
+            http_version=version or "HTTP/1.1",
+        )
+    except ValueError as exc:
+        raise cursor.error(str(exc), line_number) from None
+
+
+def _read_response(cursor: _Cursor, exchange_start: int) -> Response:
+    line_number = cursor.line_number
+    match = _STATUS_LINE.match(cursor.peek())
+    assert match is not None  # _read_request stops only at a status line
+    version, status, reason = match.groups()
+    if status.startswith("0"):
+        raise cursor.error(f"invalid status code {status}: expected 100 to 999")
+    cursor.index += 1
+    headers = _read_headers(cursor, stop_at_status=False)
+    body_start = cursor.line_number
+    region: list[str] = []
+    while not cursor.at_end() and not cursor.peek().startswith("###"):
+        region.append(cursor.peek())
+        cursor.index += 1
+    followed_by_exchange = not cursor.at_end()
+    content_type = headers.get("Content-Type")
+    if is_event_stream(content_type) and not (region and region[0].startswith(BODY_MARKER)):
+        while region and region[-1] == "":
+            region.pop()
+        try:
+            events = sse.parse_lines(region, require_final_blank=False)
+        except sse.SseSyntaxError as exc:
+            raise cursor.error(str(exc), body_start + exc.offset) from None
+        except ValueError as exc:
+            raise cursor.error(f"invalid SSE frame: {exc}", body_start) from None
+        try:
+            return Response(
+                status=int(status),
+                reason=reason or "",
+                headers=headers,
+                events=tuple(events),
+                http_version=version,
+            )
+        except ValueError as exc:
+            raise cursor.error(str(exc), line_number) from None
+    if followed_by_exchange and region and region[-1] == "":
+        region.pop()  # the blank line before the next "###"
+    body = _decode_body(cursor, region, body_start)
+    try:
+        return Response(
+            status=int(status),
+            reason=reason or "",
+            headers=headers,
+            body=body,
+            http_version=version,
+        )
+    except ValueError as exc:
+        raise cursor.error(str(exc), line_number) from None
+
+
+def _read_headers(cursor: _Cursor, *, stop_at_status: bool) -> Headers:
+    pairs: list[tuple[str, str]] = []
+    while not cursor.at_end():
+        line = cursor.peek()
+        if line == "":
+            cursor.index += 1
+            break
+        if line.startswith("###") or (stop_at_status and _STATUS_LINE.match(line)):
+            break  # no blank line and no body: the next part starts right away
+        if line[:1] in (" ", "\t"):
+            raise cursor.error(
+                "a header line may not start with whitespace (obsolete line folding is not "
+                "supported): put the whole value on one line"
+            )
+        match = _HEADER_LINE.match(line)
+        if not match:
+            raise cursor.error(
+                f'expected a header line such as "Content-Type: application/json" or a blank '
+                f"line before the body, got {_show(line)}"
+            )
+        pairs.append((match.group(1), match.group(2)))
+        cursor.index += 1
+    try:
+        return Headers(pairs)
+    except ValueError as exc:
+        raise cursor.error(str(exc)) from None
+
+
+def _decode_body(cursor: _Cursor, region: Sequence[str], start: int) -> bytes:
+    if not region:
+        return b""
+    first = region[0]
+    if not first.startswith(BODY_MARKER):
+        return "\n".join(region).encode()
+    encoding = first[len(BODY_MARKER) :].strip()
+    payload = [line.strip() for line in region[1:]]
+    if encoding == "base64":
+        try:
+            return base64.b64decode("".join(payload), validate=True)
+        except (binascii.Error, ValueError):
+            raise cursor.error(
+                "the base64 body has characters outside the base64 alphabet or bad padding",
+                start + 1,
+            ) from None
+    if encoding == "escaped":
+        lines = [line for line in payload if line]
+        if len(lines) != 1:
+            raise cursor.error(
+                "an escaped body is one line holding a JSON string after its marker", start + 1
+            )
+        try:
+            value = json.loads(lines[0])
+        except ValueError as exc:
+            raise cursor.error(f"the escaped body is not a JSON string: {exc}", start + 1) from None
+        if not isinstance(value, str):
+            raise cursor.error("the escaped body must be a JSON string", start + 1)
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise cursor.error("the escaped body holds a lone surrogate", start + 1) from None
+    raise cursor.error(
+        f'unknown body encoding {encoding!r}: expected "{BODY_MARKER} base64" or '
+        f'"{BODY_MARKER} escaped"',
+        start,
+    )
+
+
+# --------------------------------------------------------------------------- files
+
+
+def load(path: str | os.PathLike[str]) -> Transcript:
+    """Read and parse one `.http` file."""
+    name = os.fspath(path)
+    try:
+        data = Path(name).read_bytes()
+    except OSError as exc:
+        raise ParseError(f"cannot read the file: {exc.strerror or exc}", path=name) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ParseError(
+            "the file is not UTF-8 text (binary bodies are written as base64 by recorder)",
+            path=name,
+            line=line,
+        ) from None
+    return loads(text, source=name)
+
+
+def dump(transcript: Transcript, path: str | os.PathLike[str]) -> None:
+    """Write a transcript atomically: a temporary file in the same folder, then a rename."""
+    write_text_atomic(Path(path), dumps(transcript))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` so that readers see the old file or the new one, never half."""
+    folder = path.parent
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

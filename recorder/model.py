@@ -1,0 +1,361 @@
+"""The transcript model: Request, Response, SseEvent, Exchange, Transcript.
+
+Every part of recorder (proxy, player, renderer) speaks in these values. They are frozen
+dataclasses with liberal constructors and one canonical form inside:
+
+- `Headers` are ordered (name, value) pairs. Names keep their case (files round-trip byte for
+  byte) and compare case-insensitively. Values are stripped of surrounding whitespace (RFC 9110
+  §5.5: leading and trailing whitespace is not part of a field value).
+- A body is bytes. A body whose Content-Type is JSON (`application/json`, `application/*+json`)
+  and which parses as JSON without loss (no duplicate keys) is held pretty-printed: 2-space
+  indent, key order as received, non-ASCII kept. The meaning is unchanged; the bytes are the ones
+  the `.http` file shows.
+- A response whose Content-Type is `text/event-stream` holds its events when the body parses as
+  SSE without loss (see `recorder.sse`); its body is then the canonical serialization of those
+  events (LF line endings, fields in a fixed order). Otherwise `events` is None and the body is
+  kept as it came.
+
+Edits go through `dataclasses.replace`, which runs the same canonicalization.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, TypeAlias, overload
+
+from recorder import sse
+
+__all__ = [
+    "Exchange",
+    "Headers",
+    "Request",
+    "Response",
+    "SseEvent",
+    "Transcript",
+]
+
+SseEvent = sse.SseEvent
+
+HeadersLike: TypeAlias = "Headers | Mapping[str, str] | Iterable[tuple[str, str]]"
+
+# RFC 9110 §5.1: field-name = token; token = 1*tchar
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_HTTP_VERSION = re.compile(r"^HTTP/\d+(?:\.\d+)?$")
+_REQUEST_TARGET = re.compile(r"^\S+$")
+_JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        raise _DuplicateKeyError
+    return result
+
+
+def media_type(content_type: str | None) -> str:
+    """`"Application/JSON; charset=utf-8"` -> `"application/json"`."""
+    if not content_type:
+        return ""
+    return content_type.partition(";")[0].strip().lower()
+
+
+def is_json_media_type(content_type: str | None) -> bool:
+    return _JSON_MEDIA_TYPE.match(media_type(content_type)) is not None
+
+
+def is_event_stream(content_type: str | None) -> bool:
+    return media_type(content_type) == "text/event-stream"
+
+
+def pretty_json(value: Any) -> str:
+    """The canonical JSON text of a body: 2-space indent, key order kept, unicode kept."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def canonical_json_body(body: bytes) -> bytes:
+    """Pretty-print a JSON body, or return it unchanged when that would lose anything."""
+    if not body:
+        return body
+    try:
+        value = json.loads(body, object_pairs_hook=_reject_duplicate_keys)
+    except (ValueError, RecursionError):
+        # not JSON (or not UTF-8, or duplicate keys): keep the bytes as they are
+        return body
+    return pretty_json(value).encode()
+
+
+class Headers(Sequence[tuple[str, str]]):
+    """Ordered (name, value) pairs; names keep their case and compare case-insensitively."""
+
+    __slots__ = ("_items",)
+
+    _items: tuple[tuple[str, str], ...]
+
+    def __init__(self, items: HeadersLike = ()) -> None:
+        if isinstance(items, Headers):
+            pairs: tuple[tuple[str, str], ...] = items._items
+        else:
+            source = items.items() if isinstance(items, Mapping) else items
+            checked = []
+            for name, value in source:
+                name = str(name)
+                value = str(value).strip()
+                if not _TOKEN.match(name):
+                    raise ValueError(f"invalid header name {name!r}")
+                if any(ch in value for ch in "\r\n\0"):
+                    raise ValueError(f"header {name} has a line break or NUL in its value")
+                checked.append((name, value))
+            pairs = tuple(checked)
+        object.__setattr__(self, "_items", pairs)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Headers are immutable")
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[str, str]: ...
+    @overload
+    def __getitem__(self, index: slice) -> Headers: ...
+    def __getitem__(self, index: int | slice) -> tuple[str, str] | Headers:
+        if isinstance(index, slice):
+            return Headers(self._items[index])
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._items)
+
+    def _folded(self) -> tuple[tuple[str, str], ...]:
+        return tuple((name.lower(), value) for name, value in self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Headers):
+            return self._folded() == other._folded()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._folded())
+
+    def __repr__(self) -> str:
+        return f"Headers({list(self._items)!r})"
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        wanted = name.lower()
+        return any(n.lower() == wanted for n, _ in self._items)
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        """The first value of `name` (case-insensitive), or `default`."""
+        wanted = name.lower()
+        for n, v in self._items:
+            if n.lower() == wanted:
+                return v
+        return default
+
+    def get_all(self, name: str) -> list[str]:
+        wanted = name.lower()
+        return [v for n, v in self._items if n.lower() == wanted]
+
+    def names(self) -> list[str]:
+        return [n for n, _ in self._items]
+
+    def without(self, *names: str) -> Headers:
+        """A copy without every field named in `names` (case-insensitive)."""
+        drop = {n.lower() for n in names}
+        return Headers(tuple((n, v) for n, v in self._items if n.lower() not in drop))
+
+    def replaced(self, name: str, value: str) -> Headers:
+        """A copy where `name` has exactly one value: in place of the first, else appended."""
+        wanted = name.lower()
+        out: list[tuple[str, str]] = []
+        done = False
+        for n, v in self._items:
+            if n.lower() == wanted:
+                if not done:
+                    out.append((n, value))
+                    done = True
+            else:
+                out.append((n, v))
+        if not done:
+            out.append((name, value))
+        return Headers(out)
+
+
+def _to_headers(value: HeadersLike) -> Headers:
+    return value if isinstance(value, Headers) else Headers(value)
+
+
+def _to_bytes(value: bytes | bytearray | memoryview | str) -> bytes:
+    if isinstance(value, str):
+        return value.encode()
+    return bytes(value)
+
+
+class _Message:
+    """What requests and responses share: headers, a body, JSON access."""
+
+    headers: Headers
+    body: bytes
+
+    @property
+    def content_type(self) -> str | None:
+        return self.headers.get("Content-Type")
+
+    @property
+    def is_json(self) -> bool:
+        return is_json_media_type(self.content_type)
+
+    @cached_property
+    def json(self) -> Any:
+        """The body parsed as JSON, or None when it is empty or not JSON."""
+        if not self.body:
+            return None
+        try:
+            return json.loads(self.body)
+        except (ValueError, RecursionError):
+            return None
+
+    @property
+    def text(self) -> str:
+        """The body decoded as UTF-8 (undecodable bytes replaced)."""
+        return self.body.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True, eq=True)
+class Request(_Message):
+    """One HTTP request as recorded: `POST /a2a/jsonrpc HTTP/1.1`, headers, body."""
+
+    method: str
+    target: str
+    headers: Headers = field(default_factory=Headers)
+    body: bytes = b""
+    http_version: str = "HTTP/1.1"
+
+    def __post_init__(self) -> None:
+        if not _TOKEN.match(self.method):
+            raise ValueError(f"invalid request method {self.method!r}")
+        if not _REQUEST_TARGET.match(self.target):
+            raise ValueError(f"invalid request target {self.target!r} (empty or has whitespace)")
+        if not _HTTP_VERSION.match(self.http_version):
+            raise ValueError(f"invalid HTTP version {self.http_version!r}")
+        headers = _to_headers(self.headers)
+        object.__setattr__(self, "headers", headers)
+        body = _to_bytes(self.body)
+        if is_json_media_type(headers.get("Content-Type")):
+            body = canonical_json_body(body)
+        object.__setattr__(self, "body", body)
+
+    @property
+    def path(self) -> str:
+        """The target without its query string."""
+        return self.target.partition("?")[0]
+
+
+@dataclass(frozen=True, eq=True)
+class Response(_Message):
+    """One HTTP response: `HTTP/1.1 200 OK`, headers, body (and SSE events for a stream)."""
+
+    status: int
+    reason: str = ""
+    headers: Headers = field(default_factory=Headers)
+    body: bytes = b""
+    events: tuple[SseEvent, ...] | None = None
+    http_version: str = "HTTP/1.1"
+
+    def __post_init__(self) -> None:
+        if not 100 <= self.status <= 999:
+            raise ValueError(f"invalid status code {self.status}")
+        if any(ch in self.reason for ch in "\r\n\0"):
+            raise ValueError("the reason phrase has a line break or NUL")
+        object.__setattr__(self, "reason", self.reason.strip())
+        if not _HTTP_VERSION.match(self.http_version):
+            raise ValueError(f"invalid HTTP version {self.http_version!r}")
+        headers = _to_headers(self.headers)
+        object.__setattr__(self, "headers", headers)
+        body = _to_bytes(self.body)
+        events = self.events
+        content_type = headers.get("Content-Type")
+        if events is not None:
+            events = tuple(events)
+            if not is_event_stream(content_type):
+                raise ValueError("a response with SSE events needs Content-Type: text/event-stream")
+            body = sse.serialize(events)
+        elif is_event_stream(content_type):
+            parsed = sse.parse_lossless(body)
+            if parsed is not None:
+                events = parsed
+                body = sse.serialize(parsed)
+        elif is_json_media_type(content_type):
+            body = canonical_json_body(body)
+        object.__setattr__(self, "events", events)
+        object.__setattr__(self, "body", body)
+
+    @property
+    def is_stream(self) -> bool:
+        return self.events is not None
+
+
+@dataclass(frozen=True, eq=True)
+class Exchange:
+    """A request and its response, with a title (the text after `###`) and comments.
+
+    `truncated` marks a response that did not arrive whole (the client went away mid-stream,
+    the upstream reset the connection); it is written as `# @truncated` and a player compares
+    only what was recorded. `line` is where the exchange starts in its file (not compared).
+    """
+
+    request: Request
+    response: Response
+    title: str = ""
+    comments: tuple[str, ...] = ()
+    truncated: bool = False
+    line: int | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if any(ch in self.title for ch in "\r\n"):
+            raise ValueError("an exchange title is one line")
+        object.__setattr__(self, "title", self.title.strip())
+        comments = tuple(self.comments)
+        for comment in comments:
+            if any(ch in comment for ch in "\r\n"):
+                raise ValueError("a comment is one line")
+            if comment.strip() == "@truncated":
+                raise ValueError('"@truncated" is a tag: set Exchange.truncated instead')
+        object.__setattr__(self, "comments", comments)
+
+
+@dataclass(frozen=True, eq=True)
+class Transcript:
+    """The exchanges of one `.http` file, in order, with the file's leading comments.
+
+    `source` is where it was read from (not compared).
+    """
+
+    exchanges: tuple[Exchange, ...] = ()
+    comments: tuple[str, ...] = ()
+    format_version: int = 1
+    source: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "exchanges", tuple(self.exchanges))
+        comments = tuple(self.comments)
+        for comment in comments:
+            if any(ch in comment for ch in "\r\n"):
+                raise ValueError("a comment is one line")
+        object.__setattr__(self, "comments", comments)
+
+    def __iter__(self) -> Iterator[Exchange]:
+        return iter(self.exchanges)
+
+    def __len__(self) -> int:
+        return len(self.exchanges)

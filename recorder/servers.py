@@ -1,0 +1,93 @@
+"""Run an ASGI app with uvicorn in a background thread, on a loopback socket bound first.
+
+Binding the socket before the app starts gives the real port up front (port 0 picks a free
+one), with no race between choosing a port and listening on it. Used by the kit, the player's
+embedded default agent, and the end-to-end tests.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+
+__all__ = ["ServerThread", "bind_socket"]
+
+
+def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    """A listening TCP socket on host:port (port 0: a free port chosen by the OS)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+class ServerThread:
+    """`with ServerThread(app) as server: httpx.get(server.url + "/")`.
+
+    `sock` may be passed when the app must know its own address before it is built (the kit
+    puts its URL in its agent card): bind first with `bind_socket`, build, then start.
+    """
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        sock: socket.socket | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        startup_timeout: float = 10.0,
+        **uvicorn_options: Any,
+    ) -> None:
+        self.sock = sock if sock is not None else bind_socket(host, port)
+        self.host, self.port = self.sock.getsockname()[:2]
+        options: dict[str, Any] = {"log_level": "warning", "lifespan": "off"}
+        options.update(uvicorn_options)
+        self._server = uvicorn.Server(uvicorn.Config(app, **options))
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+        self._startup_timeout = startup_timeout
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> ServerThread:
+        self._thread.start()
+        deadline = time.monotonic() + self._startup_timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the server on {self.url} did not start")
+            time.sleep(0.005)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        self.sock.close()
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
