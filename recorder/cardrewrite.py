@@ -1,0 +1,121 @@
+"""Point an agent card's interface URLs at the recording proxy instead of the agent.
+
+An A2A client reads `supportedInterfaces[].url` from the card and sends every call there
+(A2A §8; risk R11 in the reference notes): a proxy that relays the card unchanged sees only the
+card fetch. So the card the *client* gets names the proxy; the transcript keeps the card as the
+agent sent it.
+
+Pure: `rewrite_card(card_json, upstream, proxy)` takes and returns values. A URL is rewritten
+when it has the upstream's scheme, port and host (the loopback names `localhost`, `127.0.0.1`
+and `::1` count as one host) and its path starts with the upstream's path. Everything else
+(other hosts, `provider.url`, `documentationUrl`) is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Origin", "card_of_reply", "rewrite_card", "rewrite_card_body", "rewrite_url"]
+
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True)
+class Origin:
+    """scheme, host, port and a path prefix: `http://localhost:41242/agent`."""
+
+    scheme: str
+    host: str
+    port: int
+    path: str = ""
+
+    @classmethod
+    def parse(cls, url: str) -> Origin:
+        parts = urllib.parse.urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme not in _DEFAULT_PORTS or not parts.hostname:
+            raise ValueError(f"expected an http:// or https:// URL with a host, got {url!r}")
+        port = parts.port or _DEFAULT_PORTS[scheme]
+        return cls(scheme, parts.hostname.lower(), port, parts.path.rstrip("/"))
+
+    @property
+    def base(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = _DEFAULT_PORTS[self.scheme] == self.port
+        authority = host if default else f"{host}:{self.port}"
+        return f"{self.scheme}://{authority}{self.path}"
+
+    def same_host(self, host: str) -> bool:
+        host = host.lower()
+        return host == self.host or (host in _LOOPBACK and self.host in _LOOPBACK)
+
+
+def rewrite_url(url: str, upstream: Origin, proxy: Origin) -> str:
+    """`url` with the upstream's origin and path prefix swapped for the proxy's, or unchanged."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return url
+    scheme = parts.scheme.lower()
+    if scheme != upstream.scheme or not parts.hostname or not upstream.same_host(parts.hostname):
+        return url
+    if (port or _DEFAULT_PORTS.get(scheme)) != upstream.port:
+        return url
+    path = parts.path
+    if upstream.path and not (path == upstream.path or path.startswith(upstream.path + "/")):
+        return url
+    rest = path[len(upstream.path) :]
+    query = f"?{parts.query}" if parts.query else ""
+    fragment = f"#{parts.fragment}" if parts.fragment else ""
+    return f"{proxy.base}{rest}{query}{fragment}"
+
+
+def rewrite_card(card: Any, upstream: Origin, proxy: Origin) -> Any:
+    """A copy of a parsed card with its interface URLs rewritten (v1.0 and v0.3 fields)."""
+    if not isinstance(card, dict):
+        return card
+    out = dict(card)
+    for key in ("supportedInterfaces", "additionalInterfaces"):
+        interfaces = card.get(key)
+        if isinstance(interfaces, list):
+            out[key] = [_rewrite_interface(i, upstream, proxy) for i in interfaces]
+    # v0.3 cards (and the SDK's legacy fields) carry the preferred interface's URL at the top
+    if isinstance(card.get("url"), str):
+        out["url"] = rewrite_url(card["url"], upstream, proxy)
+    return out
+
+
+def _rewrite_interface(interface: Any, upstream: Origin, proxy: Origin) -> Any:
+    if isinstance(interface, dict) and isinstance(interface.get("url"), str):
+        return {**interface, "url": rewrite_url(interface["url"], upstream, proxy)}
+    return interface
+
+
+def card_of_reply(reply: Any) -> tuple[Any, str | None]:
+    """Where the card sits in a reply: the body itself, or a JSON-RPC `result` (extended card).
+
+    Returns (card, "result") for a JSON-RPC reply, (card, None) for a bare card.
+    """
+    if isinstance(reply, dict) and "jsonrpc" in reply and isinstance(reply.get("result"), dict):
+        return reply["result"], "result"
+    return reply, None
+
+
+def rewrite_card_body(body: bytes, upstream: Origin, proxy: Origin) -> bytes | None:
+    """The rewritten JSON body (a bare card or a JSON-RPC reply holding one), or None when
+    there is nothing to rewrite (not JSON, no interface URL naming the upstream)."""
+    try:
+        reply = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    card, member = card_of_reply(reply)
+    rewritten = rewrite_card(card, upstream, proxy)
+    if rewritten == card:
+        return None
+    reply = {**reply, member: rewritten} if member is not None else rewritten
+    return json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode()

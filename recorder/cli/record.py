@@ -1,0 +1,72 @@
+"""`recorder record`: run the recording reverse proxy."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+from pathlib import Path
+from typing import Any
+
+import click
+
+from recorder.errors import RecorderError
+
+
+def _secret_names(rules_path: str | None) -> dict[str, Any]:
+    """secret_headers / secret_fields from the rules file (recorder.rules), if any."""
+    if importlib.util.find_spec("recorder.rules") is None:
+        if rules_path is not None:
+            raise click.UsageError("--rules needs recorder.rules, which this build does not have")
+        return {}
+    rules = importlib.import_module("recorder.rules").load_rules(rules_path)
+    names: dict[str, Any] = {}
+    for name in ("secret_headers", "secret_fields"):
+        value = getattr(rules, name, None)
+        if value is not None:
+            names[name] = value
+    return names
+
+
+@click.command()
+@click.option("--upstream", required=True, help="The agent to record, e.g. http://localhost:41242")
+@click.option(
+    "--listen",
+    default="127.0.0.1:41241",
+    show_default=True,
+    help="Where the proxy listens (HOST:PORT; loopback unless you say otherwise).",
+)
+@click.option(
+    "--out",
+    default="transcripts/",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Folder of the NN-slug.http transcripts (numbering continues after the highest).",
+)
+@click.option("--rules", type=click.Path(dir_okay=False), help="Rules file (YAML): secrets.")
+@click.option("--timeout", default=60.0, show_default=True, help="Upstream read timeout, seconds.")
+def record(upstream: str, listen: str, out: str, rules: str | None, timeout: float) -> None:
+    """Record every exchange between clients and the agent at UPSTREAM.
+
+    Point clients at the proxy instead of the agent. Name a scenario with the request header
+    `Recorder-Scenario: <name>` (or POST {"name": ...} to /_recorder/scenario): its exchanges go
+    to one file. Agent cards are rewritten for the client so that every call goes through.
+    """
+    import httpx
+
+    from recorder.proxy import create_proxy_app, parse_listen, serve
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        host, port = parse_listen(listen)
+        names = _secret_names(rules)
+        proxy = create_proxy_app(
+            upstream,
+            out=Path(out),
+            timeout=httpx.Timeout(30.0, connect=5.0, read=timeout),
+            **names,
+        )
+        serve(proxy, host=host, port=port, announce=click.echo)
+    except (ValueError, RecorderError, OSError) as exc:
+        click.echo(f"recorder record: {exc}", err=True)
+        raise SystemExit(2) from None

@@ -1,0 +1,219 @@
+"""Secrets -> replayable placeholders, before anything reaches the disk.
+
+Pure: values in, values out. The names of what is secret are arguments (the rules file decides
+them; `DEFAULT_SECRET_HEADERS` are the defaults), each mapped to the placeholder it becomes.
+
+- A secret header keeps its shape where the shape carries meaning and no secret:
+  `Authorization: Bearer abc` -> `Authorization: Bearer {{A2A_TOKEN}}` (the scheme is kept,
+  RFC 9110 §11.4 `credentials = auth-scheme [ 1*SP ( token68 / #auth-param ) ]`);
+  `Set-Cookie: sid=abc; Path=/; HttpOnly` -> `Set-Cookie: sid={{SET_COOKIE}}; Path=/; HttpOnly`
+  (the attributes after the first `;` are not secret, RFC 6265 §4.1.1). Any other secret header
+  becomes the placeholder alone.
+- A secret JSON member (by name, at any depth) gets the placeholder as its value; so does a
+  secret query parameter.
+- Every secret value seen on the way (`Redactor.seen`) is also scrubbed from the whole text of
+  a transcript before it is written (`scrub_text`): an agent that echoes a token in a body or
+  an error message does not leak it either.
+
+The player fills `{{NAME}}` from the environment variable NAME.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from recorder.model import Headers, is_json_media_type
+from recorder.sse import SseEvent
+
+__all__ = [
+    "DEFAULT_SECRET_FIELDS",
+    "DEFAULT_SECRET_HEADERS",
+    "Redactor",
+    "placeholder",
+    "placeholder_name",
+    "scrub_text",
+    "secret_names",
+]
+
+# header name (lowercase) -> placeholder name
+DEFAULT_SECRET_HEADERS: Mapping[str, str] = {
+    "authorization": "A2A_TOKEN",
+    "proxy-authorization": "PROXY_AUTHORIZATION",
+    "cookie": "COOKIE",
+    "set-cookie": "SET_COOKIE",
+    "x-api-key": "X_API_KEY",
+}
+# JSON member / query parameter name (exact) -> placeholder name
+DEFAULT_SECRET_FIELDS: Mapping[str, str] = {}
+
+# the schemes whose parameter is one credential that the placeholder stands for
+_SCHEMED_HEADERS = frozenset({"authorization", "proxy-authorization"})
+_SCHEME = re.compile(r"^([!#$%&'*+\-.^_`|~0-9A-Za-z]+)[ \t]+(\S.*)$")
+# secrets shorter than this are not scrubbed from free text: they would match at random
+_MIN_SCRUB_LENGTH = 6
+
+
+def placeholder_name(name: str) -> str:
+    """`x-api-key` -> `X_API_KEY`: an environment variable name for a header or field."""
+    cleaned = re.sub(r"[^0-9A-Za-z]+", "_", name).strip("_").upper()
+    if not cleaned:
+        return "SECRET"
+    return f"_{cleaned}" if cleaned[0].isdigit() else cleaned
+
+
+def placeholder(name: str) -> str:
+    return "{{" + name + "}}"
+
+
+def secret_names(names: Mapping[str, str] | Iterable[str], *, fold: bool) -> dict[str, str]:
+    """Normalize `names` (a mapping name -> placeholder, or plain names) to a dict.
+
+    `fold` lowercases the names (HTTP header names are case-insensitive; JSON names are not).
+    """
+    if isinstance(names, Mapping):
+        pairs = [(str(k), str(v)) for k, v in names.items()]
+    else:
+        pairs = [(str(n), placeholder_name(str(n))) for n in names]
+    return {(k.lower() if fold else k): v for k, v in pairs}
+
+
+def scrub_text(text: str, secrets: Mapping[str, str]) -> str:
+    """Replace every occurrence of each secret value (long enough to be one) by its placeholder.
+
+    Longer secrets first, so that a secret containing another is replaced whole.
+    """
+    for value in sorted(secrets, key=len, reverse=True):
+        if len(value) >= _MIN_SCRUB_LENGTH and value in text:
+            text = text.replace(value, placeholder(secrets[value]))
+    return text
+
+
+@dataclass
+class Redactor:
+    """Redacts the parts of one exchange and remembers the secret values it took out."""
+
+    headers: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_SECRET_HEADERS))
+    fields: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_SECRET_FIELDS))
+    # secret value -> placeholder name, for `scrub_text`
+    seen: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.headers = secret_names(self.headers, fold=True)
+        self.fields = secret_names(self.fields, fold=False)
+
+    # ---------------------------------------------------------------- headers
+
+    def redact_headers(self, headers: Headers) -> Headers:
+        if not any(name.lower() in self.headers for name in headers.names()):
+            return headers
+        return Headers([(n, self._header_value(n, v)) for n, v in headers])
+
+    def _header_value(self, name: str, value: str) -> str:
+        folded = name.lower()
+        env = self.headers.get(folded)
+        if env is None or not value:
+            return value
+        if folded in _SCHEMED_HEADERS:
+            match = _SCHEME.match(value)
+            if match:
+                self._remember(match.group(2), env)
+                return f"{match.group(1)} {placeholder(env)}"
+        elif folded == "set-cookie":
+            pair, sep, attributes = value.partition(";")
+            cookie_name, eq, cookie_value = pair.partition("=")
+            if eq:
+                self._remember(cookie_value.strip(), env)
+                return f"{cookie_name.strip()}={placeholder(env)}{sep}{attributes}"
+        self._remember(value, env)
+        return placeholder(env)
+
+    # ---------------------------------------------------------------- target
+
+    def redact_target(self, target: str) -> str:
+        """Secret query parameters -> placeholders (`?api_key={{API_KEY}}`)."""
+        path, question, query = target.partition("?")
+        if not question or not self.fields:
+            return target
+        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+        if not any(name in self.fields for name, _ in pairs):
+            return target
+        out = []
+        for name, value in pairs:
+            env = self.fields.get(name)
+            if env is not None:
+                self._remember(value, env)
+                # braces are kept readable: the player fills them before it sends
+                value = placeholder(env)
+            out.append((name, value))
+        return f"{path}?{urllib.parse.urlencode(out, safe='{}')}"
+
+    # ---------------------------------------------------------------- bodies
+
+    def redact_json_value(self, value: Any) -> Any:
+        """A copy of a parsed JSON value with every secret member's value replaced."""
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                env = self.fields.get(key)
+                if env is not None and item is not None and not isinstance(item, dict | list):
+                    self._remember(item if isinstance(item, str) else json.dumps(item), env)
+                    out[key] = placeholder(env)
+                elif env is not None and isinstance(item, dict | list):
+                    # a structured secret: every scalar inside it is secret
+                    out[key] = _replace_scalars(item, env, self._remember)
+                else:
+                    out[key] = self.redact_json_value(item)
+            return out
+        if isinstance(value, list):
+            return [self.redact_json_value(item) for item in value]
+        return value
+
+    def redact_body(self, body: bytes, content_type: str | None) -> bytes:
+        """Secret JSON members out of a JSON body (returned compact; the model pretty-prints)."""
+        if not self.fields or not body or not is_json_media_type(content_type):
+            return body
+        try:
+            value = json.loads(body)
+        except (ValueError, RecursionError):
+            return body
+        redacted = self.redact_json_value(value)
+        if redacted == value:
+            return body
+        return json.dumps(redacted, ensure_ascii=False).encode()
+
+    def redact_events(self, events: Iterable[SseEvent]) -> tuple[SseEvent, ...]:
+        """Secret JSON members out of each frame's `data:` JSON."""
+        out = []
+        for event in events:
+            if self.fields and event.data:
+                try:
+                    value = json.loads(event.data)
+                except (ValueError, RecursionError):
+                    value = None
+                if value is not None:
+                    redacted = self.redact_json_value(value)
+                    if redacted != value:
+                        data = json.dumps(redacted, ensure_ascii=False)
+                        event = SseEvent(data, event.event, event.id, event.retry, event.comments)
+            out.append(event)
+        return tuple(out)
+
+    def _remember(self, value: str, env: str) -> None:
+        if value and "{{" not in value:
+            self.seen[value] = env
+
+
+def _replace_scalars(value: Any, env: str, remember: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _replace_scalars(v, env, remember) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_scalars(v, env, remember) for v in value]
+    if value is None or isinstance(value, bool):
+        return value
+    remember(value if isinstance(value, str) else json.dumps(value), env)
+    return placeholder(env)

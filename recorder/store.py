@@ -1,0 +1,252 @@
+"""Where recorded exchanges go: naming, numbering, and the writer of transcript files.
+
+Pure part (no I/O): `operation_name` (the A2A operation a request calls), `exchange_title`,
+`slugify` (a scenario name made safe as a file name), `next_number` and `file_name`
+(`NN-slug.http`, numbering after the highest number already in the folder), and
+`header_case` (conventional spelling of lowercase header names).
+
+I/O part: `TranscriptStore` appends the exchanges of one scenario to one file, in the order
+their requests started, rewriting the whole file atomically each time
+(`recorder.httpfile.write_text_atomic`), so a reader sees the file before or after an exchange,
+never half of one. Exchanges without a scenario get a file each, named after the operation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from recorder.httpfile import dumps, loads, write_text_atomic
+from recorder.model import Exchange, Request, Transcript
+
+__all__ = [
+    "TranscriptStore",
+    "exchange_title",
+    "file_name",
+    "header_case",
+    "next_number",
+    "operation_name",
+    "operation_slug",
+    "slugify",
+]
+
+_NUMBERED = re.compile(r"^(\d+)-.*\.http$")
+_MAX_SLUG = 60
+
+_PUSH = r"/tasks/[^/]+/pushNotificationConfigs"
+# REST routes of the HTTP+JSON binding (A2A §11), matched on the end of the path, so any
+# interface prefix (`/a2a/rest`, a tenant) is allowed in front.
+_REST_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("POST", re.compile(r"/message:send$"), "SendMessage"),
+    ("POST", re.compile(r"/message:stream$"), "SendStreamingMessage"),
+    ("GET", re.compile(_PUSH + r"/[^/]+$"), "GetTaskPushNotificationConfig"),
+    ("DELETE", re.compile(_PUSH + r"/[^/]+$"), "DeleteTaskPushNotificationConfig"),
+    ("GET", re.compile(_PUSH + "$"), "ListTaskPushNotificationConfigs"),
+    ("POST", re.compile(_PUSH + "$"), "CreateTaskPushNotificationConfig"),
+    ("POST", re.compile(r"/tasks/[^/]+:cancel$"), "CancelTask"),
+    ("POST", re.compile(r"/tasks/[^/]+:subscribe$"), "SubscribeToTask"),
+    ("GET", re.compile(r"/tasks/[^/]+:subscribe$"), "SubscribeToTask"),
+    ("GET", re.compile(r"/tasks/[^/:]+$"), "GetTask"),
+    ("GET", re.compile(r"/tasks$"), "ListTasks"),
+    ("GET", re.compile(r"/extendedAgentCard$"), "GetExtendedAgentCard"),
+    ("GET", re.compile(r"^/\.well-known/agent-card\.json$"), "GetAgentCard"),
+    ("GET", re.compile(r"^/\.well-known/agent\.json$"), "GetAgentCard"),
+)
+_JSONRPC_METHOD = re.compile(r"^[\w./:-]{1,80}$")
+
+# spellings that simple capitalisation gets wrong (RFC 9110 and A2A §3.2.6 spell them so)
+_HEADER_SPELLING = {
+    "a2a-version": "A2A-Version",
+    "a2a-extensions": "A2A-Extensions",
+    "x-a2a-extensions": "X-A2A-Extensions",
+    "etag": "ETag",
+    "www-authenticate": "WWW-Authenticate",
+    "te": "TE",
+    "dnt": "DNT",
+    "content-md5": "Content-MD5",
+    "x-api-key": "X-API-Key",
+    "x-request-id": "X-Request-ID",
+    "x-xss-protection": "X-XSS-Protection",
+}
+
+
+def header_case(name: str) -> str:
+    """`content-type` -> `Content-Type`, `a2a-version` -> `A2A-Version`, `etag` -> `ETag`."""
+    known = _HEADER_SPELLING.get(name.lower())
+    if known is not None:
+        return known
+    if name != name.lower():
+        return name  # someone chose a spelling: keep it
+    return "-".join(part[:1].upper() + part[1:] for part in name.split("-"))
+
+
+def operation_name(request: Request) -> str:
+    """The A2A operation a request calls: the JSON-RPC `method`, the REST route's operation,
+    `GetAgentCard` for the card, else `METHOD /path`."""
+    if request.method == "POST" and request.is_json:
+        value = request.json
+        if isinstance(value, dict):
+            method = value.get("method")
+            if isinstance(method, str) and _JSONRPC_METHOD.match(method):
+                return method
+    path = request.path
+    for method, pattern, name in _REST_ROUTES:
+        if request.method == method and pattern.search(path):
+            return name
+    return f"{request.method} {path}"
+
+
+def exchange_title(request: Request, description: str | None = None) -> str:
+    """`GetTask` or `GetTask: read the review back` (one line)."""
+    title = operation_name(request)
+    if description:
+        text = " ".join(description.split())
+        if text:
+            title = f"{title}: {text}"
+    return title
+
+
+def slugify(name: str) -> str:
+    """A scenario or operation name as a file-name slug: lowercase letters, digits and single
+    dashes; no separators, no dots (so no `..`), at most 60 characters. Raises ValueError when
+    nothing usable is left."""
+    # CamelCase -> camel-case, so operation names read well
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", name)
+    slug = re.sub(r"[^a-z0-9]+", "-", spaced.lower()).strip("-")
+    slug = slug[:_MAX_SLUG].rstrip("-")
+    if not slug:
+        raise ValueError(f"cannot make a file name from {name!r}: use letters or digits")
+    return slug
+
+
+def operation_slug(operation: str) -> str:
+    """`GetTask` -> `get-task`; `GET /foo/bar` -> `get-foo-bar`."""
+    try:
+        return slugify(operation)
+    except ValueError:
+        return "exchange"
+
+
+def next_number(names: Iterable[str]) -> int:
+    """One more than the highest `NN` of the `NN-slug.http` names given (1 when there is none)."""
+    highest = 0
+    for name in names:
+        match = _NUMBERED.match(name)
+        if match:
+            highest = max(highest, int(match.group(1)))
+    return highest + 1
+
+
+def file_name(number: int, slug: str) -> str:
+    return f"{number:02d}-{slug}.http"
+
+
+# --------------------------------------------------------------------------- writer
+
+
+@dataclass
+class _OpenFile:
+    path: Path
+    # (request order, exchange); kept sorted by request order
+    exchanges: list[tuple[int, Exchange]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class TranscriptStore:
+    """Writes recorded exchanges under `out`. Thread-safe; every write is atomic.
+
+    `begin(scenario)` is called when a request starts and returns a ticket (its place in the
+    request order); `write(ticket, exchange, secrets)` puts the finished exchange in its file.
+    `end(scenario)` closes a scenario: its next exchange starts a new file.
+    `scrub` (text, secrets) -> text is applied to the whole file text before it is written.
+    """
+
+    def __init__(
+        self,
+        out: Path,
+        *,
+        scrub: Callable[[str, Mapping[str, str]], str] | None = None,
+    ) -> None:
+        self.out = Path(out)
+        self._scrub = scrub
+        self._lock = threading.Lock()
+        self._open: dict[str, _OpenFile] = {}
+        self._order = 0
+        self._secrets: dict[str, str] = {}
+        self.written: list[Path] = []
+
+    def prepare(self) -> None:
+        """Create the folder (and fail early, with the reason, if it cannot be written)."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        if not os.access(self.out, os.W_OK | os.X_OK):
+            raise PermissionError(f"cannot write to {self.out}")
+
+    def begin(self) -> int:
+        """A ticket: the request's place in the order of request starts."""
+        with self._lock:
+            self._order += 1
+            return self._order
+
+    def end(self, scenario: str) -> None:
+        with self._lock:
+            self._open.pop(slugify(scenario), None)
+
+    def _allocate(self, slug: str) -> Path:
+        # called with self._lock held; the file is claimed by creating it empty-free: the
+        # number is reserved in memory (self._open / self.written) and on disk by the write
+        names = [p.name for p in self.out.iterdir()] if self.out.is_dir() else []
+        names += [p.name for p in self.written]
+        return self.out / file_name(next_number(names), slug)
+
+    def write(
+        self,
+        ticket: int,
+        exchange: Exchange,
+        *,
+        scenario: str | None,
+        operation: str,
+        secrets: Mapping[str, str] = {},
+    ) -> Path:
+        """Record one finished exchange; returns the file it went to. Raises OSError when the
+        file cannot be written (nothing is half written: the old file stays as it was)."""
+        with self._lock:
+            self._secrets.update(secrets)
+            all_secrets = dict(self._secrets)
+            if scenario is None:
+                record = _OpenFile(self._allocate(operation_slug(operation)))
+                self.written.append(record.path)
+            else:
+                slug = slugify(scenario)
+                record = self._open.get(slug)  # type: ignore[assignment]
+                if record is None:
+                    record = _OpenFile(self._allocate(slug))
+                    self._open[slug] = record
+                    self.written.append(record.path)
+        with record.lock:
+            record.exchanges.append((ticket, exchange))
+            record.exchanges.sort(key=lambda pair: pair[0])
+            transcript = Transcript(exchanges=tuple(e for _, e in record.exchanges))
+            text = dumps(transcript)
+            if self._scrub is not None:
+                text = self._scrub(text, all_secrets)
+                # scrubbing replaced text inside values; make sure the file still parses
+                loads(text, source=record.path)
+            try:
+                write_text_atomic(record.path, text)
+            except OSError:
+                record.exchanges.remove((ticket, exchange))
+                raise
+        return record.path
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line reason for a failed write, for logs and error replies."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    return json.dumps(str(exc))
