@@ -44,6 +44,8 @@ HeadersLike: TypeAlias = "Headers | Mapping[str, str] | Iterable[tuple[str, str]
 
 # RFC 9110 §5.1: field-name = token; token = 1*tchar
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+# Methods are tokens; recorder takes the common subset a .http line can hold unambiguously.
+_METHOD = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 _HTTP_VERSION = re.compile(r"^HTTP/\d+(?:\.\d+)?$")
 _REQUEST_TARGET = re.compile(r"^\S+$")
 _JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
@@ -75,9 +77,19 @@ def is_event_stream(content_type: str | None) -> bool:
     return media_type(content_type) == "text/event-stream"
 
 
+# Characters that JSON allows raw inside strings but that editors show as line breaks or not at
+# all (DEL, C1 controls, U+2028/U+2029): written as \uXXXX escapes so JSON bodies stay verbatim.
+_INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+
+def _escape_invisible(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
 def pretty_json(value: Any) -> str:
     """The canonical JSON text of a body: 2-space indent, key order kept, unicode kept."""
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    return _INVISIBLE.sub(_escape_invisible, text)
 
 
 def canonical_json_body(body: bytes) -> bytes:
@@ -110,6 +122,9 @@ class Headers(Sequence[tuple[str, str]]):
                 value = str(value).strip()
                 if not _TOKEN.match(name):
                     raise ValueError(f"invalid header name {name!r}")
+                if name.startswith("#"):
+                    # a .http line starting with "#" is a comment, "###" a new exchange
+                    raise ValueError(f"a header name may not start with '#': {name!r}")
                 if any(ch in value for ch in "\r\n\0"):
                     raise ValueError(f"header {name} has a line break or NUL in its value")
                 checked.append((name, value))
@@ -242,7 +257,7 @@ class Request(_Message):
     http_version: str = "HTTP/1.1"
 
     def __post_init__(self) -> None:
-        if not _TOKEN.match(self.method):
+        if not _METHOD.match(self.method):
             raise ValueError(f"invalid request method {self.method!r}")
         if not _REQUEST_TARGET.match(self.target):
             raise ValueError(f"invalid request target {self.target!r} (empty or has whitespace)")

@@ -1,0 +1,222 @@
+"""Property tests: both round-trip directions, and a fuzz run of the parser."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import string
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from recorder import (
+    Exchange,
+    Headers,
+    ParseError,
+    Request,
+    Response,
+    SseEvent,
+    Transcript,
+    dumps,
+    loads,
+)
+
+TCHAR = string.ascii_letters + string.digits + "!#$%&'*+-.^_`|~"
+one_line = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=40
+)
+methods = st.from_regex(r"[A-Za-z][A-Za-z0-9_-]{0,9}", fullmatch=True)
+targets = st.one_of(
+    st.from_regex(r"/[!-~]{0,40}", fullmatch=True),
+    st.text(
+        alphabet=st.characters(blacklist_categories=("Cs", "Zs", "Zl", "Zp", "Cc")),
+        min_size=1,
+        max_size=30,
+    ).map(lambda s: "/" + s),
+)
+header_names = st.text(alphabet=TCHAR, min_size=1, max_size=20).filter(lambda n: n[0] != "#")
+header_values = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\0"),
+    max_size=40,
+)
+other_headers = st.lists(
+    st.tuples(header_names, header_values).filter(lambda h: h[0].lower() != "content-type"),
+    max_size=4,
+)
+json_keys = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(blacklist_categories=("Cs",)), max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.text(st.characters(blacklist_categories=("Cs",)), max_size=8), children, max_size=4
+        )
+    ),
+    max_leaves=12,
+)
+text_bodies = st.text(st.characters(blacklist_categories=("Cs",)), max_size=200)
+no_cr = st.characters(blacklist_categories=("Cs",), blacklist_characters="\r")
+sse_events = (
+    st.fixed_dictionaries(
+        {
+            "data": st.none()
+            | st.text(
+                st.characters(blacklist_categories=("Cs",), blacklist_characters="\r"), max_size=40
+            ),
+            "event": st.none() | one_line,
+            "id": st.none() | one_line.filter(lambda s: "\0" not in s),
+            "retry": st.none() | st.integers(min_value=0, max_value=10**6),
+            "comments": st.lists(one_line, max_size=2).map(tuple),
+        }
+    )
+    .filter(lambda kw: any(v not in (None, ()) for v in kw.values()))
+    .map(lambda kw: SseEvent(**kw))
+)
+
+
+@st.composite
+def bodies(draw: st.DrawFn, *, response: bool) -> tuple[list[tuple[str, str]], dict[str, object]]:
+    """(content-type headers, keyword arguments for the body)."""
+    kinds = ["none", "json", "text", "binary", "bad-json"]
+    if response:
+        kinds += ["sse", "raw-sse"]
+    kind = draw(st.sampled_from(kinds))
+    if kind == "none":
+        return [], {}
+    if kind == "json":
+        ctype = draw(st.sampled_from(["application/json", "application/a2a+json"]))
+        return [("Content-Type", ctype)], {"body": json.dumps(draw(json_values)).encode()}
+    if kind == "bad-json":
+        return [("Content-Type", "application/json")], {"body": draw(text_bodies).encode()}
+    if kind == "text":
+        return [("Content-Type", "text/plain")], {"body": draw(text_bodies).encode()}
+    if kind == "binary":
+        return [("Content-Type", "application/octet-stream")], {
+            "body": draw(st.binary(max_size=300))
+        }
+    if kind == "sse":
+        events = draw(st.lists(sse_events, max_size=5))
+        return [("Content-Type", "text/event-stream")], {"events": tuple(events)}
+    return [("Content-Type", "text/event-stream")], {"body": draw(st.binary(max_size=100))}
+
+
+@st.composite
+def exchanges(draw: st.DrawFn) -> Exchange:
+    req_type, req_body = draw(bodies(response=False))
+    res_type, res_body = draw(bodies(response=True))
+    request = Request(
+        method=draw(methods),
+        target=draw(targets),
+        headers=Headers(draw(other_headers) + req_type),
+        http_version=draw(st.sampled_from(["HTTP/1.1", "HTTP/1.0", "HTTP/2"])),
+        **req_body,  # type: ignore[arg-type]
+    )
+    response = Response(
+        status=draw(st.integers(min_value=100, max_value=599)),
+        reason=draw(one_line.filter(lambda s: "\0" not in s)),
+        headers=Headers(req_type[:0] + res_type + draw(other_headers)),
+        **res_body,  # type: ignore[arg-type]
+    )
+    comments = draw(st.lists(one_line.filter(lambda s: s.strip() != "@truncated"), max_size=2))
+    return Exchange(
+        request=request,
+        response=response,
+        title=draw(one_line),
+        comments=tuple(comments),
+        truncated=draw(st.booleans()),
+    )
+
+
+transcripts = st.builds(
+    Transcript,
+    exchanges=st.lists(exchanges(), max_size=4).map(tuple),
+    comments=st.lists(one_line, max_size=3).map(tuple),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts)
+def test_loads_of_dumps_is_identity(transcript: Transcript) -> None:
+    text = dumps(transcript)
+    assert loads(text) == transcript
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts)
+def test_dumps_of_loads_is_identity_on_canonical_text(transcript: Transcript) -> None:
+    canonical = dumps(transcript)
+    assert dumps(loads(canonical)) == canonical
+    crlf = canonical.replace("\n", "\r\n")
+    assert dumps(loads(crlf)) == canonical
+
+
+# --------------------------------------------------------------------------- fuzz
+
+FRAGMENTS = [
+    "###",
+    "### title",
+    "# comment",
+    "# @truncated",
+    "# recorder-format: 1",
+    "# recorder-format: 2",
+    "# recorder-body: base64",
+    "# recorder-body: escaped",
+    "# recorder-body: zip",
+    "POST /a2a/jsonrpc HTTP/1.1",
+    "GET / HTTP/9.9",
+    "GET",
+    "HTTP/1.1 200 OK",
+    "HTTP/1.1 099 Low",
+    "HTTP/1.1 2000",
+    "Content-Type: application/json",
+    "Content-Type: text/event-stream",
+    "Bad Header",
+    " folded",
+    "",
+    "{",
+    '  "a": 1',
+    "}",
+    "data: {}",
+    "event: error",
+    "id: 1",
+    "retry: x",
+    "retry: 10",
+    ": ping",
+    "bogus: field",
+    '"escaped\\n"',
+    "AAAA",
+    "A=A=",
+    "\ufeff",
+    "\x00",
+    "\r",
+]
+fuzz_lines = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=20)), max_size=30).map(
+    "\n".join
+)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fuzz_lines)
+def test_the_parser_raises_nothing_but_parse_error(text: str) -> None:
+    try:
+        transcript = loads(text, source="fuzz.http")
+    except ParseError as exc:
+        assert exc.path == "fuzz.http"
+        assert exc.line is None or 1 <= exc.line <= text.count("\n") + 2
+        return
+    # whatever parses, the writer writes, and that is a fixed point
+    canonical = dumps(transcript)
+    assert loads(canonical) == transcript
+    assert dumps(loads(canonical)) == canonical
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400))
+def test_random_bytes_never_break_the_parser(data: bytes) -> None:
+    text = data.decode("utf-8", errors="replace")
+    with contextlib.suppress(ParseError):
+        loads(text)

@@ -1,0 +1,86 @@
+"""The model: canonical forms, header semantics, validation."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from factories import make_exchange, make_request, make_response
+
+from recorder import Headers, Request, Response, SseEvent
+
+
+def test_headers_keep_case_and_order_but_compare_case_insensitively() -> None:
+    headers = Headers([("Content-Type", "a"), ("X-B", " b "), ("x-b", "c")])
+    assert list(headers) == [("Content-Type", "a"), ("X-B", "b"), ("x-b", "c")]
+    assert headers == Headers([("content-type", "a"), ("x-b", "b"), ("X-B", "c")])
+    assert headers != Headers([("X-B", "b"), ("Content-Type", "a"), ("x-b", "c")])
+    assert headers.get("CONTENT-TYPE") == "a"
+    assert headers.get_all("x-b") == ["b", "c"]
+    assert "x-B" in headers
+    assert headers.without("x-b") == Headers([("Content-Type", "a")])
+    assert headers.replaced("X-b", "z") == Headers([("Content-Type", "a"), ("X-B", "z")])
+    assert hash(headers) == hash(Headers([("content-type", "a"), ("x-b", "b"), ("X-B", "c")]))
+
+
+@pytest.mark.parametrize(
+    "pairs",
+    [[("Bad Name", "x")], [("X", "a\nb")], [("X", "a\rb")], [("#X", "1")], [("", "x")]],
+)
+def test_headers_that_cannot_be_written_are_rejected(pairs: list[tuple[str, str]]) -> None:
+    with pytest.raises(ValueError):
+        Headers(pairs)
+
+
+def test_replace_runs_the_same_canonicalization() -> None:
+    request = dataclasses.replace(make_request(), body=b'{"b":2}')
+    assert request.body == b'{\n  "b": 2\n}'
+
+
+def test_an_event_stream_body_becomes_events() -> None:
+    response = Response(
+        200, headers=Headers([("Content-Type", "text/event-stream")]), body=b"data: 1\r\n\r\n"
+    )
+    assert response.events == (SseEvent(data="1"),)
+    assert response.body == b"data: 1\n\n"
+    assert response.is_stream
+
+
+def test_events_need_an_event_stream_content_type() -> None:
+    with pytest.raises(ValueError, match="text/event-stream"):
+        make_response(events=(SseEvent(data="1"),))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"method": "GET POST"},
+        {"method": "#GET"},
+        {"target": "/a b"},
+        {"target": ""},
+        {"http_version": "HTTP/x"},
+    ],
+)
+def test_invalid_request_lines_are_rejected(kwargs: dict[str, str]) -> None:
+    with pytest.raises(ValueError):
+        make_request(**kwargs)
+
+
+def test_invalid_status_and_reason_are_rejected() -> None:
+    with pytest.raises(ValueError):
+        make_response(status=42)
+    with pytest.raises(ValueError):
+        make_response(reason="a\nb")
+
+
+def test_truncated_is_a_flag_not_a_comment() -> None:
+    with pytest.raises(ValueError, match="@truncated"):
+        make_exchange(comments=("@truncated",))
+
+
+def test_json_access_and_text() -> None:
+    request = Request("POST", "/x?y=1", Headers([("Content-Type", "text/plain")]), b"\xffa")
+    assert request.json is None
+    assert request.text == "\ufffda"
+    assert request.path == "/x"
+    assert make_response().json == {"jsonrpc": "2.0", "id": 1, "result": {"id": "t-1"}}
