@@ -1,0 +1,55 @@
+"""`recorder kit`: run the reference code-reviewer agent in the foreground."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", default=41242, show_default=True, type=int, help="Port (0: any free).")
+@click.option(
+    "--token",
+    default=None,
+    help="Bearer token for GetExtendedAgentCard [default: $RECORDER_KIT_TOKEN, else the demo "
+    "token kit-demo-token].",
+)
+@click.option(
+    "--log-level",
+    default="warning",
+    show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    help="uvicorn log level.",
+)
+def kit(host: str, port: int, token: str | None, log_level: str) -> None:
+    """Run the code-reviewer A2A agent (a2a-sdk) until Ctrl-C.
+
+    JSON-RPC at /a2a/jsonrpc, HTTP+JSON under /a2a/rest, the card at
+    /.well-known/agent-card.json. Every request needs the header A2A-Version: 1.0.
+    """
+    import uvicorn
+
+    from recorder.kit import DEFAULT_TOKEN, create_app
+    from recorder.kit.serve import public_base_url
+    from recorder.servers import bind_socket
+
+    try:
+        sock = bind_socket(host, port)
+    except OSError as error:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from error
+    bound_port = int(sock.getsockname()[1])
+    base_url = public_base_url(host, bound_port)
+    app = create_app(base_url, token=token or os.environ.get("RECORDER_KIT_TOKEN") or DEFAULT_TOKEN)
+    shown_host = f"[{host}]" if ":" in host else host
+    click.echo(f"code-reviewer listening on http://{shown_host}:{bound_port}")
+    click.echo(f"  agent card  {base_url}/.well-known/agent-card.json")
+    click.echo(f"  JSON-RPC    {base_url}/a2a/jsonrpc")
+    click.echo(f"  HTTP+JSON   {base_url}/a2a/rest")
+    click.echo("Press Ctrl-C to stop.")
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,0 +1,303 @@
+"""The kit's ASGI app: the a2a-sdk request handler and route factories, plus two small parts.
+
+- `ExtendedCardGuard` (ASGI middleware): GetExtendedAgentCard, on both bindings, needs
+  `Authorization: Bearer <token>`. Without it, or with a wrong token, the answer is HTTP 401
+  with `WWW-Authenticate: Bearer realm="code-reviewer"` (RFC 6750 §3; `error="invalid_token"`
+  when a wrong token was sent) and a body in the binding's error shape: a JSON-RPC error
+  (code -32000, outside the A2A range -32001..-32099, since A2A defines no authentication
+  error code) on `/a2a/jsonrpc`, a google.rpc.Status with status UNAUTHENTICATED on
+  `/a2a/rest`. The SDK has no authentication hook of its own; the guard looks only at that
+  one operation and leaves everything else to the SDK. It does not set a user, so task
+  ownership (which the SDK scopes by user) is the same with and without a token.
+- `BackgroundPushSender`: the SDK sends push notifications inline, before the event reaches
+  the reply, so a slow webhook would delay the reply. This sender hands each notification to
+  a background task (kept in order per task) and returns at once; the SDK's
+  `BasePushNotificationSender` does the delivery with a short-timeout httpx client and logs
+  failures without raising.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from typing import Any
+
+import httpx
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks import (
+    BasePushNotificationSender,
+    InMemoryPushNotificationConfigStore,
+    InMemoryTaskStore,
+    PushNotificationEvent,
+    PushNotificationSender,
+)
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+
+from recorder.kit.card import (
+    AGENT_NAME,
+    JSONRPC_PATH,
+    REST_PATH,
+    build_extended_card,
+    build_public_card,
+)
+from recorder.kit.executor import SLOW_REVIEW_SECONDS, CodeReviewerExecutor
+
+__all__ = [
+    "DEFAULT_TOKEN",
+    "BackgroundPushSender",
+    "ExtendedCardGuard",
+    "create_app",
+    "quiet_sdk_log_noise",
+]
+
+DEFAULT_TOKEN = "kit-demo-token"
+PUSH_TIMEOUT_SECONDS = 2.0
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+logger = logging.getLogger(__name__)
+
+
+class ExtendedCardGuard:
+    """ASGI middleware: bearer-token check for GetExtendedAgentCard (see the module docstring)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str,
+        jsonrpc_path: str = JSONRPC_PATH,
+        rest_path: str = REST_PATH,
+    ) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+        self._jsonrpc_path = jsonrpc_path
+        self._rest_card_suffix = f"{rest_path}/extendedAgentCard"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        method, path = scope["method"], scope["path"]
+        if method == "GET" and path.endswith(self._rest_card_suffix):
+            problem = self._problem(scope)
+            if problem is not None:
+                await _send_json(send, 401, _rest_error_body(problem), self._challenge(scope))
+                return
+        elif method == "POST" and path == self._jsonrpc_path:
+            messages = await _read_request(receive)
+            body = b"".join(m.get("body", b"") for m in messages)
+            request_id = _extended_card_call_id(body)
+            if request_id is not _NOT_A_CARD_CALL:
+                problem = self._problem(scope)
+                if problem is not None:
+                    await _send_json(
+                        send, 401, _jsonrpc_error_body(request_id, problem), self._challenge(scope)
+                    )
+                    return
+            receive = _replay(messages, receive)
+        await self.app(scope, receive, send)
+
+    def _authorization(self, scope: Scope) -> bytes | None:
+        for name, value in scope["headers"]:
+            if name.lower() == b"authorization":
+                return bytes(value)
+        return None
+
+    def _problem(self, scope: Scope) -> str | None:
+        """None when the request carries the right bearer token, else what is wrong."""
+        value = self._authorization(scope)
+        if value is None:
+            return (
+                "GetExtendedAgentCard needs authentication: "
+                "send the header 'Authorization: Bearer <token>'"
+            )
+        scheme, _, credentials = value.partition(b" ")
+        given = b"Bearer " + credentials.strip() if scheme.lower() == b"bearer" else value
+        if hmac.compare_digest(given, self._expected):
+            return None
+        return "GetExtendedAgentCard: the bearer token is not valid"
+
+    def _challenge(self, scope: Scope) -> str:
+        challenge = f'Bearer realm="{AGENT_NAME}"'
+        if self._authorization(scope) is not None:
+            challenge += ', error="invalid_token"'
+        return challenge
+
+
+_NOT_A_CARD_CALL: Any = object()
+
+
+def _extended_card_call_id(body: bytes) -> Any:
+    """The JSON-RPC id if the body is a GetExtendedAgentCard call, else _NOT_A_CARD_CALL.
+
+    Bodies that are not a JSON object go on to the SDK, which reports them properly.
+    """
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return _NOT_A_CARD_CALL
+    if not isinstance(payload, dict) or payload.get("method") != "GetExtendedAgentCard":
+        return _NOT_A_CARD_CALL
+    request_id = payload.get("id")
+    return request_id if isinstance(request_id, str | int) else None
+
+
+async def _read_request(receive: Receive) -> list[Message]:
+    messages: list[Message] = []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return messages
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replayed() -> Message:
+        if pending:
+            return pending.pop(0)
+        return await receive()  # e.g. http.disconnect, which streaming responses watch for
+
+    return replayed
+
+
+def _rest_error_body(message: str) -> dict[str, Any]:
+    # google.rpc.Status, the error shape of the HTTP+JSON binding (A2A §11.6)
+    return {"error": {"code": 401, "status": "UNAUTHENTICATED", "message": message}}
+
+
+def _jsonrpc_error_body(request_id: Any, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32000, "message": message}}
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any], challenge: str) -> None:
+    data = json.dumps(body, separators=(",", ":")).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(data)).encode()),
+                (b"www-authenticate", challenge.encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
+
+
+class BackgroundPushSender(PushNotificationSender):
+    """Delivers push notifications in background tasks, in order per task, never blocking."""
+
+    def __init__(self, sender: PushNotificationSender) -> None:
+        self._sender = sender
+        self._last: dict[str, asyncio.Task[None]] = {}
+        self._pending: set[asyncio.Task[None]] = set()
+
+    async def send_notification(self, task_id: str, event: PushNotificationEvent) -> None:
+        previous = self._last.get(task_id)
+        delivery = asyncio.create_task(self._deliver(previous, task_id, event))
+        self._last[task_id] = delivery
+        self._pending.add(delivery)
+        delivery.add_done_callback(lambda done: self._forget(task_id, done))
+
+    async def _deliver(
+        self, previous: asyncio.Task[None] | None, task_id: str, event: PushNotificationEvent
+    ) -> None:
+        if previous is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await previous
+        try:
+            await self._sender.send_notification(task_id, event)
+        except Exception:  # best effort, like the SDK's own sender
+            logger.exception("push notification for task %s failed", task_id)
+
+    def _forget(self, task_id: str, done: asyncio.Task[None]) -> None:
+        self._pending.discard(done)
+        if self._last.get(task_id) is done:
+            del self._last[task_id]
+
+    async def drain(self) -> None:
+        """Wait for the deliveries in flight (used at shutdown)."""
+        while self._pending:
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
+
+
+class _DropDetachNoise(logging.Filter):
+    # opentelemetry-api logs "Failed to detach context" with a traceback when the SDK's
+    # tracing context manager exits in another asyncio context after an SSE stream (R13).
+    # Tracing is not configured here, so the message carries no information.
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Failed to detach context"
+
+
+_NOISE_FILTER = _DropDetachNoise()
+
+
+def quiet_sdk_log_noise() -> None:
+    """Drop opentelemetry's 'Failed to detach context' log records (idempotent)."""
+    otel_logger = logging.getLogger("opentelemetry.context")
+    if _NOISE_FILTER not in otel_logger.filters:
+        otel_logger.addFilter(_NOISE_FILTER)
+
+
+def create_app(
+    base_url: str,
+    *,
+    token: str = DEFAULT_TOKEN,
+    slow_review_seconds: float = SLOW_REVIEW_SECONDS,
+    push_timeout: float = PUSH_TIMEOUT_SECONDS,
+) -> Starlette:
+    """The code-reviewer agent as a Starlette app, for an agent reachable at `base_url`.
+
+    `base_url` is the public address written into the agent card (e.g.
+    `http://localhost:41242`); `token` guards GetExtendedAgentCard.
+    """
+    if not token:
+        raise ValueError("the kit needs a non-empty token for GetExtendedAgentCard")
+    quiet_sdk_log_noise()
+    public_card = build_public_card(base_url)
+    push_store = InMemoryPushNotificationConfigStore()
+    # No keep-alive: a webhook connection never outlives its delivery.
+    push_client = httpx.AsyncClient(
+        timeout=push_timeout, limits=httpx.Limits(max_keepalive_connections=0)
+    )
+    push_sender = BackgroundPushSender(BasePushNotificationSender(push_client, push_store))
+    handler = DefaultRequestHandler(
+        agent_executor=CodeReviewerExecutor(slow_review_seconds=slow_review_seconds),
+        task_store=InMemoryTaskStore(),
+        agent_card=public_card,
+        push_config_store=push_store,
+        push_sender=push_sender,
+        extended_agent_card=build_extended_card(base_url),
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await handler.aclose()
+        await push_sender.drain()
+        await push_client.aclose()
+
+    routes = [
+        *create_agent_card_routes(public_card),
+        *create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH),
+        *create_rest_routes(handler, path_prefix=REST_PATH),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(ExtendedCardGuard, token=token)],
+        lifespan=lifespan,
+    )

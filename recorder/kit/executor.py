@@ -1,0 +1,147 @@
+"""The code-reviewer's AgentExecutor: turns the pure decisions of `review.py` into A2A events.
+
+Event order is fixed, so replies never depend on timing:
+
+- a question -> one agent Message (no task);
+- a diff -> Task (SUBMITTED), statusUpdate WORKING, artifactUpdate `review`, statusUpdate
+  COMPLETED;
+- a diff without a file name -> Task (SUBMITTED), WORKING, INPUT_REQUIRED (with an agent
+  message asking for the file name); the follow-up on the same task -> WORKING, artifact,
+  COMPLETED;
+- a slow review -> Task (SUBMITTED), WORKING (with a message saying it waits), then nothing
+  until CancelTask (-> CANCELED) or `slow_review_seconds` pass (-> artifact, COMPLETED).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from a2a.helpers import get_message_text, new_text_message, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Message, Role, Task, TaskState, TaskStatus
+
+from recorder.kit import review
+
+__all__ = ["SLOW_REVIEW_SECONDS", "CodeReviewerExecutor"]
+
+SLOW_REVIEW_SECONDS = 30.0
+
+_ASK_FILE_NAME = (
+    "This diff has no file name header (no '--- a/...' / '+++ b/...' lines). "
+    "Which file is it for? Reply with its path, e.g. src/app.py."
+)
+
+
+class CodeReviewerExecutor(AgentExecutor):
+    """Answers questions with a message and reviews diffs as tasks (see the module docstring)."""
+
+    def __init__(self, *, slow_review_seconds: float = SLOW_REVIEW_SECONDS) -> None:
+        self.slow_review_seconds = slow_review_seconds
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        message = context.message
+        text = get_message_text(message) if message is not None else ""
+        task = context.current_task
+        if task is not None:
+            await self._continue(context, task, text, event_queue)
+            return
+        intent = review.classify(text)
+        if intent is review.Intent.REVIEW and message is not None:
+            await self._start_review(context, message, text, event_queue)
+            return
+        reply = {
+            review.Intent.LANGUAGES: review.languages_text,
+            review.Intent.RULES: review.rules_text,
+        }.get(intent, review.help_text)()
+        await event_queue.enqueue_event(new_text_message(reply, context_id=context.context_id))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        # CancelTask: the SDK calls this, then cancels the running execute() (if any).
+        updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
+        await updater.cancel(
+            updater.new_agent_message([new_text_part("Review canceled.", "text/plain")])
+        )
+
+    async def _start_review(
+        self, context: RequestContext, message: Message, text: str, event_queue: EventQueue
+    ) -> None:
+        task = Task(
+            id=context.task_id,
+            context_id=context.context_id,
+            status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+            history=[message],
+        )
+        await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        await self._review(updater, text, file_name=None)
+
+    async def _continue(
+        self, context: RequestContext, task: Task, text: str, event_queue: EventQueue
+    ) -> None:
+        """A follow-up message on an existing task (the SDK rejects terminal tasks)."""
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
+            return  # nothing is asked of the user: the running review goes on
+        if review.classify(text) is review.Intent.REVIEW:
+            await self._review(updater, text, file_name=None)
+            return
+        current_id = context.message.message_id if context.message is not None else ""
+        pending = _pending_diff(task, current_id)
+        if pending is None:  # cannot happen for tasks this executor created
+            await updater.failed(_agent_text(updater, "I lost the diff of this task."))
+            return
+        if not review.is_plausible_file_name(text):
+            await updater.requires_input(
+                _agent_text(updater, f"{text.strip()!r} is not a file path. {_ASK_FILE_NAME}")
+            )
+            return
+        await self._review(updater, pending, file_name=text.strip())
+
+    async def _review(self, updater: TaskUpdater, diff_text: str, file_name: str | None) -> None:
+        files = review.parse_unified_diff(diff_text)
+        if file_name is None and any(diff.path is None for diff in files):
+            await updater.start_work()
+            await updater.requires_input(_agent_text(updater, _ASK_FILE_NAME))
+            return
+        files = tuple(
+            dataclasses.replace(diff, path=file_name) if diff.path is None else diff
+            for diff in files
+        )
+        if review.is_slow(diff_text):
+            await updater.start_work(
+                _agent_text(
+                    updater,
+                    f"Reviewing slowly: this task stays in progress until it is canceled "
+                    f"or {self.slow_review_seconds:g} seconds pass.",
+                )
+            )
+            # CancelTask cancels this coroutine; otherwise the review finishes normally.
+            await asyncio.sleep(self.slow_review_seconds)
+        else:
+            await updater.start_work()
+        result = review.review_diff(files)
+        await updater.add_artifact(
+            # Text only: a data part is a protobuf Struct, whose keys the SDK writes in an
+            # order that changes from one process to the next (upb's seeded hash map).
+            parts=[new_text_part(review.format_review(result), "text/plain")],
+            name="review",
+        )
+        await updater.complete()
+
+
+def _agent_text(updater: TaskUpdater, text: str) -> Message:
+    return updater.new_agent_message([new_text_part(text, "text/plain")])
+
+
+def _pending_diff(task: Task, current_message_id: str) -> str | None:
+    """The text of the latest user message of `task` that carries a diff."""
+    for message in reversed(task.history):
+        if message.role != Role.ROLE_USER or message.message_id == current_message_id:
+            continue
+        text = get_message_text(message)
+        if review.classify(text) is review.Intent.REVIEW:
+            return text
+    return None

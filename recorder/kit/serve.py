@@ -1,0 +1,74 @@
+"""Run the kit in a background thread: `with start_kit() as kit: ... kit.url ...`."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from recorder.kit.app import DEFAULT_TOKEN, create_app
+from recorder.servers import ServerThread, bind_socket
+
+__all__ = ["KitServer", "public_base_url", "start_kit"]
+
+
+def public_base_url(host: str, port: int) -> str:
+    """The base URL the agent card announces for a kit bound to host:port.
+
+    A loopback or wildcard bind is announced as `localhost` (as in the guide's examples,
+    `http://localhost:41242/a2a/jsonrpc`); any other host as itself.
+    """
+    if host in ("127.0.0.1", "localhost", "0.0.0.0", "::", "::1", ""):
+        return f"http://localhost:{port}"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+class KitServer:
+    """A started kit: `.url` (where it listens), `.base_url` (what its card says), `.token`."""
+
+    def __init__(self, server: ServerThread, *, base_url: str, token: str) -> None:
+        self._server = server
+        self.base_url = base_url
+        self.token = token
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    @property
+    def port(self) -> int:
+        return int(self._server.port)
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def __enter__(self) -> KitServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def start_kit(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    *,
+    slow_review_seconds: float | None = None,
+) -> KitServer:
+    """Bind host:port (0: a free port), build the app with that port in its card, start it."""
+    sock = bind_socket(host, port)
+    actual_port = int(sock.getsockname()[1])
+    base_url = public_base_url(host, actual_port)
+    kit_token = token or DEFAULT_TOKEN
+    options = {} if slow_review_seconds is None else {"slow_review_seconds": slow_review_seconds}
+    app = create_app(base_url, token=kit_token, **options)
+    try:
+        server = ServerThread(app, sock=sock, lifespan="on").start()
+    except BaseException:
+        sock.close()
+        raise
+    return KitServer(server, base_url=base_url, token=kit_token)
