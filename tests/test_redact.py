@@ -1,0 +1,95 @@
+"""Secrets become placeholders before anything is written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from recorder import Headers
+from recorder.redact import Redactor, placeholder_name, scrub_text, secret_names
+from recorder.sse import SseEvent
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("Authorization", "Bearer abc.def.ghi", "Bearer {{A2A_TOKEN}}"),
+        ("authorization", "Basic dXNlcjpwYXNz", "Basic {{A2A_TOKEN}}"),
+        ("Authorization", "opaque-token", "{{A2A_TOKEN}}"),
+        ("Proxy-Authorization", "Bearer x1", "Bearer {{PROXY_AUTHORIZATION}}"),
+        ("Cookie", "sid=abc; theme=dark", "{{COOKIE}}"),
+        ("Set-Cookie", "sid=abc; Path=/; HttpOnly", "sid={{SET_COOKIE}}; Path=/; HttpOnly"),
+        ("X-API-Key", "k-123", "{{X_API_KEY}}"),
+        ("Content-Type", "application/json", "application/json"),
+    ],
+)
+def test_secret_headers_become_placeholders(name: str, value: str, expected: str) -> None:
+    redactor = Redactor()
+    assert redactor.redact_headers(Headers([(name, value)])) == Headers([(name, expected)])
+
+
+def test_seen_secrets_are_remembered_for_scrubbing() -> None:
+    redactor = Redactor()
+    redactor.redact_headers(Headers([("Authorization", "Bearer s3cr3t-token")]))
+    assert redactor.seen == {"s3cr3t-token": "A2A_TOKEN"}
+    text = '{"message": "token s3cr3t-token is wrong"}'
+    assert scrub_text(text, redactor.seen) == '{"message": "token {{A2A_TOKEN}} is wrong"}'
+
+
+def test_scrub_skips_values_too_short_to_be_secrets() -> None:
+    assert scrub_text("a b c", {"b": "X"}) == "a b c"
+
+
+def test_rules_names_extend_the_headers() -> None:
+    redactor = Redactor(headers=["X-Session"], fields={"token": "PUSH_TOKEN"})
+    headers = redactor.redact_headers(Headers([("x-session", "abc"), ("Authorization", "B x")]))
+    assert headers.get("x-session") == "{{X_SESSION}}"
+    assert headers.get("Authorization") == "B x"  # only the names given are secret
+
+
+def test_secret_json_fields_at_any_depth() -> None:
+    redactor = Redactor(fields={"token": "PUSH_TOKEN", "credentials": "PUSH_CREDENTIALS"})
+    body = {
+        "params": {
+            "url": "http://127.0.0.1:9/hook",
+            "token": "tok-abcdef",
+            "authentication": {"scheme": "Bearer", "credentials": "cred-123456"},
+            "list": [{"token": 42}, {"token": None}],
+        }
+    }
+    out = json.loads(redactor.redact_body(json.dumps(body).encode(), "application/json"))
+    assert out["params"]["token"] == "{{PUSH_TOKEN}}"
+    assert out["params"]["authentication"] == {
+        "scheme": "Bearer",
+        "credentials": "{{PUSH_CREDENTIALS}}",
+    }
+    assert out["params"]["list"] == [{"token": "{{PUSH_TOKEN}}"}, {"token": None}]
+    assert out["params"]["url"] == "http://127.0.0.1:9/hook"
+    assert redactor.seen["tok-abcdef"] == "PUSH_TOKEN"
+
+
+def test_non_json_bodies_are_left_to_scrubbing() -> None:
+    redactor = Redactor(fields=["token"])
+    assert redactor.redact_body(b"token=abc", "text/plain") == b"token=abc"
+    assert redactor.redact_body(b"{not json", "application/json") == b"{not json"
+
+
+def test_secret_fields_in_sse_frames() -> None:
+    redactor = Redactor(fields=["token"])
+    events = (SseEvent(data='{"token": "abcdefgh"}'), SseEvent(data="plain"))
+    out = redactor.redact_events(events)
+    assert out[0].data == '{"token": "{{TOKEN}}"}'
+    assert out[1] == events[1]
+
+
+def test_secret_query_parameters() -> None:
+    redactor = Redactor(fields=["api_key"])
+    assert redactor.redact_target("/x?a=1&api_key=zzz") == "/x?a=1&api_key={{API_KEY}}"
+    assert redactor.redact_target("/x?a=1") == "/x?a=1"
+
+
+def test_names() -> None:
+    assert placeholder_name("x-api-key") == "X_API_KEY"
+    assert placeholder_name("1password") == "_1PASSWORD"
+    assert secret_names(["Authorization"], fold=True) == {"authorization": "AUTHORIZATION"}

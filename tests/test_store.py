@@ -1,0 +1,210 @@
+"""Naming, numbering and the transcript writer."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from factories import make_exchange, make_request
+
+from recorder import Headers, Request, load
+from recorder.store import (
+    TranscriptStore,
+    exchange_title,
+    file_name,
+    header_case,
+    next_number,
+    operation_name,
+    slugify,
+)
+
+JSON = Headers([("Content-Type", "application/json")])
+PUSH = "/a2a/rest/tasks/t-1/pushNotificationConfigs"
+
+
+@pytest.mark.parametrize(
+    ("method", "target", "body", "expected"),
+    [
+        ("POST", "/a2a/jsonrpc", b'{"id":1,"method":"SendMessage"}', "SendMessage"),
+        (
+            "POST",
+            "/a2a/jsonrpc",
+            b'{"id":3,"method":"message/send"}',
+            "message/send",
+        ),
+        ("GET", "/.well-known/agent-card.json", b"", "GetAgentCard"),
+        ("POST", "/a2a/rest/message:send", b"{}", "SendMessage"),
+        ("POST", "/a2a/rest/message:stream", b"{}", "SendStreamingMessage"),
+        ("GET", "/a2a/rest/tasks/t-1", b"", "GetTask"),
+        ("GET", "/a2a/rest/tasks/t-1?historyLength=2", b"", "GetTask"),
+        ("GET", "/a2a/rest/tasks?contextId=c", b"", "ListTasks"),
+        ("POST", "/a2a/rest/tasks/t-1:cancel", b"{}", "CancelTask"),
+        ("GET", "/a2a/rest/tasks/t-1:subscribe", b"", "SubscribeToTask"),
+        ("POST", "/a2a/rest/tasks/t-1:subscribe", b"", "SubscribeToTask"),
+        (
+            "POST",
+            PUSH,
+            b"{}",
+            "CreateTaskPushNotificationConfig",
+        ),
+        (
+            "GET",
+            PUSH,
+            b"",
+            "ListTaskPushNotificationConfigs",
+        ),
+        (
+            "GET",
+            PUSH + "/p",
+            b"",
+            "GetTaskPushNotificationConfig",
+        ),
+        (
+            "DELETE",
+            PUSH + "/p",
+            b"",
+            "DeleteTaskPushNotificationConfig",
+        ),
+        ("GET", "/a2a/rest/extendedAgentCard", b"", "GetExtendedAgentCard"),
+        ("GET", "/a2a/rest/nope", b"", "GET /a2a/rest/nope"),
+        ("POST", "/a2a/jsonrpc", b'{"jsonrpc":"2.0","id":7,"method":', "POST /a2a/jsonrpc"),
+        ("POST", "/a2a/jsonrpc", b"[]", "POST /a2a/jsonrpc"),
+    ],
+)
+def test_operation_name(method: str, target: str, body: bytes, expected: str) -> None:
+    headers = JSON if body else Headers()
+    request = Request(method=method, target=target, headers=headers, body=body)
+    assert operation_name(request) == expected
+
+
+def test_exchange_title_adds_a_one_line_description() -> None:
+    request = make_request()
+    assert exchange_title(request) == "GetTask"
+    assert exchange_title(request, "read  the\n review") == "GetTask: read the review"
+
+
+@pytest.mark.parametrize(
+    ("name", "slug"),
+    [
+        ("message-reply", "message-reply"),
+        ("Message Reply", "message-reply"),
+        ("GetTask", "get-task"),
+        ("SendStreamingMessage", "send-streaming-message"),
+        ("GET /a2a/rest/nope", "get-a2a-rest-nope"),
+        ("../../etc/passwd", "etc-passwd"),
+        ("a/b\\c", "a-b-c"),
+        ("..", None),
+        ("", None),
+        ("/", None),
+        ("x" * 200, "x" * 60),
+        ("Überprüfung 2", "berpr-fung-2"),
+    ],
+)
+def test_slugify(name: str, slug: str | None) -> None:
+    if slug is None:
+        with pytest.raises(ValueError, match="file name"):
+            slugify(name)
+    else:
+        assert slugify(name) == slug
+        assert "/" not in slug and ".." not in slug
+
+
+def test_next_number_continues_after_the_highest() -> None:
+    assert next_number([]) == 1
+    assert next_number(["01-a.http", "11-errors.http", "readme.md", "7-x.http"]) == 12
+    assert next_number(["99-a.http"]) == 100
+    assert next_number(["x-01.http", "01-a.txt"]) == 1
+    assert file_name(3, "get-task") == "03-get-task.http"
+    assert file_name(123, "a") == "123-a.http"
+
+
+@pytest.mark.parametrize(
+    ("lower", "conventional"),
+    [
+        ("content-type", "Content-Type"),
+        ("a2a-version", "A2A-Version"),
+        ("a2a-extensions", "A2A-Extensions"),
+        ("etag", "ETag"),
+        ("www-authenticate", "WWW-Authenticate"),
+        ("x-api-key", "X-API-Key"),
+        ("cache-control", "Cache-Control"),
+        ("X-Custom-ID", "X-Custom-ID"),
+    ],
+)
+def test_header_case(lower: str, conventional: str) -> None:
+    assert header_case(lower) == conventional
+
+
+def test_scenario_exchanges_go_to_one_file_in_request_order(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    first, second = store.begin(), store.begin()
+    late = make_exchange(title="second")
+    early = make_exchange(title="first")
+    path_a = store.write(second, late, scenario="Message Reply", operation="GetTask")
+    path_b = store.write(first, early, scenario="Message Reply", operation="GetTask")
+    assert path_a == path_b == tmp_path / "01-message-reply.http"
+    assert [e.title for e in load(path_a)] == ["first", "second"]
+
+
+def test_without_scenario_each_exchange_gets_a_numbered_file(tmp_path: Path) -> None:
+    (tmp_path / "07-old.http").write_text("# recorder-format: 1\n")
+    store = TranscriptStore(tmp_path)
+    paths = [
+        store.write(store.begin(), make_exchange(), scenario=None, operation="GetTask")
+        for _ in range(2)
+    ]
+    assert [p.name for p in paths] == ["08-get-task.http", "09-get-task.http"]
+
+
+def test_ended_scenario_starts_a_new_file(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    one = store.write(store.begin(), make_exchange(), scenario="s", operation="GetTask")
+    store.end("s")
+    two = store.write(store.begin(), make_exchange(), scenario="s", operation="GetTask")
+    assert (one.name, two.name) == ("01-s.http", "02-s.http")
+
+
+def test_scrub_runs_over_the_whole_text(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path, scrub=lambda text, secrets: text.replace("t-1", "T-ONE"))
+    path = store.write(store.begin(), make_exchange(), scenario=None, operation="GetTask")
+    assert "t-1" not in path.read_text()
+
+
+def test_failed_write_raises_and_leaves_the_old_file(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    store = TranscriptStore(out)
+    store.prepare()
+    path = store.write(store.begin(), make_exchange(title="kept"), scenario="s", operation="x")
+    before = path.read_bytes()
+    # a file where the folder was: no one (not even root) can create files in it
+    out.rename(tmp_path / "moved")
+    out.write_text("not a folder")
+    with pytest.raises(OSError):
+        store.write(store.begin(), make_exchange(title="lost"), scenario="s", operation="x")
+    out.unlink()
+    (tmp_path / "moved").rename(out)
+    assert path.read_bytes() == before
+    # the failed exchange is not remembered: the next write holds only what was written
+    store.write(store.begin(), make_exchange(title="third"), scenario="s", operation="x")
+    assert [e.title for e in load(path)] == ["kept", "third"]
+
+
+def test_concurrent_writes_lose_nothing(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+
+    def work(n: int) -> None:
+        for _ in range(5):
+            scenario = f"s{n % 3}" if n % 2 else None
+            store.write(store.begin(), make_exchange(), scenario=scenario, operation="GetTask")
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    files = sorted(tmp_path.glob("*.http"))
+    total = sum(len(load(f)) for f in files)
+    assert total == 40
+    numbers = [int(f.name.split("-")[0]) for f in files]
+    assert len(set(numbers)) == len(numbers)
