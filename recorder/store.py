@@ -197,9 +197,10 @@ class TranscriptStore:
             self._open.pop(slugify(scenario), None)
 
     def _allocate(self, slug: str) -> Path:
-        # called with self._lock held; the file is claimed by creating it empty-free: the
-        # number is reserved in memory (self._open / self.written) and on disk by the write
-        names = [p.name for p in self.out.iterdir()] if self.out.is_dir() else []
+        # called with self._lock held; the number is reserved in memory (self.written) at
+        # once and on disk by the first write
+        self.out.mkdir(parents=True, exist_ok=True)
+        names = [p.name for p in self.out.iterdir()]
         names += [p.name for p in self.written]
         return self.out / file_name(next_number(names), slug)
 

@@ -1,0 +1,343 @@
+"""The recording proxy at the ASGI level: httpx.ASGITransport on both sides, no sockets
+(except a closed loopback port for "upstream down")."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request as StarletteRequest
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from recorder import load
+from recorder.proxy import CONTROL_PATH, RecordingProxy, create_proxy_app
+from recorder.servers import bind_socket
+
+UPSTREAM = "http://localhost:41242"
+TOKEN = "tok-Zq8rXb2Lw9"
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class FakeAgent:
+    """A small upstream that remembers what it got."""
+
+    def __init__(self) -> None:
+        self.seen: list[StarletteRequest] = []
+        self.bodies: list[bytes] = []
+        self.app = Starlette(
+            routes=[
+                Route("/a2a/jsonrpc", self.jsonrpc, methods=["POST"]),
+                Route("/.well-known/agent-card.json", self.card),
+                Route("/a2a/rest/tasks/{id}", self.rest_task),
+            ]
+        )
+
+    async def jsonrpc(self, request: StarletteRequest) -> Response:
+        self.seen.append(request)
+        body = await request.body()
+        self.bodies.append(body)
+        try:
+            call = json.loads(body)
+        except ValueError:
+            return JSONResponse({"jsonrpc": "2.0", "id": None, "error": {"code": -32700}})
+        if call.get("method") == "GetExtendedAgentCard":
+            return JSONResponse({"jsonrpc": "2.0", "id": call["id"], "result": self._card()})
+        if call.get("method") == "SendStreamingMessage":
+
+            async def frames() -> AsyncIterator[bytes]:
+                for n in range(3):
+                    yield f'data: {{"jsonrpc":"2.0","id":1,"result":{{"n":{n}}}}}\r\n\r\n'.encode()
+
+            return StreamingResponse(frames(), media_type="text/event-stream")
+        echo = {"authorization": request.headers.get("authorization"), "params": call["params"]}
+        return JSONResponse(
+            {"jsonrpc": "2.0", "id": call.get("id"), "result": echo},
+            headers={"Set-Cookie": "sid=cookie-Value-42; Path=/; HttpOnly", "X-Trace": "t1"},
+        )
+
+    def _card(self) -> dict[str, Any]:
+        return {
+            "name": "code-reviewer",
+            "supportedInterfaces": [
+                {"url": f"{UPSTREAM}/a2a/jsonrpc", "protocolBinding": "JSONRPC"},
+                {"url": f"{UPSTREAM}/a2a/rest", "protocolBinding": "HTTP+JSON"},
+            ],
+        }
+
+    async def card(self, request: StarletteRequest) -> Response:
+        self.seen.append(request)
+        if request.headers.get("if-none-match") == 'W/"agent-etag"':
+            return Response(status_code=304, headers={"ETag": 'W/"agent-etag"'})
+        return JSONResponse(self._card(), headers={"ETag": 'W/"agent-etag"'})
+
+    async def rest_task(self, request: StarletteRequest) -> Response:
+        self.seen.append(request)
+        return JSONResponse({"id": request.path_params["id"], "q": str(request.url.query)})
+
+
+@pytest.fixture
+def agent() -> FakeAgent:
+    return FakeAgent()
+
+
+def make_proxy(agent: FakeAgent, out: Path, **options: Any) -> RecordingProxy:
+    return create_proxy_app(
+        UPSTREAM, out=out, transport=httpx.ASGITransport(app=agent.app), **options
+    )
+
+
+def client_for(proxy: RecordingProxy) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=proxy), base_url="http://127.0.0.1:41241"
+    )
+
+
+def rpc(method: str, params: Any = None, id: Any = 1) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id, "method": method, "params": params or {}}
+
+
+def all_text(out: Path) -> str:
+    return "".join(p.read_text() for p in sorted(out.rglob("*")) if p.is_file())
+
+
+async def test_forwards_the_request_and_records_it(agent: FakeAgent, tmp_path: Path) -> None:
+    proxy = make_proxy(agent, tmp_path)
+    async with client_for(proxy) as client:
+        reply = await client.post(
+            "/a2a/jsonrpc?x=1",
+            json=rpc("GetTask", {"id": "t-1"}),
+            headers={
+                "A2A-Version": "1.0",
+                "Connection": "keep-alive, X-Hop",
+                "X-Hop": "dropped",
+                "Keep-Alive": "timeout=5",
+                "X-Kept": "kept",
+            },
+        )
+    assert reply.status_code == 200
+    assert reply.json()["result"]["params"] == {"id": "t-1"}
+    seen = agent.seen[0]
+    assert seen.url.path == "/a2a/jsonrpc" and seen.url.query == "x=1"
+    assert seen.headers["host"] == "localhost:41242"
+    assert seen.headers["a2a-version"] == "1.0" and seen.headers["x-kept"] == "kept"
+    for name in ("x-hop", "keep-alive", "connection", "accept-encoding"):
+        assert name not in seen.headers
+    assert json.loads(agent.bodies[0]) == rpc("GetTask", {"id": "t-1"})
+
+    [path] = tmp_path.glob("*.http")
+    assert path.name == "01-get-task.http"
+    [exchange] = load(path)
+    assert exchange.title == "GetTask"
+    request = exchange.request
+    assert (request.method, request.target) == ("POST", "/a2a/jsonrpc?x=1")
+    assert request.headers.names()[0] == "Host"
+    assert request.headers.get("Host") == "localhost:41242"
+    assert "A2A-Version" in request.headers.names()  # conventional case
+    assert "Content-Length" not in request.headers and "X-Hop" not in request.headers
+    assert request.json == rpc("GetTask", {"id": "t-1"})
+    response = exchange.response
+    assert (response.status, response.reason) == (200, "OK")
+    assert "Content-Length" not in response.headers
+    assert response.headers.get("X-Trace") == "t1"
+    assert response.json["result"]["params"] == {"id": "t-1"}
+
+
+async def test_secrets_never_reach_the_disk(agent: FakeAgent, tmp_path: Path) -> None:
+    proxy = make_proxy(agent, tmp_path, secret_fields={"token": "PUSH_TOKEN"})
+    async with client_for(proxy) as client:
+        reply = await client.post(
+            "/a2a/jsonrpc",
+            json=rpc(
+                "CreateTaskPushNotificationConfig",
+                {"url": "http://127.0.0.1:9/h", "token": "push-Secret-77"},
+            ),
+            headers={
+                "Authorization": f"Bearer {TOKEN}",
+                "Cookie": "sid=cookie-Value-42",
+                "X-API-Key": "apikey-Secret-99",
+            },
+        )
+    # the client and the agent get the real values
+    assert reply.json()["result"]["authorization"] == f"Bearer {TOKEN}"
+    assert reply.headers["set-cookie"].startswith("sid=cookie-Value-42")
+    assert json.loads(agent.bodies[0])["params"]["token"] == "push-Secret-77"
+    text = all_text(tmp_path)
+    for secret in (TOKEN, "cookie-Value-42", "apikey-Secret-99", "push-Secret-77"):
+        assert secret not in text
+    [exchange] = load(next(tmp_path.glob("*.http")))
+    assert exchange.request.headers.get("Authorization") == "Bearer {{A2A_TOKEN}}"
+    assert exchange.request.headers.get("X-API-Key") == "{{X_API_KEY}}"
+    assert exchange.request.json["params"]["token"] == "{{PUSH_TOKEN}}"
+    assert exchange.response.headers.get("Set-Cookie") == "sid={{SET_COOKIE}}; Path=/; HttpOnly"
+    # the agent echoed the token in its body: scrubbed too
+    assert exchange.response.json["result"]["authorization"] == "Bearer {{A2A_TOKEN}}"
+
+
+async def test_scenario_header_groups_exchanges_and_is_not_forwarded(
+    agent: FakeAgent, tmp_path: Path
+) -> None:
+    proxy = make_proxy(agent, tmp_path)
+    async with client_for(proxy) as client:
+        for n in (1, 2):
+            await client.post(
+                "/a2a/jsonrpc",
+                json=rpc("GetTask", id=n),
+                headers={"Recorder-Scenario": "get-and-list", "Recorder-Title": f"call {n}"},
+            )
+        await client.post("/a2a/jsonrpc", json=rpc("ListTasks", id=3))
+    assert all("recorder-scenario" not in r.headers for r in agent.seen)
+    assert all("recorder-title" not in r.headers for r in agent.seen)
+    names = sorted(p.name for p in tmp_path.glob("*.http"))
+    assert names == ["01-get-and-list.http", "02-list-tasks.http"]
+    transcript = load(tmp_path / "01-get-and-list.http")
+    assert [e.title for e in transcript] == ["GetTask: call 1", "GetTask: call 2"]
+
+
+async def test_control_endpoint_names_the_scenario(agent: FakeAgent, tmp_path: Path) -> None:
+    proxy = make_proxy(agent, tmp_path)
+    async with client_for(proxy) as client:
+        started = await client.post(CONTROL_PATH, json={"name": "Message Reply"})
+        assert started.json() == {"scenario": "Message Reply", "slug": "message-reply"}
+        assert (await client.get(CONTROL_PATH)).json() == {"scenario": "Message Reply"}
+        await client.post("/a2a/jsonrpc", json=rpc("SendMessage", id=1))
+        await client.post("/a2a/jsonrpc", json=rpc("GetTask", id=2))
+        assert (await client.delete(CONTROL_PATH)).json() == {"ended": "Message Reply"}
+        await client.post("/a2a/jsonrpc", json=rpc("GetTask", id=3))
+        bad = await client.post(CONTROL_PATH, content=b"{nope")
+        assert bad.status_code == 400 and "name" in bad.json()["error"]["message"]
+    assert len(agent.seen) == 3  # the control calls never reach the agent
+    assert sorted(p.name for p in tmp_path.glob("*.http")) == [
+        "01-message-reply.http",
+        "02-get-task.http",
+    ]
+    assert len(load(tmp_path / "01-message-reply.http")) == 2
+
+
+@pytest.mark.parametrize("name", ["..", "/", "../../x", "a/../../b"])
+async def test_scenario_names_cannot_leave_the_out_folder(
+    agent: FakeAgent, tmp_path: Path, name: str
+) -> None:
+    out = tmp_path / "out"
+    proxy = make_proxy(agent, out)
+    async with client_for(proxy) as client:
+        reply = await client.post(
+            "/a2a/jsonrpc", json=rpc("GetTask"), headers={"Recorder-Scenario": name}
+        )
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    if reply.status_code == 400:
+        assert files == [] and agent.seen == []
+    else:
+        assert reply.status_code == 200
+        assert [p.parent for p in files] == [out]
+        assert ".." not in files[0].name
+
+
+async def test_card_is_rewritten_for_the_client_only(agent: FakeAgent, tmp_path: Path) -> None:
+    proxy = make_proxy(agent, tmp_path)
+    async with client_for(proxy) as client:
+        reply = await client.get(
+            "/.well-known/agent-card.json", headers={"If-None-Match": 'W/"agent-etag"'}
+        )
+        assert reply.status_code == 200  # the agent's validator is not the client's
+        urls = [i["url"] for i in reply.json()["supportedInterfaces"]]
+        assert urls == ["http://127.0.0.1:41241/a2a/jsonrpc", "http://127.0.0.1:41241/a2a/rest"]
+        assert int(reply.headers["content-length"]) == len(reply.content)
+        etag = reply.headers["etag"]
+        assert etag != 'W/"agent-etag"'
+        again = await client.get("/.well-known/agent-card.json", headers={"If-None-Match": etag})
+        assert again.status_code == 304 and again.content == b""
+    assert "if-none-match" not in agent.seen[0].headers
+    transcript = load(next(tmp_path.glob("*.http")))
+    card = transcript.exchanges[0].response.json
+    assert card["supportedInterfaces"][0]["url"] == f"{UPSTREAM}/a2a/jsonrpc"
+    assert transcript.exchanges[0].title == "GetAgentCard"
+
+
+async def test_extended_card_over_jsonrpc_is_rewritten(agent: FakeAgent, tmp_path: Path) -> None:
+    proxy = make_proxy(agent, tmp_path)
+    async with client_for(proxy) as client:
+        reply = await client.post(
+            "/a2a/jsonrpc",
+            json=rpc("GetExtendedAgentCard"),
+            headers={"Authorization": f"Bearer {TOKEN}"},
+        )
+    result = reply.json()["result"]
+    assert result["supportedInterfaces"][0]["url"] == "http://127.0.0.1:41241/a2a/jsonrpc"
+    recorded = load(next(tmp_path.glob("*.http"))).exchanges[0]
+    assert recorded.response.json["result"]["supportedInterfaces"][0]["url"].startswith(UPSTREAM)
+    assert TOKEN not in all_text(tmp_path)
+
+
+async def test_event_stream_is_recorded_as_frames(agent: FakeAgent, tmp_path: Path) -> None:
+    proxy = make_proxy(agent, tmp_path)
+    async with client_for(proxy) as client:
+        reply = await client.post("/a2a/jsonrpc", json=rpc("SendStreamingMessage"))
+    assert reply.text.count("data: ") == 3
+    exchange = load(next(tmp_path.glob("*.http"))).exchanges[0]
+    assert exchange.response.events is not None
+    assert [json.loads(e.data or "")["result"]["n"] for e in exchange.response.events] == [0, 1, 2]
+    assert not exchange.truncated
+
+
+async def test_rest_route_and_query(agent: FakeAgent, tmp_path: Path) -> None:
+    proxy = make_proxy(agent, tmp_path)
+    async with client_for(proxy) as client:
+        reply = await client.get("/a2a/rest/tasks/t%201?historyLength=2&a=%20b")
+    assert reply.json()["q"] == "historyLength=2&a=%20b"
+    [path] = tmp_path.glob("*.http")
+    assert path.name == "01-get-task.http"
+    assert load(path).exchanges[0].request.target == "/a2a/rest/tasks/t%201?historyLength=2&a=%20b"
+
+
+async def test_malformed_body_is_forwarded_and_recorded(agent: FakeAgent, tmp_path: Path) -> None:
+    proxy = make_proxy(agent, tmp_path)
+    async with client_for(proxy) as client:
+        reply = await client.post(
+            "/a2a/jsonrpc",
+            content=b'{"jsonrpc":"2.0","id":7,"method":',
+            headers={"Content-Type": "application/json"},
+        )
+    assert reply.json()["error"]["code"] == -32700
+    exchange = load(next(tmp_path.glob("*.http"))).exchanges[0]
+    assert exchange.request.body == b'{"jsonrpc":"2.0","id":7,"method":'
+    assert exchange.title == "POST /a2a/jsonrpc"
+
+
+async def test_upstream_down_gives_502_naming_it(tmp_path: Path) -> None:
+    sock = bind_socket()  # bound, then closed: a loopback port nobody listens on
+    port = sock.getsockname()[1]
+    sock.close()
+    upstream = f"http://127.0.0.1:{port}"
+    proxy = create_proxy_app(upstream, out=tmp_path)
+    async with client_for(proxy) as client:
+        for _ in range(2):  # and it keeps serving
+            reply = await client.post("/a2a/jsonrpc", json=rpc("GetTask"))
+            assert reply.status_code == 502
+            error = reply.json()["error"]
+            assert error["upstream"] == upstream and upstream in error["message"]
+    await proxy.aclose()
+    assert list(tmp_path.iterdir()) == []  # the proxy's own error is not the agent's reply
+
+
+async def test_write_failure_becomes_an_error_reply(agent: FakeAgent, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.write_text("a file where the folder should be")
+    proxy = make_proxy(agent, out)
+    async with client_for(proxy) as client:
+        reply = await client.post("/a2a/jsonrpc", json=rpc("GetTask"))
+    assert reply.status_code == 500
+    message = reply.json()["error"]["message"]
+    assert "could not write the transcript" in message
+    assert "Not a directory" in message or "exists" in message
