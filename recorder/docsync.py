@@ -59,6 +59,7 @@ __all__ = [
     "load_exchanges",
     "parse_marker_options",
     "sync_paths",
+    "write_text_file",
 ]
 
 _MARKER = re.compile(r"^(?P<indent>\s*)<!--\s*recorder:(?P<body>.*?)-->\s*$")
@@ -319,15 +320,21 @@ def _sync_file(path: Path, *, write: bool, cache: dict[Path, Transcript]) -> Fil
             report.outdated.append(marker)
             rendered[marker.line] = content
     if write and rendered:
-        _write_keeping_mode(path, apply_blocks(text, report.outdated, rendered))
+        write_text_file(path, apply_blocks(text, report.outdated, rendered))
         report.written = True
     report.problems.sort(key=lambda p: p.line or 0)
     return report
 
 
-def _write_keeping_mode(path: Path, text: str) -> None:
-    """Atomic replace (temp file + rename) that keeps the file's permission bits."""
-    mode = stat.S_IMODE(path.stat().st_mode)
+def write_text_file(path: Path, text: str) -> None:
+    """Atomic write (temp file + rename) keeping an existing file's permission bits (else 0644).
+
+    `text` is written as it is: no newline translation, so CRLF files stay CRLF.
+    """
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

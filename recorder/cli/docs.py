@@ -1,0 +1,188 @@
+"""`recorder render`, `recorder docs sync|check`, `recorder export`: docs from transcripts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from recorder.docsync import (
+    FileReport,
+    SourceError,
+    load_exchanges,
+    sync_paths,
+    write_text_file,
+)
+from recorder.export import ExportError, export_curl, export_http
+from recorder.model import Exchange
+from recorder.render import (
+    DEFAULT_MAX_LINES,
+    DEFAULT_WIDTH,
+    RenderOptions,
+    parse_reference,
+    render_exchanges,
+)
+
+
+def _load(reference: str) -> tuple[Exchange, ...]:
+    """FILE or FILE#N -> exchanges; exit 2 with the reason when they cannot be had."""
+    try:
+        path, index = parse_reference(reference)
+        return load_exchanges(path, index)
+    except (ValueError, SourceError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
+
+
+@click.command()
+@click.argument("reference", metavar="FILE[#N]")
+@click.option(
+    "--headers",
+    default="Content-Type",
+    show_default=True,
+    help="Comma-separated headers to keep; the others are elided with one '…' line.",
+)
+@click.option(
+    "--max-lines",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_LINES,
+    show_default=True,
+    help="Lines of each body (or of a stream's frames) before the rest is elided.",
+)
+@click.option(
+    "--width",
+    type=click.IntRange(min=20),
+    default=DEFAULT_WIDTH,
+    show_default=True,
+    help="Longest SSE 'data:' line before it is cut with '…'.",
+)
+@click.option("--full", is_flag=True, help="Elide nothing.")
+@click.option(
+    "--only",
+    type=click.Choice(["request", "response"]),
+    default=None,
+    help="Show only the request or only the response.",
+)
+def render(
+    reference: str, headers: str, max_lines: int, width: int, full: bool, only: str | None
+) -> None:
+    """Print exchange N of FILE (numbered from 1), or every exchange, as a documentation block.
+
+    The request line, the chosen headers, '…' for the other headers, the JSON body cut to a
+    line budget at a line boundary, then the reply the same way; SSE frames as 'data:' lines cut
+    with '…'. JSON-RPC envelope members (jsonrpc, id, method, params/result/error) come first.
+    """
+    options = RenderOptions(
+        headers=tuple(headers.split(",")),
+        max_lines=max_lines,
+        width=width,
+        full=full,
+        only="both" if only is None else only,  # type: ignore[arg-type]
+    )
+    click.echo(render_exchanges(_load(reference), options), nl=False)
+
+
+@click.group()
+def docs() -> None:
+    """Keep Markdown code blocks in sync with the transcripts they show.
+
+    Mark a fenced block with a comment on the line above it, for example
+    `<!-- recorder: ../transcripts/02-message-reply.http#1 max-lines=12 -->` (the path is
+    relative to the Markdown file's folder; options: headers=, max-lines=, width=, only=, full).
+    """
+
+
+def _print_problems(reports: list[FileReport]) -> bool:
+    problems = [problem for report in reports for problem in report.problems]
+    for problem in problems:
+        click.echo(f"{problem}", err=True)
+    return bool(problems)
+
+
+@docs.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+def sync(paths: tuple[str, ...]) -> None:
+    """Rewrite the marked blocks of PATHS (Markdown files or folders of *.md) in place.
+
+    Exits 0 when done, 2 when a marker names a missing transcript or exchange (the other blocks
+    are still synced).
+    """
+    reports = sync_paths(paths, write=True)
+    for report in reports:
+        if report.written:
+            count = len(report.outdated)
+            click.echo(f"{report.path}: {count} block{'s' if count != 1 else ''} updated")
+    if _print_problems(reports):
+        raise SystemExit(2)
+    if not any(report.written for report in reports):
+        click.echo("all blocks up to date")
+
+
+@docs.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+def check(paths: tuple[str, ...]) -> None:
+    """Fail when a marked block of PATHS differs from its transcript (for CI).
+
+    Exits 0 when all are up to date, 1 naming `file:line` of each out-of-date block, 2 naming
+    `file:line` of each marker whose transcript or exchange is missing.
+    """
+    reports = sync_paths(paths, write=False)
+    stale = 0
+    for report in reports:
+        for marker in report.outdated:
+            stale += 1
+            what = "has no code block below it" if marker.block is None else "is out of date"
+            click.echo(
+                f"{report.path}:{marker.line}: the block from {marker.reference} {what} "
+                f"(run: recorder docs sync {report.path})"
+            )
+    if _print_problems(reports):
+        raise SystemExit(2)
+    if stale:
+        raise SystemExit(1)
+    blocks = sum(report.markers for report in reports)
+    click.echo(f"{blocks} block{'s' if blocks != 1 else ''} up to date")
+
+
+@click.command()
+@click.argument("reference", metavar="FILE[#N]")
+@click.option(
+    "--to",
+    "target",
+    type=click.Choice(["curl", "http"]),
+    required=True,
+    help="curl: print curl commands; http: a requests-only .http file.",
+)
+@click.option(
+    "--base-url",
+    default=None,
+    help="Where to send the requests (default: http:// + the recorded Host header).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write to this file instead of standard output.",
+)
+def export(reference: str, target: str, base_url: str | None, output: str | None) -> None:
+    """Export the requests of FILE (or exchange N) as curl commands or a .http file.
+
+    Secrets recorded as {{NAME}} become "$NAME" shell variables in curl commands and stay
+    {{NAME}} variables in the .http file.
+    """
+    exchanges = _load(reference)
+    source = parse_reference(reference)[0]
+    try:
+        if target == "curl":
+            text = export_curl(exchanges, base_url=base_url, source=source)
+        else:
+            text = export_http(exchanges, base_url=base_url, source=source)
+    except ExportError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        write_text_file(Path(output), text)
+        click.echo(f"wrote {output}")
