@@ -21,7 +21,8 @@ import click
     default="warning",
     show_default=True,
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
-    help="uvicorn log level.",
+    help="Log level of the server (uvicorn). The SDK's per-request warnings about client "
+    "errors show from 'info' down.",
 )
 def kit(host: str, port: int, token: str | None, log_level: str) -> None:
     """Run the code-reviewer A2A agent (a2a-sdk) until Ctrl-C.
@@ -29,6 +30,8 @@ def kit(host: str, port: int, token: str | None, log_level: str) -> None:
     JSON-RPC at /a2a/jsonrpc, HTTP+JSON under /a2a/rest, the card at
     /.well-known/agent-card.json. Every request needs the header A2A-Version: 1.0.
     """
+    import logging
+
     import uvicorn
 
     from recorder.kit import DEFAULT_TOKEN, create_app
@@ -48,8 +51,16 @@ def kit(host: str, port: int, token: str | None, log_level: str) -> None:
     click.echo(f"  JSON-RPC    {base_url}/a2a/jsonrpc")
     click.echo(f"  HTTP+JSON   {base_url}/a2a/rest")
     click.echo("Press Ctrl-C to stop.")
+    level = logging.getLevelName(log_level.upper())
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=level)
+    # The SDK logs every client error (-32001, -32602 ...) as a warning; the kit is made to
+    # answer such requests, so by default only the SDK's errors reach the console.
+    logging.getLogger("a2a").setLevel(level if level <= logging.INFO else logging.ERROR)
     server = uvicorn.Server(uvicorn.Config(app, log_level=log_level))
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # uvicorn has shut down already; it re-raises the Ctrl-C it captured
     finally:
         sock.close()
+    click.echo("code-reviewer stopped.")

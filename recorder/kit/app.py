@@ -235,22 +235,41 @@ class BackgroundPushSender(PushNotificationSender):
             await asyncio.gather(*list(self._pending), return_exceptions=True)
 
 
-class _DropDetachNoise(logging.Filter):
-    # opentelemetry-api logs "Failed to detach context" with a traceback when the SDK's
-    # tracing context manager exits in another asyncio context after an SSE stream (R13).
-    # Tracing is not configured here, so the message carries no information.
+class _DropKnownNoise(logging.Filter):
+    """Drops log records that say nothing about the kit's health (pitfall R13 and kin)."""
+
+    def __init__(self, prefix: str, contains: str = "") -> None:
+        super().__init__()
+        self.prefix, self.contains = prefix, contains
+
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.getMessage() != "Failed to detach context"
+        message = record.getMessage()
+        return not (message.startswith(self.prefix) and self.contains in message)
 
 
-_NOISE_FILTER = _DropDetachNoise()
+# logger name -> filter. Each one names a single known message.
+_NOISE_FILTERS: dict[str, logging.Filter] = {
+    # opentelemetry-api (pulled in by the SDK, tracing not configured) logs this with a
+    # traceback when the SDK's span context exits in another asyncio context after an SSE
+    # stream; replies are unaffected.
+    "opentelemetry.context": _DropKnownNoise("Failed to detach context"),
+    # When a message names a terminal task, the SDK builds an ActiveTask, fails to start it
+    # (-32004, as it should) and leaves its two idle queue-dispatch tasks to the garbage
+    # collector, which asyncio reports as "Task was destroyed but it is pending!".
+    "asyncio": _DropKnownNoise(
+        "Task was destroyed but it is pending!", "EventQueueSource._dispatch_loop"
+    ),
+    # A client's malformed params (-32602) are logged with the parser's traceback.
+    "a2a.server.routes.jsonrpc_dispatcher": _DropKnownNoise("Failed to parse request params"),
+}
 
 
 def quiet_sdk_log_noise() -> None:
-    """Drop opentelemetry's 'Failed to detach context' log records (idempotent)."""
-    otel_logger = logging.getLogger("opentelemetry.context")
-    if _NOISE_FILTER not in otel_logger.filters:
-        otel_logger.addFilter(_NOISE_FILTER)
+    """Install the targeted filters of `_NOISE_FILTERS` (idempotent)."""
+    for name, noise_filter in _NOISE_FILTERS.items():
+        target = logging.getLogger(name)
+        if noise_filter not in target.filters:
+            target.addFilter(noise_filter)
 
 
 def create_app(
