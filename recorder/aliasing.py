@@ -1,0 +1,1102 @@
+"""Replay state: alias generated values, carry them forward, compare replies, bless updates.
+
+One `ReplayState` per transcript file, fed its exchanges in order (see DESIGN.md, "Generated
+values: aliasing, not masking"):
+
+    state = ReplayState(rules, recorded_base="http://localhost:41242", live_base=agent_url)
+    for exchange in transcript:
+        live = send(state.prepare(exchange.request))      # the I/O shell's job
+        mismatches = state.compare(exchange, live)        # [] means the reply matches
+        blessed = state.bless(exchange.response, live)    # for --update only
+
+The rules of the comparison, numbered so that code and tests can point at them:
+
+1. A string is *generated* when it sits at a generated member (`rules.generated_fields`, a
+   `generated_fields_beside` member beside one of its siblings, a `generated_paths` place) or,
+   as a whole or in part, matches a generated shape (UUID, RFC 3339 time). An empty string is
+   never generated.
+2. A value the client sent itself is never generated: every string of the recorded request (body,
+   path segments, query values, header values) and every shape inside them that is not a value
+   learned from an earlier reply is a *client value*, for the rest of the transcript. Client
+   values are compared exactly (the JSON-RPC `id`, the user's `messageId`).
+3. A recorded generated value and the live value in the same place are *paired*. For strict
+   kinds (ids) pairs must form a one-to-one mapping across the whole transcript: a recorded
+   value already paired with another live value, or a live value already paired with another
+   recorded value, is a mismatch at that path (a reply that names the wrong task). For loose
+   kinds (`rules.loose_kinds`, timestamps) any value of the kind matches; the first pairing is
+   kept for carry-forward and bless.
+4. Aliases are numbered by first appearance of the recorded value in the transcript, per kind:
+   `<id:1>`, `<time:1>`. Reports show aliases, and the real values in the message.
+5. The recorded agent address (`recorded_base`) in a recorded string and the live address in
+   a live string are both read as `<agent>`, so a card recorded on localhost:41242 matches one
+   served on 127.0.0.1:any-port.
+6. Objects compare member by member (order free), arrays item by item; an array of another
+   length is aligned first (`recorder.diff.align`) so a dropped item is one mismatch.
+   `rules.ignored_paths` (and the error free-text paths unless `compare_error_message`) are
+   skipped; `rules.unordered_paths` arrays compare as multisets.
+7. SSE replies compare frame by frame: count, order, `event:` names, each frame's data (JSON or
+   text). Frames that hold only comments (keep-alive pings) are not frames of the reply. A
+   `truncated` recording compares only the frames it holds.
+8. The status code and the Content-Type (media type) are always compared; other headers unless
+   `rules.ignored_headers` or `rules.secret_headers` name them.
+
+Fast path: when the recorded and live bodies are the same text except for generated values
+that pair consistently, the reply matches without any tree walk (`_text_fast_path`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+from recorder.diff import ABSENT, Mismatch, align
+from recorder.jsonpath import State, format_path
+from recorder.model import Exchange, Headers, Request, Response, SseEvent, media_type
+from recorder.rules import Rules
+
+__all__ = ["ReplayState"]
+
+_AGENT = "<agent>"
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_Keys = tuple[str | int, ...]
+
+
+class _NotJson:
+    """Marks a body or frame whose text is not JSON."""
+
+
+_NOT_JSON = _NotJson()
+_EMPTY = object()
+
+
+def _base(url: str | None) -> tuple[str, str] | None:
+    """`"http://localhost:41242/"` -> ("http://localhost:41242", "localhost:41242")."""
+    if not url:
+        return None
+    if "://" not in url:
+        url = "http://" + url
+    parts = urlsplit(url)
+    if not parts.netloc:
+        return None
+    return f"{parts.scheme}://{parts.netloc}", parts.netloc
+
+
+def _parse_json_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+
+
+def _body_value(message: Response) -> Any:
+    """The parsed body, `_EMPTY`, or `_NOT_JSON` (uses the cached `Response.json`)."""
+    if not message.body:
+        return _EMPTY
+    value = message.json
+    if value is None and message.body.strip() != b"null":
+        return _NOT_JSON
+    return value
+
+
+def _same_scalar(a: Any, b: Any) -> bool:
+    # JSON true is not 1, and 1 is not "1"
+    if type(a) is not type(b) and not (
+        isinstance(a, int | float)
+        and isinstance(b, int | float)
+        and not isinstance(a, bool)
+        and not isinstance(b, bool)
+    ):
+        return False
+    return bool(a == b)
+
+
+def _real_frames(events: tuple[SseEvent, ...]) -> list[SseEvent]:
+    """The frames of a reply: comment-only frames (keep-alive pings) are not part of it."""
+    return [
+        e
+        for e in events
+        if not (e.data is None and e.event is None and e.id is None and e.retry is None)
+    ]
+
+
+class ReplayState:
+    """The aliasing and carry-forward state of one transcript (see the module docstring)."""
+
+    def __init__(self, rules: Rules, *, recorded_base: str | None, live_base: str) -> None:
+        self.rules = rules
+        recorded = _base(recorded_base)
+        live = _base(live_base)
+        self._recorded_url: str | None = recorded[0] if recorded else None
+        self._recorded_host: str | None = recorded[1] if recorded else None
+        self._live_url: str | None = live[0] if live else None
+        self._live_host: str | None = live[1] if live else None
+        if self._recorded_url is None or self._live_url is None:
+            self._recorded_url = self._live_url = None
+        self._shapes = rules.shape_pattern
+        self._loose = rules.loose_kinds
+        self._fields = dict(rules.generated_fields)
+        self._beside = {name: frozenset(s) for name, s in rules.generated_fields_beside.items()}
+        self._ignored = rules.ignored_matcher
+        self._unordered = rules.unordered_matcher
+        self._generated_paths = rules.generated_matcher
+        self._skip_headers = (
+            rules.ignored_headers | frozenset(rules.secret_headers) | {"content-type"}
+        )
+        # rule 3: the mapping, both ways; rule 4: aliases of recorded values
+        self._golden_to_live: dict[str, str] = {}
+        self._live_to_golden: dict[str, str] = {}
+        self._alias: dict[str, str] = {}
+        self._counters: dict[str, int] = {}
+        # rule 2
+        self._client: set[str] = set()
+
+    # --- the mapping ------------------------------------------------------------------------
+
+    @property
+    def mapping(self) -> dict[str, str]:
+        """Recorded generated value -> live value, as learned so far (a copy)."""
+        return dict(self._golden_to_live)
+
+    def alias(self, golden: str, kind: str) -> str:
+        """The alias of a recorded generated value, numbered on first sight (rule 4)."""
+        alias = self._alias.get(golden)
+        if alias is None:
+            number = self._counters.get(kind, 0) + 1
+            self._counters[kind] = number
+            alias = f"<{kind}:{number}>"
+            self._alias[golden] = alias
+        return alias
+
+    def _live_alias(self, live: str, kind: str) -> str:
+        golden = self._live_to_golden.get(live)
+        if golden is not None:
+            return self.alias(golden, kind)
+        return live
+
+    def _shape_kind(self, value: str) -> str | None:
+        if self._shapes is None:
+            return None
+        match = self._shapes.fullmatch(value)
+        if match is None or match.lastgroup is None:
+            return None
+        return match.lastgroup[2:]
+
+    def _pair(self, golden: str, live: str, kind: str) -> str | None:
+        """Pair a recorded and a live generated value (rule 3). None, or why they do not pair."""
+        if kind in self._loose:
+            golden_kind = self._shape_kind(golden)
+            if golden_kind is not None and self._shape_kind(live) != golden_kind:
+                return f"expected a {kind} value such as {golden!r}"
+            if golden not in self._golden_to_live and live not in self._live_to_golden:
+                self._golden_to_live[golden] = live
+                self._live_to_golden[live] = golden
+            self.alias(golden, kind)
+            return None
+        self.alias(golden, kind)
+        mapped = self._golden_to_live.get(golden)
+        if mapped is not None:
+            if mapped == live:
+                return None
+            other = self._live_to_golden.get(live)
+            if other is not None:
+                return (
+                    f"recorded {golden} is live {mapped}, but the reply names {live}, which is"
+                    f" {self.alias(other, kind)} (recorded {other})"
+                )
+            return f"recorded {golden} is live {mapped}, but the reply names {live}"
+        other = self._live_to_golden.get(live)
+        if other is not None and other != golden:
+            return (
+                f"live {live} already stands for {self.alias(other, kind)} (recorded {other}),"
+                f" but here the recording has {golden}"
+            )
+        self._golden_to_live[golden] = live
+        self._live_to_golden[live] = golden
+        return None
+
+    # --- client values (rule 2) ---------------------------------------------------------------
+
+    def _learn_client_values(self, request: Request) -> None:
+        found: set[str] = set()
+
+        def add(text: str) -> None:
+            if text and text not in self._golden_to_live:
+                found.add(text)
+            if self._shapes is not None:
+                for match in self._shapes.finditer(text):
+                    value = match.group()
+                    if value not in self._golden_to_live:
+                        found.add(value)
+
+        value = request.json
+        if value is not None:
+            for text in _strings(value):
+                add(text)
+        elif request.body:
+            add(request.text)
+        path, _, query = request.target.partition("?")
+        for segment in path.split("/"):
+            add(unquote(segment))
+        for item in query.split("&") if query else ():
+            for part in item.split("=", 1):
+                add(unquote(part.replace("+", " ")))
+        for name, header_value in request.headers:
+            if name.lower() not in ("host", "content-length"):
+                add(header_value)
+        self._client |= found
+
+    # --- carry-forward ----------------------------------------------------------------------
+
+    def _forward(self, text: str) -> str:
+        """A recorded request string with every learned recorded value made live."""
+        mapped = self._golden_to_live.get(text)
+        if mapped is not None:
+            return mapped
+        if self._shapes is not None:
+            table = self._golden_to_live
+            text = self._shapes.sub(lambda m: table.get(m.group(), m.group()), text)
+        return text
+
+    def prepare(self, request: Request) -> Request:
+        """The recorded request as it must be sent live: learned values and the address made live.
+
+        Values not learned (the client's own) are sent as recorded.
+        """
+        changes: dict[str, Any] = {}
+        if self._golden_to_live:
+            value = request.json
+            if value is not None:
+                new_value = _map_strings(value, self._forward)
+                if new_value != value:
+                    changes["body"] = json.dumps(new_value, ensure_ascii=False).encode()
+            elif request.body and self._shapes is not None:
+                try:
+                    text = request.body.decode("utf-8")
+                except UnicodeDecodeError:
+                    text = None
+                if text is not None:
+                    new_text = self._forward_shapes_only(text)
+                    if new_text != text:
+                        changes["body"] = new_text.encode()
+            target = self._forward_target(request.target)
+            if target != request.target:
+                changes["target"] = target
+        headers = self._forward_headers(request.headers)
+        if headers is not request.headers:
+            changes["headers"] = headers
+        if not changes:
+            return request
+        return dataclasses.replace(request, **changes)
+
+    def _forward_shapes_only(self, text: str) -> str:
+        if self._shapes is None:
+            return text
+        table = self._golden_to_live
+        return self._shapes.sub(lambda m: table.get(m.group(), m.group()), text)
+
+    def _forward_segment(self, raw: str, *, plus_is_space: bool = False) -> str:
+        decoded = unquote(raw.replace("+", " ") if plus_is_space else raw)
+        new = self._forward(decoded)
+        if new == decoded and ":" in decoded:
+            # AIP-136 custom methods: /tasks/{id}:cancel
+            head, colon, tail = decoded.partition(":")
+            mapped = self._golden_to_live.get(head)
+            if mapped is not None:
+                new = mapped + colon + tail
+        if new == decoded:
+            return raw  # keep the recorded encoding byte for byte
+        return quote(new, safe="!$&'()*,;=:@-._~" + ("" if plus_is_space else "+"))
+
+    def _forward_target(self, target: str) -> str:
+        path, question, query = target.partition("?")
+        new_path = "/".join(self._forward_segment(s) for s in path.split("/"))
+        if not question:
+            return new_path
+        items = []
+        for item in query.split("&"):
+            name, equals, value = item.partition("=")
+            if equals:
+                items.append(f"{name}={self._forward_segment(value, plus_is_space=True)}")
+            else:
+                items.append(item)
+        return f"{new_path}?{'&'.join(items)}"
+
+    def _forward_headers(self, headers: Headers) -> Headers:
+        out: list[tuple[str, str]] = []
+        changed = False
+        for name, value in headers:
+            new = value
+            if name.lower() == "host":
+                if self._live_host is not None:
+                    new = self._live_host
+            else:
+                if self._recorded_url is not None and self._live_url is not None:
+                    new = new.replace(self._recorded_url, self._live_url)
+                if self._golden_to_live:
+                    new = self._forward(new)
+            changed = changed or new != value
+            out.append((name, new))
+        return Headers(out) if changed else headers
+
+    # --- comparison ---------------------------------------------------------------------------
+
+    def compare(self, golden: Exchange, live: Response) -> list[Mismatch]:
+        """Normalize and compare the recorded reply with the live one, learn pairs. [] = match."""
+        self._learn_client_values(golden.request)
+        expected = golden.response
+        out: list[Mismatch] = []
+        if expected.status != live.status:
+            out.append(Mismatch("status", expected.status, live.status))
+        self._compare_headers(expected.headers, live.headers, out)
+        if expected.is_stream or live.is_stream:
+            self._compare_streams(expected, live, golden.truncated, out)
+        elif not golden.truncated:
+            self._compare_bodies(expected, live, out)
+        return out
+
+    def _compare_headers(self, expected: Headers, actual: Headers, out: list[Mismatch]) -> None:
+        expected_type = expected.get("Content-Type")
+        actual_type = actual.get("Content-Type")
+        if self.rules.compare_content_type_params:
+            same = _normal_content_type(expected_type) == _normal_content_type(actual_type)
+        else:
+            same = media_type(expected_type) == media_type(actual_type)
+        if not same:
+            out.append(
+                Mismatch(
+                    "header content-type",
+                    ABSENT if expected_type is None else expected_type,
+                    ABSENT if actual_type is None else actual_type,
+                )
+            )
+        names: list[str] = []
+        for name in [*expected.names(), *actual.names()]:
+            folded = name.lower()
+            if folded not in self._skip_headers and folded not in names:
+                names.append(folded)
+        for name in names:
+            expected_values = expected.get_all(name)
+            actual_values = actual.get_all(name)
+            if not expected_values or not actual_values:
+                out.append(
+                    Mismatch(
+                        f"header {name}",
+                        ", ".join(expected_values) if expected_values else ABSENT,
+                        ", ".join(actual_values) if actual_values else ABSENT,
+                    )
+                )
+                continue
+            normal_expected = ", ".join(expected_values)
+            normal_actual = ", ".join(actual_values)
+            problem = self._compare_text(normal_expected, normal_actual)
+            if problem is not None:
+                out.append(Mismatch(f"header {name}", problem[0], problem[1], message=problem[2]))
+
+    def _compare_bodies(self, expected: Response, actual: Response, out: list[Mismatch]) -> None:
+        expected_value = _body_value(expected)
+        actual_value = _body_value(actual)
+        if expected_value is _EMPTY and actual_value is _EMPTY:
+            return
+        if (
+            expected_value is not _NOT_JSON
+            and expected_value is not _EMPTY
+            and actual_value is not _NOT_JSON
+            and actual_value is not _EMPTY
+        ):
+            if self._text_fast_path(expected.body, actual.body):
+                return
+            self._compare_json(expected_value, actual_value, (), None, out)
+            return
+        if expected_value is _NOT_JSON and actual_value is _NOT_JSON:
+            self._compare_raw(expected.body, actual.body, "body", None, out)
+            return
+        out.append(
+            Mismatch(
+                "body",
+                _describe_body(expected_value, expected.body),
+                _describe_body(actual_value, actual.body),
+                message=f"expected {_body_kind(expected_value)}, got {_body_kind(actual_value)}",
+            )
+        )
+
+    def _compare_raw(
+        self, expected: bytes, actual: bytes, path: str, frame: int | None, out: list[Mismatch]
+    ) -> None:
+        try:
+            expected_text = expected.decode("utf-8")
+            actual_text = actual.decode("utf-8")
+        except UnicodeDecodeError:
+            if expected != actual:
+                out.append(
+                    Mismatch(
+                        path,
+                        f"{len(expected)} bytes",
+                        f"{len(actual)} bytes",
+                        frame,
+                        "bytes differ",
+                    )
+                )
+            return
+        problem = self._compare_text(expected_text, actual_text)
+        if problem is not None:
+            out.append(Mismatch(path, problem[0], problem[1], frame, problem[2]))
+
+    def _compare_streams(
+        self, expected: Response, actual: Response, truncated: bool, out: list[Mismatch]
+    ) -> None:
+        if expected.events is None or actual.events is None:
+            out.append(
+                Mismatch(
+                    "body",
+                    "an SSE stream" if expected.events is not None else _short(expected.text),
+                    "an SSE stream" if actual.events is not None else _short(actual.text),
+                    message=(
+                        "expected an SSE stream (text/event-stream), got a single body"
+                        if expected.events is not None
+                        else "expected a single body, got an SSE stream"
+                    ),
+                )
+            )
+            return
+        golden_frames = _real_frames(expected.events)
+        live_frames = _real_frames(actual.events)
+        if truncated and len(live_frames) >= len(golden_frames):
+            # the recording stopped early: compare only what it holds
+            live_frames = live_frames[: len(golden_frames)]
+        if len(golden_frames) == len(live_frames):
+            if self._text_fast_path_frames(golden_frames, live_frames):
+                return
+            for index, (g, a) in enumerate(zip(golden_frames, live_frames, strict=True)):
+                self._compare_frame(g, a, index + 1, out)
+            return
+        pairs = align(
+            [self._frame_key(f) for f in golden_frames], [self._frame_key(f) for f in live_frames]
+        )
+        missing = [i + 1 for i, j in pairs if j is None and i is not None]
+        extra = [j + 1 for i, j in pairs if i is None and j is not None]
+        notes = []
+        if missing:
+            notes.append(
+                "missing "
+                + ", ".join(
+                    f"recorded frame {n} ({_frame_summary(golden_frames[n - 1])})" for n in missing
+                )
+            )
+        if extra:
+            notes.append(
+                "unexpected "
+                + ", ".join(f"live frame {n} ({_frame_summary(live_frames[n - 1])})" for n in extra)
+            )
+        out.append(
+            Mismatch(
+                "frames",
+                len(golden_frames),
+                len(live_frames),
+                message="; ".join(notes) + (" (the recording is truncated)" if truncated else ""),
+            )
+        )
+        for i, j in pairs:
+            if i is not None and j is not None:
+                self._compare_frame(golden_frames[i], live_frames[j], j + 1, out)
+
+    def _frame_key(self, frame: SseEvent) -> str:
+        data: Any = None
+        if frame.data is not None:
+            data = _parse_json_text(frame.data)
+            data = (
+                self._wildcard(data) if data is not _NOT_JSON else self._wildcard_text(frame.data)
+            )
+        return json.dumps([frame.event, data], sort_keys=True)
+
+    def _compare_frame(
+        self, expected: SseEvent, actual: SseEvent, frame: int, out: list[Mismatch]
+    ) -> None:
+        if expected.event != actual.event:
+            out.append(Mismatch("event", _opt(expected.event), _opt(actual.event), frame))
+        if expected.retry != actual.retry:
+            out.append(Mismatch("retry", _opt(expected.retry), _opt(actual.retry), frame))
+        if expected.id != actual.id:
+            if expected.id is None or actual.id is None:
+                out.append(Mismatch("id", _opt(expected.id), _opt(actual.id), frame))
+            else:
+                problem = self._compare_text(expected.id, actual.id)
+                if problem is not None:
+                    out.append(Mismatch("id", problem[0], problem[1], frame, problem[2]))
+        if expected.data is None or actual.data is None:
+            if expected.data != actual.data:
+                out.append(Mismatch("data", _opt(expected.data), _opt(actual.data), frame))
+            return
+        expected_value = _parse_json_text(expected.data)
+        actual_value = _parse_json_text(actual.data)
+        if expected_value is not _NOT_JSON and actual_value is not _NOT_JSON:
+            self._compare_json(expected_value, actual_value, (), frame, out)
+        elif expected_value is _NOT_JSON and actual_value is _NOT_JSON:
+            self._compare_raw(expected.data.encode(), actual.data.encode(), "data", frame, out)
+        else:
+            out.append(
+                Mismatch(
+                    "data",
+                    _short(expected.data),
+                    _short(actual.data),
+                    frame,
+                    f"expected {_body_kind(expected_value)}, got {_body_kind(actual_value)}",
+                )
+            )
+
+    # --- the fast path --------------------------------------------------------------------------
+
+    def _text_fast_path(self, expected: bytes, actual: bytes) -> bool:
+        return False
+
+    def _text_fast_path_frames(self, expected: list[SseEvent], actual: list[SseEvent]) -> bool:
+        return False
+
+    # --- the tree walk (rule 6) -----------------------------------------------------------------
+
+    def _field_kind(self, name: str | int, siblings: dict[str, Any]) -> str | None:
+        if not isinstance(name, str):
+            return None
+        kind = self._fields.get(name)
+        if kind is not None:
+            return kind
+        beside = self._beside.get(name)
+        if beside is not None and not beside.isdisjoint(siblings):
+            return "id"
+        return None
+
+    def _compare_json(
+        self,
+        expected: Any,
+        actual: Any,
+        keys: _Keys,
+        frame: int | None,
+        out: list[Mismatch],
+    ) -> None:
+        self._walk(
+            expected,
+            actual,
+            keys,
+            None,
+            self._ignored.start(),
+            self._unordered.start(),
+            self._generated_paths.start(),
+            frame,
+            out,
+        )
+
+    def _walk(
+        self,
+        expected: Any,
+        actual: Any,
+        keys: _Keys,
+        kind: str | None,
+        ignored: State,
+        unordered: State,
+        generated: State,
+        frame: int | None,
+        out: list[Mismatch],
+    ) -> None:
+        if generated and self._generated_paths.matches(generated):
+            kind = self.rules.generated_path_kind(keys) or kind
+        if isinstance(expected, dict):
+            if not isinstance(actual, dict):
+                self._report(keys, expected, actual, frame, out)
+                return
+            for name, expected_value in expected.items():
+                child_ignored = self._ignored.step(ignored, name)
+                if child_ignored and self._ignored.matches(child_ignored):
+                    continue
+                child_keys = (*keys, name)
+                if name not in actual:
+                    out.append(
+                        Mismatch(
+                            format_path(child_keys),
+                            self._display(expected_value),
+                            ABSENT,
+                            frame,
+                        )
+                    )
+                    continue
+                self._walk(
+                    expected_value,
+                    actual[name],
+                    child_keys,
+                    self._field_kind(name, expected),
+                    child_ignored,
+                    self._unordered.step(unordered, name),
+                    self._generated_paths.step(generated, name),
+                    frame,
+                    out,
+                )
+            for name, actual_value in actual.items():
+                if name in expected:
+                    continue
+                child_ignored = self._ignored.step(ignored, name)
+                if child_ignored and self._ignored.matches(child_ignored):
+                    continue
+                out.append(
+                    Mismatch(
+                        format_path((*keys, name)), ABSENT, self._display_live(actual_value), frame
+                    )
+                )
+            return
+        if isinstance(expected, list):
+            if not isinstance(actual, list):
+                self._report(keys, expected, actual, frame, out)
+                return
+            if unordered and self._unordered.matches(unordered):
+                self._compare_unordered(
+                    expected, actual, keys, kind, (ignored, unordered, generated), frame, out
+                )
+                return
+            if len(expected) == len(actual):
+                pairs: list[tuple[int | None, int | None]] = list(
+                    zip(range(len(expected)), range(len(actual)), strict=True)
+                )
+            else:
+                pairs = align(
+                    [json.dumps(self._wildcard(v), sort_keys=True) for v in expected],
+                    [json.dumps(self._wildcard(v), sort_keys=True) for v in actual],
+                )
+            for i, j in pairs:
+                if i is not None and j is not None:
+                    child_ignored = self._ignored.step(ignored, i)
+                    if child_ignored and self._ignored.matches(child_ignored):
+                        continue
+                    self._walk(
+                        expected[i],
+                        actual[j],
+                        (*keys, i),
+                        kind,
+                        child_ignored,
+                        self._unordered.step(unordered, i),
+                        self._generated_paths.step(generated, i),
+                        frame,
+                        out,
+                    )
+                elif i is not None:
+                    out.append(
+                        Mismatch(
+                            format_path((*keys, i)),
+                            self._display(expected[i]),
+                            ABSENT,
+                            frame,
+                            f"expected {len(expected)} items, got {len(actual)}",
+                        )
+                    )
+                elif j is not None:
+                    out.append(
+                        Mismatch(
+                            format_path((*keys, j)),
+                            ABSENT,
+                            self._display_live(actual[j]),
+                            frame,
+                            f"expected {len(expected)} items, got {len(actual)}",
+                        )
+                    )
+            return
+        if isinstance(expected, str) and isinstance(actual, str):
+            if kind is not None and expected and expected not in self._client:
+                if expected == actual and self._golden_to_live.get(expected) == actual:
+                    return
+                problem = self._pair(expected, actual, kind)
+                if problem is not None:
+                    out.append(
+                        Mismatch(
+                            format_path(keys),
+                            self.alias(expected, kind),
+                            self._live_alias(actual, kind),
+                            frame,
+                            problem,
+                        )
+                    )
+                return
+            text_problem = self._compare_text(expected, actual)
+            if text_problem is not None:
+                out.append(
+                    Mismatch(
+                        format_path(keys), text_problem[0], text_problem[1], frame, text_problem[2]
+                    )
+                )
+            return
+        if isinstance(actual, dict | list) or not _same_scalar(expected, actual):
+            self._report(keys, expected, actual, frame, out)
+
+    def _report(
+        self, keys: _Keys, expected: Any, actual: Any, frame: int | None, out: list[Mismatch]
+    ) -> None:
+        out.append(
+            Mismatch(format_path(keys), self._display(expected), self._display_live(actual), frame)
+        )
+
+    def _compare_unordered(
+        self,
+        expected: list[Any],
+        actual: list[Any],
+        keys: _Keys,
+        kind: str | None,
+        states: tuple[State, State, State],
+        frame: int | None,
+        out: list[Mismatch],
+    ) -> None:
+        """Rule 6: an unordered array matches when its items pair up one to one."""
+        ignored, unordered, generated = states
+        remaining = list(range(len(actual)))
+        unmatched: list[int] = []
+        by_key: dict[str, list[int]] = {}
+        for j in remaining:
+            by_key.setdefault(json.dumps(self._wildcard(actual[j]), sort_keys=True), []).append(j)
+        pairs: list[tuple[int, int]] = []
+        for i, item in enumerate(expected):
+            candidates = by_key.get(json.dumps(self._wildcard(item), sort_keys=True))
+            if candidates:
+                pairs.append((i, candidates.pop(0)))
+            else:
+                unmatched.append(i)
+        extra = sorted(j for js in by_key.values() for j in js)
+        for i, j in pairs:
+            self._walk(
+                expected[i],
+                actual[j],
+                (*keys, i),
+                kind,
+                self._ignored.step(ignored, i),
+                self._unordered.step(unordered, i),
+                self._generated_paths.step(generated, i),
+                frame,
+                out,
+            )
+        for i in unmatched:
+            out.append(
+                Mismatch(
+                    format_path((*keys, i)),
+                    self._display(expected[i]),
+                    ABSENT,
+                    frame,
+                    "no live item matches (order ignored)",
+                )
+            )
+        for j in extra:
+            out.append(
+                Mismatch(
+                    format_path((*keys, j)),
+                    ABSENT,
+                    self._display_live(actual[j]),
+                    frame,
+                    "unexpected live item (order ignored)",
+                )
+            )
+
+    # --- strings (rules 1, 2, 5) ----------------------------------------------------------------
+
+    def _compare_text(self, expected: str, actual: str) -> tuple[str, str, str] | None:
+        """Compare two strings that may hold generated values. None, or (expected, actual, why)."""
+        if self._recorded_url is not None and self._live_url is not None:
+            if self._recorded_url in expected:
+                expected = expected.replace(self._recorded_url, _AGENT)
+            if self._live_url in actual:
+                actual = actual.replace(self._live_url, _AGENT)
+        shapes = self._shapes
+        if shapes is None:
+            return None if expected == actual else (expected, actual, "")
+        expected_parts = self._split(expected)
+        actual_parts = self._split(actual)
+        if expected_parts is None and actual_parts is None:
+            return None if expected == actual else (expected, actual, "")
+        expected_parts = expected_parts or ([expected], [])
+        actual_parts = actual_parts or ([actual], [])
+        expected_text, expected_values = expected_parts
+        actual_text, actual_values = actual_parts
+        same_frame = expected_text == actual_text and [k for _, k in expected_values] == [
+            k for _, k in actual_values
+        ]
+        if same_frame:
+            problems = []
+            for (g, kind), (a, _) in zip(expected_values, actual_values, strict=True):
+                problem = self._pair(g, a, kind)
+                if problem is not None:
+                    problems.append(problem)
+            if not problems:
+                return None
+            return (
+                self._render(expected_text, [self.alias(g, k) for g, k in expected_values]),
+                self._render(actual_text, [self._live_alias(a, k) for a, k in actual_values]),
+                "; ".join(problems),
+            )
+        return (
+            self._render(expected_text, [self.alias(g, k) for g, k in expected_values]),
+            self._render(actual_text, [self._live_alias(a, k) for a, k in actual_values]),
+            "",
+        )
+
+    def _split(self, text: str) -> tuple[list[str], list[tuple[str, str]]] | None:
+        """Text around the generated (non-client) shapes in `text`, and those values with kinds."""
+        assert self._shapes is not None
+        pieces: list[str] = []
+        values: list[tuple[str, str]] = []
+        last = 0
+        for match in self._shapes.finditer(text):
+            value = match.group()
+            if value in self._client or match.lastgroup is None:
+                continue
+            pieces.append(text[last : match.start()])
+            values.append((value, match.lastgroup[2:]))
+            last = match.end()
+        if not values:
+            return None
+        pieces.append(text[last:])
+        return pieces, values
+
+    @staticmethod
+    def _render(pieces: list[str], aliases: list[str]) -> str:
+        out = [pieces[0]]
+        for alias, piece in zip(aliases, pieces[1:], strict=True):
+            out.append(alias)
+            out.append(piece)
+        return "".join(out)
+
+    # --- normalized forms for display and alignment ---------------------------------------------
+
+    def _display(self, value: Any, kind: str | None = None, live: bool = False) -> Any:
+        """A recorded (or live) value with its generated values shown as aliases, for reports."""
+
+        def text(s: str, k: str | None) -> str:
+            if k is not None and s and s not in self._client:
+                if live:
+                    return self._live_alias(s, k)
+                return self._alias.get(s, s)
+            if self._shapes is None:
+                return s
+            table = self._live_to_golden if live else None
+
+            def sub(match: re.Match[str]) -> str:
+                found = match.group()
+                if found in self._client or match.lastgroup is None:
+                    return found
+                golden = table.get(found) if table is not None else found
+                if golden is None:
+                    return found
+                return self._alias.get(golden, found)
+
+            return self._shapes.sub(sub, s)
+
+        return _map_with_kinds(value, kind, self._field_kind, text)
+
+    def _display_live(self, value: Any) -> Any:
+        return self._display(value, live=True)
+
+    def _wildcard(self, value: Any) -> Any:
+        """A value with every generated value replaced by `<kind>`: the key for aligning items."""
+        return _map_with_kinds(value, None, self._field_kind, self._wildcard_leaf)
+
+    def _wildcard_leaf(self, text: str, kind: str | None) -> str:
+        if kind is not None and text and text not in self._client:
+            return f"<{kind}>"
+        return self._wildcard_text(text)
+
+    def _wildcard_text(self, text: str) -> str:
+        if self._recorded_url is not None and self._live_url is not None:
+            text = text.replace(self._recorded_url, _AGENT).replace(self._live_url, _AGENT)
+        if self._shapes is None:
+            return text
+        return self._shapes.sub(
+            lambda m: m.group() if m.group() in self._client else f"<{(m.lastgroup or 'k_')[2:]}>",
+            text,
+        )
+
+    # --- bless --------------------------------------------------------------------------------
+
+    def _backward(self, text: str) -> str:
+        """A live string with every paired live value put back to its recorded value."""
+        table = self._live_to_golden
+        golden = table.get(text)
+        if golden is not None:
+            return golden
+        if self._live_url is not None and self._recorded_url is not None and self._live_url in text:
+            text = text.replace(self._live_url, self._recorded_url)
+        if self._shapes is not None and table:
+            text = self._shapes.sub(lambda m: table.get(m.group(), m.group()), text)
+        return text
+
+    def _backward_json_text(self, text: str) -> str:
+        """JSON text with its strings mapped back; formatting and member order kept."""
+
+        def sub(match: re.Match[str]) -> str:
+            token = match.group()
+            value = json.loads(token) if "\\" in token else token[1:-1]
+            new = self._backward(value)
+            if new == value:
+                return token
+            return json.dumps(new, ensure_ascii=False)
+
+        return _JSON_STRING.sub(sub, text)
+
+    def bless(self, golden: Response, live: Response) -> Response:
+        """The live reply with its generated values put back to the recorded ones (for --update).
+
+        Call after `compare` for the same exchange. Values paired with a recorded value get that
+        value back; new values keep their live value. Headers: the recorded order is kept; an
+        ignored header keeps its recorded value (or is left out when only live has it, e.g.
+        Content-Length and Transfer-Encoding, which recordings never hold); others take the
+        live value. Re-blessing an unchanged transcript gives the same bytes.
+        """
+        headers = self._bless_headers(golden.headers, live.headers)
+        if live.events is not None:
+            events = tuple(
+                dataclasses.replace(
+                    event,
+                    data=None if event.data is None else self._backward_json_text(event.data),
+                    id=None if event.id is None else self._backward(event.id),
+                )
+                for event in live.events
+            )
+            return Response(
+                status=live.status,
+                reason=live.reason,
+                headers=headers,
+                events=events,
+                http_version=live.http_version,
+            )
+        body = live.body
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None:
+            if live.json is not None:
+                new_text = self._backward_json_text(text)
+            else:
+                new_text = self._backward(text)
+            body = new_text.encode()
+        return Response(
+            status=live.status,
+            reason=live.reason,
+            headers=headers,
+            body=body,
+            http_version=live.http_version,
+        )
+
+    def _bless_headers(self, golden: Headers, live: Headers) -> Headers:
+        ignored = self.rules.ignored_headers
+        out: list[tuple[str, str]] = []
+        done: set[str] = set()
+        for name, value in golden:
+            folded = name.lower()
+            if folded in ignored:
+                out.append((name, value))
+                continue
+            if folded in done:
+                continue
+            done.add(folded)
+            for live_value in live.get_all(name):
+                out.append((name, self._backward(live_value)))
+        for name, value in live:
+            folded = name.lower()
+            if folded in ignored or folded in done or golden.get(name) is not None:
+                continue
+            out.append((name, self._backward(value)))
+        return Headers(out)
+
+
+# --- pure helpers ------------------------------------------------------------------------------
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value (member names too)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            yield name
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _map_strings(value: Any, function: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return function(value)
+    if isinstance(value, dict):
+        return {name: _map_strings(item, function) for name, item in value.items()}
+    if isinstance(value, list):
+        return [_map_strings(item, function) for item in value]
+    return value
+
+
+def _map_with_kinds(
+    value: Any,
+    kind: str | None,
+    field_kind: Callable[[str | int, dict[str, Any]], str | None],
+    leaf: Callable[[str, str | None], str],
+) -> Any:
+    if isinstance(value, str):
+        return leaf(value, kind)
+    if isinstance(value, dict):
+        return {
+            name: _map_with_kinds(item, field_kind(name, value), field_kind, leaf)
+            for name, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_map_with_kinds(item, kind, field_kind, leaf) for item in value]
+    return value
+
+
+def _normal_content_type(value: str | None) -> str:
+    if not value:
+        return ""
+    kind, _, params = value.partition(";")
+    normal = [p.strip().lower().replace(" ", "") for p in params.split(";") if p.strip()]
+    return ";".join([kind.strip().lower(), *sorted(normal)])
+
+
+def _opt(value: Any) -> Any:
+    return ABSENT if value is None else value
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _body_kind(value: Any) -> str:
+    if value is _EMPTY:
+        return "an empty body"
+    if value is _NOT_JSON:
+        return "a non-JSON body"
+    return "a JSON body"
+
+
+def _describe_body(value: Any, body: bytes) -> Any:
+    if value is _EMPTY:
+        return ""
+    if value is _NOT_JSON:
+        return _short(body.decode("utf-8", errors="replace"))
+    return value
+
+
+def _frame_summary(frame: SseEvent) -> str:
+    """`statusUpdate TASK_STATE_COMPLETED`, `artifactUpdate`, `event: error` ... for messages."""
+    parts = []
+    if frame.event is not None:
+        parts.append(f"event: {frame.event}")
+    if frame.data is not None:
+        value = _parse_json_text(frame.data)
+        if isinstance(value, dict):
+            payload = value.get("result", value)
+            if isinstance(payload, dict) and payload:
+                name = next(iter(payload))
+                parts.append(name)
+                inner = payload.get(name)
+                if isinstance(inner, dict):
+                    status = inner.get("status")
+                    if isinstance(status, dict) and isinstance(status.get("state"), str):
+                        parts.append(status["state"])
+            elif "error" in value:
+                parts.append("error")
+        else:
+            parts.append("data")
+    return " ".join(parts) or "frame"

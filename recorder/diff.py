@@ -1,0 +1,117 @@
+"""Mismatches: what a replay found different, as values the reports print.
+
+A `Mismatch` names one place and what was expected there:
+
+- `path` is a JSONPath into the reply body (`$.result.task.status.state`), or into the SSE
+  frame numbered `frame` (1-based) for a stream; or one of the names `status`, `header <name>`
+  (lower case, e.g. `header content-type`), `frames` (the number of SSE frames), `event` (a
+  frame's `event:` name), `data` (a frame's non-JSON data) and `body` (a non-JSON body, or a
+  JSON body against a non-JSON one).
+- `expected` and `actual` are values in their normalized form: a generated value is shown as its
+  alias (`"<id:1>"`), a missing member or item as `ABSENT`.
+- `message` adds what the path and the values cannot say (the real ids behind two aliases,
+  which frame is missing).
+
+This module also holds the pure helpers the comparison uses that know nothing of aliasing:
+aligning two sequences of items (SSE frames, array items) so that one dropped item is reported
+once instead of shifting every item after it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ABSENT", "Mismatch", "align", "format_value"]
+
+
+class _Absent:
+    """The expected or actual value of a member, item, header or frame that is not there."""
+
+    _instance: _Absent | None = None
+
+    def __new__(cls) -> _Absent:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+    def __reduce__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+
+_MAX_SHOWN = 200
+
+
+def format_value(value: Any) -> str:
+    """A value as a report shows it: JSON, shortened past 200 characters; `absent` for ABSENT."""
+    if value is ABSENT:
+        return "absent"
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    if len(text) > _MAX_SHOWN:
+        text = text[: _MAX_SHOWN - 1] + "…"
+    return text
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One difference between a recorded (expected) and a live (actual) reply."""
+
+    path: str
+    expected: Any
+    actual: Any
+    frame: int | None = None
+    """1-based SSE frame number, for a mismatch inside one frame of a stream."""
+    message: str = ""
+
+    def describe(self) -> str:
+        """The one-line report text (without the frame, which the report puts in its heading).
+
+        `$.result.statusUpdate.status.state: expected "TASK_STATE_COMPLETED",
+        got "TASK_STATE_FAILED"` (on one line)
+        """
+        text = (
+            f"{self.path}: expected {format_value(self.expected)}, got {format_value(self.actual)}"
+        )
+        if self.message:
+            text += f" ({self.message})"
+        return text
+
+    def __str__(self) -> str:
+        if self.frame is not None:
+            return f"frame {self.frame}: {self.describe()}"
+        return self.describe()
+
+
+def align(expected: Sequence[str], actual: Sequence[str]) -> list[tuple[int | None, int | None]]:
+    """Pair the items of two sequences by their keys: (i, j), (i, None) missing, (None, j) extra.
+
+    Items are paired where the keys agree (a longest-matching-block diff), and the items of a
+    changed stretch are paired in order, so one dropped frame shows as one missing frame and a
+    frame whose content changed is still compared with its counterpart.
+    """
+    matcher = difflib.SequenceMatcher(a=list(expected), b=list(actual), autojunk=False)
+    pairs: list[tuple[int | None, int | None]] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            pairs.extend(zip(range(i1, i2), range(j1, j2), strict=True))
+        elif tag == "replace":
+            common = min(i2 - i1, j2 - j1)
+            pairs.extend(zip(range(i1, i1 + common), range(j1, j1 + common), strict=True))
+            pairs.extend((i, None) for i in range(i1 + common, i2))
+            pairs.extend((None, j) for j in range(j1 + common, j2))
+        elif tag == "delete":
+            pairs.extend((i, None) for i in range(i1, i2))
+        else:  # insert
+            pairs.extend((None, j) for j in range(j1, j2))
+    return pairs

@@ -1,0 +1,338 @@
+"""Rules: what a replay treats as generated, ignored, unordered or secret. A value, not a global.
+
+The A2A defaults are data: `recorder/default_rules.yaml` (read it for what each key means and why
+each default is what it is). `load_rules(path)` reads a user file with `yaml.safe_load` and merges
+it over the defaults, key by key:
+
+- a list key takes a list (replaces the default) or `{add: [...], remove: [...]}` (edits it);
+- a mapping key takes a mapping merged over the default; a `null` value removes an entry
+  (`secret_headers` and `secret_fields` also take a list of names: placeholders are derived,
+  `x-api-key` -> `X_API_KEY`);
+- a boolean key takes a boolean.
+
+Unknown keys, wrong types, bad JSONPaths and bad regular expressions raise `RulesError` naming the
+file and the key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from importlib import resources
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from recorder.errors import RulesError
+from recorder.jsonpath import JsonPathError, PathMatcher, parse_path
+
+__all__ = ["DEFAULT_RULES", "Rules", "load_rules", "placeholder_name"]
+
+_KIND = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def placeholder_name(name: str) -> str:
+    """`"x-api-key"` -> `"X_API_KEY"`: the `{{NAME}}` a secret is written as."""
+    return re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").upper()
+
+
+def _frozen_map(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value))
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a replay treats as generated, ignored, unordered or secret (see default_rules.yaml)."""
+
+    generated_fields: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """member name -> alias kind (`contextId` -> `id`, `timestamp` -> `time`)."""
+    generated_fields_beside: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    """member name -> sibling members that make it generated (`id` beside `contextId`)."""
+    generated_paths: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """JSONPath -> alias kind."""
+    generated_shapes: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """alias kind -> regular expression matched anywhere, inside strings too."""
+    loose_kinds: frozenset[str] = frozenset()
+    """Kinds whose recorded and live values need not map one-to-one (timestamps)."""
+    ignored_paths: tuple[str, ...] = ()
+    unordered_paths: tuple[str, ...] = ()
+    compare_error_message: bool = False
+    error_message_paths: tuple[str, ...] = ()
+    """The free-text places of errors, left out unless `compare_error_message`."""
+    ignored_headers: frozenset[str] = frozenset()
+    """Lower-case names of response headers that are not compared."""
+    compare_content_type_params: bool = False
+    secret_headers: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """Lower-case header name -> placeholder name (`authorization` -> `A2A_TOKEN`)."""
+    secret_fields: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """JSON member name -> placeholder name."""
+    source: str | None = field(default=None, compare=False)
+    """The file the rules were read from (None for the defaults)."""
+
+    def __post_init__(self) -> None:
+        for name in ("generated_fields", "generated_paths", "generated_shapes"):
+            object.__setattr__(self, name, _frozen_map(getattr(self, name)))
+        object.__setattr__(
+            self,
+            "generated_fields_beside",
+            _frozen_map({k: tuple(v) for k, v in self.generated_fields_beside.items()}),
+        )
+        object.__setattr__(
+            self,
+            "secret_headers",
+            _frozen_map({k.lower(): v for k, v in self.secret_headers.items()}),
+        )
+        object.__setattr__(self, "secret_fields", _frozen_map(self.secret_fields))
+        object.__setattr__(self, "loose_kinds", frozenset(self.loose_kinds))
+        object.__setattr__(
+            self, "ignored_headers", frozenset(h.lower() for h in self.ignored_headers)
+        )
+        for name in ("ignored_paths", "unordered_paths", "error_message_paths"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    # --- compiled forms (computed once per Rules value) ---------------------------------------
+
+    @cached_property
+    def shape_pattern(self) -> re.Pattern[str] | None:
+        """One regex for every shape; `match.lastgroup` is `k_<kind>`."""
+        if not self.generated_shapes:
+            return None
+        parts = [f"(?P<k_{kind}>{regex})" for kind, regex in self.generated_shapes.items()]
+        return re.compile("|".join(parts))
+
+    @cached_property
+    def ignored_matcher(self) -> PathMatcher:
+        paths = self.ignored_paths
+        if not self.compare_error_message:
+            paths = paths + self.error_message_paths
+        return PathMatcher(paths)
+
+    @cached_property
+    def unordered_matcher(self) -> PathMatcher:
+        return PathMatcher(self.unordered_paths)
+
+    @cached_property
+    def generated_matcher(self) -> PathMatcher:
+        return PathMatcher(list(self.generated_paths))
+
+    def generated_path_kind(self, keys: tuple[str | int, ...]) -> str | None:
+        """The kind of a `generated_paths` entry naming `keys`, if any."""
+        for path, kind in self.generated_paths.items():
+            if PathMatcher([path]).match(keys):
+                return kind
+        return None
+
+    def placeholder_for_header(self, name: str) -> str | None:
+        return self.secret_headers.get(name.lower())
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+_LIST_KEYS = (
+    "ignored_paths",
+    "unordered_paths",
+    "error_message_paths",
+    "ignored_headers",
+    "loose_kinds",
+)
+_MAP_KEYS = (
+    "generated_fields",
+    "generated_fields_beside",
+    "generated_paths",
+    "generated_shapes",
+    "secret_headers",
+    "secret_fields",
+)
+_BOOL_KEYS = ("compare_error_message", "compare_content_type_params")
+_KNOWN_KEYS = frozenset(("version", *_LIST_KEYS, *_MAP_KEYS, *_BOOL_KEYS))
+
+
+class _Loader:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def error(self, key: str, problem: str) -> RulesError:
+        return RulesError(f"{self.source}: {key}: {problem}")
+
+    def string_list(self, key: str, value: Any) -> list[str]:
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self.error(key, f"expected a list of strings, got {_describe(value)}")
+        return list(value)
+
+    def edit_list(self, key: str, default: list[str], value: Any) -> list[str]:
+        if isinstance(value, Mapping):
+            unknown = set(value) - {"add", "remove"}
+            if unknown:
+                raise self.error(
+                    key, f"expected only 'add' and 'remove', got {sorted(map(str, unknown))}"
+                )
+            add = self.string_list(f"{key}.add", value.get("add", []) or [])
+            remove = self.string_list(f"{key}.remove", value.get("remove", []) or [])
+            fold = key == "ignored_headers"
+            removed = {r.lower() if fold else r for r in remove}
+            out = [d for d in default if (d.lower() if fold else d) not in removed]
+            out.extend(a for a in add if a not in out)
+            return out
+        return self.string_list(key, value)
+
+    def edit_map(self, key: str, default: Mapping[str, Any], value: Any) -> dict[str, Any]:
+        if key in ("secret_headers", "secret_fields") and isinstance(value, list):
+            names = self.string_list(key, value)
+            merged = dict(default)
+            merged.update({name: placeholder_name(name) for name in names})
+            return merged
+        if not isinstance(value, Mapping):
+            raise self.error(key, f"expected a mapping, got {_describe(value)}")
+        merged = dict(default)
+        for name, item in value.items():
+            if not isinstance(name, str):
+                raise self.error(key, f"expected string names, got {name!r}")
+            if item is None:
+                merged.pop(name, None)
+            else:
+                merged[name] = item
+        return merged
+
+    def check(self, rules: Rules) -> None:
+        for name, kind in rules.generated_fields.items():
+            self.kind(f"generated_fields.{name}", kind)
+        for name, siblings in rules.generated_fields_beside.items():
+            if not isinstance(siblings, tuple) or not all(isinstance(s, str) for s in siblings):
+                raise self.error(
+                    f"generated_fields_beside.{name}", "expected a list of member names"
+                )
+        for path, kind in rules.generated_paths.items():
+            self.kind(f"generated_paths.{path}", kind)
+            self.path(f"generated_paths.{path}", path)
+        for kind, regex in rules.generated_shapes.items():
+            self.kind(f"generated_shapes.{kind}", kind, as_key=True)
+            if not isinstance(regex, str):
+                raise self.error(
+                    f"generated_shapes.{kind}",
+                    f"expected a regular expression, got {_describe(regex)}",
+                )
+            try:
+                compiled = re.compile(regex)
+            except re.error as exc:
+                raise self.error(
+                    f"generated_shapes.{kind}", f"bad regular expression: {exc}"
+                ) from None
+            if compiled.match(""):
+                raise self.error(
+                    f"generated_shapes.{kind}", "the expression matches an empty string"
+                )
+        for kind in rules.loose_kinds:
+            self.kind("loose_kinds", kind)
+        for key in ("ignored_paths", "unordered_paths", "error_message_paths"):
+            for path in getattr(rules, key):
+                self.path(key, path)
+        for key in ("secret_headers", "secret_fields"):
+            for name, placeholder in getattr(rules, key).items():
+                if not isinstance(placeholder, str) or not re.fullmatch(
+                    r"[A-Z_][A-Z0-9_]*", placeholder
+                ):
+                    raise self.error(
+                        f"{key}.{name}",
+                        "expected a placeholder name like A2A_TOKEN (upper case, digits, _),"
+                        f" got {placeholder!r}",
+                    )
+        try:
+            _ = rules.shape_pattern
+        except re.error as exc:
+            raise self.error("generated_shapes", f"the expressions do not combine: {exc}") from None
+
+    def kind(self, key: str, kind: Any, *, as_key: bool = False) -> None:
+        if not isinstance(kind, str) or not _KIND.match(kind):
+            what = "a kind name" if as_key else "a kind such as id or time"
+            raise self.error(key, f"expected {what} (lower case letters, digits, _), got {kind!r}")
+
+    def path(self, key: str, path: Any) -> None:
+        if not isinstance(path, str):
+            raise self.error(key, f"expected a JSONPath string, got {_describe(path)}")
+        try:
+            parse_path(path)
+        except JsonPathError as exc:
+            raise self.error(key, f"bad path {path!r}: {exc}") from None
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    return f"{type(value).__name__} {value!r}"[:80]
+
+
+def _rules_from_mapping(data: Mapping[str, Any], base: Rules | None, source: str) -> Rules:
+    loader = _Loader(source)
+    unknown = sorted(str(k) for k in data if k not in _KNOWN_KEYS)
+    if unknown:
+        known = ", ".join(sorted(_KNOWN_KEYS))
+        raise loader.error(unknown[0], f"unknown key (known keys: {known})")
+    version = data.get("version", 1)
+    if version != 1 or isinstance(version, bool):
+        raise loader.error("version", f"this recorder reads rules version 1, got {version!r}")
+    changes: dict[str, Any] = {}
+    for key in _LIST_KEYS:
+        if key in data:
+            current = getattr(base, key) if base is not None else ()
+            default = sorted(current) if isinstance(current, frozenset) else list(current)
+            changes[key] = loader.edit_list(key, default, data[key])
+    for key in _MAP_KEYS:
+        if key in data:
+            default_map = getattr(base, key) if base else {}
+            value = data[key]
+            if key == "generated_fields_beside" and isinstance(value, Mapping):
+                for name, siblings in value.items():
+                    if siblings is not None:
+                        loader.string_list(f"{key}.{name}", siblings)
+            changes[key] = loader.edit_map(key, default_map, value)
+    for key in _BOOL_KEYS:
+        if key in data:
+            if not isinstance(data[key], bool):
+                raise loader.error(key, f"expected true or false, got {_describe(data[key])}")
+            changes[key] = data[key]
+    changes["source"] = source if base is not None else None
+    rules = replace(base, **changes) if base is not None else Rules(**changes)
+    loader.check(rules)
+    return rules
+
+
+def _load_defaults() -> Rules:
+    text = resources.files("recorder").joinpath("default_rules.yaml").read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    return _rules_from_mapping(data, None, "recorder/default_rules.yaml")
+
+
+DEFAULT_RULES: Rules = _load_defaults()
+"""The A2A 1.0 defaults (recorder/default_rules.yaml)."""
+
+
+def load_rules(path: str | os.PathLike[str] | None) -> Rules:
+    """The defaults, or the rules file at `path` merged over them. Raises RulesError."""
+    if path is None:
+        return DEFAULT_RULES
+    source = os.fspath(path)
+    try:
+        with open(source, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise RulesError(f"{source}: cannot read the rules file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise RulesError(f"{source}: the rules file is not UTF-8 text") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise RulesError(f"{where}: not valid YAML: {problem}") from None
+    if data is None:
+        return replace(DEFAULT_RULES, source=source)
+    if not isinstance(data, Mapping):
+        raise RulesError(
+            f"{source}: expected a mapping of rule keys at the top, got {_describe(data)}"
+        )
+    return _rules_from_mapping(data, DEFAULT_RULES, source)
