@@ -918,6 +918,8 @@ def serve(
     announce(f"recorder: writing transcripts to {proxy.store.out}/ (Ctrl-C stops)")
     try:
         uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # uvicorn re-raises the Ctrl-C it handled: the shutdown already happened
     finally:
         sock.close()
     files = len(proxy.store.written)

@@ -56,7 +56,11 @@ def record(upstream: str, listen: str, out: str, rules: str | None, timeout: flo
 
     from recorder.proxy import create_proxy_app, parse_listen, serve
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("recorder: %(message)s"))
+    proxy_log = logging.getLogger("recorder.proxy")
+    proxy_log.addHandler(handler)
+    proxy_log.setLevel(logging.INFO)
     try:
         host, port = parse_listen(listen)
         names = _secret_names(rules)

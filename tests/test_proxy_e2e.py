@@ -1,0 +1,382 @@
+"""The recording proxy end to end on loopback: real uvicorn servers, the real kit, the real
+a2a-sdk client, small upstreams we control for the failure cases."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request as StarletteRequest
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from recorder import load
+from recorder.proxy import create_proxy_app
+from recorder.servers import ServerThread
+
+pytestmark = pytest.mark.e2e
+
+LIMIT = 10.0  # seconds: the bound of every wait in this module
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    """Poll a condition (not a sleep standing in for one), bounded by LIMIT."""
+    deadline = time.monotonic() + LIMIT
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+@contextmanager
+def serve_proxy(upstream: str, out: Path, **options: Any) -> Iterator[ServerThread]:
+    proxy = create_proxy_app(upstream, out=out, **options)
+    with ServerThread(proxy, lifespan="on", server_header=False, date_header=False) as server:
+        yield server
+
+
+class Gate:
+    """A threading.Event an async upstream can wait on without blocking its loop."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+
+    async def wait(self) -> None:
+        await anyio.to_thread.run_sync(self.event.wait, LIMIT, abandon_on_cancel=True)
+
+    def open(self) -> None:
+        self.event.set()
+
+
+class ControlledUpstream:
+    """An upstream whose replies wait on gates the test opens."""
+
+    def __init__(self) -> None:
+        self.gate = Gate()
+        self.stream_finished = threading.Event()
+        self.stream_closed_early = threading.Event()
+        self.app = Starlette(
+            routes=[
+                Route("/stream", self.stream, methods=["POST"]),
+                Route("/slow", self.slow, methods=["POST"]),
+                Route("/fast", self.fast, methods=["POST"]),
+            ]
+        )
+
+    async def stream(self, request: StarletteRequest) -> Response:
+        async def frames() -> AsyncIterator[bytes]:
+            try:
+                yield b'data: {"n": 1}\n\n'
+                await self.gate.wait()
+                yield b'data: {"n": 2}\n\n'
+                yield b'data: {"n": 3}\n\n'
+                self.stream_finished.set()
+            finally:
+                if not self.stream_finished.is_set():
+                    self.stream_closed_early.set()
+
+        return StreamingResponse(frames(), media_type="text/event-stream")
+
+    async def slow(self, request: StarletteRequest) -> Response:
+        await self.gate.wait()
+        return JSONResponse({"late": True})
+
+    async def fast(self, request: StarletteRequest) -> Response:
+        body = await request.json()
+        return JSONResponse({"jsonrpc": "2.0", "id": body["id"], "result": {"ok": True}})
+
+
+@pytest.fixture
+def controlled() -> Iterator[tuple[ControlledUpstream, ServerThread]]:
+    upstream = ControlledUpstream()
+    with ServerThread(upstream.app) as server:
+        try:
+            yield upstream, server
+        finally:
+            upstream.gate.open()
+
+
+def test_first_frame_reaches_the_client_before_the_upstream_finishes(
+    controlled: tuple[ControlledUpstream, ServerThread], tmp_path: Path
+) -> None:
+    upstream, server = controlled
+    with serve_proxy(server.url, tmp_path) as proxy, httpx.Client(timeout=LIMIT) as client:
+        with client.stream("POST", proxy.url + "/stream", json={}) as reply:
+            lines = reply.iter_lines()
+            assert next(lines) == 'data: {"n": 1}'
+            # the upstream is still holding the stream open: nothing buffered it
+            assert not upstream.stream_finished.is_set()
+            assert list(tmp_path.glob("*.http")) == []
+            upstream.gate.open()
+            rest = [line for line in lines if line]
+        assert rest == ['data: {"n": 2}', 'data: {"n": 3}']
+    [path] = tmp_path.glob("*.http")
+    [exchange] = load(path)
+    assert exchange.response.events is not None
+    assert [e.data for e in exchange.response.events] == ['{"n": 1}', '{"n": 2}', '{"n": 3}']
+    assert not exchange.truncated
+
+
+def test_client_disconnect_closes_upstream_and_keeps_a_truncated_exchange(
+    controlled: tuple[ControlledUpstream, ServerThread], tmp_path: Path
+) -> None:
+    upstream, server = controlled
+    with serve_proxy(server.url, tmp_path) as proxy:
+        with (
+            httpx.Client(timeout=LIMIT) as client,
+            client.stream("POST", proxy.url + "/stream", json={}) as reply,
+        ):
+            assert next(reply.iter_lines()) == 'data: {"n": 1}'
+        # leaving the block closes the connection mid-stream
+        assert upstream.stream_closed_early.wait(LIMIT), "the upstream stream was not closed"
+        wait_until(lambda: len(list(tmp_path.glob("*.http"))) == 1, "the truncated exchange")
+        [exchange] = load(next(tmp_path.glob("*.http")))
+        assert exchange.truncated
+        assert exchange.response.events is not None
+        assert [e.data for e in exchange.response.events] == ['{"n": 1}']
+        # and it keeps serving
+        with httpx.Client(timeout=LIMIT) as client:
+            assert client.post(proxy.url + "/fast", json={"id": 9}).status_code == 200
+
+
+def test_slow_upstream_gives_504_and_the_proxy_keeps_serving(
+    controlled: tuple[ControlledUpstream, ServerThread], tmp_path: Path
+) -> None:
+    _, server = controlled
+    timeout = httpx.Timeout(LIMIT, read=0.3)
+    with (
+        serve_proxy(server.url, tmp_path, timeout=timeout) as proxy,
+        httpx.Client(timeout=LIMIT) as client,
+    ):
+        reply = client.post(proxy.url + "/slow", json={})
+        assert reply.status_code == 504
+        assert reply.json()["error"]["upstream"] == server.url
+        assert server.url in reply.json()["error"]["message"]
+        assert client.post(proxy.url + "/fast", json={"id": 1}).status_code == 200
+    assert [p.name for p in tmp_path.glob("*.http")] == ["01-post-fast.http"]
+
+
+def test_stream_whose_transcript_cannot_be_written_ends_abnormally(
+    controlled: tuple[ControlledUpstream, ServerThread],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    upstream, server = controlled
+    out = tmp_path / "out"
+    upstream.gate.open()
+    with serve_proxy(server.url, out) as proxy:
+        out.rmdir()
+        out.write_text("a file where the folder was")
+        with (
+            caplog.at_level(logging.ERROR, logger="recorder.proxy"),
+            httpx.Client(timeout=LIMIT) as client,
+            pytest.raises(httpx.RemoteProtocolError),
+            client.stream("POST", proxy.url + "/stream", json={}) as reply,
+        ):
+            reply.read()
+    assert "could not write the transcript" in caplog.text
+    assert str(out) in caplog.text
+
+
+def test_fifty_concurrent_clients_one_exchange_each(
+    controlled: tuple[ControlledUpstream, ServerThread], tmp_path: Path
+) -> None:
+    _, server = controlled
+
+    async def run(url: str) -> list[int]:
+        async def one(n: int) -> int:
+            headers = {"Recorder-Scenario": f"group {n % 4}"} if n % 2 else {}
+            async with httpx.AsyncClient(timeout=LIMIT) as client:
+                reply = await client.post(
+                    url + "/fast", json={"jsonrpc": "2.0", "id": n}, headers=headers
+                )
+                return int(reply.json()["id"])
+
+        return list(await asyncio.gather(*(one(n) for n in range(50))))
+
+    with serve_proxy(server.url, tmp_path) as proxy:
+        assert sorted(asyncio.run(run(proxy.url))) == list(range(50))
+    files = sorted(tmp_path.glob("*.http"))
+    ids = [e.request.json["id"] for f in files for e in load(f)]
+    assert sorted(ids) == list(range(50))  # exactly one recorded exchange per request
+    assert len(files) == 25 + 2  # 25 unnamed, odd n fall in "group 1" and "group 3"
+    numbers = sorted(int(f.name.split("-")[0]) for f in files)
+    assert numbers == list(range(1, 28))
+
+
+# --------------------------------------------------------------------------- the real kit
+
+
+def test_sdk_client_sends_every_call_through_the_proxy(tmp_path: Path) -> None:
+    from a2a.client import ClientConfig, create_client
+    from a2a.types import (
+        CancelTaskRequest,
+        GetTaskRequest,
+        ListTasksRequest,
+        Message,
+        Part,
+        Role,
+        SendMessageRequest,
+        SubscribeToTaskRequest,
+    )
+
+    from recorder.kit import start_kit
+
+    diff = "--- a/app.py\n+++ b/app.py\n@@ -1,1 +1,2 @@\n x = 1\n+print(x)  # TODO\n"
+    slow = diff + "please review slowly\n"
+
+    def message(text: str, n: int) -> SendMessageRequest:
+        return SendMessageRequest(
+            message=Message(message_id=f"m-{n}", role=Role.ROLE_USER, parts=[Part(text=text)])
+        )
+
+    async def conversation(proxy_url: str) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        http = httpx.AsyncClient(timeout=LIMIT, headers={"Recorder-Scenario": "sdk"})
+        client = await create_client(proxy_url, client_config=ClientConfig(httpx_client=http))
+        try:
+            events = [e async for e in client.send_message(message(diff, 1))]
+            seen["stream"] = [e.WhichOneof("payload") for e in events]
+            task_id = events[0].task.id
+            context_id = events[0].task.context_id
+            task = await client.get_task(GetTaskRequest(id=task_id))
+            seen["state"] = task.status.state
+            listed = await client.list_tasks(ListTasksRequest(context_id=context_id))
+            seen["listed"] = [t.id for t in listed.tasks] == [task_id]
+            # a slow review: subscribe, then cancel it while the subscription is open
+            slow_events = client.send_message(message(slow, 2))
+            first = await anext(slow_events)
+            slow_id = first.task.id
+            await slow_events.aclose()
+            subscription = client.subscribe(SubscribeToTaskRequest(id=slow_id))
+            sub_first = await anext(subscription)
+            seen["sub_first"] = sub_first.WhichOneof("payload")
+            canceled = await client.cancel_task(CancelTaskRequest(id=slow_id))
+            seen["canceled"] = canceled.status.state
+            seen["sub_rest"] = [e.WhichOneof("payload") async for e in subscription]
+        finally:
+            await client.close()
+            await http.aclose()
+        return seen
+
+    with (
+        start_kit(slow_review_seconds=LIMIT) as kit,
+        serve_proxy(kit.base_url, tmp_path) as proxy,
+    ):
+        seen = asyncio.run(conversation(proxy.url))
+
+    assert seen["stream"][0] == "task" and seen["stream"][-1] == "status_update"
+    assert seen["listed"] is True
+    assert seen["sub_first"] == "task"
+    files = sorted(tmp_path.glob("*.http"))
+    assert [f.name for f in files] == ["01-sdk.http"]
+    titles = [e.title for e in load(files[0])]
+    # every call went through the proxy, not only the card fetch
+    assert titles == [
+        "GetAgentCard",
+        "SendStreamingMessage",
+        "GetTask",
+        "ListTasks",
+        "SendStreamingMessage",
+        "SubscribeToTask",
+        "CancelTask",
+    ]
+    transcript = load(files[0])
+    card = transcript.exchanges[0].response.json
+    # the transcript keeps the card as the agent sent it
+    assert card["supportedInterfaces"][0]["url"] == f"{kit.base_url}/a2a/jsonrpc"
+    stream = transcript.exchanges[1].response
+    assert stream.events is not None and len(stream.events) == len(seen["stream"])
+    assert transcript.exchanges[1].request.headers.get("A2A-Version") == "1.0"
+
+
+def test_cli_prints_where_it_listens_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    upstream = ControlledUpstream()
+    with ServerThread(upstream.app) as server:
+        command = [
+            sys.executable,
+            "-c",
+            "from recorder.cli import main; main()",
+            "record",
+            "--upstream",
+            server.url,
+            "--listen",
+            "127.0.0.1:0",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        ) as process:
+            try:
+                assert process.stdout is not None
+                first = process.stdout.readline()
+                assert first.startswith("recorder: listening on http://127.0.0.1:")
+                assert server.url in first
+                url = first.split()[3].rstrip(",")
+                second = process.stdout.readline()
+                assert str(tmp_path / "out") in second
+                with httpx.Client(timeout=LIMIT) as client:
+                    for n in range(3):
+                        reply = client.post(url + "/fast", json={"jsonrpc": "2.0", "id": n})
+                        assert reply.status_code == 200
+                process.send_signal(signal.SIGINT)
+                out, err = process.communicate(timeout=LIMIT)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+        assert process.returncode == 0, err
+        assert "3 exchanges recorded in 3 files" in out
+        assert len(list((tmp_path / "out").glob("*.http"))) == 3
+
+
+def test_cli_rejects_a_bad_listen_address(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from recorder.cli import main
+
+    result = CliRunner().invoke(
+        main, ["record", "--upstream", "http://127.0.0.1:9", "--listen", "nope", "--out", "x"]
+    )
+    assert result.exit_code == 2
+    assert "HOST:PORT" in result.output
+
+
+def test_secret_values_never_reach_any_written_byte(tmp_path: Path) -> None:
+    from recorder.kit import start_kit
+
+    token = "kit-secret-token-8c1f"
+    with (
+        start_kit(token=token) as kit,
+        serve_proxy(kit.base_url, tmp_path) as proxy,
+        httpx.Client(timeout=LIMIT) as client,
+    ):
+        for headers in (
+            {"Authorization": f"Bearer {token}", "Cookie": f"session={token}"},
+            {"Authorization": "Bearer wrong-token-1234", "X-API-Key": token},
+        ):
+            client.post(
+                proxy.url + "/a2a/jsonrpc",
+                json={"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard"},
+                headers={"A2A-Version": "1.0", **headers},
+            )
+    written = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert written  # something was recorded
+    assert token.encode() not in written
+    assert b"wrong-token-1234" not in written
+    assert b"Bearer {{A2A_TOKEN}}" in written
