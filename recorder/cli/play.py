@@ -1,0 +1,136 @@
+"""`recorder play`: replay transcripts against an agent and report mismatches."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from recorder.errors import RecorderError
+from recorder.player import (
+    DEFAULT_TIMEOUT,
+    MissingVariableError,
+    TranscriptErrors,
+    agent_base_url,
+    parse_shard,
+)
+from recorder.player import play as play_transcripts
+from recorder.report import TerminalReport, write_junit_xml
+from recorder.rules import load_rules
+
+
+def _shard(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    try:
+        return parse_shard(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _agent(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return agent_base_url(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--agent",
+    metavar="URL",
+    callback=_agent,
+    help="The agent to play against (its scheme, host and port replace the recorded ones). "
+    "Default: start the bundled kit agent on a free loopback port.",
+)
+@click.option(
+    "--rules", "rules_path", metavar="FILE", help="A YAML rules file merged over the A2A defaults."
+)
+@click.option(
+    "--update",
+    is_flag=True,
+    help="Rewrite the golden transcripts from the live replies, keeping golden generated "
+    "values wherever the alias mapping holds.",
+)
+@click.option("--junit-xml", "junit_path", metavar="FILE", help="Also write a JUnit XML report.")
+@click.option(
+    "-k",
+    "pattern",
+    metavar="PATTERN",
+    help='Play only exchanges whose "<file> <title>" contains PATTERN (case-insensitive). '
+    "The exchanges before a match in the same file are played too (later requests need "
+    "the ids of earlier replies) but not reported.",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Transcript files played in parallel (each file keeps its order).",
+)
+@click.option(
+    "--shard",
+    metavar="K/N",
+    callback=_shard,
+    help="Play only the K-th of N equal slices of the sorted file list (for CI machines).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    help="Seconds allowed for each reply (a whole event stream included).",
+)
+def play(
+    paths: tuple[str, ...],
+    agent: str | None,
+    rules_path: str | None,
+    update: bool,
+    junit_path: str | None,
+    pattern: str | None,
+    jobs: int,
+    shard: tuple[int, int] | None,
+    timeout: float,
+) -> None:
+    """Replay the .http transcripts in PATHS (files, or folders searched for *.http).
+
+    Requests are sent in order, with generated values (task ids …) carried forward and
+    {{NAME}} placeholders filled from the environment; each reply is compared with the
+    recorded one. Exit status: 0 all match, 1 mismatches, 2 usage, parse or connection errors.
+    """
+    report = TerminalReport(sys.stdout, update=update)
+    try:
+        rules = load_rules(rules_path)
+        result = play_transcripts(
+            paths,
+            agent=agent,
+            rules=rules,
+            update=update,
+            pattern=pattern,
+            jobs=jobs,
+            shard=shard,
+            timeout=timeout,
+            listener=report,
+        )
+    except TranscriptErrors as exc:
+        for error in exc.errors:
+            click.echo(str(error), err=True)
+        raise SystemExit(2) from None
+    except MissingVariableError as exc:
+        click.echo(str(exc), err=True)
+        raise SystemExit(2) from None
+    except RecorderError as exc:
+        click.echo(f"recorder: {exc}", err=True)
+        raise SystemExit(2) from None
+    if not result.transcripts:
+        click.echo("recorder: no exchange to play (no transcript, or -k matched nothing)", err=True)
+        raise SystemExit(2)
+    report.summary(result)
+    if junit_path is not None:
+        write_junit_xml(result, junit_path)
+    sys.stdout.flush()
+    raise SystemExit(0 if result.passed or update else 1)

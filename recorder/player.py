@@ -1,0 +1,759 @@
+"""The player: send each recorded request to an agent and compare each reply with the golden one.
+
+This is the I/O shell around the pure replay core (`recorder.aliasing.ReplayState`, one per
+transcript file, decides what to send and what mismatched). It does four things:
+
+1. Plan: find and parse the transcripts (files in name order), select exchanges (`-k`), split
+   the files across machines (`--shard K/N`). Broken input stops the run before anything is sent.
+2. Send: each exchange's request, after `ReplayState.prepare` (carry-forward of generated
+   values) and after filling `{{NAME}}` placeholders from the environment, goes to the agent
+   over one keep-alive `httpx.Client` per worker. The recorded Host, Content-Length and
+   hop-by-hop headers are not sent (httpx writes Host and Content-Length for the live request);
+   the body bytes go as recorded.
+3. Read: the live reply is built into a `Response` with its real status, reason, headers and
+   body; an event stream is read as it arrives and kept raw (the model parses SSE losslessly).
+4. Compare (and, with `update`, bless): `ReplayState.compare` gives the mismatches;
+   `ReplayState.bless` gives the reply to write back into the golden file.
+
+Selection with `-k PATTERN` (case-insensitive substring of "<file> <exchange title>"): a file
+none of whose exchanges match is skipped. In a file that has a match, every exchange up to the
+last matching one is played in order, because later requests carry forward values from earlier
+replies (a GetTask names the task an earlier SendMessage created); only the matching exchanges
+are reported and counted, the others are played as setup. Exchanges after the last match are not
+played.
+
+A mismatch is a result (`ExchangeResult.mismatches`); exceptions are for broken input and
+broken environments: `TranscriptErrors` (files that do not parse), `MissingVariableError`,
+`UpstreamError` (the agent cannot be reached, or a reply does not arrive in time).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+import httpx
+
+from recorder.aliasing import ReplayState
+from recorder.checking import find_transcripts
+from recorder.diff import Mismatch
+from recorder.errors import ParseError, RecorderError, UpstreamError
+from recorder.httpfile import dump, load
+from recorder.model import Exchange, Headers, Request, Response, Transcript, is_event_stream
+from recorder.rules import DEFAULT_RULES, Rules
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "AgentHandle",
+    "ExchangeResult",
+    "FilePlayer",
+    "Listener",
+    "MissingVariableError",
+    "PlanItem",
+    "PlayResult",
+    "TranscriptErrors",
+    "TranscriptResult",
+    "agent_base_url",
+    "fill_placeholders",
+    "load_transcripts",
+    "make_client",
+    "missing_variables",
+    "parse_shard",
+    "plan",
+    "play",
+    "recorded_base_url",
+    "send",
+]
+
+DEFAULT_TIMEOUT = 30.0
+
+# RFC 9110 §7.6.1: Connection and the fields it names are hop-by-hop; these are the usual ones
+# (RFC 2616 §13.5.1). Content-Length is recomputed for the body actually sent; Host names the
+# recorded agent and httpx writes the live one.
+_NOT_SENT = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+        "host",
+    }
+)
+# What the live reply keeps: the same fields the recorder drops at record time are dropped here,
+# so a blessed reply looks like a recorded one. httpx has decoded any Content-Encoding.
+_NOT_KEPT = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+        "content-encoding",
+    }
+)
+_BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS", "TRACE"})
+
+# `{{NAME}}`: a secret or setting taken from the environment at replay time.
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class TranscriptErrors(RecorderError):
+    """One or more transcripts do not parse; `errors` holds each `path:line: message`."""
+
+    def __init__(self, errors: Sequence[ParseError]) -> None:
+        self.errors = list(errors)
+        super().__init__("\n".join(str(e) for e in self.errors))
+
+
+class MissingVariableError(RecorderError):
+    """A transcript uses `{{NAME}}` and the environment has no NAME."""
+
+    def __init__(self, name: str, *, path: str, line: int | None) -> None:
+        self.name = name
+        self.path = path
+        self.line = line
+        where = path if line is None else f"{path}:{line}"
+        super().__init__(
+            f"{where}: the environment variable {name} is not set "
+            f"(the request uses {{{{{name}}}}}); set it and run again"
+        )
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class ExchangeResult:
+    """The verdict on one exchange: its 1-based number in the file, title and mismatches."""
+
+    number: int
+    title: str
+    line: int | None
+    mismatches: tuple[Mismatch, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return not self.mismatches
+
+
+@dataclass(frozen=True)
+class TranscriptResult:
+    """The verdicts on the selected exchanges of one file; `updated` when --update rewrote it."""
+
+    path: str
+    exchanges: tuple[ExchangeResult, ...]
+    updated: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return all(e.passed for e in self.exchanges)
+
+    @property
+    def failed(self) -> tuple[ExchangeResult, ...]:
+        return tuple(e for e in self.exchanges if not e.passed)
+
+
+@dataclass(frozen=True)
+class PlayResult:
+    """Every transcript's result, in name order."""
+
+    transcripts: tuple[TranscriptResult, ...]
+    update: bool = False
+
+    @property
+    def exchange_count(self) -> int:
+        return sum(len(t.exchanges) for t in self.transcripts)
+
+    @property
+    def failed_count(self) -> int:
+        return sum(len(t.failed) for t in self.transcripts)
+
+    @property
+    def passed_count(self) -> int:
+        return self.exchange_count - self.failed_count
+
+    @property
+    def passed(self) -> bool:
+        return self.failed_count == 0
+
+
+class Listener(Protocol):
+    """What the player tells a report while it runs (called from worker threads)."""
+
+    def started(self, items: Sequence[PlanItem]) -> None: ...
+
+    def exchange_done(self, item: PlanItem, result: ExchangeResult) -> None: ...
+
+    def transcript_done(self, result: TranscriptResult) -> None:
+        """Called once per file, in name order (also when files run in parallel)."""
+
+
+# --------------------------------------------------------------------------- plan
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    """One file to play: its transcript, the exchanges reported, and how many to play."""
+
+    path: str
+    transcript: Transcript
+    selected: frozenset[int]  # 0-based indices of the exchanges reported
+    play_count: int  # exchanges 0 .. play_count-1 are played (the later ones are not needed)
+
+    @property
+    def selected_count(self) -> int:
+        return len(self.selected)
+
+
+def load_transcripts(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str, Transcript]]:
+    """Every transcript under `paths` (files, or folders searched for *.http), in name order.
+
+    Raises `TranscriptErrors` listing every file that does not parse or holds no exchange.
+    """
+    loaded: list[tuple[str, Transcript]] = []
+    errors: list[ParseError] = []
+    for path in find_transcripts(paths):
+        name = str(path)
+        if not path.exists():
+            errors.append(ParseError("no such file or folder", path=name))
+            continue
+        try:
+            transcript = load(path)
+        except ParseError as exc:
+            errors.append(exc)
+            continue
+        if not transcript.exchanges:
+            errors.append(ParseError("no exchanges: a transcript holds at least one", path=name))
+            continue
+        loaded.append((name, transcript))
+    if errors:
+        raise TranscriptErrors(errors)
+    return loaded
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`"2/5"` -> (2, 5); raises ValueError unless 1 <= K <= N."""
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not match:
+        raise ValueError(f"expected K/N such as 1/4, got {text!r}")
+    k, n = int(match.group(1)), int(match.group(2))
+    if not 1 <= k <= n:
+        raise ValueError(f"expected 1 <= K <= N in K/N, got {text!r}")
+    return k, n
+
+
+def plan(
+    transcripts: Sequence[tuple[str, Transcript]],
+    *,
+    pattern: str | None = None,
+    shard: tuple[int, int] | None = None,
+) -> list[PlanItem]:
+    """Which files to play and which of their exchanges to report (see the module docstring).
+
+    Sharding is by position in the sorted file list: shard K of N takes the files whose
+    0-based index i has i % N == K - 1, the same split on every machine.
+    """
+    items: list[PlanItem] = []
+    for index, (path, transcript) in enumerate(transcripts):
+        if shard is not None and index % shard[1] != shard[0] - 1:
+            continue
+        if pattern is None:
+            selected = frozenset(range(len(transcript.exchanges)))
+        else:
+            wanted = pattern.lower()
+            selected = frozenset(
+                i
+                for i, exchange in enumerate(transcript.exchanges)
+                if wanted in f"{path} {exchange.title}".lower()
+            )
+        if selected:
+            items.append(PlanItem(path, transcript, selected, max(selected) + 1))
+    return items
+
+
+# --------------------------------------------------------------------------- placeholders
+
+
+def missing_variables(
+    items: Iterable[PlanItem], variables: Mapping[str, str]
+) -> MissingVariableError | None:
+    """The first `{{NAME}}` used by a request to be played that `variables` lacks, if any."""
+    for item in items:
+        for exchange in item.transcript.exchanges[: item.play_count]:
+            for name in _placeholders(exchange.request):
+                if name not in variables:
+                    return MissingVariableError(name, path=item.path, line=exchange.line)
+    return None
+
+
+def _placeholders(request: Request) -> list[str]:
+    texts = [request.target, *(value for _, value in request.headers)]
+    if b"{{" in request.body:
+        texts.append(request.body.decode("utf-8", errors="replace"))
+    return [m.group(1) for text in texts for m in _PLACEHOLDER.finditer(text)]
+
+
+def fill_placeholders(
+    request: Request, variables: Mapping[str, str], *, path: str = "", line: int | None = None
+) -> Request:
+    """`request` with each `{{NAME}}` in its target, header values and body replaced.
+
+    In a JSON body the value is inserted JSON-escaped (placeholders stand inside strings).
+    """
+
+    def value_of(match: re.Match[str], *, json_escape: bool = False) -> str:
+        name = match.group(1)
+        if name not in variables:
+            raise MissingVariableError(name, path=path, line=line)
+        value = variables[name]
+        if json_escape:
+            import json
+
+            return json.dumps(value, ensure_ascii=False)[1:-1]
+        return value
+
+    target = request.target
+    if "{{" in target:
+        target = _PLACEHOLDER.sub(value_of, target)
+    headers = request.headers
+    if any("{{" in value for _, value in headers):
+        headers = Headers([(n, _PLACEHOLDER.sub(value_of, v)) for n, v in headers])
+    body = request.body
+    if b"{{" in body:
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            pass  # binary bodies hold no placeholders
+        else:
+            escape = request.is_json
+            body = _PLACEHOLDER.sub(lambda m: value_of(m, json_escape=escape), text).encode()
+    if target is request.target and headers is request.headers and body is request.body:
+        return request
+    return replace(request, target=target, headers=headers, body=body)
+
+
+# --------------------------------------------------------------------------- addresses
+
+
+def agent_base_url(url: str) -> str:
+    """`http://127.0.0.1:8000/` -> `http://127.0.0.1:8000`; raises ValueError on a bad URL.
+
+    A path in the URL (an agent mounted under a prefix) is kept and put before every recorded
+    request path.
+    """
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"not a URL: {url!r} ({exc})") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(
+            f"expected an http:// or https:// URL such as http://127.0.0.1:41242, got {url!r}"
+        )
+    host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
+    port = f":{parsed.port}" if parsed.port is not None else ""
+    return f"{parsed.scheme}://{host}{port}{parsed.path.rstrip('/')}"
+
+
+def recorded_base_url(transcript: Transcript) -> str | None:
+    """The address the transcript was recorded against: `http://` + the first Host header."""
+    for exchange in transcript.exchanges:
+        host = exchange.request.headers.get("Host")
+        if host:
+            return f"http://{host}"
+    return None
+
+
+# --------------------------------------------------------------------------- sending
+
+
+def make_client(timeout: float = DEFAULT_TIMEOUT) -> httpx.Client:
+    """A keep-alive HTTP/1.1 client that sends only the headers of the recorded request.
+
+    httpx adds Accept, Accept-Encoding, Connection and User-Agent to every request by default;
+    they are removed so the agent sees what the transcript shows (Host and Content-Length
+    excepted).
+    """
+    client = httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False)
+    for name in list(client.headers.keys()):
+        del client.headers[name]
+    return client
+
+
+def send(
+    client: httpx.Client,
+    base_url: str,
+    request: Request,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_events: int | None = None,
+) -> Response:
+    """Send `request` to the agent at `base_url`; return its reply as a `Response`.
+
+    An event stream is read as it arrives; with `max_events` (a golden reply recorded
+    truncated) reading stops after that many frames. The whole reply must arrive within
+    `timeout` seconds. Raises `UpstreamError` when the agent cannot be reached or is too slow.
+    """
+    target = request.target
+    if not target.startswith("/"):
+        # absolute-form (RFC 9112 §3.2.2): keep the path and query only
+        url = httpx.URL(target)
+        target = url.raw_path.decode("ascii")
+    headers = [(n, v) for n, v in request.headers if n.lower() not in _NOT_SENT]
+    body: bytes | None = request.body
+    if not body and request.method.upper() in _BODYLESS_METHODS:
+        body = None
+    deadline = time.monotonic() + timeout
+    try:
+        outgoing = client.build_request(
+            request.method, base_url + target, headers=headers, content=body
+        )
+        reply = client.send(outgoing, stream=True)
+        try:
+            content_type = reply.headers.get("content-type")
+            if is_event_stream(content_type):
+                data = _read_stream(reply, deadline, timeout, max_events)
+            else:
+                data = reply.read()
+        finally:
+            reply.close()
+    except httpx.TimeoutException as exc:
+        raise UpstreamError(
+            f"the agent at {base_url} did not answer {request.method} {target} within "
+            f"{timeout:g} s ({_reason(exc)})"
+        ) from None
+    except httpx.TransportError as exc:
+        raise UpstreamError(f"cannot reach the agent at {base_url}: {_reason(exc)}") from None
+    return Response(
+        status=reply.status_code,
+        reason=reply.reason_phrase,
+        headers=Headers(
+            [
+                (n.decode("latin-1"), v.decode("latin-1"))
+                for n, v in reply.headers.raw
+                if n.decode("latin-1").lower() not in _NOT_KEPT
+            ]
+        ),
+        body=data,
+        http_version=reply.http_version if reply.http_version.startswith("HTTP/") else "HTTP/1.1",
+    )
+
+
+def _read_stream(
+    reply: httpx.Response, deadline: float, timeout: float, max_events: int | None
+) -> bytes:
+    from recorder.sse import SseDecoder
+
+    decoder = SseDecoder() if max_events is not None else None
+    chunks: list[bytes] = []
+    for chunk in reply.iter_bytes():
+        chunks.append(chunk)
+        if decoder is not None and max_events is not None:
+            decoder.feed(chunk)
+            if len(decoder.events) >= max_events:
+                break
+        if time.monotonic() > deadline:
+            raise httpx.ReadTimeout(f"the event stream did not end within {timeout:g} s")
+    return b"".join(chunks)
+
+
+def _reason(exc: BaseException) -> str:
+    """A short, human reason: `connection refused`, `timed out` …"""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno is not None:
+            if current.errno == errno.ECONNREFUSED:
+                return "connection refused"
+            if current.errno == errno.ECONNRESET:
+                return "connection reset"
+            return (current.strerror or str(current)).lower()
+        current = current.__cause__ or current.__context__
+    text = str(exc)
+    if "refused" in text.lower():
+        return "connection refused"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return f"the connection closed before a whole reply ({text})" if text else "closed"
+    if isinstance(exc, httpx.TimeoutException):
+        return text or "timed out"
+    return text or type(exc).__name__
+
+
+# --------------------------------------------------------------------------- one file
+
+
+@dataclass
+class FilePlayer:
+    """Plays the exchanges of one transcript in order, with its own `ReplayState`.
+
+    `play_until(index)` plays every exchange not yet played up to `index` (0-based) and returns
+    the verdict on `index`; the pytest plugin calls it item by item, the CLI file by file.
+    `base_url` is where requests go; `live_base` is the address the agent names itself by in
+    its replies (the kit's card says `http://localhost:PORT` while it listens on 127.0.0.1),
+    by default `base_url`.
+    """
+
+    path: str
+    transcript: Transcript
+    client: httpx.Client
+    base_url: str
+    rules: Rules = DEFAULT_RULES
+    variables: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT
+    update: bool = False
+    live_base: str | None = None
+    state: ReplayState = field(init=False)
+    results: list[ExchangeResult] = field(init=False, default_factory=list)
+    blessed: list[Exchange] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.state = ReplayState(
+            self.rules,
+            recorded_base=recorded_base_url(self.transcript),
+            live_base=self.live_base or self.base_url,
+        )
+        self.blessed = list(self.transcript.exchanges)
+
+    @property
+    def played(self) -> int:
+        return len(self.results)
+
+    def play_until(self, index: int) -> ExchangeResult:
+        while len(self.results) <= index:
+            self.results.append(self._play(len(self.results)))
+        return self.results[index]
+
+    def _play(self, index: int) -> ExchangeResult:
+        golden = self.transcript.exchanges[index]
+        started = time.perf_counter()
+        request = self.state.prepare(golden.request)
+        request = fill_placeholders(request, self.variables, path=self.path, line=golden.line)
+        max_events = None
+        if golden.truncated and golden.response.events is not None:
+            max_events = len(golden.response.events)
+        live = send(
+            self.client, self.base_url, request, timeout=self.timeout, max_events=max_events
+        )
+        mismatches = tuple(self.state.compare(golden, live))
+        if self.update:
+            blessed = self.state.bless(golden.response, live)
+            if blessed != golden.response:
+                self.blessed[index] = replace(golden, response=blessed)
+        return ExchangeResult(
+            number=index + 1,
+            title=golden.title,
+            line=golden.line,
+            mismatches=mismatches,
+            seconds=time.perf_counter() - started,
+        )
+
+    def write_update(self, selected: Iterable[int]) -> bool:
+        """Write the blessed replies of the `selected` exchanges back to the file (atomically).
+
+        Returns whether the file changed; an unchanged transcript is not rewritten.
+        """
+        chosen = set(selected)
+        exchanges = tuple(
+            self.blessed[i] if i in chosen and i < self.played else golden
+            for i, golden in enumerate(self.transcript.exchanges)
+        )
+        if exchanges == self.transcript.exchanges:
+            return False
+        dump(replace(self.transcript, exchanges=exchanges), self.path)
+        return True
+
+
+@dataclass(frozen=True)
+class _Settings:
+    base_url: str
+    live_base: str | None
+    rules: Rules
+    variables: Mapping[str, str]
+    timeout: float
+    update: bool
+    listener: Listener | None
+
+
+class _Stopped(Exception):
+    """Another worker failed; this one stops before its next exchange."""
+
+
+def _play_item(
+    item: PlanItem, client: httpx.Client, settings: _Settings, stop: threading.Event
+) -> TranscriptResult:
+    player = FilePlayer(
+        item.path,
+        item.transcript,
+        client,
+        settings.base_url,
+        rules=settings.rules,
+        variables=settings.variables,
+        timeout=settings.timeout,
+        update=settings.update,
+        live_base=settings.live_base,
+    )
+    reported: list[ExchangeResult] = []
+    for index in range(item.play_count):
+        if stop.is_set():
+            raise _Stopped
+        result = player.play_until(index)
+        if index in item.selected:
+            reported.append(result)
+            if settings.listener is not None:
+                settings.listener.exchange_done(item, result)
+    updated = player.write_update(item.selected) if settings.update else False
+    return TranscriptResult(item.path, tuple(reported), updated=updated)
+
+
+# --------------------------------------------------------------------------- the run
+
+
+class AgentHandle(Protocol):
+    """A started agent (the kit): where it listens, what it calls itself, its token."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def token(self) -> str: ...
+
+    def stop(self) -> None: ...
+
+
+def play(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    agent: str | None = None,
+    rules: Rules = DEFAULT_RULES,
+    update: bool = False,
+    pattern: str | None = None,
+    jobs: int = 1,
+    shard: tuple[int, int] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    environ: Mapping[str, str] | None = None,
+    listener: Listener | None = None,
+    start_agent: Callable[[], AgentHandle] | None = None,
+) -> PlayResult:
+    """Replay the transcripts under `paths` against `agent` (default: a freshly started kit).
+
+    Raises `TranscriptErrors`, `MissingVariableError`, `UpstreamError`, or ValueError for a
+    bad agent URL; mismatches are in the result.
+    """
+    items = plan(load_transcripts(paths), pattern=pattern, shard=shard)
+    variables = dict(os.environ if environ is None else environ)
+    live_base: str | None = None
+    handle: AgentHandle | None = None
+    if agent is not None:
+        base_url = agent_base_url(agent)
+    elif items:
+        handle = (start_agent or _start_kit)()
+        base_url = agent_base_url(handle.url)
+        live_base = agent_base_url(handle.base_url)
+        # the kit we started checks this token: `make demo` needs no setup
+        variables.setdefault("A2A_TOKEN", handle.token)
+    else:
+        base_url = "http://127.0.0.1"  # nothing to play: no agent started for nothing
+    try:
+        missing = missing_variables(items, variables)
+        if missing is not None:
+            raise missing
+        if listener is not None:
+            listener.started(items)
+        settings = _Settings(base_url, live_base, rules, variables, timeout, update, listener)
+        results = _run(items, settings, jobs=max(1, jobs))
+    finally:
+        if handle is not None:
+            handle.stop()
+    return PlayResult(tuple(results), update=update)
+
+
+def _start_kit() -> AgentHandle:
+    from recorder.kit import start_kit
+
+    handle: AgentHandle = start_kit(host="127.0.0.1", port=0)
+    return handle
+
+
+def _run(items: Sequence[PlanItem], settings: _Settings, *, jobs: int) -> list[TranscriptResult]:
+    stop = threading.Event()
+    listener = settings.listener
+    if jobs == 1 or len(items) <= 1:
+        results = []
+        with make_client(settings.timeout) as client:
+            for item in items:
+                result = _play_item(item, client, settings, stop)
+                results.append(result)
+                if listener is not None:
+                    listener.transcript_done(result)
+        return results
+
+    local = threading.local()
+    clients: list[httpx.Client] = []
+    clients_lock = threading.Lock()
+
+    def worker(item: PlanItem) -> TranscriptResult:
+        client: httpx.Client | None = getattr(local, "client", None)
+        if client is None:
+            client = make_client(settings.timeout)
+            local.client = client
+            with clients_lock:
+                clients.append(client)
+        return _play_item(item, client, settings, stop)
+
+    in_order: list[TranscriptResult] = []
+    finished: dict[int, TranscriptResult] = {}
+    order_lock = threading.Lock()
+
+    def finish(position: int, future: Future[TranscriptResult]) -> None:
+        # report files in name order however they finish
+        if future.cancelled() or future.exception() is not None:
+            return
+        with order_lock:
+            finished[position] = future.result()
+            while len(in_order) in finished:
+                ready = finished.pop(len(in_order))
+                in_order.append(ready)
+                if listener is not None:
+                    listener.transcript_done(ready)
+
+    try:
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="recorder-play") as pool:
+            futures: list[Future[TranscriptResult]] = []
+            for position, item in enumerate(items):
+                future = pool.submit(worker, item)
+                future.add_done_callback(functools.partial(finish, position))
+                futures.append(future)
+            _, pending = wait(futures, return_when=FIRST_EXCEPTION)
+            if pending or any(f.exception() is not None for f in futures):
+                stop.set()
+                for future in pending:
+                    future.cancel()
+                wait(futures)
+                errors = [f.exception() for f in futures if not f.cancelled()]
+                raise next(e for e in errors if e is not None and not isinstance(e, _Stopped))
+    finally:
+        for client in clients:
+            client.close()
+    return in_order

@@ -1,0 +1,493 @@
+"""The player (`recorder.player`): planning, placeholders, and replay against the real kit.
+
+The end-to-end tests record their own small golden transcripts from a real kit started for the
+module (`record_goldens`), then replay them against other, freshly started kits: ids and
+timestamps differ on every run, so a clean replay shows that aliasing and carry-forward work
+end to end. The shipped `transcripts/` (when present) are replayed five times in a row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from recorder.errors import UpstreamError
+from recorder.httpfile import dump, dumps, loads
+from recorder.kit import KitServer, start_kit
+from recorder.model import Exchange, Headers, Request, Transcript
+from recorder.player import (
+    MissingVariableError,
+    PlayResult,
+    TranscriptErrors,
+    agent_base_url,
+    fill_placeholders,
+    load_transcripts,
+    make_client,
+    missing_variables,
+    parse_shard,
+    plan,
+    play,
+    recorded_base_url,
+    send,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+SHIPPED = REPO / "transcripts"
+
+DIFF = (
+    "diff --git a/src/app.py b/src/app.py\n"
+    "--- a/src/app.py\n"
+    "+++ b/src/app.py\n"
+    "@@ -1,2 +1,3 @@\n"
+    " import os\n"
+    "+print('debug')  # TODO remove\n"
+    " x = 1\n"
+)
+
+
+# --------------------------------------------------------------------------- golden transcripts
+
+
+def _rpc(rpc_id: int, method: str, params: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params}).encode()
+
+
+def _user_message(message_id: str, text: str) -> dict[str, Any]:
+    return {"message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}}
+
+
+class _Recorder:
+    """Sends requests to a kit and keeps each exchange as the recording proxy would."""
+
+    def __init__(self, kit: KitServer, client: httpx.Client) -> None:
+        self.kit = kit
+        self.client = client
+        self.host = kit.base_url.removeprefix("http://")
+
+    def exchange(
+        self,
+        title: str,
+        body: bytes | None,
+        *,
+        method: str = "POST",
+        target: str = "/a2a/jsonrpc",
+        stream: bool = False,
+        secret: bool = False,
+    ) -> Exchange:
+        headers = [("Host", self.host)]
+        if body is not None:
+            headers.append(("Content-Type", "application/json"))
+        headers.append(("A2A-Version", "1.0"))
+        if stream:
+            headers.append(("Accept", "text/event-stream"))
+        if secret:
+            headers.append(("Authorization", "Bearer {{A2A_TOKEN}}"))
+        golden_request = Request(method, target, Headers(headers), body or b"")
+        live_request = fill_placeholders(golden_request, {"A2A_TOKEN": self.kit.token})
+        response = send(self.client, self.kit.url, live_request)
+        return Exchange(golden_request, response, title=title)
+
+
+def record_goldens(kit: KitServer, folder: Path) -> list[Path]:
+    """Record five small transcripts from `kit` into `folder`; return their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with make_client() as client:
+        rec = _Recorder(kit, client)
+        files: dict[str, list[Exchange]] = {}
+        files["01-languages.http"] = [
+            rec.exchange(
+                "SendMessage: ask which languages the reviewer knows",
+                _rpc(1, "SendMessage", _user_message("msg-1", "Which languages do you review?")),
+            )
+        ]
+        send_review = rec.exchange(
+            "SendMessage: review a diff",
+            _rpc(1, "SendMessage", _user_message("msg-2", DIFF)),
+        )
+        task_id = send_review.response.json["result"]["task"]["id"]
+        files["02-review.http"] = [
+            send_review,
+            rec.exchange("GetTask: the review task", _rpc(2, "GetTask", {"id": task_id})),
+        ]
+        files["03-streaming.http"] = [
+            rec.exchange(
+                "SendStreamingMessage: review a diff as a stream",
+                _rpc(1, "SendStreamingMessage", _user_message("msg-3", DIFF)),
+                stream=True,
+            )
+        ]
+        files["04-cards.http"] = [
+            rec.exchange("Agent card", None, method="GET", target="/.well-known/agent-card.json"),
+            rec.exchange(
+                "GetExtendedAgentCard: with the bearer token",
+                _rpc(1, "GetExtendedAgentCard", {}),
+                secret=True,
+            ),
+        ]
+        files["05-errors.http"] = [
+            rec.exchange(
+                "GetTask: a task that does not exist",
+                _rpc(1, "GetTask", {"id": "00000000-0000-4000-8000-000000000000"}),
+            )
+        ]
+    paths = []
+    for name, exchanges in files.items():
+        path = folder / name
+        dump(Transcript(tuple(exchanges), comments=("recorded by tests/test_player.py",)), path)
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def golden_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("goldens")
+    with start_kit() as kit:
+        record_goldens(kit, folder)
+    return folder
+
+
+@pytest.fixture
+def goldens(golden_dir: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the golden transcripts that a test may edit."""
+    folder = tmp_path / "transcripts"
+    shutil.copytree(golden_dir, folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def kit() -> Iterator[KitServer]:
+    with start_kit() as server:
+        yield server
+
+
+@contextlib.contextmanager
+def closed_port() -> Iterator[int]:
+    """A loopback port that refuses connections: bound (so no one else takes it), not listening."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
+
+
+def edit(path: Path, old: str, new: str, count: int = 1) -> None:
+    text = path.read_text()
+    assert text.count(old) >= count, f"{old!r} not in {path.name}"
+    path.write_text(text.replace(old, new, count))
+
+
+def mismatch_paths(result: PlayResult) -> list[tuple[str, int, int | None, str]]:
+    """(file name, exchange number, frame, path) of every mismatch."""
+    return [
+        (Path(t.path).name, e.number, m.frame, m.path)
+        for t in result.transcripts
+        for e in t.exchanges
+        for m in e.mismatches
+    ]
+
+
+# --------------------------------------------------------------------------- pure parts
+
+
+def test_parse_shard_accepts_k_of_n_and_rejects_the_rest() -> None:
+    assert parse_shard("2/5") == (2, 5)
+    assert parse_shard(" 1 / 1 ") == (1, 1)
+    for bad in ("0/3", "4/3", "1", "a/b", "1/0"):
+        with pytest.raises(ValueError):
+            parse_shard(bad)
+
+
+def _transcript(*titles: str) -> Transcript:
+    from factories import make_exchange
+
+    return Transcript(tuple(make_exchange(title=t) for t in titles))
+
+
+def test_plan_selects_files_and_plays_the_prefix_of_the_last_match() -> None:
+    transcripts = [
+        ("t/01-a.http", _transcript("SendMessage", "GetTask", "CancelTask")),
+        ("t/02-b.http", _transcript("SendMessage")),
+    ]
+    everything = plan(transcripts)
+    assert [(i.path, sorted(i.selected), i.play_count) for i in everything] == [
+        ("t/01-a.http", [0, 1, 2], 3),
+        ("t/02-b.http", [0], 1),
+    ]
+    # "gettask" matches the second exchange of the first file only (case-insensitive); the
+    # first exchange is played as setup, the third is not needed
+    (item,) = plan(transcripts, pattern="gettask")
+    assert (item.path, sorted(item.selected), item.play_count) == ("t/01-a.http", [1], 2)
+    # the file name is part of what -k matches
+    assert [i.path for i in plan(transcripts, pattern="02-b")] == ["t/02-b.http"]
+    assert plan(transcripts, pattern="nothing matches") == []
+
+
+def test_shards_split_the_sorted_files_without_overlap() -> None:
+    transcripts = [(f"t/{n:02d}.http", _transcript("x")) for n in range(7)]
+    shards = [[i.path for i in plan(transcripts, shard=(k, 3))] for k in (1, 2, 3)]
+    assert shards == [
+        ["t/00.http", "t/03.http", "t/06.http"],
+        ["t/01.http", "t/04.http"],
+        ["t/02.http", "t/05.http"],
+    ]
+
+
+def test_placeholders_are_filled_in_target_headers_and_json_body() -> None:
+    request = Request(
+        "POST",
+        "/a2a/{{TENANT}}/jsonrpc",
+        Headers([("Content-Type", "application/json"), ("Authorization", "Bearer {{A2A_TOKEN}}")]),
+        b'{"apiKey": "{{API_KEY}}"}',
+    )
+    filled = fill_placeholders(
+        request, {"TENANT": "acme", "A2A_TOKEN": "s3cret", "API_KEY": 'quote " and \\ slash'}
+    )
+    assert filled.target == "/a2a/acme/jsonrpc"
+    assert filled.headers.get("Authorization") == "Bearer s3cret"
+    # JSON-escaped inside the string it stands in
+    assert filled.json == {"apiKey": 'quote " and \\ slash'}
+
+
+def test_a_request_without_placeholders_is_returned_unchanged() -> None:
+    from factories import make_request
+
+    request = make_request()
+    assert fill_placeholders(request, {}) is request
+
+
+def test_a_missing_variable_names_itself_and_the_file_and_line() -> None:
+    text = (
+        "# recorder-format: 1\n\n"
+        "### GetExtendedAgentCard\n"
+        "POST /a2a/jsonrpc HTTP/1.1\n"
+        "Authorization: Bearer {{A2A_TOKEN}}\n\n"
+        "HTTP/1.1 200 OK\n"
+    )
+    transcript = loads(text, source="t/04-cards.http")
+    items = plan([("t/04-cards.http", transcript)])
+    error = missing_variables(items, {})
+    assert isinstance(error, MissingVariableError)
+    assert str(error) == (
+        "t/04-cards.http:3: the environment variable A2A_TOKEN is not set "
+        "(the request uses {{A2A_TOKEN}}); set it and run again"
+    )
+    assert missing_variables(items, {"A2A_TOKEN": "x"}) is None
+
+
+def test_agent_urls_keep_scheme_host_port_and_prefix() -> None:
+    assert agent_base_url("http://127.0.0.1:41242/") == "http://127.0.0.1:41242"
+    assert agent_base_url("https://agent.example/prefix/") == "https://agent.example/prefix"
+    assert agent_base_url("http://[::1]:8080") == "http://[::1]:8080"
+    for bad in ("ftp://x", "localhost:41242", "http://"):
+        with pytest.raises(ValueError):
+            agent_base_url(bad)
+
+
+def test_the_recorded_address_comes_from_the_host_header() -> None:
+    from factories import make_exchange, make_request
+
+    request = make_request(headers=Headers([("Host", "localhost:41242")]))
+    assert recorded_base_url(Transcript((make_exchange(request=request),))) == (
+        "http://localhost:41242"
+    )
+    assert recorded_base_url(Transcript((make_exchange(),))) is None
+
+
+def test_every_broken_transcript_is_reported_with_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "01-ok.http").write_text(
+        "### x\nGET / HTTP/1.1\n\nHTTP/1.1 200 OK\n", encoding="utf-8"
+    )
+    (tmp_path / "02-bad.http").write_text("### x\nGET / HTTP/1.1\n\n", encoding="utf-8")
+    (tmp_path / "03-empty.http").write_text("# recorder-format: 1\n", encoding="utf-8")
+    with pytest.raises(TranscriptErrors) as caught:
+        load_transcripts([tmp_path])
+    assert [str(e) for e in caught.value.errors] == [
+        f'{tmp_path}/02-bad.http:4: expected a status line such as "HTTP/1.1 200 OK" after '
+        "the request body (the request starts at line 2)",
+        f"{tmp_path}/03-empty.http: no exchanges: a transcript holds at least one",
+    ]
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+@pytest.mark.e2e
+def test_goldens_replay_cleanly_against_a_freshly_started_kit(goldens: Path) -> None:
+    result = play([goldens], environ={})
+    assert mismatch_paths(result) == []
+    assert [(Path(t.path).name, len(t.exchanges)) for t in result.transcripts] == [
+        ("01-languages.http", 1),
+        ("02-review.http", 2),
+        ("03-streaming.http", 1),
+        ("04-cards.http", 2),
+        ("05-errors.http", 1),
+    ]
+    assert (result.exchange_count, result.passed_count, result.failed_count) == (7, 7, 0)
+
+
+@pytest.mark.e2e
+def test_the_replay_sends_the_live_ids_and_the_live_token(goldens: Path) -> None:
+    """Carry-forward end to end: GetTask must name the task the live SendMessage created."""
+    seen: list[tuple[str, bytes]] = []
+    with start_kit(token="another-token") as kit:
+        original_send = httpx.Client.send
+
+        def spy(self: httpx.Client, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+            seen.append((request.headers.get("authorization", ""), request.read()))
+            return original_send(self, request, **kwargs)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(httpx.Client, "send", spy)
+            result = play(
+                [goldens / "02-review.http", goldens / "04-cards.http"],
+                agent=kit.base_url,
+                environ={"A2A_TOKEN": "another-token"},
+            )
+    assert mismatch_paths(result) == []
+    golden_task_id = (
+        loads((goldens / "02-review.http").read_text()).exchanges[1].request.json["params"]["id"]
+    )
+    sent_task_id = json.loads(seen[1][1])["params"]["id"]
+    assert sent_task_id != golden_task_id
+    assert seen[3][0] == "Bearer another-token"
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(
+    not any(SHIPPED.glob("*.http")), reason="transcripts/ has no recorded transcripts yet"
+)
+def test_shipped_transcripts_replay_cleanly_five_times_in_a_row() -> None:
+    for _ in range(5):
+        result = play([SHIPPED], environ={})
+        assert mismatch_paths(result) == []
+        assert result.exchange_count > 0
+
+
+SEEDED_FAULTS = [
+    pytest.param(
+        "02-review.http",
+        '"state": "TASK_STATE_COMPLETED"',
+        '"state": "TASK_STATE_FAILED"',
+        ("02-review.http", 1, None, "$.result.task.status.state"),
+        id="task-state",
+    ),
+    pytest.param(
+        "05-errors.http",
+        '"code": -32001',
+        '"code": -32002',
+        ("05-errors.http", 1, None, "$.error.code"),
+        id="error-code",
+    ),
+    pytest.param(
+        "01-languages.http",
+        "I can review Python",
+        "I can review COBOL",
+        ("01-languages.http", 1, None, "$.result.message.parts[0].text"),
+        id="text",
+    ),
+    pytest.param(
+        "03-streaming.http",
+        '"state": "TASK_STATE_WORKING"',
+        '"state": "TASK_STATE_SUBMITTED"',
+        ("03-streaming.http", 1, 2, "$.result.statusUpdate.status.state"),
+        id="sse-frame-state",
+    ),
+]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("name", "old", "new", "expected"), SEEDED_FAULTS)
+def test_a_seeded_fault_gives_exactly_its_mismatch(
+    goldens: Path, kit: KitServer, name: str, old: str, new: str, expected: tuple[Any, ...]
+) -> None:
+    edit(goldens / name, old, new)
+    result = play([goldens], agent=kit.base_url, environ={"A2A_TOKEN": kit.token})
+    assert mismatch_paths(result) == [expected]
+    assert not result.passed
+
+
+@pytest.mark.e2e
+def test_update_without_a_behaviour_change_leaves_every_file_byte_identical(
+    goldens: Path, kit: KitServer
+) -> None:
+    before = {p.name: p.read_bytes() for p in goldens.iterdir()}
+    result = play([goldens], agent=kit.base_url, environ={"A2A_TOKEN": kit.token}, update=True)
+    assert result.passed
+    assert not any(t.updated for t in result.transcripts)
+    assert {p.name: p.read_bytes() for p in goldens.iterdir()} == before
+
+
+@pytest.mark.e2e
+def test_update_rewrites_a_wrong_golden_back_to_the_live_behaviour(
+    goldens: Path, kit: KitServer
+) -> None:
+    path = goldens / "02-review.http"
+    original = path.read_bytes()
+    edit(path, '"state": "TASK_STATE_COMPLETED"', '"state": "TASK_STATE_FAILED"')
+    result = play([goldens], agent=kit.base_url, environ={"A2A_TOKEN": kit.token}, update=True)
+    assert [t.updated for t in result.transcripts] == [False, True, False, False, False]
+    # the golden ids are kept: the file is the original one again, byte for byte
+    assert path.read_bytes() == original
+    again = play([goldens], agent=kit.base_url, environ={"A2A_TOKEN": kit.token})
+    assert again.passed
+
+
+@pytest.mark.e2e
+def test_parallel_jobs_give_the_same_verdicts_in_name_order(goldens: Path, kit: KitServer) -> None:
+    edit(goldens / "05-errors.http", '"code": -32001', '"code": -32002')
+    environ = {"A2A_TOKEN": kit.token}
+    serial = play([goldens], agent=kit.base_url, environ=environ)
+    parallel = play([goldens], agent=kit.base_url, environ=environ, jobs=3)
+    assert (
+        mismatch_paths(parallel)
+        == mismatch_paths(serial)
+        == [("05-errors.http", 1, None, "$.error.code")]
+    )
+    assert [t.path for t in parallel.transcripts] == [t.path for t in serial.transcripts]
+
+
+@pytest.mark.e2e
+def test_k_plays_the_setup_exchanges_but_reports_only_the_match(
+    goldens: Path, kit: KitServer
+) -> None:
+    result = play(
+        [goldens], agent=kit.base_url, environ={"A2A_TOKEN": kit.token}, pattern="GetTask: the"
+    )
+    ((path, numbers),) = [
+        (Path(t.path).name, [e.number for e in t.exchanges]) for t in result.transcripts
+    ]
+    assert (path, numbers) == ("02-review.http", [2])
+    assert result.passed  # the GetTask got the live task id from the SendMessage played first
+
+
+@pytest.mark.e2e
+def test_an_unreachable_agent_is_one_clear_error(goldens: Path) -> None:
+    with closed_port() as port, pytest.raises(UpstreamError) as caught:
+        play([goldens], agent=f"http://127.0.0.1:{port}", environ={"A2A_TOKEN": "x"})
+    assert (
+        str(caught.value)
+        == f"cannot reach the agent at http://127.0.0.1:{port}: connection refused"
+    )
+
+
+@pytest.mark.e2e
+def test_a_transcript_recorded_truncated_compares_only_the_recorded_frames(
+    goldens: Path, kit: KitServer
+) -> None:
+    path = goldens / "03-streaming.http"
+    transcript = loads(path.read_text())
+    exchange = transcript.exchanges[0]
+    assert exchange.response.events is not None
+    kept = exchange.response.events[:2]
+    from dataclasses import replace
+
+    short = replace(exchange, truncated=True, response=replace(exchange.response, events=kept))
+    path.write_text(dumps(replace(transcript, exchanges=(short,))))
+    result = play([path], agent=kit.base_url, environ={})
+    assert mismatch_paths(result) == []

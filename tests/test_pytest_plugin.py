@@ -1,0 +1,130 @@
+"""The pytest plugin (`recorder.pytest_plugin`), run with pytester against the real kit."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_player import edit, record_goldens
+
+from recorder.kit import KitServer, start_kit
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def kit() -> Iterator[KitServer]:
+    with start_kit() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def golden_dir(tmp_path_factory: pytest.TempPathFactory, kit: KitServer) -> Path:
+    folder = tmp_path_factory.mktemp("plugin-goldens")
+    record_goldens(kit, folder)
+    return folder
+
+
+@pytest.fixture
+def project(
+    pytester: pytest.Pytester, golden_dir: Path, kit: KitServer, monkeypatch: pytest.MonkeyPatch
+) -> pytest.Pytester:
+    shutil.copytree(golden_dir, pytester.path / "transcripts")
+    monkeypatch.setenv("A2A_TOKEN", kit.token)
+    return pytester
+
+
+def test_each_exchange_is_a_passing_test(project: pytest.Pytester, kit: KitServer) -> None:
+    result = project.runpytest("transcripts", "--recorder-agent", kit.base_url, "-v")
+    result.assert_outcomes(passed=7)
+    result.stdout.fnmatch_lines(
+        [
+            "transcripts/02-review.http::01 SendMessage: review a diff PASSED*",
+            "transcripts/02-review.http::02 GetTask: the review task PASSED*",
+        ]
+    )
+
+
+def test_a_mismatch_fails_its_item_with_the_players_report(
+    project: pytest.Pytester, kit: KitServer
+) -> None:
+    edit(
+        project.path / "transcripts" / "02-review.http",
+        '"state": "TASK_STATE_COMPLETED"',
+        '"state": "TASK_STATE_FAILED"',
+    )
+    result = project.runpytest("transcripts", "--recorder-agent", kit.base_url)
+    result.assert_outcomes(passed=6, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "transcripts/02-review.http  ✗ exchange 1 (SendMessage: review a diff):",
+            '    $.result.task.status.state: expected "TASK_STATE_FAILED", '
+            'got "TASK_STATE_COMPLETED"',
+        ]
+    )
+
+
+def test_k_selects_items_and_their_setup_still_runs(
+    project: pytest.Pytester, kit: KitServer
+) -> None:
+    result = project.runpytest("transcripts", "--recorder-agent", kit.base_url, "-k", "GetTask")
+    # 02-review's GetTask needs the task its (deselected) SendMessage creates: played as setup
+    result.assert_outcomes(passed=2, deselected=5)
+
+
+def test_without_agent_the_session_starts_the_kit(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("A2A_TOKEN")
+    result = project.runpytest("transcripts/04-cards.http")
+    result.assert_outcomes(passed=2)
+
+
+def test_nothing_is_collected_unless_asked(project: pytest.Pytester) -> None:
+    project.makepyfile(test_plain="def test_one():\n    assert True\n")
+    # no arguments: pytest searches the current folder, the plugin leaves .http files alone
+    result = project.runpytest()
+    result.assert_outcomes(passed=1)
+
+
+def test_other_tools_http_files_are_left_alone(project: pytest.Pytester) -> None:
+    (project.path / "requests").mkdir()
+    (project.path / "requests" / "api.http").write_text("GET https://example.invalid/\n")
+    project.makepyfile(test_plain="def test_one():\n    assert True\n")
+    result = project.runpytest("requests", "test_plain.py")
+    result.assert_outcomes(passed=1)
+
+
+def test_the_ini_option_names_the_only_folders_searched(
+    project: pytest.Pytester, kit: KitServer
+) -> None:
+    shutil.copytree(project.path / "transcripts", project.path / "fixtures")
+    project.makeini("[pytest]\nrecorder_transcripts = transcripts\n")
+    result = project.runpytest(
+        "transcripts", "fixtures", "--recorder-agent", kit.base_url, "--co", "-q"
+    )
+    assert "7 tests collected" in result.stdout.str()
+    assert "fixtures/" not in result.stdout.str()
+
+
+def test_a_broken_transcript_is_a_collection_error_with_file_and_line(
+    project: pytest.Pytester, kit: KitServer
+) -> None:
+    (project.path / "transcripts" / "06-broken.http").write_text(
+        "# recorder-format: 1\n\n### broken\nPOST /a2a/jsonrpc HTTP/1.1\n"
+    )
+    result = project.runpytest("transcripts", "--recorder-agent", kit.base_url)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*06-broken.http:5: expected a status line*"])
+
+
+def test_xdist_loadfile_keeps_each_file_on_one_worker_in_order(
+    project: pytest.Pytester, kit: KitServer
+) -> None:
+    result = project.runpytest(
+        "transcripts", "--recorder-agent", kit.base_url, "-n", "2", "--dist", "loadfile"
+    )
+    result.assert_outcomes(passed=7)
