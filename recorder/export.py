@@ -39,6 +39,7 @@ from recorder.model import Exchange, Request, is_event_stream
 __all__ = [
     "ExportError",
     "curl_command",
+    "exchange_curl_command",
     "export_curl",
     "export_http",
     "is_streaming_request",
@@ -188,6 +189,13 @@ def curl_command(
     return prefix + " \\\n  ".join(lines)
 
 
+def exchange_curl_command(exchange: Exchange, *, base_url: str | None = None) -> str:
+    """The curl command of an exchange's request; `-N` also when the recorded reply streamed."""
+    request = exchange.request
+    stream = is_streaming_request(request) or is_event_stream(exchange.response.content_type)
+    return curl_command(request, base_url=base_url, stream=stream)
+
+
 def export_curl(
     exchanges: Sequence[Exchange], *, base_url: str | None = None, source: str | None = None
 ) -> str:
@@ -195,13 +203,11 @@ def export_curl(
     blocks = []
     names: list[str] = []
     for number, exchange in enumerate(exchanges, start=1):
-        request = exchange.request
-        stream = is_streaming_request(request) or is_event_stream(exchange.response.content_type)
         try:
-            command = curl_command(request, base_url=base_url, stream=stream)
+            command = exchange_curl_command(exchange, base_url=base_url)
         except ExportError as exc:
             raise ExportError(_where(source, exchange, number) + str(exc)) from None
-        names.extend(_request_placeholders(request))
+        names.extend(_request_placeholders(exchange.request))
         title = f"# {number}. {exchange.title}" if exchange.title else f"# {number}."
         blocks.append(f"{title}\n{command}\n")
     head = []
