@@ -37,5 +37,13 @@ record: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_format.py
 
+## docs-check: fail (naming file:line) when a Markdown block made from a transcript is out of date
+docs-check: $(STAMP)
+	$(BIN)/recorder docs check README.md docs/
+
+## docs-sync: rewrite the Markdown blocks marked <!-- recorder: ... --> from their transcripts
+docs-sync: $(STAMP)
+	$(BIN)/recorder docs sync README.md docs/
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
