@@ -40,8 +40,9 @@ The rules, numbered so tests and docs can point at them:
    and ended with `, …` (rule 2 applies to it; it is written with `", "` and `": "` as the SDK
    writes SSE data); the cut never hides the chain of rule 3. Non-JSON data is cut at a space.
 5. Request and reply follow each other with no blank line between; trailing blank lines are
-   dropped. `full` turns rules 1 (except the header spelling), 3 and 4 off: every header, every
-   line, every frame.
+   dropped. A reply recorded incompletely (`Exchange.truncated`) ends with a line saying so.
+   `full` turns rules 1 (except the header spelling), 3 and 4 off: every header, every line,
+   every frame.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ __all__ = [
     "DEFAULT_MAX_LINES",
     "DEFAULT_WIDTH",
     "ELLIPSIS",
+    "TRUNCATED_NOTE",
     "RenderOptions",
     "cut_data_line",
     "cut_json_lines",
@@ -71,6 +73,7 @@ __all__ = [
 ]
 
 ELLIPSIS = "…"
+TRUNCATED_NOTE = "… (the reply was cut off here when it was recorded)"
 DEFAULT_HEADERS: tuple[str, ...] = ("Content-Type",)
 DEFAULT_MAX_LINES = 8
 DEFAULT_WIDTH = 100
@@ -174,6 +177,8 @@ def render_exchange(exchange: Exchange, options: RenderOptions = RenderOptions()
         lines.extend(response_lines(exchange.response, options))
     while lines and lines[-1] == "":
         lines.pop()
+    if exchange.truncated and options.only != "request":
+        lines.append(TRUNCATED_NOTE)
     return "\n".join(lines) + "\n"
 
 

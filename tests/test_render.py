@@ -17,6 +17,7 @@ from recorder.cli import main
 from recorder.model import pretty_json
 from recorder.render import (
     ELLIPSIS,
+    TRUNCATED_NOTE,
     RenderOptions,
     cut_data_line,
     cut_json_lines,
@@ -333,6 +334,12 @@ def test_event_and_comment_lines_of_a_frame_are_kept() -> None:
     assert text.endswith(
         'event: error\ndata: {"jsonrpc": "2.0", "id": 1, "error": {"code": -32603}}\n'
     )
+
+
+def test_a_truncated_reply_says_so() -> None:
+    exchange = make_exchange(response=stream(1), truncated=True)
+    text = render_exchange(exchange, RenderOptions(only="response"))
+    assert text.endswith("}}}\n" + TRUNCATED_NOTE + "\n")
 
 
 # --------------------------------------------------------------------------- other bodies
