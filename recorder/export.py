@@ -274,8 +274,8 @@ def export_http(
         blocks.append(block)
     head = []
     if source:
-        head.append(f"# Requests of {source}, for JetBrains HTTP Client, VS Code REST Client,")
-        head.append("# httpyac and other .http clients.")
+        head.append(f"# The requests of {source}, for JetBrains HTTP Client,")
+        head.append("# VS Code REST Client, httpyac and other .http clients.")
     variables = [name for name in dict.fromkeys(names) if name != "host"]
     if variables:
         head.append("# Define in your client's environment: " + ", ".join(variables))

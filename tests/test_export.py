@@ -261,9 +261,8 @@ def test_http_export_keeps_placeholders_as_variables_and_names_them() -> None:
     )
     send = make_exchange(title="GetTask", request=json_post(b'{"jsonrpc": "2.0", "id": 2}'))
     assert export_http([card, send], source="transcripts/10-extended-card.http") == (
-        "# Requests of transcripts/10-extended-card.http, for JetBrains HTTP Client, "
-        "VS Code REST Client,\n"
-        "# httpyac and other .http clients.\n"
+        "# The requests of transcripts/10-extended-card.http, for JetBrains HTTP Client,\n"
+        "# VS Code REST Client, httpyac and other .http clients.\n"
         "# Define in your client's environment: A2A_TOKEN\n"
         "@host = http://localhost:41242\n"
         "\n"
