@@ -217,8 +217,9 @@ class BackgroundPushSender(PushNotificationSender):
         self, previous: asyncio.Task[None] | None, task_id: str, event: PushNotificationEvent
     ) -> None:
         if previous is not None:
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await previous
+            # asyncio.wait: whatever became of `previous`, this delivery goes on after it;
+            # only a cancellation of this delivery itself (at shutdown) stops it.
+            await asyncio.wait([previous])
         try:
             await self._sender.send_notification(task_id, event)
         except Exception:  # best effort, like the SDK's own sender
@@ -229,10 +230,12 @@ class BackgroundPushSender(PushNotificationSender):
         if self._last.get(task_id) is done:
             del self._last[task_id]
 
-    async def drain(self) -> None:
-        """Wait for the deliveries in flight (used at shutdown)."""
-        while self._pending:
-            await asyncio.gather(*list(self._pending), return_exceptions=True)
+    async def aclose(self) -> None:
+        """Cancel the deliveries still in flight (at shutdown: a dead webhook must not hold it)."""
+        pending = list(self._pending)
+        for delivery in pending:
+            delivery.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
 
 class _DropKnownNoise(logging.Filter):
@@ -307,7 +310,7 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         await handler.aclose()
-        await push_sender.drain()
+        await push_sender.aclose()
         await push_client.aclose()
 
     routes = [

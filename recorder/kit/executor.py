@@ -88,8 +88,7 @@ class CodeReviewerExecutor(AgentExecutor):
         if review.classify(text) is review.Intent.REVIEW:
             await self._review(updater, text, file_name=None)
             return
-        current_id = context.message.message_id if context.message is not None else ""
-        pending = _pending_diff(task, current_id)
+        pending = _pending_diff(task)
         if pending is None:  # cannot happen for tasks this executor created
             await updater.failed(_agent_text(updater, "I lost the diff of this task."))
             return
@@ -136,10 +135,13 @@ def _agent_text(updater: TaskUpdater, text: str) -> Message:
     return updater.new_agent_message([new_text_part(text, "text/plain")])
 
 
-def _pending_diff(task: Task, current_message_id: str) -> str | None:
-    """The text of the latest user message of `task` that carries a diff."""
+def _pending_diff(task: Task) -> str | None:
+    """The text of the latest user message of `task` that carries a diff.
+
+    (The message being handled is not a diff, so it is never the one found.)
+    """
     for message in reversed(task.history):
-        if message.role != Role.ROLE_USER or message.message_id == current_message_id:
+        if message.role != Role.ROLE_USER:
             continue
         text = get_message_text(message)
         if review.classify(text) is review.Intent.REVIEW:
