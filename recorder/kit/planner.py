@@ -1,0 +1,102 @@
+"""The planner: regenerate `transcripts/` by recording the scenarios against the kit.
+
+    python -m recorder.kit.planner --out transcripts/     (what `make record` runs)
+
+It starts the kit (on port 41242 when that is free, so that the recorded card URLs read
+`http://localhost:41242/...` as in the guide; else on a free port) and the recording proxy on a
+free loopback port, runs every scenario of `recorder.kit.scenarios` in order through the proxy
+into a fresh folder, checks that each scenario produced exactly its file (`NN-name.http`, in
+order) and that every file parses, and only then replaces the numbered transcripts in `--out`.
+A failed run leaves `--out` as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from recorder.httpfile import load
+from recorder.kit import KitServer, start_kit
+from recorder.kit.scenarios import SCENARIOS, Scenario, Session
+from recorder.proxy import create_proxy_app
+from recorder.servers import ServerThread
+from recorder.store import file_name
+
+__all__ = ["PREFERRED_KIT_PORT", "main", "record_scenarios"]
+
+PREFERRED_KIT_PORT = 41242
+_NUMBERED = re.compile(r"^\d+-.*\.http$")
+
+
+def _start_kit(port: int) -> KitServer:
+    try:
+        return start_kit(port=port)
+    except OSError:
+        return start_kit(port=0)
+
+
+async def _run(scenarios: Sequence[Scenario], proxy_url: str, token: str) -> None:
+    card = None
+    for scenario in scenarios:
+        session = Session(scenario.name, proxy_url, token=token, card=card)
+        try:
+            await scenario.run(session)
+        except Exception as exc:
+            raise RuntimeError(f"scenario {scenario.name!r} failed: {exc!r}") from exc
+        finally:
+            await session.aclose()
+        card = session.card
+
+
+def record_scenarios(
+    out: Path, scenarios: Sequence[Scenario] = SCENARIOS, *, kit_port: int = PREFERRED_KIT_PORT
+) -> list[Path]:
+    """Record `scenarios` into the empty folder `out`; returns the files, checked.
+
+    The kit listens on `kit_port` when it is free, else on a free port (0: any free port)."""
+    with _start_kit(kit_port) as kit:
+        proxy = create_proxy_app(kit.base_url, out=out)
+        with ServerThread(proxy, lifespan="on", server_header=False, date_header=False) as server:
+            asyncio.run(_run(scenarios, server.url, kit.token))
+    expected = [file_name(n, s.name) for n, s in enumerate(scenarios, start=1)]
+    written = sorted(p.name for p in out.iterdir())
+    if written != expected:
+        raise RuntimeError(f"expected the files {expected}, the recorder wrote {written}")
+    paths = [out / name for name in expected]
+    for path in paths:
+        load(path)  # every file parses
+    return paths
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="transcripts/", help="the transcripts folder")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    with tempfile.TemporaryDirectory(prefix="recorder-planner-") as tmp:
+        try:
+            paths = record_scenarios(Path(tmp))
+        except Exception as exc:
+            print(f"planner: {exc}; {out} is unchanged", file=sys.stderr)
+            return 1
+        out.mkdir(parents=True, exist_ok=True)
+        for old in out.iterdir():
+            if _NUMBERED.match(old.name):
+                old.unlink()
+        for path in paths:
+            shutil.copyfile(path, out / path.name)
+    for path in paths:
+        print(f"planner: wrote {out / path.name} ({len(load(out / path.name))} exchanges)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
