@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from recorder import load
 from recorder.cli import main
@@ -248,3 +250,65 @@ def test_folders_are_searched_for_markdown(project: Path) -> None:
         f"{nested / 'other.md'}: 1 block updated",
         f"{project / 'docs' / 'page.md'}: 2 blocks updated",
     ]
+
+
+# --------------------------------------------------------------------------- properties
+
+LINE_KINDS = st.sampled_from(
+    [
+        "text",
+        "",
+        "   indented text",
+        "```",
+        "```python",
+        "~~~~",
+        "````",
+        "<!-- recorder: a.http#1 -->",
+        "  <!-- recorder: b.http max-lines=3 -->",
+        "<!-- an ordinary comment -->",
+        "<!-- recorder: c.http bogus=1 -->",
+    ]
+)
+CONTENTS = st.sampled_from(
+    ["a\n", "", "```\n", "x\n\ny\n", "~~~~~\n", "<!-- recorder: d.http -->\n"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(LINE_KINDS, max_size=25),
+    st.dictionaries(st.sampled_from(["a.http", "b.http"]), CONTENTS, min_size=2),
+    st.booleans(),
+    st.booleans(),
+)
+def test_applying_twice_changes_nothing_and_keeps_other_lines(
+    lines: list[str], contents: dict[str, str], crlf: bool, final_break: bool
+) -> None:
+    eol = "\r\n" if crlf else "\n"
+    text = eol.join(lines) + (eol if final_break else "")
+    markers, problems = find_markers(text)
+    synced = apply_blocks(text, markers, {m.line: contents[m.path] for m in markers})
+    again, problems_again = find_markers(synced)
+    assert [m.reference for m in again] == [m.reference for m in markers]
+    assert [p.message for p in problems_again] == [p.message for p in problems]
+    for marker in again:
+        assert marker.block is not None
+        assert marker.block.content == contents[marker.path]
+    # a second sync finds every block up to date, so it writes nothing
+    assert apply_blocks(synced, again, {m.line: contents[m.path] for m in again}) == synced
+    # the lines outside the marked blocks are the lines that were there, in order
+    inside = {
+        index
+        for marker in again
+        if marker.block is not None
+        for index in range(marker.block.open_index, marker.block.close_index + 1)
+    }
+    outside = [line for i, line in enumerate(synced.split("\n")) if i not in inside]
+    original_inside = {
+        index
+        for marker in markers
+        if marker.block is not None
+        for index in range(marker.block.open_index, marker.block.close_index + 1)
+    }
+    original_outside = [line for i, line in enumerate(text.split("\n")) if i not in original_inside]
+    assert outside == original_outside

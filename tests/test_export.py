@@ -325,7 +325,7 @@ def parse_curl_output(raw: bytes) -> Response:
         head, _, body = body.partition(b"\r\n\r\n")
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     version, status, *reason = status_line.split(" ", 2)
-    headers = Headers(tuple(line.split(":", 1)) for line in header_lines)  # type: ignore[misc]
+    headers = Headers(tuple(line.split(":", 1)) for line in header_lines)
     return Response(int(status), reason[0] if reason else "", headers, body, http_version=version)
 
 
