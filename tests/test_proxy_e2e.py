@@ -380,3 +380,26 @@ def test_secret_values_never_reach_any_written_byte(tmp_path: Path) -> None:
     assert token.encode() not in written
     assert b"wrong-token-1234" not in written
     assert b"Bearer {{A2A_TOKEN}}" in written
+
+
+def test_planner_records_every_scenario_through_the_proxy(tmp_path: Path) -> None:
+    from recorder.kit.planner import record_scenarios
+    from recorder.kit.scenarios import SCENARIOS
+
+    paths = record_scenarios(tmp_path, kit_port=0)
+    assert [p.name for p in paths][:2] == ["01-agent-card.http", "02-message-reply.http"]
+    assert paths[10].name == "11-errors.http"
+    assert len(paths) == len(SCENARIOS)
+    [reply] = load(paths[1])
+    assert reply.request.json["params"]["message"]["parts"][0]["text"] == (
+        "What languages can you review?"
+    )
+    assert "message" in reply.response.json["result"]  # a message, no task
+    legacy = load(paths[10]).exchanges[2]
+    assert legacy.request.json["method"] == "message/send"
+    assert legacy.response.json["error"]["code"] == -32601
+    # the client-chosen values are stable: ids 1, 2, 3 ... and messageIds by scenario
+    errors = load(paths[10])
+    assert [e.request.json["id"] for e in errors if e.request.json] == [1, 2, 3, 5, 6, 7, 8]
+    written = b"".join(p.read_bytes() for p in paths)
+    assert b"kit-demo-token" not in written and b"Bearer {{A2A_TOKEN}}" in written
