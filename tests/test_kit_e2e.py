@@ -368,6 +368,24 @@ def test_slow_review_is_subscribed_to_and_canceled(kit: KitServer, binding: str)
     assert list(result["after"].artifacts) == []
 
 
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_return_immediately_gives_the_submitted_task(kit: KitServer, binding: str) -> None:
+    # The handler taps the task's events before the executor runs, and the executor's first
+    # event is the SUBMITTED task, so this reply does not depend on timing.
+    async def scenario() -> tuple[list[StreamResponse], Any]:
+        async with await open_client(kit, binding, streaming=False) as client:
+            request = user_message(SLOW_DIFF)
+            request.configuration.return_immediately = True
+            events = await collect(client.send_message(request))
+            canceled = await client.cancel_task(CancelTaskRequest(id=events[0].task.id))
+            return events, canceled
+
+    events, canceled = run(scenario())
+    assert kinds(events) == ["task"]
+    assert events[0].task.status.state == SUBMITTED
+    assert canceled.status.state == CANCELED
+
+
 def test_slow_review_completes_once_its_time_bound_passes() -> None:
     with start_kit(slow_review_seconds=0.2) as quick_kit:
 
@@ -571,7 +589,8 @@ def test_extended_card_without_the_right_token_is_401_on_both_bindings(
         headers=headers,
     )
     rest = http.get("/a2a/rest/extendedAgentCard", headers=headers)
-    for reply in (jsonrpc, rest):
+    tenant_rest = http.get("/tenant-1/a2a/rest/extendedAgentCard", headers=headers)
+    for reply in (jsonrpc, rest, tenant_rest):
         assert reply.status_code == 401
         assert reply.headers["www-authenticate"] == challenge
         assert reply.headers["content-type"] == "application/json"
@@ -747,7 +766,10 @@ def converse(kit: KitServer) -> list[str]:
         send("POST", "/a2a/rest/message:send", message_params("x", "m-6", taskId=task["id"]))
         call("GetExtendedAgentCard", {}, 8)
         send("GET", "/a2a/rest/extendedAgentCard", Authorization=f"Bearer {kit.token}")
-    return [with_stable_placeholders(reply) for reply in replies]
+    # One numbering for the whole conversation: an id that recurs in a later reply must be
+    # the same placeholder there.
+    separator = "\n\n=====\n\n"
+    return with_stable_placeholders(separator.join(replies)).split(separator)
 
 
 def test_two_runs_of_a_conversation_differ_only_in_generated_values() -> None:
@@ -759,6 +781,11 @@ def test_two_runs_of_a_conversation_differ_only_in_generated_values() -> None:
     assert len(first) == 14
     assert "TASK_STATE_INPUT_REQUIRED" in first[4] and "TASK_STATE_COMPLETED" in first[5]
     assert '"code":-32002' in first[10] and "UNSUPPORTED_OPERATION" in first[11]
+    # the reviewed task (reply 2) is the one GetTask (6), the push config (8) and the
+    # cancel error (11) name
+    task_placeholder = json.loads(first[2].split("\n", 1)[1])["result"]["task"]["id"]
+    assert task_placeholder.startswith("<id:")
+    assert all(task_placeholder in first[i] for i in (6, 8, 9, 11))
     for index, (one, two) in enumerate(zip(first, second, strict=True)):
         assert one == two, f"reply {index} differs"
 
