@@ -829,3 +829,14 @@ def test_recorder_kit_command_serves_until_ctrl_c() -> None:
     assert process.returncode == 0, stderr
     assert rest_of_stdout.splitlines()[-1] == "code-reviewer stopped."
     assert "Traceback" not in stderr and "Failed to detach" not in stderr, stderr
+
+
+def test_recorder_kit_command_reports_a_busy_port(kit: KitServer) -> None:
+    command = [sys.executable, "-c", "from recorder.cli import main; main()", "kit"]
+    result = subprocess.run(
+        [*command, "--port", str(kit.port)], capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"recorder kit: cannot listen on 127.0.0.1:{kit.port}: Address already in use\n"
+    )

@@ -41,7 +41,8 @@ def kit(host: str, port: int, token: str | None, log_level: str) -> None:
     try:
         sock = bind_socket(host, port)
     except OSError as error:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from error
+        click.echo(f"recorder kit: cannot listen on {host}:{port}: {error.strerror}", err=True)
+        raise SystemExit(2) from error
     bound_port = int(sock.getsockname()[1])
     base_url = public_base_url(host, bound_port)
     app = create_app(base_url, token=token or os.environ.get("RECORDER_KIT_TOKEN") or DEFAULT_TOKEN)
