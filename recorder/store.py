@@ -178,6 +178,7 @@ class TranscriptStore:
         self._open: dict[str, _OpenFile] = {}
         self._order = 0
         self._secrets: dict[str, str] = {}
+        self._next: int | None = None
         self.written: list[Path] = []
 
     def prepare(self) -> None:
@@ -197,12 +198,14 @@ class TranscriptStore:
             self._open.pop(slugify(scenario), None)
 
     def _allocate(self, slug: str) -> Path:
-        # called with self._lock held; the number is reserved in memory (self.written) at
-        # once and on disk by the first write
-        self.out.mkdir(parents=True, exist_ok=True)
-        names = [p.name for p in self.out.iterdir()]
-        names += [p.name for p in self.written]
-        return self.out / file_name(next_number(names), slug)
+        # called with self._lock held. The folder is read once; after that the numbers this
+        # store hands out are counted in memory (a scan per exchange would make every
+        # recording cost more than the one before).
+        if self._next is None:
+            self.out.mkdir(parents=True, exist_ok=True)
+            self._next = next_number(p.name for p in self.out.iterdir())
+        number, self._next = self._next, self._next + 1
+        return self.out / file_name(number, slug)
 
     def write(
         self,
@@ -233,10 +236,12 @@ class TranscriptStore:
             record.exchanges.sort(key=lambda pair: pair[0])
             transcript = Transcript(exchanges=tuple(e for _, e in record.exchanges))
             text = dumps(transcript)
-            if self._scrub is not None:
-                text = self._scrub(text, all_secrets)
-                # scrubbing replaced text inside values; make sure the file still parses
-                loads(text, source=record.path)
+            if self._scrub is not None and all_secrets:
+                scrubbed = self._scrub(text, all_secrets)
+                if scrubbed != text:
+                    # scrubbing replaced text inside values: make sure the file still parses
+                    loads(scrubbed, source=record.path)
+                    text = scrubbed
             try:
                 write_text_atomic(record.path, text)
             except OSError:

@@ -167,7 +167,10 @@ def test_ended_scenario_starts_a_new_file(tmp_path: Path) -> None:
 
 def test_scrub_runs_over_the_whole_text(tmp_path: Path) -> None:
     store = TranscriptStore(tmp_path, scrub=lambda text, secrets: text.replace("t-1", "T-ONE"))
-    path = store.write(store.begin(), make_exchange(), scenario=None, operation="GetTask")
+    exchange = make_exchange()
+    path = store.write(
+        store.begin(), exchange, scenario=None, operation="GetTask", secrets={"t-1": "T"}
+    )
     assert "t-1" not in path.read_text()
 
 

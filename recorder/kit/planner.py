@@ -25,7 +25,7 @@ from pathlib import Path
 from recorder.httpfile import load
 from recorder.kit import KitServer, start_kit
 from recorder.kit.scenarios import SCENARIOS, Scenario, Session
-from recorder.proxy import create_proxy_app
+from recorder.proxy import create_proxy_app, listening_socket
 from recorder.servers import ServerThread
 from recorder.store import file_name
 
@@ -63,7 +63,13 @@ def record_scenarios(
     The kit listens on `kit_port` when it is free, else on a free port (0: any free port)."""
     with _start_kit(kit_port) as kit:
         proxy = create_proxy_app(kit.base_url, out=out)
-        with ServerThread(proxy, lifespan="on", server_header=False, date_header=False) as server:
+        with ServerThread(
+            proxy,
+            sock=listening_socket(),
+            lifespan="on",
+            server_header=False,
+            date_header=False,
+        ) as server:
             asyncio.run(_run(scenarios, server.url, kit.token))
     expected = [file_name(n, s.name) for n, s in enumerate(scenarios, start=1)]
     written = sorted(p.name for p in out.iterdir())
