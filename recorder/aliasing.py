@@ -47,12 +47,14 @@ that pair consistently, the reply matches without any tree walk (`_text_fast_pat
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
+from recorder import sse
 from recorder.diff import ABSENT, Mismatch, align
 from recorder.jsonpath import State, format_path
 from recorder.model import Exchange, Headers, Request, Response, SseEvent, media_type
@@ -143,14 +145,32 @@ class ReplayState:
         self._ignored = rules.ignored_matcher
         self._unordered = rules.unordered_matcher
         self._generated_paths = rules.generated_matcher
+        self._tokens = rules.token_pattern
+        self._token_name_columns = (
+            [index for name, index in self._tokens.groupindex.items() if name.startswith("n_")]
+            if self._tokens is not None
+            else []
+        )
+        self._token_value_columns: dict[str, list[int]] = {}
+        self._token_field_columns: set[int] = set()
+        if self._tokens is not None:
+            for name, index in sorted(self._tokens.groupindex.items(), key=lambda x: x[1]):
+                if name.startswith(("f_", "s_")):
+                    self._token_value_columns.setdefault(name[2:], []).append(index)
+                if name.startswith("f_"):
+                    self._token_field_columns.add(index)
         self._skip_headers = (
             rules.ignored_headers | frozenset(rules.secret_headers) | {"content-type"}
         )
         # rule 3: the mapping, both ways; rule 4: aliases of recorded values
         self._golden_to_live: dict[str, str] = {}
         self._live_to_golden: dict[str, str] = {}
+        self._seen: dict[str, str] = {}  # recorded value -> kind, in order of first sight
         self._alias: dict[str, str] = {}
         self._counters: dict[str, int] = {}
+        self._numbered = 0
+        # learned non-identity values that are no shape: the fast path must see them pair
+        self._literal_danger: set[str] = set()
         # rule 2
         self._client: set[str] = set()
 
@@ -162,13 +182,21 @@ class ReplayState:
         return dict(self._golden_to_live)
 
     def alias(self, golden: str, kind: str) -> str:
-        """The alias of a recorded generated value, numbered on first sight (rule 4)."""
+        """The alias of a recorded generated value, numbered by first sight per kind (rule 4)."""
+        self._seen.setdefault(golden, kind)
+        return self._alias_of(golden) or f"<{kind}:?>"
+
+    def _alias_of(self, golden: str) -> str | None:
+        """The alias of a value already seen, or None. Numbers are given lazily, in seen order."""
         alias = self._alias.get(golden)
-        if alias is None:
-            number = self._counters.get(kind, 0) + 1
-            self._counters[kind] = number
-            alias = f"<{kind}:{number}>"
-            self._alias[golden] = alias
+        if alias is None and golden in self._seen:
+            start = self._numbered
+            for value, kind in itertools.islice(self._seen.items(), start, None):
+                number = self._counters.get(kind, 0) + 1
+                self._counters[kind] = number
+                self._alias[value] = f"<{kind}:{number}>"
+            self._numbered = len(self._seen)
+            alias = self._alias.get(golden)
         return alias
 
     def _live_alias(self, live: str, kind: str) -> str:
@@ -216,6 +244,8 @@ class ReplayState:
             )
         self._golden_to_live[golden] = live
         self._live_to_golden[live] = golden
+        if golden != live and self._shape_kind(golden) is None:
+            self._literal_danger.update((golden, live))
         return None
 
     # --- client values (rule 2) ---------------------------------------------------------------
@@ -397,6 +427,8 @@ class ReplayState:
                 out.append(Mismatch(f"header {name}", problem[0], problem[1], message=problem[2]))
 
     def _compare_bodies(self, expected: Response, actual: Response, out: list[Mismatch]) -> None:
+        if expected.is_json and actual.is_json and self._text_fast_path(expected.body, actual.body):
+            return
         expected_value = _body_value(expected)
         actual_value = _body_value(actual)
         if expected_value is _EMPTY and actual_value is _EMPTY:
@@ -407,8 +439,6 @@ class ReplayState:
             and actual_value is not _NOT_JSON
             and actual_value is not _EMPTY
         ):
-            if self._text_fast_path(expected.body, actual.body):
-                return
             self._compare_json(expected_value, actual_value, (), None, out)
             return
         if expected_value is _NOT_JSON and actual_value is _NOT_JSON:
@@ -550,10 +580,118 @@ class ReplayState:
     # --- the fast path --------------------------------------------------------------------------
 
     def _text_fast_path(self, expected: bytes, actual: bytes) -> bool:
-        return False
+        """True when two bodies are the same text but for generated values that pair (rules 1-5).
+
+        One regex pass over each text finds the generated values (a generated member's string,
+        a shape); the text between them must be identical and the values must pair under rule 3.
+        Pairs are learned only when the whole body passes. False means "walk the trees": the
+        walk decides (key order, ignored paths, error messages) and explains.
+        """
+        try:
+            expected_text = expected.decode("utf-8")
+            actual_text = actual.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return self._text_fast_path_text(expected_text, actual_text)
+
+    def _text_fast_path_text(self, expected: str, actual: str) -> bool:
+        if self._recorded_url is not None and self._live_url is not None:
+            # rule 5; NUL cannot appear raw in JSON text or in SSE lines
+            expected = expected.replace(self._recorded_url, "\0")
+            actual = actual.replace(self._live_url, "\0")
+        tokens = self._tokens
+        if tokens is None:
+            return expected == actual
+        danger = self._literal_danger
+        if danger:
+            # a learned id that is no shape (e.g. "task-1" -> "task-7") must not hide in text the
+            # fast path treats as literal (an `id` member): let the walk see it
+            if len(danger) > 64:
+                return False
+            for value in danger:
+                quoted = f'"{value}"'
+                if quoted in expected or quoted in actual:
+                    return False
+        expected_parts = tokens.split(expected)
+        actual_parts = tokens.split(actual)
+        if len(expected_parts) != len(actual_parts):
+            return False
+        stride = tokens.groups + 1
+        # the text between the values, and the member names of generated members, are equal
+        if expected_parts[0::stride] != actual_parts[0::stride]:
+            return False
+        for column in self._token_name_columns:
+            if expected_parts[column::stride] != actual_parts[column::stride]:
+                return False
+        client = self._client
+        loose = self._loose
+        golden_to_live = self._golden_to_live
+        live_to_golden = self._live_to_golden
+        learn: list[tuple[list[list[str | None]], str]] = []
+        strict_new: dict[str, str] = {}
+        strict_new_back: dict[str, str] = {}
+        loose_pairs: list[tuple[str, str]] = []
+        literal_fields: list[tuple[str, str]] = []
+        for kind, columns in self._token_value_columns.items():
+            golden_columns = [expected_parts[c::stride] for c in columns]
+            distinct = set(zip(golden_columns[0], actual_parts[columns[0] :: stride], strict=True))
+            for column, golden_column in zip(columns[1:], golden_columns[1:], strict=True):
+                distinct.update(zip(golden_column, actual_parts[column::stride], strict=True))
+            distinct.discard((None, None))
+            if not distinct:
+                continue
+            is_loose = kind in loose
+            from_field = self._token_field_columns.isdisjoint(columns) is False
+            for golden, live in distinct:
+                if golden is None or live is None:
+                    return False  # another alternative (kind) matched on one side
+                if not golden or golden in client:
+                    if golden != live:
+                        return False  # rule 2: compared exactly
+                    continue
+                if is_loose:
+                    loose_pairs.append((golden, live))
+                    continue
+                # rule 3: one-to-one, within this reply and with what earlier replies taught
+                if golden_to_live.get(golden, live) != live:
+                    return False
+                if live_to_golden.get(live, golden) != golden:
+                    return False
+                if strict_new.setdefault(golden, live) != live:
+                    return False
+                if strict_new_back.setdefault(live, golden) != golden:
+                    return False
+                if from_field and golden != live:
+                    literal_fields.append((golden, live))
+            learn.append((golden_columns, kind))
+        # the reply matches: learn
+        for golden_columns, kind in learn:
+            # rule 4: aliases follow first appearance; merge the columns only for new values
+            values: set[str | None] = set().union(*golden_columns)
+            if not values - self._seen.keys() - client - {None, ""}:
+                continue
+            merged = golden_columns[0]
+            if len(golden_columns) > 1:
+                merged = _merge_columns(golden_columns)
+            for item in dict.fromkeys(merged):
+                if item and item not in client:
+                    self._seen.setdefault(item, kind)
+        golden_to_live.update(strict_new)
+        live_to_golden.update(strict_new_back)
+        for golden, live in loose_pairs:
+            if golden not in golden_to_live and live not in live_to_golden:
+                golden_to_live[golden] = live
+                live_to_golden[live] = golden
+        shape_kind = self._shape_kind
+        for golden, live in literal_fields:
+            if shape_kind(golden) is None:
+                self._literal_danger.update((golden, live))
+        return True
 
     def _text_fast_path_frames(self, expected: list[SseEvent], actual: list[SseEvent]) -> bool:
-        return False
+        return self._text_fast_path_text(
+            sse.serialize(expected).decode("utf-8"), sse.serialize(actual).decode("utf-8")
+        )
 
     # --- the tree walk (rule 6) -----------------------------------------------------------------
 
@@ -868,7 +1006,7 @@ class ReplayState:
             if k is not None and s and s not in self._client:
                 if live:
                     return self._live_alias(s, k)
-                return self._alias.get(s, s)
+                return self._alias_of(s) or s
             if self._shapes is None:
                 return s
             table = self._live_to_golden if live else None
@@ -880,7 +1018,7 @@ class ReplayState:
                 golden = table.get(found) if table is not None else found
                 if golden is None:
                     return found
-                return self._alias.get(golden, found)
+                return self._alias_of(golden) or found
 
             return self._shapes.sub(sub, s)
 
@@ -1003,6 +1141,14 @@ class ReplayState:
 
 
 # --- pure helpers ------------------------------------------------------------------------------
+
+
+def _merge_columns(columns: list[list[str | None]]) -> list[str | None]:
+    """Row by row, the one value that is not None (each row matched one alternative)."""
+    merged = columns[0]
+    for column in columns[1:]:
+        merged = [a if a is not None else b for a, b in zip(merged, column, strict=True)]
+    return merged
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -105,6 +105,27 @@ class Rules:
         return re.compile("|".join(parts))
 
     @cached_property
+    def token_pattern(self) -> re.Pattern[str] | None:
+        """For the replay fast path: a whole JSON string that is generated, as its own token.
+
+        `"<name>": "<value>"` for each generated member (groups `n_<kind>`, `f_<kind>`), and
+        `"<shape>"` for each shape (group `s_<kind>`), never a member name (not before `:`).
+        """
+        alternatives = []
+        by_kind: dict[str, list[str]] = {}
+        for name, kind in self.generated_fields.items():
+            by_kind.setdefault(kind, []).append(name)
+        for kind, names in by_kind.items():
+            choice = "|".join(re.escape(name) for name in names)
+            alternatives.append(f'(?P<n_{kind}>{choice})":\\s*"(?P<f_{kind}>[^"\\\\]*)')
+        alternatives.extend(
+            f"(?P<s_{kind}>{regex})" for kind, regex in self.generated_shapes.items()
+        )
+        if not alternatives:
+            return None
+        return re.compile('"(?:' + "|".join(alternatives) + ')"(?!\\s*:)')
+
+    @cached_property
     def ignored_matcher(self) -> PathMatcher:
         paths = self.ignored_paths
         if not self.compare_error_message:
@@ -241,7 +262,7 @@ class _Loader:
                         f" got {placeholder!r}",
                     )
         try:
-            _ = rules.shape_pattern
+            _ = rules.shape_pattern, rules.token_pattern
         except re.error as exc:
             raise self.error("generated_shapes", f"the expressions do not combine: {exc}") from None
 
