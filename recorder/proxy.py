@@ -49,6 +49,7 @@ import json
 import logging
 import re
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,65 +109,63 @@ Pool = Literal["per-connection", "shared"]
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=60.0)
 
 
-class _ClientPool:
-    """Upstream httpx clients.
+class _TransportPool:
+    """Upstream connections, as httpx transports used directly (no AsyncClient: a client
+    would keep the upstream's cookies and add them to other clients' requests, and its
+    auth/redirect/cookie layers cost CPU on every request).
 
-    "per-connection": a free list of clients that each hold one keep-alive connection; a
-    request takes one (or makes one) and gives it back. httpx's shared pool walks all its
-    connections under a lock for every request, which costs CPU when many are in flight
-    (bench/bench_proxy.py measures both). "shared": one AsyncClient for everything (also used
-    when a transport is injected, e.g. httpx.ASGITransport in tests).
+    "per-connection": a free list of transports that each hold one keep-alive connection; a
+    request takes one (or makes one) and gives it back. "shared": one transport whose httpcore
+    pool holds every connection; it walks its connections under a lock for every request,
+    which costs CPU when many are in flight (bench/bench_proxy.py measures both). An injected
+    transport (e.g. httpx.ASGITransport in tests) is shared.
     """
 
     def __init__(
         self,
         base: str,
         *,
-        timeout: httpx.Timeout,
         pool: Pool,
         transport: httpx.AsyncBaseTransport | None,
         max_idle: int = 256,
     ) -> None:
-        self._base = base
-        self._timeout = timeout
-        self._transport = transport
         self._mode: Pool = "shared" if transport is not None else pool
+        self._shared: httpx.AsyncBaseTransport | None = transport
+        self._owned = transport is None
         self._max_idle = max_idle
-        self._idle: list[httpx.AsyncClient] = []
-        self._shared: httpx.AsyncClient | None = None
-
-    def _make(self, connections: int) -> httpx.AsyncClient:
-        client = httpx.AsyncClient(
-            timeout=self._timeout,
-            transport=self._transport,
-            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
-            follow_redirects=False,
-            trust_env=False,
+        self._idle: list[httpx.AsyncBaseTransport] = []
+        # one TLS context for all: building one loads the CA bundle (~17 ms of CPU)
+        self._verify: ssl.SSLContext | bool = (
+            ssl.create_default_context() if base.startswith("https:") else False
         )
-        # no default headers: the client's own headers are what gets forwarded
-        client.headers.clear()
-        return client
 
-    def acquire(self) -> httpx.AsyncClient:
+    def _make(self, connections: int) -> httpx.AsyncBaseTransport:
+        return httpx.AsyncHTTPTransport(
+            verify=self._verify,
+            trust_env=False,
+            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+        )
+
+    def acquire(self) -> httpx.AsyncBaseTransport:
         if self._mode == "shared":
             if self._shared is None:
                 self._shared = self._make(1024)
             return self._shared
         return self._idle.pop() if self._idle else self._make(1)
 
-    async def release(self, client: httpx.AsyncClient, *, reusable: bool) -> None:
+    async def release(self, transport: httpx.AsyncBaseTransport, *, reusable: bool) -> None:
         if self._mode == "shared":
             return
         if reusable and len(self._idle) < self._max_idle:
-            self._idle.append(client)
+            self._idle.append(transport)
         else:
-            await client.aclose()
+            await transport.aclose()
 
     async def aclose(self) -> None:
         idle, self._idle = self._idle, []
-        for client in idle:
-            await client.aclose()
-        if self._shared is not None:
+        for transport in idle:
+            await transport.aclose()
+        if self._shared is not None and self._owned:
             await self._shared.aclose()
             self._shared = None
 
@@ -220,9 +219,8 @@ class RecordingProxy:
         self._secret_headers = secret_names(secret_headers, fold=True)
         self._secret_fields = secret_names(secret_fields, fold=False)
         self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
-        self._clients = _ClientPool(
-            self.upstream_url, timeout=self._timeout, pool=pool, transport=transport
-        )
+        self._transports = _TransportPool(self.upstream_url, pool=pool, transport=transport)
+        self._timeouts = {"timeout": self._timeout.as_dict()}
         self._buffer_limit = buffer_limit
         self.scenario: str | None = None  # set by the control endpoint
         self.recorded = 0
@@ -252,7 +250,7 @@ class RecordingProxy:
                 return
 
     async def aclose(self) -> None:
-        await self._clients.aclose()
+        await self._transports.aclose()
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
@@ -342,10 +340,10 @@ class RecordingProxy:
             call.if_none_match = if_none_match
             call.client_base = self._client_base(scope, client_host)
 
-        client = self._clients.acquire()
+        transport = self._transports.acquire()
         reusable = False
         try:
-            request = client.build_request(
+            request = httpx.Request(
                 method,
                 httpx.URL(
                     scheme=self._scheme,
@@ -355,9 +353,10 @@ class RecordingProxy:
                 ),
                 headers=call.headers,
                 content=body,
+                extensions=self._timeouts,
             )
             try:
-                upstream = await client.send(request, stream=True)
+                upstream = await transport.handle_async_request(request)
             except httpx.TimeoutException:
                 log.warning("upstream %s timed out: %s %s", self.upstream_url, method, target)
                 await _send_json(
@@ -392,7 +391,7 @@ class RecordingProxy:
             finally:
                 await upstream.aclose()
         finally:
-            await self._clients.release(client, reusable=reusable)
+            await self._transports.release(transport, reusable=reusable)
 
     async def _reply(
         self, call: _Call, upstream: httpx.Response, receive: Receive, send: Send

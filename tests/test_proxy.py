@@ -341,3 +341,15 @@ async def test_write_failure_becomes_an_error_reply(agent: FakeAgent, tmp_path: 
     message = reply.json()["error"]["message"]
     assert "could not write the transcript" in message
     assert "Not a directory" in message or "exists" in message
+
+
+async def test_upstream_cookies_are_not_replayed_to_other_requests(
+    agent: FakeAgent, tmp_path: Path
+) -> None:
+    proxy = make_proxy(agent, tmp_path)
+    async with client_for(proxy) as first, client_for(proxy) as second:
+        reply = await first.post("/a2a/jsonrpc", json=rpc("GetTask"))
+        assert "sid=cookie-Value-42" in reply.headers["set-cookie"]
+        second.cookies.clear()
+        await second.post("/a2a/jsonrpc", json=rpc("GetTask", id=2))
+    assert "cookie" not in agent.seen[1].headers  # the proxy keeps no cookie jar
