@@ -94,6 +94,7 @@ HOP_BY_HOP = frozenset(
 )
 _NOT_FORWARDED = HOP_BY_HOP | {
     b"host",
+    b"expect",  # the proxy has read the whole body already
     b"content-length",
     b"accept-encoding",
     SCENARIO_HEADER,
@@ -471,7 +472,11 @@ class RecordingProxy:
                 )
                 await send({"type": "http.response.body", "body": b""})
                 return True
-        client_headers.append((b"content-length", str(len(body)).encode()))
+        if call.method == "HEAD" or upstream.status_code in (204, 304):
+            # no body by definition (RFC 9110 §8.6, §9.3.2): keep the upstream's framing
+            client_headers = [(n, v) for n, v in kept if n.lower() != b"transfer-encoding"]
+        else:
+            client_headers.append((b"content-length", str(len(body)).encode()))
         await send(
             {
                 "type": "http.response.start",

@@ -353,3 +353,19 @@ async def test_upstream_cookies_are_not_replayed_to_other_requests(
         second.cookies.clear()
         await second.post("/a2a/jsonrpc", json=rpc("GetTask", id=2))
     assert "cookie" not in agent.seen[1].headers  # the proxy keeps no cookie jar
+
+
+async def test_replies_without_a_body_keep_their_framing(tmp_path: Path) -> None:
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        status = 204 if scope["path"] == "/empty" else 200
+        headers = [(b"content-length", b"42")] if scope["method"] == "HEAD" else []
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+
+    proxy = create_proxy_app(UPSTREAM, out=tmp_path, transport=httpx.ASGITransport(app=app))
+    async with client_for(proxy) as client:
+        head = await client.head("/thing")
+        empty = await client.delete("/empty")
+    assert head.status_code == 200 and head.headers["content-length"] == "42"
+    assert empty.status_code == 204 and "content-length" not in empty.headers
+    assert len(list(tmp_path.glob("*.http"))) == 2

@@ -403,3 +403,18 @@ def test_planner_records_every_scenario_through_the_proxy(tmp_path: Path) -> Non
     assert [e.request.json["id"] for e in errors if e.request.json] == [1, 2, 3, 5, 6, 7, 8]
     written = b"".join(p.read_bytes() for p in paths)
     assert b"kit-demo-token" not in written and b"Bearer {{A2A_TOKEN}}" in written
+
+
+def test_cli_rejects_a_bad_rules_file(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from recorder.cli import main
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("secret_headers: [unclosed\n")
+    result = CliRunner().invoke(
+        main,
+        ["record", "--upstream", "http://127.0.0.1:9", "--rules", str(rules), "--out", "x"],
+    )
+    assert result.exit_code == 2
+    assert str(rules) in result.output
