@@ -641,7 +641,7 @@ class ReplayState:
             if not distinct:
                 continue
             is_loose = kind in loose
-            from_field = self._token_field_columns.isdisjoint(columns) is False
+            from_field = not self._token_field_columns.isdisjoint(columns)
             for golden, live in distinct:
                 if golden is None or live is None:
                     return False  # another alternative (kind) matched on one side
@@ -650,6 +650,11 @@ class ReplayState:
                         return False  # rule 2: compared exactly
                     continue
                 if is_loose:
+                    # a recorded value of a shape (a timestamp) must meet a live value of it
+                    if from_field:
+                        golden_kind = self._shape_kind(golden)
+                        if golden_kind is not None and self._shape_kind(live) != golden_kind:
+                            return False
                     loose_pairs.append((golden, live))
                     continue
                 # rule 3: one-to-one, within this reply and with what earlier replies taught

@@ -1,0 +1,615 @@
+"""Aliasing, carry-forward and bless: unit and property tests, no network.
+
+The shipped transcripts (recorded from the real kit) are replayed against a simulated fresh
+agent: every id and timestamp the agent generated is regenerated consistently, the agent
+listens on another port. That must never mismatch; the carried-forward requests must be the
+ones the live client would have sent.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import uuid
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recorder import httpfile
+from recorder.aliasing import ReplayState
+from recorder.model import Exchange, Headers, Request, Response, SseEvent, Transcript
+from recorder.rules import DEFAULT_RULES
+
+RECORDED = "http://localhost:41242"
+LIVE = "http://127.0.0.1:40001"
+JSON = [("Content-Type", "application/json")]
+TRANSCRIPTS = sorted((Path(__file__).parent.parent / "transcripts").glob("*.http"))
+
+
+def state(**overrides: Any) -> ReplayState:
+    options: dict[str, Any] = {"recorded_base": RECORDED, "live_base": LIVE}
+    options.update(overrides)
+    return ReplayState(DEFAULT_RULES, **options)
+
+
+def reply(value: Any, **kwargs: Any) -> Response:
+    return Response(200, "OK", kwargs.pop("headers", JSON), json.dumps(value).encode(), **kwargs)
+
+
+def rpc(method: str, params: Any, request_id: Any = 1, target: str = "/a2a/jsonrpc") -> Request:
+    body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    headers = [("Host", "localhost:41242"), *JSON, ("A2A-Version", "1.0")]
+    return Request("POST", target, headers, json.dumps(body).encode())
+
+
+def task_reply(task_id: str, context_id: str, stamp: str, request_id: Any = 1) -> Response:
+    return reply(
+        {
+            "result": {
+                "task": {
+                    "id": task_id,
+                    "contextId": context_id,
+                    "status": {"state": "TASK_STATE_COMPLETED", "timestamp": stamp},
+                }
+            },
+            "id": request_id,
+            "jsonrpc": "2.0",
+        }
+    )
+
+
+def learn(s: ReplayState, golden: dict[str, str], live: dict[str, str]) -> None:
+    """Teach `s` that each recorded task (id, context) is the live one."""
+    for name in golden:
+        request = rpc("SendMessage", {"message": {"messageId": f"msg-{name}"}})
+        g_task, g_context = golden[name].split("|")
+        l_task, l_context = live[name].split("|")
+        exchange = Exchange(request, task_reply(g_task, g_context, "2026-11-29T18:28:41.946689Z"))
+        assert (
+            s.compare(exchange, task_reply(l_task, l_context, "2026-11-30T01:02:03.000001Z")) == []
+        )
+
+
+def ids() -> tuple[str, str]:
+    return str(uuid.uuid4()), str(uuid.uuid4())
+
+
+# --- carry-forward -------------------------------------------------------------------------
+
+
+def test_prepare_carries_learned_values_into_body_path_query_and_headers() -> None:
+    (g_task, g_ctx), (l_task, l_ctx) = ids(), ids()
+    s = state()
+    learn(s, {"a": f"{g_task}|{g_ctx}"}, {"a": f"{l_task}|{l_ctx}"})
+    body = rpc("GetTask", {"id": g_task, "note": f"task {g_task} in {g_ctx}", "other": "x"})
+    sent = s.prepare(body)
+    assert sent.json["params"] == {"id": l_task, "note": f"task {l_task} in {l_ctx}", "other": "x"}
+    assert sent.headers.get("Host") == "127.0.0.1:40001"
+
+    rest = Request(
+        "POST",
+        f"/a2a/rest/tasks/{g_task}:cancel?contextId={g_ctx}&keep=1",
+        [
+            ("Host", "localhost:41242"),
+            ("X-Task", g_task),
+            ("Referer", f"{RECORDED}/tasks/{g_task}"),
+        ],
+    )
+    sent = s.prepare(rest)
+    assert sent.target == f"/a2a/rest/tasks/{l_task}:cancel?contextId={l_ctx}&keep=1"
+    assert sent.headers.get("X-Task") == l_task
+    assert sent.headers.get("Referer") == f"{LIVE}/tasks/{l_task}"
+
+
+def test_prepare_is_percent_encoding_aware() -> None:
+    s = state()
+    golden_time, live_time = "2026-11-29T18:28:41.946689Z", "2026-11-30T01:02:03.000001Z"
+    g_task, l_task = str(uuid.uuid4()), str(uuid.uuid4())
+    exchange = Exchange(rpc("SendMessage", {}), task_reply(g_task, g_task[::-1], golden_time))
+    s.compare(exchange, task_reply(l_task, l_task[::-1], live_time))
+    request = Request(
+        "GET", f"/a2a/rest/tasks?statusTimestampAfter={golden_time.replace(':', '%3A')}&x=a%20b"
+    )
+    sent = s.prepare(request)
+    assert sent.target == f"/a2a/rest/tasks?statusTimestampAfter={live_time}&x=a%20b"
+
+
+def test_prepare_sends_unlearned_values_as_recorded() -> None:
+    s = state(recorded_base=None)
+    request = rpc("GetTask", {"id": str(uuid.uuid4())})
+    sent = s.prepare(request)
+    assert (sent.target, sent.body) == (request.target, request.body)
+    # the Host header always names the agent played against
+    assert sent.headers.get("Host") == "127.0.0.1:40001"
+    no_host = Request("GET", "/a2a/rest/tasks/x")
+    assert s.prepare(no_host) is no_host
+
+
+def test_prepare_carries_a_non_uuid_id_in_a_custom_method_path() -> None:
+    s = state()
+    exchange = Exchange(
+        rpc("SendMessage", {}), task_reply("task-1", "ctx-1", "2026-11-29T18:28:41Z")
+    )
+    assert s.compare(exchange, task_reply("task-7", "ctx-7", "2026-11-29T18:28:42Z")) == []
+    sent = s.prepare(Request("POST", "/a2a/rest/tasks/task-1:cancel"))
+    assert sent.target == "/a2a/rest/tasks/task-7:cancel"
+    sent = s.prepare(rpc("GetTask", {"id": "task-1", "text": "task-1 is not replaced in text"}))
+    assert sent.json["params"] == {"id": "task-7", "text": "task-1 is not replaced in text"}
+
+
+def test_next_page_token_is_carried_forward() -> None:
+    s = state()
+    request = rpc("ListTasks", {"pageSize": 1})
+    golden = reply({"result": {"tasks": [], "nextPageToken": "eyJ0cyI6MX0", "pageSize": 1}})
+    live = reply({"result": {"tasks": [], "nextPageToken": "eyJ0cyI6Mn0", "pageSize": 1}})
+    assert s.compare(Exchange(request, golden), live) == []
+    sent = s.prepare(rpc("ListTasks", {"pageSize": 1, "pageToken": "eyJ0cyI6MX0"}))
+    assert sent.json["params"]["pageToken"] == "eyJ0cyI6Mn0"
+
+
+# --- rule 3: one to one ---------------------------------------------------------------------
+
+
+def test_two_recorded_tasks_cannot_become_one_live_task() -> None:
+    s = state()
+    (g1, g2), (l1, _) = ids(), ids()
+    request = rpc("ListTasks", {})
+    golden = reply(
+        {"result": {"tasks": [{"id": g1, "contextId": "c"}, {"id": g2, "contextId": "c"}]}}
+    )
+    live = reply(
+        {"result": {"tasks": [{"id": l1, "contextId": "c"}, {"id": l1, "contextId": "c"}]}}
+    )
+    [mismatch] = s.compare(Exchange(request, golden), live)
+    assert mismatch.path == "$.result.tasks[1].id"
+    assert (mismatch.expected, mismatch.actual) == ("<id:3>", "<id:1>")  # "c" is <id:2>
+    assert f"live {l1} already stands for <id:1> (recorded {g1})" in mismatch.message
+
+
+def test_one_recorded_task_cannot_become_two_live_tasks() -> None:
+    s = state()
+    g1, (l1, l2) = str(uuid.uuid4()), ids()
+    request = rpc("ListTasks", {})
+    golden = reply(
+        {"result": {"tasks": [{"id": g1, "contextId": "c"}, {"id": g1, "contextId": "c"}]}}
+    )
+    live = reply(
+        {"result": {"tasks": [{"id": l1, "contextId": "c"}, {"id": l2, "contextId": "c"}]}}
+    )
+    [mismatch] = s.compare(Exchange(request, golden), live)
+    assert mismatch.path == "$.result.tasks[1].id"
+    assert mismatch.message == f"recorded {g1} is live {l1}, but the reply names {l2}"
+
+
+def test_the_mapping_holds_across_exchanges() -> None:
+    s = state()
+    (g1, g2), (l1, l2) = ids(), ids()
+    learn(s, {"a": f"{g1}|ga", "b": f"{g2}|gb"}, {"a": f"{l1}|la", "b": f"{l2}|lb"})
+    request = rpc("GetTask", {"id": g1})
+    golden = reply({"result": {"id": g1, "contextId": "ga"}})
+    assert (
+        s.compare(Exchange(request, golden), reply({"result": {"id": l1, "contextId": "la"}})) == []
+    )
+    found = s.compare(Exchange(request, golden), reply({"result": {"id": l2, "contextId": "la"}}))
+    assert [(m.path, m.expected, m.actual) for m in found] == [("$.result.id", "<id:1>", "<id:3>")]
+
+
+def test_timestamps_need_not_map_one_to_one() -> None:
+    # two status updates may share a clock tick in one run and not in the other
+    s = state()
+    request = rpc("SendStreamingMessage", {})
+    t1, t2 = "2026-11-29T18:28:41.001Z", "2026-11-29T18:28:41.002Z"
+    golden = reply({"a": {"timestamp": t1}, "b": {"timestamp": t2}, "c": f"at {t1}"})
+    same = "2026-11-30T00:00:00.000Z"
+    assert (
+        s.compare(
+            Exchange(request, golden),
+            reply({"a": {"timestamp": same}, "b": {"timestamp": same}, "c": f"at {same}"}),
+        )
+        == []
+    )
+    golden_same = reply({"a": {"timestamp": t1}, "b": {"timestamp": t1}})
+    live = reply({"a": {"timestamp": same}, "b": {"timestamp": "2026-11-30T00:00:00.001Z"}})
+    assert s.compare(Exchange(request, golden_same), live) == []
+
+
+def test_a_timestamp_must_still_be_a_timestamp() -> None:
+    s = state()
+    golden = reply({"status": {"timestamp": "2026-11-29T18:28:41.001Z"}})
+    [mismatch] = s.compare(
+        Exchange(rpc("GetTask", {}), golden), reply({"status": {"timestamp": "soon"}})
+    )
+    assert mismatch.path == "$.status.timestamp"
+
+
+def test_client_values_are_compared_exactly() -> None:
+    s = state()
+    request_id, message_id = str(uuid.uuid4()), str(uuid.uuid4())
+    request = rpc("SendMessage", {"message": {"messageId": message_id}}, request_id=request_id)
+    task_id = str(uuid.uuid4())
+    golden = reply(
+        {
+            "result": {
+                "task": {"id": task_id, "history": [{"messageId": message_id, "taskId": task_id}]}
+            },
+            "id": request_id,
+        }
+    )
+    live_task = str(uuid.uuid4())
+    good = reply(
+        {
+            "result": {
+                "task": {
+                    "id": live_task,
+                    "history": [{"messageId": message_id, "taskId": live_task}],
+                }
+            },
+            "id": request_id,
+        }
+    )
+    assert s.compare(Exchange(request, golden), good) == []
+    other = str(uuid.uuid4())
+    bad = reply(
+        {
+            "result": {
+                "task": {"id": live_task, "history": [{"messageId": other, "taskId": live_task}]}
+            },
+            "id": other,
+        }
+    )
+    found = s.compare(Exchange(request, golden), bad)
+    assert [(m.path, m.expected, m.actual) for m in found] == [
+        ("$.result.task.history[0].messageId", message_id, other),
+        ("$.id", request_id, other),
+    ]
+
+
+def test_id_is_generated_only_beside_task_members() -> None:
+    s = state()
+    request = Request("GET", "/.well-known/agent-card.json")
+    golden = reply({"skills": [{"id": "review", "name": "Review"}]})
+    found = s.compare(
+        Exchange(request, golden), reply({"skills": [{"id": "rewrite", "name": "Review"}]})
+    )
+    assert [(m.path, m.expected, m.actual) for m in found] == [
+        ("$.skills[0].id", "review", "rewrite")
+    ]
+
+
+def test_aliases_number_by_first_appearance_per_kind() -> None:
+    s = state()
+    g = [str(uuid.uuid4()) for _ in range(3)]
+    assert s.alias(g[1], "id") == "<id:1>"
+    assert s.alias("2026-11-29T18:28:41Z", "time") == "<time:1>"
+    assert s.alias(g[0], "id") == "<id:2>"
+    assert s.alias(g[1], "id") == "<id:1>"
+
+
+def test_a_non_uuid_id_that_hides_in_literal_text_is_still_checked() -> None:
+    # "task-1" is no shape: the fast path must not let an equal "id" member pass when the
+    # mapping says task-1 is live task-7 (a non-fresh agent answering with an old task)
+    s = state()
+    assert (
+        s.compare(
+            Exchange(rpc("SendMessage", {}), task_reply("task-1", "ctx-1", "2026-11-29T18:28:41Z")),
+            task_reply("task-7", "ctx-7", "2026-11-29T18:28:42Z"),
+        )
+        == []
+    )
+    request = rpc("GetTask", {"id": "task-1"})
+    golden = reply({"result": {"id": "task-1", "contextId": "ctx-1"}})
+    found = s.compare(
+        Exchange(request, golden), reply({"result": {"id": "task-1", "contextId": "ctx-7"}})
+    )
+    assert [m.path for m in found] == ["$.result.id"]
+
+
+# --- bless ------------------------------------------------------------------------------------
+
+
+def test_bless_of_an_unchanged_reply_gives_the_recorded_bytes() -> None:
+    s = state()
+    g_task, l_task = str(uuid.uuid4()), str(uuid.uuid4())
+    golden_headers = [("Date", "Sun, 29 Nov 2026 19:25:10 GMT"), ("Server", "uvicorn"), *JSON]
+    golden = task_reply(g_task, "ctx", "2026-11-29T18:28:41.946689Z")
+    golden = replace(golden, headers=Headers(golden_headers))
+    live = task_reply(l_task, "ctx", "2026-11-30T01:02:03.000001Z")
+    live = replace(
+        live,
+        headers=Headers(
+            [
+                ("date", "Mon, 30 Nov 2026 01:02:03 GMT"),
+                ("server", "uvicorn"),
+                ("content-length", "9"),
+                ("content-type", "application/json"),
+            ]
+        ),
+    )
+    request = rpc("SendMessage", {})
+    assert s.compare(Exchange(request, golden), live) == []
+    blessed = s.bless(golden, live)
+    assert blessed == golden
+    assert blessed.body == golden.body
+
+
+def test_bless_keeps_recorded_ids_and_shows_the_real_change() -> None:
+    s = state()
+    g_task, l_task = str(uuid.uuid4()), str(uuid.uuid4())
+    golden = task_reply(g_task, "ctx", "2026-11-29T18:28:41.946689Z")
+    live_value = json.loads(task_reply(l_task, "ctx", "2026-11-30T01:02:03.000001Z").body)
+    live_value["result"]["task"]["status"]["state"] = "TASK_STATE_FAILED"
+    live_value["result"]["task"]["artifacts"] = [{"artifactId": str(uuid.uuid4())}]
+    live = reply(live_value)
+    found = s.compare(Exchange(rpc("SendMessage", {}), golden), live)
+    assert [m.path for m in found] == ["$.result.task.status.state", "$.result.task.artifacts"]
+    blessed = s.bless(golden, live).json["result"]["task"]
+    assert blessed["id"] == g_task
+    assert blessed["status"] == {
+        "state": "TASK_STATE_FAILED",
+        "timestamp": "2026-11-29T18:28:41.946689Z",
+    }
+    # a new value keeps its live value
+    assert blessed["artifacts"] == live_value["result"]["task"]["artifacts"]
+
+
+def test_bless_a_stream_keeps_the_frame_layout() -> None:
+    s = state()
+    g_task, l_task = str(uuid.uuid4()), str(uuid.uuid4())
+
+    def stream(task_id: str, stamp: str) -> Response:
+        frames = [
+            {
+                "result": {
+                    "task": {
+                        "id": task_id,
+                        "contextId": "c",
+                        "status": {"state": "TASK_STATE_SUBMITTED"},
+                    }
+                }
+            },
+            {
+                "result": {
+                    "statusUpdate": {
+                        "taskId": task_id,
+                        "contextId": "c",
+                        "status": {"timestamp": stamp},
+                    }
+                }
+            },
+        ]
+        events = tuple(SseEvent(data=json.dumps(f)) for f in frames)
+        return Response(
+            200, "OK", [("Content-Type", "text/event-stream; charset=utf-8")], events=events
+        )
+
+    golden = stream(g_task, "2026-11-29T18:28:41.946689Z")
+    live = stream(l_task, "2026-11-30T01:02:03.000001Z")
+    assert s.compare(Exchange(rpc("SendStreamingMessage", {}), golden), live) == []
+    assert s.bless(golden, live) == golden
+
+
+def test_bless_puts_the_recorded_agent_address_back() -> None:
+    s = state()
+    golden = reply({"supportedInterfaces": [{"url": f"{RECORDED}/a2a/jsonrpc"}]})
+    live = reply({"supportedInterfaces": [{"url": f"{LIVE}/a2a/jsonrpc"}]})
+    assert s.compare(Exchange(Request("GET", "/.well-known/agent-card.json"), golden), live) == []
+    assert s.bless(golden, live) == golden
+
+
+# --- the shipped transcripts against a simulated fresh agent ----------------------------------
+
+SHAPES = re.compile(
+    r"(?P<id>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+    r"|(?P<time>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?Z)"
+)
+
+
+class FreshAgent:
+    """What a freshly started agent on another port replies: every generated value renewed."""
+
+    def __init__(self, seed: int) -> None:
+        self.random = random.Random(seed)
+        self.renewed: dict[str, str] = {}
+        self.client: set[str] = set()
+
+    def new_value(self, match: re.Match[str]) -> str:
+        value = match.group()
+        if value in self.client:
+            return value  # the agent echoes what the client sent
+        if value not in self.renewed:
+            if match.lastgroup == "id":
+                self.renewed[value] = str(uuid.UUID(int=self.random.getrandbits(128), version=4))
+            else:
+                moment = datetime(2027, 1, 1, tzinfo=UTC) + timedelta(
+                    microseconds=self.random.getrandbits(40)
+                )
+                self.renewed[value] = moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return self.renewed[value]
+
+    def sees(self, request: Request) -> Request:
+        """The request as the live client sends it; what it carries unlearned is the client's."""
+        text = (
+            request.target + "\n" + "\n".join(v for _, v in request.headers) + "\n" + request.text
+        )
+        for match in SHAPES.finditer(text):
+            if match.group() not in self.renewed:
+                self.client.add(match.group())
+        return Request(
+            request.method,
+            SHAPES.sub(self.new_value, request.target),
+            Headers(
+                (n, LIVE.split("//")[1] if n.lower() == "host" else SHAPES.sub(self.new_value, v))
+                for n, v in request.headers
+            ),
+            SHAPES.sub(self.new_value, request.text).encode() if request.body else b"",
+            request.http_version,
+        )
+
+    def replies(self, response: Response) -> Response:
+        headers = Headers(
+            (n, SHAPES.sub(self.new_value, v).replace(RECORDED, LIVE)) for n, v in response.headers
+        )
+        body = SHAPES.sub(self.new_value, response.text).replace(RECORDED, LIVE)
+        return Response(
+            response.status,
+            response.reason,
+            headers,
+            body.encode(),
+            http_version=response.http_version,
+        )
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.name for p in TRANSCRIPTS])
+def test_shipped_transcript_replays_cleanly_against_a_fresh_agent(path: Path) -> None:
+    transcript = httpfile.load(path)
+    for seed in range(3):
+        agent = FreshAgent(seed)
+        s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
+        for number, exchange in enumerate(transcript, start=1):
+            expected_request = agent.sees(exchange.request)
+            sent = s.prepare(exchange.request)
+            assert sent.target == expected_request.target, number
+            assert sent.json == expected_request.json, number
+            live = agent.replies(exchange.response)
+            assert s.compare(exchange, live) == [], (path.name, number)
+            assert s.bless(exchange.response, live) == exchange.response, (path.name, number)
+
+
+def test_shipped_transcripts_rebless_to_identical_files() -> None:
+    for path in TRANSCRIPTS:
+        transcript = httpfile.load(path)
+        agent = FreshAgent(7)
+        s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
+        blessed = []
+        for exchange in transcript:
+            live = agent.replies(exchange.response)
+            s.prepare(exchange.request)
+            s.compare(exchange, live)
+            blessed.append(replace(exchange, response=s.bless(exchange.response, live)))
+        updated = Transcript(tuple(blessed), transcript.comments, transcript.format_version)
+        assert httpfile.dumps(updated) == path.read_text(encoding="utf-8"), path.name
+
+
+# --- properties -------------------------------------------------------------------------------
+
+times = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2099, 1, 1)).map(
+    lambda d: d.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+)
+
+
+def conversation(
+    task_ids: list[str], context_ids: list[str], stamps: list[str], reads: list[int]
+) -> list[tuple[Request, Response]]:
+    """SendMessage per task, then GetTask (JSON-RPC) and REST reads of earlier tasks."""
+    out = []
+    for index, (task_id, context_id, stamp) in enumerate(
+        zip(task_ids, context_ids, stamps, strict=True)
+    ):
+        out.append(
+            (
+                rpc("SendMessage", {"message": {"messageId": f"m{index}"}}, index),
+                task_reply(task_id, context_id, stamp, index),
+            )
+        )
+    for number, read in enumerate(reads):
+        task_id, context_id = task_ids[read], context_ids[read]
+        body = {
+            "result": {
+                "id": task_id,
+                "contextId": context_id,
+                "status": {"timestamp": stamps[read], "message": {"text": f"Task {task_id} done"}},
+                "history": [{"taskId": task_id, "contextId": context_id}],
+            },
+            "id": 100 + number,
+        }
+        if number % 2:
+            request = Request("GET", f"/a2a/rest/tasks/{task_id}", [("Host", "localhost:41242")])
+            body = body["result"]
+        else:
+            request = rpc("GetTask", {"id": task_id}, 100 + number)
+        out.append((request, reply(body)))
+    return out
+
+
+@st.composite
+def runs(
+    draw: st.DrawFn,
+) -> tuple[list[tuple[Request, Response]], list[tuple[Request, Response]], int]:
+    count = draw(st.integers(1, 4))
+    unique = st.lists(st.uuids().map(str), min_size=2 * count, max_size=2 * count, unique=True)
+    golden_ids, live_ids = draw(unique), draw(unique)
+    reads = draw(st.lists(st.integers(0, count - 1), min_size=1, max_size=5))
+    golden = conversation(
+        golden_ids[:count],
+        golden_ids[count:],
+        draw(st.lists(times, min_size=count, max_size=count)),
+        reads,
+    )
+    live = conversation(
+        live_ids[:count],
+        live_ids[count:],
+        draw(st.lists(times, min_size=count, max_size=count)),
+        reads,
+    )
+    return golden, live, count
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs())
+def test_consistently_regenerated_values_never_mismatch(
+    run: tuple[list[tuple[Request, Response]], list[tuple[Request, Response]], int],
+) -> None:
+    golden, live, _ = run
+    s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
+    for (golden_request, golden_response), (live_request, live_response) in zip(
+        golden, live, strict=True
+    ):
+        sent = s.prepare(golden_request)
+        assert sent.target == live_request.target
+        assert sent.json == live_request.json
+        assert s.compare(Exchange(golden_request, golden_response), live_response) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs(), st.data())
+def test_an_inconsistent_mapping_always_mismatches(
+    run: tuple[list[tuple[Request, Response]], list[tuple[Request, Response]], int],
+    data: st.DataObject,
+) -> None:
+    golden, live, count = run
+    # pick one read and make its reply name another id in one place: another task's, or new
+    victim = data.draw(st.integers(count, len(live) - 1))
+    value = live[victim][1].json
+    document = value.get("result", value)
+    place = data.draw(st.sampled_from(["id", "history", "message"]))
+    wrong = data.draw(st.uuids().map(str).filter(lambda u: u != document["id"]))
+    if place == "id":
+        document["id"] = wrong
+    elif place == "history":
+        document["history"][0]["taskId"] = wrong
+    else:
+        document["status"]["message"]["text"] = f"Task {wrong} done"
+    live = [*live[:victim], (live[victim][0], reply(value)), *live[victim + 1 :]]
+    s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
+    found = []
+    for number, ((golden_request, golden_response), (_, live_response)) in enumerate(
+        zip(golden, live, strict=True)
+    ):
+        s.prepare(golden_request)
+        found.extend(
+            (number, m.path)
+            for m in s.compare(Exchange(golden_request, golden_response), live_response)
+        )
+    prefix = "$.result" if "result" in value else "$"
+    path = {
+        "id": f"{prefix}.id",
+        "history": f"{prefix}.history[0].taskId",
+        "message": f"{prefix}.status.message.text",
+    }[place]
+    assert found == [(victim, path)]
