@@ -186,6 +186,8 @@ class _Call:
     client_base: str = ""
     if_none_match: bytes | None = None
     response_started: bool = False
+    # (ticket, frames): sent while that event stream of the same scenario was open
+    during: tuple[int, int] | None = None
     redactor: Redactor = field(default_factory=Redactor)
 
 
@@ -224,6 +226,8 @@ class RecordingProxy:
         self._timeouts = {"timeout": self._timeout.as_dict()}
         self._buffer_limit = buffer_limit
         self.scenario: str | None = None  # set by the control endpoint
+        # scenario slug -> {ticket of an open event stream: frames sent to the client so far}
+        self._open_streams: dict[str, dict[int, int]] = {}
         self.recorded = 0
 
     # ---------------------------------------------------------------- ASGI entry
@@ -335,6 +339,11 @@ class RecordingProxy:
             redactor=Redactor(headers=self._secret_headers, fields=self._secret_fields),
         )
         call.operation = _quick_operation(method, path, body)
+        if scenario is not None:
+            open_streams = self._open_streams.get(slugify(scenario))
+            if open_streams:
+                latest = max(open_streams)
+                call.during = (latest, open_streams[latest])
         if call.operation in _CARD_OPERATIONS:
             # ask for the whole card: the upstream's validators name the unrewritten one
             call.headers = [(n, v) for n, v in forwarded if n not in _CONDITIONAL]
@@ -513,6 +522,13 @@ class RecordingProxy:
         )
         call.response_started = True
 
+        # an event stream of a scenario stays visible while open: requests of the same
+        # scenario sent meanwhile are tagged `@during exchange N frame K`
+        open_streams: dict[int, int] | None = None
+        if decoder is not None and call.scenario is not None:
+            open_streams = self._open_streams.setdefault(slugify(call.scenario), {})
+            open_streams[call.ticket] = 0
+
         async def pump() -> None:
             async for chunk in upstream.aiter_raw():
                 if decoder is not None:
@@ -520,6 +536,8 @@ class RecordingProxy:
                 else:
                     chunks.append(chunk)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if open_streams is not None and decoder is not None:
+                    open_streams[call.ticket] = len(decoder.events)
 
         async def watch() -> None:
             while True:
@@ -547,6 +565,8 @@ class RecordingProxy:
             self._record_partial(call, upstream, kept, decoder, chunks, "the proxy shut down")
             raise
         finally:
+            if open_streams is not None:
+                open_streams.pop(call.ticket, None)
             watch_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watch_task
@@ -668,6 +688,7 @@ class RecordingProxy:
                 scenario=call.scenario,
                 operation=call.operation or operation_name(exchange.request),
                 secrets=call.redactor.seen,
+                during=call.during,
             )
         except Exception as exc:
             reason = describe_error(exc)

@@ -13,6 +13,7 @@ never half of one. Exchanges without a scenario get a file each, named after the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -26,6 +27,7 @@ from recorder.model import Exchange, Request, Transcript
 
 __all__ = [
     "TranscriptStore",
+    "during_tagged",
     "exchange_title",
     "file_name",
     "header_case",
@@ -152,8 +154,8 @@ def file_name(number: int, slug: str) -> str:
 @dataclass
 class _OpenFile:
     path: Path
-    # (request order, exchange); kept sorted by request order
-    exchanges: list[tuple[int, Exchange]] = field(default_factory=list)
+    # (request order, exchange, during); kept sorted by request order
+    exchanges: list[tuple[int, Exchange, tuple[int, int] | None]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -215,9 +217,15 @@ class TranscriptStore:
         scenario: str | None,
         operation: str,
         secrets: Mapping[str, str] = {},
+        during: tuple[int, int] | None = None,
     ) -> Path:
         """Record one finished exchange; returns the file it went to. Raises OSError when the
-        file cannot be written (nothing is half written: the old file stays as it was)."""
+        file cannot be written (nothing is half written: the old file stays as it was).
+
+        `during` = (ticket, frames): the request was sent while the event stream of the
+        exchange with that ticket (same scenario) was open, after `frames` of its frames had
+        gone to the client. It is written as the tag `# @during exchange N frame K` (N counted
+        from 1 in the file), which tells a player to send this request at the same point."""
         with self._lock:
             self._secrets.update(secrets)
             all_secrets = dict(self._secrets)
@@ -232,9 +240,10 @@ class TranscriptStore:
                     self._open[slug] = record
                     self.written.append(record.path)
         with record.lock:
-            record.exchanges.append((ticket, exchange))
-            record.exchanges.sort(key=lambda pair: pair[0])
-            transcript = Transcript(exchanges=tuple(e for _, e in record.exchanges))
+            entry = (ticket, exchange, during)
+            record.exchanges.append(entry)
+            record.exchanges.sort(key=lambda item: item[0])
+            transcript = Transcript(exchanges=during_tagged(record.exchanges))
             text = dumps(transcript)
             if self._scrub is not None and all_secrets:
                 scrubbed = self._scrub(text, all_secrets)
@@ -245,9 +254,25 @@ class TranscriptStore:
             try:
                 write_text_atomic(record.path, text)
             except OSError:
-                record.exchanges.remove((ticket, exchange))
+                record.exchanges.remove(entry)
                 raise
         return record.path
+
+
+def during_tagged(
+    entries: Iterable[tuple[int, Exchange, tuple[int, int] | None]],
+) -> tuple[Exchange, ...]:
+    """The exchanges of (ticket, exchange, during) entries in ticket order, each `during`
+    written as the comment `@during exchange N frame K` once exchange N is in the list."""
+    ordered = sorted(entries, key=lambda item: item[0])
+    position = {ticket: n for n, (ticket, _, _) in enumerate(ordered, start=1)}
+    out = []
+    for _, exchange, during in ordered:
+        if during is not None and during[0] in position:
+            tag = f"@during exchange {position[during[0]]} frame {during[1]}"
+            exchange = dataclasses.replace(exchange, comments=(*exchange.comments, tag))
+        out.append(exchange)
+    return tuple(out)
 
 
 def describe_error(exc: BaseException) -> str:

@@ -401,6 +401,9 @@ def test_planner_records_every_scenario_through_the_proxy(tmp_path: Path) -> Non
     # the client-chosen values are stable: ids 1, 2, 3 ... and messageIds by scenario
     errors = load(paths[10])
     assert [e.request.json["id"] for e in errors if e.request.json] == [1, 2, 3, 5, 6, 7, 8]
+    # the CancelTask of the subscribe scenario went out while the stream was open
+    subscribe = load(paths[7])
+    assert [e.comments for e in subscribe] == [(), (), ("@during exchange 2 frame 1",)]
     written = b"".join(p.read_bytes() for p in paths)
     assert b"kit-demo-token" not in written and b"Bearer {{A2A_TOKEN}}" in written
 

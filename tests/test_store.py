@@ -11,6 +11,7 @@ from factories import make_exchange, make_request
 from recorder import Headers, Request, load
 from recorder.store import (
     TranscriptStore,
+    during_tagged,
     exchange_title,
     file_name,
     header_case,
@@ -211,3 +212,13 @@ def test_concurrent_writes_lose_nothing(tmp_path: Path) -> None:
     assert total == 40
     numbers = [int(f.name.split("-")[0]) for f in files]
     assert len(set(numbers)) == len(numbers)
+
+
+def test_during_tags_name_the_open_stream_by_its_place_in_the_file() -> None:
+    send, stream, cancel = (make_exchange(title=t) for t in ("send", "stream", "cancel"))
+    tagged = during_tagged([(3, cancel, (2, 1)), (1, send, None), (2, stream, None)])
+    assert [e.title for e in tagged] == ["send", "stream", "cancel"]
+    assert tagged[2].comments == ("@during exchange 2 frame 1",)
+    # the stream is not written yet: no tag until it is
+    alone = during_tagged([(1, send, None), (3, cancel, (2, 1))])
+    assert alone[1].comments == ()
