@@ -14,8 +14,9 @@ are 1, 2, 3 ... per file (`Session` renumbers the SDK's uuid4 ids on the way out
 
 One scenario overlaps calls on purpose (`subscribe`): its CancelTask is sent while the
 SubscribeToTask stream is open, after the stream's first frame arrived; the stream then ends
-with the CANCELED update. A player has to send the next exchange without waiting for such a
-stream to end (otherwise the slow review finishes on its own after 30 s and completes).
+with the CANCELED update. The recorder writes this down as `# @during exchange 2 frame 1` on
+the CancelTask, and the player sends it at the same point (without waiting for the stream to
+end, which would take the slow review's 30 s and end COMPLETED instead).
 """
 
 from __future__ import annotations
