@@ -333,7 +333,10 @@ def parse_curl_output(raw: bytes) -> Response:
 def kit() -> Iterator[Any]:
     from recorder.kit import start_kit
 
-    with start_kit() as server:
+    # The slow review ("please review slowly") stays WORKING for 30 s by default; a stream that
+    # follows it (08-subscribe) ends only then. Curl runs the commands one after another, so a
+    # short slow review keeps the test quick; every status code stays the recorded one.
+    with start_kit(slow_review_seconds=2.0) as server:
         yield server
 
 
