@@ -7,7 +7,7 @@ transcript file, decides what to send and what mismatched). It does four things:
    the files across machines (`--shard K/N`). Broken input stops the run before anything is sent.
 2. Send: each exchange's request, after `ReplayState.prepare` (carry-forward of generated
    values) and after filling `{{NAME}}` placeholders from the environment, goes to the agent
-   over one keep-alive `httpx.Client` per worker. The recorded Host, Content-Length and
+   over one keep-alive httpx transport per worker. The recorded Host, Content-Length and
    hop-by-hop headers are not sent (httpx writes Host and Content-Length for the live request);
    the body bytes go as recorded.
 3. Read: the live reply is built into a `Response` with its real status, reason, headers and
@@ -33,6 +33,7 @@ import errno
 import functools
 import os
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -64,7 +65,7 @@ __all__ = [
     "agent_base_url",
     "fill_placeholders",
     "load_transcripts",
-    "make_client",
+    "make_transport",
     "missing_variables",
     "parse_shard",
     "plan",
@@ -385,31 +386,34 @@ def recorded_base_url(transcript: Transcript) -> str | None:
 # --------------------------------------------------------------------------- sending
 
 
-def make_client(timeout: float = DEFAULT_TIMEOUT) -> httpx.Client:
-    """A keep-alive HTTP/1.1 client that sends only the headers of the recorded request.
+def make_transport() -> httpx.HTTPTransport:
+    """A keep-alive HTTP/1.1 connection pool to the agent (one per worker thread).
 
-    httpx adds Accept, Accept-Encoding, Connection and User-Agent to every request by default;
-    they are removed so the agent sees what the transcript shows (Host and Content-Length
-    excepted).
+    The player sends through the transport, not an `httpx.Client`: a replay must send exactly
+    the recorded request, so none of what a client adds is wanted (default Accept,
+    Accept-Encoding and User-Agent headers, cookies kept from earlier replies, redirects
+    followed), and skipping it makes each exchange cheaper. TCP_NODELAY: a request's head and
+    body are separate writes.
     """
-    client = httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False)
-    for name in list(client.headers.keys()):
-        del client.headers[name]
-    return client
+    return httpx.HTTPTransport(
+        retries=0, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+    )
 
 
 def send(
-    client: httpx.Client,
+    transport: httpx.BaseTransport,
     base_url: str,
     request: Request,
     *,
     timeout: float = DEFAULT_TIMEOUT,
     max_events: int | None = None,
+    on_frames: Callable[[int], None] | None = None,
 ) -> Response:
     """Send `request` to the agent at `base_url`; return its reply as a `Response`.
 
     An event stream is read as it arrives; with `max_events` (a golden reply recorded
-    truncated) reading stops after that many frames. The whole reply must arrive within
+    truncated) reading stops after that many frames; `on_frames(n)` is told how many frames
+    have arrived (0 when the reply's head arrives). The whole reply must arrive within
     `timeout` seconds. Raises `UpstreamError` when the agent cannot be reached or is too slow.
     """
     target = request.target
@@ -423,14 +427,20 @@ def send(
         body = None
     deadline = time.monotonic() + timeout
     try:
-        outgoing = client.build_request(
-            request.method, base_url + target, headers=headers, content=body
+        outgoing = httpx.Request(
+            request.method,
+            base_url + target,
+            headers=headers,
+            content=body,
+            extensions={"timeout": httpx.Timeout(timeout).as_dict()},
         )
-        reply = client.send(outgoing, stream=True)
+        reply = transport.handle_request(outgoing)
         try:
             content_type = reply.headers.get("content-type")
+            if on_frames is not None:
+                on_frames(0)
             if is_event_stream(content_type):
-                data = _read_stream(reply, deadline, timeout, max_events)
+                data = _read_stream(reply, deadline, timeout, max_events, on_frames)
             else:
                 data = reply.read()
         finally:
@@ -458,17 +468,27 @@ def send(
 
 
 def _read_stream(
-    reply: httpx.Response, deadline: float, timeout: float, max_events: int | None
+    reply: httpx.Response,
+    deadline: float,
+    timeout: float,
+    max_events: int | None,
+    on_frames: Callable[[int], None] | None,
 ) -> bytes:
     from recorder.sse import SseDecoder
 
-    decoder = SseDecoder() if max_events is not None else None
+    counting = max_events is not None or on_frames is not None
+    decoder = SseDecoder() if counting else None
     chunks: list[bytes] = []
+    frames = 0
     for chunk in reply.iter_bytes():
         chunks.append(chunk)
-        if decoder is not None and max_events is not None:
-            decoder.feed(chunk)
-            if len(decoder.events) >= max_events:
+        if decoder is not None:
+            for event in decoder.feed(chunk):
+                if event.data is not None or event.event is not None or event.id is not None:
+                    frames += 1  # comment-only frames (keep-alive pings) are not counted
+            if on_frames is not None:
+                on_frames(frames)
+            if max_events is not None and len(decoder.events) >= max_events:
                 break
         if time.monotonic() > deadline:
             raise httpx.ReadTimeout(f"the event stream did not end within {timeout:g} s")
@@ -501,6 +521,57 @@ def _reason(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- one file
 
 
+# `# @during exchange 2 frame 1` on an exchange: its request was sent while the event stream of
+# exchange 2 was still open, once that stream's frame 1 had arrived (e.g. a CancelTask sent
+# during a SubscribeToTask stream, which then ends with the CANCELED update).
+_DURING = re.compile(r"^@during exchange (\d+) frame (\d+)$")
+
+
+class _BackgroundExchange:
+    """An exchange whose event stream is read in a thread while later exchanges are sent."""
+
+    def __init__(self, start: Callable[[Callable[[int], None]], Response], timeout: float) -> None:
+        self.started = time.perf_counter()
+        self._timeout = timeout
+        self._changed = threading.Condition()
+        self._frames = -1  # -1: the reply's head has not arrived
+        self._done = False
+        self._live: Response | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(start,), name="recorder-play-stream", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, start: Callable[[Callable[[int], None]], Response]) -> None:
+        try:
+            self._live = start(self._on_frames)
+        except BaseException as exc:  # handed to the player's thread in `result`
+            self._error = exc
+        finally:
+            with self._changed:
+                self._done = True
+                self._changed.notify_all()
+
+    def _on_frames(self, count: int) -> None:
+        with self._changed:
+            self._frames = count
+            self._changed.notify_all()
+
+    def wait_for_frames(self, count: int) -> None:
+        """Until `count` frames arrived or the stream ended (its reply is compared later)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._done or self._frames >= count, self._timeout)
+
+    def result(self) -> Response:
+        self._thread.join(self._timeout + 5)
+        if self._error is not None:
+            raise self._error
+        if self._live is None:
+            raise UpstreamError(f"the event stream did not end within {self._timeout:g} s")
+        return self._live
+
+
 @dataclass
 class FilePlayer:
     """Plays the exchanges of one transcript in order, with its own `ReplayState`.
@@ -510,11 +581,16 @@ class FilePlayer:
     `base_url` is where requests go; `live_base` is the address the agent names itself by in
     its replies (the kit's card says `http://localhost:PORT` while it listens on 127.0.0.1),
     by default `base_url`.
+
+    Exchanges run one after another, each reply read to its end before the next request, except
+    where the transcript says a request was sent while an earlier event stream was open
+    (`# @during exchange N frame K`): stream N is then read in the background, the tagged
+    exchanges are sent once its frame K arrived, and N is compared when its stream has ended.
     """
 
     path: str
     transcript: Transcript
-    client: httpx.Client
+    transport: httpx.BaseTransport
     base_url: str
     rules: Rules = DEFAULT_RULES
     variables: Mapping[str, str] = field(default_factory=dict)
@@ -522,7 +598,7 @@ class FilePlayer:
     update: bool = False
     live_base: str | None = None
     state: ReplayState = field(init=False)
-    results: list[ExchangeResult] = field(init=False, default_factory=list)
+    results: dict[int, ExchangeResult] = field(init=False, default_factory=dict)
     blessed: list[Exchange] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -532,33 +608,81 @@ class FilePlayer:
             live_base=self.live_base or self.base_url,
         )
         self.blessed = list(self.transcript.exchanges)
-
-    @property
-    def played(self) -> int:
-        return len(self.results)
+        self._next = 0
+        self._background: dict[int, _BackgroundExchange] = {}
+        self._during: dict[int, int] = {}  # exchange -> the open stream it is sent during
+        self._open_until: dict[int, int] = {}  # stream -> frames before the first such send
+        for index, exchange in enumerate(self.transcript.exchanges):
+            for comment in exchange.comments:
+                match = _DURING.match(comment.strip())
+                if match is None:
+                    continue
+                stream, frames = int(match.group(1)) - 1, int(match.group(2))
+                if 0 <= stream < index:
+                    self._during[index] = stream
+                    if stream not in self._open_until:
+                        self._open_until[stream] = frames
 
     def play_until(self, index: int) -> ExchangeResult:
-        while len(self.results) <= index:
-            self.results.append(self._play(len(self.results)))
+        while index not in self.results:
+            self._step()
         return self.results[index]
 
-    def _play(self, index: int) -> ExchangeResult:
-        golden = self.transcript.exchanges[index]
+    def _step(self) -> None:
+        exchanges = self.transcript.exchanges
+        index = self._next
+        if index >= len(exchanges):
+            if not self._background:
+                raise IndexError(f"{self.path} has {len(exchanges)} exchanges")
+            for stream in sorted(self._background):
+                self._finish(stream)
+            return
+        keep_open = self._during.get(index)
+        for stream in sorted(self._background):
+            if stream != keep_open:
+                self._finish(stream)
+        golden = exchanges[index]
         started = time.perf_counter()
         request = self.state.prepare(golden.request)
         request = fill_placeholders(request, self.variables, path=self.path, line=golden.line)
         max_events = None
         if golden.truncated and golden.response.events is not None:
             max_events = len(golden.response.events)
+        self._next += 1
+        frames = self._open_until.get(index)
+        if frames is not None:
+
+            def start(on_frames: Callable[[int], None]) -> Response:
+                return send(
+                    self.transport,
+                    self.base_url,
+                    request,
+                    timeout=self.timeout,
+                    max_events=max_events,
+                    on_frames=on_frames,
+                )
+
+            background = _BackgroundExchange(start, self.timeout)
+            self._background[index] = background
+            background.wait_for_frames(frames)
+            return
         live = send(
-            self.client, self.base_url, request, timeout=self.timeout, max_events=max_events
+            self.transport, self.base_url, request, timeout=self.timeout, max_events=max_events
         )
+        self._record(index, live, started)
+
+    def _finish(self, index: int) -> None:
+        background = self._background.pop(index)
+        self._record(index, background.result(), background.started)
+
+    def _record(self, index: int, live: Response, started: float) -> None:
+        golden = self.transcript.exchanges[index]
         mismatches = tuple(self.state.compare(golden, live))
         if self.update:
             blessed = self.state.bless(golden.response, live)
             if blessed != golden.response:
                 self.blessed[index] = replace(golden, response=blessed)
-        return ExchangeResult(
+        self.results[index] = ExchangeResult(
             number=index + 1,
             title=golden.title,
             line=golden.line,
@@ -573,7 +697,7 @@ class FilePlayer:
         """
         chosen = set(selected)
         exchanges = tuple(
-            self.blessed[i] if i in chosen and i < self.played else golden
+            self.blessed[i] if i in chosen and i in self.results else golden
             for i, golden in enumerate(self.transcript.exchanges)
         )
         if exchanges == self.transcript.exchanges:
@@ -598,12 +722,12 @@ class _Stopped(Exception):
 
 
 def _play_item(
-    item: PlanItem, client: httpx.Client, settings: _Settings, stop: threading.Event
+    item: PlanItem, transport: httpx.BaseTransport, settings: _Settings, stop: threading.Event
 ) -> TranscriptResult:
     player = FilePlayer(
         item.path,
         item.transcript,
-        client,
+        transport,
         settings.base_url,
         rules=settings.rules,
         variables=settings.variables,
@@ -701,26 +825,26 @@ def _run(items: Sequence[PlanItem], settings: _Settings, *, jobs: int) -> list[T
     listener = settings.listener
     if jobs == 1 or len(items) <= 1:
         results = []
-        with make_client(settings.timeout) as client:
+        with make_transport() as transport:
             for item in items:
-                result = _play_item(item, client, settings, stop)
+                result = _play_item(item, transport, settings, stop)
                 results.append(result)
                 if listener is not None:
                     listener.transcript_done(result)
         return results
 
     local = threading.local()
-    clients: list[httpx.Client] = []
-    clients_lock = threading.Lock()
+    transports: list[httpx.HTTPTransport] = []
+    transports_lock = threading.Lock()
 
     def worker(item: PlanItem) -> TranscriptResult:
-        client: httpx.Client | None = getattr(local, "client", None)
-        if client is None:
-            client = make_client(settings.timeout)
-            local.client = client
-            with clients_lock:
-                clients.append(client)
-        return _play_item(item, client, settings, stop)
+        transport: httpx.HTTPTransport | None = getattr(local, "transport", None)
+        if transport is None:
+            transport = make_transport()
+            local.transport = transport
+            with transports_lock:
+                transports.append(transport)
+        return _play_item(item, transport, settings, stop)
 
     in_order: list[TranscriptResult] = []
     finished: dict[int, TranscriptResult] = {}
@@ -754,6 +878,6 @@ def _run(items: Sequence[PlanItem], settings: _Settings, *, jobs: int) -> list[T
                 errors = [f.exception() for f in futures if not f.cancelled()]
                 raise next(e for e in errors if e is not None and not isinstance(e, _Stopped))
     finally:
-        for client in clients:
-            client.close()
+        for transport in transports:
+            transport.close()
     return in_order

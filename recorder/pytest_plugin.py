@@ -114,16 +114,16 @@ class _Agent:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self._handle: Any = None
-        self._client: httpx.Client | None = None
+        self._transport: httpx.HTTPTransport | None = None
         self._rules: Rules | None = None
         self.base_url = ""
         self.live_base: str | None = None
         self.variables: dict[str, str] = {}
 
     def ensure(self) -> None:
-        if self._client is not None:
+        if self._transport is not None:
             return
-        from recorder.player import agent_base_url, make_client
+        from recorder.player import agent_base_url, make_transport
         from recorder.rules import load_rules
 
         self._rules = load_rules(self.config.getoption("recorder_rules"))
@@ -138,7 +138,7 @@ class _Agent:
             self.base_url = agent_base_url(self._handle.url)
             self.live_base = agent_base_url(self._handle.base_url)
             self.variables.setdefault("A2A_TOKEN", self._handle.token)
-        self._client = make_client(self.timeout)
+        self._transport = make_transport()
 
     @property
     def timeout(self) -> float:
@@ -149,11 +149,11 @@ class _Agent:
         from recorder.player import FilePlayer
 
         self.ensure()
-        assert self._client is not None and self._rules is not None
+        assert self._transport is not None and self._rules is not None
         return FilePlayer(
             path,
             transcript,
-            self._client,
+            self._transport,
             self.base_url,
             rules=self._rules,
             variables=self.variables,
@@ -162,9 +162,9 @@ class _Agent:
         )
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
         if self._handle is not None:
             self._handle.stop()
             self._handle = None

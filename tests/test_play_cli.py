@@ -50,6 +50,7 @@ PASSING = [
     "transcripts/03-streaming.http  ✓ 1 exchange",
     "transcripts/04-cards.http      ✓ 2 exchanges",
     "transcripts/05-errors.http     ✓ 1 exchange",
+    "transcripts/06-subscribe.http  ✓ 3 exchanges",
 ]
 
 
@@ -58,7 +59,7 @@ def test_all_transcripts_pass_against_the_agent(goldens: Path, kit: KitServer) -
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
         *PASSING,
-        "5 transcripts, 7 exchanges: 7 passed, 0 failed",
+        "6 transcripts, 10 exchanges: 10 passed, 0 failed",
     ]
     assert result.stderr == ""
 
@@ -67,7 +68,7 @@ def test_without_agent_the_player_starts_the_kit_and_uses_its_token(goldens: Pat
     # what `make demo` runs: no agent, no A2A_TOKEN in the environment
     result = run("transcripts")
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[-1] == "5 transcripts, 7 exchanges: 7 passed, 0 failed"
+    assert result.stdout.splitlines()[-1] == "6 transcripts, 10 exchanges: 10 passed, 0 failed"
 
 
 def test_a_mismatch_is_reported_with_file_exchange_path_values_and_exit_1(
@@ -85,7 +86,7 @@ def test_a_mismatch_is_reported_with_file_exchange_path_values_and_exit_1(
         "transcripts/02-review.http     ✗ exchange 1 (SendMessage: review a diff):",
         '    $.result.task.status.state: expected "TASK_STATE_FAILED", got "TASK_STATE_COMPLETED"',
         *PASSING[2:],
-        "5 transcripts, 7 exchanges: 6 passed, 1 failed",
+        "6 transcripts, 10 exchanges: 9 passed, 1 failed",
     ]
 
 
@@ -166,8 +167,9 @@ def test_shard_and_jobs_split_the_files(goldens: Path, kit: KitServer) -> None:
         "transcripts/05-errors.http     ✓ 1 exchange",
     ]
     assert second.stdout.splitlines()[:-1] == [
-        "transcripts/02-review.http  ✓ 2 exchanges",
-        "transcripts/04-cards.http   ✓ 2 exchanges",
+        "transcripts/02-review.http     ✓ 2 exchanges",
+        "transcripts/04-cards.http      ✓ 2 exchanges",
+        "transcripts/06-subscribe.http  ✓ 3 exchanges",
     ]
 
 
@@ -197,7 +199,7 @@ def test_junit_xml_has_one_testcase_per_exchange(goldens: Path, kit: KitServer) 
     )
     assert result.exit_code == 1
     root = ET.parse("report.xml").getroot()
-    assert (root.tag, root.get("tests"), root.get("failures")) == ("testsuites", "7", "1")
+    assert (root.tag, root.get("tests"), root.get("failures")) == ("testsuites", "10", "1")
     cases = [(c.get("classname"), c.get("name")) for c in root.iter("testcase")]
     assert cases[:3] == [
         ("transcripts/01-languages.http", "01 SendMessage: ask which languages the reviewer knows"),
@@ -221,7 +223,7 @@ def test_update_without_a_change_leaves_the_files_byte_identical(
     result = run("transcripts", "--agent", kit.base_url, "--update", env={"A2A_TOKEN": kit.token})
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[-1] == (
-        "5 transcripts, 7 exchanges: 7 passed, 0 failed; 0 transcripts updated"
+        "6 transcripts, 10 exchanges: 10 passed, 0 failed; 0 transcripts updated"
     )
     assert {p.name: p.read_bytes() for p in goldens.iterdir()} == before
     assert not any(name.endswith(".tmp") for name in os.listdir(goldens))

@@ -9,10 +9,12 @@ end to end. The shipped `transcripts/` (when present) are replayed five times in
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import shutil
 import socket
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ from recorder.player import (
     agent_base_url,
     fill_placeholders,
     load_transcripts,
-    make_client,
+    make_transport,
     missing_variables,
     parse_shard,
     plan,
@@ -38,6 +40,7 @@ from recorder.player import (
     recorded_base_url,
     send,
 )
+from recorder.rules import DEFAULT_RULES
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = REPO / "transcripts"
@@ -67,9 +70,9 @@ def _user_message(message_id: str, text: str) -> dict[str, Any]:
 class _Recorder:
     """Sends requests to a kit and keeps each exchange as the recording proxy would."""
 
-    def __init__(self, kit: KitServer, client: httpx.Client) -> None:
+    def __init__(self, kit: KitServer, transport: httpx.BaseTransport) -> None:
         self.kit = kit
-        self.client = client
+        self.transport = transport
         self.host = kit.base_url.removeprefix("http://")
 
     def exchange(
@@ -81,6 +84,8 @@ class _Recorder:
         target: str = "/a2a/jsonrpc",
         stream: bool = False,
         secret: bool = False,
+        comments: tuple[str, ...] = (),
+        on_frames: Callable[[int], None] | None = None,
     ) -> Exchange:
         headers = [("Host", self.host)]
         if body is not None:
@@ -92,15 +97,41 @@ class _Recorder:
             headers.append(("Authorization", "Bearer {{A2A_TOKEN}}"))
         golden_request = Request(method, target, Headers(headers), body or b"")
         live_request = fill_placeholders(golden_request, {"A2A_TOKEN": self.kit.token})
-        response = send(self.client, self.kit.url, live_request)
-        return Exchange(golden_request, response, title=title)
+        response = send(self.transport, self.kit.url, live_request, on_frames=on_frames)
+        return Exchange(golden_request, response, title=title, comments=comments)
+
+    def overlapping(self, task_id: str) -> list[Exchange]:
+        """SubscribeToTask, and a CancelTask sent once the stream's first frame has arrived."""
+        first_frame = threading.Event()
+        subscribed: list[Exchange] = []
+
+        def subscribe() -> None:
+            subscribed.append(
+                self.exchange(
+                    "SubscribeToTask: follow the slow review",
+                    _rpc(2, "SubscribeToTask", {"id": task_id}),
+                    stream=True,
+                    on_frames=lambda frames: first_frame.set() if frames >= 1 else None,
+                )
+            )
+
+        thread = threading.Thread(target=subscribe)
+        thread.start()
+        assert first_frame.wait(10), "no first frame on the SubscribeToTask stream"
+        cancel = self.exchange(
+            "CancelTask: cancel it while the stream is open",
+            _rpc(3, "CancelTask", {"id": task_id}),
+            comments=("@during exchange 2 frame 1",),
+        )
+        thread.join(10)
+        return [*subscribed, cancel]
 
 
 def record_goldens(kit: KitServer, folder: Path) -> list[Path]:
-    """Record five small transcripts from `kit` into `folder`; return their paths."""
+    """Record six small transcripts from `kit` into `folder`; return their paths."""
     folder.mkdir(parents=True, exist_ok=True)
-    with make_client() as client:
-        rec = _Recorder(kit, client)
+    with make_transport() as transport:
+        rec = _Recorder(kit, transport)
         files: dict[str, list[Exchange]] = {}
         files["01-languages.http"] = [
             rec.exchange(
@@ -137,6 +168,21 @@ def record_goldens(kit: KitServer, folder: Path) -> list[Path]:
                 "GetTask: a task that does not exist",
                 _rpc(1, "GetTask", {"id": "00000000-0000-4000-8000-000000000000"}),
             )
+        ]
+        slow = rec.exchange(
+            "SendMessage: start a slow review without waiting",
+            _rpc(
+                1,
+                "SendMessage",
+                {
+                    **_user_message("msg-6", "please review slowly\n" + DIFF),
+                    "configuration": {"returnImmediately": True},
+                },
+            ),
+        )
+        files["06-subscribe.http"] = [
+            slow,
+            *rec.overlapping(slow.response.json["result"]["task"]["id"]),
         ]
     paths = []
     for name, exchanges in files.items():
@@ -327,8 +373,9 @@ def test_goldens_replay_cleanly_against_a_freshly_started_kit(goldens: Path) -> 
         ("03-streaming.http", 1),
         ("04-cards.http", 2),
         ("05-errors.http", 1),
+        ("06-subscribe.http", 3),
     ]
-    assert (result.exchange_count, result.passed_count, result.failed_count) == (7, 7, 0)
+    assert (result.exchange_count, result.passed_count, result.failed_count) == (10, 10, 0)
 
 
 @pytest.mark.e2e
@@ -336,14 +383,14 @@ def test_the_replay_sends_the_live_ids_and_the_live_token(goldens: Path) -> None
     """Carry-forward end to end: GetTask must name the task the live SendMessage created."""
     seen: list[tuple[str, bytes]] = []
     with start_kit(token="another-token") as kit:
-        original_send = httpx.Client.send
+        original = httpx.HTTPTransport.handle_request
 
-        def spy(self: httpx.Client, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        def spy(self: httpx.HTTPTransport, request: httpx.Request) -> httpx.Response:
             seen.append((request.headers.get("authorization", ""), request.read()))
-            return original_send(self, request, **kwargs)
+            return original(self, request)
 
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(httpx.Client, "send", spy)
+            patch.setattr(httpx.HTTPTransport, "handle_request", spy)
             result = play(
                 [goldens / "02-review.http", goldens / "04-cards.http"],
                 agent=kit.base_url,
@@ -431,7 +478,7 @@ def test_update_rewrites_a_wrong_golden_back_to_the_live_behaviour(
     original = path.read_bytes()
     edit(path, '"state": "TASK_STATE_COMPLETED"', '"state": "TASK_STATE_FAILED"')
     result = play([goldens], agent=kit.base_url, environ={"A2A_TOKEN": kit.token}, update=True)
-    assert [t.updated for t in result.transcripts] == [False, True, False, False, False]
+    assert [t.updated for t in result.transcripts] == [False, True, False, False, False, False]
     # the golden ids are kept: the file is the original one again, byte for byte
     assert path.read_bytes() == original
     again = play([goldens], agent=kit.base_url, environ={"A2A_TOKEN": kit.token})
@@ -491,3 +538,25 @@ def test_a_transcript_recorded_truncated_compares_only_the_recorded_frames(
     path.write_text(dumps(replace(transcript, exchanges=(short,))))
     result = play([path], agent=kit.base_url, environ={})
     assert mismatch_paths(result) == []
+
+
+@pytest.mark.e2e
+def test_an_exchange_tagged_during_a_stream_is_sent_while_the_stream_is_open(
+    goldens: Path,
+) -> None:
+    """`# @during exchange 2 frame 1`: the CancelTask goes out while SubscribeToTask streams.
+
+    Without the tag the player reads the stream to its end first: the slow review (2 s here)
+    completes on its own, the stream ends COMPLETED and the cancel comes too late.
+    """
+    path = goldens / "06-subscribe.http"
+    # the status message names the review's duration, which differs on this kit
+    rules = dataclasses.replace(
+        DEFAULT_RULES, ignored_paths=("$..status.message.parts", "$..history[*].parts")
+    )
+    with start_kit(slow_review_seconds=2) as kit:
+        tagged = play([path], agent=kit.base_url, environ={}, rules=rules)
+        edit(path, "# @during exchange 2 frame 1\n", "")
+        untagged = play([path], agent=kit.base_url, environ={}, rules=rules)
+    assert mismatch_paths(tagged) == []
+    assert ("06-subscribe.http", 3, None, "$.error") in mismatch_paths(untagged)

@@ -39,7 +39,7 @@ def project(
 
 def test_each_exchange_is_a_passing_test(project: pytest.Pytester, kit: KitServer) -> None:
     result = project.runpytest("transcripts", "--recorder-agent", kit.base_url, "-v")
-    result.assert_outcomes(passed=7)
+    result.assert_outcomes(passed=10)
     result.stdout.fnmatch_lines(
         [
             "transcripts/02-review.http::01 SendMessage: review a diff PASSED*",
@@ -57,7 +57,7 @@ def test_a_mismatch_fails_its_item_with_the_players_report(
         '"state": "TASK_STATE_FAILED"',
     )
     result = project.runpytest("transcripts", "--recorder-agent", kit.base_url)
-    result.assert_outcomes(passed=6, failed=1)
+    result.assert_outcomes(passed=9, failed=1)
     result.stdout.fnmatch_lines(
         [
             "transcripts/02-review.http  ✗ exchange 1 (SendMessage: review a diff):",
@@ -72,7 +72,7 @@ def test_k_selects_items_and_their_setup_still_runs(
 ) -> None:
     result = project.runpytest("transcripts", "--recorder-agent", kit.base_url, "-k", "GetTask")
     # 02-review's GetTask needs the task its (deselected) SendMessage creates: played as setup
-    result.assert_outcomes(passed=2, deselected=5)
+    result.assert_outcomes(passed=2, deselected=8)
 
 
 def test_without_agent_the_session_starts_the_kit(
@@ -106,7 +106,7 @@ def test_the_ini_option_names_the_only_folders_searched(
     result = project.runpytest(
         "transcripts", "fixtures", "--recorder-agent", kit.base_url, "--co", "-q"
     )
-    assert "7 tests collected" in result.stdout.str()
+    assert "10 tests collected" in result.stdout.str()
     assert "fixtures/" not in result.stdout.str()
 
 
@@ -127,4 +127,4 @@ def test_xdist_loadfile_keeps_each_file_on_one_worker_in_order(
     result = project.runpytest(
         "transcripts", "--recorder-agent", kit.base_url, "-n", "2", "--dist", "loadfile"
     )
-    result.assert_outcomes(passed=7)
+    result.assert_outcomes(passed=10)
