@@ -80,6 +80,8 @@ def placeholders(text: str) -> list[str]:
 
 def request_url(request: Request, base_url: str | None = None) -> str:
     """Rule 1."""
+    if base_url is not None and urlsplit(base_url).scheme not in ("http", "https"):
+        raise ExportError(f"the base URL must start with http:// or https://, got {base_url!r}")
     target = request.target
     if "://" in target:
         if base_url is None:

@@ -99,6 +99,11 @@ def test_base_url_replaces_the_recorded_host_and_keeps_a_path_prefix() -> None:
     )
 
 
+def test_a_base_url_without_scheme_is_refused() -> None:
+    with pytest.raises(ExportError, match="must start with http:// or https://"):
+        curl_command(make_request(), base_url="localhost:41242")
+
+
 def test_without_host_or_base_url_the_error_says_what_to_pass() -> None:
     request = make_request(headers=Headers([("Content-Type", "application/json")]))
     with pytest.raises(ExportError, match=r"has no Host header: pass a base URL \(--base-url"):
