@@ -78,10 +78,15 @@ def placeholders(text: str) -> list[str]:
     return list(dict.fromkeys(_PLACEHOLDER.findall(text)))
 
 
+def _check_base_url(base_url: str) -> None:
+    if urlsplit(base_url).scheme not in ("http", "https"):
+        raise ExportError(f"the base URL must start with http:// or https://, got {base_url!r}")
+
+
 def request_url(request: Request, base_url: str | None = None) -> str:
     """Rule 1."""
-    if base_url is not None and urlsplit(base_url).scheme not in ("http", "https"):
-        raise ExportError(f"the base URL must start with http:// or https://, got {base_url!r}")
+    if base_url is not None:
+        _check_base_url(base_url)
     target = request.target
     if "://" in target:
         if base_url is None:
@@ -227,6 +232,7 @@ def export_curl(
 
 def _http_base(exchanges: Iterable[Exchange], base_url: str | None) -> str:
     if base_url is not None:
+        _check_base_url(base_url)
         return base_url.rstrip("/")
     for exchange in exchanges:
         host = exchange.request.headers.get("Host")
