@@ -1,14 +1,22 @@
-"""Benchmark: normalizing and comparing a large reply vs `json.loads` of it (issue 5, goal 5).
+"""Benchmark: normalizing and comparing large replies vs `json.loads` of them (issue 5, goal 5).
 
-Goal: comparing a 1 MiB reply costs at most 3x `json.loads` of it, and grows linearly to 10 MiB;
-per-exchange overhead for small replies is tiny (the player's 1,000-exchange loop must stay within
-1.15x a bare httpx loop: that figure is measured by the player's own benchmark, this script
-reports the per-exchange cost of the pure core for it).
+Goal: comparing a 1 MiB reply costs at most 3x `json.loads` of it, and grows linearly to
+10 MiB. Also reported: the per-exchange cost of the pure core (`prepare` + `compare`) on small
+replies, which is what the player's 1,000-exchange loop pays on top of HTTP (that loop's 1.15x
+goal is measured by the player's own benchmark, bench/bench_play.py).
 
-The replies are ListTasks results built like the kit's (tasks with history and artifacts, UUIDs
-and timestamps everywhere), recorded and live with every id and timestamp regenerated, so every
-generated value must be aliased and paired. The timed call is `ReplayState.compare` on fresh
-`Response` objects (nothing cached): it includes everything the player pays per reply.
+Each reply is built twice, as recorded and as a fresh agent answers it (every id and timestamp
+regenerated, the agent on another port), so every generated value must be aliased and paired.
+The timed call is `ReplayState.compare` on fresh `Response` objects (nothing cached, no mapping
+learned): all that the player pays per reply. The baseline is `json.loads` of the reply as it
+came over the wire (compact JSON; for a stream, every frame's `data`). Sizes are wire sizes.
+
+Three shapes:
+- review:  a task whose artifact holds a long review text (few ids, much text): the common
+           large reply;
+- list:    a ListTasks page of many tasks with history (an id or timestamp every ~70 bytes):
+           the worst case for aliasing;
+- stream:  an SSE stream of artifact chunks (one JSON frame per ~500 bytes).
 
 Run: .venv/bin/python bench/bench_compare.py
 """
@@ -16,36 +24,53 @@ Run: .venv/bin/python bench/bench_compare.py
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from recorder.aliasing import ReplayState
-from recorder.model import Exchange, Request, Response
+from recorder.model import Exchange, Request, Response, SseEvent
 from recorder.rules import DEFAULT_RULES
 
+RECORDED = "http://localhost:41242"
+LIVE = "http://127.0.0.1:50123"
 JSON = {"Content-Type": "application/json"}
+SSE = {"Content-Type": "text/event-stream; charset=utf-8"}
+MIB = 1 << 20
 
 
-def _stamp(n: int) -> str:
-    return f"2026-11-29T18:{n // 60 % 60:02d}:{n % 60:02d}.{n * 7919 % 1000000:06d}Z"
+class Run:
+    """The generated values of one agent run: deterministic per seed."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.count = 0
+
+    def id(self) -> str:
+        self.count += 1
+        return str(uuid.UUID(int=(self.seed << 64) + self.count, version=4))
+
+    def time(self, n: int) -> str:
+        n += self.seed * 1000
+        return f"2026-11-29T18:{n // 60 % 60:02d}:{n % 60:02d}.{n * 7919 % 1000000:06d}Z"
 
 
-def _task(
-    task_id: str, context_id: str, artifact_id: str, message_id: str, n: int, clock: int = 0
-) -> dict[str, Any]:
+def compact(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def task(run: Run, n: int, text: str, context_id: str) -> dict[str, Any]:
+    task_id = run.id()
     return {
         "id": task_id,
         "contextId": context_id,
-        "status": {"state": "TASK_STATE_COMPLETED", "timestamp": _stamp(n + clock)},
+        "status": {"state": "TASK_STATE_COMPLETED", "timestamp": run.time(n)},
         "artifacts": [
             {
-                "artifactId": artifact_id,
+                "artifactId": run.id(),
                 "name": "review",
-                "parts": [{"text": f"Looks good overall; see line {n}.", "mediaType": "text/plain"}],
+                "parts": [{"text": text, "mediaType": "text/plain"}],
             }
         ],
         "history": [
@@ -59,7 +84,7 @@ def _task(
                 "referenceTaskIds": [],
             },
             {
-                "messageId": message_id,
+                "messageId": run.id(),
                 "contextId": context_id,
                 "taskId": task_id,
                 "role": "ROLE_AGENT",
@@ -71,114 +96,208 @@ def _task(
     }
 
 
-def list_tasks_reply(size: int, seed: int) -> bytes:
-    """A JSON-RPC ListTasks reply of about `size` bytes (compact JSON) with fresh ids."""
-    tasks = []
-    context_id = str(uuid.UUID(int=seed * 7 + 1, version=4))
-    total = 0
-    n = 0
+def review_text(size: int) -> str:
+    lines = []
+    total = n = 0
     while total < size:
-        task = _task(
-            str(uuid.UUID(int=(seed << 64) + 4 * n + 1, version=4)),
-            context_id,
-            str(uuid.UUID(int=(seed << 64) + 4 * n + 2, version=4)),
-            str(uuid.UUID(int=(seed << 64) + 4 * n + 3, version=4)),
-            n,
-            seed * 13,
+        line = (
+            f"src/module_{n % 97}.py:{n}: [long-line] line is {80 + n % 40} characters long:"
+            " wrap it at 79 (PEP 8)."
         )
-        total += len(json.dumps(task, separators=(",", ":"))) + 1
-        tasks.append(task)
+        lines.append(line)
+        total += len(line) + 2
         n += 1
-    body = {
-        "result": {"tasks": tasks, "nextPageToken": "", "pageSize": len(tasks), "totalSize": len(tasks)},
-        "id": 1,
-        "jsonrpc": "2.0",
-    }
-    return json.dumps(body, separators=(",", ":")).encode()
+    return "\n".join(lines)
 
 
-def best_of(function: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def review_reply(size: int, seed: int) -> bytes:
+    run = Run(seed)
+    return compact(
+        {"result": {"task": task(run, 1, review_text(size), run.id())}, "id": 1, "jsonrpc": "2.0"}
+    )
+
+
+def list_reply(size: int, seed: int) -> bytes:
+    run = Run(seed)
+    context_id = run.id()
+    tasks: list[dict[str, Any]] = []
+    total = 0
+    while total < size:
+        item = task(run, len(tasks), f"Looks good; see line {len(tasks)}.", context_id)
+        total += len(compact(item)) + 1
+        tasks.append(item)
+    page = {"tasks": tasks, "nextPageToken": "", "pageSize": len(tasks), "totalSize": len(tasks)}
+    return compact({"result": page, "id": 1, "jsonrpc": "2.0"})
+
+
+def stream_frames(size: int, seed: int) -> list[str]:
+    run = Run(seed)
+    task_id, context_id, artifact_id = run.id(), run.id(), run.id()
+    frames = []
+    total = n = 0
+    chunk = review_text(400)
+    while total < size:
+        frame = {
+            "result": {
+                "artifactUpdate": {
+                    "taskId": task_id,
+                    "contextId": context_id,
+                    "artifact": {"artifactId": artifact_id, "parts": [{"text": f"{n}: {chunk}"}]},
+                    "append": n > 0,
+                }
+            },
+            "id": "req-1",
+            "jsonrpc": "2.0",
+        }
+        data = json.dumps(frame)  # the SDK's SSE layout: ", " and ": " separators
+        frames.append(data)
+        total += len(data) + 8
+        n += 1
+    return frames
 
 
 REQUEST = Request(
     "POST",
     "/a2a/jsonrpc",
     {"Host": "localhost:41242", **JSON, "A2A-Version": "1.0"},
-    b'{"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": 100}}',
+    b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {}}',
 )
 
 
-def measure(size: int, repeat: int) -> tuple[int, float, float, bool]:
-    golden_raw = list_tasks_reply(size, 1)
-    live_raw = list_tasks_reply(size, 2)
-    golden = Response(200, "OK", JSON, golden_raw)
-    state_holder: list[ReplayState] = []
-    lives: list[Response] = []
+def best(times: list[float]) -> float:
+    return min(times)
 
-    def setup() -> None:
-        # fresh objects: no cached parse, no learned mapping
-        state_holder.append(ReplayState(DEFAULT_RULES, recorded_base="http://localhost:41242", live_base="http://127.0.0.1:1"))
-        lives.append(Response(200, "OK", JSON, live_raw))
 
-    results: list[list[Any]] = []
+def measure(shape: str, size: int, repeat: int) -> tuple[int, float, float, bool]:
+    """(wire bytes, json.loads seconds, compare seconds, matched)."""
+    if shape == "stream":
+        golden_frames, live_frames = stream_frames(size, 1), stream_frames(size, 2)
+        wire = sum(len(f) for f in live_frames)
 
-    def run() -> None:
-        state = state_holder.pop()
-        live = lives.pop()
-        results.append(state.compare(Exchange(REQUEST, golden_fresh.pop()), live))
+        def load() -> object:
+            return [json.loads(f) for f in live_frames]
 
-    golden_fresh: list[Response] = []
-    times = []
+        def golden() -> Response:
+            return Response(200, "OK", SSE, events=tuple(SseEvent(data=f) for f in golden_frames))
+
+        def live() -> Response:
+            return Response(200, "OK", SSE, events=tuple(SseEvent(data=f) for f in live_frames))
+
+    else:
+        build = review_reply if shape == "review" else list_reply
+        golden_raw = build(size, 1)
+        live_raw = build(size, 2).replace(RECORDED.encode(), LIVE.encode())
+        wire = len(live_raw)
+
+        def load() -> object:
+            return json.loads(live_raw)
+
+        def golden() -> Response:
+            return Response(200, "OK", JSON, golden_raw)
+
+        def live() -> Response:
+            return Response(200, "OK", JSON, live_raw)
+
+    loads_times = []
+    compare_times = []
+    matched = True
     for _ in range(repeat):
-        setup()
-        golden_fresh.append(Response(200, "OK", JSON, golden.body))
         start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    compare_time = min(times)
-    loads_time = best_of(lambda: json.loads(live_raw), repeat)
-    return len(live_raw), loads_time, compare_time, all(r == [] for r in results)
+        load()
+        loads_times.append(time.perf_counter() - start)
+        state = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
+        exchange = Exchange(REQUEST, golden())
+        reply = live()
+        start = time.perf_counter()
+        found = state.compare(exchange, reply)
+        compare_times.append(time.perf_counter() - start)
+        matched = matched and found == []
+    return wire, best(loads_times), best(compare_times), matched
 
 
-def small_exchange_overhead(count: int) -> float:
-    """Per-exchange cost of prepare + compare for a typical small SendMessage reply."""
-    task_g = _task(str(uuid.uuid4()), str(uuid.uuid4()), str(uuid.uuid4()), str(uuid.uuid4()), 1)
-    golden = Response(200, "OK", JSON, json.dumps({"result": {"task": task_g}, "id": 1, "jsonrpc": "2.0"}))
-    lives = []
-    for _ in range(count):
-        task_l = _task(str(uuid.uuid4()), str(uuid.uuid4()), str(uuid.uuid4()), str(uuid.uuid4()), 1)
-        lives.append(Response(200, "OK", {**JSON, "date": "now", "server": "uvicorn"}, json.dumps({"result": {"task": task_l}, "id": 1, "jsonrpc": "2.0"})))
-    exchange = Exchange(REQUEST, golden)
-    start = time.perf_counter()
-    for live in lives:
-        state = ReplayState(DEFAULT_RULES, recorded_base="http://localhost:41242", live_base="http://127.0.0.1:1")
-        state.prepare(REQUEST)
-        assert state.compare(exchange, live) == []
-    return (time.perf_counter() - start) / count
+def small_exchanges(count: int) -> tuple[float, float]:
+    """Per-exchange prepare + compare, in microseconds: (SendMessage task reply, 4-frame stream).
+
+    One ReplayState per 5 exchanges, as in a typical transcript.
+    """
+
+    def status(state: str, stamp: str) -> dict[str, str]:
+        return {"state": state, "timestamp": stamp}
+
+    def frames(t: str, c: str, a: str, s1: str, s2: str) -> list[dict[str, Any]]:
+        parts = [{"text": "review: 2 comments"}]
+        return [
+            {"task": {"id": t, "contextId": c, "status": {"state": "TASK_STATE_SUBMITTED"}}},
+            {"statusUpdate": {"taskId": t, "contextId": c, "status": status("WORKING", s1)}},
+            {
+                "artifactUpdate": {
+                    "taskId": t,
+                    "contextId": c,
+                    "artifact": {"artifactId": a, "parts": parts},
+                }
+            },
+            {"statusUpdate": {"taskId": t, "contextId": c, "status": status("COMPLETED", s2)}},
+        ]
+
+    def task_reply(run: Run) -> Response:
+        return Response(
+            200,
+            "OK",
+            JSON,
+            compact(
+                {
+                    "result": {"task": task(run, 1, "review: ok", run.id())},
+                    "id": 1,
+                    "jsonrpc": "2.0",
+                }
+            ),
+        )
+
+    def stream_reply(run: Run) -> Response:
+        values = frames(run.id(), run.id(), run.id(), run.time(1), run.time(2))
+        events = tuple(
+            SseEvent(data=json.dumps({"result": v, "id": 1, "jsonrpc": "2.0"})) for v in values
+        )
+        return Response(200, "OK", SSE, events=events)
+
+    results = []
+    for build in (task_reply, stream_reply):
+        # a transcript of 5 exchanges (5 tasks), replayed count / 5 times against fresh agents
+        goldens = [Exchange(REQUEST, build(Run(1 + k))) for k in range(5)]
+        lives = [build(Run(100 + i)) for i in range(count)]
+        start = time.perf_counter()
+        state = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
+        for index, reply in enumerate(lives):
+            if index % 5 == 0:
+                state = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
+            state.prepare(REQUEST)
+            assert state.compare(goldens[index % 5], reply) == []
+        results.append((time.perf_counter() - start) / count * 1e6)
+    return results[0], results[1]
 
 
 def main() -> int:
-    print("size      json.loads   compare    ratio   per-MiB   (goal: ratio <= 3.0 at 1 MiB, linear)")
-    per_mib = []
     ok = True
-    for mib in (1, 2, 5, 10):
-        size, loads_time, compare_time, matched = measure(mib << 20, repeat=5 if mib < 5 else 3)
-        ratio = compare_time / loads_time
-        per_mib.append(compare_time / (size / (1 << 20)))
-        print(
-            f"{size / (1 << 20):5.2f} MiB {loads_time * 1000:8.1f} ms {compare_time * 1000:8.1f} ms"
-            f" {ratio:6.2f}x {per_mib[-1] * 1000:7.1f} ms  {'match' if matched else 'MISMATCH'}"
-        )
-        ok = ok and matched
-    print(f"linearity: cost per MiB at 10 MiB / at 1 MiB = {per_mib[-1] / per_mib[0]:.2f}")
-    overhead = small_exchange_overhead(1000)
-    print(f"small SendMessage reply: prepare + compare = {overhead * 1e6:.0f} us per exchange")
+    print("shape   size       json.loads    compare   ratio   ms per MiB  verdict")
+    for shape in ("review", "list", "stream"):
+        per_mib: list[float] = []
+        for mib in (1, 2, 5, 10):
+            wire, loads_time, compare_time, matched = measure(shape, mib * MIB, 5 if mib < 5 else 3)
+            per_mib.append(compare_time * 1000 / (wire / MIB))
+            ok = ok and matched
+            ratio = compare_time / loads_time
+            print(
+                f"{shape:7s} {wire / MIB:5.2f} MiB {loads_time * 1000:9.1f} ms"
+                f" {compare_time * 1000:7.1f} ms {ratio:6.2f}x {per_mib[-1]:8.1f}"
+                f"     {'match' if matched else 'MISMATCH'}"
+            )
+        growth = per_mib[-1] / per_mib[0]
+        print(f"{shape:7s} linearity: cost per MiB at 10 MiB / at 1 MiB = {growth:.2f}")
+    task_us, stream_us = small_exchanges(2000)
+    print(
+        f"small replies, prepare + compare per exchange: task reply {task_us:.0f} us,"
+        f" 4-frame stream {stream_us:.0f} us"
+    )
     return 0 if ok else 1
 
 

@@ -40,13 +40,26 @@ The rules of the comparison, numbered so that code and tests can point at them:
 8. The status code and the Content-Type (media type) are always compared; other headers unless
    `rules.ignored_headers` or `rules.secret_headers` name them.
 
-Fast path: when the recorded and live bodies are the same text except for generated values
-that pair consistently, the reply matches without any tree walk (`_text_fast_path`).
+Fast path: the bodies of both replies (the pretty JSON the model holds, or the serialized SSE
+frames) are split by one regex (`Rules.token_pattern`) into the text between generated values
+and those values: a member's whole string value that is generated (by its name or its shape).
+When the text between is identical and the values pair under rule 3, the reply matches and no
+tree is walked; the pairs are checked as sets, not one by one. Anything else (another key
+order, compact spacing, an ignored place that differs, a generated value inside a longer
+string or as an array item that differs) falls back to the walk, which decides and explains.
+The fast path says "equal" only where the walk would, with one documented exception: a shape
+that is not a member's whole value (inside a longer string, or an array item) and is identical
+on both sides is taken as literal text, where the walk would also check that the mapping
+pairs it with itself. That needs a live agent to emit a recorded uuid it was never sent. A
+non-shape value the walk would alias (an `id` "task-1" beside a contextId) is checked against
+the learned values before the fast path may pass.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import itertools
 import json
 import re
@@ -63,7 +76,7 @@ from recorder.rules import Rules
 __all__ = ["ReplayState"]
 
 _AGENT = "<agent>"
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _Keys = tuple[str | int, ...]
 
 
@@ -138,30 +151,17 @@ class ReplayState:
         self._live_host: str | None = live[1] if live else None
         if self._recorded_url is None or self._live_url is None:
             self._recorded_url = self._live_url = None
-        self._shapes = rules.shape_pattern
+        compiled = _compile(rules)
+        self._shapes = compiled.shapes
         self._loose = rules.loose_kinds
-        self._fields = dict(rules.generated_fields)
-        self._beside = {name: frozenset(s) for name, s in rules.generated_fields_beside.items()}
+        self._fields = compiled.fields
+        self._beside = compiled.beside
         self._ignored = rules.ignored_matcher
         self._unordered = rules.unordered_matcher
         self._generated_paths = rules.generated_matcher
-        self._tokens = rules.token_pattern
-        self._token_name_columns = (
-            [index for name, index in self._tokens.groupindex.items() if name.startswith("n_")]
-            if self._tokens is not None
-            else []
-        )
-        self._token_value_columns: dict[str, list[int]] = {}
-        self._token_field_columns: set[int] = set()
-        if self._tokens is not None:
-            for name, index in sorted(self._tokens.groupindex.items(), key=lambda x: x[1]):
-                if name.startswith(("f_", "s_")):
-                    self._token_value_columns.setdefault(name[2:], []).append(index)
-                if name.startswith("f_"):
-                    self._token_field_columns.add(index)
-        self._skip_headers = (
-            rules.ignored_headers | frozenset(rules.secret_headers) | {"content-type"}
-        )
+        self._tokens = compiled.tokens
+        self._token_kinds = compiled.kinds
+        self._skip_headers = compiled.skip_headers
         # rule 3: the mapping, both ways; rule 4: aliases of recorded values
         self._golden_to_live: dict[str, str] = {}
         self._live_to_golden: dict[str, str] = {}
@@ -173,6 +173,8 @@ class ReplayState:
         self._literal_danger: set[str] = set()
         # rule 2
         self._client: set[str] = set()
+        self._scanned: tuple[Request, frozenset[str]] | None = None
+        self._last_match: tuple[Response, Response] | None = None
 
     # --- the mapping ------------------------------------------------------------------------
 
@@ -250,34 +252,52 @@ class ReplayState:
 
     # --- client values (rule 2) ---------------------------------------------------------------
 
-    def _learn_client_values(self, request: Request) -> None:
-        found: set[str] = set()
-
-        def add(text: str) -> None:
-            if text and text not in self._golden_to_live:
-                found.add(text)
-            if self._shapes is not None:
-                for match in self._shapes.finditer(text):
-                    value = match.group()
-                    if value not in self._golden_to_live:
-                        found.add(value)
-
-        value = request.json
-        if value is not None:
-            for text in _strings(value):
-                add(text)
-        elif request.body:
-            add(request.text)
+    def _scan(self, request: Request) -> frozenset[str]:
+        """Every string a recorded request carries (JSON strings, path segments, query values,
+        header values) and every shape inside them. Cached for the last request seen, which
+        `prepare` and then `compare` ask about in turn."""
+        if self._scanned is not None and self._scanned[0] is request:
+            return self._scanned[1]
+        texts: list[str] = []
+        values: set[str] = set()
+        body_text = None
+        if request.body:
+            try:
+                body_text = request.body.decode("utf-8")
+            except UnicodeDecodeError:
+                body_text = None
+        if body_text is not None:
+            texts.append(body_text)
+            if request.is_json:
+                for token in _JSON_STRING.findall(body_text):
+                    values.add(json.loads(token) if "\\" in token else token[1:-1])
+            else:
+                values.add(body_text)
         path, _, query = request.target.partition("?")
-        for segment in path.split("/"):
-            add(unquote(segment))
-        for item in query.split("&") if query else ():
-            for part in item.split("=", 1):
-                add(unquote(part.replace("+", " ")))
+        parts = [unquote(segment) for segment in path.split("/")]
+        # AIP-136 custom methods: /tasks/{id}:cancel
+        parts.extend(segment.partition(":")[0] for segment in parts if ":" in segment)
+        if query:
+            for item in query.split("&"):
+                parts.extend(unquote(part.replace("+", " ")) for part in item.split("=", 1))
         for name, header_value in request.headers:
             if name.lower() not in ("host", "content-length"):
-                add(header_value)
-        self._client |= found
+                parts.append(header_value)
+        values.update(parts)
+        texts.extend(parts)
+        if self._shapes is not None:
+            for text in texts:
+                values.update(match.group() for match in self._shapes.finditer(text))
+        values.discard("")
+        result = frozenset(values)
+        self._scanned = (request, result)
+        return result
+
+    def _learn_client_values(self, request: Request) -> None:
+        """Rule 2: what the recorded request carries, except values learned from replies."""
+        found = self._scan(request) - self._golden_to_live.keys()
+        if found:
+            self._client |= found
 
     # --- carry-forward ----------------------------------------------------------------------
 
@@ -297,7 +317,7 @@ class ReplayState:
         Values not learned (the client's own) are sent as recorded.
         """
         changes: dict[str, Any] = {}
-        if self._golden_to_live:
+        if self._golden_to_live and not self._golden_to_live.keys().isdisjoint(self._scan(request)):
             value = request.json
             if value is not None:
                 new_value = _map_strings(value, self._forward)
@@ -320,7 +340,13 @@ class ReplayState:
             changes["headers"] = headers
         if not changes:
             return request
-        return dataclasses.replace(request, **changes)
+        if "body" in changes:
+            return dataclasses.replace(request, **changes)
+        # the body is unchanged and already canonical: skip re-canonicalizing it
+        prepared = copy.copy(request)
+        for name, change in changes.items():
+            object.__setattr__(prepared, name, change)
+        return prepared
 
     def _forward_shapes_only(self, text: str) -> str:
         if self._shapes is None:
@@ -386,6 +412,7 @@ class ReplayState:
             self._compare_streams(expected, live, golden.truncated, out)
         elif not golden.truncated:
             self._compare_bodies(expected, live, out)
+        self._last_match = (expected, live) if not out else None
         return out
 
     def _compare_headers(self, expected: Headers, actual: Headers, out: list[Mismatch]) -> None:
@@ -617,12 +644,9 @@ class ReplayState:
         if len(expected_parts) != len(actual_parts):
             return False
         stride = tokens.groups + 1
-        # the text between the values, and the member names of generated members, are equal
+        # the text between the values (member names included) is equal
         if expected_parts[0::stride] != actual_parts[0::stride]:
             return False
-        for column in self._token_name_columns:
-            if expected_parts[column::stride] != actual_parts[column::stride]:
-                return False
         client = self._client
         loose = self._loose
         golden_to_live = self._golden_to_live
@@ -632,7 +656,7 @@ class ReplayState:
         strict_new_back: dict[str, str] = {}
         loose_pairs: list[tuple[str, str]] = []
         literal_fields: list[tuple[str, str]] = []
-        for kind, columns in self._token_value_columns.items():
+        for kind, columns, from_field in self._token_kinds:
             golden_columns = [expected_parts[c::stride] for c in columns]
             distinct = set(zip(golden_columns[0], actual_parts[columns[0] :: stride], strict=True))
             for column, golden_column in zip(columns[1:], golden_columns[1:], strict=True):
@@ -641,7 +665,6 @@ class ReplayState:
             if not distinct:
                 continue
             is_loose = kind in loose
-            from_field = not self._token_field_columns.isdisjoint(columns)
             for golden, live in distinct:
                 if golden is None or live is None:
                     return False  # another alternative (kind) matched on one side
@@ -1081,12 +1104,20 @@ class ReplayState:
     def bless(self, golden: Response, live: Response) -> Response:
         """The live reply with its generated values put back to the recorded ones (for --update).
 
-        Call after `compare` for the same exchange. Values paired with a recorded value get that
-        value back; new values keep their live value. Headers: the recorded order is kept; an
-        ignored header keeps its recorded value (or is left out when only live has it, e.g.
-        Content-Length and Transfer-Encoding, which recordings never hold); others take the
-        live value. Re-blessing an unchanged transcript gives the same bytes.
+        Call after `compare` for the same exchange. When that found no mismatch, the recorded
+        reply is kept as it is: re-blessing an unchanged transcript gives the same bytes (also
+        where timestamps shared a clock tick in one run only, and where only ignored places
+        changed). Otherwise values paired with a recorded value get that value back and new
+        values keep their live value; the live agent address becomes the recorded one. Headers:
+        the recorded order is kept; an ignored header keeps its recorded value (or is left out
+        when only live has it, e.g. Content-Length and Transfer-Encoding, which recordings never
+        hold); others take the live value.
         """
+        if self._last_match is not None:
+            matched_golden, matched_live = self._last_match
+            if matched_golden is golden and matched_live is live:
+                # it matched: every value pairs in place (timestamps too), nothing else counts
+                return golden
         headers = self._bless_headers(golden.headers, live.headers)
         if live.events is not None:
             events = tuple(
@@ -1146,6 +1177,43 @@ class ReplayState:
 
 
 # --- pure helpers ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Compiled:
+    """What a ReplayState derives from its rules, computed once per rules value."""
+
+    shapes: re.Pattern[str] | None
+    tokens: re.Pattern[str] | None
+    fields: dict[str, str]
+    beside: dict[str, frozenset[str]]
+    kinds: list[tuple[str, list[int], bool]]
+    """(kind, the split columns of its values, whether one is a generated member's)."""
+    skip_headers: frozenset[str]
+
+
+@functools.lru_cache(maxsize=16)
+def _compile(rules: Rules) -> _Compiled:
+    tokens = rules.token_pattern
+    value_columns: dict[str, list[int]] = {}
+    field_columns: set[int] = set()
+    if tokens is not None:
+        for name, index in sorted(tokens.groupindex.items(), key=lambda item: item[1]):
+            if name.startswith(("f_", "s_")):
+                value_columns.setdefault(name[2:], []).append(index)
+            if name.startswith("f_"):
+                field_columns.add(index)
+    return _Compiled(
+        shapes=rules.shape_pattern,
+        tokens=tokens,
+        fields=dict(rules.generated_fields),
+        beside={name: frozenset(s) for name, s in rules.generated_fields_beside.items()},
+        kinds=[
+            (kind, columns, not field_columns.isdisjoint(columns))
+            for kind, columns in value_columns.items()
+        ],
+        skip_headers=rules.ignored_headers | frozenset(rules.secret_headers) | {"content-type"},
+    )
 
 
 def _merge_columns(columns: list[list[str | None]]) -> list[str | None]:

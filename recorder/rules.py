@@ -106,24 +106,27 @@ class Rules:
 
     @cached_property
     def token_pattern(self) -> re.Pattern[str] | None:
-        """For the replay fast path: a whole JSON string that is generated, as its own token.
+        """For the replay fast path: a member's whole string value that is generated.
 
-        `"<name>": "<value>"` for each generated member (groups `n_<kind>`, `f_<kind>`), and
-        `"<shape>"` for each shape (group `s_<kind>`), never a member name (not before `:`).
+        Matches `": "<value>"` (the layout of the model's pretty JSON and of the SDK's SSE data)
+        where the member is a generated one (group `f_<kind>`, checked by a lookbehind for
+        `"<name>": "`) or the value is a shape (group `s_<kind>`). The member name stays in
+        the text around the match. Starting with the literal `": "` lets the regex engine skip
+        straight from one string value to the next.
         """
         alternatives = []
         by_kind: dict[str, list[str]] = {}
         for name, kind in self.generated_fields.items():
             by_kind.setdefault(kind, []).append(name)
         for kind, names in by_kind.items():
-            choice = "|".join(re.escape(name) for name in names)
-            alternatives.append(f'(?P<n_{kind}>{choice})":\\s*"(?P<f_{kind}>[^"\\\\]*)')
+            behind = "|".join(f'(?<="{re.escape(name)}": ")' for name in names)
+            alternatives.append(f'(?:{behind})(?P<f_{kind}>[^"\\\\]*)')
         alternatives.extend(
             f"(?P<s_{kind}>{regex})" for kind, regex in self.generated_shapes.items()
         )
         if not alternatives:
             return None
-        return re.compile('"(?:' + "|".join(alternatives) + ')"(?!\\s*:)')
+        return re.compile('": "(?:' + "|".join(alternatives) + ')"')
 
     @cached_property
     def ignored_matcher(self) -> PathMatcher:

@@ -613,3 +613,38 @@ def test_an_inconsistent_mapping_always_mismatches(
         "message": f"{prefix}.status.message.text",
     }[place]
     assert found == [(victim, path)]
+
+
+def test_bless_of_a_changed_stream_keeps_ids_and_layout() -> None:
+    s = state()
+    g_task, l_task = str(uuid.uuid4()), str(uuid.uuid4())
+
+    def stream(task_id: str, stamp: str, state_name: str) -> Response:
+        frame = {
+            "statusUpdate": {"taskId": task_id, "status": {"state": state_name, "timestamp": stamp}}
+        }
+        event = SseEvent(data=json.dumps(frame))
+        return Response(200, "OK", [("Content-Type", "text/event-stream")], events=(event,))
+
+    golden = stream(g_task, "2026-11-29T18:28:41.946689Z", "TASK_STATE_COMPLETED")
+    live = stream(l_task, "2026-11-30T01:02:03.000001Z", "TASK_STATE_FAILED")
+    found = s.compare(Exchange(rpc("SendStreamingMessage", {}), golden), live)
+    assert [(m.path, m.frame) for m in found] == [("$.statusUpdate.status.state", 1)]
+    blessed = s.bless(golden, live)
+    assert blessed.events is not None
+    expected = stream(g_task, "2026-11-29T18:28:41.946689Z", "TASK_STATE_FAILED")
+    assert blessed == expected
+
+
+def test_bless_keeps_timestamps_that_shared_a_clock_tick() -> None:
+    s = state()
+    tick = "2026-11-29T18:28:41.001Z"
+    golden = reply({"a": {"timestamp": tick}, "b": {"timestamp": tick}})
+    live = reply(
+        {
+            "a": {"timestamp": "2027-01-01T00:00:00.001Z"},
+            "b": {"timestamp": "2027-01-01T00:00:00.002Z"},
+        }
+    )
+    assert s.compare(Exchange(rpc("GetTask", {}), golden), live) == []
+    assert s.bless(golden, live) is golden

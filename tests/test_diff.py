@@ -926,3 +926,26 @@ def test_headers_with_generated_values_are_aliased() -> None:
     missing = Response(201, "", Headers([]))
     [mismatch] = state.compare(golden, missing)
     assert (mismatch.path, mismatch.actual) == ("header location", ABSENT)
+
+
+def test_the_fast_path_decides_ordinary_replies(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the tree walk runs only where the text differs beyond whole generated values: here the
+    # error message that embeds the task id ("Task <uuid> is in terminal state")
+    walked: list[int] = []
+    current = [0]
+    original = ReplayState._compare_json
+
+    def spy(self: ReplayState, *args: Any, **kwargs: Any) -> None:
+        walked.append(current[0])
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ReplayState, "_compare_json", spy)
+    exchanges, _ = golden_transcript()
+    state = ReplayState(DEFAULT_RULES, recorded_base=RECORDED_BASE, live_base=LIVE_BASE)
+    for number, (golden, (_, _, live)) in enumerate(
+        zip(exchanges, scenario(World(LIVE_BASE, clock=77)), strict=True), start=1
+    ):
+        current[0] = number
+        state.prepare(golden.request)
+        assert state.compare(golden, live) == []
+    assert walked == [7]
