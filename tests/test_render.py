@@ -28,6 +28,7 @@ from recorder.render import (
 )
 
 SEED = Path(__file__).parent / "fixtures" / "seed"
+FORMAT_FIXTURES = Path(__file__).parent / "fixtures" / "format"
 
 # shared/seed/000_ae6d117e1e9dfb23.txt, the SendMessage example, line for line
 SEED_MESSAGE_REPLY = """\
@@ -105,6 +106,12 @@ def seed_exchange(name: str, number: int = 1) -> Any:
 def test_seed_message_reply_is_reproduced_from_the_transcript() -> None:
     # the fixture is SDK-shaped: lowercase reply headers with Date/Server, `result` before `id`
     assert render_exchange(seed_exchange("02-message-reply.http")) == SEED_MESSAGE_REPLY
+
+
+def test_seed_message_reply_is_reproduced_from_the_format_fixture_too() -> None:
+    # the format tests' fixture, written independently in the guide's own member order
+    exchange = load(FORMAT_FIXTURES / "02-message-reply.http").exchanges[0]
+    assert render_exchange(exchange) == SEED_MESSAGE_REPLY
 
 
 def test_seed_stream_is_reproduced_from_the_transcript() -> None:
