@@ -36,7 +36,8 @@ The rules of the comparison, numbered so that code and tests can point at them:
    skipped; `rules.unordered_paths` arrays compare as multisets.
 7. SSE replies compare frame by frame: count, order, `event:` names, each frame's data (JSON or
    text). Frames that hold only comments (keep-alive pings) are not frames of the reply. A
-   `truncated` recording compares only the frames it holds.
+   `truncated` recording compares only the frames it holds (a truncated single body: status
+   and headers only).
 8. The status code and the Content-Type (media type) are always compared; other headers unless
    `rules.ignored_headers` or `rules.secret_headers` name them.
 
@@ -227,6 +228,12 @@ class ReplayState:
             self.alias(golden, kind)
             return None
         self.alias(golden, kind)
+        if not live:
+            return f"expected a generated value (recorded {golden}), got an empty string"
+        if live in self._client and live != golden:
+            return (
+                f"the reply names {live}, a value the client sent, where the recording has {golden}"
+            )
         mapped = self._golden_to_live.get(golden)
         if mapped is not None:
             if mapped == live:
@@ -672,6 +679,8 @@ class ReplayState:
                     if golden != live:
                         return False  # rule 2: compared exactly
                     continue
+                if not live or live in client:
+                    return False  # let the walk explain
                 if is_loose:
                     # a recorded value of a shape (a timestamp) must meet a live value of it
                     if from_field:

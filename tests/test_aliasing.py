@@ -648,3 +648,25 @@ def test_bless_keeps_timestamps_that_shared_a_clock_tick() -> None:
     )
     assert s.compare(Exchange(rpc("GetTask", {}), golden), live) == []
     assert s.bless(golden, live) is golden
+
+
+def test_an_empty_live_id_is_a_mismatch() -> None:
+    s = state()
+    golden = task_reply(str(uuid.uuid4()), "ctx", "2026-11-29T18:28:41Z")
+    [mismatch] = s.compare(
+        Exchange(rpc("SendMessage", {}), golden), task_reply("", "ctx", "2026-11-29T18:28:42Z")
+    )
+    assert (mismatch.path, mismatch.actual) == ("$.result.task.id", "")
+    assert mismatch.message.endswith("got an empty string")
+
+
+def test_a_live_id_that_the_client_sent_is_a_mismatch() -> None:
+    s = state()
+    message_id = str(uuid.uuid4())
+    request = rpc("SendMessage", {"message": {"messageId": message_id}})
+    golden = task_reply(str(uuid.uuid4()), "ctx", "2026-11-29T18:28:41Z")
+    [mismatch] = s.compare(
+        Exchange(request, golden), task_reply(message_id, "ctx", "2026-11-29T18:28:42Z")
+    )
+    assert mismatch.path == "$.result.task.id"
+    assert "a value the client sent" in mismatch.message
