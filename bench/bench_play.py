@@ -15,7 +15,8 @@ GetTask pairs) are recorded from the same agent first.
 - play: `recorder.player.play(folder, agent=url)`: parsing the files, carry-forward (the live task
   id goes into each GetTask), placeholder filling, the live `Response` model, the comparison.
 
-Rounds alternate bare / play; the ratio of the medians is reported, with each median.
+Rounds alternate bare / play; the ratio of the medians is reported, with each median, the
+part of the play time spent parsing the transcripts, and (for information) `--jobs 2`.
 """
 
 from __future__ import annotations
@@ -160,11 +161,11 @@ def bare_loop(url: str, requests: list[tuple[str, bytes, list[tuple[str, str]]]]
     return time.perf_counter() - started
 
 
-def play_loop(url: str, folder: Path, exchanges: int) -> float:
+def play_loop(url: str, folder: Path, exchanges: int, jobs: int = 1) -> float:
     from recorder.player import play
 
     started = time.perf_counter()
-    result = play([folder], agent=url, environ={})
+    result = play([folder], agent=url, environ={}, jobs=jobs)
     elapsed = time.perf_counter() - started
     assert result.exchange_count == exchanges, result.exchange_count
     assert result.passed, [
@@ -218,10 +219,12 @@ def main() -> None:
             bare: list[float] = []
             played: list[float] = []
             parsed: list[float] = []
+            parallel: list[float] = []
             for _ in range(args.rounds):
                 bare.append(bare_loop(url, requests))
                 played.append(play_loop(url, folder, exchanges))
                 parsed.append(parse_only(folder))
+                parallel.append(play_loop(url, folder, exchanges, jobs=2))
     finally:
         agent.terminate()
         agent.wait(10)
@@ -240,6 +243,9 @@ def main() -> None:
     print(f"ratio play / bare     {play_median / bare_median:8.3f}  (goal <= 1.15)")
     without = (play_median - parse_median) / bare_median
     print(f"  without parsing     {without:8.3f}")
+    parallel_median = statistics.median(parallel)
+    print(line("recorder play -j 2", parallel_median))
+    print(f"ratio play -j 2 / bare{parallel_median / bare_median:8.3f}  (for information)")
     print(f"rounds (s)            bare {[round(b, 3) for b in bare]}")
     print(f"                      play {[round(p, 3) for p in played]}")
 

@@ -33,7 +33,6 @@ import errno
 import functools
 import os
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -392,12 +391,9 @@ def make_transport() -> httpx.HTTPTransport:
     The player sends through the transport, not an `httpx.Client`: a replay must send exactly
     the recorded request, so none of what a client adds is wanted (default Accept,
     Accept-Encoding and User-Agent headers, cookies kept from earlier replies, redirects
-    followed), and skipping it makes each exchange cheaper. TCP_NODELAY: a request's head and
-    body are separate writes.
+    followed), and skipping it makes each exchange cheaper.
     """
-    return httpx.HTTPTransport(
-        retries=0, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
-    )
+    return httpx.HTTPTransport(retries=0)
 
 
 def send(
