@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(BIN)/recorder check transcripts/
 
 ## test: lint, type-check and the whole test suite (what CI runs)
-test: $(STAMP) lint typecheck unit
+test: $(STAMP) lint typecheck unit docs-check
 
 lint: $(STAMP)
 	$(BIN)/ruff check recorder tests bench
