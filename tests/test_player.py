@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import json
 import shutil
 import socket
@@ -18,17 +19,22 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import click
 import httpx
 import pytest
 
+from recorder.diff import Mismatch
 from recorder.errors import UpstreamError
 from recorder.httpfile import dump, dumps, loads
 from recorder.kit import KitServer, start_kit
 from recorder.model import Exchange, Headers, Request, Transcript
 from recorder.player import (
+    ExchangeResult,
     MissingVariableError,
+    PlanItem,
     PlayResult,
     TranscriptErrors,
+    TranscriptResult,
     agent_base_url,
     fill_placeholders,
     load_transcripts,
@@ -40,6 +46,7 @@ from recorder.player import (
     recorded_base_url,
     send,
 )
+from recorder.report import TerminalReport
 from recorder.rules import DEFAULT_RULES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -560,3 +567,61 @@ def test_an_exchange_tagged_during_a_stream_is_sent_while_the_stream_is_open(
         untagged = play([path], agent=kit.base_url, environ={}, rules=rules)
     assert mismatch_paths(tagged) == []
     assert ("06-subscribe.http", 3, None, "$.error") in mismatch_paths(untagged)
+
+
+# --------------------------------------------------------------------------- the terminal report
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _results() -> tuple[list[PlanItem], list[TranscriptResult]]:
+    transcript = _transcript("SendMessage", "GetTask")
+    items = [PlanItem("t/01-a.http", transcript, frozenset({0, 1}), 2)]
+    failed = ExchangeResult(
+        2,
+        "GetTask",
+        9,
+        (
+            Mismatch("$.result.status.state", "TASK_STATE_COMPLETED", "TASK_STATE_FAILED", 3),
+            Mismatch("$.result.id", "<id:1>", "<id:2>", 4),
+        ),
+    )
+    return items, [TranscriptResult("t/01-a.http", (ExchangeResult(1, "SendMessage", 3), failed))]
+
+
+def test_on_a_terminal_the_report_has_colour_and_a_progress_line_it_erases() -> None:
+    items, (result,) = _results()
+    terminal = _Terminal()
+    report = TerminalReport(terminal, progress_after=0)
+    report.started(items)
+    report.exchange_done(items[0], result.exchanges[0])
+    report.transcript_done(result)
+    output = terminal.getvalue()
+    assert output.startswith("\r\x1b[K[1/2] t/01-a.http\r\x1b[K")
+    assert "\x1b[31m" in output  # red mark of the failure
+    assert click.unstyle(output.split("\r\x1b[K")[-1]).splitlines() == [
+        "t/01-a.http  ✗ exchange 2 (GetTask):",
+        '    frame 3: $.result.status.state: expected "TASK_STATE_COMPLETED", '
+        'got "TASK_STATE_FAILED"',
+        '    frame 4: $.result.id: expected "<id:1>", got "<id:2>"',
+    ]
+
+
+def test_off_a_terminal_the_report_is_plain_without_progress() -> None:
+    items, (result,) = _results()
+    stream = io.StringIO()
+    report = TerminalReport(stream, progress_after=0)
+    report.started(items)
+    report.exchange_done(items[0], result.exchanges[0])
+    report.transcript_done(result)
+    report.summary(PlayResult((result,)))
+    assert stream.getvalue() == (
+        "t/01-a.http  ✗ exchange 2 (GetTask):\n"
+        '    frame 3: $.result.status.state: expected "TASK_STATE_COMPLETED", '
+        'got "TASK_STATE_FAILED"\n'
+        '    frame 4: $.result.id: expected "<id:1>", got "<id:2>"\n'
+        "1 transcript, 2 exchanges: 1 passed, 1 failed\n"
+    )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import sys
+from collections.abc import Iterator
 
 import click
 
@@ -26,6 +29,20 @@ def _shard(ctx: click.Context, param: click.Parameter, value: str | None) -> tup
         return parse_shard(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+
+
+@contextlib.contextmanager
+def _quiet_embedded_kit(quiet: bool) -> Iterator[None]:
+    """The kit started for the replay logs the bad requests the transcripts send on purpose
+    (missing A2A-Version, old method names): noise under the report, so errors only."""
+    sdk_log = logging.getLogger("a2a")
+    level = sdk_log.level
+    if quiet:
+        sdk_log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        sdk_log.setLevel(level)
 
 
 def _agent(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -105,17 +122,18 @@ def play(
     report = TerminalReport(sys.stdout, update=update)
     try:
         rules = load_rules(rules_path)
-        result = play_transcripts(
-            paths,
-            agent=agent,
-            rules=rules,
-            update=update,
-            pattern=pattern,
-            jobs=jobs,
-            shard=shard,
-            timeout=timeout,
-            listener=report,
-        )
+        with _quiet_embedded_kit(agent is None):
+            result = play_transcripts(
+                paths,
+                agent=agent,
+                rules=rules,
+                update=update,
+                pattern=pattern,
+                jobs=jobs,
+                shard=shard,
+                timeout=timeout,
+                listener=report,
+            )
     except TranscriptErrors as exc:
         for error in exc.errors:
             click.echo(str(error), err=True)
