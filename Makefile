@@ -36,6 +36,7 @@ record: $(STAMP)
 ## bench: run the benchmarks in bench/
 bench: $(STAMP)
 	$(BIN)/python bench/bench_format.py
+	$(BIN)/python bench/bench_play.py
 
 ## docs-check: fail (naming file:line) when a Markdown block made from a transcript is out of date
 docs-check: $(STAMP)
