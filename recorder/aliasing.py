@@ -64,7 +64,8 @@ import functools
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
@@ -176,6 +177,7 @@ class ReplayState:
         self._client: set[str] = set()
         self._scanned: tuple[Request, frozenset[str]] | None = None
         self._last_match: tuple[Response, Response] | None = None
+        self._line_patterns: dict[str | None, re.Pattern[str]] = {}
 
     # --- the mapping ------------------------------------------------------------------------
 
@@ -655,14 +657,13 @@ class ReplayState:
         if expected_parts[0::stride] != actual_parts[0::stride]:
             return False
         client = self._client
-        loose = self._loose
         golden_to_live = self._golden_to_live
         live_to_golden = self._live_to_golden
         learn: list[tuple[list[list[str | None]], str]] = []
-        strict_new: dict[str, str] = {}
-        strict_new_back: dict[str, str] = {}
-        loose_pairs: list[tuple[str, str]] = []
-        literal_fields: list[tuple[str, str]] = []
+        strict_forward: dict[str, str] = {}
+        strict_backward: dict[str, str] = {}
+        loose_pairs: list[dict[str, str]] = []
+        field_pairs: list[dict[str, str]] = []
         for kind, columns, from_field in self._token_kinds:
             golden_columns = [expected_parts[c::stride] for c in columns]
             distinct = set(zip(golden_columns[0], actual_parts[columns[0] :: stride], strict=True))
@@ -671,35 +672,57 @@ class ReplayState:
             distinct.discard((None, None))
             if not distinct:
                 continue
-            is_loose = kind in loose
-            for golden, live in distinct:
-                if golden is None or live is None:
-                    return False  # another alternative (kind) matched on one side
-                if not golden or golden in client:
-                    if golden != live:
-                        return False  # rule 2: compared exactly
-                    continue
-                if not live or live in client:
-                    return False  # let the walk explain
-                if is_loose:
-                    # a recorded value of a shape (a timestamp) must meet a live value of it
-                    if from_field:
-                        golden_kind = self._shape_kind(golden)
-                        if golden_kind is not None and self._shape_kind(live) != golden_kind:
-                            return False
-                    loose_pairs.append((golden, live))
-                    continue
-                # rule 3: one-to-one, within this reply and with what earlier replies taught
-                if golden_to_live.get(golden, live) != live:
+            # set operations, not a loop per value: these replies can hold thousands of ids
+            forward: dict[Any, Any] = dict(distinct)
+            backward: dict[Any, Any] = dict(
+                zip(map(itemgetter(1), distinct), map(itemgetter(0), distinct), strict=True)
+            )
+            if None in forward or None in backward:
+                return False  # another alternative (kind) matched on one side
+            # rule 2: client values and "" are compared exactly
+            literal = forward.keys() & client
+            if "" in forward:
+                literal.add("")
+            if literal:
+                if any(golden in literal and live != golden for golden, live in distinct):
                     return False
-                if live_to_golden.get(live, golden) != golden:
+                for golden in literal:
+                    del forward[golden]
+                    del backward[golden]
+            if "" in backward or not client.isdisjoint(backward):
+                return False  # an empty or client-sent live value: let the walk explain
+            if kind in self._loose:
+                # a recorded value of a shape (a timestamp) must meet a live value of it
+                if from_field and not (
+                    self._all_of_shape(forward, kind) and self._all_of_shape(backward, kind)
+                ):
+                    shape_kind = self._shape_kind
+                    for golden, live in distinct:
+                        if golden not in literal:
+                            golden_kind = shape_kind(golden)
+                            if golden_kind is not None and shape_kind(live) != golden_kind:
+                                return False
+                loose_pairs.append(forward)
+            else:
+                # rule 3: one to one, within this reply and with what earlier replies taught
+                if len(forward) != len(backward) or len(forward) + len(literal) != len(distinct):
                     return False
-                if strict_new.setdefault(golden, live) != live:
-                    return False
-                if strict_new_back.setdefault(live, golden) != golden:
-                    return False
-                if from_field and golden != live:
-                    literal_fields.append((golden, live))
+                for golden in forward.keys() & golden_to_live.keys():
+                    if golden_to_live[golden] != forward[golden]:
+                        return False
+                for live in backward.keys() & live_to_golden.keys():
+                    if live_to_golden[live] != backward[live]:
+                        return False
+                for golden in forward.keys() & strict_forward.keys():
+                    if strict_forward[golden] != forward[golden]:
+                        return False
+                for live in backward.keys() & strict_backward.keys():
+                    if strict_backward[live] != backward[live]:
+                        return False
+                strict_forward.update(forward)
+                strict_backward.update(backward)
+                if from_field:
+                    field_pairs.append(forward)
             learn.append((golden_columns, kind))
         # the reply matches: learn
         for golden_columns, kind in learn:
@@ -710,20 +733,43 @@ class ReplayState:
             merged = golden_columns[0]
             if len(golden_columns) > 1:
                 merged = _merge_columns(golden_columns)
-            for item in dict.fromkeys(merged):
-                if item and item not in client:
-                    self._seen.setdefault(item, kind)
-        golden_to_live.update(strict_new)
-        live_to_golden.update(strict_new_back)
-        for golden, live in loose_pairs:
-            if golden not in golden_to_live and live not in live_to_golden:
-                golden_to_live[golden] = live
-                live_to_golden[live] = golden
-        shape_kind = self._shape_kind
-        for golden, live in literal_fields:
-            if shape_kind(golden) is None:
-                self._literal_danger.update((golden, live))
+            ordered = dict.fromkeys(merged)
+            for unwanted in ordered.keys() & (client | {None, ""}):
+                del ordered[unwanted]
+            # positions of values seen before do not move; new ones go last, in order
+            self._seen.update(dict.fromkeys(ordered, kind))  # type: ignore[arg-type]
+        for forward in field_pairs:
+            # learned values that are no shape may hide where the fast path reads literal text
+            new = forward.keys() - golden_to_live.keys()
+            if new and not self._all_of_shape(new, None):
+                for golden in new:
+                    live = forward[golden]
+                    if golden != live and self._shape_kind(golden) is None:
+                        self._literal_danger.update((golden, live))
+        golden_to_live.update(strict_forward)
+        live_to_golden.update(strict_backward)
+        for forward in loose_pairs:
+            for golden, live in forward.items():
+                if golden not in golden_to_live and live not in live_to_golden:
+                    golden_to_live[golden] = live
+                    live_to_golden[live] = golden
         return True
+
+    def _all_of_shape(self, values: Iterable[str], kind: str | None) -> bool:
+        """Whether every value is wholly of the shape `kind` (any shape for None): one call."""
+        pattern = self._line_patterns.get(kind)
+        if pattern is None:
+            shapes = self.rules.generated_shapes
+            choices = [shapes[kind]] if kind is not None else list(shapes.values())
+            if not choices or (kind is not None and kind not in shapes):
+                return False
+            one = "|".join(f"(?:{choice})" for choice in choices)
+            try:
+                pattern = re.compile(f"(?:{one})(?:\n(?:{one}))*")
+            except re.error:  # e.g. a shape with a named group cannot repeat
+                pattern = re.compile("(?!)")
+            self._line_patterns[kind] = pattern
+        return pattern.fullmatch("\n".join(values)) is not None
 
     def _text_fast_path_frames(self, expected: list[SseEvent], actual: list[SseEvent]) -> bool:
         return self._text_fast_path_text(
