@@ -670,3 +670,51 @@ def test_a_live_id_that_the_client_sent_is_a_mismatch() -> None:
     )
     assert mismatch.path == "$.result.task.id"
     assert "a value the client sent" in mismatch.message
+
+
+def test_bless_headers_keep_recorded_order_and_volatile_values() -> None:
+    s = state()
+    golden = Response(
+        200,
+        "OK",
+        [("Date", "Sun, 29 Nov 2026 19:25:10 GMT"), ("Server", "uvicorn"), ("X-Mode", "a"), *JSON],
+        b'{"result": {"state": "TASK_STATE_COMPLETED"}}',
+    )
+    live = Response(
+        200,
+        "OK",
+        [
+            ("content-type", "application/json"),
+            ("x-mode", "b"),
+            ("date", "Mon, 30 Nov 2026 01:02:03 GMT"),
+            ("server", "uvicorn"),
+            ("content-length", "44"),
+            ("x-new", "1"),
+        ],
+        b'{"result": {"state": "TASK_STATE_FAILED"}}',
+    )
+    found = s.compare(Exchange(rpc("GetTask", {}), golden), live)
+    assert [m.path for m in found] == ["header x-mode", "header x-new", "$.result.state"]
+    blessed = s.bless(golden, live)
+    assert list(blessed.headers) == [
+        ("Date", "Sun, 29 Nov 2026 19:25:10 GMT"),
+        ("Server", "uvicorn"),
+        ("X-Mode", "b"),
+        ("Content-Type", "application/json"),
+        ("x-new", "1"),
+    ]
+    assert blessed.json == {"result": {"state": "TASK_STATE_FAILED"}}
+
+
+def test_non_ascii_and_escaped_text_replays_cleanly() -> None:
+    s = state()
+    g_task, l_task = str(uuid.uuid4()), str(uuid.uuid4())
+
+    def body(task_id: str) -> Response:
+        return reply(
+            {"result": {"id": task_id, "contextId": "c", "text": 'Prüfung "ok"\n✓ ' + task_id}}
+        )
+
+    assert s.compare(Exchange(rpc("GetTask", {}), body(g_task)), body(l_task)) == []
+    assert s.mapping[g_task] == l_task
+    assert s.bless(body(g_task), body(l_task)) == body(g_task)
