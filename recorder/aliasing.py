@@ -72,7 +72,15 @@ from urllib.parse import quote, unquote, urlsplit
 from recorder import sse
 from recorder.diff import ABSENT, Mismatch, align
 from recorder.jsonpath import State, format_path
-from recorder.model import Exchange, Headers, Request, Response, SseEvent, media_type
+from recorder.model import (
+    Exchange,
+    Headers,
+    Request,
+    Response,
+    SseEvent,
+    is_event_stream,
+    media_type,
+)
 from recorder.rules import Rules
 
 __all__ = ["ReplayState"]
@@ -522,6 +530,8 @@ class ReplayState:
                     "an SSE stream" if actual.events is not None else _short(actual.text),
                     message=(
                         "expected an SSE stream (text/event-stream), got a single body"
+                        if expected.events is not None and not is_event_stream(actual.content_type)
+                        else "the live event stream is not well-formed SSE (kept as raw bytes)"
                         if expected.events is not None
                         else "expected a single body, got an SSE stream"
                     ),

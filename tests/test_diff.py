@@ -949,3 +949,13 @@ def test_the_fast_path_decides_ordinary_replies(monkeypatch: pytest.MonkeyPatch)
         state.prepare(golden.request)
         assert state.compare(golden, live) == []
     assert walked == [7]
+
+
+def test_a_live_stream_that_is_not_well_formed_sse_is_named_so() -> None:
+    exchanges, _ = golden_transcript()
+    broken = Response(200, "OK", [("Content-Type", "text/event-stream")], b"data: {}\nbogus: 1\n\n")
+    assert broken.events is None
+    state = ReplayState(DEFAULT_RULES, recorded_base=RECORDED_BASE, live_base=LIVE_BASE)
+    found = state.compare(exchanges[2], broken)
+    assert found[-1].path == "body"
+    assert found[-1].message == "the live event stream is not well-formed SSE (kept as raw bytes)"
