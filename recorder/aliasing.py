@@ -86,6 +86,7 @@ from recorder.rules import Rules
 __all__ = ["ReplayState"]
 
 _AGENT = "<agent>"
+_BULK = 16  # from this many values on, check shapes with one regex call over them all
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _Keys = tuple[str | int, ...]
 
@@ -704,7 +705,9 @@ class ReplayState:
             if kind in self._loose:
                 # a recorded value of a shape (a timestamp) must meet a live value of it
                 if from_field and not (
-                    self._all_of_shape(forward, kind) and self._all_of_shape(backward, kind)
+                    len(forward) > _BULK
+                    and self._all_of_shape(forward, kind)
+                    and self._all_of_shape(backward, kind)
                 ):
                     shape_kind = self._shape_kind
                     for golden, live in distinct:
@@ -738,20 +741,26 @@ class ReplayState:
         for golden_columns, kind in learn:
             # rule 4: aliases follow first appearance; merge the columns only for new values
             values: set[str | None] = set().union(*golden_columns)
-            if not values - self._seen.keys() - client - {None, ""}:
+            values -= self._seen.keys()
+            values.discard(None)
+            values.discard("")
+            values -= client
+            if not values:
                 continue
             merged = golden_columns[0]
             if len(golden_columns) > 1:
                 merged = _merge_columns(golden_columns)
             ordered = dict.fromkeys(merged)
-            for unwanted in ordered.keys() & (client | {None, ""}):
+            ordered.pop(None, None)
+            ordered.pop("", None)
+            for unwanted in ordered.keys() & client:
                 del ordered[unwanted]
             # positions of values seen before do not move; new ones go last, in order
             self._seen.update(dict.fromkeys(ordered, kind))  # type: ignore[arg-type]
         for forward in field_pairs:
             # learned values that are no shape may hide where the fast path reads literal text
             new = forward.keys() - golden_to_live.keys()
-            if new and not self._all_of_shape(new, None):
+            if new and not (len(new) > _BULK and self._all_of_shape(new, None)):
                 for golden in new:
                     live = forward[golden]
                     if golden != live and self._shape_kind(golden) is None:
