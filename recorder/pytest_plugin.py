@@ -138,7 +138,7 @@ class _Agent:
             self.base_url = agent_base_url(self._handle.url)
             self.live_base = agent_base_url(self._handle.base_url)
             self.variables.setdefault("A2A_TOKEN", self._handle.token)
-        self._transport = make_transport()
+        self._transport = make_transport(self.base_url)
 
     @property
     def timeout(self) -> float:
