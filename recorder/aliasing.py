@@ -64,7 +64,7 @@ import functools
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from operator import itemgetter
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -1296,19 +1296,6 @@ def _merge_columns(columns: list[list[str | None]]) -> list[str | None]:
     for column in columns[1:]:
         merged = [a if a is not None else b for a, b in zip(merged, column, strict=True)]
     return merged
-
-
-def _strings(value: Any) -> Iterator[str]:
-    """Every string in a JSON value (member names too)."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for name, item in value.items():
-            yield name
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
 
 
 def _map_strings(value: Any, function: Callable[[str], str]) -> Any:

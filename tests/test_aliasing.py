@@ -718,3 +718,29 @@ def test_non_ascii_and_escaped_text_replays_cleanly() -> None:
     assert s.compare(Exchange(rpc("GetTask", {}), body(g_task)), body(l_task)) == []
     assert s.mapping[g_task] == l_task
     assert s.bless(body(g_task), body(l_task)) == body(g_task)
+
+
+def test_rules_can_name_more_generated_places() -> None:
+    rules = replace(
+        DEFAULT_RULES,
+        generated_fields={**DEFAULT_RULES.generated_fields, "sessionId": "session"},
+        generated_paths={"$.result.ticket": "ticket"},
+    )
+    s = ReplayState(rules, recorded_base=RECORDED, live_base=LIVE)
+    request = rpc("Open", {})
+    golden = reply({"result": {"sessionId": "s-1", "ticket": "T-100", "note": "T-100"}})
+    live = reply({"result": {"sessionId": "s-9", "ticket": "T-555", "note": "T-100"}})
+    assert s.compare(Exchange(request, golden), live) == []
+    assert s.mapping == {"s-1": "s-9", "T-100": "T-555"}
+    assert s.alias("s-1", "session") == "<session:1>"
+    assert s.prepare(rpc("Use", {"session": "s-1", "ticket": "T-100"})).json["params"] == {
+        "session": "s-9",
+        "ticket": "T-555",
+    }
+    wrong = reply({"result": {"sessionId": "s-2", "ticket": "T-555", "note": "T-100"}})
+    [mismatch] = s.compare(Exchange(request, golden), wrong)
+    assert (mismatch.path, mismatch.expected, mismatch.actual) == (
+        "$.result.sessionId",
+        "<session:1>",
+        "s-2",
+    )
