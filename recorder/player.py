@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import json
 import os
 import re
 import threading
@@ -39,6 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Protocol
+from urllib.parse import quote
 
 import httpx
 
@@ -317,26 +319,33 @@ def fill_placeholders(
 ) -> Request:
     """`request` with each `{{NAME}}` in its target, header values and body replaced.
 
-    In a JSON body the value is inserted JSON-escaped (placeholders stand inside strings).
+    In the target the value is percent-encoded where a URL needs it; in a JSON body it is
+    JSON-escaped (placeholders stand inside strings). A value that cannot go where its
+    placeholder stands (a line break in a header) is a `RecorderError` naming path:line.
     """
 
-    def value_of(match: re.Match[str], *, json_escape: bool = False) -> str:
+    def value_of(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in variables:
             raise MissingVariableError(name, path=path, line=line)
-        value = variables[name]
-        if json_escape:
-            import json
+        return variables[name]
 
-            return json.dumps(value, ensure_ascii=False)[1:-1]
-        return value
+    def in_target(match: re.Match[str]) -> str:
+        return quote(value_of(match), safe="!#$&'()*+,/:;=?@[]~%")
+
+    def in_json(match: re.Match[str]) -> str:
+        return json.dumps(value_of(match), ensure_ascii=False)[1:-1]
 
     target = request.target
     if "{{" in target:
-        target = _PLACEHOLDER.sub(value_of, target)
+        target = _PLACEHOLDER.sub(in_target, target)
     headers = request.headers
     if any("{{" in value for _, value in headers):
-        headers = Headers([(n, _PLACEHOLDER.sub(value_of, v)) for n, v in headers])
+        try:
+            headers = Headers([(n, _PLACEHOLDER.sub(value_of, v)) for n, v in headers])
+        except ValueError as exc:
+            where = path if line is None else f"{path}:{line}"
+            raise RecorderError(f"{where}: a placeholder's value cannot be sent: {exc}") from None
     body = request.body
     if b"{{" in body:
         try:
@@ -344,8 +353,7 @@ def fill_placeholders(
         except UnicodeDecodeError:
             pass  # binary bodies hold no placeholders
         else:
-            escape = request.is_json
-            body = _PLACEHOLDER.sub(lambda m: value_of(m, json_escape=escape), text).encode()
+            body = _PLACEHOLDER.sub(in_json if request.is_json else value_of, text).encode()
     if target is request.target and headers is request.headers and body is request.body:
         return request
     return replace(request, target=target, headers=headers, body=body)

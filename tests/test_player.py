@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from recorder.diff import Mismatch
-from recorder.errors import UpstreamError
+from recorder.errors import RecorderError, UpstreamError
 from recorder.httpfile import dump, dumps, loads
 from recorder.kit import KitServer, start_kit
 from recorder.model import Exchange, Headers, Request, Transcript
@@ -305,6 +305,21 @@ def test_placeholders_are_filled_in_target_headers_and_json_body() -> None:
     assert filled.headers.get("Authorization") == "Bearer s3cret"
     # JSON-escaped inside the string it stands in
     assert filled.json == {"apiKey": 'quote " and \\ slash'}
+
+
+def test_a_placeholder_value_is_percent_encoded_in_the_target() -> None:
+    request = Request("GET", "/tasks?tenant={{TENANT}}")
+    assert fill_placeholders(request, {"TENANT": "a b/c"}).target == "/tasks?tenant=a%20b/c"
+
+
+def test_a_placeholder_value_that_cannot_be_a_header_value_is_a_clear_error() -> None:
+    request = Request("GET", "/", Headers([("Authorization", "Bearer {{A2A_TOKEN}}")]))
+    with pytest.raises(RecorderError) as caught:
+        fill_placeholders(request, {"A2A_TOKEN": "two\nlines"}, path="t/x.http", line=3)
+    assert str(caught.value) == (
+        "t/x.http:3: a placeholder's value cannot be sent: "
+        "header Authorization has a line break or NUL in its value"
+    )
 
 
 def test_a_request_without_placeholders_is_returned_unchanged() -> None:
