@@ -86,6 +86,7 @@ from recorder.rules import Rules
 __all__ = ["ReplayState"]
 
 _AGENT = "<agent>"
+_NOT_SCANNED = frozenset({"host", "content-length"})
 _BULK = 16  # from this many values on, check shapes with one regex call over them all
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _Keys = tuple[str | int, ...]
@@ -276,36 +277,38 @@ class ReplayState:
         `prepare` and then `compare` ask about in turn."""
         if self._scanned is not None and self._scanned[0] is request:
             return self._scanned[1]
-        texts: list[str] = []
         values: set[str] = set()
-        body_text = None
+        body_text = ""
         if request.body:
             try:
                 body_text = request.body.decode("utf-8")
             except UnicodeDecodeError:
-                body_text = None
-        if body_text is not None:
-            texts.append(body_text)
+                body_text = ""
             if request.is_json:
-                for token in _JSON_STRING.findall(body_text):
-                    values.add(json.loads(token) if "\\" in token else token[1:-1])
+                tokens = _JSON_STRING.findall(body_text)
+                if any("\\" in token for token in tokens):
+                    values.update(json.loads(token) for token in tokens)
+                else:
+                    values.update(token[1:-1] for token in tokens)
             else:
                 values.add(body_text)
-        path, _, query = request.target.partition("?")
-        parts = [unquote(segment) for segment in path.split("/")]
+        target = request.target
+        if "%" in target or "+" in target:
+            path, _, query = target.partition("?")
+            parts = [unquote(segment) for segment in path.split("/")]
+            if query:
+                for item in query.split("&"):
+                    parts.extend(unquote(part.replace("+", " ")) for part in item.split("=", 1))
+        else:
+            parts = target.replace("?", "/").replace("&", "/").replace("=", "/").split("/")
         # AIP-136 custom methods: /tasks/{id}:cancel
-        parts.extend(segment.partition(":")[0] for segment in parts if ":" in segment)
-        if query:
-            for item in query.split("&"):
-                parts.extend(unquote(part.replace("+", " ")) for part in item.split("=", 1))
-        for name, header_value in request.headers:
-            if name.lower() not in ("host", "content-length"):
-                parts.append(header_value)
+        parts.extend([segment.partition(":")[0] for segment in parts if ":" in segment])
+        parts.extend([value for name, value in request.headers if name.lower() not in _NOT_SCANNED])
         values.update(parts)
-        texts.extend(parts)
         if self._shapes is not None:
-            for text in texts:
-                values.update(match.group() for match in self._shapes.finditer(text))
+            # one pass over everything; a line break cannot sit inside a shape match
+            everything = body_text + "\n" + "\n".join(parts)
+            values.update([match.group() for match in self._shapes.finditer(everything)])
         values.discard("")
         result = frozenset(values)
         self._scanned = (request, result)
@@ -336,18 +339,17 @@ class ReplayState:
         """
         changes: dict[str, Any] = {}
         if self._golden_to_live and not self._golden_to_live.keys().isdisjoint(self._scan(request)):
-            value = request.json
-            if value is not None:
-                new_value = _map_strings(value, self._forward)
-                if new_value != value:
-                    changes["body"] = json.dumps(new_value, ensure_ascii=False).encode()
-            elif request.body and self._shapes is not None:
+            if request.body:
                 try:
                     text = request.body.decode("utf-8")
                 except UnicodeDecodeError:
                     text = None
                 if text is not None:
-                    new_text = self._forward_shapes_only(text)
+                    # JSON: string by string, in the text, so the canonical layout stays as it is
+                    if request.is_json:
+                        new_text = self._forward_json_text(text)
+                    else:
+                        new_text = self._forward_shapes_only(text)
                     if new_text != text:
                         changes["body"] = new_text.encode()
             target = self._forward_target(request.target)
@@ -358,13 +360,26 @@ class ReplayState:
             changes["headers"] = headers
         if not changes:
             return request
-        if "body" in changes:
-            return dataclasses.replace(request, **changes)
-        # the body is unchanged and already canonical: skip re-canonicalizing it
+        # the body keeps its (canonical) layout: no need to parse and print it again
         prepared = copy.copy(request)
         for name, change in changes.items():
             object.__setattr__(prepared, name, change)
+        if "body" in changes:
+            prepared.__dict__.pop("json", None)  # the cached parse of the old body
         return prepared
+
+    def _forward_json_text(self, text: str) -> str:
+        """JSON text with learned values made live in its strings; layout and order kept."""
+
+        def sub(match: re.Match[str]) -> str:
+            token = match.group()
+            value = json.loads(token) if "\\" in token else token[1:-1]
+            new = self._forward(value)
+            if new == value:
+                return token
+            return json.dumps(new, ensure_ascii=False)
+
+        return _JSON_STRING.sub(sub, text)
 
     def _forward_shapes_only(self, text: str) -> str:
         if self._shapes is None:
@@ -1296,16 +1311,6 @@ def _merge_columns(columns: list[list[str | None]]) -> list[str | None]:
     for column in columns[1:]:
         merged = [a if a is not None else b for a, b in zip(merged, column, strict=True)]
     return merged
-
-
-def _map_strings(value: Any, function: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
-        return function(value)
-    if isinstance(value, dict):
-        return {name: _map_strings(item, function) for name, item in value.items()}
-    if isinstance(value, list):
-        return [_map_strings(item, function) for item in value]
-    return value
 
 
 def _map_with_kinds(

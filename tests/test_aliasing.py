@@ -744,3 +744,16 @@ def test_rules_can_name_more_generated_places() -> None:
         "<session:1>",
         "s-2",
     )
+
+
+def test_a_prepared_body_is_canonical_and_parses_to_the_live_values() -> None:
+    (g_task, g_ctx), (l_task, l_ctx) = ids(), ids()
+    s = state()
+    learn(s, {"a": f"{g_task}|{g_ctx}"}, {"a": f"{l_task}|{l_ctx}"})
+    request = rpc("GetTask", {"id": g_task, "text": f"é {g_task}"})
+    assert request.json["params"]["id"] == g_task  # parsed (and cached) before prepare
+    sent = s.prepare(request)
+    assert sent.json["params"] == {"id": l_task, "text": f"é {l_task}"}
+    # the constructor finds the body canonical already
+    assert sent == replace(request, body=sent.body, headers=sent.headers)
+    assert sent.body == request.body.replace(g_task.encode(), l_task.encode())
