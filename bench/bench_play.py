@@ -16,7 +16,9 @@ GetTask pairs) are recorded from the same agent first.
   id goes into each GetTask), placeholder filling, the live `Response` model, the comparison.
 
 Rounds alternate bare / play; the ratio of the medians is reported, with each median, the
-part of the play time spent parsing the transcripts, and (for information) `--jobs 2`.
+part of the play time spent parsing the transcripts, and for information `--jobs 2` and a
+lower-level bare loop through `httpx.HTTPTransport` (what the player itself sends with, so it
+shows the player's whole own cost).
 """
 
 from __future__ import annotations
@@ -161,6 +163,24 @@ def bare_loop(url: str, requests: list[tuple[str, bytes, list[tuple[str, str]]]]
     return time.perf_counter() - started
 
 
+def bare_transport_loop(
+    url: str, requests: list[tuple[str, bytes, list[tuple[str, str]]]]
+) -> float:
+    """The same requests through `httpx.HTTPTransport` directly, as the player sends them."""
+    started = time.perf_counter()
+    timeout = httpx.Timeout(30).as_dict()
+    with httpx.HTTPTransport(verify=False) as transport:
+        for target, body, headers in requests:
+            request = httpx.Request(
+                "POST", url + target, headers=headers, content=body, extensions={"timeout": timeout}
+            )
+            response = transport.handle_request(request)
+            response.read()
+            response.close()
+            assert response.status_code == 200
+    return time.perf_counter() - started
+
+
 def play_loop(url: str, folder: Path, exchanges: int, jobs: int = 1) -> float:
     from recorder.player import play
 
@@ -220,8 +240,10 @@ def main() -> None:
             played: list[float] = []
             parsed: list[float] = []
             parallel: list[float] = []
+            low_level: list[float] = []
             for _ in range(args.rounds):
                 bare.append(bare_loop(url, requests))
+                low_level.append(bare_transport_loop(url, requests))
                 played.append(play_loop(url, folder, exchanges))
                 parsed.append(parse_only(folder))
                 parallel.append(play_loop(url, folder, exchanges, jobs=2))
@@ -243,6 +265,9 @@ def main() -> None:
     print(f"ratio play / bare     {play_median / bare_median:8.3f}  (goal <= 1.15)")
     without = (play_median - parse_median) / bare_median
     print(f"  without parsing     {without:8.3f}")
+    low_median = statistics.median(low_level)
+    print(line("bare transport loop", low_median))
+    print(f"ratio play / transport{play_median / low_median:8.3f}  (for information)")
     parallel_median = statistics.median(parallel)
     print(line("recorder play -j 2", parallel_median))
     print(f"ratio play -j 2 / bare{parallel_median / bare_median:8.3f}  (for information)")
