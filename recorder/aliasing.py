@@ -87,6 +87,7 @@ __all__ = ["ReplayState"]
 
 _AGENT = "<agent>"
 _NOT_SCANNED = frozenset({"host", "content-length"})
+_SMALL = 24  # up to this many values in a reply, the fast path pairs them in one plain loop
 _BULK = 16  # from this many values on, check shapes with one regex call over them all
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _Keys = tuple[str | int, ...]
@@ -173,6 +174,7 @@ class ReplayState:
         self._generated_paths = rules.generated_matcher
         self._tokens = compiled.tokens
         self._token_kinds = compiled.kinds
+        self._value_columns = compiled.value_columns
         self._skip_headers = compiled.skip_headers
         # rule 3: the mapping, both ways; rule 4: aliases of recorded values
         self._golden_to_live: dict[str, str] = {}
@@ -682,6 +684,8 @@ class ReplayState:
         # the text between the values (member names included) is equal
         if expected_parts[0::stride] != actual_parts[0::stride]:
             return False
+        if len(expected_parts) <= _SMALL * stride:
+            return self._pair_few(expected_parts, actual_parts, stride)
         client = self._client
         golden_to_live = self._golden_to_live
         live_to_golden = self._live_to_golden
@@ -787,6 +791,66 @@ class ReplayState:
                 if golden not in golden_to_live and live not in live_to_golden:
                     golden_to_live[golden] = live
                     live_to_golden[live] = golden
+        return True
+
+    def _pair_few(self, expected: list[Any], actual: list[Any], stride: int) -> bool:
+        """The fast path's pairing (rules 2 and 3) for a reply with few values: one loop."""
+        client = self._client
+        golden_to_live = self._golden_to_live
+        live_to_golden = self._live_to_golden
+        forward: dict[str, str] = {}
+        backward: dict[str, str] = {}
+        seen: list[tuple[str, str]] = []
+        loose_pairs: list[tuple[str, str]] = []
+        field_pairs: list[tuple[str, str]] = []
+        for base in range(0, len(expected) - 1, stride):
+            golden = live = None
+            kind = ""
+            from_field = False
+            for column, column_kind, column_is_field in self._value_columns:
+                golden = expected[base + column]
+                live = actual[base + column]
+                if golden is not None or live is not None:
+                    kind, from_field = column_kind, column_is_field
+                    break
+            if golden is None or live is None:
+                return False  # another alternative (kind) matched on one side
+            if not golden or golden in client:
+                if golden != live:
+                    return False  # rule 2: compared exactly
+                continue
+            if not live or live in client:
+                return False  # an empty or client-sent live value: let the walk explain
+            seen.append((golden, kind))
+            if kind in self._loose:
+                if from_field:
+                    golden_kind = self._shape_kind(golden)
+                    if golden_kind is not None and self._shape_kind(live) != golden_kind:
+                        return False
+                loose_pairs.append((golden, live))
+                continue
+            mapped = golden_to_live.get(golden) or forward.get(golden)
+            if mapped is not None and mapped != live:
+                return False
+            back = live_to_golden.get(live) or backward.get(live)
+            if back is not None and back != golden:
+                return False
+            forward[golden] = live
+            backward[live] = golden
+            if from_field and golden != live and golden not in golden_to_live:
+                field_pairs.append((golden, live))
+        # the reply matches: learn
+        for golden, kind in seen:
+            self._seen.setdefault(golden, kind)
+        for golden, live in field_pairs:
+            if self._shape_kind(golden) is None:
+                self._literal_danger.update((golden, live))
+        golden_to_live.update(forward)
+        live_to_golden.update(backward)
+        for golden, live in loose_pairs:
+            if golden not in golden_to_live and live not in live_to_golden:
+                golden_to_live[golden] = live
+                live_to_golden[live] = golden
         return True
 
     def _all_of_shape(self, values: Iterable[str], kind: str | None) -> bool:
@@ -1278,6 +1342,8 @@ class _Compiled:
     beside: dict[str, frozenset[str]]
     kinds: list[tuple[str, list[int], bool]]
     """(kind, the split columns of its values, whether one is a generated member's)."""
+    value_columns: list[tuple[int, str, bool]]
+    """(split column, kind, whether it holds a generated member's value), in group order."""
     skip_headers: frozenset[str]
 
 
@@ -1301,6 +1367,11 @@ def _compile(rules: Rules) -> _Compiled:
             (kind, columns, not field_columns.isdisjoint(columns))
             for kind, columns in value_columns.items()
         ],
+        value_columns=sorted(
+            (column, kind, column in field_columns)
+            for kind, columns in value_columns.items()
+            for column in columns
+        ),
         skip_headers=rules.ignored_headers | frozenset(rules.secret_headers) | {"content-type"},
     )
 

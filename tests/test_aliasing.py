@@ -16,12 +16,13 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recorder import httpfile
+from recorder import aliasing, httpfile
 from recorder.aliasing import ReplayState
 from recorder.model import Exchange, Headers, Request, Response, SseEvent, Transcript
 from recorder.rules import DEFAULT_RULES
@@ -465,8 +466,12 @@ class FreshAgent:
         )
 
 
+@pytest.mark.parametrize("small", [aliasing._SMALL, 0], ids=["few", "many"])
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.name for p in TRANSCRIPTS])
-def test_shipped_transcript_replays_cleanly_against_a_fresh_agent(path: Path) -> None:
+def test_shipped_transcript_replays_cleanly_against_a_fresh_agent(
+    path: Path, small: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(aliasing, "_SMALL", small)  # both ways the fast path pairs values
     transcript = httpfile.load(path)
     for seed in range(3):
         agent = FreshAgent(seed)
@@ -566,14 +571,17 @@ def test_consistently_regenerated_values_never_mismatch(
     run: tuple[list[tuple[Request, Response]], list[tuple[Request, Response]], int],
 ) -> None:
     golden, live, _ = run
-    s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
-    for (golden_request, golden_response), (live_request, live_response) in zip(
-        golden, live, strict=True
-    ):
-        sent = s.prepare(golden_request)
-        assert sent.target == live_request.target
-        assert sent.json == live_request.json
-        assert s.compare(Exchange(golden_request, golden_response), live_response) == []
+    for small in (aliasing._SMALL, 0):  # the fast path pairs few values one way, many another
+        with mock.patch.object(aliasing, "_SMALL", small):
+            s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
+            for (golden_request, golden_response), (live_request, live_response) in zip(
+                golden, live, strict=True
+            ):
+                sent = s.prepare(golden_request)
+                assert sent.target == live_request.target
+                assert sent.json == live_request.json
+                exchange = Exchange(golden_request, golden_response)
+                assert s.compare(exchange, live_response) == []
 
 
 @settings(max_examples=60, deadline=None)
@@ -596,23 +604,23 @@ def test_an_inconsistent_mapping_always_mismatches(
     else:
         document["status"]["message"]["text"] = f"Task {wrong} done"
     live = [*live[:victim], (live[victim][0], reply(value)), *live[victim + 1 :]]
-    s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
-    found = []
-    for number, ((golden_request, golden_response), (_, live_response)) in enumerate(
-        zip(golden, live, strict=True)
-    ):
-        s.prepare(golden_request)
-        found.extend(
-            (number, m.path)
-            for m in s.compare(Exchange(golden_request, golden_response), live_response)
-        )
     prefix = "$.result" if "result" in value else "$"
     path = {
         "id": f"{prefix}.id",
         "history": f"{prefix}.history[0].taskId",
         "message": f"{prefix}.status.message.text",
     }[place]
-    assert found == [(victim, path)]
+    for small in (aliasing._SMALL, 0):  # the fast path pairs few values one way, many another
+        with mock.patch.object(aliasing, "_SMALL", small):
+            s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
+            found = []
+            for number, ((golden_request, golden_response), (_, live_response)) in enumerate(
+                zip(golden, live, strict=True)
+            ):
+                s.prepare(golden_request)
+                exchange = Exchange(golden_request, golden_response)
+                found.extend((number, m.path) for m in s.compare(exchange, live_response))
+            assert found == [(victim, path)]
 
 
 def test_bless_of_a_changed_stream_keeps_ids_and_layout() -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from recorder import aliasing
 from recorder.aliasing import ReplayState
 from recorder.diff import ABSENT, Mismatch, align, format_value
 from recorder.model import Exchange, Headers, Request, Response, SseEvent
@@ -556,12 +557,15 @@ def _live_stream_task() -> Any:
     LIVE_STREAM_TASK.clear()
 
 
-@pytest.fixture(params=["fast path", "tree walk only"])
+@pytest.fixture(params=["fast path", "fast path for many values", "tree walk only"])
 def walk_only(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    """Run a test twice: as shipped, and with the text fast path off (the walk must agree)."""
+    """Run a test three ways: as shipped (these replies hold few values), with the fast path's
+    pairing for many values, and with the fast path off. They must agree."""
     if request.param == "tree walk only":
         monkeypatch.setattr(ReplayState, "_text_fast_path_text", lambda self, a, b: False)
         return True
+    if request.param == "fast path for many values":
+        monkeypatch.setattr(aliasing, "_SMALL", 0)
     return False
 
 
