@@ -451,8 +451,10 @@ class ReplayState:
         return out
 
     def _compare_headers(self, expected: Headers, actual: Headers, out: list[Mismatch]) -> None:
-        expected_type = expected.get("Content-Type")
-        actual_type = actual.get("Content-Type")
+        expected_fields = _fields_by_name(expected)
+        actual_fields = _fields_by_name(actual)
+        expected_type = expected_fields.get("content-type", [None])[0]
+        actual_type = actual_fields.get("content-type", [None])[0]
         if self.rules.compare_content_type_params:
             same = _normal_content_type(expected_type) == _normal_content_type(actual_type)
         else:
@@ -465,14 +467,12 @@ class ReplayState:
                     ABSENT if actual_type is None else actual_type,
                 )
             )
-        names: list[str] = []
-        for name in [*expected.names(), *actual.names()]:
-            folded = name.lower()
-            if folded not in self._skip_headers and folded not in names:
-                names.append(folded)
-        for name in names:
-            expected_values = expected.get_all(name)
-            actual_values = actual.get_all(name)
+        skip = self._skip_headers
+        for name in dict.fromkeys([*expected_fields, *actual_fields]):
+            if name in skip:
+                continue
+            expected_values = expected_fields.get(name)
+            actual_values = actual_fields.get(name)
             if not expected_values or not actual_values:
                 out.append(
                     Mismatch(
@@ -484,6 +484,8 @@ class ReplayState:
                 continue
             normal_expected = ", ".join(expected_values)
             normal_actual = ", ".join(actual_values)
+            if normal_expected == normal_actual and not self._golden_to_live:
+                continue
             problem = self._compare_text(normal_expected, normal_actual)
             if problem is not None:
                 out.append(Mismatch(f"header {name}", problem[0], problem[1], message=problem[2]))
@@ -1374,6 +1376,14 @@ def _compile(rules: Rules) -> _Compiled:
         ),
         skip_headers=rules.ignored_headers | frozenset(rules.secret_headers) | {"content-type"},
     )
+
+
+def _fields_by_name(headers: Headers) -> dict[str, list[str]]:
+    """Lower-case name -> values, names in first-appearance order."""
+    fields: dict[str, list[str]] = {}
+    for name, value in headers:
+        fields.setdefault(name.lower(), []).append(value)
+    return fields
 
 
 def _merge_columns(columns: list[list[str | None]]) -> list[str | None]:
