@@ -450,10 +450,16 @@ def send(
                 data = reply.read()
         finally:
             reply.close()
-    except httpx.TimeoutException as exc:
+    except _StreamDeadline:
         raise UpstreamError(
-            f"the agent at {base_url} did not answer {request.method} {target} within "
-            f"{timeout:g} s ({_reason(exc)})"
+            f"the event stream that the agent at {base_url} sent for {request.method} {target} "
+            f"did not end within {timeout:g} s"
+        ) from None
+    except httpx.TimeoutException as exc:
+        what = "connect" if isinstance(exc, httpx.ConnectTimeout) else "answer"
+        raise UpstreamError(
+            f"the agent at {base_url} did not {what} within {timeout:g} s "
+            f"({request.method} {target})"
         ) from None
     except httpx.TransportError as exc:
         raise UpstreamError(f"cannot reach the agent at {base_url}: {_reason(exc)}") from None
@@ -470,6 +476,10 @@ def send(
         body=data,
         http_version=reply.http_version if reply.http_version.startswith("HTTP/") else "HTTP/1.1",
     )
+
+
+class _StreamDeadline(Exception):
+    """An event stream still open when the time for the whole reply ran out."""
 
 
 @functools.lru_cache(maxsize=512)
@@ -502,7 +512,7 @@ def _read_stream(
             if max_events is not None and len(decoder.events) >= max_events:
                 break
         if time.monotonic() > deadline:
-            raise httpx.ReadTimeout(f"the event stream did not end within {timeout:g} s")
+            raise _StreamDeadline
     return b"".join(chunks)
 
 
@@ -524,8 +534,6 @@ def _reason(exc: BaseException) -> str:
         return "connection refused"
     if isinstance(exc, httpx.RemoteProtocolError):
         return f"the connection closed before a whole reply ({text})" if text else "closed"
-    if isinstance(exc, httpx.TimeoutException):
-        return text or "timed out"
     return text or type(exc).__name__
 
 

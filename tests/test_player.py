@@ -640,3 +640,29 @@ def test_off_a_terminal_the_report_is_plain_without_progress() -> None:
         '    frame 4: $.result.id: expected "<id:1>", got "<id:2>"\n'
         "1 transcript, 2 exchanges: 1 passed, 1 failed\n"
     )
+
+
+@pytest.mark.e2e
+def test_an_unreachable_agent_stops_parallel_jobs_with_the_same_one_error(goldens: Path) -> None:
+    with closed_port() as port, pytest.raises(UpstreamError) as caught:
+        play([goldens], agent=f"http://127.0.0.1:{port}", environ={"A2A_TOKEN": "x"}, jobs=3)
+    expected = f"cannot reach the agent at http://127.0.0.1:{port}: connection refused"
+    assert str(caught.value) == expected
+
+
+@pytest.mark.e2e
+def test_a_stream_that_does_not_end_in_time_is_an_error_not_a_hang(
+    goldens: Path, kit: KitServer
+) -> None:
+    # the slow review streams until it is canceled (30 s); without the CancelTask nothing ends it
+    path = goldens / "06-subscribe.http"
+    transcript = loads(path.read_text())
+    path.write_text(dumps(dataclasses.replace(transcript, exchanges=transcript.exchanges[:2])))
+    with pytest.raises(UpstreamError) as caught:
+        play([path], agent=kit.base_url, environ={}, timeout=1)
+    # no frame for 1 s (the read timeout) or frames until the deadline: both say so in one line
+    assert str(caught.value) in (
+        f"the agent at {kit.base_url} did not answer within 1 s (POST /a2a/jsonrpc)",
+        f"the event stream that the agent at {kit.base_url} sent for POST /a2a/jsonrpc "
+        "did not end within 1 s",
+    )
