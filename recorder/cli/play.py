@@ -70,7 +70,8 @@ def _agent(ctx: click.Context, param: click.Parameter, value: str | None) -> str
     "--update",
     is_flag=True,
     help="Rewrite the golden transcripts from the live replies, keeping golden generated "
-    "values wherever the alias mapping holds.",
+    "values wherever the alias mapping holds (an unchanged file is not touched). The "
+    "differences are reported; the exit status is 0 once the files are written.",
 )
 @click.option("--junit-xml", "junit_path", metavar="FILE", help="Also write a JUnit XML report.")
 @click.option(
@@ -93,7 +94,8 @@ def _agent(ctx: click.Context, param: click.Parameter, value: str | None) -> str
     "--shard",
     metavar="K/N",
     callback=_shard,
-    help="Play only the K-th of N equal slices of the sorted file list (for CI machines).",
+    help="Play only shard K of N (1-based): every N-th file of the sorted list, starting "
+    "with the K-th, so N CI machines split a suite without overlap.",
 )
 @click.option(
     "--timeout",
