@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_player import edit, record_goldens
+from test_player import closed_port, edit, record_goldens
 
 from recorder.kit import KitServer, start_kit
 
@@ -128,3 +128,15 @@ def test_xdist_loadfile_keeps_each_file_on_one_worker_in_order(
         "transcripts", "--recorder-agent", kit.base_url, "-n", "2", "--dist", "loadfile"
     )
     result.assert_outcomes(passed=10)
+
+
+def test_an_unreachable_agent_fails_items_with_one_clear_line(project: pytest.Pytester) -> None:
+    with closed_port() as port:
+        result = project.runpytest(
+            "transcripts/01-languages.http", "--recorder-agent", f"http://127.0.0.1:{port}"
+        )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [f"recorder: cannot reach the agent at http://127.0.0.1:{port}: connection refused"]
+    )
+    assert "Traceback" not in result.stdout.str()
