@@ -2,7 +2,7 @@
 
     RecorderError            anything recorder raises on broken input or a broken environment
      ├── ParseError          a transcript that is not valid .http (has .path and .line)
-     ├── RulesError          a rules file that is not valid (has .path)
+     ├── RulesError          a rules file that is not valid (the message names file and key)
      └── UpstreamError       an agent that cannot be reached (refused, timed out, reset)
 
 A mismatch between a recorded and a live reply is a result, not an exception.
