@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 ## demo: replay the golden transcripts against the bundled kit agent
 demo: $(STAMP)
-	$(BIN)/recorder check transcripts/
+	$(BIN)/recorder play transcripts/
 
 ## test: lint, type-check and the whole test suite (what CI runs)
 test: $(STAMP) lint typecheck unit docs-check
