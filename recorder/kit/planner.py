@@ -7,25 +7,30 @@ It starts the kit (on port 41242 when that is free, so that the recorded card UR
 free loopback port, runs every scenario of `recorder.kit.scenarios` in order through the proxy
 into a fresh folder, checks that each scenario produced exactly its file (`NN-name.http`, in
 order) and that every file parses, and only then replaces the numbered transcripts in `--out`.
-A failed run leaves `--out` as it was.
+A failed run leaves `--out` as it was. Where a previous file of the same name says the same
+thing, its generated values (ids, timestamps, Date headers) are kept (`recorder.rerecord`), so
+re-recording an unchanged scenario leaves the file unchanged; `--fresh` turns that off.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import re
-import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from recorder.httpfile import load
+from recorder.errors import ParseError
+from recorder.httpfile import dump, load
 from recorder.kit import KitServer, start_kit
 from recorder.kit.scenarios import SCENARIOS, Scenario, Session
 from recorder.proxy import create_proxy_app, listening_socket
+from recorder.rerecord import keep_recorded_values
+from recorder.rules import DEFAULT_RULES
 from recorder.servers import ServerThread
 from recorder.store import file_name
 
@@ -84,6 +89,12 @@ def record_scenarios(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="transcripts/", help="the transcripts folder")
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="write the new recording as it came, without keeping the previous files' "
+        "generated values where nothing else changed",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
@@ -94,11 +105,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"planner: {exc}; {out} is unchanged", file=sys.stderr)
             return 1
         out.mkdir(parents=True, exist_ok=True)
+        previous = {}
         for old in out.iterdir():
             if _NUMBERED.match(old.name):
+                if not args.fresh:
+                    with contextlib.suppress(ParseError):
+                        previous[old.name] = load(old)
                 old.unlink()
         for path in paths:
-            shutil.copyfile(path, out / path.name)
+            fresh = load(path)
+            if path.name in previous:
+                fresh = keep_recorded_values(previous[path.name], fresh, DEFAULT_RULES)
+            dump(fresh, out / path.name)
     for path in paths:
         print(f"planner: wrote {out / path.name} ({len(load(out / path.name))} exchanges)")
     return 0

@@ -1,0 +1,57 @@
+"""Keep a re-recorded transcript's generated values when nothing else changed.
+
+Re-recording a scenario against a fresh agent gives new task ids, context ids, timestamps and
+`Date` headers. A golden file that is rewritten with all of them would show a `git diff` on
+every line that names one, hiding the changes that matter. So, like `recorder play --update`,
+the fresh recording is laid over the previous one through the player's aliasing
+(`recorder.aliasing.ReplayState`): the previous file plays the recorded side, the fresh
+recording the live side.
+
+- A request is kept as previously recorded when it is that request with the previously
+  learned values carried forward (what the player would send); otherwise the fresh one is
+  taken, and the files stop being matched from there on (a changed scenario is a new file).
+- A reply that matches the previous one (no mismatch) is kept byte for byte; a reply that
+  differs gets the previous values back wherever the alias mapping holds (`bless`).
+- Titles and comments come from the fresh recording.
+
+Pure: transcripts in, transcript out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from recorder.aliasing import ReplayState
+from recorder.model import Exchange, Transcript
+from recorder.rules import Rules
+
+__all__ = ["keep_recorded_values"]
+
+
+def _base_url(transcript: Transcript) -> str | None:
+    for exchange in transcript.exchanges:
+        host = exchange.request.headers.get("Host")
+        if host:
+            return f"http://{host}"
+    return None
+
+
+def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) -> Transcript:
+    """`fresh` with the values `previous` recorded wherever the two say the same thing."""
+    live_base = _base_url(fresh)
+    if live_base is None:
+        return fresh
+    state = ReplayState(rules, recorded_base=_base_url(previous), live_base=live_base)
+    kept: list[Exchange] = []
+    for index, new in enumerate(fresh.exchanges):
+        if index >= len(previous.exchanges):
+            kept.extend(fresh.exchanges[index:])
+            break
+        old = previous.exchanges[index]
+        if state.prepare(old.request) != new.request:
+            kept.extend(fresh.exchanges[index:])
+            break
+        state.compare(old, new.response)
+        response = state.bless(old.response, new.response)
+        kept.append(dataclasses.replace(new, request=old.request, response=response))
+    return dataclasses.replace(fresh, exchanges=tuple(kept))
