@@ -45,10 +45,10 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import itertools
 import json
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -457,17 +457,43 @@ def dump(transcript: Transcript, path: str | os.PathLike[str]) -> None:
     write_text_atomic(Path(path), dumps(transcript))
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` so that readers see the old file or the new one, never half."""
-    folder = path.parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+def write_text_atomic(path: Path, text: str | bytes, *, fsync: bool = True) -> None:
+    """Write `text` (or UTF-8 bytes) to `path` so that readers see the old file or the new one,
+    never half: a temporary file in the same folder, then a rename over `path`.
+
+    The rename alone is what readers rely on. `fsync=True` also flushes the data to the disk
+    before the rename, so that the new file survives a power loss or a kernel crash (not
+    needed against a crash of this process); it costs a disk flush, 0.2 ms to several ms.
+    """
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    tmp, fd = _create_temporary(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+_temporary_names = itertools.count()
+
+
+def _create_temporary(path: Path) -> tuple[str, int]:
+    """A new file `.NAME.PID.N.tmp` beside `path`, opened for writing (mode 0600, as
+    `tempfile.mkstemp` makes it; cheaper than mkstemp's random names)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(path.parent, f".{path.name}.{os.getpid()}.{next(_temporary_names)}.tmp")
+        try:
+            return tmp, os.open(tmp, flags, 0o600)
+        except FileExistsError:
+            continue  # left by an earlier process with the same id
+    raise FileExistsError(f"cannot create a temporary file beside {path}")

@@ -86,10 +86,19 @@ def _escape_invisible(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
+def _escape_invisible_text(text: str) -> str:
+    """`text` with DEL, the C1 controls and U+2028/U+2029 written as `\\uXXXX` escapes."""
+    if text.isascii():
+        # O(1) test; DEL is the only ASCII character to escape, and `in` on ASCII text is a
+        # memchr, where the regular expression walks the text character by character (about
+        # 6 ms per MiB)
+        return text.replace("\x7f", "\\u007f") if "\x7f" in text else text
+    return _INVISIBLE.sub(_escape_invisible, text)
+
+
 def pretty_json(value: Any) -> str:
     """The canonical JSON text of a body: 2-space indent, key order kept, unicode kept."""
-    text = json.dumps(value, indent=2, ensure_ascii=False)
-    return _INVISIBLE.sub(_escape_invisible, text)
+    return _escape_invisible_text(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def canonical_json_body(body: bytes) -> bytes:

@@ -7,12 +7,15 @@ Pure part (no I/O): `operation_name` (the A2A operation a request calls), `excha
 
 I/O part: `TranscriptStore` appends the exchanges of one scenario to one file, in the order
 their requests started, rewriting the whole file atomically each time
-(`recorder.httpfile.write_text_atomic`), so a reader sees the file before or after an exchange,
-never half of one. Exchanges without a scenario get a file each, named after the operation.
+(`recorder.httpfile.write_text_atomic`: a temporary file, then a rename), so a reader sees the
+file before or after an exchange, never half of one. The text of each exchange is made once and
+kept, so a long scenario costs one `dumps` of the new exchange plus a copy of the file per
+exchange. Exchanges without a scenario get a file each, named after the operation.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import os
@@ -28,6 +31,7 @@ from recorder.model import Exchange, Request, Transcript
 __all__ = [
     "TranscriptStore",
     "during_tagged",
+    "exchange_block",
     "exchange_title",
     "file_name",
     "header_case",
@@ -151,12 +155,47 @@ def file_name(number: int, slug: str) -> str:
 # --------------------------------------------------------------------------- writer
 
 
+_FILE_HEAD = dumps(Transcript())  # "# recorder-format: 1\n"
+
+
+def exchange_block(exchange: Exchange) -> str:
+    """The text one exchange adds to a canonical file. `dumps` writes the head, then each
+    exchange's block after a blank line, so a file is `_FILE_HEAD + "".join("\n" + block)`."""
+    return dumps(Transcript(exchanges=(exchange,)))[len(_FILE_HEAD) + 1 :]
+
+
+@dataclass
+class _Entry:
+    ticket: int
+    exchange: Exchange
+    during: tuple[int, int] | None
+    # the exchange's block of the file, cached with the `@during` tag it was made with
+    block: str = ""
+    tag: str | None = None
+
+
 @dataclass
 class _OpenFile:
     path: Path
-    # (request order, exchange, during); kept sorted by request order
-    exchanges: list[tuple[int, Exchange, tuple[int, int] | None]] = field(default_factory=list)
+    entries: list[_Entry] = field(default_factory=list)  # sorted by ticket
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def text(self) -> str:
+        """The whole file: the blocks of unchanged exchanges are reused, so an exchange costs
+        one `dumps` of itself, not of the whole file."""
+        position = {entry.ticket: n for n, entry in enumerate(self.entries, start=1)}
+        parts = [_FILE_HEAD]
+        for entry in self.entries:
+            tag = _during_tag(entry.during, position)
+            if not entry.block or tag != entry.tag:
+                exchange = entry.exchange
+                if tag is not None:
+                    comments = (*exchange.comments, tag)
+                    exchange = dataclasses.replace(exchange, comments=comments)
+                entry.block, entry.tag = exchange_block(exchange), tag
+            parts.append("\n")
+            parts.append(entry.block)
+        return "".join(parts)
 
 
 class TranscriptStore:
@@ -166,6 +205,8 @@ class TranscriptStore:
     request order); `write(ticket, exchange, secrets)` puts the finished exchange in its file.
     `end(scenario)` closes a scenario: its next exchange starts a new file.
     `scrub` (text, secrets) -> text is applied to the whole file text before it is written.
+    `fsync` flushes each file to the disk before it replaces the old one (durable across a
+    power loss; without it a write is still atomic for readers and for a crash of the process).
     """
 
     def __init__(
@@ -173,9 +214,11 @@ class TranscriptStore:
         out: Path,
         *,
         scrub: Callable[[str, Mapping[str, str]], str] | None = None,
+        fsync: bool = False,
     ) -> None:
         self.out = Path(out)
         self._scrub = scrub
+        self._fsync = fsync
         self._lock = threading.Lock()
         self._open: dict[str, _OpenFile] = {}
         self._order = 0
@@ -227,34 +270,34 @@ class TranscriptStore:
         gone to the client. It is written as the tag `# @during exchange N frame K` (N counted
         from 1 in the file), which tells a player to send this request at the same point."""
         with self._lock:
-            self._secrets.update(secrets)
-            all_secrets = dict(self._secrets)
+            if secrets:
+                self._secrets.update(secrets)
+            all_secrets = dict(self._secrets) if self._secrets else {}
             if scenario is None:
                 record = _OpenFile(self._allocate(operation_slug(operation)))
                 self.written.append(record.path)
             else:
                 slug = slugify(scenario)
-                record = self._open.get(slug)  # type: ignore[assignment]
-                if record is None:
-                    record = _OpenFile(self._allocate(slug))
-                    self._open[slug] = record
-                    self.written.append(record.path)
+                found = self._open.get(slug)
+                if found is None:
+                    found = _OpenFile(self._allocate(slug))
+                    self._open[slug] = found
+                    self.written.append(found.path)
+                record = found
         with record.lock:
-            entry = (ticket, exchange, during)
-            record.exchanges.append(entry)
-            record.exchanges.sort(key=lambda item: item[0])
-            transcript = Transcript(exchanges=during_tagged(record.exchanges))
-            text = dumps(transcript)
-            if self._scrub is not None and all_secrets:
-                scrubbed = self._scrub(text, all_secrets)
-                if scrubbed != text:
-                    # scrubbing replaced text inside values: make sure the file still parses
-                    loads(scrubbed, source=record.path)
-                    text = scrubbed
+            entry = _Entry(ticket, exchange, during)
+            bisect.insort(record.entries, entry, key=lambda item: item.ticket)
             try:
-                write_text_atomic(record.path, text)
-            except OSError:
-                record.exchanges.remove(entry)
+                text = record.text()
+                if self._scrub is not None and all_secrets:
+                    scrubbed = self._scrub(text, all_secrets)
+                    if scrubbed != text:
+                        # scrubbing replaced text inside values: make sure the file still parses
+                        loads(scrubbed, source=record.path)
+                        text = scrubbed
+                write_text_atomic(record.path, text, fsync=self._fsync)
+            except BaseException:
+                record.entries.remove(entry)
                 raise
         return record.path
 
@@ -268,11 +311,17 @@ def during_tagged(
     position = {ticket: n for n, (ticket, _, _) in enumerate(ordered, start=1)}
     out = []
     for _, exchange, during in ordered:
-        if during is not None and during[0] in position:
-            tag = f"@during exchange {position[during[0]]} frame {during[1]}"
+        tag = _during_tag(during, position)
+        if tag is not None:
             exchange = dataclasses.replace(exchange, comments=(*exchange.comments, tag))
         out.append(exchange)
     return tuple(out)
+
+
+def _during_tag(during: tuple[int, int] | None, position: Mapping[int, int]) -> str | None:
+    if during is None or during[0] not in position:
+        return None
+    return f"@during exchange {position[during[0]]} frame {during[1]}"
 
 
 def describe_error(exc: BaseException) -> str:

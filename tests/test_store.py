@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
 import pytest
 from factories import make_exchange, make_request
 
-from recorder import Headers, Request, load
+from recorder import Headers, Request, Transcript, dumps, load
 from recorder.store import (
     TranscriptStore,
     during_tagged,
@@ -222,3 +223,51 @@ def test_during_tags_name_the_open_stream_by_its_place_in_the_file() -> None:
     # the stream is not written yet: no tag until it is
     alone = during_tagged([(1, send, None), (3, cancel, (2, 1))])
     assert alone[1].comments == ()
+
+
+def test_file_text_is_dumps_of_the_tagged_exchanges_whatever_the_arrival_order(
+    tmp_path: Path,
+) -> None:
+    # cached per-exchange blocks must give the same bytes as one dumps of the whole file,
+    # also when an earlier request finishes later and shifts the @during positions
+    store = TranscriptStore(tmp_path)
+    tickets = [store.begin() for _ in range(4)]
+    exchanges = [make_exchange(title=f"e{n}") for n in range(4)]
+    during = {tickets[3]: (tickets[2], 1), tickets[1]: (tickets[0], 2)}
+    written: list[tuple[int, object, tuple[int, int] | None]] = []
+    for n in (2, 3, 1, 0):
+        path = store.write(
+            tickets[n],
+            exchanges[n],
+            scenario="s",
+            operation="x",
+            during=during.get(tickets[n]),
+        )
+        written.append((tickets[n], exchanges[n], during.get(tickets[n])))
+        expected = dumps(Transcript(exchanges=during_tagged(written)))  # type: ignore[arg-type]
+        assert path.read_text() == expected
+    assert [e.comments for e in load(path)] == [
+        (),
+        ("@during exchange 1 frame 2",),
+        (),
+        ("@during exchange 3 frame 1",),
+    ]
+
+
+@pytest.mark.parametrize("fsync", [False, True])
+def test_fsync_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync: bool
+) -> None:
+    flushed: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        flushed.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    store = TranscriptStore(tmp_path, fsync=fsync)
+    path = store.write(store.begin(), make_exchange(), scenario=None, operation="GetTask")
+    assert len(flushed) == (1 if fsync else 0)
+    assert load(path).exchanges == (make_exchange(),)
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left

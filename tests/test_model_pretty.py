@@ -1,0 +1,67 @@
+"""`pretty_json` (the canonical JSON body text) stays byte-identical to its definition:
+`json.dumps(value, indent=2, ensure_ascii=False)` with DEL, U+0080-U+009F, U+2028 and U+2029
+written as `\\uXXXX`. The fast path skips the escaping scan for ASCII text; this pins it."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from recorder.model import canonical_json_body, pretty_json
+
+_REFERENCE_INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+
+def reference_pretty_json(value: Any) -> str:
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    return _REFERENCE_INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+# text biased towards the characters that matter: escapes, DEL, C1 controls, line separators,
+# JSON punctuation, non-ASCII
+_TRICKY = '\x00\x1f\x7f\x80\x85\x9f\xa0\u2028\u2029\ud7ff\U0001f600"\\/{}[],: \n\t'
+text = st.one_of(
+    st.text(),
+    st.text(alphabet=st.sampled_from(_TRICKY + "ab"), max_size=20),
+    st.text(alphabet=st.characters(max_codepoint=0x7F)),
+)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=2**63, max_value=2**80),
+    st.floats(allow_nan=True, allow_infinity=True),
+    text,
+)
+json_values = st.recursive(
+    scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=5),
+        st.dictionaries(text, children, max_size=5),
+    ),
+    max_leaves=30,
+)
+
+
+@given(json_values)
+def test_pretty_json_is_the_indented_dump_with_invisible_characters_escaped(value: Any) -> None:
+    assert pretty_json(value) == reference_pretty_json(value)
+
+
+@given(json_values)
+def test_canonical_body_of_any_json_text_is_the_reference_pretty_form(value: Any) -> None:
+    body = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    assert canonical_json_body(body) == reference_pretty_json(json.loads(body)).encode()
+
+
+def test_each_invisible_character_is_escaped_in_ascii_and_non_ascii_text() -> None:
+    for char in ["\x7f", "\x80", "\x9f", "\u2028", "\u2029"]:
+        for context in ("a", "é", "\U0001f600"):
+            value = {"k": f"{context}{char}{context}"}
+            escaped = f"\\u{ord(char):04x}"
+            assert f'"{context}{escaped}{context}"' in pretty_json(value)
+    assert pretty_json("\xa0") == '"\xa0"'  # U+00A0 is visible enough: kept raw
