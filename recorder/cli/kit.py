@@ -9,7 +9,13 @@ import click
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option("--port", default=41242, show_default=True, type=int, help="Port (0: any free).")
+@click.option(
+    "--port",
+    default=41242,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port (0: any free).",
+)
 @click.option(
     "--token",
     default=None,
