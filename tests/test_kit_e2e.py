@@ -590,7 +590,8 @@ def test_extended_card_without_the_right_token_is_401_on_both_bindings(
     )
     rest = http.get("/a2a/rest/extendedAgentCard", headers=headers)
     tenant_rest = http.get("/tenant-1/a2a/rest/extendedAgentCard", headers=headers)
-    for reply in (jsonrpc, rest, tenant_rest):
+    head = http.head("/a2a/rest/extendedAgentCard", headers=headers)
+    for reply in (jsonrpc, rest, tenant_rest, head):
         assert reply.status_code == 401
         assert reply.headers["www-authenticate"] == challenge
         assert reply.headers["content-type"] == "application/json"
@@ -840,3 +841,15 @@ def test_recorder_kit_command_reports_a_busy_port(kit: KitServer) -> None:
     assert result.stderr == (
         f"recorder kit: cannot listen on 127.0.0.1:{kit.port}: Address already in use\n"
     )
+
+
+@pytest.mark.parametrize("port", ["65536", "-1", "http"])
+def test_recorder_kit_command_refuses_a_port_out_of_range(port: str) -> None:
+    from click.testing import CliRunner
+
+    from recorder.cli import main
+
+    result = CliRunner().invoke(main, ["kit", "--port", port])
+    assert result.exit_code == 2
+    assert "Invalid value for '--port'" in result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit)

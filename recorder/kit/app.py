@@ -89,7 +89,9 @@ class ExtendedCardGuard:
             await self.app(scope, receive, send)
             return
         method, path = scope["method"], scope["path"]
-        if method == "GET" and path.endswith(self._rest_card_suffix):
+        # HEAD too: Starlette answers HEAD on every GET route (a 200 would tell the card is
+        # there without the token)
+        if method in ("GET", "HEAD") and path.endswith(self._rest_card_suffix):
             problem = self._problem(scope)
             if problem is not None:
                 await _send_json(send, 401, _rest_error_body(problem), self._challenge(scope))
