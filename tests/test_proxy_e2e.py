@@ -4,9 +4,11 @@ a2a-sdk client, small upstreams we control for the failure cases."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -25,8 +27,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from recorder import load
-from recorder.proxy import create_proxy_app
-from recorder.servers import ServerThread
+from recorder.proxy import create_proxy_app, fast_server_options
+from recorder.servers import ServerThread, bind_socket
 
 pytestmark = pytest.mark.e2e
 
@@ -42,10 +44,28 @@ def wait_until(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.01)
 
 
+# uvicorn's fast stack (what `recorder record` runs when installed) and its pure-Python fallback
+STACKS = [
+    pytest.param(fast_server_options(), id="httptools-uvloop"),
+    pytest.param(("h11", "asyncio"), id="h11-asyncio"),
+]
+
+
 @contextmanager
-def serve_proxy(upstream: str, out: Path, **options: Any) -> Iterator[ServerThread]:
+def serve_proxy(
+    upstream: str, out: Path, stack: tuple[str, str] | None = None, **options: Any
+) -> Iterator[ServerThread]:
     proxy = create_proxy_app(upstream, out=out, **options)
-    with ServerThread(proxy, lifespan="on", server_header=False, date_header=False) as server:
+    http, loop = stack or fast_server_options()
+    with ServerThread(
+        proxy,
+        lifespan="on",
+        server_header=False,
+        date_header=False,
+        proxy_headers=False,
+        http=http,
+        loop=loop,
+    ) as server:
         yield server
 
 
@@ -110,11 +130,15 @@ def controlled() -> Iterator[tuple[ControlledUpstream, ServerThread]]:
             upstream.gate.open()
 
 
+@pytest.mark.parametrize("stack", STACKS)
 def test_first_frame_reaches_the_client_before_the_upstream_finishes(
-    controlled: tuple[ControlledUpstream, ServerThread], tmp_path: Path
+    controlled: tuple[ControlledUpstream, ServerThread], tmp_path: Path, stack: tuple[str, str]
 ) -> None:
     upstream, server = controlled
-    with serve_proxy(server.url, tmp_path) as proxy, httpx.Client(timeout=LIMIT) as client:
+    with (
+        serve_proxy(server.url, tmp_path, stack) as proxy,
+        httpx.Client(timeout=LIMIT) as client,
+    ):
         with client.stream("POST", proxy.url + "/stream", json={}) as reply:
             lines = reply.iter_lines()
             assert next(lines) == 'data: {"n": 1}'
@@ -131,11 +155,12 @@ def test_first_frame_reaches_the_client_before_the_upstream_finishes(
     assert not exchange.truncated
 
 
+@pytest.mark.parametrize("stack", STACKS)
 def test_client_disconnect_closes_upstream_and_keeps_a_truncated_exchange(
-    controlled: tuple[ControlledUpstream, ServerThread], tmp_path: Path
+    controlled: tuple[ControlledUpstream, ServerThread], tmp_path: Path, stack: tuple[str, str]
 ) -> None:
     upstream, server = controlled
-    with serve_proxy(server.url, tmp_path) as proxy:
+    with serve_proxy(server.url, tmp_path, stack) as proxy:
         with (
             httpx.Client(timeout=LIMIT) as client,
             client.stream("POST", proxy.url + "/stream", json={}) as reply,
@@ -421,3 +446,141 @@ def test_cli_rejects_a_bad_rules_file(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert str(rules) in result.output
+
+
+# --------------------------------------------------------------------------- upstream connections
+
+
+class RawUpstream:
+    """A bare HTTP/1.1 server on a loopback socket (one thread per connection), for what a
+    framework will not do: close a kept-alive connection right after a reply, break off a
+    body. Counts the connections it accepted.
+
+    Paths: `/keep` answers and keeps the connection; `/drop` answers with a complete reply
+    (no `Connection: close`) and then closes the connection, as an upstream whose keep-alive
+    timeout ran out does; `/short` promises 100 bytes, sends 10 and closes; `/big?n=BYTES`
+    answers a chunked body of n bytes."""
+
+    def __init__(self) -> None:
+        self.sock = bind_socket()
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.connections = 0
+        self._threads: list[threading.Thread] = []
+        self._acceptor = threading.Thread(target=self._accept, daemon=True)
+
+    def __enter__(self) -> RawUpstream:
+        self._acceptor.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept() (Linux)
+        self.sock.close()
+        self._acceptor.join(LIMIT)
+        for thread in self._threads:
+            thread.join(LIMIT)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return  # closed
+            self.connections += 1
+            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        conn.settimeout(LIMIT)
+        buffer = b""
+        with conn:
+            for _ in range(100):  # bounded: requests per connection
+                while b"\r\n\r\n" not in buffer:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buffer += data
+                head, _, buffer = buffer.partition(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                target = lines[0].split(" ")[1]
+                length = 0
+                for line in lines[1:]:
+                    name, _, value = line.partition(":")
+                    if name.strip().lower() == "content-length":
+                        length = int(value)
+                while len(buffer) < length:
+                    buffer += conn.recv(65536)
+                buffer = buffer[length:]
+                path, _, query = target.partition("?")
+                if path == "/short":
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
+                    return
+                if path == "/big":
+                    size = int(query.removeprefix("n="))
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                    chunk = bytes(range(256)) * 256  # 64 KiB
+                    sent = 0
+                    while sent < size:
+                        part = chunk[: size - sent]
+                        conn.sendall(b"%x\r\n%s\r\n" % (len(part), part))
+                        sent += len(part)
+                    conn.sendall(b"0\r\n\r\n")
+                    continue
+                body = b'{"path": "' + path.encode() + b'"}'
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+                )
+                if path == "/drop":
+                    return
+
+
+def test_upstream_connections_are_kept_and_replaced_when_the_upstream_closes_them(
+    tmp_path: Path,
+) -> None:
+    with (
+        RawUpstream() as upstream,
+        serve_proxy(upstream.url, tmp_path) as proxy,
+        httpx.Client(timeout=LIMIT) as client,
+    ):
+        for _ in range(3):
+            assert client.get(proxy.url + "/keep").json() == {"path": "/keep"}
+        assert upstream.connections == 1  # one kept-alive connection served all three
+        assert client.get(proxy.url + "/drop").json() == {"path": "/drop"}
+        # the upstream closed that connection after its reply: the next request gets a new one
+        assert client.get(proxy.url + "/keep").json() == {"path": "/keep"}
+        assert upstream.connections == 2
+    assert len(list(tmp_path.glob("*.http"))) == 5
+
+
+def test_upstream_that_breaks_off_a_body_gives_502_and_a_fresh_connection_next(
+    tmp_path: Path,
+) -> None:
+    with (
+        RawUpstream() as upstream,
+        serve_proxy(upstream.url, tmp_path) as proxy,
+        httpx.Client(timeout=LIMIT) as client,
+    ):
+        reply = client.get(proxy.url + "/short")
+        assert reply.status_code == 502
+        assert "broke off" in reply.json()["error"]["message"]
+        assert client.get(proxy.url + "/keep").status_code == 200
+        assert upstream.connections == 2
+    assert [p.name for p in tmp_path.glob("*.http")] == ["01-get-keep.http"]
+
+
+def test_large_streamed_body_passes_whole(tmp_path: Path) -> None:
+    # more than the proxy's upstream connection buffers before it pauses reading, in chunks
+    # larger than httpcore reads at once
+    size = 5 * 1024 * 1024 + 123
+    expected = (bytes(range(256)) * 256 * 81)[:size]
+    with (
+        RawUpstream() as upstream,
+        serve_proxy(upstream.url, tmp_path) as proxy,
+        httpx.Client(timeout=LIMIT) as client,
+        client.stream("GET", f"{proxy.url}/big?n={size}") as reply,
+    ):
+        assert reply.read() == expected
+    [path] = tmp_path.glob("*.http")
+    assert load(path).exchanges[0].response.body == expected

@@ -45,7 +45,15 @@ def _secret_names(rules_path: str | None) -> dict[str, Any]:
 )
 @click.option("--rules", type=click.Path(dir_okay=False), help="Rules file (YAML): secrets.")
 @click.option("--timeout", default=60.0, show_default=True, help="Upstream read timeout, seconds.")
-def record(upstream: str, listen: str, out: str, rules: str | None, timeout: float) -> None:
+@click.option(
+    "--fsync",
+    is_flag=True,
+    help="Flush each transcript to the disk before it replaces the old file (survives a power "
+    "loss; slower). Without it writes are still atomic (temporary file, then rename).",
+)
+def record(
+    upstream: str, listen: str, out: str, rules: str | None, timeout: float, fsync: bool
+) -> None:
     """Record every exchange between clients and the agent at UPSTREAM.
 
     Point clients at the proxy instead of the agent. Name a scenario with the request header
@@ -68,6 +76,7 @@ def record(upstream: str, listen: str, out: str, rules: str | None, timeout: flo
             upstream,
             out=Path(out),
             timeout=httpx.Timeout(30.0, connect=5.0, read=timeout),
+            fsync=fsync,
             **names,
         )
         serve(proxy, host=host, port=port, announce=click.echo)
