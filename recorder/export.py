@@ -204,12 +204,18 @@ def exchange_curl_command(exchange: Exchange, *, base_url: str | None = None) ->
 
 
 def export_curl(
-    exchanges: Sequence[Exchange], *, base_url: str | None = None, source: str | None = None
+    exchanges: Sequence[Exchange],
+    *,
+    base_url: str | None = None,
+    source: str | None = None,
+    start: int = 1,
 ) -> str:
-    """Every request as a curl command, each under a `# N. title` comment."""
+    """Every request as a curl command, each under a `# N. title` comment.
+
+    `start` is the number of the first exchange in its file (`FILE#4` exports exchange 4)."""
     blocks = []
     names: list[str] = []
-    for number, exchange in enumerate(exchanges, start=1):
+    for number, exchange in enumerate(exchanges, start=start):
         try:
             command = exchange_curl_command(exchange, base_url=base_url)
         except ExportError as exc:
@@ -230,7 +236,7 @@ def export_curl(
 # --------------------------------------------------------------------------- .http
 
 
-def _http_base(exchanges: Iterable[Exchange], base_url: str | None) -> str:
+def _http_base(exchanges: Iterable[Exchange], base_url: str | None, source: str | None) -> str:
     if base_url is not None:
         _check_base_url(base_url)
         return base_url.rstrip("/")
@@ -238,17 +244,24 @@ def _http_base(exchanges: Iterable[Exchange], base_url: str | None) -> str:
         host = exchange.request.headers.get("Host")
         if host:
             return f"http://{host}"
-    raise ExportError("no request has a Host header: pass a base URL (--base-url URL)")
+    where = f"{source}: " if source else ""
+    raise ExportError(f"{where}no request has a Host header: pass a base URL (--base-url URL)")
 
 
 def export_http(
-    exchanges: Sequence[Exchange], *, base_url: str | None = None, source: str | None = None
+    exchanges: Sequence[Exchange],
+    *,
+    base_url: str | None = None,
+    source: str | None = None,
+    start: int = 1,
 ) -> str:
-    """A requests-only `.http` file (rule 5), sendable by the common `.http` clients."""
-    base = _http_base(exchanges, base_url)
+    """A requests-only `.http` file (rule 5), sendable by the common `.http` clients.
+
+    `start` numbers the first exchange in error messages, as in `export_curl`."""
+    base = _http_base(exchanges, base_url, source)
     blocks: list[str] = []
     names: list[str] = []
-    for number, exchange in enumerate(exchanges, start=1):
+    for number, exchange in enumerate(exchanges, start=start):
         request = exchange.request
         where = _where(source, exchange, number)
         target = request.target

@@ -71,6 +71,55 @@ def test_cli_export_to_curl_prints_the_commands() -> None:
     )
 
 
+def test_cli_export_of_exchange_n_numbers_it_n(tmp_path: Path) -> None:
+    from recorder import Transcript, dump
+
+    source = tmp_path / "errors.http"
+    first = load(SEED / "04-streaming-review.http").exchanges[0]
+    request = first.request
+    separator_body = dataclasses.replace(
+        first,
+        request=dataclasses.replace(
+            request,
+            headers=request.headers.replaced("Content-Type", "text/plain"),
+            body=b"### not a separator\n",
+        ),
+    )
+    hostless = dataclasses.replace(
+        first, request=dataclasses.replace(request, headers=request.headers.without("Host"))
+    )
+    dump(Transcript((first, first, separator_body, hostless)), source)
+    lines = [exchange.line for exchange in load(source)]
+    result = CliRunner().invoke(main, ["export", f"{source}#2", "--to", "curl"])
+    assert result.exit_code == 0, result.output
+    assert "\n# 2. " in result.stdout and "# 1." not in result.stdout
+    # an error names the exchange by its number in the file, and its line
+    result = CliRunner().invoke(main, ["export", f"{source}#3", "--to", "http"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {source}:{lines[2]}: exchange 3: "), result.stderr
+    result = CliRunner().invoke(main, ["export", f"{source}#4", "--to", "curl"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {source}:{lines[3]}: exchange 4: "), result.stderr
+
+
+def test_http_export_without_any_host_names_the_file(tmp_path: Path) -> None:
+    first = load(SEED / "02-message-reply.http").exchanges[0]
+    hostless = dataclasses.replace(
+        first,
+        request=dataclasses.replace(first.request, headers=first.request.headers.without("Host")),
+    )
+    with pytest.raises(ExportError, match=r"^x\.http: no request has a Host header"):
+        export_http([hostless], source="x.http")
+
+
+def test_cli_export_to_an_unwritable_place_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    out = tmp_path / "no-such-folder" / "out.http"
+    args = ["export", str(SEED / "02-message-reply.http"), "--to", "http", "-o", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"error: cannot write {out}: No such file or directory\n"
+
+
 def test_transport_headers_are_left_to_curl() -> None:
     request = make_request(
         headers=Headers(

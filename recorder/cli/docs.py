@@ -172,17 +172,19 @@ def export(reference: str, target: str, base_url: str | None, output: str | None
     {{NAME}} variables in the .http file.
     """
     exchanges = _load(reference)
-    source = parse_reference(reference)[0]
+    source, index = parse_reference(reference)
+    convert = export_curl if target == "curl" else export_http
     try:
-        if target == "curl":
-            text = export_curl(exchanges, base_url=base_url, source=source)
-        else:
-            text = export_http(exchanges, base_url=base_url, source=source)
+        text = convert(exchanges, base_url=base_url, source=source, start=index or 1)
     except ExportError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
     if output is None:
         click.echo(text, nl=False)
-    else:
+        return
+    try:
         write_text_file(Path(output), text)
-        click.echo(f"wrote {output}")
+    except OSError as exc:
+        click.echo(f"error: cannot write {output}: {exc.strerror or exc}", err=True)
+        raise SystemExit(2) from None
+    click.echo(f"wrote {output}")
