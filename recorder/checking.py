@@ -13,7 +13,7 @@ from pathlib import Path
 from recorder.errors import ParseError
 from recorder.httpfile import dumps, load
 
-__all__ = ["Problem", "check_paths", "find_transcripts"]
+__all__ = ["Problem", "check_paths", "find_files", "find_transcripts"]
 
 
 @dataclass(frozen=True)
@@ -29,14 +29,20 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-def find_transcripts(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
-    """Each file named, and every `*.http` file under each folder named, in name order."""
+def find_files(paths: Iterable[str | os.PathLike[str]], pattern: str) -> Iterator[Path]:
+    """Each file named, and every file matching `pattern` under each folder named, in name
+    order."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*.http") if p.is_file())
+            yield from sorted(p for p in path.rglob(pattern) if p.is_file())
         else:
             yield path
+
+
+def find_transcripts(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """Each file named, and every `*.http` file under each folder named, in name order."""
+    return find_files(paths, "*.http")
 
 
 def check_paths(
@@ -45,7 +51,13 @@ def check_paths(
     """Parse every transcript; return how many files were checked and the problems found."""
     problems: list[Problem] = []
     count = 0
-    for path in find_transcripts(paths):
+    found: list[Path] = []
+    for raw in paths:
+        files = list(find_transcripts([raw]))
+        if not files:  # a folder without transcripts: a typo must not pass as "all valid"
+            problems.append(Problem(os.fspath(raw), None, "no .http files in this folder"))
+        found.extend(files)
+    for path in found:
         count += 1
         name = str(path)
         if not path.exists():

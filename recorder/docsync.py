@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from recorder import httpfile
-from recorder.checking import Problem
+from recorder.checking import Problem, find_files
 from recorder.errors import ParseError, RecorderError
 from recorder.model import Exchange, Transcript
 from recorder.render import RenderOptions, parse_reference, render_exchanges
@@ -238,12 +238,7 @@ def _fence_for(body: list[str], fence: str) -> str:
 
 def find_markdown(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
     """Each file named, and every `*.md` file under each folder named, in name order."""
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            yield from sorted(p for p in path.rglob("*.md") if p.is_file())
-        else:
-            yield path
+    return find_files(paths, "*.md")
 
 
 def load_exchanges(
@@ -290,7 +285,16 @@ def sync_paths(paths: Iterable[str | os.PathLike[str]], *, write: bool) -> list[
     they are and reported.
     """
     cache: dict[Path, Transcript] = {}
-    return [_sync_file(path, write=write, cache=cache) for path in find_markdown(paths)]
+    reports: list[FileReport] = []
+    for raw in paths:
+        files = list(find_markdown([raw]))
+        if not files:  # a folder without Markdown: a typo must not pass as "up to date"
+            name = os.fspath(raw)
+            reports.append(
+                FileReport(name, problems=[Problem(name, None, "no .md files in this folder")])
+            )
+        reports.extend(_sync_file(path, write=write, cache=cache) for path in files)
+    return reports
 
 
 def _sync_file(path: Path, *, write: bool, cache: dict[Path, Transcript]) -> FileReport:
@@ -320,8 +324,12 @@ def _sync_file(path: Path, *, write: bool, cache: dict[Path, Transcript]) -> Fil
             report.outdated.append(marker)
             rendered[marker.line] = content
     if write and rendered:
-        write_text_file(path, apply_blocks(text, report.outdated, rendered))
-        report.written = True
+        try:
+            write_text_file(path, apply_blocks(text, report.outdated, rendered))
+        except OSError as exc:
+            report.problems.append(Problem(name, None, f"cannot write: {exc.strerror or exc}"))
+        else:
+            report.written = True
     report.problems.sort(key=lambda p: p.line or 0)
     return report
 

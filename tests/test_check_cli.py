@@ -59,3 +59,12 @@ def test_check_needs_a_path() -> None:
     code, _, err = run()
     assert code == 2
     assert "Missing argument 'PATHS...'" in err
+
+
+def test_a_folder_without_transcripts_is_a_problem_not_a_pass(tmp_path: Path) -> None:
+    empty = tmp_path / "transcipts"  # a typo, or the files moved away
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not a transcript\n")
+    code, out, err = run(str(FIXTURES), str(empty))
+    assert (code, out) == (2, "")
+    assert err == f"{empty}: no .http files in this folder\n"

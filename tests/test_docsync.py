@@ -240,6 +240,27 @@ def test_sync_keeps_the_file_mode(project: Path) -> None:
     assert stat.S_IMODE(page.stat().st_mode) == 0o664
 
 
+def test_a_folder_without_markdown_is_a_problem_not_a_pass(project: Path) -> None:
+    empty = project / "doc"  # a typo for docs/
+    empty.mkdir()
+    code, out, err = run("docs", "check", str(empty))
+    assert (code, out, err) == (2, "", f"{empty}: no .md files in this folder\n")
+
+
+def test_sync_that_cannot_write_says_so_and_exits_2(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = project / "docs" / "page.md"
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("recorder.docsync.tempfile.mkstemp", refuse)
+    code, out, err = run("docs", "sync", str(page))
+    assert (code, out, err) == (2, "", f"{page}: cannot write: Permission denied\n")
+    assert page.read_text() == PAGE
+
+
 def test_folders_are_searched_for_markdown(project: Path) -> None:
     nested = project / "docs" / "more"
     nested.mkdir()

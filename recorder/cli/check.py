@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from recorder.checking import check_paths
@@ -23,7 +25,8 @@ def check(paths: tuple[str, ...], canonical: bool) -> None:
     for problem in problems:
         click.echo(str(problem), err=True)
     if problems:
-        bad = len({p.path for p in problems})
-        click.echo(f"{bad} of {count} transcripts have problems", err=True)
+        bad = len({p.path for p in problems if not Path(p.path).is_dir()})
+        if bad:  # (a folder without transcripts is a problem of its own, said above)
+            click.echo(f"{bad} of {count} transcripts have problems", err=True)
         raise SystemExit(2)
     click.echo(f"{count} transcripts OK" if count != 1 else "1 transcript OK")
