@@ -179,6 +179,7 @@ def test_shard_and_jobs_split_the_files(goldens: Path, kit: KitServer) -> None:
         (["--shard", "3/2"], "expected 1 <= K <= N in K/N, got '3/2'"),
         (["--agent", "localhost:41242"], "expected an http:// or https:// URL"),
         (["--jobs", "0"], "0 is not in the range x>=1"),
+        (["--junit-xml", "no-such-folder/report.xml"], "folder of no-such-folder/report.xml"),
     ],
 )
 def test_usage_errors_exit_2(goldens: Path, args: list[str], message: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 from collections.abc import Iterator
 
@@ -54,6 +55,13 @@ def _agent(ctx: click.Context, param: click.Parameter, value: str | None) -> str
         raise click.BadParameter(str(exc)) from None
 
 
+def _report_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A JUnit report path whose folder exists: checked before playing, not after."""
+    if value is not None and not os.path.isdir(os.path.dirname(value) or "."):
+        raise click.BadParameter(f"the folder of {value} does not exist")
+    return value
+
+
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option(
@@ -73,7 +81,13 @@ def _agent(ctx: click.Context, param: click.Parameter, value: str | None) -> str
     "values wherever the alias mapping holds (an unchanged file is not touched). The "
     "differences are reported; the exit status is 0 once the files are written.",
 )
-@click.option("--junit-xml", "junit_path", metavar="FILE", help="Also write a JUnit XML report.")
+@click.option(
+    "--junit-xml",
+    "junit_path",
+    metavar="FILE",
+    callback=_report_path,
+    help="Also write a JUnit XML report.",
+)
 @click.option(
     "-k",
     "pattern",
@@ -151,6 +165,10 @@ def play(
         raise SystemExit(2)
     report.summary(result)
     if junit_path is not None:
-        write_junit_xml(result, junit_path)
+        try:
+            write_junit_xml(result, junit_path)
+        except OSError as exc:
+            click.echo(f"recorder: cannot write {junit_path}: {exc.strerror or exc}", err=True)
+            raise SystemExit(2) from None
     sys.stdout.flush()
     raise SystemExit(0 if result.passed or update else 1)
