@@ -1,0 +1,118 @@
+"""The planner's scenarios and the transcripts they recorded (no network: the files are read).
+
+Issue 4, item 7: every listed scenario is there, each file is self-contained (it creates the
+tasks it then names, ListTasks is scoped by contextId), and `11-errors.http` shows the errors
+with exchange 3 the old method name answered with -32601, as the guide says.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recorder import Exchange, load
+from recorder.kit.scenarios import SCENARIOS, UNKNOWN_TASK
+from recorder.store import file_name
+
+TRANSCRIPTS = Path(__file__).parent.parent / "transcripts"
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+SCENARIO_FILES = [file_name(n, s.name) for n, s in enumerate(SCENARIOS, start=1)]
+ELEVEN_OPERATIONS = {
+    "SendMessage",
+    "SendStreamingMessage",
+    "GetTask",
+    "ListTasks",
+    "CancelTask",
+    "SubscribeToTask",
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
+    "GetExtendedAgentCard",
+}
+
+
+def method(exchange: Exchange) -> str | None:
+    """The JSON-RPC method of a request, None for other requests."""
+    payload: Any = exchange.request.json if exchange.request.is_json else None
+    return payload.get("method") if isinstance(payload, dict) else None
+
+
+def error_code(exchange: Exchange) -> int | None:
+    payload: Any = exchange.response.json if exchange.response.is_json else None
+    if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+        code: int | None = payload["error"].get("code")
+        return code
+    return None
+
+
+def reply_text(exchange: Exchange) -> str:
+    """The reply as text, every SSE frame included."""
+    response = exchange.response
+    if response.events is not None:
+        return "\n".join(event.data for event in response.events)
+    return response.body.decode("utf-8", errors="replace")
+
+
+def test_the_shipped_transcripts_are_the_planners_scenarios_in_order() -> None:
+    shipped = sorted(p.name for p in TRANSCRIPTS.glob("*.http"))
+    assert shipped == SCENARIO_FILES
+    assert SCENARIO_FILES[1] == "02-message-reply.http"  # named by the guide
+    assert SCENARIO_FILES[10] == "11-errors.http"
+
+
+def test_the_json_rpc_scenarios_use_all_eleven_operations() -> None:
+    used = {method(e) for name in SCENARIO_FILES for e in load(TRANSCRIPTS / name)}
+    assert ELEVEN_OPERATIONS <= used
+
+
+def test_the_core_flows_are_recorded_over_http_json_too() -> None:
+    requests = {
+        (e.request.method, UUID.sub("<id>", e.request.target.split("?")[0]))
+        for name in SCENARIO_FILES
+        if name.split("-", 1)[1].startswith("rest-")
+        for e in load(TRANSCRIPTS / name)
+    }
+    assert requests >= {
+        ("POST", "/a2a/rest/message:send"),
+        ("POST", "/a2a/rest/message:stream"),
+        ("GET", "/a2a/rest/tasks/<id>"),
+        ("GET", "/a2a/rest/tasks"),
+        ("POST", "/a2a/rest/tasks/<id>:cancel"),
+    }
+
+
+def test_errors_transcript_shows_each_error_and_exchange_3_is_the_old_method_name() -> None:
+    errors = load(TRANSCRIPTS / "11-errors.http").exchanges
+    assert method(errors[2]) == "message/send"
+    assert error_code(errors[2]) == -32601
+    codes = [error_code(e) for e in errors]
+    for code in (-32001, -32002, -32004, -32009, -32601, -32602, -32700):
+        assert code in codes, f"11-errors.http has no {code}"
+
+
+@pytest.mark.parametrize("name", SCENARIO_FILES)
+def test_each_file_names_only_ids_it_was_given_earlier(name: str) -> None:
+    """Self-contained: an id a request names came from an earlier reply of the same file
+    (or is the made-up unknown task id), so the file replays alone against a fresh kit."""
+    seen: set[str] = {UNKNOWN_TASK}
+    for number, exchange in enumerate(load(TRANSCRIPTS / name), start=1):
+        request = exchange.request
+        sent = request.target + "\n" + request.body.decode("utf-8", errors="replace")
+        # a user message's own ids are the client's: `messageId`s are "<scenario>-<n>"
+        foreign = set(UUID.findall(sent)) - seen
+        assert not foreign, f"{name} exchange {number} names ids no earlier reply gave: {foreign}"
+        seen.update(UUID.findall(reply_text(exchange)))
+
+
+@pytest.mark.parametrize("name", SCENARIO_FILES)
+def test_list_tasks_is_scoped_by_context_id(name: str) -> None:
+    for exchange in load(TRANSCRIPTS / name):
+        request = exchange.request
+        if method(exchange) == "ListTasks":
+            assert request.json["params"].get("contextId"), f"{name}: unscoped ListTasks"
+        elif request.method == "GET" and request.path.endswith("/a2a/rest/tasks"):
+            assert "contextId=" in request.target, f"{name}: unscoped ListTasks"
