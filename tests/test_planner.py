@@ -66,7 +66,7 @@ def test_the_shipped_transcripts_are_the_planners_scenarios_in_order() -> None:
 
 def test_the_json_rpc_scenarios_use_all_eleven_operations() -> None:
     used = {method(e) for name in SCENARIO_FILES for e in load(TRANSCRIPTS / name)}
-    assert ELEVEN_OPERATIONS <= used
+    assert used >= ELEVEN_OPERATIONS
 
 
 def test_the_core_flows_are_recorded_over_http_json_too() -> None:
