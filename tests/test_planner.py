@@ -53,7 +53,7 @@ def reply_text(exchange: Exchange) -> str:
     """The reply as text, every SSE frame included."""
     response = exchange.response
     if response.events is not None:
-        return "\n".join(event.data for event in response.events)
+        return "\n".join(event.data or "" for event in response.events)
     return response.body.decode("utf-8", errors="replace")
 
 
