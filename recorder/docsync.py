@@ -251,7 +251,7 @@ def load_exchanges(
     transcript = cache.get(key) if cache is not None else None
     if transcript is None:
         if not key.is_file():
-            raise SourceError(f"{os.fspath(path)}: no such transcript")
+            raise SourceError(_not_a_transcript(os.fspath(path)))
         try:
             transcript = httpfile.load(key)
         except ParseError as exc:
@@ -265,6 +265,16 @@ def load_exchanges(
         has = f"{count} exchange" + ("" if count == 1 else "s")
         raise SourceError(f"{os.fspath(path)} has {has}: there is no #{index}")
     return (transcript.exchanges[index - 1],)
+
+
+def _not_a_transcript(name: str) -> str:
+    """Why `name` cannot be read as a transcript, with the likely slip named."""
+    if os.path.isdir(name):
+        return f"{name}: is a folder; name one transcript file (FILE or FILE#N)"
+    before = name.rpartition("#")[0]
+    if before and os.path.isfile(before):
+        return f"{name}: no such transcript; after '#' comes an exchange number, e.g. {before}#1"
+    return f"{name}: no such transcript"
 
 
 @dataclass

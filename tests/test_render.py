@@ -421,3 +421,25 @@ def test_cli_render_reports_a_parse_error_with_its_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["render", str(bad)])
     assert result.exit_code == 2
     assert result.stderr.startswith(f"error: {bad}:")
+
+
+@pytest.mark.parametrize(
+    ("suffix", "message"),
+    [
+        ("#x", "#x: no such transcript; after '#' comes an exchange number, e.g. {path}#1"),
+        ("#-1", "#-1: no such transcript; after '#' comes an exchange number, e.g. {path}#1"),
+    ],
+)
+def test_cli_render_explains_a_reference_that_is_not_a_number(suffix: str, message: str) -> None:
+    path = SEED / "11-errors.http"
+    result = CliRunner().invoke(main, ["render", f"{path}{suffix}"])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {path}{message.format(path=path)}\n"
+
+
+def test_cli_render_of_a_folder_says_to_name_a_file() -> None:
+    result = CliRunner().invoke(main, ["render", str(SEED)])
+    assert result.exit_code == 2
+    assert (
+        result.stderr == f"error: {SEED}: is a folder; name one transcript file (FILE or FILE#N)\n"
+    )
