@@ -7,6 +7,7 @@ with exchange 3 the old method name answered with -32601, as the guide says.
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -116,3 +117,22 @@ def test_list_tasks_is_scoped_by_context_id(name: str) -> None:
             assert request.json["params"].get("contextId"), f"{name}: unscoped ListTasks"
         elif request.method == "GET" and request.path.endswith("/a2a/rest/tasks"):
             assert "contextId=" in request.target, f"{name}: unscoped ListTasks"
+
+
+@pytest.mark.e2e
+def test_a_busy_preferred_port_is_said_not_silently_replaced(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from recorder.kit.planner import _start_kit
+    from recorder.servers import bind_socket
+
+    with bind_socket() as busy:
+        port = int(busy.getsockname()[1])
+        with (
+            caplog.at_level(logging.WARNING, logger="recorder.kit.planner"),
+            _start_kit(port) as kit,
+        ):
+            assert kit.port != port
+    [record] = caplog.records
+    assert f"cannot listen on port {port}" in record.getMessage()
+    assert f"the transcripts name localhost:{kit.port}" in record.getMessage()

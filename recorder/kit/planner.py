@@ -40,11 +40,25 @@ PREFERRED_KIT_PORT = 41242
 _NUMBERED = re.compile(r"^\d+-.*\.http$")
 
 
+logger = logging.getLogger(__name__)
+
+
 def _start_kit(port: int) -> KitServer:
     try:
         return start_kit(port=port)
-    except OSError:
-        return start_kit(port=0)
+    except OSError as exc:
+        kit = start_kit(port=0)
+        # every Host header and card URL of the new files then names this other port
+        logger.warning(
+            "cannot listen on port %d (%s): the kit runs on port %d, so the transcripts name "
+            "localhost:%d; free port %d and record again to keep the guide's address",
+            port,
+            exc.strerror or exc,
+            kit.port,
+            kit.port,
+            port,
+        )
+        return kit
 
 
 async def _run(scenarios: Sequence[Scenario], proxy_url: str, token: str) -> None:
