@@ -10,11 +10,13 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -853,3 +855,37 @@ def test_recorder_kit_command_refuses_a_port_out_of_range(port: str) -> None:
     assert result.exit_code == 2
     assert "Invalid value for '--port'" in result.stderr
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+# --- the README's examples ------------------------------------------------------------------
+
+README = Path(__file__).parent.parent / "README.md"
+
+
+def readme_block(language: str, containing: str) -> str:
+    """The first ```language block of the README whose text contains `containing`."""
+    blocks = re.findall(rf"^```{language}\n(.*?)^```$", README.read_text(), re.S | re.M)
+    found = [block for block in blocks if containing in block]
+    assert found, f"README.md has no ```{language} block with {containing!r}"
+    return str(found[0])
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="the curl binary is not installed")
+def test_the_readme_curl_example_gets_the_languages_message(kit: KitServer) -> None:
+    command = readme_block("sh", "curl -s localhost:41242/a2a/jsonrpc")
+    command = command.replace("localhost:41242", f"127.0.0.1:{kit.port}").rstrip()
+    completed = subprocess.run(
+        ["bash", "-c", command + " --max-time 20"], capture_output=True, text=True, timeout=30
+    )
+    assert completed.returncode == 0, completed.stderr
+    reply = json.loads(completed.stdout)
+    assert reply["result"]["message"]["parts"][0]["text"].startswith("I can review Python")
+
+
+def test_the_readme_python_example_prints_the_languages_message(
+    kit: KitServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = readme_block("python", "create_client")
+    source = source.replace("http://localhost:41242", kit.url)
+    exec(compile(source, "README.md", "exec"), {"__name__": "readme"})
+    assert capsys.readouterr().out.startswith("I can review Python, JavaScript")
