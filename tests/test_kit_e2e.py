@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -171,12 +172,13 @@ def webhook() -> Iterator[Webhook]:
         yield hook
 
 
-def closed_loopback_port() -> int:
-    """A loopback port nobody listens on (bound, then closed): connections are refused."""
-    sock = bind_socket("127.0.0.1", 0)
-    port = int(sock.getsockname()[1])
-    sock.close()
-    return port
+@pytest.fixture
+def refused_url() -> Iterator[str]:
+    """A loopback URL whose port refuses connections: bound (so no one else takes it while the
+    test runs), not listening."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/hook"
 
 
 # --- the card -------------------------------------------------------------------------------
@@ -436,10 +438,10 @@ def test_sdk_client_raises_the_a2a_errors(kit: KitServer, binding: str) -> None:
 
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_push_notification_configs_are_created_read_listed_and_deleted(
-    kit: KitServer, binding: str
+    kit: KitServer, binding: str, refused_url: str
 ) -> None:
     task_id, _ = finished_review(kit)
-    url = f"http://127.0.0.1:{closed_loopback_port()}/hook"
+    url = refused_url
 
     async def scenario() -> dict[str, Any]:
         async with await open_client(kit, binding) as client:
@@ -516,12 +518,13 @@ def test_push_notifications_reach_the_webhook_in_order(
     }
 
 
-def test_unreachable_webhooks_neither_block_the_reply_nor_break_the_agent() -> None:
+def test_unreachable_webhooks_neither_block_the_reply_nor_break_the_agent(
+    refused_url: str,
+) -> None:
     # One webhook refuses connections (a closed port); the other accepts them into the
     # backlog and never answers, so a delivery would wait for the whole push timeout.
     never_answers = bind_socket("127.0.0.1", 0)
     silent_url = f"http://127.0.0.1:{never_answers.getsockname()[1]}/hook"
-    refused_url = f"http://127.0.0.1:{closed_loopback_port()}/hook"
     sock = bind_socket("127.0.0.1", 0)
     base = f"http://localhost:{sock.getsockname()[1]}"
     # With the SDK's inline sender, each of the 4 events would wait PUSH_TIMEOUT for the
