@@ -174,7 +174,30 @@ _AGENT = pytest.StashKey[_Agent]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _check_options(config)
     config.stash[_AGENT] = _Agent(config)
+
+
+def _check_options(config: pytest.Config) -> None:
+    """A bad --recorder-agent or --recorder-rules is one usage error, before any test runs
+    (not one traceback per item). Nothing is imported unless the options are given."""
+    agent = config.getoption("recorder_agent", None)
+    if agent:
+        from recorder.player import agent_base_url
+
+        try:
+            agent_base_url(agent)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--recorder-agent: {exc}") from None
+    rules = config.getoption("recorder_rules", None)
+    if rules:
+        from recorder.errors import RecorderError
+        from recorder.rules import load_rules
+
+        try:
+            load_rules(rules)
+        except RecorderError as exc:
+            raise pytest.UsageError(f"--recorder-rules: {exc}") from None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -140,3 +140,28 @@ def test_an_unreachable_agent_fails_items_with_one_clear_line(project: pytest.Py
         [f"recorder: cannot reach the agent at http://127.0.0.1:{port}: connection refused"]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        (
+            "--recorder-agent",
+            "localhost:41242",
+            "ERROR: --recorder-agent: expected an http:// or https:// URL such as "
+            "http://127.0.0.1:41242, got 'localhost:41242'",
+        ),
+        (
+            "--recorder-rules",
+            "nope.yaml",
+            "ERROR: --recorder-rules: nope.yaml: cannot read the rules file: No such file*",
+        ),
+    ],
+)
+def test_a_bad_option_is_one_usage_error_before_any_test(
+    project: pytest.Pytester, option: str, value: str, message: str
+) -> None:
+    result = project.runpytest("transcripts", option, value)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
