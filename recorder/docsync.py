@@ -63,6 +63,8 @@ __all__ = [
 ]
 
 _MARKER = re.compile(r"^(?P<indent>\s*)<!--\s*recorder:(?P<body>.*?)-->\s*$")
+# what a marker was meant to be: caught so that a slip is reported, not skipped silently
+_MARKER_ATTEMPT = re.compile(r"^\s*<!--\s*recorder\s*:", re.IGNORECASE)
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _NEW_FENCE_INFO = "http"
 
@@ -166,6 +168,15 @@ def find_markers(text: str, source: str = "<markdown>") -> tuple[list[Marker], l
             continue
         match = _MARKER.match(line)
         if not match:
+            if _MARKER_ATTEMPT.match(line):
+                problems.append(
+                    Problem(
+                        source,
+                        index + 1,
+                        "a recorder marker is one line, in lower case: "
+                        "<!-- recorder: FILE#N [options] -->",
+                    )
+                )
             index += 1
             continue
         number = index + 1

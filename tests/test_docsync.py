@@ -104,6 +104,23 @@ def test_bad_marker_options_are_named(word: str, message: str) -> None:
     assert message in problems[0].message
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<!-- recorder: ../transcripts/02-message-reply.http#1\n-->\n",
+        "<!-- Recorder: ../transcripts/02-message-reply.http#1 -->\n",
+        "<!--recorder : x.http -->\n",
+    ],
+)
+def test_a_marker_written_wrong_is_a_problem_not_skipped(text: str) -> None:
+    markers, problems = find_markers("intro\n\n" + text + "```http\nold\n```\n", "page.md")
+    assert markers == []
+    assert [str(p) for p in problems] == [
+        "page.md:3: a recorder marker is one line, in lower case: "
+        "<!-- recorder: FILE#N [options] -->"
+    ]
+
+
 def test_an_unclosed_block_below_a_marker_is_a_problem_at_its_line() -> None:
     _, problems = find_markers("<!-- recorder: a.http -->\n\n```http\nnever closed\n", "p.md")
     assert [str(p) for p in problems] == ["p.md:3: the code block below the marker is not closed"]
