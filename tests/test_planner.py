@@ -7,6 +7,7 @@ with exchange 3 the old method name answered with -32601, as the guide says.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from pathlib import Path
@@ -136,3 +137,37 @@ def test_a_busy_preferred_port_is_said_not_silently_replaced(
     [record] = caplog.records
     assert f"cannot listen on port {port}" in record.getMessage()
     assert f"the transcripts name localhost:{kit.port}" in record.getMessage()
+
+
+async def _raise(error: Exception) -> None:
+    raise error
+
+
+def test_a_scenario_accepts_only_the_error_it_provokes() -> None:
+    from a2a.client import A2AClientError
+    from a2a.utils.errors import TaskNotFoundError
+
+    from recorder.kit.scenarios import _expect_error
+
+    expected = _expect_error(_raise(TaskNotFoundError()), TaskNotFoundError, "task not found")
+    asyncio.run(expected)  # the error the scenario provokes: recorded, no complaint
+    # a proxy or network failure is not the kit's answer: the recording stops, saying so
+    with pytest.raises(A2AClientError, match="502"):
+        asyncio.run(
+            _expect_error(
+                _raise(A2AClientError("HTTP Error 502: Bad Gateway")),
+                TaskNotFoundError,
+                "task not found",
+            )
+        )
+    with pytest.raises(AssertionError, match="401 without a token"):
+        asyncio.run(
+            _expect_error(
+                _raise(A2AClientError("HTTP Error 502: Bad Gateway")),
+                A2AClientError,
+                "401 without a token",
+                containing="HTTP Error 401",
+            )
+        )
+    with pytest.raises(AssertionError, match="did not answer with an error: task not found"):
+        asyncio.run(_expect_error(asyncio.sleep(0), TaskNotFoundError, "task not found"))

@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
+from a2a.client import (
+    A2ACardResolver,
+    A2AClientError,
+    Client,
+    ClientCallContext,
+    ClientConfig,
+    ClientFactory,
+)
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
@@ -49,6 +56,7 @@ from a2a.types import (
     Task,
     TaskPushNotificationConfig,
 )
+from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 
 __all__ = ["SCENARIOS", "Scenario", "Session", "StableJsonRpcIds"]
 
@@ -260,12 +268,18 @@ async def _overlap_cancel(
     return seen, canceled
 
 
-async def _expect_error(call: Awaitable[Any], what: str) -> None:
-    """The SDK raises for an error reply; the exchange itself is what gets recorded."""
+async def _expect_error(
+    call: Awaitable[Any], error: type[Exception], what: str, *, containing: str = ""
+) -> None:
+    """The SDK raises `error` for the error reply the scenario provokes; the exchange itself is
+    what gets recorded. Any other failure (a proxy 502, a timeout) is not the expected answer
+    and stops the recording."""
     try:
         await call
-    except Exception:
-        return
+    except error as exc:
+        if containing in str(exc):
+            return
+        raise AssertionError(f"the kit did not answer as expected: {what}: {exc!r}") from exc
     raise AssertionError(f"the kit did not answer with an error: {what}")
 
 
@@ -381,7 +395,10 @@ async def extended_card(session: Session) -> None:
     client = session.client()
     session.title("without a token the agent refuses")
     await _expect_error(
-        client.get_extended_agent_card(GetExtendedAgentCardRequest()), "401 without a token"
+        client.get_extended_agent_card(GetExtendedAgentCardRequest()),
+        A2AClientError,
+        "401 without a token",
+        containing="HTTP Error 401",
     )
     session.title("with the bearer token")
     context = ClientCallContext(service_parameters={"Authorization": f"Bearer {session.token}"})
@@ -391,7 +408,9 @@ async def extended_card(session: Session) -> None:
 async def errors(session: Session) -> None:
     client = session.client()
     session.title("GetTask with an id the agent never issued (-32001)")
-    await _expect_error(client.get_task(GetTaskRequest(id=UNKNOWN_TASK)), "task not found")
+    await _expect_error(
+        client.get_task(GetTaskRequest(id=UNKNOWN_TASK)), TaskNotFoundError, "task not found"
+    )
     session.title("no A2A-Version header: read as 0.3 and refused (-32009)")
     await session.raw_jsonrpc(
         {"method": "SendMessage", "params": {"message": _user_message(session, QUESTION)}},
@@ -423,10 +442,14 @@ async def errors(session: Session) -> None:
     session.title("a finished review to misuse")
     task = await _send_blocking(session, client, session.message(DIFF))
     session.title("cancel a completed task (-32002)")
-    await _expect_error(client.cancel_task(CancelTaskRequest(id=task.id)), "not cancelable")
+    await _expect_error(
+        client.cancel_task(CancelTaskRequest(id=task.id)), TaskNotCancelableError, "not cancelable"
+    )
     session.title("another message to the completed task (-32004)")
     again = session.message("one more thing", task_id=task.id, context_id=task.context_id)
-    await _expect_error(_send_blocking(session, client, again), "terminal task")
+    await _expect_error(
+        _send_blocking(session, client, again), UnsupportedOperationError, "terminal task"
+    )
 
 
 def _user_message(session: Session, text: str) -> dict[str, Any]:
@@ -492,7 +515,9 @@ async def rest_tasks(session: Session) -> None:
     canceled = await client.cancel_task(CancelTaskRequest(id=slow.id))
     _check(canceled.status.state == 5, "CANCELED")
     session.title("a task id the agent never issued (404)")
-    await _expect_error(client.get_task(GetTaskRequest(id=UNKNOWN_TASK)), "task not found")
+    await _expect_error(
+        client.get_task(GetTaskRequest(id=UNKNOWN_TASK)), TaskNotFoundError, "task not found"
+    )
 
 
 @dataclass(frozen=True)
