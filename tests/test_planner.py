@@ -171,3 +171,24 @@ def test_a_scenario_accepts_only_the_error_it_provokes() -> None:
         )
     with pytest.raises(AssertionError, match="did not answer with an error: task not found"):
         asyncio.run(_expect_error(asyncio.sleep(0), TaskNotFoundError, "task not found"))
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "outcome"),
+    [
+        (200, b'{"jsonrpc": "2.0", "id": 1, "result": {}}', "result"),
+        (200, b'{"jsonrpc": "2.0", "id": 1, "error": {"code": -32009}}', "-32009"),
+        (502, b"Bad Gateway", "HTTP 502, not JSON"),
+    ],
+)
+def test_raw_calls_are_checked_for_the_outcome_they_provoke(
+    status: int, body: bytes, outcome: str
+) -> None:
+    import httpx
+
+    from recorder.kit.scenarios import _expect_outcome
+
+    reply = httpx.Response(status, content=body)
+    _expect_outcome(reply, outcome, "call")
+    with pytest.raises(AssertionError, match=f"call: expected -32601, got {outcome}"):
+        _expect_outcome(reply, "-32601", "call")

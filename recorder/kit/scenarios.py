@@ -283,6 +283,22 @@ async def _expect_error(
     raise AssertionError(f"the kit did not answer with an error: {what}")
 
 
+def _json_rpc_outcome(reply: httpx.Response) -> str:
+    """`result`, or the JSON-RPC error code as text (e.g. "-32009"), of a raw reply."""
+    try:
+        body = reply.json()
+    except ValueError:
+        return f"HTTP {reply.status_code}, not JSON"
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return str(body["error"].get("code"))
+    return "result" if isinstance(body, dict) and "result" in body else f"{body!r:.80}"
+
+
+def _expect_outcome(reply: httpx.Response, expected: str, what: str) -> None:
+    outcome = _json_rpc_outcome(reply)
+    _check(outcome == expected, f"{what}: expected {expected}, got {outcome}")
+
+
 def _check(condition: bool, what: str) -> None:
     if not condition:
         raise AssertionError(f"the kit did not behave as the scenario expects: {what}")
@@ -412,12 +428,13 @@ async def errors(session: Session) -> None:
         client.get_task(GetTaskRequest(id=UNKNOWN_TASK)), TaskNotFoundError, "task not found"
     )
     session.title("no A2A-Version header: read as 0.3 and refused (-32009)")
-    await session.raw_jsonrpc(
+    reply = await session.raw_jsonrpc(
         {"method": "SendMessage", "params": {"message": _user_message(session, QUESTION)}},
         version=None,
     )
+    _expect_outcome(reply, "-32009", "no A2A-Version")
     session.title("the 0.3 name message/send is not a 1.0 method (-32601)")
-    await session.raw_jsonrpc(
+    reply = await session.raw_jsonrpc(
         {
             "method": "message/send",
             "params": {
@@ -430,15 +447,20 @@ async def errors(session: Session) -> None:
             },
         }
     )
+    _expect_outcome(reply, "-32601", "message/send")
     session.title("malformed JSON (-32700)")
-    await session.raw_jsonrpc(b'{"jsonrpc": "2.0", "id": 4, "method": "SendMessage", "params": ')
+    reply = await session.raw_jsonrpc(
+        b'{"jsonrpc": "2.0", "id": 4, "method": "SendMessage", "params": '
+    )
+    _expect_outcome(reply, "-32700", "malformed JSON")
     session.title("a message without parts (-32602)")
-    await session.raw_jsonrpc(
+    reply = await session.raw_jsonrpc(
         {
             "method": "SendMessage",
             "params": {"message": {"messageId": f"{session.scenario}-empty", "role": "ROLE_USER"}},
         }
     )
+    _expect_outcome(reply, "-32602", "a message without parts")
     session.title("a finished review to misuse")
     task = await _send_blocking(session, client, session.message(DIFF))
     session.title("cancel a completed task (-32002)")
@@ -469,15 +491,17 @@ async def service_parameters(session: Session) -> None:
     )
     _check(events[0].HasField("message"), "a direct message")
     session.title("A2A-Version 1.1: same major version, accepted")
-    await session.raw_jsonrpc(
+    reply = await session.raw_jsonrpc(
         {"method": "SendMessage", "params": {"message": _user_message(session, QUESTION)}},
         version="1.1",
     )
+    _expect_outcome(reply, "result", "A2A-Version 1.1")
     session.title("A2A-Version 2.0: refused (-32009)")
-    await session.raw_jsonrpc(
+    reply = await session.raw_jsonrpc(
         {"method": "SendMessage", "params": {"message": _user_message(session, QUESTION)}},
         version="2.0",
     )
+    _expect_outcome(reply, "-32009", "A2A-Version 2.0")
 
 
 async def rest_message_reply(session: Session) -> None:
