@@ -79,17 +79,23 @@ from recorder.model import (
     Response,
     SseEvent,
     is_event_stream,
+    is_json_media_type,
     media_type,
 )
 from recorder.rules import Rules
 
-__all__ = ["ReplayState"]
+__all__ = ["LiveReply", "ReplayState"]
 
 _AGENT = "<agent>"
 _NOT_SCANNED = frozenset({"host", "content-length"})
 _SMALL = 24  # up to this many values in a reply, the fast path pairs them in one plain loop
 _BULK = 16  # from this many values on, check shapes with one regex call over them all
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+# the line breaks and indentation of the model's pretty JSON (never inside a string of valid
+# JSON, where a raw line break is not allowed)
+_LAYOUT = re.compile("\n *")
+# what the model's pretty JSON writes as \uXXXX escapes (DEL, C1 controls, U+2028, U+2029)
+_INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029]")
 _Keys = tuple[str | int, ...]
 
 
@@ -151,6 +157,82 @@ def _real_frames(events: tuple[SseEvent, ...]) -> list[SseEvent]:
     ]
 
 
+def _one_line_text(value: Any) -> str:
+    """`value` as the model's pretty JSON would be with its line breaks and indentation taken
+    out: `{"a": [1,2],"b": "c"}` (C encoder; non-ASCII kept, the same characters escaped)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ": "))
+    if text.isascii():
+        return text.replace("\x7f", "\\u007f") if "\x7f" in text else text
+    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _golden_one_line(message: Response) -> str | None:
+    """The one-line text of a recorded JSON body (see `_one_line_text`), or None when the body
+    is not JSON. The model holds a JSON body pretty-printed, so taking its layout out is
+    enough; a body the model kept as it came (duplicate keys, another layout) gives another
+    text, which only sends the comparison the slow way."""
+    if message.json is None and message.body.strip() != b"null":
+        return None  # not JSON: a line break may sit inside a string, the walk decides
+    try:
+        text = message.body.decode("utf-8")
+    except UnicodeDecodeError:  # pragma: no cover - it parsed as JSON, so it is UTF-8
+        return None
+    return _LAYOUT.sub("", text)
+
+
+class LiveReply:
+    """A live reply as it arrived: status, reason, header pairs, raw body bytes.
+
+    `ReplayState.compare` takes it in place of a `Response` so that a JSON reply that matches
+    is never pretty-printed: the fast path reads the wire bytes (parsed and written on one line
+    by the C encoder), and the model's `Response` (`.response`, built on first use) is made
+    only for a stream, a reply the fast path cannot decide, and `bless`. Header values are
+    stripped as `Headers` strips them.
+    """
+
+    __slots__ = ("_response", "body", "headers", "http_version", "reason", "status")
+
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        headers: Iterable[tuple[str, str]],
+        body: bytes,
+        http_version: str = "HTTP/1.1",
+    ) -> None:
+        self.status = status
+        self.reason = reason
+        self.headers: tuple[tuple[str, str], ...] = tuple(
+            (name, value.strip()) for name, value in headers
+        )
+        self.body = body
+        self.http_version = http_version
+        self._response: Response | None = None
+
+    @property
+    def content_type(self) -> str | None:
+        for name, value in self.headers:
+            if name.lower() == "content-type":
+                return value
+        return None
+
+    @property
+    def response(self) -> Response:
+        """The reply in the model's canonical form (built once, on first use)."""
+        if self._response is None:
+            self._response = Response(
+                status=self.status,
+                reason=self.reason,
+                headers=Headers(self.headers),
+                body=self.body,
+                http_version=self.http_version,
+            )
+        return self._response
+
+    def __repr__(self) -> str:
+        return f"LiveReply({self.status}, {len(self.body)} bytes)"
+
+
 class ReplayState:
     """The aliasing and carry-forward state of one transcript (see the module docstring)."""
 
@@ -188,7 +270,7 @@ class ReplayState:
         # rule 2
         self._client: set[str] = set()
         self._scanned: tuple[Request, frozenset[str]] | None = None
-        self._last_match: tuple[Response, Response] | None = None
+        self._last_match: tuple[Response, Response | LiveReply] | None = None
         self._line_patterns: dict[str | None, re.Pattern[str]] = {}
 
     # --- the mapping ------------------------------------------------------------------------
@@ -435,22 +517,62 @@ class ReplayState:
 
     # --- comparison ---------------------------------------------------------------------------
 
-    def compare(self, golden: Exchange, live: Response) -> list[Mismatch]:
-        """Normalize and compare the recorded reply with the live one, learn pairs. [] = match."""
+    def compare(self, golden: Exchange, live: Response | LiveReply) -> list[Mismatch]:
+        """Normalize and compare the recorded reply with the live one, learn pairs. [] = match.
+
+        `live` is a `Response`, or a `LiveReply` as it arrived (cheaper: see `LiveReply`).
+        """
         self._learn_client_values(golden.request)
         expected = golden.response
         out: list[Mismatch] = []
         if expected.status != live.status:
             out.append(Mismatch("status", expected.status, live.status))
         self._compare_headers(expected.headers, live.headers, out)
-        if expected.is_stream or live.is_stream:
-            self._compare_streams(expected, live, golden.truncated, out)
-        elif not golden.truncated:
-            self._compare_bodies(expected, live, out)
+        if isinstance(live, LiveReply):
+            if (
+                golden.truncated
+                and not expected.is_stream
+                and not is_event_stream(live.content_type)
+            ):
+                pass  # a truncated single body: status and headers only (rule 7)
+            elif not (
+                not golden.truncated
+                and not expected.is_stream
+                and expected.is_json
+                and is_json_media_type(live.content_type)
+                and self._one_line_fast_path(expected, live.body)
+            ):
+                self._compare_replies(expected, live.response, golden.truncated, out)
+        else:
+            self._compare_replies(expected, live, golden.truncated, out)
         self._last_match = (expected, live) if not out else None
         return out
 
-    def _compare_headers(self, expected: Headers, actual: Headers, out: list[Mismatch]) -> None:
+    def _compare_replies(
+        self, expected: Response, live: Response, truncated: bool, out: list[Mismatch]
+    ) -> None:
+        if expected.is_stream or live.is_stream:
+            self._compare_streams(expected, live, truncated, out)
+        elif not truncated:
+            self._compare_bodies(expected, live, out)
+
+    def _one_line_fast_path(self, expected: Response, live_body: bytes) -> bool:
+        """The fast path (see the module docstring) on a JSON body as it came over the wire:
+        both sides on one line (`_one_line_text`), no pretty-printing of the live reply."""
+        if not expected.body or not live_body:
+            return False
+        golden_text = _golden_one_line(expected)
+        if golden_text is None:
+            return False
+        try:
+            live_value = json.loads(live_body)
+        except (ValueError, RecursionError):
+            return False
+        return self._text_fast_path_text(golden_text, _one_line_text(live_value))
+
+    def _compare_headers(
+        self, expected: Headers, actual: Iterable[tuple[str, str]], out: list[Mismatch]
+    ) -> None:
         expected_fields = _fields_by_name(expected)
         actual_fields = _fields_by_name(actual)
         expected_type = expected_fields.get("content-type", [None])[0]
@@ -1261,7 +1383,7 @@ class ReplayState:
 
         return _JSON_STRING.sub(sub, text)
 
-    def bless(self, golden: Response, live: Response) -> Response:
+    def bless(self, golden: Response, live: Response | LiveReply) -> Response:
         """The live reply with its generated values put back to the recorded ones (for --update).
 
         Call after `compare` for the same exchange. When that found no mismatch, the recorded
@@ -1278,6 +1400,8 @@ class ReplayState:
             if matched_golden is golden and matched_live is live:
                 # it matched: every value pairs in place (timestamps too), nothing else counts
                 return golden
+        if isinstance(live, LiveReply):
+            live = live.response
         headers = self._bless_headers(golden.headers, live.headers)
         if live.events is not None:
             events = tuple(
@@ -1383,7 +1507,7 @@ def _compile(rules: Rules) -> _Compiled:
     )
 
 
-def _fields_by_name(headers: Headers) -> dict[str, list[str]]:
+def _fields_by_name(headers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
     """Lower-case name -> values, names in first-appearance order."""
     fields: dict[str, list[str]] = {}
     for name, value in headers:

@@ -10,8 +10,10 @@ transcript file, decides what to send and what mismatched). It does four things:
    over one keep-alive httpx transport per worker. The recorded Host, Content-Length and
    hop-by-hop headers are not sent (httpx writes Host and Content-Length for the live request);
    the body bytes go as recorded.
-3. Read: the live reply is built into a `Response` with its real status, reason, headers and
-   body; an event stream is read as it arrives and kept raw (the model parses SSE losslessly).
+3. Read: the live reply is kept as it arrived (`recorder.aliasing.LiveReply`: real status,
+   reason, headers and body; an event stream read as it arrives and kept raw). Its model
+   `Response` (pretty JSON, SSE parsed losslessly) is built only when needed: for a stream,
+   a reply the fast path cannot decide, and `--update`.
 4. Compare (and, with `update`, bless): `ReplayState.compare` gives the mismatches;
    `ReplayState.bless` gives the reply to write back into the golden file.
 
@@ -44,7 +46,7 @@ from urllib.parse import quote
 
 import httpx
 
-from recorder.aliasing import ReplayState
+from recorder.aliasing import LiveReply, ReplayState
 from recorder.checking import find_transcripts
 from recorder.diff import Mismatch
 from recorder.errors import ParseError, RecorderError, UpstreamError
@@ -73,6 +75,7 @@ __all__ = [
     "play",
     "recorded_base_url",
     "send",
+    "send_raw",
 ]
 
 DEFAULT_TIMEOUT = 30.0
@@ -421,6 +424,21 @@ def send(
     have arrived (0 when the reply's head arrives). The whole reply must arrive within
     `timeout` seconds. Raises `UpstreamError` when the agent cannot be reached or is too slow.
     """
+    return send_raw(
+        transport, base_url, request, timeout=timeout, max_events=max_events, on_frames=on_frames
+    ).response
+
+
+def send_raw(
+    transport: httpx.BaseTransport,
+    base_url: str,
+    request: Request,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_events: int | None = None,
+    on_frames: Callable[[int], None] | None = None,
+) -> LiveReply:
+    """`send`, with the reply as it arrived (a `LiveReply`: its `Response` is built on use)."""
     target = request.target
     if not target.startswith("/"):
         # absolute-form (RFC 9112 §3.2.2): keep the path and query only
@@ -463,18 +481,16 @@ def send(
         ) from None
     except httpx.TransportError as exc:
         raise UpstreamError(f"cannot reach the agent at {base_url}: {_reason(exc)}") from None
-    return Response(
-        status=reply.status_code,
-        reason=reply.reason_phrase,
-        headers=Headers(
-            [
-                (name, value.decode("latin-1"))
-                for name, value in ((n.decode("latin-1"), v) for n, v in reply.headers.raw)
-                if name.lower() not in _NOT_KEPT
-            ]
-        ),
-        body=data,
-        http_version=reply.http_version if reply.http_version.startswith("HTTP/") else "HTTP/1.1",
+    return LiveReply(
+        reply.status_code,
+        reply.reason_phrase,
+        [
+            (name, value.decode("latin-1"))
+            for name, value in ((n.decode("latin-1"), v) for n, v in reply.headers.raw)
+            if name.lower() not in _NOT_KEPT
+        ],
+        data,
+        reply.http_version if reply.http_version.startswith("HTTP/") else "HTTP/1.1",
     )
 
 
@@ -549,20 +565,20 @@ _DURING = re.compile(r"^@during exchange (\d+) frame (\d+)$")
 class _BackgroundExchange:
     """An exchange whose event stream is read in a thread while later exchanges are sent."""
 
-    def __init__(self, start: Callable[[Callable[[int], None]], Response], timeout: float) -> None:
+    def __init__(self, start: Callable[[Callable[[int], None]], LiveReply], timeout: float) -> None:
         self.started = time.perf_counter()
         self._timeout = timeout
         self._changed = threading.Condition()
         self._frames = -1  # -1: the reply's head has not arrived
         self._done = False
-        self._live: Response | None = None
+        self._live: LiveReply | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(
             target=self._run, args=(start,), name="recorder-play-stream", daemon=True
         )
         self._thread.start()
 
-    def _run(self, start: Callable[[Callable[[int], None]], Response]) -> None:
+    def _run(self, start: Callable[[Callable[[int], None]], LiveReply]) -> None:
         try:
             self._live = start(self._on_frames)
         except BaseException as exc:  # handed to the player's thread in `result`
@@ -582,7 +598,7 @@ class _BackgroundExchange:
         with self._changed:
             self._changed.wait_for(lambda: self._done or self._frames >= count, self._timeout)
 
-    def result(self) -> Response:
+    def result(self) -> LiveReply:
         self._thread.join(self._timeout + 5)
         if self._error is not None:
             raise self._error
@@ -671,8 +687,8 @@ class FilePlayer:
         frames = self._open_until.get(index)
         if frames is not None:
 
-            def start(on_frames: Callable[[int], None]) -> Response:
-                return send(
+            def start(on_frames: Callable[[int], None]) -> LiveReply:
+                return send_raw(
                     self.transport,
                     self.base_url,
                     request,
@@ -685,7 +701,7 @@ class FilePlayer:
             self._background[index] = background
             background.wait_for_frames(frames)
             return
-        live = send(
+        live = send_raw(
             self.transport, self.base_url, request, timeout=self.timeout, max_events=max_events
         )
         self._record(index, live, started)
@@ -694,7 +710,7 @@ class FilePlayer:
         background = self._background.pop(index)
         self._record(index, background.result(), background.started)
 
-    def _record(self, index: int, live: Response, started: float) -> None:
+    def _record(self, index: int, live: LiveReply, started: float) -> None:
         golden = self.transcript.exchanges[index]
         mismatches = tuple(self.state.compare(golden, live))
         if self.update:

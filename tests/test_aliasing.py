@@ -8,6 +8,7 @@ ones the live client would have sent.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -23,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recorder import aliasing, httpfile
-from recorder.aliasing import ReplayState
+from recorder.aliasing import LiveReply, ReplayState
 from recorder.model import Exchange, Headers, Request, Response, SseEvent, Transcript
 from recorder.rules import DEFAULT_RULES
 
@@ -503,6 +504,15 @@ def test_shipped_transcripts_rebless_to_identical_files() -> None:
 
 # --- properties -------------------------------------------------------------------------------
 
+
+def as_wire(response: Response) -> LiveReply:
+    """The reply as an agent sends it: a JSON body compact (as Starlette writes it)."""
+    body = response.body
+    if response.is_json and response.json is not None:
+        body = json.dumps(response.json, ensure_ascii=False, separators=(",", ":")).encode()
+    return LiveReply(response.status, response.reason, response.headers, body)
+
+
 times = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2099, 1, 1)).map(
     lambda d: d.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 )
@@ -571,7 +581,9 @@ def test_consistently_regenerated_values_never_mismatch(
     run: tuple[list[tuple[Request, Response]], list[tuple[Request, Response]], int],
 ) -> None:
     golden, live, _ = run
-    for small in (aliasing._SMALL, 0):  # the fast path pairs few values one way, many another
+    # the fast path pairs few values one way, many another; the live reply as a Response or as
+    # the bytes that came over the wire
+    for small, wire in itertools.product((aliasing._SMALL, 0), (False, True)):
         with mock.patch.object(aliasing, "_SMALL", small):
             s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
             for (golden_request, golden_response), (live_request, live_response) in zip(
@@ -581,7 +593,8 @@ def test_consistently_regenerated_values_never_mismatch(
                 assert sent.target == live_request.target
                 assert sent.json == live_request.json
                 exchange = Exchange(golden_request, golden_response)
-                assert s.compare(exchange, live_response) == []
+                live_reply = as_wire(live_response) if wire else live_response
+                assert s.compare(exchange, live_reply) == []
 
 
 @settings(max_examples=60, deadline=None)
@@ -610,7 +623,7 @@ def test_an_inconsistent_mapping_always_mismatches(
         "history": f"{prefix}.history[0].taskId",
         "message": f"{prefix}.status.message.text",
     }[place]
-    for small in (aliasing._SMALL, 0):  # the fast path pairs few values one way, many another
+    for small, wire in itertools.product((aliasing._SMALL, 0), (False, True)):
         with mock.patch.object(aliasing, "_SMALL", small):
             s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
             found = []
@@ -619,7 +632,8 @@ def test_an_inconsistent_mapping_always_mismatches(
             ):
                 s.prepare(golden_request)
                 exchange = Exchange(golden_request, golden_response)
-                found.extend((number, m.path) for m in s.compare(exchange, live_response))
+                live_reply = as_wire(live_response) if wire else live_response
+                found.extend((number, m.path) for m in s.compare(exchange, live_reply))
             assert found == [(victim, path)]
 
 
@@ -765,3 +779,67 @@ def test_a_prepared_body_is_canonical_and_parses_to_the_live_values() -> None:
     # the constructor finds the body canonical already
     assert sent == replace(request, body=sent.body, headers=sent.headers)
     assert sent.body == request.body.replace(g_task.encode(), l_task.encode())
+
+
+# --- live replies as they came over the wire (LiveReply) --------------------------------------
+
+
+def test_a_matching_json_reply_from_the_wire_is_never_pretty_printed() -> None:
+    s = state()
+    g_task, l_task = str(uuid.uuid4()), str(uuid.uuid4())
+    exchange = Exchange(rpc("SendMessage", {}), task_reply(g_task, "ctx-1", "2026-11-29T18:28:41Z"))
+    live = as_wire(task_reply(l_task, "ctx-1", "2026-11-30T01:02:03.5Z"))
+    assert s.compare(exchange, live) == []
+    assert live._response is None  # the fast path read the wire bytes
+    assert s.mapping[g_task] == l_task
+    # a matched reply blesses to the recorded one without building the live Response
+    assert s.bless(exchange.response, live) is exchange.response
+    assert live._response is None
+
+
+def test_a_wire_reply_that_differs_is_explained_like_a_response() -> None:
+    g_task, l_task = str(uuid.uuid4()), str(uuid.uuid4())
+    exchange = Exchange(rpc("SendMessage", {}), task_reply(g_task, "ctx-1", "2026-11-29T18:28:41Z"))
+    document = task_reply(l_task, "ctx-2", "2026-11-30T01:02:03Z").json
+    document["result"]["task"]["status"]["state"] = "TASK_STATE_FAILED"
+    found = {}
+    for wire in (False, True):
+        live = reply(document)
+        found[wire] = state().compare(exchange, as_wire(live) if wire else live)
+    assert [m.path for m in found[True]] == ["$.result.task.status.state"]
+    assert found[True] == found[False]
+
+
+def test_wire_reply_header_values_are_stripped_like_headers() -> None:
+    live = LiveReply(200, "OK", [("Content-Type", " application/json "), ("X-A", "b\t")], b"{}")
+    assert live.headers == (("Content-Type", "application/json"), ("X-A", "b"))
+    assert live.response.headers == Headers(live.headers)
+    golden = Response(200, "OK", [("Content-Type", "application/json"), ("X-A", "b")], b"{}")
+    assert state().compare(Exchange(rpc("GetCard", {}), golden), live) == []
+
+
+def test_recorded_body_that_is_not_json_is_not_read_on_one_line() -> None:
+    # a raw line break inside a string: not JSON, so the model keeps the text as it is; taking
+    # the line breaks out would make it read like the live JSON (which the walk would not say)
+    golden = Response(200, "OK", JSON, b'{"text": "a\n  b"}')
+    assert golden.json is None
+    live = LiveReply(200, "OK", JSON, b'{"text":"ab"}')
+    [mismatch] = state().compare(Exchange(rpc("GetCard", {}), golden), live)
+    assert mismatch.path == "body"
+    assert mismatch.message == "expected a non-JSON body, got a JSON body"
+
+
+def test_wire_reply_streams_and_truncated_bodies_compare_like_responses() -> None:
+    stream_type = [("Content-Type", "text/event-stream")]
+    frame = json.dumps({"statusUpdate": {"taskId": "t", "status": {"state": "WORKING"}}})
+    golden = Response(200, "OK", stream_type, events=(SseEvent(data=frame),))
+    raw = f"data: {frame}\n\n".encode()
+    assert (
+        state().compare(Exchange(rpc("Stream", {}), golden), LiveReply(200, "", stream_type, raw))
+        == []
+    )
+    truncated = Exchange(rpc("GetCard", {}), reply({"a": 1}), truncated=True)
+    live = LiveReply(200, "OK", JSON, b'{"a": 2')
+    assert state().compare(truncated, live) == []
+    assert live._response is None
+    assert [m.path for m in state().compare(truncated, LiveReply(500, "", JSON, b""))] == ["status"]

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from recorder import aliasing
-from recorder.aliasing import ReplayState
+from recorder.aliasing import LiveReply, ReplayState
 from recorder.diff import ABSENT, Mismatch, align, format_value
 from recorder.model import Exchange, Headers, Request, Response, SseEvent
 from recorder.rules import DEFAULT_RULES, Rules
@@ -369,8 +369,22 @@ def replay(
         if fault is not None:
             live_response = fault(number, live_response)
         lives.append(live_response)
-        found.extend((number, m) for m in state.compare(golden, live_response))
+        live_reply = as_wire(live_response) if LIVE_FORM["wire"] else live_response
+        found.extend((number, m) for m in state.compare(golden, live_reply))
     return found, state, lives
+
+
+# how `replay` hands the live replies to `compare`: as `Response`s, or as the bytes that came
+# over the wire (`LiveReply`, what the player sends); the `walk_only` fixture runs both
+LIVE_FORM = {"wire": False}
+
+
+def as_wire(response: Response) -> LiveReply:
+    """The reply as an agent sends it: a JSON body compact (as Starlette writes it)."""
+    body = response.body
+    if response.is_json and response.json is not None:
+        body = json.dumps(response.json, ensure_ascii=False, separators=(",", ":")).encode()
+    return LiveReply(response.status, response.reason, response.headers, body)
 
 
 def edit_json(number: int, change: Callable[[Any], None]) -> Fault:
@@ -557,14 +571,24 @@ def _live_stream_task() -> Any:
     LIVE_STREAM_TASK.clear()
 
 
-@pytest.fixture(params=["fast path", "fast path for many values", "tree walk only"])
+@pytest.fixture(
+    params=[
+        (mode, form)
+        for mode in ("fast path", "fast path for many values", "tree walk only")
+        for form in ("Response", "wire")
+    ],
+    ids=lambda param: "-".join(param),
+)
 def walk_only(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    """Run a test three ways: as shipped (these replies hold few values), with the fast path's
-    pairing for many values, and with the fast path off. They must agree."""
-    if request.param == "tree walk only":
+    """Run a test six ways: as shipped (these replies hold few values), with the fast path's
+    pairing for many values, and with the fast path off; each with the live replies given as
+    `Response`s and as wire bytes (`LiveReply`). They must agree."""
+    mode, form = request.param
+    monkeypatch.setitem(LIVE_FORM, "wire", form == "wire")
+    if mode == "tree walk only":
         monkeypatch.setattr(ReplayState, "_text_fast_path_text", lambda self, a, b: False)
         return True
-    if request.param == "fast path for many values":
+    if mode == "fast path for many values":
         monkeypatch.setattr(aliasing, "_SMALL", 0)
     return False
 
