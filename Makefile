@@ -37,6 +37,7 @@ record: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_format.py
 	$(BIN)/python bench/bench_play.py
+	$(BIN)/python bench/bench_kit_start.py
 
 ## docs-check: fail (naming file:line) when a Markdown block made from a transcript is out of date
 docs-check: $(STAMP)
