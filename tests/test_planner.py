@@ -192,3 +192,17 @@ def test_raw_calls_are_checked_for_the_outcome_they_provoke(
     _expect_outcome(reply, outcome, "call")
     with pytest.raises(AssertionError, match=f"call: expected -32601, got {outcome}"):
         _expect_outcome(reply, "-32601", "call")
+
+
+def test_planner_refuses_a_file_as_the_transcripts_folder_before_recording(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from recorder.kit.planner import main
+
+    not_a_folder = tmp_path / "transcripts"
+    not_a_folder.write_text("x")
+    assert main(["--out", str(not_a_folder)]) == 2
+    assert capsys.readouterr().err == (
+        f"planner: --out {not_a_folder} is a file; name the transcripts folder\n"
+    )
+    assert not_a_folder.read_text() == "x"

@@ -111,6 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        print(f"planner: --out {out} is a file; name the transcripts folder", file=sys.stderr)
+        return 2
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     with tempfile.TemporaryDirectory(prefix="recorder-planner-") as tmp:
         try:
@@ -132,7 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 fresh = keep_recorded_values(previous[path.name], fresh, DEFAULT_RULES)
             dump(fresh, out / path.name)
     for path in paths:
-        print(f"planner: wrote {out / path.name} ({len(load(out / path.name))} exchanges)")
+        count = len(load(out / path.name))
+        print(f"planner: wrote {out / path.name} ({count} exchange{'s' if count != 1 else ''})")
     return 0
 
 
