@@ -25,6 +25,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from json.encoder import INFINITY as _INFINITY
+from json.encoder import encode_basestring as _encode_json_string
 from typing import Any, TypeAlias, overload
 
 from recorder import sse
@@ -97,8 +99,96 @@ def _escape_invisible_text(text: str) -> str:
 
 
 def pretty_json(value: Any) -> str:
-    """The canonical JSON text of a body: 2-space indent, key order kept, unicode kept."""
-    return _escape_invisible_text(json.dumps(value, indent=2, ensure_ascii=False))
+    """The canonical JSON text of a body: 2-space indent, key order kept, unicode kept.
+
+    That is `json.dumps(value, indent=2, ensure_ascii=False)` with the invisible characters
+    escaped. With an indent, `json` encodes in pure Python through nested generators; values
+    made only of the types `json.loads` returns are written here instead, 2-3x faster and
+    byte for byte the same (tests/test_model_pretty.py); anything else goes to `json.dumps`.
+    """
+    parts: list[str] = []
+    try:
+        _write_plain_json(value, "\n", parts)
+        text = "".join(parts)
+    except (_NotPlainJson, RecursionError):
+        # subclasses, non-string keys, cycles, deep nesting: json's own rules and errors
+        text = json.dumps(value, indent=2, ensure_ascii=False)
+    return _escape_invisible_text(text)
+
+
+class _NotPlainJson(Exception):
+    pass
+
+
+def _plain_scalar(value: Any, kind: type) -> str:
+    """A scalar as `json.dumps` writes it (floats and ints by their exact types' repr)."""
+    if kind is str:
+        return _encode_json_string(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float:
+        if value != value:
+            return "NaN"
+        if value == _INFINITY:
+            return "Infinity"
+        if value == -_INFINITY:
+            return "-Infinity"
+        return float.__repr__(value)
+    raise _NotPlainJson
+
+
+def _write_plain_json(value: Any, indent: str, parts: list[str]) -> None:
+    """Append the indented JSON text of `value` (exact dict, list, str, int, float, bool,
+    None; string keys) to `parts`; `indent` is the newline and indentation of its level."""
+    kind = type(value)
+    append = parts.append
+    if kind is dict:
+        if not value:
+            append("{}")
+            return
+        inner = indent + "  "
+        append("{" + inner)
+        first = True
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlainJson
+            if first:
+                first = False
+            else:
+                append("," + inner)
+            item_kind = type(item)
+            if item_kind is dict or item_kind is list:
+                append(_encode_json_string(key) + ": ")
+                _write_plain_json(item, inner, parts)
+            else:
+                append(_encode_json_string(key) + ": " + _plain_scalar(item, item_kind))
+        append(indent + "}")
+    elif kind is list:
+        if not value:
+            append("[]")
+            return
+        inner = indent + "  "
+        append("[" + inner)
+        first = True
+        for item in value:
+            if first:
+                first = False
+            else:
+                append("," + inner)
+            item_kind = type(item)
+            if item_kind is dict or item_kind is list:
+                _write_plain_json(item, inner, parts)
+            else:
+                append(_plain_scalar(item, item_kind))
+        append(indent + "]")
+    else:
+        append(_plain_scalar(value, kind))
 
 
 def canonical_json_body(body: bytes) -> bytes:

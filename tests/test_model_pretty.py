@@ -1,13 +1,17 @@
 """`pretty_json` (the canonical JSON body text) stays byte-identical to its definition:
 `json.dumps(value, indent=2, ensure_ascii=False)` with DEL, U+0080-U+009F, U+2028 and U+2029
-written as `\\uXXXX`. The fast path skips the escaping scan for ASCII text; this pins it."""
+written as `\\uXXXX`. Its fast paths (own writer for plain values, no escaping scan of ASCII
+text) are pinned here against that definition."""
 
 from __future__ import annotations
 
+import enum
 import json
 import re
+from collections import OrderedDict
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -65,3 +69,44 @@ def test_each_invisible_character_is_escaped_in_ascii_and_non_ascii_text() -> No
             escaped = f"\\u{ord(char):04x}"
             assert f'"{context}{escaped}{context}"' in pretty_json(value)
     assert pretty_json("\xa0") == '"\xa0"'  # U+00A0 is visible enough: kept raw
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+class Ratio(float):
+    def __repr__(self) -> str:
+        return "Ratio()"
+
+
+unusual = st.one_of(
+    st.just(Level.HIGH),
+    st.just(Ratio(0.5)),
+    st.just(OrderedDict([("b", 1), ("a", [])])),
+    st.tuples(st.integers(), text),
+    st.dictionaries(st.one_of(st.integers(), st.floats(), st.booleans(), st.none()), scalars),
+)
+values_with_unusual_types = st.recursive(
+    st.one_of(scalars, unusual),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(text, children, max_size=4)
+    ),
+    max_leaves=15,
+)
+
+
+@given(values_with_unusual_types)
+def test_values_beyond_what_json_loads_makes_are_written_as_json_dumps_writes_them(
+    value: Any,
+) -> None:
+    assert pretty_json(value) == reference_pretty_json(value)
+
+
+def test_cycles_and_unencodable_values_raise_as_json_dumps_does() -> None:
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    with pytest.raises(ValueError, match="Circular reference"):
+        pretty_json(cycle)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        pretty_json({"a": {1, 2}})
