@@ -269,9 +269,11 @@ def load_exchanges(
             raise SourceError(str(exc)) from None
         if cache is not None:
             cache[key] = transcript
+    count = len(transcript.exchanges)
+    if count == 0:
+        raise SourceError(f"{os.fspath(path)}: no exchanges: a transcript holds at least one")
     if index is None:
         return transcript.exchanges
-    count = len(transcript.exchanges)
     if index > count:
         has = f"{count} exchange" + ("" if count == 1 else "s")
         raise SourceError(f"{os.fspath(path)} has {has}: there is no #{index}")

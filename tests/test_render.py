@@ -443,3 +443,14 @@ def test_cli_render_of_a_folder_says_to_name_a_file() -> None:
     assert (
         result.stderr == f"error: {SEED}: is a folder; name one transcript file (FILE or FILE#N)\n"
     )
+
+
+@pytest.mark.parametrize("command", [["render"], ["export", "--to", "curl"]])
+def test_cli_a_transcript_without_exchanges_is_an_error_not_empty_output(
+    tmp_path: Path, command: list[str]
+) -> None:
+    empty = tmp_path / "empty.http"
+    empty.write_text("# recorder-format: 1\n")
+    result = CliRunner().invoke(main, [*command, str(empty)])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"error: {empty}: no exchanges: a transcript holds at least one\n"
