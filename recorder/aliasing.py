@@ -105,6 +105,7 @@ class _NotJson:
 
 _NOT_JSON = _NotJson()
 _EMPTY = object()
+_SAME_HEADERS = Headers()  # marks "prepare leaves these headers as they are"
 
 
 def _base(url: str | None) -> tuple[str, str] | None:
@@ -272,6 +273,7 @@ class ReplayState:
         self._scanned: tuple[Request, frozenset[str]] | None = None
         self._last_match: tuple[Response, Response | LiveReply] | None = None
         self._line_patterns: dict[str | None, re.Pattern[str]] = {}
+        self._forwarded_headers: dict[tuple[tuple[str, str], ...], Headers] = {}
 
     # --- the mapping ------------------------------------------------------------------------
 
@@ -422,7 +424,10 @@ class ReplayState:
         Values not learned (the client's own) are sent as recorded.
         """
         changes: dict[str, Any] = {}
-        if self._golden_to_live and not self._golden_to_live.keys().isdisjoint(self._scan(request)):
+        learned = bool(self._golden_to_live) and not self._golden_to_live.keys().isdisjoint(
+            self._scan(request)
+        )
+        if learned:
             if request.body:
                 try:
                     text = request.body.decode("utf-8")
@@ -439,7 +444,7 @@ class ReplayState:
             target = self._forward_target(request.target)
             if target != request.target:
                 changes["target"] = target
-        headers = self._forward_headers(request.headers)
+        headers = self._forward_headers(request.headers, learned=learned)
         if headers is not request.headers:
             changes["headers"] = headers
         if not changes:
@@ -498,22 +503,40 @@ class ReplayState:
                 items.append(item)
         return f"{new_path}?{'&'.join(items)}"
 
-    def _forward_headers(self, headers: Headers) -> Headers:
+    def _forward_headers(self, headers: Headers, *, learned: bool) -> Headers:
+        """Headers with the live Host, the live address and (when `learned` values may be in
+        them) learned values made live. Without learned values the result depends only on the
+        headers, so it is kept per distinct header list (a transcript repeats one or two)."""
+        key: tuple[tuple[str, str], ...] | None = None
+        if not learned:
+            key = tuple(headers)
+            known = self._forwarded_headers.get(key)
+            if known is not None:
+                return headers if known is _SAME_HEADERS else known
         out: list[tuple[str, str]] = []
         changed = False
+        cacheable = True
         for name, value in headers:
             new = value
-            if name.lower() == "host":
+            folded = name.lower()
+            if folded == "host":
                 if self._live_host is not None:
                     new = self._live_host
             else:
-                if self._recorded_url is not None and self._live_url is not None:
-                    new = new.replace(self._recorded_url, self._live_url)
-                if self._golden_to_live:
+                forward = learned or folded == "content-length"  # _scan skips content-length
+                recorded_url, live_url = self._recorded_url, self._live_url
+                if recorded_url is not None and live_url is not None and recorded_url in new:
+                    new = new.replace(recorded_url, live_url)
+                    forward = True
+                if forward and self._golden_to_live:
                     new = self._forward(new)
+                    cacheable = False  # depends on what is learned by now
             changed = changed or new != value
             out.append((name, new))
-        return Headers(out) if changed else headers
+        result = Headers(out) if changed else headers
+        if key is not None and cacheable:
+            self._forwarded_headers[key] = result if changed else _SAME_HEADERS
+        return result
 
     # --- comparison ---------------------------------------------------------------------------
 

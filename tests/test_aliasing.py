@@ -109,6 +109,27 @@ def test_prepare_carries_learned_values_into_body_path_query_and_headers() -> No
     assert sent.headers.get("Referer") == f"{LIVE}/tasks/{l_task}"
 
 
+def test_prepared_headers_follow_what_is_learned_between_requests() -> None:
+    # the same header list, before and after its value is learned (prepare keeps header lists
+    # it has seen with nothing to carry forward): the later request carries the live value
+    (g_task, g_ctx), (l_task, l_ctx) = ids(), ids()
+    s = state()
+    headers = [("Host", "localhost:41242"), ("X-Task", g_task), ("Referer", f"{RECORDED}/x")]
+    before = s.prepare(Request("GET", "/a2a/rest/tasks", headers))
+    assert before.headers == Headers(
+        [("Host", "127.0.0.1:40001"), ("X-Task", g_task), ("Referer", f"{LIVE}/x")]
+    )
+    again = s.prepare(Request("GET", "/a2a/rest/tasks", headers))
+    assert again.headers == before.headers
+    plain = Request("GET", "/a2a/rest/tasks", [("Accept", "application/json")])
+    assert s.prepare(plain) is plain
+    assert s.prepare(plain) is plain
+    learn(s, {"a": f"{g_task}|{g_ctx}"}, {"a": f"{l_task}|{l_ctx}"})
+    after = s.prepare(Request("GET", "/a2a/rest/tasks", headers))
+    assert after.headers.get("X-Task") == l_task
+    assert after.headers.get("Referer") == f"{LIVE}/x"
+
+
 def test_prepare_is_percent_encoding_aware() -> None:
     s = state()
     golden_time, live_time = "2026-11-29T18:28:41.946689Z", "2026-11-30T01:02:03.000001Z"
