@@ -206,3 +206,14 @@ def test_planner_refuses_a_file_as_the_transcripts_folder_before_recording(
         f"planner: --out {not_a_folder} is a file; name the transcripts folder\n"
     )
     assert not_a_folder.read_text() == "x"
+
+
+def test_a_scenario_that_hangs_stops_the_planner_with_its_name() -> None:
+    from recorder.kit.planner import _run
+    from recorder.kit.scenarios import Scenario, Session
+
+    async def hangs(session: Session) -> None:
+        await asyncio.Event().wait()  # never set: a reply that never comes
+
+    with pytest.raises(RuntimeError, match=r"scenario 'hangs' did not finish within 0\.05 s"):
+        asyncio.run(_run([Scenario("hangs", hangs)], "http://127.0.0.1:9", "token", limit=0.05))

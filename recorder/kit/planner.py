@@ -37,6 +37,9 @@ from recorder.store import file_name
 __all__ = ["PREFERRED_KIT_PORT", "main", "record_scenarios"]
 
 PREFERRED_KIT_PORT = 41242
+# seconds one scenario may take in all (each wait inside it is bounded too, by LIMIT; the
+# slowest, subscribe, takes well under a second)
+SCENARIO_LIMIT = 120.0
 _NUMBERED = re.compile(r"^\d+-.*\.http$")
 
 
@@ -61,12 +64,22 @@ def _start_kit(port: int) -> KitServer:
         return kit
 
 
-async def _run(scenarios: Sequence[Scenario], proxy_url: str, token: str) -> None:
+async def _run(
+    scenarios: Sequence[Scenario],
+    proxy_url: str,
+    token: str,
+    *,
+    limit: float = SCENARIO_LIMIT,
+) -> None:
     card = None
     for scenario in scenarios:
         session = Session(scenario.name, proxy_url, token=token, card=card)
         try:
-            await scenario.run(session)
+            await asyncio.wait_for(scenario.run(session), limit)
+        except TimeoutError as exc:
+            raise RuntimeError(
+                f"scenario {scenario.name!r} did not finish within {limit:g} s"
+            ) from exc
         except Exception as exc:
             raise RuntimeError(f"scenario {scenario.name!r} failed: {exc!r}") from exc
         finally:
