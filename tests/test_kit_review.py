@@ -111,6 +111,20 @@ def test_parse_stops_a_hunk_at_prose_and_ignores_no_newline_marker() -> None:
     assert parse_unified_diff(text) == (FileDiff(None, ((1, "b"),)),)
 
 
+def test_parse_keeps_removed_and_added_comment_lines_that_look_like_a_file_header() -> None:
+    # a removed "-- old" and an added "++ new" line (SQL comments) inside a hunk, then a
+    # real second file: only a header pair followed by a hunk header starts a file
+    text = (
+        "--- a/db/schema.sql\n+++ b/db/schema.sql\n@@ -1,2 +1,2 @@\n"
+        "--- old comment\n+++ TODO new comment\n select 1;\n"
+        "--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-x\n+y\n"
+    )
+    assert parse_unified_diff(text) == (
+        FileDiff("db/schema.sql", ((1, "++ TODO new comment"),)),
+        FileDiff("app.py", ((1, "y"),)),
+    )
+
+
 def test_parse_text_without_diff_gives_no_files() -> None:
     assert parse_unified_diff("just words\n--- not a header") == ()
 

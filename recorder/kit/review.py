@@ -197,7 +197,13 @@ def parse_unified_diff(text: str) -> tuple[FileDiff, ...]:
             in_hunk = False
             continue
         following = lines[index + 1] if index + 1 < len(lines) else ""
-        if line.startswith("--- ") and following.startswith("+++ "):
+        after_pair = lines[index + 2] if index + 2 < len(lines) else ""
+        # Inside a hunk, a `--- x` + `+++ y` pair is a file header only when a hunk header
+        # follows it; otherwise it is a removed `-- x` and an added `++ y` (SQL, Lua or
+        # Haskell comments). Hunk line counts would tell too, but hand-written diffs get
+        # them wrong.
+        content = in_hunk and not _HUNK.match(after_pair)
+        if line.startswith("--- ") and following.startswith("+++ ") and not content:
             old, new = _strip_prefix(line[4:]), _strip_prefix(following[4:])
             header_path = old if new == "/dev/null" else new
             if open_file and not has_hunk:
