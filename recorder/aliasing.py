@@ -376,6 +376,12 @@ class ReplayState:
                     values.update(json.loads(token) for token in tokens)
                 else:
                     values.update(token[1:-1] for token in tokens)
+                # every shape holds a "-" and no '"': when every "-" of the body is inside a
+                # string, the shapes are in the strings that hold one (each keeps its quotes,
+                # so a match sees the same characters around it as in the body)
+                dashed = [token for token in tokens if "-" in token]
+                if sum(token.count("-") for token in dashed) == body_text.count("-"):
+                    body_text = "\n".join(dashed)
             else:
                 values.add(body_text)
         target = request.target
