@@ -248,7 +248,14 @@ class _DirectUpstream:
                 )
         except Exception as exc:
             raise _as_httpx_error(exc) from exc
-        return httpcore.AsyncHTTP11Connection(self._origin, stream)
+        connection = httpcore.AsyncHTTP11Connection(self._origin, stream)
+        if hasattr(connection, "_state_lock"):
+            # httpcore guards the connection's state with an anyio Lock, and every acquire of
+            # one yields to the event loop (two extra loop turns per request, ~6% of the
+            # proxy's CPU). A free-list connection serves one request at a time, so the lock
+            # is never contended; asyncio's Lock is as correct and does not yield when free.
+            connection._state_lock = asyncio.Lock()  # type: ignore[assignment]
+        return connection
 
     async def send(
         self, method: str, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
