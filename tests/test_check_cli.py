@@ -68,3 +68,21 @@ def test_a_folder_without_transcripts_is_a_problem_not_a_pass(tmp_path: Path) ->
     code, out, err = run(str(FIXTURES), str(empty))
     assert (code, out) == (2, "")
     assert err == f"{empty}: no .http files in this folder\n"
+
+
+def test_every_command_has_a_whole_one_line_summary_in_the_help() -> None:
+    for args in ([], ["docs"]):
+        result = CliRunner().invoke(main, [*args, "--help"], terminal_width=80)
+        assert result.exit_code == 0
+        commands = result.stdout.split("Commands:\n", 1)[1].splitlines()
+        assert commands, result.stdout
+        for line in commands:
+            assert not line.endswith("..."), f"cut short in `recorder {' '.join(args)} --help`"
+    names = [
+        line.split()[0]
+        for line in CliRunner()
+        .invoke(main, ["--help"])
+        .stdout.split("Commands:\n", 1)[1]
+        .splitlines()
+    ]
+    assert names == ["check", "docs", "export", "kit", "play", "record", "render"]

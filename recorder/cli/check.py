@@ -9,7 +9,7 @@ import click
 from recorder.checking import check_paths
 
 
-@click.command()
+@click.command(short_help="Check that .http transcripts parse (exit 2 naming file:line).")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option(
     "--canonical",

@@ -34,7 +34,7 @@ def _load(reference: str) -> tuple[Exchange, ...]:
         raise SystemExit(2) from None
 
 
-@click.command()
+@click.command(short_help="Print an exchange as a documentation block.")
 @click.argument("reference", metavar="FILE[#N]")
 @click.option(
     "--headers",
@@ -82,7 +82,7 @@ def render(
     click.echo(render_exchanges(_load(reference), options), nl=False)
 
 
-@click.group()
+@click.group(short_help="Keep Markdown blocks in sync with their transcripts.")
 def docs() -> None:
     """Keep Markdown code blocks in sync with the transcripts they show.
 
@@ -99,7 +99,7 @@ def _print_problems(reports: list[FileReport]) -> bool:
     return bool(problems)
 
 
-@docs.command()
+@docs.command(short_help="Rewrite the marked Markdown blocks from their transcripts.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 def sync(paths: tuple[str, ...]) -> None:
     """Rewrite the marked blocks of PATHS (Markdown files or folders of *.md) in place.
@@ -118,7 +118,7 @@ def sync(paths: tuple[str, ...]) -> None:
         click.echo("all blocks up to date")
 
 
-@docs.command()
+@docs.command(short_help="Fail when a marked Markdown block is out of date (CI).")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 def check(paths: tuple[str, ...]) -> None:
     """Fail when a marked block of PATHS differs from its transcript (for CI).
@@ -144,7 +144,7 @@ def check(paths: tuple[str, ...]) -> None:
     click.echo(f"{blocks} block{'s' if blocks != 1 else ''} up to date")
 
 
-@click.command()
+@click.command(short_help="Print the requests as curl commands or a .http file.")
 @click.argument("reference", metavar="FILE[#N]")
 @click.option(
     "--to",

@@ -7,7 +7,7 @@ import os
 import click
 
 
-@click.command()
+@click.command(short_help="Run the reference code-reviewer A2A agent.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option(
     "--port",

@@ -62,7 +62,7 @@ def _report_path(ctx: click.Context, param: click.Parameter, value: str | None) 
     return value
 
 
-@click.command()
+@click.command(short_help="Replay transcripts against an agent and compare the replies.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option(
     "--agent",

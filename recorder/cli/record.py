@@ -28,7 +28,7 @@ def _secret_names(rules_path: str | None) -> dict[str, Any]:
     return names
 
 
-@click.command()
+@click.command(short_help="Record the traffic to an agent as .http transcripts.")
 @click.option("--upstream", required=True, help="The agent to record, e.g. http://localhost:41242")
 @click.option(
     "--listen",
