@@ -864,3 +864,16 @@ def test_wire_reply_streams_and_truncated_bodies_compare_like_responses() -> Non
     assert state().compare(truncated, live) == []
     assert live._response is None
     assert [m.path for m in state().compare(truncated, LiveReply(500, "", JSON, b""))] == ["status"]
+
+
+def test_shapes_outside_the_strings_of_a_request_body_are_client_values() -> None:
+    # a JSON-typed body that is not JSON (a bare uuid): its shapes are still the client's,
+    # so a reply naming another value there mismatches (rule 2)
+    client_id = str(uuid.uuid4())
+    request = Request("POST", "/a2a/jsonrpc", [*JSON], f'{{"id": {client_id}, "n": -1}}'.encode())
+    assert request.json is None
+    golden = reply({"result": {"taskId": client_id}})
+    assert state().compare(Exchange(request, golden), golden) == []
+    other = reply({"result": {"taskId": str(uuid.uuid4())}})
+    [mismatch] = state().compare(Exchange(request, golden), other)
+    assert mismatch.path == "$.result.taskId"
