@@ -120,6 +120,16 @@ def test_cli_export_to_an_unwritable_place_is_one_line_and_exit_2(tmp_path: Path
     assert result.stderr == f"error: cannot write {out}: No such file or directory\n"
 
 
+def test_cli_export_never_overwrites_the_transcript_it_reads(tmp_path: Path) -> None:
+    source = tmp_path / "02-message-reply.http"
+    shutil.copy(SEED / "02-message-reply.http", source)
+    before = source.read_bytes()
+    result = CliRunner().invoke(main, ["export", f"{source}#1", "--to", "http", "-o", str(source)])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"error: -o {source} would overwrite the transcript it exports\n"
+    assert source.read_bytes() == before
+
+
 def test_transport_headers_are_left_to_curl() -> None:
     request = make_request(
         headers=Headers(

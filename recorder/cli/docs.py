@@ -173,6 +173,9 @@ def export(reference: str, target: str, base_url: str | None, output: str | None
     """
     exchanges = _load(reference)
     source, index = parse_reference(reference)
+    if output is not None and Path(output).resolve() == Path(source).resolve():
+        click.echo(f"error: -o {output} would overwrite the transcript it exports", err=True)
+        raise SystemExit(2)
     convert = export_curl if target == "curl" else export_http
     try:
         text = convert(exchanges, base_url=base_url, source=source, start=index or 1)
