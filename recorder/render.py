@@ -68,8 +68,6 @@ __all__ = [
     "parse_reference",
     "render_exchange",
     "render_exchanges",
-    "render_request",
-    "render_response",
 ]
 
 ELLIPSIS = "…"
@@ -193,14 +191,6 @@ def render_exchanges(
         title = f"### {exchange.title}" if exchange.title else "###"
         blocks.append(f"{title}\n{render_exchange(exchange, options)}")
     return "\n".join(blocks)
-
-
-def render_request(request: Request, options: RenderOptions = RenderOptions()) -> str:
-    return "\n".join(request_lines(request, options)).rstrip("\n") + "\n"
-
-
-def render_response(response: Response, options: RenderOptions = RenderOptions()) -> str:
-    return "\n".join(response_lines(response, options)).rstrip("\n") + "\n"
 
 
 def request_lines(request: Request, options: RenderOptions) -> list[str]:
