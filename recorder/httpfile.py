@@ -487,13 +487,21 @@ _temporary_names = itertools.count()
 
 
 def _create_temporary(path: Path) -> tuple[str, int]:
-    """A new file `.NAME.PID.N.tmp` beside `path`, opened for writing (mode 0600, as
-    `tempfile.mkstemp` makes it; cheaper than mkstemp's random names)."""
+    """A new file `.NAME.PID.N.tmp` beside `path`, opened for writing (cheaper than mkstemp's
+    random names). Its mode is the one `path` has, or, for a new file, 0666 less the umask
+    (what any new file gets): the rename hands the temporary file's mode to `path`."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        mode: int | None = os.stat(path).st_mode & 0o7777
+    except OSError:
+        mode = None
     for _ in range(100):
         tmp = os.path.join(path.parent, f".{path.name}.{os.getpid()}.{next(_temporary_names)}.tmp")
         try:
-            return tmp, os.open(tmp, flags, 0o600)
+            fd = os.open(tmp, flags, 0o666 if mode is None else 0o600)
         except FileExistsError:
             continue  # left by an earlier process with the same id
+        if mode is not None:
+            os.fchmod(fd, mode)
+        return tmp, fd
     raise FileExistsError(f"cannot create a temporary file beside {path}")

@@ -29,7 +29,7 @@ def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     try:
         sock.bind((host, port))
         sock.listen(2048)
-    except OSError:
+    except BaseException:  # OSError, and OverflowError for a port above 65535
         sock.close()
         raise
     sock.set_inheritable(True)
