@@ -473,3 +473,12 @@ class Transcript:
 
     def __len__(self) -> int:
         return len(self.exchanges)
+
+    @property
+    def recorded_base_url(self) -> str | None:
+        """The agent address it was recorded against: `http://` + the first Host header."""
+        for exchange in self.exchanges:
+            host = exchange.request.headers.get("Host")
+            if host:
+                return f"http://{host}"
+        return None

@@ -28,20 +28,12 @@ from recorder.rules import Rules
 __all__ = ["keep_recorded_values"]
 
 
-def _base_url(transcript: Transcript) -> str | None:
-    for exchange in transcript.exchanges:
-        host = exchange.request.headers.get("Host")
-        if host:
-            return f"http://{host}"
-    return None
-
-
 def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) -> Transcript:
     """`fresh` with the values `previous` recorded wherever the two say the same thing."""
-    live_base = _base_url(fresh)
+    live_base = fresh.recorded_base_url
     if live_base is None:
         return fresh
-    state = ReplayState(rules, recorded_base=_base_url(previous), live_base=live_base)
+    state = ReplayState(rules, recorded_base=previous.recorded_base_url, live_base=live_base)
     kept: list[Exchange] = []
     for index, new in enumerate(fresh.exchanges):
         if index >= len(previous.exchanges):
