@@ -158,10 +158,13 @@ def _real_frames(events: tuple[SseEvent, ...]) -> list[SseEvent]:
     ]
 
 
+_ONE_LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ": "))
+
+
 def _one_line_text(value: Any) -> str:
     """`value` as the model's pretty JSON would be with its line breaks and indentation taken
     out: `{"a": [1,2],"b": "c"}` (C encoder; non-ASCII kept, the same characters escaped)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ": "))
+    text = _ONE_LINE.encode(value)
     if text.isascii():
         return text.replace("\x7f", "\\u007f") if "\x7f" in text else text
     return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -455,7 +455,7 @@ def send_raw(
             _url(base_url + target),
             headers=headers,
             content=body,
-            extensions={"timeout": httpx.Timeout(timeout).as_dict()},
+            extensions={"timeout": _timeouts(timeout)},
         )
         reply = transport.handle_request(outgoing)
         try:
@@ -496,6 +496,12 @@ def send_raw(
 
 class _StreamDeadline(Exception):
     """An event stream still open when the time for the whole reply ran out."""
+
+
+@functools.lru_cache(maxsize=16)
+def _timeouts(seconds: float) -> dict[str, float | None]:
+    """httpx's per-request timeout settings (connect, read, write, pool), made once."""
+    return httpx.Timeout(seconds).as_dict()
 
 
 @functools.lru_cache(maxsize=512)
