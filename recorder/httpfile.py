@@ -216,7 +216,7 @@ def _read_preamble(cursor: _Cursor) -> tuple[int, list[str]]:
                     f"version {FORMAT_VERSION} (upgrade recorder to read it)"
                 )
         elif line.startswith("#"):
-            comments.append(_comment_text(line))
+            comments.append(_comment_text(cursor, line))
         elif line.strip():
             if _REQUEST_LINE.match(line):
                 raise cursor.error('expected "###" (and a title) before the first request')
@@ -226,9 +226,15 @@ def _read_preamble(cursor: _Cursor) -> tuple[int, list[str]]:
     return version, comments
 
 
-def _comment_text(line: str) -> str:
+def _comment_text(cursor: _Cursor, line: str) -> str:
     text = line[1:]
-    return text[1:] if text.startswith(" ") else text
+    return _one_line(cursor, text[1:] if text.startswith(" ") else text, "a comment")
+
+
+def _one_line(cursor: _Cursor, text: str, what: str) -> str:
+    if "\r" in text:
+        raise cursor.error(f"{what} holds a carriage return (CR) alone: lines end in LF or CRLF")
+    return text
 
 
 def _show(line: str, limit: int = 60) -> str:
@@ -237,7 +243,7 @@ def _show(line: str, limit: int = 60) -> str:
 
 def _read_exchange(cursor: _Cursor) -> Exchange:
     start = cursor.line_number
-    title = cursor.peek()[3:].strip()
+    title = _one_line(cursor, cursor.peek()[3:].strip(), "a title")
     cursor.index += 1
     comments: list[str] = []
     truncated = False
@@ -246,7 +252,7 @@ def _read_exchange(cursor: _Cursor) -> Exchange:
         if line.startswith("###"):
             break
         if line.startswith("#"):
-            text = _comment_text(line)
+            text = _comment_text(cursor, line)
             if text == TRUNCATED_TAG:
                 truncated = True
             else:

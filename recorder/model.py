@@ -196,11 +196,19 @@ def canonical_json_body(body: bytes) -> bytes:
     if not body:
         return body
     try:
-        value = json.loads(body, object_pairs_hook=_reject_duplicate_keys)
+        # UTF-8 only: json.loads would also read UTF-16/32, which re-encoding would change
+        value = json.loads(body.decode("utf-8"))
     except (ValueError, RecursionError):
-        # not JSON (or not UTF-8, or duplicate keys): keep the bytes as they are
+        # not JSON, or not UTF-8: keep the bytes as they are
         return body
-    return pretty_json(value).encode()
+    pretty = pretty_json(value).encode()
+    if pretty == body:
+        return body  # already canonical (so no key repeats either: pretty has each key once)
+    try:
+        json.loads(body, object_pairs_hook=_reject_duplicate_keys)
+    except _DuplicateKeyError:
+        return body  # json.loads kept only the last of a repeated key: reformatting would lose
+    return pretty
 
 
 class Headers(Sequence[tuple[str, str]]):

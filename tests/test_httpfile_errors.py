@@ -102,6 +102,14 @@ MALFORMED = [
         4,
         "unknown body encoding 'gzip'",
     ),
+    ("lone CR in a file comment", "# a\rb\n### x\n", 1, "carriage return (CR) alone"),
+    (
+        "lone CR in an exchange comment",
+        "### x\n# a\rb\nGET / HTTP/1.1\n\nHTTP/1.1 200 OK\n",
+        2,
+        "a comment holds a carriage return",
+    ),
+    ("lone CR in a title", "### a\rb\n", 1, "a title holds a carriage return"),
     (
         "invalid header name in the model",
         "### x\nGET / HTTP/1.1\nX-Ok: 1\n\nHTTP/1.1 200 OK\nContent-Type: text/event-stream\n"
