@@ -386,11 +386,7 @@ def agent_base_url(url: str) -> str:
 
 def recorded_base_url(transcript: Transcript) -> str | None:
     """The address the transcript was recorded against: `http://` + the first Host header."""
-    for exchange in transcript.exchanges:
-        host = exchange.request.headers.get("Host")
-        if host:
-            return f"http://{host}"
-    return None
+    return transcript.recorded_base_url
 
 
 # --------------------------------------------------------------------------- sending

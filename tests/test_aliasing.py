@@ -877,3 +877,36 @@ def test_shapes_outside_the_strings_of_a_request_body_are_client_values() -> Non
     other = reply({"result": {"taskId": str(uuid.uuid4())}})
     [mismatch] = state().compare(Exchange(request, golden), other)
     assert mismatch.path == "$.result.taskId"
+
+
+def test_a_large_reply_is_compared_with_the_collector_paused_and_restored() -> None:
+    import gc
+
+    def listing(seed: int, state_name: str) -> Response:
+        tasks = [
+            {"id": str(uuid.UUID(int=seed << 64 | n)), "contextId": "ctx", "status": {"n": n}}
+            for n in range(4000)
+        ]
+        tasks[-1]["status"]["state"] = state_name
+        return reply({"result": {"tasks": tasks}})
+
+    golden = Exchange(rpc("ListTasks", {}), listing(1, "WORKING"))
+    assert len(golden.response.body) >= aliasing._GC_PAUSE_BYTES
+    seen: list[bool] = []
+    real_walk = ReplayState._walk
+
+    def walk(self: ReplayState, *args: Any) -> None:
+        seen.append(gc.isenabled())
+        real_walk(self, *args)
+
+    with mock.patch.object(ReplayState, "_walk", walk):
+        found = state().compare(golden, as_wire(listing(2, "FAILED")))
+    assert [m.path for m in found] == ["$.result.tasks[3999].status.state"]
+    assert seen and not any(seen)  # paused while comparing
+    assert gc.isenabled()  # and on again after
+    gc.disable()
+    try:
+        assert state().compare(golden, as_wire(listing(3, "WORKING"))) == []
+        assert not gc.isenabled()  # a caller's own setting is left alone
+    finally:
+        gc.enable()
