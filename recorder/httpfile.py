@@ -501,8 +501,9 @@ def _create_temporary(path: Path) -> tuple[str, int]:
         mode: int | None = os.stat(path).st_mode & 0o7777
     except OSError:
         mode = None
+    folder, name = os.path.split(os.fspath(path))
     for _ in range(100):
-        tmp = os.path.join(path.parent, f".{path.name}.{os.getpid()}.{next(_temporary_names)}.tmp")
+        tmp = os.path.join(folder, f".{name}.{os.getpid()}.{next(_temporary_names)}.tmp")
         try:
             fd = os.open(tmp, flags, 0o666 if mode is None else 0o600)
         except FileExistsError:

@@ -618,8 +618,10 @@ class RecordingProxy:
         self._path_prefix = self.upstream.path
         self._host_header = parts.netloc.decode("ascii")
         self.store = TranscriptStore(Path(out), scrub=scrub_text, fsync=fsync)
-        self._secret_headers = secret_names(secret_headers, fold=True)
-        self._secret_fields = secret_names(secret_fields, fold=False)
+        self._redactor = Redactor(
+            headers=secret_names(secret_headers, fold=True),
+            fields=secret_names(secret_fields, fold=False),
+        )
         self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         self._upstream: _HttpxUpstream | _DirectUpstream = (
             _DirectUpstream(parts, self._timeout)
@@ -738,7 +740,7 @@ class RecordingProxy:
             scenario=scenario,
             description=description,
             ticket=self.store.begin(),
-            redactor=Redactor(headers=self._secret_headers, fields=self._secret_fields),
+            redactor=self._redactor.fresh(),
         )
         call.operation = _quick_operation(method, path, body)
         if scenario is not None:

@@ -20,6 +20,7 @@ The player fills `{{NAME}}` from the environment variable NAME.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import urllib.parse
@@ -105,6 +106,13 @@ class Redactor:
     def __post_init__(self) -> None:
         self.headers = secret_names(self.headers, fold=True)
         self.fields = secret_names(self.fields, fold=False)
+
+    def fresh(self) -> Redactor:
+        """A Redactor with the same secret names and nothing seen yet (one per exchange; the
+        names are not normalized again)."""
+        clone = copy.copy(self)
+        clone.seen = {}
+        return clone
 
     # ---------------------------------------------------------------- headers
 

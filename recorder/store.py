@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -81,6 +82,7 @@ _HEADER_SPELLING = {
 }
 
 
+@functools.lru_cache(maxsize=1024)  # the same few names come in every exchange
 def header_case(name: str) -> str:
     """`content-type` -> `Content-Type`, `a2a-version` -> `A2A-Version`, `etag` -> `ETag`."""
     known = _HEADER_SPELLING.get(name.lower())

@@ -93,3 +93,14 @@ def test_names() -> None:
     assert placeholder_name("x-api-key") == "X_API_KEY"
     assert placeholder_name("1password") == "_1PASSWORD"
     assert secret_names(["Authorization"], fold=True) == {"authorization": "AUTHORIZATION"}
+
+
+def test_fresh_redactor_keeps_the_names_and_forgets_what_was_seen() -> None:
+    first = Redactor(headers=["X-Session"], fields={"token": "PUSH_TOKEN"})
+    first.redact_headers(Headers([("x-session", "s-123456")]))
+    second = first.fresh()
+    assert second.seen == {} and first.seen == {"s-123456": "X_SESSION"}
+    assert second.redact_headers(Headers([("X-Session", "other-9876")])) == Headers(
+        [("X-Session", "{{X_SESSION}}")]
+    )
+    assert second.seen == {"other-9876": "X_SESSION"} and "other-9876" not in first.seen
