@@ -590,6 +590,10 @@ class _Call:
     # (ticket, frames): sent while that event stream of the same scenario was open
     during: tuple[int, int] | None = None
     redactor: Redactor = field(default_factory=Redactor)
+    # the request as recorded, with its title and operation, made while the upstream answers
+    recorded_request: Request | None = None
+    recorded_title: str = ""
+    recorded_operation: str = ""
 
 
 class _WriteFailed(Exception):
@@ -754,6 +758,7 @@ class RecordingProxy:
             call.if_none_match = if_none_match
             call.client_base = self._client_base(scope, client_host)
 
+        asyncio.get_running_loop().call_soon(self._prepare_request, call)
         try:
             upstream = await self._upstream.send(
                 method, (self._path_prefix + target).encode("latin-1"), call.headers, body
@@ -1026,17 +1031,7 @@ class RecordingProxy:
         truncated: bool = False,
     ) -> Exchange:
         redactor = call.redactor
-        request_headers = Headers(
-            [("Host", self._host_header)]
-            + [(header_case(n.decode("latin-1")), v.decode("latin-1")) for n, v in call.headers]
-        )
-        request_headers = redactor.redact_headers(request_headers)
-        request = Request(
-            method=call.method,
-            target=redactor.redact_target(call.target),
-            headers=request_headers,
-            body=redactor.redact_body(call.body, request_headers.get("Content-Type")),
-        )
+        request = call.recorded_request or self._record_request(call)
         response_headers = Headers(
             [
                 (header_case(n.decode("latin-1")), v.decode("latin-1"))
@@ -1062,9 +1057,40 @@ class RecordingProxy:
         return Exchange(
             request=request,
             response=response,
-            title=exchange_title(request, call.description),
+            title=call.recorded_title,
             truncated=truncated,
         )
+
+    def _request_model(self, call: _Call) -> Request:
+        """The request as recorded: as forwarded, Host naming the upstream, secrets out."""
+        redactor = call.redactor
+        request_headers = Headers(
+            [("Host", self._host_header)]
+            + [(header_case(n.decode("latin-1")), v.decode("latin-1")) for n, v in call.headers]
+        )
+        request_headers = redactor.redact_headers(request_headers)
+        return Request(
+            method=call.method,
+            target=redactor.redact_target(call.target),
+            headers=request_headers,
+            body=redactor.redact_body(call.body, request_headers.get("Content-Type")),
+        )
+
+    def _record_request(self, call: _Call) -> Request:
+        """The request as recorded, with its exchange title and operation, kept in `call`."""
+        request = self._request_model(call)
+        call.recorded_title = exchange_title(request, call.description)
+        call.recorded_operation = operation_name(request)
+        call.recorded_request = request
+        return request
+
+    def _prepare_request(self, call: _Call) -> None:
+        """Record the request while the upstream works on the reply (scheduled when the
+        request is forwarded), so that it adds nothing to the client's wait. A failure here
+        is left to `_exchange`, which records the request again and reports it."""
+        if call.recorded_request is None:
+            with contextlib.suppress(Exception):
+                self._record_request(call)
 
     def _write(self, call: _Call, exchange: Exchange) -> None:
         try:
@@ -1072,7 +1098,7 @@ class RecordingProxy:
                 call.ticket,
                 exchange,
                 scenario=call.scenario,
-                operation=call.operation or operation_name(exchange.request),
+                operation=call.operation or call.recorded_operation,
                 secrets=call.redactor.seen,
                 during=call.during,
             )
