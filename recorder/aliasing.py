@@ -279,6 +279,7 @@ class ReplayState:
         self._last_match: tuple[Response, Response | LiveReply] | None = None
         self._line_patterns: dict[str | None, re.Pattern[str]] = {}
         self._forwarded_headers: dict[tuple[tuple[str, str], ...], Headers] = {}
+        self._dashed = compiled.dashed
 
     # --- the mapping ------------------------------------------------------------------------
 
@@ -381,12 +382,13 @@ class ReplayState:
                     values.update(json.loads(token) for token in tokens)
                 else:
                     values.update(token[1:-1] for token in tokens)
-                # every shape holds a "-" and no '"': when every "-" of the body is inside a
-                # string, the shapes are in the strings that hold one (each keeps its quotes,
-                # so a match sees the same characters around it as in the body)
-                dashed = [token for token in tokens if "-" in token]
-                if sum(token.count("-") for token in dashed) == body_text.count("-"):
-                    body_text = "\n".join(dashed)
+                # when every shape holds a "-" and no '"' (the defaults), and every "-" of the
+                # body is inside a string, the shapes are in the strings that hold one (each
+                # keeps its quotes, so a match sees the same characters around it as in the body)
+                if self._dashed:
+                    dashed = [token for token in tokens if "-" in token]
+                    if sum(token.count("-") for token in dashed) == body_text.count("-"):
+                        body_text = "\n".join(dashed)
             else:
                 values.add(body_text)
         target = request.target
@@ -403,9 +405,12 @@ class ReplayState:
         parts.extend([value for name, value in request.headers if name.lower() not in _NOT_SCANNED])
         values.update(parts)
         if self._shapes is not None:
-            # one pass over everything; a line break cannot sit inside a shape match
-            everything = body_text + "\n" + "\n".join(parts)
-            values.update([match.group() for match in self._shapes.finditer(everything)])
+            # one pass over everything; a line break cannot sit inside a shape match, and the
+            # default shapes (uuid, RFC 3339 time) hold a "-": nothing to look at without one
+            dashed_parts = [part for part in parts if "-" in part] if self._dashed else parts
+            if dashed_parts or body_text:
+                everything = body_text + "\n" + "\n".join(dashed_parts)
+                values.update([match.group() for match in self._shapes.finditer(everything)])
         values.discard("")
         result = frozenset(values)
         self._scanned = (request, result)
@@ -1507,6 +1512,19 @@ class ReplayState:
 # --- pure helpers ------------------------------------------------------------------------------
 
 
+# the default shapes (uuid, RFC 3339 time): every match holds a "-" and no '"'
+_DEFAULT_SHAPES: dict[str, str] = {
+    "id": (
+        "[0-9a-fA-F](?<![0-9A-Za-z].)[0-9a-fA-F]{7}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}"
+        "-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![0-9A-Za-z])"
+    ),
+    "time": (
+        "[0-9](?<![0-9].)[0-9]{3}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}"
+        "(?:\\.[0-9]+)?(?:[Zz]|[+-][0-9]{2}:[0-9]{2})(?![0-9])"
+    ),
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class _Compiled:
     """What a ReplayState derives from its rules, computed once per rules value."""
@@ -1520,6 +1538,8 @@ class _Compiled:
     value_columns: list[tuple[int, str, bool]]
     """(split column, kind, whether it holds a generated member's value), in group order."""
     skip_headers: frozenset[str]
+    dashed: bool
+    """Whether every match of every shape holds a "-" and no '"' (known of the defaults)."""
 
 
 @functools.lru_cache(maxsize=16)
@@ -1548,6 +1568,9 @@ def _compile(rules: Rules) -> _Compiled:
             for column in columns
         ),
         skip_headers=rules.ignored_headers | frozenset(rules.secret_headers) | {"content-type"},
+        dashed=all(
+            _DEFAULT_SHAPES.get(kind) == regex for kind, regex in rules.generated_shapes.items()
+        ),
     )
 
 

@@ -910,3 +910,18 @@ def test_a_large_reply_is_compared_with_the_collector_paused_and_restored() -> N
         assert not gc.isenabled()  # a caller's own setting is left alone
     finally:
         gc.enable()
+
+
+def test_a_shape_without_a_dash_inside_a_request_string_is_a_client_value() -> None:
+    # a rules file's own shape (a ULID) that holds no "-": a request that names one inside a
+    # longer string sent it itself, so a reply naming another one there mismatches (rule 2)
+    shapes = {**DEFAULT_RULES.generated_shapes, "ulid": "[0-9A-HJKMNP-TV-Z]{26}"}
+    rules = replace(DEFAULT_RULES, generated_shapes=shapes)
+    sent_ulid, other_ulid = "01ARZ3NDEKTSV4RRFFQ69G5FAV", "01BX5ZZKBKACTAV9WEVGEMMVRZ"
+    request = rpc("SendMessage", {"message": {"messageId": "m-1", "text": f"ref {sent_ulid}"}})
+    golden = Exchange(request, reply({"result": {"taskId": sent_ulid}}))
+    s = ReplayState(rules, recorded_base=RECORDED, live_base=LIVE)
+    assert s.compare(golden, as_wire(reply({"result": {"taskId": sent_ulid}}))) == []
+    s = ReplayState(rules, recorded_base=RECORDED, live_base=LIVE)
+    [mismatch] = s.compare(golden, as_wire(reply({"result": {"taskId": other_ulid}})))
+    assert mismatch.path == "$.result.taskId"
