@@ -925,3 +925,17 @@ def test_a_shape_without_a_dash_inside_a_request_string_is_a_client_value() -> N
     s = ReplayState(rules, recorded_base=RECORDED, live_base=LIVE)
     [mismatch] = s.compare(golden, as_wire(reply({"result": {"taskId": other_ulid}})))
     assert mismatch.path == "$.result.taskId"
+
+
+def test_a_live_header_a_transcript_cannot_hold_is_a_mismatch_not_a_crash() -> None:
+    # "#x" is a valid HTTP field name, but a .http line starting with "#" is a comment
+    stream_type = [("Content-Type", "text/event-stream")]
+    frame = json.dumps({"statusUpdate": {"taskId": "t", "status": {"state": "WORKING"}}})
+    golden = Response(200, "OK", stream_type, events=(SseEvent(data=frame),))
+    raw = f"data: {frame}\n\n".encode()
+    live = LiveReply(200, "OK", [*stream_type, ("#x", "1")], raw)
+    s = state()
+    exchange = Exchange(rpc("Stream", {}), golden)
+    [mismatch] = s.compare(exchange, live)
+    assert (mismatch.path, mismatch.actual) == ("header #x", "1")
+    assert s.bless(golden, live).headers == Headers(stream_type)
