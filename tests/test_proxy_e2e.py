@@ -459,7 +459,8 @@ class RawUpstream:
     Paths: `/keep` answers and keeps the connection; `/drop` answers with a complete reply
     (no `Connection: close`) and then closes the connection, as an upstream whose keep-alive
     timeout ran out does; `/short` promises 100 bytes, sends 10 and closes; `/big?n=BYTES`
-    answers a chunked body of n bytes."""
+    answers a chunked body of n bytes; `/empty` answers 204. HEAD gets a Content-Length and
+    no body."""
 
     def __init__(self) -> None:
         self.sock = bind_socket()
@@ -513,6 +514,12 @@ class RawUpstream:
                     buffer += conn.recv(65536)
                 buffer = buffer[length:]
                 path, _, query = target.partition("?")
+                if lines[0].startswith("HEAD "):
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 42\r\n\r\n")
+                    continue
+                if path == "/empty":
+                    conn.sendall(b"HTTP/1.1 204 No Content\r\n\r\n")
+                    continue
                 if path == "/short":
                     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
                     return
@@ -584,3 +591,21 @@ def test_large_streamed_body_passes_whole(tmp_path: Path) -> None:
         assert reply.read() == expected
     [path] = tmp_path.glob("*.http")
     assert load(path).exchanges[0].response.body == expected
+
+
+def test_replies_without_a_body_keep_their_framing_on_upstream_connections(
+    tmp_path: Path,
+) -> None:
+    with (
+        RawUpstream() as upstream,
+        serve_proxy(upstream.url, tmp_path) as proxy,
+        httpx.Client(timeout=LIMIT) as client,
+    ):
+        for _ in range(2):  # and the connection stays usable after each
+            head = client.head(proxy.url + "/thing")
+            assert head.status_code == 200 and head.headers["content-length"] == "42"
+            empty = client.delete(proxy.url + "/empty")
+            assert empty.status_code == 204 and "content-length" not in empty.headers
+        assert client.get(proxy.url + "/keep").json() == {"path": "/keep"}
+        assert upstream.connections == 1
+    assert len(list(tmp_path.glob("*.http"))) == 5
