@@ -172,18 +172,21 @@ def _one_line_text(value: Any) -> str:
     return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def _golden_one_line(message: Response) -> str | None:
-    """The one-line text of a recorded JSON body (see `_one_line_text`), or None when the body
-    is not JSON. The model holds a JSON body pretty-printed, so taking its layout out is
-    enough; a body the model kept as it came (duplicate keys, another layout) gives another
-    text, which only sends the comparison the slow way."""
-    if message.json is None and message.body.strip() != b"null":
-        return None  # not JSON: a line break may sit inside a string, the walk decides
-    try:
-        text = message.body.decode("utf-8")
-    except UnicodeDecodeError:  # pragma: no cover - it parsed as JSON, so it is UTF-8
-        return None
-    return _LAYOUT.sub("", text)
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _looks_compact(body: bytes) -> bool:
+    """Whether a JSON body seems written without spaces (`{"a":1}`): which way to try first."""
+    head = body[:256]
+    return b'":' in head and b'": ' not in head and b"\n" not in head
+
+
+def _golden_one_line(message: Response) -> str:
+    """The one-line text (see `_one_line_text`) of a recorded body known to be JSON. The model
+    holds a JSON body pretty-printed, and a line break cannot sit inside a string of valid
+    JSON, so taking the layout out is enough; a body the model kept as it came (duplicate
+    keys, another layout) gives another text, which only sends the comparison the slow way."""
+    return _LAYOUT.sub("", message.body.decode("utf-8", errors="replace"))
 
 
 class LiveReply:
@@ -263,6 +266,7 @@ class ReplayState:
         self._unordered = rules.unordered_matcher
         self._generated_paths = rules.generated_matcher
         self._tokens = compiled.tokens
+        self._compact_tokens = compiled.compact_tokens
         self._token_kinds = compiled.kinds
         self._value_columns = compiled.value_columns
         self._skip_headers = compiled.skip_headers
@@ -609,18 +613,30 @@ class ReplayState:
             self._compare_bodies(expected, live, out)
 
     def _one_line_fast_path(self, expected: Response, live_body: bytes) -> bool:
-        """The fast path (see the module docstring) on a JSON body as it came over the wire:
-        both sides on one line (`_one_line_text`), no pretty-printing of the live reply."""
+        """The fast path (see the module docstring) on a JSON body as it came over the wire,
+        without pretty-printing the live reply. A compact body (as Starlette sends JSON) is
+        read as it is, against the recorded value written compactly: no parse of the live
+        reply at all (text equal but for generated strings is JSON of the same shape). Any
+        other layout: the live reply parsed and both written on one line (`_one_line_text`)."""
         if not expected.body or not live_body:
             return False
-        golden_text = _golden_one_line(expected)
-        if golden_text is None:
-            return False
+        golden_value = _body_value(expected)
+        if golden_value is _NOT_JSON or golden_value is _EMPTY:
+            return False  # e.g. a line break inside a string: the walk decides
+        if _looks_compact(live_body):
+            try:
+                live_text = live_body.decode("utf-8")
+            except UnicodeDecodeError:
+                live_text = None
+            if live_text is not None and self._text_fast_path_text(
+                _COMPACT.encode(golden_value), live_text, compact=True
+            ):
+                return True
         try:
             live_value = json.loads(live_body)
         except (ValueError, RecursionError):
             return False
-        return self._text_fast_path_text(golden_text, _one_line_text(live_value))
+        return self._text_fast_path_text(_golden_one_line(expected), _one_line_text(live_value))
 
     def _compare_headers(
         self, expected: Headers, actual: Iterable[tuple[str, str]], out: list[Mismatch]
@@ -839,12 +855,13 @@ class ReplayState:
             return False
         return self._text_fast_path_text(expected_text, actual_text)
 
-    def _text_fast_path_text(self, expected: str, actual: str) -> bool:
+    def _text_fast_path_text(self, expected: str, actual: str, *, compact: bool = False) -> bool:
+        """`_text_fast_path` on text; `compact` when both are JSON written without spaces."""
         if self._recorded_url is not None and self._live_url is not None:
             # rule 5; NUL cannot appear raw in JSON text or in SSE lines
             expected = expected.replace(self._recorded_url, "\0")
             actual = actual.replace(self._live_url, "\0")
-        tokens = self._tokens
+        tokens = self._compact_tokens if compact else self._tokens
         if tokens is None:
             return expected == actual
         danger = self._literal_danger
@@ -1533,6 +1550,7 @@ class _Compiled:
 
     shapes: re.Pattern[str] | None
     tokens: re.Pattern[str] | None
+    compact_tokens: re.Pattern[str] | None
     fields: dict[str, str]
     beside: dict[str, frozenset[str]]
     kinds: list[tuple[str, list[int], bool]]
@@ -1558,6 +1576,7 @@ def _compile(rules: Rules) -> _Compiled:
     return _Compiled(
         shapes=rules.shape_pattern,
         tokens=tokens,
+        compact_tokens=rules.compact_token_pattern,
         fields=dict(rules.generated_fields),
         beside={name: frozenset(s) for name, s in rules.generated_fields_beside.items()},
         kinds=[

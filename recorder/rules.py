@@ -114,19 +114,27 @@ class Rules:
         the text around the match. Starting with the literal `": "` lets the regex engine skip
         straight from one string value to the next.
         """
+        return self._token_pattern(": ")
+
+    @cached_property
+    def compact_token_pattern(self) -> re.Pattern[str] | None:
+        """`token_pattern` for compact JSON (`"name":"value"`, as Starlette sends JSON)."""
+        return self._token_pattern(":")
+
+    def _token_pattern(self, colon: str) -> re.Pattern[str] | None:
         alternatives = []
         by_kind: dict[str, list[str]] = {}
         for name, kind in self.generated_fields.items():
             by_kind.setdefault(kind, []).append(name)
         for kind, names in by_kind.items():
-            behind = "|".join(f'(?<="{re.escape(name)}": ")' for name in names)
+            behind = "|".join(f'(?<="{re.escape(name)}"{colon}")' for name in names)
             alternatives.append(f'(?:{behind})(?P<f_{kind}>[^"\\\\]*)')
         alternatives.extend(
             f"(?P<s_{kind}>{regex})" for kind, regex in self.generated_shapes.items()
         )
         if not alternatives:
             return None
-        return re.compile('": "(?:' + "|".join(alternatives) + ')"')
+        return re.compile(f'"{colon}"(?:' + "|".join(alternatives) + ')"')
 
     @cached_property
     def ignored_matcher(self) -> PathMatcher:
@@ -265,7 +273,7 @@ class _Loader:
                         f" got {placeholder!r}",
                     )
         try:
-            _ = rules.shape_pattern, rules.token_pattern
+            _ = rules.shape_pattern, rules.token_pattern, rules.compact_token_pattern
         except re.error as exc:
             raise self.error("generated_shapes", f"the expressions do not combine: {exc}") from None
 

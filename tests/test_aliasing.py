@@ -526,11 +526,18 @@ def test_shipped_transcripts_rebless_to_identical_files() -> None:
 # --- properties -------------------------------------------------------------------------------
 
 
-def as_wire(response: Response) -> LiveReply:
-    """The reply as an agent sends it: a JSON body compact (as Starlette writes it)."""
+def live_form(response: Response, form: str) -> Response | LiveReply:
+    """The reply as given (""), or as wire bytes ("compact" or "spaced" JSON)."""
+    return as_wire(response, spaced=form == "spaced") if form else response
+
+
+def as_wire(response: Response, *, spaced: bool = False) -> LiveReply:
+    """The reply as an agent sends it: a JSON body compact (as Starlette writes it), or
+    `spaced` (as `json.dumps` writes it by default)."""
     body = response.body
     if response.is_json and response.json is not None:
-        body = json.dumps(response.json, ensure_ascii=False, separators=(",", ":")).encode()
+        separators = (", ", ": ") if spaced else (",", ":")
+        body = json.dumps(response.json, ensure_ascii=False, separators=separators).encode()
     return LiveReply(response.status, response.reason, response.headers, body)
 
 
@@ -604,7 +611,7 @@ def test_consistently_regenerated_values_never_mismatch(
     golden, live, _ = run
     # the fast path pairs few values one way, many another; the live reply as a Response or as
     # the bytes that came over the wire
-    for small, wire in itertools.product((aliasing._SMALL, 0), (False, True)):
+    for small, wire in itertools.product((aliasing._SMALL, 0), ("", "compact", "spaced")):
         with mock.patch.object(aliasing, "_SMALL", small):
             s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
             for (golden_request, golden_response), (live_request, live_response) in zip(
@@ -614,7 +621,7 @@ def test_consistently_regenerated_values_never_mismatch(
                 assert sent.target == live_request.target
                 assert sent.json == live_request.json
                 exchange = Exchange(golden_request, golden_response)
-                live_reply = as_wire(live_response) if wire else live_response
+                live_reply = live_form(live_response, wire)
                 assert s.compare(exchange, live_reply) == []
 
 
@@ -644,7 +651,7 @@ def test_an_inconsistent_mapping_always_mismatches(
         "history": f"{prefix}.history[0].taskId",
         "message": f"{prefix}.status.message.text",
     }[place]
-    for small, wire in itertools.product((aliasing._SMALL, 0), (False, True)):
+    for small, wire in itertools.product((aliasing._SMALL, 0), ("", "compact", "spaced")):
         with mock.patch.object(aliasing, "_SMALL", small):
             s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
             found = []
@@ -653,7 +660,7 @@ def test_an_inconsistent_mapping_always_mismatches(
             ):
                 s.prepare(golden_request)
                 exchange = Exchange(golden_request, golden_response)
-                live_reply = as_wire(live_response) if wire else live_response
+                live_reply = live_form(live_response, wire)
                 found.extend((number, m.path) for m in s.compare(exchange, live_reply))
             assert found == [(victim, path)]
 
@@ -805,13 +812,17 @@ def test_a_prepared_body_is_canonical_and_parses_to_the_live_values() -> None:
 # --- live replies as they came over the wire (LiveReply) --------------------------------------
 
 
-def test_a_matching_json_reply_from_the_wire_is_never_pretty_printed() -> None:
+@pytest.mark.parametrize("spaced", [False, True], ids=["compact", "spaced"])
+def test_a_matching_json_reply_from_the_wire_is_never_pretty_printed(spaced: bool) -> None:
     s = state()
     g_task, l_task = str(uuid.uuid4()), str(uuid.uuid4())
     exchange = Exchange(rpc("SendMessage", {}), task_reply(g_task, "ctx-1", "2026-11-29T18:28:41Z"))
-    live = as_wire(task_reply(l_task, "ctx-1", "2026-11-30T01:02:03.5Z"))
-    assert s.compare(exchange, live) == []
-    assert live._response is None  # the fast path read the wire bytes
+    live = as_wire(task_reply(l_task, "ctx-1", "2026-11-30T01:02:03.5Z"), spaced=spaced)
+    with mock.patch.object(aliasing, "_one_line_text", wraps=aliasing._one_line_text) as parsed:
+        assert s.compare(exchange, live) == []
+    # compact JSON is read as it came; other layouts are parsed and written on one line
+    assert parsed.call_count == (1 if spaced else 0)
+    assert live._response is None  # no Response built, no pretty-printing
     assert s.mapping[g_task] == l_task
     # a matched reply blesses to the recorded one without building the live Response
     assert s.bless(exchange.response, live) is exchange.response

@@ -369,21 +369,27 @@ def replay(
         if fault is not None:
             live_response = fault(number, live_response)
         lives.append(live_response)
-        live_reply = as_wire(live_response) if LIVE_FORM["wire"] else live_response
+        form = LIVE_FORM["form"]
+        live_reply = (
+            live_response if form == "Response" else as_wire(live_response, spaced=form == "spaced")
+        )
         found.extend((number, m) for m in state.compare(golden, live_reply))
     return found, state, lives
 
 
 # how `replay` hands the live replies to `compare`: as `Response`s, or as the bytes that came
-# over the wire (`LiveReply`, what the player sends); the `walk_only` fixture runs both
-LIVE_FORM = {"wire": False}
+# over the wire (`LiveReply`, what the player compares), compact or spaced JSON; the
+# `walk_only` fixture runs each
+LIVE_FORM = {"form": "Response"}
 
 
-def as_wire(response: Response) -> LiveReply:
-    """The reply as an agent sends it: a JSON body compact (as Starlette writes it)."""
+def as_wire(response: Response, *, spaced: bool = False) -> LiveReply:
+    """The reply as an agent sends it: a JSON body compact (as Starlette writes it), or
+    `spaced` (as `json.dumps` writes it by default)."""
     body = response.body
     if response.is_json and response.json is not None:
-        body = json.dumps(response.json, ensure_ascii=False, separators=(",", ":")).encode()
+        separators = (", ", ": ") if spaced else (",", ":")
+        body = json.dumps(response.json, ensure_ascii=False, separators=separators).encode()
     return LiveReply(response.status, response.reason, response.headers, body)
 
 
@@ -575,18 +581,18 @@ def _live_stream_task() -> Any:
     params=[
         (mode, form)
         for mode in ("fast path", "fast path for many values", "tree walk only")
-        for form in ("Response", "wire")
+        for form in ("Response", "wire", "spaced")
     ],
     ids=lambda param: "-".join(param),
 )
 def walk_only(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    """Run a test six ways: as shipped (these replies hold few values), with the fast path's
+    """Run a test nine ways: as shipped (these replies hold few values), with the fast path's
     pairing for many values, and with the fast path off; each with the live replies given as
-    `Response`s and as wire bytes (`LiveReply`). They must agree."""
+    `Response`s and as wire bytes (`LiveReply`, compact or spaced JSON). They must agree."""
     mode, form = request.param
-    monkeypatch.setitem(LIVE_FORM, "wire", form == "wire")
+    monkeypatch.setitem(LIVE_FORM, "form", form)
     if mode == "tree walk only":
-        monkeypatch.setattr(ReplayState, "_text_fast_path_text", lambda self, a, b: False)
+        monkeypatch.setattr(ReplayState, "_text_fast_path_text", lambda self, *a, **k: False)
         return True
     if mode == "fast path for many values":
         monkeypatch.setattr(aliasing, "_SMALL", 0)
