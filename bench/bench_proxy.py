@@ -5,9 +5,11 @@
 
 Starts, each in its own process on a free 127.0.0.1 port: a fake A2A JSON-RPC upstream (a raw
 ASGI app: ~1 KB JSON replies, and SSE streams of 5 frames 20 ms apart), and the recorder
-(`recorder.proxy`, recording into a temporary folder) once per upstream pool strategy
-("per-connection" free list, "shared" httpx pool). Then, with the targets interleaved so that
-drift hits all alike:
+(`recorder.proxy`, recording into a temporary folder) three times: "per-connection" (the
+default: a free list of httpcore connections, under uvicorn with httptools and uvloop),
+"shared" (one httpx transport's pool for every request), and "h11-asyncio" (the default pool
+under uvicorn's pure-Python parser and loop, the fallback when httptools/uvloop are missing).
+Then, with the targets interleaved so that drift hits all alike:
 
   lat   sequential small JSON-RPC calls: p50 / p99, and the p50 added over direct
   cpu   32 requests in flight for a few seconds: requests/s and the proxy's CPU time per
@@ -110,11 +112,15 @@ def serve_upstream(port: int) -> None:
     uvicorn.run(upstream_app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
-def serve_recorder(port: int, upstream: str, out: str, pool: str) -> None:
+def serve_recorder(port: int, upstream: str, out: str, variant: str) -> None:
+    """`variant`: the upstream pool ("per-connection", "shared"), or "h11-asyncio" (the
+    per-connection pool under uvicorn's pure-Python parser and loop)."""
     from recorder.proxy import create_proxy_app, serve
 
+    pool = "per-connection" if variant == "h11-asyncio" else variant
     proxy = create_proxy_app(upstream, out=Path(out), pool=pool)  # type: ignore[arg-type]
-    serve(proxy, host="127.0.0.1", port=port, announce=lambda _: None)
+    stack = ("h11", "asyncio") if variant == "h11-asyncio" else None
+    serve(proxy, host="127.0.0.1", port=port, announce=lambda _: None, stack=stack)
 
 
 # --------------------------------------------------------------------------- measuring
@@ -232,14 +238,13 @@ def main() -> None:
         upstream = f"http://127.0.0.1:{up_port}"
         targets: dict[str, str] = {"direct": upstream}
         pids: dict[str, int] = {}
-        for pool in ("per-connection", "shared"):
+        for variant in ("per-connection", "shared", "h11-asyncio"):
             port = free_port()
-            folder = tempfile.mkdtemp(prefix=f"bench-proxy-{pool}-")
-            process = subprocess.Popen(
-                [sys.executable, str(HERE), "--serve-recorder", str(port), upstream, folder, pool]
-            )
+            folder = tempfile.mkdtemp(prefix=f"bench-proxy-{variant}-")
+            command = [sys.executable, str(HERE), "--serve-recorder", str(port), upstream]
+            process = subprocess.Popen([*command, folder, variant])
             processes.append(process)
-            name = f"recorder/{pool}"
+            name = f"recorder/{variant}"
             targets[name] = f"http://127.0.0.1:{port}"
             pids[name] = process.pid
             folders[name] = folder

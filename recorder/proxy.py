@@ -1372,13 +1372,15 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 41241,
     announce: Callable[[str], None] = print,
+    stack: tuple[Literal["httptools", "h11"], Literal["uvloop", "asyncio"]] | None = None,
 ) -> None:
     """Run the proxy under uvicorn until Ctrl-C (SIGINT) or SIGTERM; every finished exchange
-    is on disk when it returns (writes happen before each reply completes)."""
+    is on disk when it returns (writes happen before each reply completes). `stack` (http,
+    loop) overrides `fast_server_options()`."""
     import uvicorn
 
     proxy.store.prepare()
-    http, loop = fast_server_options()
+    http, loop = stack or fast_server_options()
     sock = listening_socket(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
