@@ -1,6 +1,6 @@
 """The recording reverse proxy: an ASGI app that forwards to one upstream agent and records.
 
-    client ──▶ proxy (this app, under uvicorn) ──httpx──▶ upstream agent
+    client ──▶ proxy (this app, under uvicorn) ──httpcore──▶ upstream agent
                  │
                  └─▶ TranscriptStore: NN-slug.http, one file per scenario
 
@@ -8,7 +8,7 @@ Per request:
 
 1. Forward method, target (path and query as received), headers and body. Dropped on the way:
    the hop-by-hop fields (RFC 9110 §7.6.1: Connection and every field it names, Proxy-Connection,
-   Keep-Alive, TE, Transfer-Encoding, Upgrade), Host (httpx sets the upstream's), Content-Length
+   Keep-Alive, TE, Transfer-Encoding, Upgrade), Host (the upstream's is sent), Content-Length
    (recomputed), Accept-Encoding (so the recorded body is the body, not gzip), and the
    proxy's own `Recorder-Scenario` / `Recorder-Title`.
 2. Reply. An event stream, or a body of unknown or large size, is passed to the client chunk
@@ -34,6 +34,15 @@ Failures are never silent:
   without the final chunk, so the client sees an incomplete reply rather than a complete one;
 - a client that goes away mid-stream: the upstream stream is closed and the exchange recorded
   with `truncated=True`; so is a stream the upstream breaks off, or one cut by shutdown.
+
+Speed (bench/bench_proxy.py measures it): uvicorn runs with httptools and uvloop when they are
+installed. Upstream connections are httpcore HTTP/1.1 connections kept on a free list, one
+request at a time each (`_DirectUpstream`; no pool lock, no httpx objects per request); an
+injected httpx transport (tests) or `pool="shared"` goes through httpx (`_HttpxUpstream`).
+The recorded request is built while the upstream answers; the reply's recording (model, text,
+atomic write) is what a buffered reply waits for. Writes are not fsynced unless `fsync=True`
+(`recorder record --fsync`): the rename already makes them atomic for readers and for a crash
+of the recorder; fsync adds durability across a power loss.
 
 Scenarios: the header `Recorder-Scenario: <name>` (or, for clients that cannot add headers,
 `POST /_recorder/scenario {"name": ...}` until `DELETE /_recorder/scenario`) names the file
