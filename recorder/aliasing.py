@@ -44,6 +44,10 @@ The rules of the comparison, numbered so that code and tests can point at them:
 Fast path: the bodies of both replies (the pretty JSON the model holds, or the serialized SSE
 frames) are split by one regex (`Rules.token_pattern`) into the text between generated values
 and those values: a member's whole string value that is generated (by its name or its shape).
+A live JSON reply given as it came over the wire (`LiveReply`, what the player passes) is not
+pretty-printed for this: compact JSON is split as it came (`Rules.compact_token_pattern`)
+against the recorded value written compactly, any other layout is parsed and both sides are
+written on one line; its `Response` is built only when the fast path cannot decide.
 When the text between is identical and the values pair under rule 3, the reply matches and no
 tree is walked; the pairs are checked as sets, not one by one. Anything else (another key
 order, compact spacing, an ignored place that differs, a generated value inside a longer
