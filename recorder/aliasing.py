@@ -968,16 +968,16 @@ class ReplayState:
             values -= client
             if not values:
                 continue
-            merged = golden_columns[0]
+            # row by row the one value that is there (each row matched one alternative), in
+            # order; None (another alternative) and "" (never generated) left out
+            rows: Iterable[str | None] = golden_columns[0]
             if len(golden_columns) > 1:
-                merged = _merge_columns(golden_columns)
-            ordered = dict.fromkeys(merged)
-            ordered.pop(None, None)
-            ordered.pop("", None)
+                rows = itertools.chain.from_iterable(zip(*golden_columns, strict=True))
+            ordered: dict[str, None] = dict.fromkeys(filter(None, rows))
             for unwanted in ordered.keys() & client:
                 del ordered[unwanted]
             # positions of values seen before do not move; new ones go last, in order
-            self._seen.update(dict.fromkeys(ordered, kind))  # type: ignore[arg-type]
+            self._seen.update(dict.fromkeys(ordered, kind))
         for forward in field_pairs:
             # learned values that are no shape may hide where the fast path reads literal text
             changed = [g for g in forward.keys() - golden_to_live.keys() if forward[g] != g]
@@ -1605,14 +1605,6 @@ def _fields_by_name(headers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
     for name, value in headers:
         fields.setdefault(name.lower(), []).append(value)
     return fields
-
-
-def _merge_columns(columns: list[list[str | None]]) -> list[str | None]:
-    """Row by row, the one value that is not None (each row matched one alternative)."""
-    merged = columns[0]
-    for column in columns[1:]:
-        merged = [a if a is not None else b for a, b in zip(merged, column, strict=True)]
-    return merged
 
 
 def _map_with_kinds(

@@ -950,3 +950,28 @@ def test_a_live_header_a_transcript_cannot_hold_is_a_mismatch_not_a_crash() -> N
     [mismatch] = s.compare(exchange, live)
     assert (mismatch.path, mismatch.actual) == ("header #x", "1")
     assert s.bless(golden, live).headers == Headers(stream_type)
+
+
+@pytest.mark.parametrize("form", ["", "compact", "spaced"])
+def test_many_values_are_numbered_by_first_appearance_like_the_walk(form: str) -> None:
+    # members named generated (contextId) and whole values of a shape (note) interleave: the
+    # fast path for many values numbers them in the order the walk meets them
+    def listing(seed: int) -> Response:
+        items = []
+        for n in range(40):
+            item: dict[str, Any] = {"note": str(uuid.UUID(int=seed << 64 | 1000 + n))}
+            if n % 3:
+                item = {"contextId": str(uuid.UUID(int=seed << 64 | n)), **item}
+            items.append(item)
+        return reply({"result": {"items": items, "again": items[5]["note"]}})
+
+    exchange = Exchange(rpc("ListTasks", {}), listing(1))
+    values = [*listing(1).json["result"]["items"]]
+    fast, walked = state(), state()
+    assert fast.compare(exchange, live_form(listing(2), form)) == []
+    with mock.patch.object(ReplayState, "_text_fast_path_text", lambda self, *a, **k: False):
+        assert walked.compare(exchange, live_form(listing(2), form)) == []
+    names = [v for item in values for v in item.values()]
+    assert [fast.alias(v, "id") for v in names] == [walked.alias(v, "id") for v in names]
+    assert fast.alias(values[0]["note"], "id") == "<id:1>"
+    assert fast.mapping == walked.mapping
