@@ -13,7 +13,10 @@ the player pays per reply once the bytes have arrived (parsing and normalizing t
 parsing the golden body, comparing). For information, the same call with the live reply given
 as an already built `Response` (its pretty-printing not timed: the measure before the player
 compared wire bytes). The baseline is `json.loads` of the reply as it came over the wire
-(compact JSON; for a stream, every frame's `data`). Sizes are wire sizes.
+(compact JSON; for a stream, every frame's `data`), as a caller runs it (collector on; the
+comparison pauses the collector for replies over 256 KiB, so the baseline with the collector
+paused is shown too: at 10 MiB it is what makes json.loads itself grow faster than linearly).
+Sizes are wire sizes.
 
 Three shapes:
 - review:  a task whose artifact holds a long review text (few ids, much text): the common
@@ -27,6 +30,7 @@ Run: .venv/bin/python bench/bench_compare.py
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import time
@@ -197,6 +201,7 @@ def measure(shape: str, size: int, repeat: int) -> tuple[int, float, float, floa
             return json.loads(live_raw)
 
     loads_times = []
+    paused_times = []
     wire_times = []
     given_times = []
     matched = True
@@ -204,6 +209,13 @@ def measure(shape: str, size: int, repeat: int) -> tuple[int, float, float, floa
         start = time.perf_counter()
         load()
         loads_times.append(time.perf_counter() - start)
+        gc.disable()  # for information: the baseline without the cyclic collector's passes
+        try:
+            start = time.perf_counter()
+            load()
+            paused_times.append(time.perf_counter() - start)
+        finally:
+            gc.enable()
         # from the wire: what the player pays
         state = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
         exchange = Exchange(REQUEST, Response(200, "OK", content_type, golden_body))
@@ -220,7 +232,11 @@ def measure(shape: str, size: int, repeat: int) -> tuple[int, float, float, floa
         found = state.compare(exchange, built)
         given_times.append(time.perf_counter() - start)
         matched = matched and found == []
+    PAUSED_LOADS[(shape, size)] = best(paused_times)
     return wire, best(loads_times), best(wire_times), best(given_times), matched
+
+
+PAUSED_LOADS: dict[tuple[str, int], float] = {}
 
 
 def wire_form(response: Response) -> LiveReply:
@@ -316,6 +332,11 @@ def main() -> int:
             )
         growth = per_mib[-1] / per_mib[0]
         print(f"{shape:7s} linearity: cost per MiB at 10 MiB / at 1 MiB = {growth:.2f}")
+        paused = [PAUSED_LOADS[(shape, mib * MIB)] * 1000 for mib in (1, 10)]
+        print(
+            f"{shape:7s} json.loads with the collector paused: {paused[0]:.1f} ms at 1 MiB,"
+            f" {paused[1]:.1f} ms at 10 MiB (for information)"
+        )
     task_us, stream_us = small_exchanges(2000)
     print(
         f"small replies, prepare + compare per exchange: task reply {task_us:.0f} us,"
