@@ -872,7 +872,10 @@ class ReplayState:
     def _text_fast_path_text(self, expected: str, actual: str, *, compact: bool = False) -> bool:
         """`_text_fast_path` on text; `compact` when both are JSON written without spaces."""
         if self._recorded_url is not None and self._live_url is not None:
-            # rule 5; NUL cannot appear raw in JSON text or in SSE lines
+            # rule 5; NUL cannot appear raw in JSON text (and a text holding one is no JSON:
+            # the walk says so)
+            if "\0" in expected or "\0" in actual:
+                return False
             expected = expected.replace(self._recorded_url, "\0")
             actual = actual.replace(self._live_url, "\0")
         tokens = self._compact_tokens if compact else self._tokens

@@ -128,7 +128,9 @@ class Rules:
             by_kind.setdefault(kind, []).append(name)
         for kind, names in by_kind.items():
             behind = "|".join(f'(?<="{re.escape(name)}"{colon}")' for name in names)
-            alternatives.append(f'(?:{behind})(?P<f_{kind}>[^"\\\\]*)')
+            # no raw control character: one cannot sit in a string of valid JSON, and a value
+            # holding one must not pass as a generated value (the reply is not JSON)
+            alternatives.append(f'(?:{behind})(?P<f_{kind}>[^"\\\\\\x00-\\x1f]*)')
         alternatives.extend(
             f"(?P<s_{kind}>{regex})" for kind, regex in self.generated_shapes.items()
         )

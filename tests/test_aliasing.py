@@ -13,6 +13,7 @@ import json
 import random
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -975,3 +976,33 @@ def test_many_values_are_numbered_by_first_appearance_like_the_walk(form: str) -
     assert [fast.alias(v, "id") for v in names] == [walked.alias(v, "id") for v in names]
     assert fast.alias(values[0]["note"], "id") == "<id:1>"
     assert fast.mapping == walked.mapping
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        lambda body, live_id: body.replace(live_id, "ctx\t1"),  # a raw tab in a generated value
+        lambda body, live_id: body.replace(LIVE, "\0"),  # a raw NUL where the address was
+    ],
+    ids=["control character in a value", "NUL for the address"],
+)
+def test_a_wire_reply_that_is_not_json_is_never_passed_as_text(
+    broken: Callable[[str, str], str],
+) -> None:
+    # raw control characters cannot be in JSON text: the reply is not JSON, whatever its layout
+    g_ctx, l_ctx = str(uuid.uuid4()), str(uuid.uuid4())
+
+    def card(base: str, context_id: str) -> Response:
+        return reply({"url": f"{base}/a2a/jsonrpc", "contextId": context_id, "n": 1})
+
+    golden = Exchange(rpc("GetCard", {}), card(RECORDED, g_ctx))
+    for spaced in (False, True):
+        live = as_wire(card(LIVE, l_ctx), spaced=spaced)
+        body = broken(live.body.decode(), l_ctx).encode()
+        broken_live = LiveReply(200, "OK", JSON, body)
+        [mismatch] = state().compare(golden, broken_live)
+        assert (mismatch.path, mismatch.message) == (
+            "body",
+            "expected a JSON body, got a non-JSON body",
+        )
+        assert state().compare(golden, broken_live.response) == [mismatch]
