@@ -74,7 +74,9 @@ TRUNCATED_TAG = "@truncated"
 _MARKER = re.compile(r"^# recorder-format:\s*(\S*)\s*$")
 _REQUEST_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*) (\S+)(?: (HTTP/\d+(?:\.\d+)?))?$")
 _STATUS_LINE = re.compile(r"^(HTTP/\d+(?:\.\d+)?) (\d{3})(?: (.*))?$")
-_LOOKS_LIKE_STATUS = re.compile(r"^HTTP/\d")
+# a body line that would end the body: "###" (next exchange) or a status line
+_AMBIGUOUS_LINE = re.compile(r"^(?:###|HTTP/\d)", re.MULTILINE)
+_SAFE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"
 _HEADER_LINE = re.compile(r"^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*$")
 # control characters (TAB and LF excepted) and the characters editors take as line breaks
 _UNSAFE_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
@@ -144,11 +146,12 @@ def _body_lines(body: bytes, *, raw_stream: bool) -> list[str]:
 
 
 def _verbatim_safe(text: str, lines: list[str]) -> bool:
-    if _UNSAFE_CHARS.search(text) or lines[0].startswith(BODY_MARKER):
+    if lines[0].startswith(BODY_MARKER) or _AMBIGUOUS_LINE.search(text):
         return False
-    return not any(
-        line.startswith("###") or _LOOKS_LIKE_STATUS.match(line) is not None for line in lines
-    )
+    if text.isascii():
+        # C-speed scan: delete every safe byte; anything left is a control character
+        return not text.encode("ascii").translate(None, _SAFE_ASCII)
+    return _UNSAFE_CHARS.search(text) is None
 
 
 # --------------------------------------------------------------------------- reading
