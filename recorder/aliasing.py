@@ -630,7 +630,9 @@ class ReplayState:
         golden_value = _body_value(expected)
         if golden_value is _NOT_JSON or golden_value is _EMPTY:
             return False  # e.g. a line break inside a string: the walk decides
-        if _looks_compact(live_body):
+        # (read as it came only with the default shapes: a rules file's own shape might match
+        # a backslash or a quote, which would let text that is no JSON through)
+        if self._dashed and _looks_compact(live_body):
             try:
                 live_text = live_body.decode("utf-8")
             except UnicodeDecodeError:
@@ -1576,7 +1578,7 @@ class _Compiled:
     """(split column, kind, whether it holds a generated member's value), in group order."""
     skip_headers: frozenset[str]
     dashed: bool
-    """Whether every match of every shape holds a "-" and no '"' (known of the defaults)."""
+    """Whether the shapes are the defaults, whose every match holds a "-" and no '"' or '\\'."""
 
 
 @functools.lru_cache(maxsize=16)

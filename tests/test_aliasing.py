@@ -1006,3 +1006,16 @@ def test_a_wire_reply_that_is_not_json_is_never_passed_as_text(
             "expected a JSON body, got a non-JSON body",
         )
         assert state().compare(golden, broken_live.response) == [mismatch]
+
+
+def test_a_rules_shape_that_matches_a_backslash_never_lets_a_broken_wire_reply_pass() -> None:
+    shapes = {**DEFAULT_RULES.generated_shapes, "code": r"[A-Z\\]{4}"}
+    rules = replace(DEFAULT_RULES, generated_shapes=shapes)
+    golden = Exchange(rpc("GetCard", {}), reply({"ref": "ABCD", "n": 1}))
+    live = LiveReply(200, "OK", JSON, b'{"ref":"AB\\Z","n":1}')  # \Z: no JSON escape
+    found = ReplayState(rules, recorded_base=RECORDED, live_base=LIVE).compare(golden, live)
+    assert [(m.path, m.message) for m in found] == [
+        ("body", "expected a JSON body, got a non-JSON body")
+    ]
+    fine = LiveReply(200, "OK", JSON, b'{"ref":"WXYZ","n":1}')
+    assert ReplayState(rules, recorded_base=RECORDED, live_base=LIVE).compare(golden, fine) == []
