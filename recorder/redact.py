@@ -131,6 +131,10 @@ class Redactor:
             if match:
                 self._remember(match.group(2), env)
                 return f"{match.group(1)} {placeholder(env)}"
+        elif folded == "cookie":
+            # each cookie's value too: an agent may echo one alone (`sid` in an error body)
+            for pair in value.split(";"):
+                self._remember(pair.partition("=")[2].strip(), env)
         elif folded == "set-cookie":
             pair, sep, attributes = value.partition(";")
             cookie_name, eq, cookie_value = pair.partition("=")
@@ -143,22 +147,26 @@ class Redactor:
     # ---------------------------------------------------------------- target
 
     def redact_target(self, target: str) -> str:
-        """Secret query parameters -> placeholders (`?api_key={{API_KEY}}`)."""
+        """Secret query parameters -> placeholders (`?api_key={{API_KEY}}`). Only their values
+        change: every other byte of the query is kept as the client sent it (`%2b`, `+`,
+        `a&b=`), so the recorded target is the one forwarded."""
         path, question, query = target.partition("?")
         if not question or not self.fields:
             return target
-        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
-        if not any(name in self.fields for name, _ in pairs):
-            return target
-        out = []
-        for name, value in pairs:
-            env = self.fields.get(name)
-            if env is not None:
-                self._remember(value, env)
-                # braces are kept readable: the player fills them before it sends
-                value = placeholder(env)
-            out.append((name, value))
-        return f"{path}?{urllib.parse.urlencode(out, safe='{}')}"
+        parts = query.split("&")
+        changed = False
+        for n, part in enumerate(parts):
+            raw_name, eq, raw_value = part.partition("=")
+            env = self.fields.get(urllib.parse.unquote_plus(raw_name))
+            if env is None or not eq:
+                continue
+            # both spellings: the agent may echo the value decoded or as it was sent
+            self._remember(urllib.parse.unquote_plus(raw_value), env)
+            self._remember(raw_value, env)
+            # braces are kept readable: the player fills them before it sends
+            parts[n] = f"{raw_name}={placeholder(env)}"
+            changed = True
+        return f"{path}?{'&'.join(parts)}" if changed else target
 
     # ---------------------------------------------------------------- bodies
 

@@ -104,3 +104,19 @@ def test_fresh_redactor_keeps_the_names_and_forgets_what_was_seen() -> None:
         [("X-Session", "{{X_SESSION}}")]
     )
     assert second.seen == {"other-9876": "X_SESSION"} and "other-9876" not in first.seen
+
+
+def test_secret_query_parameter_changes_only_its_value() -> None:
+    redactor = Redactor(fields=["api_key"])
+    target = "/x?a=%2b+&api_key=s3cr%2Fet&b=&c&d=%7E"
+    assert redactor.redact_target(target) == "/x?a=%2b+&api_key={{API_KEY}}&b=&c&d=%7E"
+    # decoded and as sent: an agent echoing either spelling is scrubbed
+    assert redactor.seen == {"s3cr/et": "API_KEY", "s3cr%2Fet": "API_KEY"}
+
+
+def test_each_cookie_value_is_a_secret_for_scrubbing() -> None:
+    redactor = Redactor()
+    out = redactor.redact_headers(Headers([("Cookie", "theme=dark; sid=SECRETVALUE1")]))
+    assert out == Headers([("Cookie", "{{COOKIE}}")])
+    echoed = '{"error": "unknown session SECRETVALUE1"}'
+    assert scrub_text(echoed, redactor.seen) == '{"error": "unknown session {{COOKIE}}"}'
