@@ -33,7 +33,9 @@ Failures are never silent:
   streamed reply (headers already sent) is logged as an error and the connection is closed
   without the final chunk, so the client sees an incomplete reply rather than a complete one;
 - a client that goes away mid-stream: the upstream stream is closed and the exchange recorded
-  with `truncated=True`; so is a stream the upstream breaks off, or one cut by shutdown.
+  with `truncated=True`; so is a stream the upstream breaks off, or one cut by shutdown
+  (`serve` ends open streams as soon as Ctrl-C comes, `RecordingProxy.stop_streams`; the
+  client's connection is closed without the final chunk).
 
 Speed (bench/bench_proxy.py measures it): uvicorn runs with httptools and uvloop when they are
 installed. Upstream connections are httpcore HTTP/1.1 connections kept on a free list, one
@@ -646,6 +648,9 @@ class RecordingProxy:
         # scenario slug -> {ticket of an open event stream: frames sent to the client so far}
         self._open_streams: dict[str, dict[int, int]] = {}
         self.recorded = 0
+        # one future per relayed stream: set by `stop_streams` when the server shuts down
+        self._stopping = False
+        self._stream_stops: set[asyncio.Future[None]] = set()
 
     # ---------------------------------------------------------------- ASGI entry
 
@@ -673,6 +678,16 @@ class RecordingProxy:
 
     async def aclose(self) -> None:
         await self._upstream.aclose()
+
+    def stop_streams(self) -> None:
+        """End every relayed stream now (called in the event loop when the server shuts down,
+        before it waits for open connections): each is recorded as truncated and its client
+        connection closed without the final chunk. Without this an endless stream (e.g.
+        SubscribeToTask) would hold Ctrl-C for the server's whole grace period and then be
+        cancelled."""
+        self._stopping = True
+        for stop in self._stream_stops:
+            _settle(stop)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
@@ -948,29 +963,43 @@ class RecordingProxy:
 
         pump_task = asyncio.ensure_future(pump())
         watch_task = asyncio.ensure_future(watch())
+        stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._stopping:
+            stop.set_result(None)
+        self._stream_stops.add(stop)
+        shut_down = False
         try:
             done, _ = await asyncio.wait(
-                {pump_task, watch_task}, return_when=asyncio.FIRST_COMPLETED
+                {pump_task, watch_task, stop}, return_when=asyncio.FIRST_COMPLETED
             )
             if pump_task in done:
                 upstream_error = pump_task.exception()
             else:
-                client_gone = True
+                client_gone = watch_task in done
+                shut_down = not client_gone
                 pump_task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await pump_task
         except asyncio.CancelledError:
-            # shutdown while streaming: keep what arrived, marked truncated
+            # cancelled while streaming (the server's grace period ran out): keep what
+            # arrived, marked truncated; the pump is awaited so that no task outlives this one
             pump_task.cancel()
-            watch_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pump_task
             self._record_partial(call, upstream, kept, decoder, chunks, "the proxy shut down")
             raise
         finally:
+            self._stream_stops.discard(stop)
             if open_streams is not None:
                 open_streams.pop(call.ticket, None)
             watch_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watch_task
+        if shut_down:
+            # returning without the final chunk: the server closes the connection, so the
+            # client sees a reply cut short, not a complete one
+            self._record_partial(call, upstream, kept, decoder, chunks, "the proxy shut down")
+            return
 
         truncated = client_gone or upstream_error is not None
         body = decoder.raw if decoder is not None else b"".join(chunks)
@@ -1375,6 +1404,23 @@ def fast_server_options() -> tuple[Literal["httptools", "h11"], Literal["uvloop"
     return http, loop
 
 
+def _server_class() -> Any:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, telling the proxy to end its open streams when it shuts down."""
+
+        def __init__(self, config: uvicorn.Config, proxy: RecordingProxy) -> None:
+            super().__init__(config)
+            self.proxy = proxy
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            self.proxy.stop_streams()
+            await super().shutdown(sockets)
+
+    return Server
+
+
 def serve(
     proxy: RecordingProxy,
     *,
@@ -1390,6 +1436,7 @@ def serve(
 
     proxy.store.prepare()
     http, loop = stack or fast_server_options()
+    _Server = _server_class()
     sock = listening_socket(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
@@ -1409,7 +1456,7 @@ def serve(
     announce(f"recorder: listening on {where}, forwarding to {proxy.upstream_url}")
     announce(f"recorder: writing transcripts to {proxy.store.out}/ (Ctrl-C stops)")
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        _Server(config, proxy).run(sockets=[sock])
     except KeyboardInterrupt:
         pass  # uvicorn re-raises the Ctrl-C it handled: the shutdown already happened
     finally:

@@ -370,6 +370,46 @@ def test_cli_prints_where_it_listens_and_stops_cleanly_on_ctrl_c(tmp_path: Path)
         assert len(list((tmp_path / "out").glob("*.http"))) == 3
 
 
+def test_ctrl_c_ends_an_open_stream_at_once_and_keeps_it_truncated(tmp_path: Path) -> None:
+    """An endless stream (the gate stays shut) must not hold Ctrl-C for uvicorn's 5 s grace
+    period and then be cancelled with a traceback: it is recorded as truncated and closed."""
+    upstream = ControlledUpstream()
+    out = tmp_path / "out"
+    with ServerThread(upstream.app) as server:
+        command = [sys.executable, "-c", "from recorder.cli import main; main()", "record"]
+        command += ["--upstream", server.url, "--listen", "127.0.0.1:0", "--out", str(out)]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        ) as process:
+            try:
+                assert process.stdout is not None
+                url = process.stdout.readline().split()[3].rstrip(",")
+                with (
+                    httpx.Client(timeout=LIMIT) as client,
+                    client.stream("POST", url + "/stream", json={}) as reply,
+                ):
+                    lines = reply.iter_lines()
+                    assert next(lines) == 'data: {"n": 1}'
+                    process.send_signal(signal.SIGINT)
+                    started = time.monotonic()
+                    with pytest.raises(httpx.RemoteProtocolError):
+                        list(lines)  # cut short, not a clean end of the stream
+                    _, err = process.communicate(timeout=LIMIT)
+                    stopped = time.monotonic() - started
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                upstream.gate.open()
+    assert process.returncode == 0, err
+    assert stopped < 4.0, f"Ctrl-C took {stopped:.1f} s with a stream open"
+    assert "Traceback" not in err, err
+    assert "the proxy shut down during POST /stream" in err
+    [exchange] = load(next(out.glob("*.http")))
+    assert exchange.truncated
+    assert [e.data for e in exchange.response.events or ()] == ['{"n": 1}']
+
+
 def test_cli_rejects_a_bad_listen_address(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
