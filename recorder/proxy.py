@@ -606,6 +606,11 @@ class _Call:
     recorded_title: str = ""
     recorded_operation: str = ""
 
+    @property
+    def shown(self) -> str:
+        """`METHOD target` for logs and error messages, secret query values replaced."""
+        return f"{self.method} {self.redactor.redact_target(self.target)}"
+
 
 class _WriteFailed(Exception):
     """A transcript could not be written (the reason is the message)."""
@@ -788,7 +793,7 @@ class RecordingProxy:
                 method, (self._path_prefix + target).encode("latin-1"), call.headers, body
             )
         except httpx.TimeoutException:
-            log.warning("upstream %s timed out: %s %s", self.upstream_url, method, target)
+            log.warning("upstream %s timed out: %s", self.upstream_url, call.shown)
             await _send_json(
                 send,
                 504,
@@ -801,7 +806,7 @@ class RecordingProxy:
             )
             return
         except httpx.HTTPError as exc:
-            log.warning("upstream %s failed: %s (%s %s)", self.upstream_url, exc, method, target)
+            log.warning("upstream %s failed: %s (%s)", self.upstream_url, exc, call.shown)
             await _send_json(
                 send,
                 502,
@@ -853,10 +858,9 @@ class RecordingProxy:
             body = b"".join([chunk async for chunk in upstream.aiter_raw()])
         except httpx.HTTPError as exc:
             log.warning(
-                "upstream %s broke off %s %s: %s",
+                "upstream %s broke off %s: %s",
                 self.upstream_url,
-                call.method,
-                call.target,
+                call.shown,
                 _describe_http_error(exc),
             )
             status = 504 if isinstance(exc, httpx.TimeoutException) else 502
@@ -1008,23 +1012,21 @@ class RecordingProxy:
         )
         if client_gone:
             log.warning(
-                "client went away during %s %s: upstream stream closed, exchange kept as truncated",
-                call.method,
-                call.target,
+                "client went away during %s: upstream stream closed, exchange kept as truncated",
+                call.shown,
             )
         elif upstream_error is not None:
             log.error(
-                "upstream %s broke off %s %s: %s; exchange kept as truncated",
+                "upstream %s broke off %s: %s; exchange kept as truncated",
                 self.upstream_url,
-                call.method,
-                call.target,
+                call.shown,
                 _describe_http_error(upstream_error),
             )
         try:
             self._write(call, exchange)
         except _WriteFailed as exc:
             raise RuntimeError(
-                f"recorder could not write the transcript of {call.method} {call.target}: {exc}; "
+                f"recorder could not write the transcript of {call.shown}: {exc}; "
                 "closing the client connection without finishing the reply"
             ) from None
         if upstream_error is not None:
@@ -1050,11 +1052,9 @@ class RecordingProxy:
                 call, upstream, kept, body=body, decoder=decoder, truncated=True
             )
             self._write(call, exchange)
-            log.warning(
-                "%s during %s %s: exchange kept as truncated", why, call.method, call.target
-            )
+            log.warning("%s during %s: exchange kept as truncated", why, call.shown)
         except Exception:
-            log.exception("%s during %s %s: could not record it", why, call.method, call.target)
+            log.exception("%s during %s: could not record it", why, call.shown)
 
     # ---------------------------------------------------------------- recording
 
@@ -1143,9 +1143,8 @@ class RecordingProxy:
         except Exception as exc:
             reason = describe_error(exc)
             log.error(
-                "recorder could not write the transcript of %s %s to %s: %s",
-                call.method,
-                call.target,
+                "recorder could not write the transcript of %s to %s: %s",
+                call.shown,
                 self.store.out,
                 reason,
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -389,3 +390,24 @@ async def test_upstream_connection_lock_swap_still_applies() -> None:
             await connection.aclose()
     finally:
         sock.close()
+
+
+async def test_logs_name_the_request_without_its_secret_query_values(
+    agent: FakeAgent, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    sock = bind_socket()  # a closed loopback port: upstream down
+    port = sock.getsockname()[1]
+    sock.close()
+    down = create_proxy_app(f"http://127.0.0.1:{port}", out=tmp_path, secret_fields=["api_key"])
+    unwritable = tmp_path / "file"
+    unwritable.write_text("a file where the folder should be")
+    broken = make_proxy(agent, unwritable, secret_fields=["api_key"])
+    with caplog.at_level(logging.INFO, logger="recorder.proxy"):
+        for proxy in (down, broken):
+            async with client_for(proxy) as client:
+                reply = await client.post("/a2a/jsonrpc?api_key=key-Vq3Zt8", json=rpc("GetTask"))
+            assert reply.status_code in (500, 502)
+            await proxy.aclose()
+    assert "could not write the transcript" in caplog.text and "failed" in caplog.text
+    assert "api_key={{API_KEY}}" in caplog.text
+    assert "key-Vq3Zt8" not in caplog.text
