@@ -772,7 +772,7 @@ class RecordingProxy:
             body=body,
             scenario=scenario,
             description=description,
-            ticket=self.store.begin(),
+            ticket=self.store.begin(scenario),
             redactor=self._redactor.fresh(),
         )
         call.operation = _quick_operation(method, path, body)
@@ -787,10 +787,18 @@ class RecordingProxy:
             call.if_none_match = if_none_match
             call.client_base = self._client_base(scope, client_host)
 
+        try:
+            await self._forward(call, receive, send)
+        finally:
+            self.store.forget(call.ticket)  # a request that was not written (upstream error)
+
+    async def _forward(self, call: _Call, receive: Receive, send: Send) -> None:
+        """Send the request upstream; relay and record the reply, or answer 502/504."""
+        method, target = call.method, call.target
         asyncio.get_running_loop().call_soon(self._prepare_request, call)
         try:
             upstream = await self._upstream.send(
-                method, (self._path_prefix + target).encode("latin-1"), call.headers, body
+                method, (self._path_prefix + target).encode("latin-1"), call.headers, call.body
             )
         except httpx.TimeoutException:
             log.warning("upstream %s timed out: %s", self.upstream_url, call.shown)

@@ -204,8 +204,10 @@ class TranscriptStore:
     """Writes recorded exchanges under `out`. Thread-safe; every write is atomic.
 
     `begin(scenario)` is called when a request starts and returns a ticket (its place in the
-    request order); `write(ticket, exchange, secrets)` puts the finished exchange in its file.
-    `end(scenario)` closes a scenario: its next exchange starts a new file.
+    request order); `write(ticket, exchange, secrets)` puts the finished exchange in its file,
+    and `forget(ticket)` lets go of a request that will not be written (an upstream error).
+    `end(scenario)` closes a scenario: its next request starts a new file, while requests begun
+    before the end still go to the file they belong to when they finish.
     `scrub` (text, secrets) -> text is applied to the whole file text before it is written.
     `fsync` flushes each file to the disk before it replaces the old one (durable across a
     power loss; without it a write is still atomic for readers and for a crash of the process).
@@ -222,7 +224,11 @@ class TranscriptStore:
         self._scrub = scrub
         self._fsync = fsync
         self._lock = threading.Lock()
-        self._open: dict[str, _OpenFile] = {}
+        # (scenario slug, generation) -> its file; `end` starts the slug's next generation
+        self._open: dict[tuple[str, int], _OpenFile] = {}
+        self._generation: dict[str, int] = {}
+        # ticket -> (slug, generation) of a scenario request begun and not yet written
+        self._pending: dict[int, tuple[str, int]] = {}
         self._order = 0
         self._secrets: dict[str, str] = {}
         self._next: int | None = None
@@ -234,15 +240,37 @@ class TranscriptStore:
         if not os.access(self.out, os.W_OK | os.X_OK):
             raise PermissionError(f"cannot write to {self.out}")
 
-    def begin(self) -> int:
-        """A ticket: the request's place in the order of request starts."""
+    def begin(self, scenario: str | None = None) -> int:
+        """A ticket: the request's place in the order of request starts. A request of a
+        scenario belongs to the scenario's file as it is now, whenever it finishes."""
         with self._lock:
             self._order += 1
+            if scenario is not None:
+                slug = slugify(scenario)
+                self._pending[self._order] = (slug, self._generation.get(slug, 0))
             return self._order
+
+    def forget(self, ticket: int) -> None:
+        """The request of `ticket` will not be written (cheap; nothing when it was written)."""
+        if ticket in self._pending:
+            with self._lock:
+                key = self._pending.pop(ticket, None)
+                if key is not None:
+                    self._release(key)
 
     def end(self, scenario: str) -> None:
         with self._lock:
-            self._open.pop(slugify(scenario), None)
+            slug = slugify(scenario)
+            generation = self._generation.get(slug, 0)
+            self._generation[slug] = generation + 1
+            self._release((slug, generation))
+
+    def _release(self, key: tuple[str, int]) -> None:
+        # called with self._lock held: an ended generation's file is dropped from memory once
+        # no request begun in it is still on the way
+        slug, generation = key
+        if generation < self._generation.get(slug, 0) and key not in self._pending.values():
+            self._open.pop(key, None)
 
     def _allocate(self, slug: str) -> Path:
         # called with self._lock held. The folder is read once; after that the numbers this
@@ -280,11 +308,13 @@ class TranscriptStore:
                 self.written.append(record.path)
             else:
                 slug = slugify(scenario)
-                found = self._open.get(slug)
+                key = self._pending.pop(ticket, None) or (slug, self._generation.get(slug, 0))
+                found = self._open.get(key)
                 if found is None:
                     found = _OpenFile(self._allocate(slug))
-                    self._open[slug] = found
+                    self._open[key] = found
                     self.written.append(found.path)
+                self._release(key)
                 record = found
         with record.lock:
             entry = _Entry(ticket, exchange, during)

@@ -411,3 +411,30 @@ async def test_logs_name_the_request_without_its_secret_query_values(
     assert "could not write the transcript" in caplog.text and "failed" in caplog.text
     assert "api_key={{API_KEY}}" in caplog.text
     assert "key-Vq3Zt8" not in caplog.text
+
+
+async def test_a_request_in_flight_when_its_scenario_ends_stays_in_its_file(
+    tmp_path: Path,
+) -> None:
+    arrived, release = asyncio.Event(), asyncio.Event()
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["path"] == "/slow":
+            arrived.set()
+            await release.wait()
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    proxy = create_proxy_app(UPSTREAM, out=tmp_path, transport=httpx.ASGITransport(app=app))
+    async with client_for(proxy) as client:
+        await client.post(CONTROL_PATH, json={"name": "s"})
+        await client.get("/fast")
+        slow = asyncio.ensure_future(client.get("/slow"))
+        await asyncio.wait_for(arrived.wait(), 10)
+        await client.delete(CONTROL_PATH)
+        await client.get("/other")
+        release.set()
+        assert (await asyncio.wait_for(slow, 10)).status_code == 204
+    names = sorted(p.name for p in tmp_path.glob("*.http"))
+    assert names == ["01-s.http", "02-get-other.http"]
+    assert [e.title for e in load(tmp_path / "01-s.http")] == ["GET /fast", "GET /slow"]

@@ -271,3 +271,27 @@ def test_fsync_only_when_asked(
     assert len(flushed) == (1 if fsync else 0)
     assert load(path).exchanges == (make_exchange(),)
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left
+
+
+def test_a_request_begun_before_its_scenario_ended_goes_to_its_file(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    first, late = store.begin("s"), store.begin("s")
+    store.write(first, make_exchange(title="first"), scenario="s", operation="GetTask")
+    store.end("s")
+    after = store.begin("s")
+    store.write(after, make_exchange(title="after"), scenario="s", operation="GetTask")
+    store.write(late, make_exchange(title="late"), scenario="s", operation="GetTask")
+    assert [e.title for e in load(tmp_path / "01-s.http")] == ["first", "late"]
+    assert [e.title for e in load(tmp_path / "02-s.http")] == ["after"]
+    assert store._open.keys() == {("s", 1)}  # the ended file is let go once complete
+
+
+def test_a_forgotten_request_lets_its_ended_file_go(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    first, failed = store.begin("s"), store.begin("s")
+    store.write(first, make_exchange(), scenario="s", operation="GetTask")
+    store.end("s")
+    assert store._open.keys() == {("s", 0)}  # `failed` may still come
+    store.forget(failed)
+    store.forget(first)  # already written: nothing happens
+    assert store._open == {} and store._pending == {}
