@@ -181,6 +181,7 @@ class _OpenFile:
     path: Path
     entries: list[_Entry] = field(default_factory=list)  # sorted by ticket
     lock: threading.Lock = field(default_factory=threading.Lock)
+    on_disk: bool = False  # written once at least (then it is in `TranscriptStore.written`)
 
     def text(self) -> str:
         """The whole file: the blocks of unchanged exchanges are reused, so an exchange costs
@@ -305,7 +306,6 @@ class TranscriptStore:
             all_secrets = dict(self._secrets) if self._secrets else {}
             if scenario is None:
                 record = _OpenFile(self._allocate(operation_slug(operation)))
-                self.written.append(record.path)
             else:
                 slug = slugify(scenario)
                 key = self._pending.pop(ticket, None) or (slug, self._generation.get(slug, 0))
@@ -313,7 +313,6 @@ class TranscriptStore:
                 if found is None:
                     found = _OpenFile(self._allocate(slug))
                     self._open[key] = found
-                    self.written.append(found.path)
                 self._release(key)
                 record = found
         with record.lock:
@@ -331,6 +330,10 @@ class TranscriptStore:
             except BaseException:
                 record.entries.remove(entry)
                 raise
+            if not record.on_disk:
+                record.on_disk = True
+                with self._lock:
+                    self.written.append(record.path)
         return record.path
 
 

@@ -187,6 +187,9 @@ def test_failed_write_raises_and_leaves_the_old_file(tmp_path: Path) -> None:
     out.write_text("not a folder")
     with pytest.raises(OSError):
         store.write(store.begin(), make_exchange(title="lost"), scenario="s", operation="x")
+    with pytest.raises(OSError):  # a new file that could not be written is not counted
+        store.write(store.begin(), make_exchange(), scenario=None, operation="x")
+    assert store.written == [path]
     out.unlink()
     (tmp_path / "moved").rename(out)
     assert path.read_bytes() == before
