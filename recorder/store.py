@@ -22,6 +22,7 @@ import json
 import os
 import re
 import threading
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,11 +121,13 @@ def exchange_title(request: Request, description: str | None = None) -> str:
 
 
 def slugify(name: str) -> str:
-    """A scenario or operation name as a file-name slug: lowercase letters, digits and single
-    dashes; no separators, no dots (so no `..`), at most 60 characters. Raises ValueError when
-    nothing usable is left."""
+    """A scenario or operation name as a file-name slug: lowercase ASCII letters, digits and
+    single dashes; no separators, no dots (so no `..`), at most 60 characters. Raises
+    ValueError when nothing usable is left."""
+    # accents off (`Überprüfung` -> `Uberprufung`, not `berpr-fung`); other letters drop out
+    plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
     # CamelCase -> camel-case, so operation names read well
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", name)
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", plain)
     slug = re.sub(r"[^a-z0-9]+", "-", spaced.lower()).strip("-")
     slug = slug[:_MAX_SLUG].rstrip("-")
     if not slug:

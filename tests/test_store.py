@@ -100,7 +100,10 @@ def test_exchange_title_adds_a_one_line_description() -> None:
         ("", None),
         ("/", None),
         ("x" * 200, "x" * 60),
-        ("Überprüfung 2", "berpr-fung-2"),
+        ("Überprüfung 2", "uberprufung-2"),
+        ("Café\x00crème/..", "cafe-creme"),
+        ("ﬁle ＣＯＮ", "file-con"),
+        ("日本語", None),
     ],
 )
 def test_slugify(name: str, slug: str | None) -> None:
