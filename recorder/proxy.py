@@ -711,11 +711,7 @@ class RecordingProxy:
             if started:
                 raise  # uvicorn closes the connection: the client sees an incomplete reply
             log.exception("recorder: cannot handle %s %s", scope.get("method"), scope.get("path"))
-            await _send_json(
-                send,
-                500,
-                _error_body(500, "INTERNAL", f"recorder failed: {exc}", self.upstream_url),
-            )
+            await self._send_error(send, 500, f"recorder failed: {exc}")
 
     # ---------------------------------------------------------------- one request
 
@@ -760,9 +756,7 @@ class RecordingProxy:
             try:
                 slugify(scenario)
             except ValueError as exc:
-                await _send_json(
-                    send, 400, _error_body(400, "INVALID_ARGUMENT", str(exc), self.upstream_url)
-                )
+                await self._send_error(send, 400, str(exc))
                 return
 
         call = _Call(
@@ -802,29 +796,17 @@ class RecordingProxy:
             )
         except httpx.TimeoutException:
             log.warning("upstream %s timed out: %s", self.upstream_url, call.shown)
-            await _send_json(
-                send,
-                504,
-                _error_body(
-                    504,
-                    "GATEWAY_TIMEOUT",
-                    f"the upstream {self.upstream_url} did not answer in time",
-                    self.upstream_url,
-                ),
+            await self._send_error(
+                send, 504, f"the upstream {self.upstream_url} did not answer in time"
             )
             return
         except httpx.HTTPError as exc:
             log.warning("upstream %s failed: %s (%s)", self.upstream_url, exc, call.shown)
-            await _send_json(
+            await self._send_error(
                 send,
                 502,
-                _error_body(
-                    502,
-                    "BAD_GATEWAY",
-                    f"the upstream {self.upstream_url} could not be reached: "
-                    f"{_describe_http_error(exc)}",
-                    self.upstream_url,
-                ),
+                f"the upstream {self.upstream_url} could not be reached: "
+                f"{_describe_http_error(exc)}",
             )
             return
         try:
@@ -872,32 +854,22 @@ class RecordingProxy:
                 _describe_http_error(exc),
             )
             status = 504 if isinstance(exc, httpx.TimeoutException) else 502
-            await _send_json(
+            await self._send_error(
                 send,
                 status,
-                _error_body(
-                    status,
-                    "GATEWAY_TIMEOUT" if status == 504 else "BAD_GATEWAY",
-                    f"the upstream {self.upstream_url} broke off its reply: "
-                    f"{_describe_http_error(exc)}",
-                    self.upstream_url,
-                ),
+                f"the upstream {self.upstream_url} broke off its reply: "
+                f"{_describe_http_error(exc)}",
             )
             return
         exchange = self._exchange(call, upstream, kept, body=body)
         try:
             self._write(call, exchange)
         except _WriteFailed as exc:
-            await _send_json(
+            await self._send_error(
                 send,
                 500,
-                _error_body(
-                    500,
-                    "INTERNAL",
-                    f"recorder could not write the transcript: {exc}; the upstream's reply was "
-                    "not recorded",
-                    self.upstream_url,
-                ),
+                f"recorder could not write the transcript: {exc}; the upstream's reply was "
+                "not recorded",
             )
             return
 
@@ -1194,6 +1166,16 @@ class RecordingProxy:
             return b"", headers, True
         return rewritten, headers, False
 
+    async def _send_error(self, send: Send, status: int, message: str) -> None:
+        """The proxy's own error reply: a JSON body naming the upstream."""
+        error = {
+            "code": status,
+            "status": _ERROR_STATUS[status],
+            "message": message,
+            "upstream": self.upstream_url,
+        }
+        await _send_json(send, status, {"error": error})
+
     # ---------------------------------------------------------------- control endpoint
 
     async def _control(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -1216,33 +1198,18 @@ class RecordingProxy:
             await _send_json(send, 200, {"ended": name})
             return
         if method != "POST":
-            await _send_json(
-                send,
-                405,
-                _error_body(
-                    405, "METHOD_NOT_ALLOWED", "use GET, POST or DELETE", self.upstream_url
-                ),
-            )
+            await self._send_error(send, 405, "use GET, POST or DELETE")
             return
         name = _json_name(body)
         if name is None:
-            await _send_json(
-                send,
-                400,
-                _error_body(
-                    400,
-                    "INVALID_ARGUMENT",
-                    'expected a JSON body such as {"name": "message-reply"}',
-                    self.upstream_url,
-                ),
+            await self._send_error(
+                send, 400, 'expected a JSON body such as {"name": "message-reply"}'
             )
             return
         try:
             slug = slugify(name)
         except ValueError as exc:
-            await _send_json(
-                send, 400, _error_body(400, "INVALID_ARGUMENT", str(exc), self.upstream_url)
-            )
+            await self._send_error(send, 400, str(exc))
             return
         if self.scenario is not None and self.scenario != name:
             with contextlib.suppress(ValueError):
@@ -1342,8 +1309,13 @@ def _describe_http_error(exc: BaseException) -> str:
     return f"{kind}: {text}" if text else kind
 
 
-def _error_body(code: int, status: str, message: str, upstream: str) -> dict[str, Any]:
-    return {"error": {"code": code, "status": status, "message": message, "upstream": upstream}}
+_ERROR_STATUS = {
+    400: "INVALID_ARGUMENT",
+    405: "METHOD_NOT_ALLOWED",
+    500: "INTERNAL",
+    502: "BAD_GATEWAY",
+    504: "GATEWAY_TIMEOUT",
+}
 
 
 async def _send_json(send: Send, status: int, value: Any) -> None:
