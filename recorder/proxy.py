@@ -6,7 +6,8 @@
 
 Per request:
 
-1. Forward method, target (path and query as received), headers and body. Dropped on the way:
+1. Forward method, target (path and query as received), headers and body (read whole first,
+   at most `max_body` bytes, else a 413). Dropped on the way:
    the hop-by-hop fields (RFC 9110 §7.6.1: Connection and every field it names, Proxy-Connection,
    Keep-Alive, TE, Transfer-Encoding, Upgrade), Host (the upstream's is sent), Content-Length
    (recomputed), Accept-Encoding (so the recorded body is the body, not gzip), and the
@@ -126,6 +127,9 @@ _CONDITIONAL = frozenset({b"if-none-match", b"if-modified-since"})
 _CARD_OPERATIONS = frozenset({"GetAgentCard", "GetExtendedAgentCard"})
 # bodies up to this size with a Content-Length are read whole before the client gets them
 BUFFER_LIMIT = 4 * 1024 * 1024
+# request bodies are held whole (forwarded with a Content-Length, recorded): at most this much
+MAX_REQUEST_BODY = 64 * 1024 * 1024
+_MAX_CONTROL_BODY = 64 * 1024
 _HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
 
 Pool = Literal["per-connection", "shared"]
@@ -630,6 +634,7 @@ class RecordingProxy:
         pool: Pool = "per-connection",
         transport: httpx.AsyncBaseTransport | None = None,
         buffer_limit: int = BUFFER_LIMIT,
+        max_body: int = MAX_REQUEST_BODY,
         fsync: bool = False,
     ) -> None:
         self.upstream = Origin.parse(upstream)
@@ -649,6 +654,7 @@ class RecordingProxy:
             else _HttpxUpstream(parts, self._timeout, transport)
         )
         self._buffer_limit = buffer_limit
+        self._max_body = max_body
         self.scenario: str | None = None  # set by the control endpoint
         # scenario slug -> {ticket of an open event stream: frames sent to the client so far}
         self._open_streams: dict[str, dict[int, int]] = {}
@@ -720,7 +726,22 @@ class RecordingProxy:
         if path == CONTROL_PATH:
             await self._control(scope, receive, send)
             return
-        body = await _read_body(receive)
+        try:
+            body = await _read_body(receive, self._max_body)
+        except _BodyTooLarge:
+            log.warning(
+                "request body of %s %s larger than %d bytes: answered 413, not forwarded",
+                scope["method"],
+                path,
+                self._max_body,
+            )
+            await self._send_error(
+                send,
+                413,
+                f"the request body is larger than {self._max_body} bytes, the most the "
+                "recorder holds in memory (recorder record --max-body); not forwarded",
+            )
+            return
         if body is None:
             return  # the client went away before it finished sending
         method: str = scope["method"]
@@ -1180,7 +1201,11 @@ class RecordingProxy:
 
     async def _control(self, scope: Scope, receive: Receive, send: Send) -> None:
         """`POST {"name": ...}` starts a scenario, `DELETE` ends it, `GET` tells the current one."""
-        body = await _read_body(receive)
+        try:
+            body = await _read_body(receive, _MAX_CONTROL_BODY)
+        except _BodyTooLarge:
+            await self._send_error(send, 413, "a scenario request is a small JSON body")
+            return
         if body is None:
             return
         method = scope["method"]
@@ -1230,13 +1255,15 @@ def create_proxy_app(
     timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
     pool: Pool = "per-connection",
     transport: httpx.AsyncBaseTransport | None = None,
+    max_body: int = MAX_REQUEST_BODY,
     fsync: bool = False,
 ) -> RecordingProxy:
     """The recording proxy for `upstream` (an http(s) URL), writing transcripts under `out`.
 
     `fsync=True` flushes every transcript file to the disk before it replaces the old one
     (survives a power loss; costs a disk flush per exchange). Without it writes are still
-    atomic: a reader, or a restart after the recorder crashed, sees whole files."""
+    atomic: a reader, or a restart after the recorder crashed, sees whole files.
+    `max_body`: the longest request body forwarded (bytes; a longer one gets a 413)."""
     return RecordingProxy(
         upstream,
         out=out,
@@ -1245,18 +1272,29 @@ def create_proxy_app(
         timeout=timeout,
         pool=pool,
         transport=transport,
+        max_body=max_body,
         fsync=fsync,
     )
 
 
-async def _read_body(receive: Receive) -> bytes | None:
-    """The whole request body, or None when the client disconnects first."""
+class _BodyTooLarge(Exception):
+    """A request body longer than the proxy holds."""
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or None when the client disconnects first. Raises
+    `_BodyTooLarge` as soon as more than `limit` bytes came."""
     parts: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             return None
-        parts.append(message.get("body", b""))
+        part = message.get("body", b"")
+        size += len(part)
+        if size > limit:
+            raise _BodyTooLarge
+        parts.append(part)
         if not message.get("more_body", False):
             return b"".join(parts) if len(parts) != 1 else parts[0]
 
@@ -1312,6 +1350,7 @@ def _describe_http_error(exc: BaseException) -> str:
 _ERROR_STATUS = {
     400: "INVALID_ARGUMENT",
     405: "METHOD_NOT_ALLOWED",
+    413: "CONTENT_TOO_LARGE",
     500: "INTERNAL",
     502: "BAD_GATEWAY",
     504: "GATEWAY_TIMEOUT",

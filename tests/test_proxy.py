@@ -438,3 +438,23 @@ async def test_a_request_in_flight_when_its_scenario_ends_stays_in_its_file(
     names = sorted(p.name for p in tmp_path.glob("*.http"))
     assert names == ["01-s.http", "02-get-other.http"]
     assert [e.title for e in load(tmp_path / "01-s.http")] == ["GET /fast", "GET /slow"]
+
+
+async def test_a_request_body_over_the_limit_gets_413_and_is_not_forwarded(
+    agent: FakeAgent, tmp_path: Path
+) -> None:
+    proxy = make_proxy(agent, tmp_path, max_body=1000)
+
+    async def chunks() -> AsyncIterator[bytes]:  # chunked: no Content-Length to go by
+        for _ in range(5):
+            yield b"x" * 300
+
+    async with client_for(proxy) as client:
+        reply = await client.post("/a2a/jsonrpc", content=chunks())
+        assert reply.status_code == 413
+        assert reply.json()["error"]["upstream"] == UPSTREAM
+        assert "1000 bytes" in reply.json()["error"]["message"]
+        ok = await client.post("/a2a/jsonrpc", content=b"y" * 1000)  # at the limit: forwarded
+    assert ok.status_code == 200
+    assert agent.bodies == [b"y" * 1000]
+    assert len(list(tmp_path.glob("*.http"))) == 1

@@ -46,13 +46,26 @@ def _secret_names(rules_path: str | None) -> dict[str, Any]:
 @click.option("--rules", type=click.Path(dir_okay=False), help="Rules file (YAML): secrets.")
 @click.option("--timeout", default=60.0, show_default=True, help="Upstream read timeout, seconds.")
 @click.option(
+    "--max-body",
+    default=64,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Longest request body forwarded, in MiB (bodies are held whole; longer ones get 413).",
+)
+@click.option(
     "--fsync",
     is_flag=True,
     help="Flush each transcript to the disk before it replaces the old file (survives a power "
     "loss; slower). Without it writes are still atomic (temporary file, then rename).",
 )
 def record(
-    upstream: str, listen: str, out: str, rules: str | None, timeout: float, fsync: bool
+    upstream: str,
+    listen: str,
+    out: str,
+    rules: str | None,
+    timeout: float,
+    max_body: int,
+    fsync: bool,
 ) -> None:
     """Record every exchange between clients and the agent at UPSTREAM.
 
@@ -76,6 +89,7 @@ def record(
             upstream,
             out=Path(out),
             timeout=httpx.Timeout(30.0, connect=5.0, read=timeout),
+            max_body=max_body * 1024 * 1024,
             fsync=fsync,
             **names,
         )
