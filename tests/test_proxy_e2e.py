@@ -551,7 +551,10 @@ class RawUpstream:
                     if name.strip().lower() == "content-length":
                         length = int(value)
                 while len(buffer) < length:
-                    buffer += conn.recv(65536)
+                    data = conn.recv(65536)
+                    if not data:
+                        return  # the proxy went away mid-body (recv would say b"" forever)
+                    buffer += data
                 buffer = buffer[length:]
                 path, _, query = target.partition("?")
                 if lines[0].startswith("HEAD "):
