@@ -64,6 +64,7 @@ import logging
 import re
 import socket
 import ssl
+import urllib.parse
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
@@ -637,6 +638,13 @@ class RecordingProxy:
         max_body: int = MAX_REQUEST_BODY,
         fsync: bool = False,
     ) -> None:
+        if "@" in urllib.parse.urlsplit(upstream).netloc:
+            # httpx would send them as Basic auth; this proxy forwards the client's headers
+            # only, so they would be dropped without a word (and the message leaves them out)
+            raise ValueError(
+                "the upstream URL holds credentials (user:password@): they are not sent; "
+                "let the client send its Authorization header through the proxy instead"
+            )
         self.upstream = Origin.parse(upstream)
         self.upstream_url = self.upstream.base
         parts = httpx.URL(self.upstream_url)

@@ -458,3 +458,11 @@ async def test_a_request_body_over_the_limit_gets_413_and_is_not_forwarded(
     assert ok.status_code == 200
     assert agent.bodies == [b"y" * 1000]
     assert len(list(tmp_path.glob("*.http"))) == 1
+
+
+def test_credentials_in_the_upstream_url_are_refused_without_echoing_them(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ValueError, match="credentials") as raised:
+        create_proxy_app("http://agent:pw-Xk39q@127.0.0.1:41242", out=tmp_path)
+    assert "pw-Xk39q" not in str(raised.value)
