@@ -466,3 +466,49 @@ def test_credentials_in_the_upstream_url_are_refused_without_echoing_them(
     with pytest.raises(ValueError, match="credentials") as raised:
         create_proxy_app("http://agent:pw-Xk39q@127.0.0.1:41242", out=tmp_path)
     assert "pw-Xk39q" not in str(raised.value)
+
+
+async def test_echoed_secrets_never_reach_any_written_byte(tmp_path: Path) -> None:
+    """The agent echoes what it got into an SSE frame, an error body and a cookie; the client
+    sends secrets in headers, a cookie among others, a query parameter and a JSON field."""
+    token, sid, key, field = "tok-Hq7Zp2", "sid-Jr5Wm9", "key-Vb8Nc4", "fld-Tz6Ys1"
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        message = await receive()
+        echo = json.dumps(
+            {
+                "headers": {k.decode(): v.decode() for k, v in scope["headers"]},
+                "query": scope["query_string"].decode(),
+                "body": message.get("body", b"").decode(),
+                "sid": sid,
+            }
+        ).encode()
+        stream = scope["path"] == "/stream"
+        headers = [(b"content-type", b"text/event-stream" if stream else b"application/json")]
+        headers.append((b"set-cookie", f"sid={sid}; Path=/".encode()))
+        status = 200 if stream else 401
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        body = b"data: " + echo + b"\n\n" if stream else echo
+        await send({"type": "http.response.body", "body": body})
+
+    proxy = create_proxy_app(
+        UPSTREAM,
+        out=tmp_path,
+        transport=httpx.ASGITransport(app=app),
+        secret_fields=["api_key", "credentials"],
+    )
+    async with client_for(proxy) as client:
+        for path in ("/stream", "/error"):
+            await client.post(
+                f"{path}?a=1&api_key={key}",
+                json={"credentials": field},
+                headers={
+                    "Authorization": f"Bearer {token}",
+                    "Cookie": f"theme=dark; sid={sid}",
+                    "X-API-Key": key,
+                },
+            )
+    written = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert written.count(b"### POST") == 2
+    for secret in (token, sid, key, field):
+        assert secret.encode() not in written, secret
