@@ -190,8 +190,12 @@ class Redactor:
         return value
 
     def redact_body(self, body: bytes, content_type: str | None) -> bytes:
-        """Secret JSON members out of a JSON body (returned compact; the model pretty-prints)."""
-        if not self.fields or not body or not is_json_media_type(content_type):
+        """Secret JSON members out of a JSON body (returned compact; the model pretty-prints).
+        A body that is JSON under another media type (or none) counts too: a client that
+        forgets Content-Type must not write its secrets to the disk."""
+        if not self.fields or not body:
+            return body
+        if not is_json_media_type(content_type) and body[:64].lstrip()[:1] not in (b"{", b"["):
             return body
         try:
             value = json.loads(body)

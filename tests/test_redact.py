@@ -120,3 +120,14 @@ def test_each_cookie_value_is_a_secret_for_scrubbing() -> None:
     assert out == Headers([("Cookie", "{{COOKIE}}")])
     echoed = '{"error": "unknown session SECRETVALUE1"}'
     assert scrub_text(echoed, redactor.seen) == '{"error": "unknown session {{COOKIE}}"}'
+
+
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/octet-stream"])
+def test_a_json_body_under_another_media_type_is_redacted_too(content_type: str | None) -> None:
+    redactor = Redactor(fields=["credentials"])
+    body = b' \n{"credentials": "cr-Wq2Lp7", "n": 1}'
+    assert json.loads(redactor.redact_body(body, content_type)) == {
+        "credentials": "{{CREDENTIALS}}",
+        "n": 1,
+    }
+    assert redactor.redact_body(b"[1, 2]", content_type) == b"[1, 2]"  # no secret: as it came
