@@ -62,7 +62,8 @@ _REST_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("GET", re.compile(r"/tasks/[^/:]+$"), "GetTask"),
     ("GET", re.compile(r"/tasks$"), "ListTasks"),
     ("GET", re.compile(r"/extendedAgentCard$"), "GetExtendedAgentCard"),
-    ("GET", re.compile(r"^/\.well-known/agent-card\.json$"), "GetAgentCard"),
+    # as the proxy tells a card (`_quick_operation`): under any prefix, like the routes above
+    ("GET", re.compile(r"/\.well-known/agent-card\.json$"), "GetAgentCard"),
     ("GET", re.compile(r"^/\.well-known/agent\.json$"), "GetAgentCard"),
 )
 _JSONRPC_METHOD = re.compile(r"^[\w./:-]{1,80}$")

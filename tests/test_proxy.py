@@ -44,6 +44,8 @@ class FakeAgent:
                 Route("/a2a/jsonrpc", self.jsonrpc, methods=["POST"]),
                 Route("/.well-known/agent-card.json", self.card),
                 Route("/a2a/rest/tasks/{id}", self.rest_task),
+                Route("/a2a/rest/extendedAgentCard", self.rest_extended_card),
+                Route("/other/.well-known/agent-card.json", self.not_json_card),
             ]
         )
 
@@ -84,6 +86,16 @@ class FakeAgent:
         if request.headers.get("if-none-match") == 'W/"agent-etag"':
             return Response(status_code=304, headers={"ETag": 'W/"agent-etag"'})
         return JSONResponse(self._card(), headers={"ETag": 'W/"agent-etag"'})
+
+    async def rest_extended_card(self, request: StarletteRequest) -> Response:
+        card = self._card()
+        card["supportedInterfaces"].append(
+            {"url": "http://elsewhere.example:41242/a2a/jsonrpc", "protocolBinding": "JSONRPC"}
+        )
+        return JSONResponse(card)
+
+    async def not_json_card(self, request: StarletteRequest) -> Response:
+        return Response(f"<card url='{UPSTREAM}/a2a/jsonrpc'>", media_type="application/json")
 
     async def rest_task(self, request: StarletteRequest) -> Response:
         self.seen.append(request)
@@ -512,3 +524,21 @@ async def test_echoed_secrets_never_reach_any_written_byte(tmp_path: Path) -> No
     assert written.count(b"### POST") == 2
     for secret in (token, sid, key, field):
         assert secret.encode() not in written, secret
+
+
+async def test_extended_card_over_rest_rewrites_only_the_upstream_urls(
+    agent: FakeAgent, tmp_path: Path
+) -> None:
+    proxy = make_proxy(agent, tmp_path)
+    async with client_for(proxy) as client:
+        reply = await client.get("/a2a/rest/extendedAgentCard")
+        broken = await client.get("/other/.well-known/agent-card.json")
+    urls = [i["url"] for i in reply.json()["supportedInterfaces"]]
+    assert urls == [
+        "http://127.0.0.1:41241/a2a/jsonrpc",
+        "http://127.0.0.1:41241/a2a/rest",
+        "http://elsewhere.example:41242/a2a/jsonrpc",  # not the upstream: left alone
+    ]
+    assert broken.text == f"<card url='{UPSTREAM}/a2a/jsonrpc'>"  # not JSON: as it came
+    titles = sorted(e.title for p in tmp_path.glob("*.http") for e in load(p))
+    assert titles == ["GetAgentCard", "GetExtendedAgentCard"]

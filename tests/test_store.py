@@ -36,6 +36,7 @@ PUSH = "/a2a/rest/tasks/t-1/pushNotificationConfigs"
             "message/send",
         ),
         ("GET", "/.well-known/agent-card.json", b"", "GetAgentCard"),
+        ("GET", "/tenant/.well-known/agent-card.json", b"", "GetAgentCard"),
         ("POST", "/a2a/rest/message:send", b"{}", "SendMessage"),
         ("POST", "/a2a/rest/message:stream", b"{}", "SendStreamingMessage"),
         ("GET", "/a2a/rest/tasks/t-1", b"", "GetTask"),
