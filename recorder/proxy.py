@@ -610,6 +610,7 @@ class _Call:
     recorded_request: Request | None = None
     recorded_title: str = ""
     recorded_operation: str = ""
+    written: bool = False  # the exchange is in its transcript
 
     @property
     def shown(self) -> str:
@@ -812,6 +813,10 @@ class RecordingProxy:
 
         try:
             await self._forward(call, receive, send)
+        except asyncio.CancelledError:
+            if not call.written:  # e.g. the server's shutdown grace period ran out
+                log.warning("%s was cancelled before its reply was recorded", call.shown)
+            raise
         finally:
             self.store.forget(call.ticket)  # a request that was not written (upstream error)
 
@@ -1159,6 +1164,7 @@ class RecordingProxy:
             )
             raise _WriteFailed(reason) from exc
         self.recorded += 1
+        call.written = True
         log.info("recorded %s -> %s", exchange.title, path)
 
     # ---------------------------------------------------------------- agent cards

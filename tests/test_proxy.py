@@ -542,3 +542,24 @@ async def test_extended_card_over_rest_rewrites_only_the_upstream_urls(
     assert broken.text == f"<card url='{UPSTREAM}/a2a/jsonrpc'>"  # not JSON: as it came
     titles = sorted(e.title for p in tmp_path.glob("*.http") for e in load(p))
     assert titles == ["GetAgentCard", "GetExtendedAgentCard"]
+
+
+async def test_a_request_cancelled_before_its_reply_is_recorded_is_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    arrived = asyncio.Event()
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        arrived.set()
+        await asyncio.Event().wait()  # never answers
+
+    proxy = create_proxy_app(UPSTREAM, out=tmp_path, transport=httpx.ASGITransport(app=app))
+    async with client_for(proxy) as client:
+        with caplog.at_level(logging.WARNING, logger="recorder.proxy"):
+            pending = asyncio.ensure_future(client.get("/hang?x=1"))
+            await asyncio.wait_for(arrived.wait(), 10)
+            pending.cancel()  # as uvicorn cancels it when its shutdown grace period runs out
+            with pytest.raises(asyncio.CancelledError):
+                await pending
+    assert "GET /hang?x=1 was cancelled before its reply was recorded" in caplog.text
+    assert list(tmp_path.iterdir()) == []
