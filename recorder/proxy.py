@@ -875,6 +875,14 @@ class RecordingProxy:
             or (content_type is not None and is_event_stream(content_type.decode("latin-1")))
         )
         if streamed:
+            if call.operation in _CARD_OPERATIONS and upstream.status_code == 200:
+                log.warning(
+                    "the agent card of %s is streamed (no Content-Length, or over %d bytes): "
+                    "passed through without pointing its URLs at the proxy, so the client may "
+                    "call the agent directly",
+                    call.shown,
+                    self._buffer_limit,
+                )
             await self._relay_stream(call, upstream, kept, receive, send)
             return
 

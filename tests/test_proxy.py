@@ -563,3 +563,16 @@ async def test_a_request_cancelled_before_its_reply_is_recorded_is_logged(
                 await pending
     assert "GET /hang?x=1 was cancelled before its reply was recorded" in caplog.text
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_card_too_large_to_rewrite_passes_as_it_came_and_the_log_says_so(
+    agent: FakeAgent, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    proxy = RecordingProxy(
+        UPSTREAM, out=tmp_path, transport=httpx.ASGITransport(app=agent.app), buffer_limit=10
+    )
+    async with client_for(proxy) as client:
+        with caplog.at_level(logging.WARNING, logger="recorder.proxy"):
+            reply = await client.get("/.well-known/agent-card.json")
+    assert reply.json() == agent._card()  # the agent's URLs: not rewritten
+    assert "passed through without pointing its URLs at the proxy" in caplog.text
