@@ -586,6 +586,46 @@ class RawUpstream:
                     return
 
 
+def raw_exchange(url: str, request: bytes) -> bytes:
+    """Send raw bytes to a loopback server; everything it answers until it closes."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=LIMIT) as conn:
+        conn.sendall(request)
+        reply = b""
+        for _ in range(1000):  # bounded: reads until the server closes
+            data = conn.recv(65536)
+            if not data:
+                break
+            reply += data
+        return reply
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_bad_requests_get_400_and_the_proxy_keeps_serving(
+    tmp_path: Path, stack: tuple[str, str]
+) -> None:
+    query = "a=%2b+&b=&&c=" + "x" * 8000  # long, and passed byte for byte
+    bad = [
+        b"\x00\x01GARBAGE\r\n\r\n",
+        b"GET /caf\xe9 HTTP/1.1\r\nHost: x\r\n\r\n",  # not a valid request-target
+        b"GET /x HTTP/1.1\r\nHost: x\r\nBad Name: 1\r\n\r\n",
+        b"GET /x HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n",
+        b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n",
+    ]
+    with RawUpstream() as upstream, serve_proxy(upstream.url, tmp_path, stack) as proxy:
+        for request in bad:
+            reply = raw_exchange(proxy.url, request)
+            assert reply.startswith(b"HTTP/1.1 400 "), (request, reply[:100])
+        good = raw_exchange(
+            proxy.url,
+            f"GET /keep?{query} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode(),
+        )
+        assert good.startswith(b"HTTP/1.1 200 ") and good.endswith(b'{"path": "/keep"}')
+    [path] = tmp_path.glob("*.http")  # only the good one reached the agent
+    assert load(path).exchanges[0].request.target == f"/keep?{query}"
+    assert upstream.connections == 1
+
+
 def test_upstream_connections_are_kept_and_replaced_when_the_upstream_closes_them(
     tmp_path: Path,
 ) -> None:
