@@ -772,9 +772,9 @@ class RecordingProxy:
         for name, value in scope["headers"]:
             if name in _NOT_FORWARDED or name in connection_tokens:
                 if name == SCENARIO_HEADER:
-                    scenario = value.decode("latin-1").strip() or None
+                    scenario = _header_text(value).strip() or None
                 elif name == TITLE_HEADER:
-                    description = value.decode("utf-8", "replace").strip() or None
+                    description = _header_text(value).strip() or None
                 elif name == b"host":
                     client_host = value
                 continue
@@ -1319,6 +1319,15 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
         parts.append(part)
         if not message.get("more_body", False):
             return b"".join(parts) if len(parts) != 1 else parts[0]
+
+
+def _header_text(value: bytes) -> str:
+    """A header value as text: UTF-8 as clients send names today, else Latin-1 (RFC 9110
+    obs-text), so that every byte keeps a meaning."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value.decode("latin-1")
 
 
 def _quick_operation(method: str, path: str, body: bytes) -> str:

@@ -576,3 +576,19 @@ async def test_a_card_too_large_to_rewrite_passes_as_it_came_and_the_log_says_so
             reply = await client.get("/.well-known/agent-card.json")
     assert reply.json() == agent._card()  # the agent's URLs: not rewritten
     assert "passed through without pointing its URLs at the proxy" in caplog.text
+
+
+async def test_a_utf8_scenario_name_is_read_as_utf8(agent: FakeAgent, tmp_path: Path) -> None:
+    proxy = make_proxy(agent, tmp_path)
+    async with client_for(proxy) as client:
+        await client.post(
+            "/a2a/jsonrpc",
+            json=rpc("GetTask"),
+            headers={
+                "Recorder-Scenario": "Überprüfung".encode(),
+                "Recorder-Title": "für alle".encode(),
+            },
+        )
+    [path] = tmp_path.glob("*.http")
+    assert path.name == "01-uberprufung.http"  # not Latin-1 mojibake (01-a-berpra-fung)
+    assert load(path).exchanges[0].title == "GetTask: für alle"
