@@ -692,3 +692,15 @@ def test_replies_without_a_body_keep_their_framing_on_upstream_connections(
         assert client.get(proxy.url + "/keep").json() == {"path": "/keep"}
         assert upstream.connections == 1
     assert len(list(tmp_path.glob("*.http"))) == 5
+
+
+def test_cli_leaves_no_log_handler_behind(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from recorder.cli import main
+
+    before = list(logging.getLogger("recorder.proxy").handlers)
+    for _ in range(2):
+        result = CliRunner().invoke(main, ["record", "--upstream", "ftp://x", "--out", "x"])
+        assert result.exit_code == 2 and "http" in result.output
+    assert logging.getLogger("recorder.proxy").handlers == before

@@ -97,3 +97,6 @@ def record(
     except (ValueError, RecorderError, OSError) as exc:
         click.echo(f"recorder record: {exc}", err=True)
         raise SystemExit(2) from None
+    finally:
+        # a second `record` in one process (tests) must not log twice, nor to a closed stderr
+        proxy_log.removeHandler(handler)
