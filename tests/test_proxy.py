@@ -585,8 +585,8 @@ async def test_a_utf8_scenario_name_is_read_as_utf8(agent: FakeAgent, tmp_path: 
             "/a2a/jsonrpc",
             json=rpc("GetTask"),
             headers={
-                "Recorder-Scenario": "Überprüfung".encode(),
-                "Recorder-Title": "für alle".encode(),
+                b"Recorder-Scenario": "Überprüfung".encode(),
+                b"Recorder-Title": "für alle".encode(),
             },
         )
     [path] = tmp_path.glob("*.http")
