@@ -121,6 +121,7 @@ def exchange_title(request: Request, description: str | None = None) -> str:
     return title
 
 
+@functools.lru_cache(maxsize=1024)  # a scenario's name is slugged several times per request
 def slugify(name: str) -> str:
     """A scenario or operation name as a file-name slug: lowercase ASCII letters, digits and
     single dashes; no separators, no dots (so no `..`), at most 60 characters. Raises
