@@ -611,6 +611,7 @@ class _Call:
     recorded_title: str = ""
     recorded_operation: str = ""
     written: bool = False  # the exchange is in its transcript
+    sent_secrets: dict[str, str] = field(default_factory=dict)  # those in the request
 
     @property
     def shown(self) -> str:
@@ -1139,6 +1140,8 @@ class RecordingProxy:
     def _record_request(self, call: _Call) -> Request:
         """The request as recorded, with its exchange title and operation, kept in `call`."""
         request = self._request_model(call)
+        if call.redactor.seen:
+            call.sent_secrets = dict(call.redactor.seen)
         call.recorded_title = exchange_title(request, call.description)
         call.recorded_operation = operation_name(request)
         call.recorded_request = request
@@ -1160,6 +1163,7 @@ class RecordingProxy:
                 scenario=call.scenario,
                 operation=call.operation or call.recorded_operation,
                 secrets=call.redactor.seen,
+                sent_secrets=call.sent_secrets,
                 during=call.during,
             )
         except Exception as exc:

@@ -239,6 +239,7 @@ class TranscriptStore:
         self._secrets: dict[str, str] = {}
         self._next: int | None = None
         self.written: list[Path] = []
+        self._locks: dict[Path, threading.Lock] = {}  # each written file's lock
 
     def prepare(self) -> None:
         """Create the folder (and fail early, with the reason, if it cannot be written)."""
@@ -296,6 +297,7 @@ class TranscriptStore:
         scenario: str | None,
         operation: str,
         secrets: Mapping[str, str] = {},
+        sent_secrets: Mapping[str, str] = {},
         during: tuple[int, int] | None = None,
     ) -> Path:
         """Record one finished exchange; returns the file it went to. Raises OSError when the
@@ -304,8 +306,16 @@ class TranscriptStore:
         `during` = (ticket, frames): the request was sent while the event stream of the
         exchange with that ticket (same scenario) was open, after `frames` of its frames had
         gone to the client. It is written as the tag `# @during exchange N frame K` (N counted
-        from 1 in the file), which tells a player to send this request at the same point."""
+        from 1 in the file), which tells a player to send this request at the same point.
+
+        `sent_secrets` (the part of `secrets` the client sent): one never seen before is also
+        scrubbed from the files written earlier, where an agent's reply may have carried it
+        (a token a login returned, then sent as `Authorization`). Only these: secrets an
+        agent sends (a new Set-Cookie on every reply) are in the reply they come with, and
+        rescanning every file for each of them would cost more with every exchange."""
         with self._lock:
+            new = [value for value in sent_secrets if value not in self._secrets]
+            earlier = list(self.written) if new else []
             if secrets:
                 self._secrets.update(secrets)
             all_secrets = dict(self._secrets) if self._secrets else {}
@@ -339,7 +349,23 @@ class TranscriptStore:
                 record.on_disk = True
                 with self._lock:
                     self.written.append(record.path)
+                    self._locks[record.path] = record.lock
+        if new and self._scrub is not None:
+            self._rescrub(earlier, {value: sent_secrets[value] for value in new}, record.path)
         return record.path
+
+    def _rescrub(self, paths: Iterable[Path], secrets: Mapping[str, str], skip: Path) -> None:
+        """Scrub newly learned secrets from files already written (each under its lock)."""
+        assert self._scrub is not None
+        for path in paths:
+            if path == skip:
+                continue
+            with self._locks[path]:
+                text = path.read_bytes().decode("utf-8")  # as written: no newline changes
+                scrubbed = self._scrub(text, secrets)
+                if scrubbed != text:
+                    loads(scrubbed, source=path)
+                    write_text_atomic(path, scrubbed, fsync=self._fsync)
 
 
 def during_tagged(

@@ -592,3 +592,23 @@ async def test_a_utf8_scenario_name_is_read_as_utf8(agent: FakeAgent, tmp_path: 
     [path] = tmp_path.glob("*.http")
     assert path.name == "01-uberprufung.http"  # not Latin-1 mojibake (01-a-berpra-fung)
     assert load(path).exchanges[0].title == "GetTask: für alle"
+
+
+async def test_a_token_an_earlier_reply_gave_is_scrubbed_once_the_client_sends_it(
+    tmp_path: Path,
+) -> None:
+    token = "tok-Gf5Hs2Kd"
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        body = json.dumps({"access": token}).encode()
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    proxy = create_proxy_app(UPSTREAM, out=tmp_path, transport=httpx.ASGITransport(app=app))
+    async with client_for(proxy) as client:
+        await client.post("/login")  # the agent's reply holds the token: not known as one yet
+        await client.get("/me", headers={"Authorization": f"Bearer {token}"})
+    written = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert written.count(b"{{A2A_TOKEN}}") == 3  # login reply, the header, the echo
+    assert token.encode() not in written

@@ -302,3 +302,25 @@ def test_a_forgotten_request_lets_its_ended_file_go(tmp_path: Path) -> None:
     store.forget(failed)
     store.forget(first)  # already written: nothing happens
     assert store._open == {} and store._pending == {}
+
+
+def test_a_secret_first_sent_later_is_scrubbed_from_earlier_files(tmp_path: Path) -> None:
+    from recorder.redact import scrub_text
+
+    store = TranscriptStore(tmp_path, scrub=scrub_text)
+    token = "tok-Rk4Lx9Pq"
+    login = make_exchange(title=f"login gave {token}")
+    first = store.write(store.begin(), login, scenario="login", operation="x")
+    other = store.write(store.begin(), make_exchange(title="other"), scenario=None, operation="y")
+    secrets = {token: "A2A_TOKEN"}
+    store.write(
+        store.begin(),
+        make_exchange(),
+        scenario=None,
+        operation="z",
+        secrets=secrets,
+        sent_secrets=secrets,
+    )
+    assert token not in first.read_text() and "{{A2A_TOKEN}}" in first.read_text()
+    assert load(first).exchanges[0].title == "login gave {{A2A_TOKEN}}"
+    assert load(other).exchanges[0].title == "other"
