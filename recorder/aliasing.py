@@ -126,6 +126,18 @@ def _base(url: str | None) -> tuple[str, str] | None:
     return f"{parts.scheme}://{parts.netloc}", parts.netloc
 
 
+def _string_value(token: str) -> str | None:
+    """The value of a JSON string token (`"a\\"b"` -> `a"b`), or None when it is no valid JSON
+    string (a bad escape, a raw control character: a body that is not JSON)."""
+    if "\\" not in token:
+        return token[1:-1]
+    try:
+        value: str = json.loads(token)
+    except ValueError:
+        return None
+    return value
+
+
 def _parse_json_text(text: str) -> Any:
     try:
         return json.loads(text)
@@ -388,10 +400,11 @@ class ReplayState:
                 body_text = ""
             if request.is_json:
                 tokens = _JSON_STRING.findall(body_text)
-                if any("\\" in token for token in tokens):
-                    values.update(json.loads(token) for token in tokens)
+                if "\\" in body_text:
+                    # a string that is no valid JSON string counts as the text it holds
+                    values.update([_string_value(token) or token[1:-1] for token in tokens])
                 else:
-                    values.update(token[1:-1] for token in tokens)
+                    values.update([token[1:-1] for token in tokens])
                 # when every shape holds a "-" and no '"' (the defaults), and every "-" of the
                 # body is inside a string, the shapes are in the strings that hold one (each
                 # keeps its quotes, so a match sees the same characters around it as in the body)
@@ -488,7 +501,9 @@ class ReplayState:
 
         def sub(match: re.Match[str]) -> str:
             token = match.group()
-            value = json.loads(token) if "\\" in token else token[1:-1]
+            value = _string_value(token)
+            if value is None:
+                return token  # no JSON string (the text is no JSON): kept as it is
             new = self._forward(value)
             if new == value:
                 return token
@@ -1462,7 +1477,9 @@ class ReplayState:
 
         def sub(match: re.Match[str]) -> str:
             token = match.group()
-            value = json.loads(token) if "\\" in token else token[1:-1]
+            value = _string_value(token)
+            if value is None:
+                return token  # no JSON string (the text is no JSON): kept as it is
             new = self._backward(value)
             if new == value:
                 return token

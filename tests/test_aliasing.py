@@ -1019,3 +1019,18 @@ def test_a_rules_shape_that_matches_a_backslash_never_lets_a_broken_wire_reply_p
     ]
     fine = LiveReply(200, "OK", JSON, b'{"ref":"WXYZ","n":1}')
     assert ReplayState(rules, recorded_base=RECORDED, live_base=LIVE).compare(golden, fine) == []
+
+
+def test_a_request_body_with_a_bad_json_escape_is_played_not_a_crash() -> None:
+    # a JSON-typed request body that is not JSON (a bad escape) is kept as recorded by the
+    # model; carry-forward still reaches its valid strings and leaves the bad one alone
+    (g_task, g_ctx), (l_task, l_ctx) = ids(), ids()
+    s = state()
+    learn(s, {"a": f"{g_task}|{g_ctx}"}, {"a": f"{l_task}|{l_ctx}"})
+    body = f'{{"id": "{g_task}", "note": "bad \\q {g_task}", "tab": "a\tb"}}'
+    request = Request("POST", "/a2a/jsonrpc", [*JSON], body.encode())
+    assert request.json is None
+    sent = s.prepare(request)
+    assert sent.body.decode() == body.replace(f'"{g_task}"', f'"{l_task}"', 1)
+    golden = Exchange(request, reply({"result": {"taskId": g_task}}))
+    assert s.compare(golden, as_wire(reply({"result": {"taskId": l_task}}))) == []
