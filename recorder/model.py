@@ -191,24 +191,41 @@ def _write_plain_json(value: Any, indent: str, parts: list[str]) -> None:
         append(_plain_scalar(value, kind))
 
 
+_UNPARSED: Any = object()
+
+
 def canonical_json_body(body: bytes) -> bytes:
     """Pretty-print a JSON body, or return it unchanged when that would lose anything."""
+    return _canonical_json(body)[0]
+
+
+def _canonical_json(body: bytes) -> tuple[bytes, Any]:
+    """(canonical body, its parsed value) or (body, _UNPARSED) when it is not JSON."""
     if not body:
-        return body
+        return body, _UNPARSED
     try:
         # UTF-8 only: json.loads would also read UTF-16/32, which re-encoding would change
         value = json.loads(body.decode("utf-8"))
     except (ValueError, RecursionError):
         # not JSON, or not UTF-8: keep the bytes as they are
-        return body
+        return body, _UNPARSED
     pretty = pretty_json(value).encode()
     if pretty == body:
-        return body  # already canonical (so no key repeats either: pretty has each key once)
+        return body, value  # already canonical (no key repeats either: pretty has each once)
     try:
         json.loads(body, object_pairs_hook=_reject_duplicate_keys)
     except _DuplicateKeyError:
-        return body  # json.loads kept only the last of a repeated key: reformatting would lose
-    return pretty
+        # json.loads kept only the last of a repeated key: reformatting would lose the others
+        return body, value
+    return pretty, value
+
+
+def _set_json_body(message: _Message, body: bytes) -> None:
+    """Set a JSON body in canonical form, keeping its parsed value as `message.json`."""
+    body, value = _canonical_json(body)
+    object.__setattr__(message, "body", body)
+    if value is not _UNPARSED:
+        message.__dict__["json"] = value  # the cached_property's slot: parsed once, not twice
 
 
 class Headers(Sequence[tuple[str, str]]):
@@ -374,8 +391,9 @@ class Request(_Message):
         object.__setattr__(self, "headers", headers)
         body = _to_bytes(self.body)
         if is_json_media_type(headers.get("Content-Type")):
-            body = canonical_json_body(body)
-        object.__setattr__(self, "body", body)
+            _set_json_body(self, body)
+        else:
+            object.__setattr__(self, "body", body)
 
     @property
     def path(self) -> str:
@@ -417,10 +435,11 @@ class Response(_Message):
             if parsed is not None:
                 events = parsed
                 body = sse.serialize(parsed)
-        elif is_json_media_type(content_type):
-            body = canonical_json_body(body)
         object.__setattr__(self, "events", events)
-        object.__setattr__(self, "body", body)
+        if events is None and is_json_media_type(content_type):
+            _set_json_body(self, body)
+        else:
+            object.__setattr__(self, "body", body)
 
     @property
     def is_stream(self) -> bool:

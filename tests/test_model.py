@@ -84,3 +84,12 @@ def test_json_access_and_text() -> None:
     assert request.text == "\ufffda"
     assert request.path == "/x"
     assert make_response().json == {"jsonrpc": "2.0", "id": 1, "result": {"id": "t-1"}}
+
+
+def test_a_json_body_is_parsed_once_and_the_value_kept() -> None:
+    response = make_response(body=b'{"b": [1, {"c": null}]}')
+    assert response.__dict__["json"] == {"b": [1, {"c": None}]}  # set by the constructor
+    assert response.json is response.json
+    duplicate = make_response(body=b'{"a": 1, "a": 2}')
+    assert (duplicate.body, duplicate.json) == (b'{"a": 1, "a": 2}', {"a": 2})
+    assert "json" not in make_response(body=b"not json").__dict__
