@@ -105,6 +105,22 @@ _INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029]")
 _Keys = tuple[str | int, ...]
 
 
+def _map_json_strings(text: str, mapper: Callable[[str], str]) -> str:
+    """JSON text with each string literal passed through `mapper`; everything else kept."""
+
+    def sub(match: re.Match[str]) -> str:
+        token = match.group()
+        value = _string_value(token)
+        if value is None:
+            return token  # no JSON string (the text is no JSON): kept as it is
+        new = mapper(value)
+        if new == value:
+            return token
+        return json.dumps(new, ensure_ascii=False)
+
+    return _JSON_STRING.sub(sub, text)
+
+
 class _NotJson:
     """Marks a body or frame whose text is not JSON."""
 
@@ -498,18 +514,7 @@ class ReplayState:
 
     def _forward_json_text(self, text: str) -> str:
         """JSON text with learned values made live in its strings; layout and order kept."""
-
-        def sub(match: re.Match[str]) -> str:
-            token = match.group()
-            value = _string_value(token)
-            if value is None:
-                return token  # no JSON string (the text is no JSON): kept as it is
-            new = self._forward(value)
-            if new == value:
-                return token
-            return json.dumps(new, ensure_ascii=False)
-
-        return _JSON_STRING.sub(sub, text)
+        return _map_json_strings(text, self._forward)
 
     def _forward_shapes_only(self, text: str) -> str:
         if self._shapes is None:
@@ -1474,18 +1479,7 @@ class ReplayState:
 
     def _backward_json_text(self, text: str) -> str:
         """JSON text with its strings mapped back; formatting and member order kept."""
-
-        def sub(match: re.Match[str]) -> str:
-            token = match.group()
-            value = _string_value(token)
-            if value is None:
-                return token  # no JSON string (the text is no JSON): kept as it is
-            new = self._backward(value)
-            if new == value:
-                return token
-            return json.dumps(new, ensure_ascii=False)
-
-        return _JSON_STRING.sub(sub, text)
+        return _map_json_strings(text, self._backward)
 
     def bless(self, golden: Response, live: Response | LiveReply) -> Response:
         """The live reply with its generated values put back to the recorded ones (for --update).
