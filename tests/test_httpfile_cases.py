@@ -27,6 +27,23 @@ def one(exchange: Exchange, comments: tuple[str, ...] = ()) -> Transcript:
 
 EVENT_STREAM = Headers([("Content-Type", "text/event-stream")])
 
+# how the factories' default request is written (most cases share it)
+DEFAULT_REQUEST_TEXT = """\
+POST /a2a/jsonrpc HTTP/1.1
+Content-Type: application/json
+A2A-Version: 1.0
+
+{
+  "jsonrpc": "2.0",
+  "id": 1,
+  "method": "GetTask",
+  "params": {
+    "id": "t-1"
+  }
+}
+
+"""
+
 CASES = [
     Case(
         "json request and reply, pretty-printed with key order kept",
@@ -106,20 +123,9 @@ ETag: W/"abc"
 # recorder-format: 1
 
 ### first
-POST /a2a/jsonrpc HTTP/1.1
-Content-Type: application/json
-A2A-Version: 1.0
-
-{
-  "jsonrpc": "2.0",
-  "id": 1,
-  "method": "GetTask",
-  "params": {
-    "id": "t-1"
-  }
-}
-
-HTTP/1.1 204 No Content
+"""
+        + DEFAULT_REQUEST_TEXT
+        + """HTTP/1.1 204 No Content
 
 ### second
 DELETE /a2a/rest/tasks/t-1/pushNotificationConfigs/c-1 HTTP/1.1
@@ -151,20 +157,9 @@ Content-Type: application/json
 # recorder-format: 1
 
 ### SendStreamingMessage
-POST /a2a/jsonrpc HTTP/1.1
-Content-Type: application/json
-A2A-Version: 1.0
-
-{
-  "jsonrpc": "2.0",
-  "id": 1,
-  "method": "GetTask",
-  "params": {
-    "id": "t-1"
-  }
-}
-
-HTTP/1.1 200 OK
+"""
+        + DEFAULT_REQUEST_TEXT
+        + """HTTP/1.1 200 OK
 Content-Type: text/event-stream
 
 data: {"jsonrpc": "2.0", "id": 1, "result": {"task": {}}}
@@ -190,37 +185,15 @@ data: line two
 # recorder-format: 1
 
 ### empty stream
-POST /a2a/jsonrpc HTTP/1.1
-Content-Type: application/json
-A2A-Version: 1.0
-
-{
-  "jsonrpc": "2.0",
-  "id": 1,
-  "method": "GetTask",
-  "params": {
-    "id": "t-1"
-  }
-}
-
-HTTP/1.1 200 OK
+"""
+        + DEFAULT_REQUEST_TEXT
+        + """HTTP/1.1 200 OK
 Content-Type: text/event-stream
 
 ### after
-POST /a2a/jsonrpc HTTP/1.1
-Content-Type: application/json
-A2A-Version: 1.0
-
-{
-  "jsonrpc": "2.0",
-  "id": 1,
-  "method": "GetTask",
-  "params": {
-    "id": "t-1"
-  }
-}
-
-HTTP/1.1 204
+"""
+        + DEFAULT_REQUEST_TEXT
+        + """HTTP/1.1 204
 """,
     ),
     Case(
@@ -327,20 +300,9 @@ bye
 
 
 ### b
-POST /a2a/jsonrpc HTTP/1.1
-Content-Type: application/json
-A2A-Version: 1.0
-
-{
-  "jsonrpc": "2.0",
-  "id": 1,
-  "method": "GetTask",
-  "params": {
-    "id": "t-1"
-  }
-}
-
-HTTP/1.1 200 OK
+"""
+        + DEFAULT_REQUEST_TEXT
+        + """HTTP/1.1 200 OK
 Content-Type: text/plain
 
 end
@@ -366,20 +328,9 @@ end
 
 ### binary
 # @truncated
-POST /a2a/jsonrpc HTTP/1.1
-Content-Type: application/json
-A2A-Version: 1.0
-
-{
-  "jsonrpc": "2.0",
-  "id": 1,
-  "method": "GetTask",
-  "params": {
-    "id": "t-1"
-  }
-}
-
-HTTP/1.1 200 OK
+"""
+        + DEFAULT_REQUEST_TEXT
+        + """HTTP/1.1 200 OK
 Content-Type: application/octet-stream
 
 # recorder-body: base64
@@ -399,20 +350,9 @@ Content-Type: application/octet-stream
 # recorder-format: 1
 
 ### raw stream
-POST /a2a/jsonrpc HTTP/1.1
-Content-Type: application/json
-A2A-Version: 1.0
-
-{
-  "jsonrpc": "2.0",
-  "id": 1,
-  "method": "GetTask",
-  "params": {
-    "id": "t-1"
-  }
-}
-
-HTTP/1.1 200 OK
+"""
+        + DEFAULT_REQUEST_TEXT
+        + """HTTP/1.1 200 OK
 Content-Type: text/event-stream
 
 # recorder-body: escaped
@@ -470,20 +410,9 @@ content-type: application/a2a+json
 # recorder-format: 1
 
 ### GetTask
-POST /a2a/jsonrpc HTTP/1.1
-Content-Type: application/json
-A2A-Version: 1.0
-
-{
-  "jsonrpc": "2.0",
-  "id": 1,
-  "method": "GetTask",
-  "params": {
-    "id": "t-1"
-  }
-}
-
-HTTP/1.1 200 OK
+"""
+        + DEFAULT_REQUEST_TEXT
+        + """HTTP/1.1 200 OK
 Content-Type: application/json
 
 {
