@@ -105,6 +105,11 @@ _INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029]")
 _Keys = tuple[str | int, ...]
 
 
+def _disagree(pairs: dict[str, str], known: dict[str, str]) -> bool:
+    """Whether `pairs` maps a value `known` already maps to something else."""
+    return any(known[key] != pairs[key] for key in pairs.keys() & known.keys())
+
+
 def _map_json_strings(text: str, mapper: Callable[[str], str]) -> str:
     """JSON text with each string literal passed through `mapper`; everything else kept."""
 
@@ -976,18 +981,13 @@ class ReplayState:
                 # rule 3: one to one, within this reply and with what earlier replies taught
                 if len(forward) != len(backward) or len(forward) + len(literal) != len(distinct):
                     return False
-                for golden in forward.keys() & golden_to_live.keys():
-                    if golden_to_live[golden] != forward[golden]:
-                        return False
-                for live in backward.keys() & live_to_golden.keys():
-                    if live_to_golden[live] != backward[live]:
-                        return False
-                for golden in forward.keys() & strict_forward.keys():
-                    if strict_forward[golden] != forward[golden]:
-                        return False
-                for live in backward.keys() & strict_backward.keys():
-                    if strict_backward[live] != backward[live]:
-                        return False
+                if (
+                    _disagree(forward, golden_to_live)
+                    or _disagree(backward, live_to_golden)
+                    or _disagree(forward, strict_forward)
+                    or _disagree(backward, strict_backward)
+                ):
+                    return False
                 strict_forward.update(forward)
                 strict_backward.update(backward)
                 if from_field:
