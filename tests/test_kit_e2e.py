@@ -75,12 +75,6 @@ SLOW_DIFF = "please review slowly\n" + DIFF
 
 
 @pytest.fixture(scope="module")
-def kit() -> Iterator[KitServer]:
-    with start_kit() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def http(kit: KitServer) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=kit.url, timeout=20) as client:
         yield client

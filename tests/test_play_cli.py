@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,15 +12,9 @@ from click.testing import CliRunner, Result
 from test_player import closed_port, edit, record_goldens
 
 from recorder.cli import main
-from recorder.kit import KitServer, start_kit
+from recorder.kit import KitServer
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def kit() -> Iterator[KitServer]:
-    with start_kit() as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

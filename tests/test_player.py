@@ -215,12 +215,6 @@ def goldens(golden_dir: Path, tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
-def kit() -> Iterator[KitServer]:
-    with start_kit() as server:
-        yield server
-
-
 @contextlib.contextmanager
 def closed_port() -> Iterator[int]:
     """A loopback port that refuses connections: bound (so no one else takes it), not listening."""

@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from test_player import closed_port, edit, record_goldens
 
-from recorder.kit import KitServer, start_kit
+from recorder.kit import KitServer
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def kit() -> Iterator[KitServer]:
-    with start_kit() as server:
-        yield server
 
 
 @pytest.fixture(scope="module")
