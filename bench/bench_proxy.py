@@ -5,10 +5,12 @@
 
 Starts, each in its own process on a free 127.0.0.1 port: a fake A2A JSON-RPC upstream (a raw
 ASGI app: ~1 KB JSON replies, and SSE streams of 5 frames 20 ms apart), and the recorder
-(`recorder.proxy`, recording into a temporary folder) three times: "per-connection" (the
-default: a free list of httpcore connections, under uvicorn with httptools and uvloop),
-"shared" (one httpx transport's pool for every request), and "h11-asyncio" (the default pool
-under uvicorn's pure-Python parser and loop, the fallback when httptools/uvloop are missing).
+(`recorder.proxy`, recording into a temporary folder) once per variant (`--variants`):
+"per-connection" (the default: a free list of keep-alive connections whose replies httptools
+parses, under uvicorn with httptools and uvloop), "shared" (one httpx transport's pool for
+every request), "h11-asyncio" (the default pool under uvicorn's pure-Python parser and loop,
+the fallback when httptools/uvloop are missing), and, for information, "forward-only" (the
+default with recording switched off: what the recording itself costs is the difference).
 Then, with the targets interleaved so that drift hits all alike:
 
   lat   sequential small JSON-RPC calls: p50 / p99, and the p50 added over direct
@@ -29,6 +31,7 @@ import asyncio
 import json
 import math
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -113,12 +116,17 @@ def serve_upstream(port: int) -> None:
 
 
 def serve_recorder(port: int, upstream: str, out: str, variant: str) -> None:
-    """`variant`: the upstream pool ("per-connection", "shared"), or "h11-asyncio" (the
-    per-connection pool under uvicorn's pure-Python parser and loop)."""
+    """`variant`: the upstream pool ("per-connection", "shared"), "h11-asyncio" (the
+    per-connection pool under uvicorn's pure-Python parser and loop), or "forward-only" (for
+    information: the default proxy with its recording switched off, no model, no file)."""
     from recorder.proxy import create_proxy_app, serve
 
-    pool = "per-connection" if variant == "h11-asyncio" else variant
+    pool = "shared" if variant == "shared" else "per-connection"
     proxy = create_proxy_app(upstream, out=Path(out), pool=pool)  # type: ignore[arg-type]
+    if variant == "forward-only":
+        proxy._prepare_request = lambda call: None  # type: ignore[method-assign]
+        proxy._exchange = lambda call, *a, **k: None  # type: ignore[method-assign]
+        proxy._write = lambda call, exchange: None  # type: ignore[method-assign]
     stack = ("h11", "asyncio") if variant == "h11-asyncio" else None
     serve(proxy, host="127.0.0.1", port=port, announce=lambda _: None, stack=stack)
 
@@ -216,6 +224,11 @@ async def load_phase(url: str, conc: int, seconds: float) -> tuple[int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--variants",
+        default="per-connection,shared,h11-asyncio",
+        help="comma-separated: per-connection, shared, h11-asyncio, forward-only",
+    )
     parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-recorder", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -238,7 +251,7 @@ def main() -> None:
         upstream = f"http://127.0.0.1:{up_port}"
         targets: dict[str, str] = {"direct": upstream}
         pids: dict[str, int] = {}
-        for variant in ("per-connection", "shared", "h11-asyncio"):
+        for variant in args.variants.split(","):
             port = free_port()
             folder = tempfile.mkdtemp(prefix=f"bench-proxy-{variant}-")
             command = [sys.executable, str(HERE), "--serve-recorder", str(port), upstream]
@@ -305,6 +318,7 @@ def main() -> None:
     direct = results["direct"]
     for name, folder in folders.items():
         files = len(list(Path(folder).glob("*.http")))
+        shutil.rmtree(folder, ignore_errors=True)
         results[name]["recorded_files"] = files
         results[name]["answered_requests"] = answered[name]
         results[name]["added_p50_ms"] = round(results[name]["lat_p50_ms"] - direct["lat_p50_ms"], 3)

@@ -147,12 +147,21 @@ def _body_lines(body: bytes, *, raw_stream: bool) -> list[str]:
 
 
 def _verbatim_safe(text: str, lines: list[str]) -> bool:
-    if lines[0].startswith(BODY_MARKER) or _AMBIGUOUS_LINE.search(text):
+    if lines[0].startswith(BODY_MARKER) or _has_ambiguous_line(text):
         return False
     if text.isascii():
         # C-speed scan: delete every safe byte; anything left is a control character
         return not text.encode("ascii").translate(None, _SAFE_ASCII)
     return _UNSAFE_CHARS.search(text) is None
+
+
+def _has_ambiguous_line(text: str) -> bool:
+    """Whether a line of `text` starts with "###" or a status line's "HTTP/<digit>". The `in`
+    tests are memory searches; `_AMBIGUOUS_LINE` (a MULTILINE `^`) tries every position of
+    the text (about 5 ms per MiB), so it runs only when "HTTP/" is there at all."""
+    if text.startswith("###") or "\n###" in text:
+        return True
+    return "HTTP/" in text and _AMBIGUOUS_LINE.search(text) is not None
 
 
 # --------------------------------------------------------------------------- reading
@@ -476,16 +485,20 @@ def dump(transcript: Transcript, path: str | os.PathLike[str]) -> None:
     write_text_atomic(Path(path), dumps(transcript))
 
 
-def write_text_atomic(path: Path, text: str | bytes, *, fsync: bool = True) -> None:
+def write_text_atomic(
+    path: Path, text: str | bytes, *, fsync: bool = True, keep_mode: bool = True
+) -> None:
     """Write `text` (or UTF-8 bytes) to `path` so that readers see the old file or the new one,
     never half: a temporary file in the same folder, then a rename over `path`.
 
     The rename alone is what readers rely on. `fsync=True` also flushes the data to the disk
     before the rename, so that the new file survives a power loss or a kernel crash (not
     needed against a crash of this process); it costs a disk flush, 0.2 ms to several ms.
+    `keep_mode=False` skips looking up the mode of a file at `path` (the caller knows there
+    is none): the new file gets 0666 less the umask.
     """
     data = text.encode("utf-8") if isinstance(text, str) else text
-    tmp, fd = _create_temporary(path)
+    tmp, fd = _create_temporary(path, keep_mode=keep_mode)
     try:
         try:
             view = memoryview(data)
@@ -505,15 +518,15 @@ def write_text_atomic(path: Path, text: str | bytes, *, fsync: bool = True) -> N
 _temporary_names = itertools.count()
 
 
-def _create_temporary(path: Path) -> tuple[str, int]:
+def _create_temporary(path: Path, *, keep_mode: bool = True) -> tuple[str, int]:
     """A new file `.NAME.PID.N.tmp` beside `path`, opened for writing (cheaper than mkstemp's
     random names). Its mode is the one `path` has, or, for a new file, 0666 less the umask
     (what any new file gets): the rename hands the temporary file's mode to `path`."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    try:
-        mode: int | None = os.stat(path).st_mode & 0o7777
-    except OSError:
-        mode = None
+    mode: int | None = None
+    if keep_mode:
+        with contextlib.suppress(OSError):
+            mode = os.stat(path).st_mode & 0o7777
     folder, name = os.path.split(os.fspath(path))
     for _ in range(100):
         tmp = os.path.join(folder, f".{name}.{os.getpid()}.{next(_temporary_names)}.tmp")

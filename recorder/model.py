@@ -212,12 +212,31 @@ def _canonical_json(body: bytes) -> tuple[bytes, Any]:
     pretty = pretty_json(value).encode()
     if pretty == body:
         return body, value  # already canonical (no key repeats either: pretty has each once)
+    if _same_as_encoded(value, body):
+        return pretty, value  # no key repeats (see `_same_as_encoded`)
     try:
         json.loads(body, object_pairs_hook=_reject_duplicate_keys)
     except _DuplicateKeyError:
         # json.loads kept only the last of a repeated key: reformatting would lose the others
         return body, value
     return pretty, value
+
+
+# the layouts agents send: compact (Starlette's JSONResponse), and json.dumps's default
+_COMPACT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_SPACED_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
+def _same_as_encoded(value: Any, body: bytes) -> bool:
+    """Whether `body` is exactly what the C encoder writes for `value` in the layout `body`
+    seems to have: then it repeats no key (each repeat would be text the encoding lacks),
+    and the second parse that looks for repeats is not needed (the encoder is ~5x faster)."""
+    head = body[:256]
+    encoder = _SPACED_ENCODER if b'": ' in head or b", " in head else _COMPACT_ENCODER
+    try:
+        return encoder.encode(value).encode() == body
+    except (ValueError, RecursionError):
+        return False
 
 
 def _set_json_body(message: _Message, body: bytes) -> None:
@@ -249,7 +268,7 @@ class Headers(Sequence[tuple[str, str]]):
                 if name.startswith("#"):
                     # a .http line starting with "#" is a comment, "###" a new exchange
                     raise ValueError(f"a header name may not start with '#': {name!r}")
-                if any(ch in value for ch in "\r\n\0"):
+                if "\r" in value or "\n" in value or "\0" in value:
                     raise ValueError(f"header {name} has a line break or NUL in its value")
                 checked.append((name, value))
             pairs = tuple(checked)

@@ -1,6 +1,6 @@
 """The recording reverse proxy: an ASGI app that forwards to one upstream agent and records.
 
-    client ──▶ proxy (this app, under uvicorn) ──httpcore──▶ upstream agent
+    client ──▶ proxy (this app, under uvicorn) ──recorder.upstream──▶ upstream agent
                  │
                  └─▶ TranscriptStore: NN-slug.http, one file per scenario
 
@@ -39,9 +39,10 @@ Failures are never silent:
   client's connection is closed without the final chunk).
 
 Speed (bench/bench_proxy.py measures it): uvicorn runs with httptools and uvloop when they are
-installed. Upstream connections are httpcore HTTP/1.1 connections kept on a free list, one
-request at a time each (`_DirectUpstream`; no pool lock, no httpx objects per request); an
-injected httpx transport (tests) or `pool="shared"` goes through httpx (`_HttpxUpstream`).
+installed. Upstream connections are kept on a free list, one request at a time each, their
+replies parsed by httptools (`recorder.upstream.Http11Upstream`: no pool lock, no httpx
+objects per request); an injected httpx transport (tests) or `pool="shared"` goes through
+httpx (`HttpxUpstream`).
 The recorded request is built while the upstream answers; the reply's recording (model, text,
 atomic write) is what a buffered reply waits for. Writes are not fsynced unless `fsync=True`
 (`recorder record --fsync`): the rename already makes them atomic for readers and for a crash
@@ -55,7 +56,6 @@ a request goes to; `Recorder-Title: <text>` adds a description to the exchange's
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import hashlib
 import importlib.util
@@ -63,11 +63,8 @@ import json
 import logging
 import re
 import socket
-import ssl
 import urllib.parse
 from collections.abc import (
-    AsyncIterable,
-    AsyncIterator,
     Awaitable,
     Callable,
     Iterable,
@@ -76,9 +73,8 @@ from collections.abc import (
 )
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
-import httpcore
 import httpx
 
 from recorder.cardrewrite import Origin, rewrite_card_body
@@ -99,6 +95,7 @@ from recorder.store import (
     operation_name,
     slugify,
 )
+from recorder.upstream import Http11Upstream, HttpxUpstream, UpstreamReply
 
 __all__ = ["CONTROL_PATH", "RecordingProxy", "create_proxy_app"]
 
@@ -140,452 +137,9 @@ DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=60.0)
 # --------------------------------------------------------------------------- the upstream
 
 
-class _UpstreamReply:
-    """The upstream's answer as the proxy uses it: status, reason, raw header pairs, and the
-    body as it arrives (`aiter_raw`; failures raised as httpx exceptions). `aclose` ends it
-    and gives the connection back for reuse when it is clean."""
-
-    __slots__ = ("_chunks", "_close", "raw_headers", "reason_phrase", "status_code")
-
-    def __init__(
-        self,
-        status_code: int,
-        reason_phrase: str,
-        raw_headers: list[tuple[bytes, bytes]],
-        chunks: AsyncIterator[bytes],
-        close: Callable[[], Awaitable[None]],
-    ) -> None:
-        self.status_code = status_code
-        self.reason_phrase = reason_phrase
-        self.raw_headers = raw_headers
-        self._chunks = chunks
-        self._close = close
-
-    def aiter_raw(self) -> AsyncIterator[bytes]:
-        return self._chunks
-
-    async def aclose(self) -> None:
-        await self._close()
-
-
-class _HttpxUpstream:
-    """Through one httpx transport, used directly (no AsyncClient: a client would keep the
-    upstream's cookies and add them to other clients' requests, and its auth/redirect/cookie
-    layers cost CPU on every request). For an injected transport (e.g. httpx.ASGITransport in
-    tests), and for the "shared" pool: one httpcore pool holding every connection, which walks
-    them under a lock for every request (bench/bench_proxy.py compares it with the free list).
-    """
-
-    def __init__(
-        self,
-        origin: httpx.URL,
-        timeout: httpx.Timeout,
-        transport: httpx.AsyncBaseTransport | None,
-    ) -> None:
-        self._origin = origin
-        self._owned = transport is None
-        self._transport = transport or httpx.AsyncHTTPTransport(
-            verify=_tls_context(origin.scheme) or False,
-            trust_env=False,
-            limits=httpx.Limits(max_connections=1024, max_keepalive_connections=1024),
-        )
-        self._extensions = {"timeout": timeout.as_dict()}
-
-    async def send(
-        self, method: str, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
-    ) -> _UpstreamReply:
-        request = httpx.Request(
-            method,
-            httpx.URL(
-                scheme=self._origin.scheme,
-                host=self._origin.host,
-                port=self._origin.port,
-                raw_path=target,
-            ),
-            headers=headers,
-            content=body,
-            extensions=self._extensions,
-        )
-        response = await self._transport.handle_async_request(request)
-        response.request = request
-        return _UpstreamReply(
-            response.status_code,
-            response.reason_phrase,
-            response.headers.raw,
-            response.aiter_raw(),
-            response.aclose,
-        )
-
-    async def aclose(self) -> None:
-        if self._owned:
-            await self._transport.aclose()
-
-
-class _DirectUpstream:
-    """A free list of httpcore HTTP/1.1 connections, each serving one request at a time.
-
-    A request takes an idle connection (or opens one) and gives it back when its reply is
-    done and the connection is clean (httpcore's own `is_idle`/`has_expired`). This skips
-    what an httpx transport costs on every request: httpx URL/Headers/Request/Response
-    objects, and the httpcore pool's lock and per-request walk over its connections. Plain
-    HTTP runs on asyncio protocols directly (`_AsyncioBackend`); https on httpcore's anyio
-    backend. `send` adds Host (first, as httpx does) and Content-Length.
-    """
-
-    def __init__(self, origin: httpx.URL, timeout: httpx.Timeout, max_idle: int = 256) -> None:
-        scheme = origin.scheme
-        self._origin = httpcore.Origin(
-            origin.raw_scheme, origin.raw_host, origin.port or (443 if scheme == "https" else 80)
-        )
-        self._host_header = (b"Host", origin.netloc)
-        self._tls = _tls_context(scheme)
-        self._backend: httpcore.AsyncNetworkBackend = (
-            httpcore.AnyIOBackend() if self._tls is not None else _AsyncioBackend()
-        )
-        self._connect_timeout = timeout.connect
-        self._extensions: dict[str, Any] = {"timeout": timeout.as_dict()}
-        self._max_idle = max_idle
-        self._idle: list[httpcore.AsyncHTTP11Connection] = []
-
-    async def _connection(self) -> httpcore.AsyncHTTP11Connection:
-        while self._idle:
-            connection = self._idle.pop()
-            if connection.is_idle() and not connection.has_expired():
-                return connection
-            await connection.aclose()  # the upstream closed it while it was idle
-        host = self._origin.host.decode("ascii")
-        try:
-            stream = await self._backend.connect_tcp(
-                host, self._origin.port, timeout=self._connect_timeout
-            )
-            if self._tls is not None:
-                stream = await stream.start_tls(
-                    self._tls, server_hostname=host, timeout=self._connect_timeout
-                )
-        except Exception as exc:
-            raise _as_httpx_error(exc) from exc
-        connection = httpcore.AsyncHTTP11Connection(self._origin, stream)
-        if hasattr(connection, "_state_lock"):
-            # httpcore guards the connection's state with an anyio Lock, and every acquire of
-            # one yields to the event loop (two extra loop turns per request, ~6% of the
-            # proxy's CPU). A free-list connection serves one request at a time, so the lock
-            # is never contended; asyncio's Lock is as correct and does not yield when free.
-            connection._state_lock = asyncio.Lock()  # type: ignore[assignment]
-        return connection
-
-    async def send(
-        self, method: str, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
-    ) -> _UpstreamReply:
-        connection = await self._connection()
-        sent = [self._host_header, *headers]
-        if body or method in ("POST", "PUT", "PATCH"):
-            sent.append((b"Content-Length", str(len(body)).encode("ascii")))
-        request = httpcore.Request(
-            method.encode("ascii"),
-            httpcore.URL(
-                scheme=self._origin.scheme,
-                host=self._origin.host,
-                port=self._origin.port,
-                target=target,
-            ),
-            headers=sent,
-            content=body,
-            extensions=self._extensions,
-        )
-        try:
-            response = await connection.handle_async_request(request)
-        except BaseException as exc:
-            await connection.aclose()
-            if isinstance(exc, Exception):
-                raise _as_httpx_error(exc) from exc
-            raise
-
-        async def close() -> None:
-            try:
-                await response.aclose()
-            finally:
-                if (
-                    connection.is_idle()
-                    and not connection.has_expired()
-                    and len(self._idle) < self._max_idle
-                ):
-                    self._idle.append(connection)
-                else:
-                    await connection.aclose()
-
-        reason: bytes = response.extensions.get("reason_phrase", b"")
-        stream = cast(AsyncIterable[bytes], response.stream)
-        return _UpstreamReply(
-            response.status,
-            reason.decode("ascii", errors="ignore"),
-            response.headers,
-            _HttpxErrors(aiter(stream)),
-            close,
-        )
-
-    async def aclose(self) -> None:
-        idle, self._idle = self._idle, []
-        for connection in idle:
-            await connection.aclose()
-
-
-_HTTPX_ERRORS: dict[type[Exception], type[httpx.HTTPError]] = {
-    httpcore.ConnectTimeout: httpx.ConnectTimeout,
-    httpcore.ReadTimeout: httpx.ReadTimeout,
-    httpcore.WriteTimeout: httpx.WriteTimeout,
-    httpcore.PoolTimeout: httpx.PoolTimeout,
-    httpcore.TimeoutException: httpx.TimeoutException,
-    httpcore.ConnectError: httpx.ConnectError,
-    httpcore.ReadError: httpx.ReadError,
-    httpcore.WriteError: httpx.WriteError,
-    httpcore.NetworkError: httpx.NetworkError,
-    httpcore.RemoteProtocolError: httpx.RemoteProtocolError,
-    httpcore.LocalProtocolError: httpx.LocalProtocolError,
-    httpcore.ProtocolError: httpx.ProtocolError,
-    httpcore.UnsupportedProtocol: httpx.UnsupportedProtocol,
-    TimeoutError: httpx.ConnectTimeout,  # only raised while connecting
-    OSError: httpx.ConnectError,  # only raised while connecting
-}
-
-
-def _as_httpx_error(exc: Exception) -> Exception:
-    """The httpx exception for an httpcore one (as httpx's own transport maps them)."""
-    if isinstance(exc, httpx.HTTPError):
-        return exc
-    for kind in type(exc).__mro__:
-        mapped = _HTTPX_ERRORS.get(kind)
-        if mapped is not None:
-            return mapped(str(exc) or type(exc).__name__)
-    return exc
-
-
-class _HttpxErrors:
-    """An async iterator of body chunks that raises httpx exceptions for httpcore ones."""
-
-    __slots__ = ("_chunks",)
-
-    def __init__(self, chunks: AsyncIterator[bytes]) -> None:
-        self._chunks = chunks
-
-    def __aiter__(self) -> _HttpxErrors:
-        return self
-
-    async def __anext__(self) -> bytes:
-        try:
-            return await anext(self._chunks)
-        except StopAsyncIteration:
-            raise
-        except Exception as exc:
-            raise _as_httpx_error(exc) from exc
-
-
-_TLS_CONTEXT: ssl.SSLContext | None = None
-
-
-def _tls_context(scheme: str) -> ssl.SSLContext | None:
-    """One TLS context for all https connections (building one loads the CA bundle: ~17 ms
-    of CPU); None for plain HTTP."""
-    global _TLS_CONTEXT
-    if scheme != "https":
-        return None
-    if _TLS_CONTEXT is None:
-        _TLS_CONTEXT = ssl.create_default_context()
-    return _TLS_CONTEXT
-
-
-class _StreamProtocol(asyncio.Protocol):
-    """The receiving side of one upstream connection: chunks as they arrive, EOF, errors,
-    and flow control both ways (reading pauses while more than HIGH_WATER is unread)."""
-
-    HIGH_WATER = 1024 * 1024
-
-    def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.chunks: collections.deque[bytes] = collections.deque()
-        self.buffered = 0
-        self.eof = False
-        self.error: Exception | None = None
-        self.reading_paused = False
-        self.writing_paused = False
-        self.waiter: asyncio.Future[None] | None = None  # a read waiting for data
-        self.drain_waiter: asyncio.Future[None] | None = None  # a write waiting for room
-        self.lost: asyncio.Future[None] | None = None  # done when the connection is gone
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)
-        self.lost = asyncio.get_running_loop().create_future()
-
-    def data_received(self, data: bytes) -> None:
-        self.chunks.append(data)
-        self.buffered += len(data)
-        if self.buffered > self.HIGH_WATER and not self.reading_paused:
-            self.reading_paused = True
-            if self.transport is not None:
-                self.transport.pause_reading()
-        self._wake_reader()
-
-    def eof_received(self) -> bool:
-        self.eof = True
-        self._wake_reader()
-        return False  # close our side too
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.eof = True
-        self.error = exc
-        self._wake_reader()
-        self.resume_writing()
-        _settle(self.lost)
-
-    def pause_writing(self) -> None:
-        self.writing_paused = True
-
-    def resume_writing(self) -> None:
-        self.writing_paused = False
-        _settle(self.drain_waiter)
-
-    def _wake_reader(self) -> None:
-        _settle(self.waiter)
-
-    def take(self, max_bytes: int) -> bytes:
-        chunk = self.chunks.popleft()
-        if len(chunk) > max_bytes:
-            self.chunks.appendleft(chunk[max_bytes:])
-            chunk = chunk[:max_bytes]
-        self.buffered -= len(chunk)
-        if self.reading_paused and self.buffered <= self.HIGH_WATER // 4:
-            self.reading_paused = False
-            if self.transport is not None:
-                self.transport.resume_reading()
-        return chunk
-
-
 def _settle(future: asyncio.Future[None] | None) -> None:
     if future is not None and not future.done():
         future.set_result(None)
-
-
-def _expire(future: asyncio.Future[None], error: type[Exception]) -> None:
-    if not future.done():
-        future.set_exception(error("timed out"))
-
-
-async def _wait(
-    future: asyncio.Future[None], timeout: float | None, error: type[Exception]
-) -> None:
-    """Wait for `future`; raise `error` when `timeout` seconds pass first."""
-    if timeout is None:
-        await future
-        return
-    timer = asyncio.get_running_loop().call_later(timeout, _expire, future, error)
-    try:
-        await future
-    finally:
-        timer.cancel()
-
-
-class _AsyncioStream(httpcore.AsyncNetworkStream):
-    """httpcore's network stream on an asyncio transport, without anyio's per-call cancel
-    scopes and checkpoints. Writes are held until the next read (or 64 KiB): httpcore writes
-    a request's head and body separately, and one send carries both."""
-
-    FLUSH_AT = 64 * 1024
-
-    def __init__(self, transport: asyncio.Transport, protocol: _StreamProtocol) -> None:
-        self._transport = transport
-        self._protocol = protocol
-        self._pending: list[bytes] = []
-        self._pending_size = 0
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        protocol = self._protocol
-        if self._pending:
-            await self._flush(timeout, httpcore.ReadTimeout)
-        if not protocol.chunks and not protocol.eof:
-            waiter = protocol.waiter = asyncio.get_running_loop().create_future()
-            try:
-                await _wait(waiter, timeout, httpcore.ReadTimeout)
-            finally:
-                protocol.waiter = None
-        if protocol.chunks:
-            return protocol.take(max_bytes)
-        if protocol.error is not None:
-            raise httpcore.ReadError(str(protocol.error) or type(protocol.error).__name__)
-        return b""
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if not buffer:
-            return
-        if self._protocol.eof or self._transport.is_closing():
-            raise httpcore.WriteError("the upstream closed the connection")
-        self._pending.append(buffer)
-        self._pending_size += len(buffer)
-        if self._pending_size >= self.FLUSH_AT:
-            await self._flush(timeout, httpcore.WriteTimeout)
-
-    async def _flush(self, timeout: float | None, error: type[Exception]) -> None:
-        pending, self._pending, self._pending_size = self._pending, [], 0
-        if self._transport.is_closing():
-            return  # the read that follows sees the end of the connection
-        self._transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
-        protocol = self._protocol
-        if protocol.writing_paused and not protocol.eof:
-            waiter = protocol.drain_waiter = asyncio.get_running_loop().create_future()
-            try:
-                await _wait(waiter, timeout, error)
-            finally:
-                protocol.drain_waiter = None
-
-    async def aclose(self) -> None:
-        self._pending = []
-        self._transport.close()
-        lost = self._protocol.lost
-        if lost is not None and not lost.done():
-            # the socket is closed a loop iteration later: wait, so that a proxy that stops
-            # right after this does not leave the upstream with a half-open connection
-            with contextlib.suppress(TimeoutError):
-                await _wait(lost, 1.0, TimeoutError)
-
-    def get_extra_info(self, info: str) -> Any:
-        if info == "is_readable":  # httpcore: an idle connection that is readable was closed
-            return bool(self._protocol.chunks) or self._protocol.eof
-        if info == "socket":
-            return self._transport.get_extra_info("socket")
-        if info == "client_addr":
-            return self._transport.get_extra_info("sockname")
-        if info == "server_addr":
-            return self._transport.get_extra_info("peername")
-        return None
-
-
-class _AsyncioBackend(httpcore.AsyncNetworkBackend):
-    """Plain TCP connections as `_AsyncioStream`s (asyncio sets TCP_NODELAY on them)."""
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        loop = asyncio.get_running_loop()
-        local = (local_address, 0) if local_address else None
-        try:
-            async with asyncio.timeout(timeout):
-                transport, protocol = await loop.create_connection(
-                    _StreamProtocol, host, port, local_addr=local
-                )
-        except TimeoutError as exc:
-            raise httpcore.ConnectTimeout(f"connecting to {host}:{port} timed out") from exc
-        except OSError as exc:
-            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
-        sock = transport.get_extra_info("socket")
-        for option in socket_options or ():
-            sock.setsockopt(*option)
-        return _AsyncioStream(transport, protocol)
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
 
 
 @dataclass
@@ -658,10 +212,10 @@ class RecordingProxy:
             fields=secret_names(secret_fields, fold=False),
         )
         self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
-        self._upstream: _HttpxUpstream | _DirectUpstream = (
-            _DirectUpstream(parts, self._timeout)
+        self._upstream: HttpxUpstream | Http11Upstream = (
+            Http11Upstream(parts, self._timeout)
             if transport is None and pool == "per-connection"
-            else _HttpxUpstream(parts, self._timeout, transport)
+            else HttpxUpstream(parts, self._timeout, transport)
         )
         self._buffer_limit = buffer_limit
         self._max_body = max_body
@@ -850,7 +404,7 @@ class RecordingProxy:
             await upstream.aclose()
 
     async def _reply(
-        self, call: _Call, upstream: _UpstreamReply, receive: Receive, send: Send
+        self, call: _Call, upstream: UpstreamReply, receive: Receive, send: Send
     ) -> None:
         """Relay and record the upstream's reply."""
         raw_headers = upstream.raw_headers
@@ -942,7 +496,7 @@ class RecordingProxy:
     async def _relay_stream(
         self,
         call: _Call,
-        upstream: _UpstreamReply,
+        upstream: UpstreamReply,
         kept: list[tuple[bytes, bytes]],
         receive: Receive,
         send: Send,
@@ -1063,7 +617,7 @@ class RecordingProxy:
     def _record_partial(
         self,
         call: _Call,
-        upstream: _UpstreamReply,
+        upstream: UpstreamReply,
         kept: list[tuple[bytes, bytes]],
         decoder: SseDecoder | None,
         chunks: list[bytes],
@@ -1084,7 +638,7 @@ class RecordingProxy:
     def _exchange(
         self,
         call: _Call,
-        upstream: _UpstreamReply,
+        upstream: UpstreamReply,
         kept: list[tuple[bytes, bytes]],
         *,
         body: bytes,

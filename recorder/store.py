@@ -341,7 +341,8 @@ class TranscriptStore:
                         # scrubbing replaced text inside values: make sure the file still parses
                         loads(scrubbed, source=record.path)
                         text = scrubbed
-                write_text_atomic(record.path, text, fsync=self._fsync)
+                # a file this store has not written yet has a new number: nothing to keep
+                write_text_atomic(record.path, text, fsync=self._fsync, keep_mode=record.on_disk)
             except BaseException:
                 record.entries.remove(entry)
                 raise

@@ -93,3 +93,32 @@ def test_a_json_body_is_parsed_once_and_the_value_kept() -> None:
     duplicate = make_response(body=b'{"a": 1, "a": 2}')
     assert (duplicate.body, duplicate.json) == (b'{"a": 1, "a": 2}', {"a": 2})
     assert "json" not in make_response(body=b"not json").__dict__
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"a":1,"b":[true,null],"c":{"d":"\xc3\xa9"}}',  # compact (Starlette)
+        b'{"a": 1, "b": [true, null], "c": {"d": "\xc3\xa9"}}',  # json.dumps's default
+        b'{"a": 1, "b": [true, null], "c": {"d": "\\u00e9"}}',  # ASCII-escaped
+        b'{ "a" : 1 ,\n"b":[ true,null ], "c":{"d":"\xc3\xa9"}}',  # any other layout
+    ],
+)
+def test_a_json_body_in_any_layout_is_held_pretty_printed(body: bytes) -> None:
+    pretty = '{\n  "a": 1,\n  "b": [\n    true,\n    null\n  ],\n  "c": {\n    "d": "é"\n  }\n}'
+    assert make_response(body=body).body == pretty.encode()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"a":1,"a":2}',
+        b'{"a": 1, "a": 2}',
+        b'{"x":{"a":1,"b":2,"a":1}}',
+        b'{"x": [{"k": "v", "k": "v"}]}',
+        b'{"a":1,\n "a":2}',
+    ],
+)
+def test_a_json_body_with_a_repeated_key_is_kept_as_it_came(body: bytes) -> None:
+    # re-encoding would write each key once and lose the other values
+    assert make_response(body=body).body == body

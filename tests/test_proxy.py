@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpcore
 import httpx
 import pytest
 from starlette.applications import Starlette
@@ -19,7 +18,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from recorder import load
-from recorder.proxy import CONTROL_PATH, RecordingProxy, _DirectUpstream, create_proxy_app
+from recorder.proxy import CONTROL_PATH, RecordingProxy, create_proxy_app
 from recorder.servers import bind_socket
 
 UPSTREAM = "http://localhost:41242"
@@ -384,24 +383,6 @@ async def test_replies_without_a_body_keep_their_framing(tmp_path: Path) -> None
     assert head.status_code == 200 and head.headers["content-length"] == "42"
     assert empty.status_code == 204 and "content-length" not in empty.headers
     assert len(list(tmp_path.glob("*.http"))) == 2
-
-
-async def test_upstream_connection_lock_swap_still_applies() -> None:
-    """`_DirectUpstream` replaces httpcore's private `_state_lock` (an anyio Lock that yields
-    on every acquire) with an asyncio Lock. If httpcore renames or drops the attribute the
-    swap would silently stop (the proxy gets slower, nothing else): this test fails instead."""
-    sock = bind_socket()
-    try:
-        port = sock.getsockname()[1]
-        upstream = _DirectUpstream(httpx.URL(f"http://127.0.0.1:{port}"), httpx.Timeout(5.0))
-        connection = await upstream._connection()
-        try:
-            assert isinstance(connection, httpcore.AsyncHTTP11Connection)
-            assert isinstance(connection._state_lock, asyncio.Lock)
-        finally:
-            await connection.aclose()
-    finally:
-        sock.close()
 
 
 async def test_logs_name_the_request_without_its_secret_query_values(

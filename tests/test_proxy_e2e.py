@@ -662,7 +662,7 @@ def test_upstream_that_breaks_off_a_body_gives_502_and_a_fresh_connection_next(
 
 def test_large_streamed_body_passes_whole(tmp_path: Path) -> None:
     # more than the proxy's upstream connection buffers before it pauses reading, in chunks
-    # larger than httpcore reads at once
+    # larger than one socket read
     size = 5 * 1024 * 1024 + 123
     expected = (bytes(range(256)) * 256 * 81)[:size]
     with (
