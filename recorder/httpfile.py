@@ -486,7 +486,12 @@ def dump(transcript: Transcript, path: str | os.PathLike[str]) -> None:
 
 
 def write_text_atomic(
-    path: Path, text: str | bytes, *, fsync: bool = True, keep_mode: bool = True
+    path: Path,
+    text: str | bytes,
+    *,
+    fsync: bool = True,
+    keep_mode: bool = True,
+    temporary: tuple[str, int] | None = None,
 ) -> None:
     """Write `text` (or UTF-8 bytes) to `path` so that readers see the old file or the new one,
     never half: a temporary file in the same folder, then a rename over `path`.
@@ -495,12 +500,20 @@ def write_text_atomic(
     before the rename, so that the new file survives a power loss or a kernel crash (not
     needed against a crash of this process); it costs a disk flush, 0.2 ms to several ms.
     `keep_mode=False` skips looking up the mode of a file at `path` (the caller knows there
-    is none): the new file gets 0666 less the umask.
+    is none): the new file gets 0666 less the umask. `temporary`: a file made beforehand by
+    `open_temporary` in the same folder, used (and closed, and removed on failure) instead of
+    a new one.
     """
     data = text.encode("utf-8") if isinstance(text, str) else text
-    tmp, fd = _create_temporary(path, keep_mode=keep_mode)
+    if temporary is None:
+        tmp, fd = _create_temporary(path, keep_mode=keep_mode)
+    else:
+        tmp, fd = temporary
     try:
         try:
+            if temporary is not None and keep_mode:
+                with contextlib.suppress(FileNotFoundError):
+                    os.fchmod(fd, os.stat(path).st_mode & 0o7777)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
@@ -513,6 +526,22 @@ def write_text_atomic(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def open_temporary(folder: Path) -> tuple[str, int]:
+    """A new temporary file in `folder`, opened for writing, for a `write_text_atomic` to come
+    (made ahead, e.g. while waiting for the text). Its mode is 0666 less the umask. Give it to
+    `write_text_atomic`, or to `discard_temporary`."""
+    return _create_temporary(Path(folder) / "recorder", keep_mode=False)
+
+
+def discard_temporary(temporary: tuple[str, int]) -> None:
+    """Close and remove a file from `open_temporary` that will not be used."""
+    tmp, fd = temporary
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
 
 
 _temporary_names = itertools.count()

@@ -165,6 +165,9 @@ class _Call:
     recorded_title: str = ""
     recorded_operation: str = ""
     written: bool = False  # the exchange is in its transcript
+    finished: bool = False  # `_forward` is done with it
+    # a temporary file made for the write while the upstream answers (`TranscriptStore.reserve`)
+    temporary: tuple[str, int] | None = None
     sent_secrets: dict[str, str] = field(default_factory=dict)  # those in the request
 
     @property
@@ -253,6 +256,7 @@ class RecordingProxy:
 
     async def aclose(self) -> None:
         await self._upstream.aclose()
+        self.store.close()
 
     def stop_streams(self) -> None:
         """End every relayed stream now (called in the event loop when the server shuts down,
@@ -374,6 +378,10 @@ class RecordingProxy:
             raise
         finally:
             self.store.forget(call.ticket)  # a request that was not written (upstream error)
+            call.finished = True
+            if call.temporary is not None:  # made for a write that did not come
+                self.store.release(call.temporary)
+                call.temporary = None
 
     async def _forward(self, call: _Call, receive: Receive, send: Send) -> None:
         """Send the request upstream; relay and record the reply, or answer 502/504."""
@@ -708,8 +716,12 @@ class RecordingProxy:
         if call.recorded_request is None:
             with contextlib.suppress(Exception):
                 self._record_request(call)
+        if not call.finished and call.temporary is None:
+            # the file the reply's write will fill: opening it is a third of the write's cost
+            call.temporary = self.store.reserve()
 
     def _write(self, call: _Call, exchange: Exchange) -> None:
+        temporary, call.temporary = call.temporary, None  # (the store's from here on)
         try:
             path = self.store.write(
                 call.ticket,
@@ -719,6 +731,7 @@ class RecordingProxy:
                 secrets=call.redactor.seen,
                 sent_secrets=call.sent_secrets,
                 during=call.during,
+                temporary=temporary,
             )
         except Exception as exc:
             reason = describe_error(exc)
@@ -731,7 +744,12 @@ class RecordingProxy:
             raise _WriteFailed(reason) from exc
         self.recorded += 1
         call.written = True
-        log.info("recorded %s -> %s", exchange.title, path)
+        if log.isEnabledFor(logging.INFO):
+            # after the reply has gone to the client (the loop runs it when this request's
+            # task next yields or ends): a log line costs a write to the terminal
+            asyncio.get_running_loop().call_soon(
+                log.info, "recorded %s -> %s", exchange.title, path
+            )
 
     # ---------------------------------------------------------------- agent cards
 

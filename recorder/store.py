@@ -16,6 +16,7 @@ exchange. Exchanges without a scenario get a file each, named after the operatio
 from __future__ import annotations
 
 import bisect
+import collections
 import dataclasses
 import functools
 import json
@@ -27,7 +28,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from recorder.httpfile import dumps, loads, write_text_atomic
+from recorder.httpfile import (
+    discard_temporary,
+    dumps,
+    loads,
+    open_temporary,
+    write_text_atomic,
+)
 from recorder.model import Exchange, Request, Transcript
 
 __all__ = [
@@ -162,6 +169,9 @@ def file_name(number: int, slug: str) -> str:
 # --------------------------------------------------------------------------- writer
 
 
+# temporary files `TranscriptStore.reserve` hands out at most at once (each holds a descriptor)
+MAX_RESERVED = 64
+
 _FILE_HEAD = dumps(Transcript())  # "# recorder-format: 1\n"
 
 
@@ -206,6 +216,58 @@ class _OpenFile:
         return "".join(parts)
 
 
+class _TemporaryPool:
+    """Temporary files opened ahead in a folder by a daemon thread: up to SIZE are kept
+    ready, and the thread is woken to make more when half are gone. File creation releases
+    the GIL, so the thread's waits on the disk cost the event loop nothing."""
+
+    SIZE = 16
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._ready: collections.deque[tuple[str, int]] = collections.deque()
+        self._wake = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(target=self._fill, name="recorder-tmpfiles", daemon=True)
+        self._thread.start()
+        self._wake.set()
+
+    def take(self) -> tuple[str, int] | None:
+        try:
+            temporary: tuple[str, int] | None = self._ready.popleft()
+        except IndexError:
+            temporary = None
+        if len(self._ready) <= self.SIZE // 2 and not self._wake.is_set():
+            self._wake.set()
+        return temporary
+
+    def _fill(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._closed:
+                break
+            while len(self._ready) < self.SIZE and not self._closed:
+                try:
+                    self._ready.append(open_temporary(self._folder))
+                except OSError:
+                    break  # e.g. the folder is gone: the writes will say so; try when woken
+        self._discard()
+
+    def _discard(self) -> None:
+        while True:
+            try:
+                discard_temporary(self._ready.popleft())
+            except IndexError:
+                return
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        self._thread.join(5.0)
+        self._discard()
+
+
 class TranscriptStore:
     """Writes recorded exchanges under `out`. Thread-safe; every write is atomic.
 
@@ -240,6 +302,8 @@ class TranscriptStore:
         self._next: int | None = None
         self.written: list[Path] = []
         self._locks: dict[Path, threading.Lock] = {}  # each written file's lock
+        self._reserved = 0  # temporary files handed out by `reserve`
+        self._pool: _TemporaryPool | None = None
 
     def prepare(self) -> None:
         """Create the folder (and fail early, with the reason, if it cannot be written)."""
@@ -289,6 +353,36 @@ class TranscriptStore:
         number, self._next = self._next, self._next + 1
         return self.out / file_name(number, slug)
 
+    def reserve(self) -> tuple[str, int] | None:
+        """A temporary file in `out` for a `write` to come, so that the write has less to do:
+        taken from files a background thread opens ahead (creating a file is most of a small
+        write's cost, and on a busy disk it can take a millisecond: not in the caller's
+        thread). None when none is ready, or when `MAX_RESERVED` are out already (each holds
+        a file descriptor): the write then makes its own, and reports what fails. Give it to
+        `write`, or back to `release`. `close` stops the thread."""
+        with self._lock:
+            if self._reserved >= MAX_RESERVED:
+                return None
+            if self._pool is None:
+                self._pool = _TemporaryPool(self.out)
+            temporary = self._pool.take()
+            if temporary is not None:
+                self._reserved += 1
+            return temporary
+
+    def release(self, temporary: tuple[str, int]) -> None:
+        """Give back a file from `reserve` that no write used (it is closed and removed)."""
+        discard_temporary(temporary)
+        with self._lock:
+            self._reserved -= 1
+
+    def close(self) -> None:
+        """Stop opening temporary files ahead, and remove those not handed out."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
     def write(
         self,
         ticket: int,
@@ -299,9 +393,11 @@ class TranscriptStore:
         secrets: Mapping[str, str] = {},
         sent_secrets: Mapping[str, str] = {},
         during: tuple[int, int] | None = None,
+        temporary: tuple[str, int] | None = None,
     ) -> Path:
         """Record one finished exchange; returns the file it went to. Raises OSError when the
         file cannot be written (nothing is half written: the old file stays as it was).
+        `temporary` (from `reserve`) is used for the write, or discarded: it is this call's.
 
         `during` = (ticket, frames): the request was sent while the event stream of the
         exchange with that ticket (same scenario) was open, after `frames` of its frames had
@@ -313,44 +409,60 @@ class TranscriptStore:
         (a token a login returned, then sent as `Authorization`). Only these: secrets an
         agent sends (a new Set-Cookie on every reply) are in the reply they come with, and
         rescanning every file for each of them would cost more with every exchange."""
-        with self._lock:
-            new = [value for value in sent_secrets if value not in self._secrets]
-            earlier = list(self.written) if new else []
-            if secrets:
-                self._secrets.update(secrets)
-            all_secrets = dict(self._secrets) if self._secrets else {}
-            if scenario is None:
-                record = _OpenFile(self._allocate(operation_slug(operation)))
-            else:
-                slug = slugify(scenario)
-                key = self._pending.pop(ticket, None) or (slug, self._generation.get(slug, 0))
-                found = self._open.get(key)
-                if found is None:
-                    found = _OpenFile(self._allocate(slug))
-                    self._open[key] = found
-                self._release(key)
-                record = found
-        with record.lock:
-            entry = _Entry(ticket, exchange, during)
-            bisect.insort(record.entries, entry, key=lambda item: item.ticket)
-            try:
-                text = record.text()
-                if self._scrub is not None and all_secrets:
-                    scrubbed = self._scrub(text, all_secrets)
-                    if scrubbed != text:
-                        # scrubbing replaced text inside values: make sure the file still parses
-                        loads(scrubbed, source=record.path)
-                        text = scrubbed
-                # a file this store has not written yet has a new number: nothing to keep
-                write_text_atomic(record.path, text, fsync=self._fsync, keep_mode=record.on_disk)
-            except BaseException:
-                record.entries.remove(entry)
-                raise
-            if not record.on_disk:
-                record.on_disk = True
+        reserved = temporary is not None
+        try:
+            with self._lock:
+                new = [value for value in sent_secrets if value not in self._secrets]
+                earlier = list(self.written) if new else []
+                if secrets:
+                    self._secrets.update(secrets)
+                all_secrets = dict(self._secrets) if self._secrets else {}
+                if scenario is None:
+                    record = _OpenFile(self._allocate(operation_slug(operation)))
+                else:
+                    slug = slugify(scenario)
+                    key = self._pending.pop(ticket, None) or (slug, self._generation.get(slug, 0))
+                    found = self._open.get(key)
+                    if found is None:
+                        found = _OpenFile(self._allocate(slug))
+                        self._open[key] = found
+                    self._release(key)
+                    record = found
+            with record.lock:
+                entry = _Entry(ticket, exchange, during)
+                bisect.insort(record.entries, entry, key=lambda item: item.ticket)
+                try:
+                    text = record.text()
+                    if self._scrub is not None and all_secrets:
+                        scrubbed = self._scrub(text, all_secrets)
+                        if scrubbed != text:
+                            # scrubbing replaced text inside values: the file must still parse
+                            loads(scrubbed, source=record.path)
+                            text = scrubbed
+                    # (the write closes the temporary file, and removes it when it fails)
+                    given, temporary = temporary, None
+                    # a file this store has not written yet has a new number: nothing to keep
+                    write_text_atomic(
+                        record.path,
+                        text,
+                        fsync=self._fsync,
+                        keep_mode=record.on_disk,
+                        temporary=given,
+                    )
+                except BaseException:
+                    record.entries.remove(entry)
+                    raise
+                if not record.on_disk:
+                    record.on_disk = True
+                    with self._lock:
+                        self.written.append(record.path)
+                        self._locks[record.path] = record.lock
+        finally:
+            if reserved:
+                if temporary is not None:
+                    discard_temporary(temporary)
                 with self._lock:
-                    self.written.append(record.path)
-                    self._locks[record.path] = record.lock
+                    self._reserved -= 1
         if new and self._scrub is not None:
             self._rescrub(earlier, {value: sent_secrets[value] for value in new}, record.path)
         return record.path

@@ -241,6 +241,7 @@ def test_fifty_concurrent_clients_one_exchange_each(
     assert len(files) == 25 + 2  # 25 unnamed, odd n fall in "group 1" and "group 3"
     numbers = sorted(int(f.name.split("-")[0]) for f in files)
     assert numbers == list(range(1, 28))
+    assert sorted(tmp_path.iterdir()) == files  # no temporary file left behind
 
 
 # --------------------------------------------------------------------------- the real kit

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from factories import make_exchange, make_request
 
 from recorder import Headers, Request, Transcript, dumps, load
 from recorder.store import (
+    MAX_RESERVED,
     TranscriptStore,
     during_tagged,
     exchange_title,
@@ -324,3 +326,77 @@ def test_a_secret_first_sent_later_is_scrubbed_from_earlier_files(tmp_path: Path
     assert token not in first.read_text() and "{{A2A_TOKEN}}" in first.read_text()
     assert load(first).exchanges[0].title == "login gave {{A2A_TOKEN}}"
     assert load(other).exchanges[0].title == "other"
+
+
+def _entries(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def _reserve(store: TranscriptStore) -> tuple[str, int]:
+    """A file from `reserve`, once the background thread has made some (at most 5 s)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        temporary = store.reserve()
+        if temporary is not None:
+            return temporary
+        time.sleep(0.01)
+    raise AssertionError("no temporary file was made ahead")
+
+
+def test_a_reserved_temporary_file_becomes_the_transcript(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    temporary = _reserve(store)
+    tmp, _ = temporary
+    assert os.path.dirname(tmp) == str(tmp_path)
+    path = store.write(
+        store.begin(), make_exchange(), scenario="s", operation="x", temporary=temporary
+    )
+    assert not os.path.exists(tmp)
+    assert os.stat(path).st_mode & 0o777 == 0o666 & ~_umask()
+    assert len(load(path)) == 1
+    # a scenario file written again keeps the mode it was given
+    os.chmod(path, 0o640)
+    store.write(
+        store.begin(), make_exchange(), scenario="s", operation="x", temporary=_reserve(store)
+    )
+    assert (os.stat(path).st_mode & 0o777, len(load(path))) == (0o640, 2)
+    assert store._reserved == 0
+    store.close()  # the files made ahead and not used are removed
+    assert _entries(tmp_path) == ["01-s.http"]
+
+
+def test_reserved_files_are_removed_when_released_or_when_the_write_fails(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    store = TranscriptStore(out)
+    store.prepare()
+    released = _reserve(store)
+    store.release(released)
+    assert not os.path.exists(released[0])
+    failing = _reserve(store)
+    with pytest.raises(ValueError):  # a scenario name that cannot be a file name
+        store.write(store.begin(), make_exchange(), scenario="..", operation="x", temporary=failing)
+    assert not os.path.exists(failing[0])
+    assert store._reserved == 0
+    store.close()
+    assert _entries(out) == []
+
+
+def test_at_most_max_reserved_temporary_files_are_out_at_once(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    taken = [_reserve(store) for _ in range(MAX_RESERVED)]
+    assert store.reserve() is None  # the write then makes its own
+    path = store.write(store.begin(), make_exchange(), scenario=None, operation="GetTask")
+    assert path.exists()
+    for temporary in taken:
+        store.release(temporary)
+    store.release(_reserve(store))  # there are some again
+    store.close()
+    assert _entries(tmp_path) == [path.name]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
