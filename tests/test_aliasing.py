@@ -1034,3 +1034,29 @@ def test_a_request_body_with_a_bad_json_escape_is_played_not_a_crash() -> None:
     assert sent.body.decode() == body.replace(f'"{g_task}"', f'"{l_task}"', 1)
     golden = Exchange(request, reply({"result": {"taskId": g_task}}))
     assert s.compare(golden, as_wire(reply({"result": {"taskId": l_task}}))) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'say "x": y',  # an escaped quote, then ": ", inside a string
+        'a backslash \\": and "quotes": here',
+        "plain text: nothing special",
+    ],
+)
+def test_a_compact_wire_reply_takes_the_fast_path_whatever_its_strings_hold(text: str) -> None:
+    g_task, l_task = str(uuid.uuid4()), str(uuid.uuid4())
+
+    def document(task_id: str, words: str) -> dict[str, Any]:
+        return {"result": {"task": {"id": task_id, "note": words, "n": [1, {"k": ": "}]}}}
+
+    exchange = Exchange(rpc("GetTask", {}), reply(document(g_task, text)))
+    s = state()
+    assert s.compare(exchange, as_wire(reply(document(l_task, text)))) == []
+    assert s.mapping[g_task] == l_task
+    changed = state().compare(exchange, as_wire(reply(document(l_task, text + "!"))))
+    assert [m.path for m in changed] == ["$.result.task.note"]
+    # one layout or the other, the fast path is taken: no Response is built for the wire reply
+    live = as_wire(reply(document(l_task, text)))
+    state().compare(exchange, live)
+    assert live._response is None
