@@ -212,7 +212,8 @@ def _canonical_json(body: bytes) -> tuple[bytes, Any]:
     pretty = pretty_json(value).encode()
     if pretty == body:
         return body, value  # already canonical (no key repeats either: pretty has each once)
-    if _same_as_encoded(value, body):
+    # few objects for the size (a long text): the hook below runs rarely and beats encoding
+    if body.count(b"{") * 512 >= len(body) and _same_as_encoded(value, body):
         return pretty, value  # no key repeats (see `_same_as_encoded`)
     try:
         json.loads(body, object_pairs_hook=_reject_duplicate_keys)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 from factories import make_exchange, make_request, make_response
@@ -117,8 +118,17 @@ def test_a_json_body_in_any_layout_is_held_pretty_printed(body: bytes) -> None:
         b'{"x":{"a":1,"b":2,"a":1}}',
         b'{"x": [{"k": "v", "k": "v"}]}',
         b'{"a":1,\n "a":2}',
+        b'{"text":"' + b"x" * 4096 + b'","text":"y"}',  # a long text: found by the parse hook
     ],
 )
 def test_a_json_body_with_a_repeated_key_is_kept_as_it_came(body: bytes) -> None:
     # re-encoding would write each key once and lose the other values
     assert make_response(body=body).body == body
+
+
+def test_a_long_text_body_is_held_pretty_printed() -> None:
+    text = "review line\n" * 400
+    for body in (json.dumps({"text": text}), json.dumps({"text": text}, separators=(",", ":"))):
+        assert (
+            make_response(body=body.encode()).body == json.dumps({"text": text}, indent=2).encode()
+        )
