@@ -74,6 +74,8 @@ from operator import itemgetter
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
+import orjson
+
 from recorder import sse
 from recorder.diff import ABSENT, Mismatch, align
 from recorder.jsonpath import State, format_path
@@ -224,6 +226,19 @@ def _golden_one_line(message: Response) -> str:
     JSON, so taking the layout out is enough; a body the model kept as it came (duplicate
     keys, another layout) gives another text, which only sends the comparison the slow way."""
     return _LAYOUT.sub("", message.body.decode("utf-8", errors="replace"))
+
+
+def _golden_compact(message: Response, value: Any) -> str:
+    """A recorded JSON body written without spaces, as agents send JSON: by orjson (~10x
+    faster than `json`'s C encoder) when the model says the value is strict JSON, else (a NaN
+    orjson would write as null) by `json`. orjson spells some floats' exponents otherwise
+    (`1.5e-7`, not `1.5e-07`): such a reply only goes the slow way."""
+    if message.json_is_strict:
+        try:
+            return orjson.dumps(value).decode()
+        except orjson.JSONEncodeError:  # e.g. an integer past 64 bits
+            pass
+    return _COMPACT.encode(value)
 
 
 class LiveReply:
@@ -663,7 +678,7 @@ class ReplayState:
             except UnicodeDecodeError:
                 live_text = None
             if live_text is not None and self._text_fast_path_text(
-                _COMPACT.encode(golden_value), live_text, compact=True
+                _golden_compact(expected, golden_value), live_text, compact=True
             ):
                 return True
         try:

@@ -29,6 +29,8 @@ from json.encoder import INFINITY as _INFINITY
 from json.encoder import encode_basestring as _encode_json_string
 from typing import Any, TypeAlias, overload
 
+import orjson
+
 from recorder import sse
 
 __all__ = [
@@ -106,14 +108,23 @@ def pretty_json(value: Any) -> str:
     made only of the types `json.loads` returns are written here instead, 2-3x faster and
     byte for byte the same (tests/test_model_pretty.py); anything else goes to `json.dumps`.
     """
+    return _pretty_json(value)[0]
+
+
+def _pretty_json(value: Any) -> tuple[str, bool]:
+    """(`pretty_json(value)`, strict): strict when `value` holds only plain JSON types and
+    finite numbers (NaN and infinities, which `json` reads and writes but JSON has not, go to
+    `json.dumps`), so that any JSON encoder writes it as `json` would, floats aside."""
     parts: list[str] = []
     try:
         _write_plain_json(value, "\n", parts)
         text = "".join(parts)
+        strict = True
     except (_NotPlainJson, RecursionError):
         # subclasses, non-string keys, cycles, deep nesting: json's own rules and errors
         text = json.dumps(value, indent=2, ensure_ascii=False)
-    return _escape_invisible_text(text)
+        strict = False
+    return _escape_invisible_text(text), strict
 
 
 class _NotPlainJson(Exception):
@@ -133,12 +144,8 @@ def _plain_scalar(value: Any, kind: type) -> str:
     if kind is int:
         return int.__repr__(value)
     if kind is float:
-        if value != value:
-            return "NaN"
-        if value == _INFINITY:
-            return "Infinity"
-        if value == -_INFINITY:
-            return "-Infinity"
+        if value != value or value == _INFINITY or value == -_INFINITY:
+            raise _NotPlainJson  # written by json.dumps (NaN, Infinity), and not strict
         return float.__repr__(value)
     raise _NotPlainJson
 
@@ -199,28 +206,31 @@ def canonical_json_body(body: bytes) -> bytes:
     return _canonical_json(body)[0]
 
 
-def _canonical_json(body: bytes) -> tuple[bytes, Any]:
-    """(canonical body, its parsed value) or (body, _UNPARSED) when it is not JSON."""
+def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
+    """(canonical body, its parsed value, strict: see `_pretty_json`), or
+    (body, _UNPARSED, False) when it is not JSON."""
     if not body:
-        return body, _UNPARSED
+        return body, _UNPARSED, False
     try:
         # UTF-8 only: json.loads would also read UTF-16/32, which re-encoding would change
         value = json.loads(body.decode("utf-8"))
     except (ValueError, RecursionError):
         # not JSON, or not UTF-8: keep the bytes as they are
-        return body, _UNPARSED
-    pretty = pretty_json(value).encode()
+        return body, _UNPARSED, False
+    text, strict = _pretty_json(value)
+    pretty = text.encode()
     if pretty == body:
-        return body, value  # already canonical (no key repeats either: pretty has each once)
+        # already canonical (no key repeats either: pretty has each once)
+        return body, value, strict
     # few objects for the size (a long text): the hook below runs rarely and beats encoding
     if body.count(b"{") * 512 >= len(body) and _same_as_encoded(value, body):
-        return pretty, value  # no key repeats (see `_same_as_encoded`)
+        return pretty, value, strict  # no key repeats (see `_same_as_encoded`)
     try:
         json.loads(body, object_pairs_hook=_reject_duplicate_keys)
     except _DuplicateKeyError:
         # json.loads kept only the last of a repeated key: reformatting would lose the others
-        return body, value
-    return pretty, value
+        return body, value, strict
+    return pretty, value, strict
 
 
 # the layouts agents send: compact (Starlette's JSONResponse), and json.dumps's default
@@ -229,23 +239,30 @@ _SPACED_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
 def _same_as_encoded(value: Any, body: bytes) -> bool:
-    """Whether `body` is exactly what the C encoder writes for `value` in the layout `body`
+    """Whether `body` is exactly what an encoder writes for `value` in the layout `body`
     seems to have: then it repeats no key (each repeat would be text the encoding lacks),
-    and the second parse that looks for repeats is not needed (the encoder is ~5x faster)."""
+    and the second parse that looks for repeats is not needed (the encoder is ~5x faster;
+    orjson, for the compact layout, ~5x faster again). A value orjson writes differently (a
+    NaN as null, a float's exponent) only makes the answer False."""
     head = body[:256]
-    encoder = _SPACED_ENCODER if b'": ' in head or b", " in head else _COMPACT_ENCODER
     try:
-        return encoder.encode(value).encode() == body
+        if b'": ' in head or b", " in head:
+            return _SPACED_ENCODER.encode(value).encode() == body
+        try:
+            return bool(orjson.dumps(value) == body)
+        except orjson.JSONEncodeError:  # e.g. an integer past 64 bits
+            return _COMPACT_ENCODER.encode(value).encode() == body
     except (ValueError, RecursionError):
         return False
 
 
 def _set_json_body(message: _Message, body: bytes) -> None:
     """Set a JSON body in canonical form, keeping its parsed value as `message.json`."""
-    body, value = _canonical_json(body)
+    body, value, strict = _canonical_json(body)
     object.__setattr__(message, "body", body)
     if value is not _UNPARSED:
         message.__dict__["json"] = value  # the cached_property's slot: parsed once, not twice
+        message.__dict__["_strict_json"] = strict
 
 
 class Headers(Sequence[tuple[str, str]]):
@@ -388,6 +405,14 @@ class _Message:
     def text(self) -> str:
         """The body decoded as UTF-8 (undecodable bytes replaced)."""
         return self.body.decode("utf-8", errors="replace")
+
+    @property
+    def json_is_strict(self) -> bool:
+        """Whether the body is JSON (under a JSON media type) whose value holds only plain
+        JSON types and finite numbers: no NaN or Infinity, which Python's `json` reads and
+        writes but JSON has not. Then any JSON encoder writes `.json` as `json` would,
+        floats' spelling aside."""
+        return bool(self.__dict__.get("_strict_json", False))
 
 
 @dataclass(frozen=True, eq=True)

@@ -1060,3 +1060,22 @@ def test_a_compact_wire_reply_takes_the_fast_path_whatever_its_strings_hold(text
     live = as_wire(reply(document(l_task, text)))
     state().compare(exchange, live)
     assert live._response is None
+
+
+@pytest.mark.parametrize(
+    ("golden", "live", "paths"),
+    [
+        # orjson writes a NaN as null: the recorded NaN must still differ from a live null
+        ('{"id": 1, "result": {"score": NaN}}', '{"id":1,"result":{"score":null}}', ["score"]),
+        ('{"id": 1, "result": {"n": 123456789012345678901234567890}}', None, []),
+        ('{"id": 1, "result": {"x": 1.5e-07, "y": 1e16}}', None, []),  # json's spelling
+        ('{"id": 1, "result": {"x": 1.5e-07}}', '{"id":1,"result":{"x":1.6e-07}}', ["x"]),
+    ],
+)
+def test_compact_replies_compare_by_value_whatever_the_numbers(
+    golden: str, live: str | None, paths: list[str]
+) -> None:
+    exchange = Exchange(rpc("GetTask", {}), Response(200, "OK", JSON, golden.encode()))
+    wire = live if live is not None else json.dumps(json.loads(golden), separators=(",", ":"))
+    found = state().compare(exchange, LiveReply(200, "OK", JSON, wire.encode()))
+    assert [m.path for m in found] == [f"$.result.{p}" for p in paths]

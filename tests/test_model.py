@@ -132,3 +132,23 @@ def test_a_long_text_body_is_held_pretty_printed() -> None:
         assert (
             make_response(body=body.encode()).body == json.dumps({"text": text}, indent=2).encode()
         )
+
+
+@pytest.mark.parametrize(
+    ("body", "strict"),
+    [
+        (b'{"a": [1, 2.5, "x", null, true], "b": {}}', True),
+        (b'{"big": 123456789012345678901234567890}', True),  # plain, though past 64 bits
+        (b'{"a": NaN}', False),  # Python's json reads it; JSON has no NaN
+        (b'{"a": [-Infinity]}', False),
+        (b'{"a": 1e400}', False),  # read as an infinity
+        (b"not json", False),
+    ],
+)
+def test_json_is_strict_says_whether_the_value_is_what_json_can_hold(
+    body: bytes, strict: bool
+) -> None:
+    response = make_response(body=body)
+    assert response.json_is_strict is strict
+    if body.startswith(b"{"):  # the canonical text is json's own, NaN and Infinity included
+        assert response.body == json.dumps(response.json, indent=2).encode()
