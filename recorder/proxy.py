@@ -43,10 +43,13 @@ installed. Upstream connections are kept on a free list, one request at a time e
 replies parsed by httptools (`recorder.upstream.Http11Upstream`: no pool lock, no httpx
 objects per request); an injected httpx transport (tests) or `pool="shared"` goes through
 httpx (`HttpxUpstream`).
-The recorded request is built while the upstream answers; the reply's recording (model, text,
-atomic write) is what a buffered reply waits for. Writes are not fsynced unless `fsync=True`
-(`recorder record --fsync`): the rename already makes them atomic for readers and for a crash
-of the recorder; fsync adds durability across a power loss.
+The recorded request is built while the upstream answers, and the file the reply's recording
+will fill is taken from those the store's thread opens ahead (`TranscriptStore.reserve`: file
+creation is most of a small write's cost, and a busy disk can stall it for a millisecond); the
+rest of the recording (model, text, write, rename) is what a buffered reply waits for.
+Writes are not fsynced unless `fsync=True` (`recorder record --fsync`): the rename already
+makes them atomic for readers and for a crash of the recorder; fsync adds durability across
+a power loss.
 
 Scenarios: the header `Recorder-Scenario: <name>` (or, for clients that cannot add headers,
 `POST /_recorder/scenario {"name": ...}` until `DELETE /_recorder/scenario`) names the file
@@ -132,9 +135,6 @@ _HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?
 
 Pool = Literal["per-connection", "shared"]
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=60.0)
-
-
-# --------------------------------------------------------------------------- the upstream
 
 
 def _settle(future: asyncio.Future[None] | None) -> None:

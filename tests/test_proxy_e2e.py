@@ -368,7 +368,9 @@ def test_cli_prints_where_it_listens_and_stops_cleanly_on_ctrl_c(tmp_path: Path)
                     process.kill()
         assert process.returncode == 0, err
         assert "3 exchanges recorded in 3 files" in out
-        assert len(list((tmp_path / "out").glob("*.http"))) == 3
+        files = sorted((tmp_path / "out").iterdir())
+        # the three transcripts, and none of the temporary files opened ahead is left
+        assert [f.suffix for f in files] == [".http"] * 3
 
 
 def test_ctrl_c_ends_an_open_stream_at_once_and_keeps_it_truncated(tmp_path: Path) -> None:
