@@ -204,7 +204,10 @@ class Redactor:
         redacted = self.redact_json_value(value)
         if redacted == value:
             return body
-        return json.dumps(redacted, ensure_ascii=False).encode()
+        try:
+            return json.dumps(redacted, ensure_ascii=False).encode()
+        except UnicodeEncodeError:  # a lone surrogate ("\ud800"): written escaped
+            return json.dumps(redacted).encode()
 
     def redact_events(self, events: Iterable[SseEvent]) -> tuple[SseEvent, ...]:
         """Secret JSON members out of each frame's `data:` JSON."""

@@ -15,6 +15,7 @@ exchange. Exchanges without a scenario get a file each, named after the operatio
 
 from __future__ import annotations
 
+import atexit
 import bisect
 import collections
 import dataclasses
@@ -231,6 +232,9 @@ class _TemporaryPool:
         self._thread = threading.Thread(target=self._fill, name="recorder-tmpfiles", daemon=True)
         self._thread.start()
         self._wake.set()
+        # a store nobody closes (an app served without lifespan events) still takes its
+        # files away when the interpreter exits
+        atexit.register(self.close)
 
     def take(self) -> tuple[str, int] | None:
         try:
@@ -262,6 +266,7 @@ class _TemporaryPool:
                 return
 
     def close(self) -> None:
+        atexit.unregister(self.close)
         self._closed = True
         self._wake.set()
         self._thread.join(5.0)

@@ -422,6 +422,21 @@ Content-Type: application/json
 }
 """,
     ),
+    Case(
+        "a lone surrogate escape (JSON, but no character) keeps its body as it came",
+        one(make_exchange(response=make_response(body=b'{"note": "a\\ud800b", "n": 1}'))),
+        """\
+# recorder-format: 1
+
+### GetTask
+"""
+        + DEFAULT_REQUEST_TEXT
+        + """HTTP/1.1 200 OK
+Content-Type: application/json
+
+{"note": "a\\ud800b", "n": 1}
+""",
+    ),
 ]
 
 

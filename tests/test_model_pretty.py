@@ -110,3 +110,23 @@ def test_cycles_and_unencodable_values_raise_as_json_dumps_does() -> None:
         pretty_json(cycle)
     with pytest.raises(TypeError, match="not JSON serializable"):
         pretty_json({"a": {1, 2}})
+
+
+def test_what_orjson_refuses_is_written_by_the_other_writers() -> None:
+    # past 64 bits, 300 levels deep (orjson stops at 254), a lone surrogate
+    deep: list[Any] = []
+    inner = deep
+    for _ in range(300):
+        inner.append([])
+        inner = inner[0]
+    for value in ({"n": 2**64 + 1}, deep, {"s": "\ud800"}):
+        assert pretty_json(value) == reference_pretty_json(value)
+    for value in ({"n": 2**64 + 1}, deep):
+        body = json.dumps(value).encode()
+        assert canonical_json_body(body) == reference_pretty_json(json.loads(body)).encode()
+
+
+def test_a_body_with_a_lone_surrogate_escape_is_kept_as_it_came() -> None:
+    # "\ud800" is valid JSON text but names no character: UTF-8 cannot hold it unescaped
+    body = b'{"s": "a\\ud800b"}'
+    assert canonical_json_body(body) == body

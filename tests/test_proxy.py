@@ -543,8 +543,9 @@ async def test_a_request_cancelled_before_its_reply_is_recorded_is_logged(
             pending.cancel()  # as uvicorn cancels it when its shutdown grace period runs out
             with pytest.raises(asyncio.CancelledError):
                 await pending
-    assert "GET /hang?x=1 was cancelled before its reply was recorded" in caplog.text
-    assert list(tmp_path.iterdir()) == []
+        assert "GET /hang?x=1 was cancelled before its reply was recorded" in caplog.text
+        await proxy.aclose()  # (the files the store opened ahead go with it)
+        assert list(tmp_path.iterdir()) == []
 
 
 async def test_a_card_too_large_to_rewrite_passes_as_it_came_and_the_log_says_so(

@@ -131,3 +131,12 @@ def test_a_json_body_under_another_media_type_is_redacted_too(content_type: str 
         "n": 1,
     }
     assert redactor.redact_body(b"[1, 2]", content_type) == b"[1, 2]"  # no secret: as it came
+
+
+def test_a_body_with_a_lone_surrogate_is_still_redacted() -> None:
+    # "\ud800" is JSON text that names no character: the redacted body writes it escaped
+    redactor = Redactor(fields={"token": "PUSH_TOKEN"})
+    body = b'{"token": "tok-abcdef", "note": "a\\ud800b"}'
+    out = redactor.redact_body(body, "application/json")
+    assert json.loads(out) == {"token": "{{PUSH_TOKEN}}", "note": "a\ud800b"}
+    assert b"tok-abcdef" not in out
