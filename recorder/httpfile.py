@@ -92,8 +92,14 @@ def dumps(transcript: Transcript) -> str:
     head = [f"{MARKER_PREFIX} {transcript.format_version}"]
     head.extend(_comment(c) for c in transcript.comments)
     blocks = ["\n".join(head) + "\n"]
-    blocks.extend("\n".join(_exchange_lines(e)) + "\n" for e in transcript.exchanges)
+    blocks.extend(map(dumps_exchange, transcript.exchanges))
     return "\n".join(blocks)
+
+
+def dumps_exchange(exchange: Exchange) -> str:
+    """The text of one exchange as `dumps` writes it in a file: `dumps` joins the file's head
+    and these blocks with blank lines."""
+    return "\n".join(_exchange_lines(exchange)) + "\n"
 
 
 def _comment(text: str) -> str:

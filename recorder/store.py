@@ -32,6 +32,7 @@ from pathlib import Path
 from recorder.httpfile import (
     discard_temporary,
     dumps,
+    dumps_exchange,
     loads,
     open_temporary,
     write_text_atomic,
@@ -130,6 +131,7 @@ def exchange_title(request: Request, description: str | None = None) -> str:
 
 
 @functools.lru_cache(maxsize=1024)  # a scenario's name is slugged several times per request
+@functools.lru_cache(maxsize=1024)  # a pure function, called a few times per request
 def slugify(name: str) -> str:
     """A scenario or operation name as a file-name slug: lowercase ASCII letters, digits and
     single dashes; no separators, no dots (so no `..`), at most 60 characters. Raises
@@ -179,7 +181,7 @@ _FILE_HEAD = dumps(Transcript())  # "# recorder-format: 1\n"
 def exchange_block(exchange: Exchange) -> str:
     """The text one exchange adds to a canonical file. `dumps` writes the head, then each
     exchange's block after a blank line, so a file is `_FILE_HEAD + "".join("\n" + block)`."""
-    return dumps(Transcript(exchanges=(exchange,)))[len(_FILE_HEAD) + 1 :]
+    return dumps_exchange(exchange)
 
 
 @dataclass
