@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import bisect
 import collections
+import contextlib
 import dataclasses
 import functools
 import json
@@ -53,6 +54,8 @@ __all__ = [
 ]
 
 _NUMBERED = re.compile(r"^(\d+)-.*\.http$")
+# `.NAME.PID.N.tmp`: a temporary file of `recorder.httpfile.write_text_atomic`
+_TEMPORARY = re.compile(r"^\..+\.(\d+)\.\d+\.tmp$")
 _MAX_SLUG = 60
 
 _PUSH = r"/tasks/[^/]+/pushNotificationConfigs"
@@ -163,6 +166,35 @@ def next_number(names: Iterable[str]) -> int:
         if match:
             highest = max(highest, int(match.group(1)))
     return highest + 1
+
+
+def remove_stale_temporaries(folder: Path) -> list[str]:
+    """Remove the temporary files (`.NAME.PID.N.tmp`) that a process no longer running left
+    in `folder` (one killed before its rename, or before it removed the files it had opened
+    ahead); returns their names. Those of running processes are left alone."""
+    removed = []
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            match = _TEMPORARY.match(entry.name)
+            if match is None or _running(int(match.group(1))):
+                continue
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed.append(entry.name)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` runs (True, to keep its files, when that cannot be told)."""
+    if pid == os.getpid() or not 0 < pid < 2**31:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. EPERM: it exists, under another user
+        return True
+    return True
 
 
 def file_name(number: int, slug: str) -> str:
@@ -313,10 +345,12 @@ class TranscriptStore:
         self._pool: _TemporaryPool | None = None
 
     def prepare(self) -> None:
-        """Create the folder (and fail early, with the reason, if it cannot be written)."""
+        """Create the folder (and fail early, with the reason, if it cannot be written), and
+        remove the temporary files a recorder that was killed left in it."""
         self.out.mkdir(parents=True, exist_ok=True)
         if not os.access(self.out, os.W_OK | os.X_OK):
             raise PermissionError(f"cannot write to {self.out}")
+        remove_stale_temporaries(self.out)
 
     def begin(self, scenario: str | None = None) -> int:
         """A ticket: the request's place in the order of request starts. A request of a

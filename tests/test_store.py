@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -400,3 +402,28 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_prepare_removes_the_temporary_files_of_processes_that_are_gone(tmp_path: Path) -> None:
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    dead = int(gone.stdout)  # a process that has exited (its pid is not reused this quickly)
+    names = {
+        f".recorder.{dead}.3.tmp": False,  # opened ahead by a recorder that was killed
+        f".01-s.http.{dead}.7.tmp": False,  # a write cut short before its rename
+        f".recorder.{os.getpid()}.1.tmp": True,  # this process's own
+        f".recorder.{os.getppid()}.1.tmp": True,  # a running process's
+        ".recorder.99999999999.1.tmp": True,  # no pid there can be: left alone
+        "01-s.http": True,
+        "notes.tmp": True,
+    }
+    for name in names:
+        (tmp_path / name).write_text("")
+    TranscriptStore(tmp_path).prepare()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        n for n, kept in names.items() if kept
+    )
