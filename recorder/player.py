@@ -51,7 +51,7 @@ from recorder.checking import find_transcripts
 from recorder.diff import Mismatch
 from recorder.errors import ParseError, RecorderError, UpstreamError
 from recorder.httpfile import dump, load
-from recorder.model import Exchange, Headers, Request, Response, Transcript, is_event_stream
+from recorder.model import Exchange, Headers, Request, Transcript, is_event_stream
 from recorder.rules import DEFAULT_RULES, Rules
 
 __all__ = [
@@ -74,7 +74,6 @@ __all__ = [
     "plan",
     "play",
     "recorded_base_url",
-    "send",
     "send_raw",
 ]
 
@@ -404,27 +403,6 @@ def make_transport(base_url: str = "http://") -> httpx.HTTPTransport:
     return httpx.HTTPTransport(retries=0, verify=base_url.startswith("https:"))
 
 
-def send(
-    transport: httpx.BaseTransport,
-    base_url: str,
-    request: Request,
-    *,
-    timeout: float = DEFAULT_TIMEOUT,
-    max_events: int | None = None,
-    on_frames: Callable[[int], None] | None = None,
-) -> Response:
-    """Send `request` to the agent at `base_url`; return its reply as a `Response`.
-
-    An event stream is read as it arrives; with `max_events` (a golden reply recorded
-    truncated) reading stops after that many frames; `on_frames(n)` is told how many frames
-    have arrived (0 when the reply's head arrives). The whole reply must arrive within
-    `timeout` seconds. Raises `UpstreamError` when the agent cannot be reached or is too slow.
-    """
-    return send_raw(
-        transport, base_url, request, timeout=timeout, max_events=max_events, on_frames=on_frames
-    ).response
-
-
 def send_raw(
     transport: httpx.BaseTransport,
     base_url: str,
@@ -434,7 +412,14 @@ def send_raw(
     max_events: int | None = None,
     on_frames: Callable[[int], None] | None = None,
 ) -> LiveReply:
-    """`send`, with the reply as it arrived (a `LiveReply`: its `Response` is built on use)."""
+    """Send `request` to the agent at `base_url`; return its reply as it arrived (a
+    `LiveReply`: its `Response` is built on use).
+
+    An event stream is read as it arrives; with `max_events` (a golden reply recorded
+    truncated) reading stops after that many frames; `on_frames(n)` is told how many frames
+    have arrived (0 when the reply's head arrives). The whole reply must arrive within
+    `timeout` seconds. Raises `UpstreamError` when the agent cannot be reached or is too slow.
+    """
     target = request.target
     if not target.startswith("/"):
         # absolute-form (RFC 9112 §3.2.2): keep the path and query only

@@ -98,7 +98,7 @@ from recorder.store import (
     operation_name,
     slugify,
 )
-from recorder.upstream import Http11Upstream, HttpxUpstream, UpstreamReply
+from recorder.upstream import Http11Upstream, HttpxUpstream, UpstreamReply, settle
 
 __all__ = ["CONTROL_PATH", "RecordingProxy", "create_proxy_app"]
 
@@ -135,11 +135,6 @@ _HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?
 
 Pool = Literal["per-connection", "shared"]
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=60.0)
-
-
-def _settle(future: asyncio.Future[None] | None) -> None:
-    if future is not None and not future.done():
-        future.set_result(None)
 
 
 @dataclass
@@ -181,7 +176,15 @@ class _WriteFailed(Exception):
 
 
 class RecordingProxy:
-    """The ASGI app. Build it with `create_proxy_app`."""
+    """The ASGI app: the recording proxy for `upstream` (an http(s) URL), writing transcripts
+    under `out`.
+
+    `fsync=True` flushes every transcript file to the disk before it replaces the old one
+    (survives a power loss; costs a disk flush per exchange). Without it writes are still
+    atomic: a reader, or a restart after the recorder crashed, sees whole files.
+    `max_body`: the longest request body forwarded (bytes; a longer one gets a 413).
+    `buffer_limit`: replies with a Content-Length up to this are read whole before the
+    client gets them (so that a failed write can still become an error reply)."""
 
     def __init__(
         self,
@@ -266,7 +269,7 @@ class RecordingProxy:
         cancelled."""
         self._stopping = True
         for stop in self._stream_stops:
-            _settle(stop)
+            settle(stop)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
@@ -844,35 +847,8 @@ class RecordingProxy:
 # --------------------------------------------------------------------------- helpers
 
 
-def create_proxy_app(
-    upstream: str,
-    *,
-    out: Path,
-    secret_headers: Mapping[str, str] | Iterable[str] = DEFAULT_SECRET_HEADERS,
-    secret_fields: Mapping[str, str] | Iterable[str] = DEFAULT_SECRET_FIELDS,
-    timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
-    pool: Pool = "per-connection",
-    transport: httpx.AsyncBaseTransport | None = None,
-    max_body: int = MAX_REQUEST_BODY,
-    fsync: bool = False,
-) -> RecordingProxy:
-    """The recording proxy for `upstream` (an http(s) URL), writing transcripts under `out`.
-
-    `fsync=True` flushes every transcript file to the disk before it replaces the old one
-    (survives a power loss; costs a disk flush per exchange). Without it writes are still
-    atomic: a reader, or a restart after the recorder crashed, sees whole files.
-    `max_body`: the longest request body forwarded (bytes; a longer one gets a 413)."""
-    return RecordingProxy(
-        upstream,
-        out=out,
-        secret_headers=secret_headers,
-        secret_fields=secret_fields,
-        timeout=timeout,
-        pool=pool,
-        transport=transport,
-        max_body=max_body,
-        fsync=fsync,
-    )
+# the name the CLI, the tests and the benchmarks build the proxy by
+create_proxy_app = RecordingProxy
 
 
 class _BodyTooLarge(Exception):

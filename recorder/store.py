@@ -43,7 +43,6 @@ from recorder.model import Exchange, Request, Transcript
 __all__ = [
     "TranscriptStore",
     "during_tagged",
-    "exchange_block",
     "exchange_title",
     "file_name",
     "header_case",
@@ -210,12 +209,6 @@ MAX_RESERVED = 64
 _FILE_HEAD = dumps(Transcript())  # "# recorder-format: 1\n"
 
 
-def exchange_block(exchange: Exchange) -> str:
-    """The text one exchange adds to a canonical file. `dumps` writes the head, then each
-    exchange's block after a blank line, so a file is `_FILE_HEAD + "".join("\n" + block)`."""
-    return dumps_exchange(exchange)
-
-
 @dataclass
 class _Entry:
     ticket: int
@@ -245,7 +238,7 @@ class _OpenFile:
                 if tag is not None:
                     comments = (*exchange.comments, tag)
                     exchange = dataclasses.replace(exchange, comments=comments)
-                entry.block, entry.tag = exchange_block(exchange), tag
+                entry.block, entry.tag = dumps_exchange(exchange), tag
             parts.append("\n")
             parts.append(entry.block)
         return "".join(parts)

@@ -90,7 +90,8 @@ def _expire(waiter: asyncio.Future[None], error: type[Exception]) -> None:
         waiter.set_exception(error("timed out"))
 
 
-def _settle(future: asyncio.Future[None] | None) -> None:
+def settle(future: asyncio.Future[None] | None) -> None:
+    """Wake whoever awaits `future` (nothing when there is no such future, or it is done)."""
     if future is not None and not future.done():
         future.set_result(None)
 
@@ -158,14 +159,14 @@ class _Connection(asyncio.Protocol):
         self.closed = True
         self._end(exc)
         self.writing_paused = False
-        _settle(self.lost)
+        settle(self.lost)
 
     def pause_writing(self) -> None:
         self.writing_paused = True
 
     def resume_writing(self) -> None:
         self.writing_paused = False
-        _settle(self.waiter)
+        settle(self.waiter)
 
     # httptools callbacks
 
@@ -199,7 +200,7 @@ class _Connection(asyncio.Protocol):
         self.head_done = True
         if self.head_only or status in (204, 304):
             self.complete = True  # no body, whatever the head says
-        _settle(self.waiter)
+        settle(self.waiter)
 
     def on_body(self, body: bytes) -> None:
         if self.complete:
@@ -212,12 +213,12 @@ class _Connection(asyncio.Protocol):
             self.reading_paused = True
             if self.transport is not None:
                 self.transport.pause_reading()
-        _settle(self.waiter)
+        settle(self.waiter)
 
     def on_message_complete(self) -> None:
         if self.head_done:  # (not the end of an interim reply)
             self.complete = True
-            _settle(self.waiter)
+            settle(self.waiter)
 
     # the client's side
 
@@ -227,7 +228,7 @@ class _Connection(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.close()
-        _settle(self.waiter)
+        settle(self.waiter)
 
     def _end(self, reset: Exception | None = None) -> None:
         if self.active and not self.complete and self.error is None:
@@ -242,7 +243,7 @@ class _Connection(asyncio.Protocol):
                 self.error = httpx.RemoteProtocolError(
                     "the upstream closed the connection before the end of its reply"
                 )
-        _settle(self.waiter)
+        settle(self.waiter)
 
     async def wait(self, timeout: float | None, error: type[Exception]) -> None:
         """Until the parser or the transport says something new (or `timeout` passes)."""

@@ -44,7 +44,7 @@ from recorder.player import (
     plan,
     play,
     recorded_base_url,
-    send,
+    send_raw,
 )
 from recorder.report import TerminalReport
 from recorder.rules import DEFAULT_RULES
@@ -104,7 +104,8 @@ class _Recorder:
             headers.append(("Authorization", "Bearer {{A2A_TOKEN}}"))
         golden_request = Request(method, target, Headers(headers), body or b"")
         live_request = fill_placeholders(golden_request, {"A2A_TOKEN": self.kit.token})
-        response = send(self.transport, self.kit.url, live_request, on_frames=on_frames)
+        live = send_raw(self.transport, self.kit.url, live_request, on_frames=on_frames)
+        response = live.response
         return Exchange(golden_request, response, title=title, comments=comments)
 
     def overlapping(self, task_id: str) -> list[Exchange]:

@@ -348,12 +348,14 @@ def _reserve(store: TranscriptStore) -> tuple[str, int]:
 def test_a_reserved_temporary_file_becomes_the_transcript(tmp_path: Path) -> None:
     store = TranscriptStore(tmp_path)
     temporary = _reserve(store)
-    tmp, _ = temporary
+    tmp, fd = temporary
     assert os.path.dirname(tmp) == str(tmp_path)
+    inode = os.fstat(fd).st_ino
     path = store.write(
         store.begin(), make_exchange(), scenario="s", operation="x", temporary=temporary
     )
     assert not os.path.exists(tmp)
+    assert os.stat(path).st_ino == inode  # that very file, renamed: not a new one
     assert os.stat(path).st_mode & 0o777 == 0o666 & ~_umask()
     assert len(load(path)) == 1
     # a scenario file written again keeps the mode it was given
