@@ -122,7 +122,7 @@ class Rules:
         return self._token_pattern(":")
 
     def _token_pattern(self, colon: str) -> re.Pattern[str] | None:
-        alternatives = []
+        fields = []
         by_kind: dict[str, list[str]] = {}
         for name, kind in self.generated_fields.items():
             by_kind.setdefault(kind, []).append(name)
@@ -130,7 +130,17 @@ class Rules:
             behind = "|".join(f'(?<="{re.escape(name)}"{colon}")' for name in names)
             # no raw control character: one cannot sit in a string of valid JSON, and a value
             # holding one must not pass as a generated value (the reply is not JSON)
-            alternatives.append(f'(?:{behind})(?P<f_{kind}>[^"\\\\\\x00-\\x1f]*)')
+            fields.append(f'(?:{behind})(?P<f_{kind}>[^"\\\\\\x00-\\x1f]*)')
+        alternatives = []
+        if fields:
+            last = sorted({name[-1:] for name in self.generated_fields})
+            one = "|".join(fields)
+            if "" not in last:
+                # one look at the character before `"<colon>"` rules out most members at once
+                # (each name lookbehind is tried in turn otherwise): ~20% off a split of an
+                # id-dense reply
+                one = f'(?<=[{"".join(map(re.escape, last))}]"{colon}")(?:{one})'
+            alternatives.append(one)
         alternatives.extend(
             f"(?P<s_{kind}>{regex})" for kind, regex in self.generated_shapes.items()
         )

@@ -253,6 +253,26 @@ def test_rules_built_in_code() -> None:
     assert rules.token_pattern is not None
 
 
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["sessionId", "run]", "a-", "x^"],  # class metacharacters as the last character
+        ["sessionId", ""],  # an empty member name: no look at the character before
+    ],
+)
+@pytest.mark.parametrize("colon", [": ", ":"])
+def test_token_pattern_finds_generated_members_whatever_their_names(
+    names: list[str], colon: str
+) -> None:
+    rules = Rules(generated_fields=dict.fromkeys(names, "id"), generated_shapes={})
+    pattern = rules.token_pattern if colon == ": " else rules.compact_token_pattern
+    assert pattern is not None
+    members = [*names, "sessionIdx", "d", "other"]
+    text = "{" + ",".join(f'"{n}"{colon}"v-{i}"' for i, n in enumerate(members))
+    found = [m.group("f_id") for m in pattern.finditer(text + "}")]
+    assert found == [f"v-{i}" for i in range(len(names))]
+
+
 # --- JSONPath ----------------------------------------------------------------------------------
 
 
