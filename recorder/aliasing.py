@@ -51,13 +51,23 @@ written on one line; its `Response` is built only when the fast path cannot deci
 When the text between is identical and the values pair under rule 3, the reply matches and no
 tree is walked; the pairs are checked as sets, not one by one. Anything else (another key
 order, compact spacing, an ignored place that differs, a generated value inside a longer
-string or as an array item that differs) falls back to the walk, which decides and explains.
+string or as an array item that differs) falls back to the walk, which decides.
+
 The fast path says "equal" only where the walk would, with one documented exception: a shape
 that is not a member's whole value (inside a longer string, or an array item) and is identical
 on both sides is taken as literal text, where the walk would also check that the mapping
 pairs it with itself. That needs a live agent to emit a recorded uuid it was never sent. A
 non-shape value the walk would alias (an `id` "task-1" beside a contextId) is checked against
 the learned values before the fast path may pass.
+
+The walk (`_normalize`) pairs the values of both trees place by place (rules 1-6) and returns
+both normalized: generated values as their aliases, ignored members left out, arrays of
+another length or order laid out item by item. A place that compares equal comes back as one
+and the same object on both sides, so `golden is live` is the verdict, and the normalized
+values share every part that matches. Only when they differ does deepdiff run, on the
+normalized values, to say where and how (`_explain`); it passes over the shared parts without
+looking into them, and the notes the walk kept (which real ids stand behind two aliases, an
+array's item counts) become the mismatches' messages.
 """
 
 from __future__ import annotations
@@ -749,7 +759,7 @@ class ReplayState:
             and actual_value is not _NOT_JSON
             and actual_value is not _EMPTY
         ):
-            self._compare_json(expected_value, actual_value, (), None, out)
+            self._compare_json(expected_value, actual_value, None, out)
             return
         if expected_value is _NOT_JSON and actual_value is _NOT_JSON:
             self._compare_raw(expected.body, actual.body, "body", None, out)
@@ -880,7 +890,7 @@ class ReplayState:
         expected_value = _parse_json_text(expected.data)
         actual_value = _parse_json_text(actual.data)
         if expected_value is not _NOT_JSON and actual_value is not _NOT_JSON:
-            self._compare_json(expected_value, actual_value, (), frame, out)
+            self._compare_json(expected_value, actual_value, frame, out)
         elif expected_value is _NOT_JSON and actual_value is _NOT_JSON:
             self._compare_raw(expected.data.encode(), actual.data.encode(), "data", frame, out)
         else:
@@ -1125,7 +1135,7 @@ class ReplayState:
             sse.serialize(expected).decode("utf-8"), sse.serialize(actual).decode("utf-8")
         )
 
-    # --- the tree walk (rule 6) -----------------------------------------------------------------
+    # --- the tree walk (rule 6); deepdiff explains what it finds ---------------------------------
 
     def _field_kind(self, name: str | int, siblings: dict[str, Any]) -> str | None:
         if not isinstance(name, str):
@@ -1139,90 +1149,89 @@ class ReplayState:
         return None
 
     def _compare_json(
-        self,
-        expected: Any,
-        actual: Any,
-        keys: _Keys,
-        frame: int | None,
-        out: list[Mismatch],
+        self, expected: Any, actual: Any, frame: int | None, out: list[Mismatch]
     ) -> None:
-        self._walk(
+        """Rule 6: both values normalized; where they differ, deepdiff says where and how."""
+        notes = _Notes()
+        golden, live = self._normalize(
             expected,
             actual,
-            keys,
+            (),
+            (),
             None,
             self._ignored.start(),
             self._unordered.start(),
             self._generated_paths.start(),
-            frame,
-            out,
+            notes,
         )
+        if golden is not live:
+            out.extend(_explain(golden, live, frame, notes))
 
-    def _walk(
+    def _normalize(
         self,
         expected: Any,
         actual: Any,
         keys: _Keys,
+        place: _Keys,
         kind: str | None,
         ignored: State,
         unordered: State,
         generated: State,
-        frame: int | None,
-        out: list[Mismatch],
-    ) -> None:
+        notes: _Notes,
+    ) -> tuple[Any, Any]:
+        """The recorded and the live value normalized for comparison (rules 1-6).
+
+        Generated values are shown as their aliases, ignored members are left out, and an
+        array of another length (or an unordered one) is laid out item by item, a missing item
+        against `ABSENT`. A place that compares equal is one and the same object on both sides:
+        `golden is live` is the verdict, and deepdiff skips such places without looking in.
+        `keys` is the place in the replies (what reports name), `place` the place in the
+        normalized values; they differ below a laid-out array (`_Notes.layouts`).
+        """
         if generated and self._generated_paths.matches(generated):
             kind = self.rules.generated_path_kind(keys) or kind
         if isinstance(expected, dict):
             if not isinstance(actual, dict):
-                self._report(keys, expected, actual, frame, out)
-                return
+                return self._display(expected), self._display_live(actual)
+            golden_members: dict[str, Any] = {}
+            live_members: dict[str, Any] = {}
+            differs = False
             for name, expected_value in expected.items():
                 child_ignored = self._ignored.step(ignored, name)
                 if child_ignored and self._ignored.matches(child_ignored):
                     continue
-                child_keys = (*keys, name)
                 if name not in actual:
-                    out.append(
-                        Mismatch(
-                            format_path(child_keys),
-                            self._display(expected_value),
-                            ABSENT,
-                            frame,
-                        )
-                    )
+                    golden_members[name] = self._display(expected_value)
+                    differs = True
                     continue
-                self._walk(
+                golden_members[name], live_members[name] = pair = self._normalize(
                     expected_value,
                     actual[name],
-                    child_keys,
+                    (*keys, name),
+                    (*place, name),
                     self._field_kind(name, expected),
                     child_ignored,
                     self._unordered.step(unordered, name),
                     self._generated_paths.step(generated, name),
-                    frame,
-                    out,
+                    notes,
                 )
+                differs = differs or pair[0] is not pair[1]
             for name, actual_value in actual.items():
                 if name in expected:
                     continue
                 child_ignored = self._ignored.step(ignored, name)
                 if child_ignored and self._ignored.matches(child_ignored):
                     continue
-                out.append(
-                    Mismatch(
-                        format_path((*keys, name)), ABSENT, self._display_live(actual_value), frame
-                    )
-                )
-            return
+                live_members[name] = self._display_live(actual_value)
+                differs = True
+            return (golden_members, live_members) if differs else (expected, expected)
         if isinstance(expected, list):
             if not isinstance(actual, list):
-                self._report(keys, expected, actual, frame, out)
-                return
+                return self._display(expected), self._display_live(actual)
             if unordered and self._unordered.matches(unordered):
-                self._compare_unordered(
-                    expected, actual, keys, kind, (ignored, unordered, generated), frame, out
+                return self._normalize_unordered(
+                    expected, actual, keys, place, kind, (ignored, unordered, generated), notes
                 )
-                return
             if len(expected) == len(actual):
                 pairs: list[tuple[int | None, int | None]] = list(
                     zip(range(len(expected)), range(len(actual)), strict=True)
@@ -1232,95 +1241,76 @@ class ReplayState:
                     [json.dumps(self._wildcard(v), sort_keys=True) for v in expected],
                     [json.dumps(self._wildcard(v), sort_keys=True) for v in actual],
                 )
-            for i, j in pairs:
+                notes.layouts[place] = pairs
+            message = f"expected {len(expected)} items, got {len(actual)}"
+            golden_items: list[Any] = []
+            live_items: list[Any] = []
+            differs = len(expected) != len(actual)
+            for k, (i, j) in enumerate(pairs):
                 if i is not None and j is not None:
                     child_ignored = self._ignored.step(ignored, i)
                     if child_ignored and self._ignored.matches(child_ignored):
-                        continue
-                    self._walk(
-                        expected[i],
-                        actual[j],
-                        (*keys, i),
-                        kind,
-                        child_ignored,
-                        self._unordered.step(unordered, i),
-                        self._generated_paths.step(generated, i),
-                        frame,
-                        out,
-                    )
+                        golden_item = live_item = expected[i]  # not compared: the same object
+                    else:
+                        golden_item, live_item = self._normalize(
+                            expected[i],
+                            actual[j],
+                            (*keys, i),
+                            (*place, k),
+                            kind,
+                            child_ignored,
+                            self._unordered.step(unordered, i),
+                            self._generated_paths.step(generated, i),
+                            notes,
+                        )
+                        differs = differs or golden_item is not live_item
                 elif i is not None:
-                    out.append(
-                        Mismatch(
-                            format_path((*keys, i)),
-                            self._display(expected[i]),
-                            ABSENT,
-                            frame,
-                            f"expected {len(expected)} items, got {len(actual)}",
-                        )
-                    )
-                elif j is not None:
-                    out.append(
-                        Mismatch(
-                            format_path((*keys, j)),
-                            ABSENT,
-                            self._display_live(actual[j]),
-                            frame,
-                            f"expected {len(expected)} items, got {len(actual)}",
-                        )
-                    )
-            return
+                    golden_item, live_item = self._display(expected[i]), ABSENT
+                    notes.messages[(*place, k)] = message
+                else:
+                    assert j is not None
+                    golden_item, live_item = ABSENT, self._display_live(actual[j])
+                    notes.messages[(*place, k)] = message
+                golden_items.append(golden_item)
+                live_items.append(live_item)
+            return (golden_items, live_items) if differs else (expected, expected)
         if isinstance(expected, str) and isinstance(actual, str):
             if kind is not None and expected and expected not in self._client:
                 if expected == actual and self._golden_to_live.get(expected) == actual:
-                    return
+                    return expected, expected
                 problem = self._pair(expected, actual, kind)
-                if problem is not None:
-                    out.append(
-                        Mismatch(
-                            format_path(keys),
-                            self.alias(expected, kind),
-                            self._live_alias(actual, kind),
-                            frame,
-                            problem,
-                        )
-                    )
-                return
+                if problem is None:
+                    return expected, expected
+                notes.messages[place] = problem
+                return self.alias(expected, kind), self._live_alias(actual, kind)
             text_problem = self._compare_text(expected, actual)
-            if text_problem is not None:
-                out.append(
-                    Mismatch(
-                        format_path(keys), text_problem[0], text_problem[1], frame, text_problem[2]
-                    )
-                )
-            return
+            if text_problem is None:
+                return expected, expected
+            notes.messages[place] = text_problem[2]
+            return text_problem[0], text_problem[1]
         if isinstance(actual, dict | list) or not _same_scalar(expected, actual):
-            self._report(keys, expected, actual, frame, out)
+            return self._display(expected), self._display_live(actual)
+        return expected, expected
 
-    def _report(
-        self, keys: _Keys, expected: Any, actual: Any, frame: int | None, out: list[Mismatch]
-    ) -> None:
-        out.append(
-            Mismatch(format_path(keys), self._display(expected), self._display_live(actual), frame)
-        )
-
-    def _compare_unordered(
+    def _normalize_unordered(
         self,
         expected: list[Any],
         actual: list[Any],
         keys: _Keys,
+        place: _Keys,
         kind: str | None,
         states: tuple[State, State, State],
-        frame: int | None,
-        out: list[Mismatch],
-    ) -> None:
-        """Rule 6: an unordered array matches when its items pair up one to one."""
+        notes: _Notes,
+    ) -> tuple[Any, Any]:
+        """Rule 6: an unordered array matches when its items pair up one to one. Laid out as
+        the pairs in recorded order, then the recorded items no live item matches, then the
+        live items left over."""
         ignored, unordered, generated = states
-        remaining = list(range(len(actual)))
-        unmatched: list[int] = []
         by_key: dict[str, list[int]] = {}
-        for j in remaining:
+        for j in range(len(actual)):
             by_key.setdefault(json.dumps(self._wildcard(actual[j]), sort_keys=True), []).append(j)
         pairs: list[tuple[int, int]] = []
+        unmatched: list[int] = []
         for i, item in enumerate(expected):
             candidates = by_key.get(json.dumps(self._wildcard(item), sort_keys=True))
             if candidates:
@@ -1328,38 +1318,40 @@ class ReplayState:
             else:
                 unmatched.append(i)
         extra = sorted(j for js in by_key.values() for j in js)
-        for i, j in pairs:
-            self._walk(
+        golden_items: list[Any] = []
+        live_items: list[Any] = []
+        differs = bool(unmatched or extra)
+        for k, (i, j) in enumerate(pairs):
+            golden_item, live_item = self._normalize(
                 expected[i],
                 actual[j],
                 (*keys, i),
+                (*place, k),
                 kind,
                 self._ignored.step(ignored, i),
                 self._unordered.step(unordered, i),
                 self._generated_paths.step(generated, i),
-                frame,
-                out,
+                notes,
             )
+            differs = differs or golden_item is not live_item
+            golden_items.append(golden_item)
+            live_items.append(live_item)
+        if not differs:
+            return expected, expected
         for i in unmatched:
-            out.append(
-                Mismatch(
-                    format_path((*keys, i)),
-                    self._display(expected[i]),
-                    ABSENT,
-                    frame,
-                    "no live item matches (order ignored)",
-                )
-            )
+            notes.messages[(*place, len(golden_items))] = "no live item matches (order ignored)"
+            golden_items.append(self._display(expected[i]))
+            live_items.append(ABSENT)
         for j in extra:
-            out.append(
-                Mismatch(
-                    format_path((*keys, j)),
-                    ABSENT,
-                    self._display_live(actual[j]),
-                    frame,
-                    "unexpected live item (order ignored)",
-                )
-            )
+            notes.messages[(*place, len(golden_items))] = "unexpected live item (order ignored)"
+            golden_items.append(ABSENT)
+            live_items.append(self._display_live(actual[j]))
+        notes.layouts[place] = [
+            *pairs,
+            *((i, None) for i in unmatched),
+            *((None, j) for j in extra),
+        ]
+        return golden_items, live_items
 
     # --- strings (rules 1, 2, 5) ----------------------------------------------------------------
 
@@ -1638,6 +1630,97 @@ def _compile(rules: Rules) -> _Compiled:
             _DEFAULT_SHAPES.get(kind) == regex for kind, regex in rules.generated_shapes.items()
         ),
     )
+
+
+@dataclasses.dataclass
+class _Notes:
+    """What normalizing two values learned that the normalized values cannot say."""
+
+    messages: dict[_Keys, str] = dataclasses.field(default_factory=dict)
+    """Place in the normalized values -> why it differs (two aliases' real ids, an item count)."""
+    layouts: dict[_Keys, list[tuple[int | None, int | None]]] = dataclasses.field(
+        default_factory=dict
+    )
+    """Place of a laid-out array -> (recorded index, live index) of each normalized item."""
+
+    def keys(self, place: _Keys) -> _Keys:
+        """The place in the replies that a place in the normalized values stands for: an item
+        of a laid-out array is named by its recorded index, or its live index when only live."""
+        keys = list(place)
+        for n, key in enumerate(place):
+            if isinstance(key, int):
+                layout = self.layouts.get(place[:n])
+                if layout is not None:
+                    i, j = layout[key]
+                    index = i if i is not None else j
+                    assert index is not None  # a laid-out item is on one side at least
+                    keys[n] = index
+        return tuple(keys)
+
+
+def _explain(golden: Any, live: Any, frame: int | None, notes: _Notes) -> list[Mismatch]:
+    """The mismatches between two normalized values that differ, in the order of the reply
+    (recorded members first, then members only the live reply has), as deepdiff finds them."""
+    from deepdiff import DeepDiff  # on the first mismatch only: deepdiff takes ~0.2 s to import
+    from deepdiff.helper import notpresent
+
+    tree = DeepDiff(
+        golden,
+        live,
+        view="tree",
+        # the normalized arrays are laid out item by item already
+        zip_ordered_iterables=True,
+        # every member's own path, however many differ (not the whole object past a third)
+        threshold_to_diff_deeper=0,
+        # JSON members named "__x" are members like any other
+        ignore_private_variables=False,
+        cache_size=0,
+        log_frequency_in_sec=0,
+    )
+    order = _visit_order(golden, live)
+    found: list[tuple[int, Mismatch]] = []
+    for levels in tree.values():
+        for level in levels:
+            place = tuple(level.path(output_format="list"))
+            found.append(
+                (
+                    order.get(place, len(order)),
+                    Mismatch(
+                        format_path(notes.keys(place)),
+                        ABSENT if level.t1 is notpresent else level.t1,
+                        ABSENT if level.t2 is notpresent else level.t2,
+                        frame,
+                        notes.messages.get(place, ""),
+                    ),
+                )
+            )
+    if not found:
+        # two aliases that read alike (a live value spelled "<id:1>"): the verdict stands
+        found.append((0, Mismatch("$", golden, live, frame, "; ".join(notes.messages.values()))))
+    found.sort(key=itemgetter(0))
+    return [mismatch for _, mismatch in found]
+
+
+def _visit_order(golden: Any, live: Any) -> dict[_Keys, int]:
+    """Place -> rank, for the places where two normalized values differ, in reply order."""
+    order: dict[_Keys, int] = {}
+
+    def visit(g: Any, a: Any, place: _Keys) -> None:
+        order[place] = len(order)
+        if g is a:
+            return
+        if isinstance(g, dict) and isinstance(a, dict):
+            for name, value in g.items():
+                visit(value, a.get(name, ABSENT), (*place, name))
+            for name, value in a.items():
+                if name not in g:
+                    visit(ABSENT, value, (*place, name))
+        elif isinstance(g, list) and isinstance(a, list):
+            for k in range(max(len(g), len(a))):
+                visit(g[k] if k < len(g) else ABSENT, a[k] if k < len(a) else ABSENT, (*place, k))
+
+    visit(golden, live, ())
+    return order
 
 
 def _fields_by_name(headers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:

@@ -905,13 +905,13 @@ def test_a_large_reply_is_compared_with_the_collector_paused_and_restored() -> N
     golden = Exchange(rpc("ListTasks", {}), listing(1, "WORKING"))
     assert len(golden.response.body) >= aliasing._GC_PAUSE_BYTES
     seen: list[bool] = []
-    real_walk = ReplayState._walk
+    real_walk = ReplayState._normalize
 
-    def walk(self: ReplayState, *args: Any) -> None:
+    def walk(self: ReplayState, *args: Any) -> Any:
         seen.append(gc.isenabled())
-        real_walk(self, *args)
+        return real_walk(self, *args)
 
-    with mock.patch.object(ReplayState, "_walk", walk):
+    with mock.patch.object(ReplayState, "_normalize", walk):
         found = state().compare(golden, as_wire(listing(2, "FAILED")))
     assert [m.path for m in found] == ["$.result.tasks[3999].status.state"]
     assert seen and not any(seen)  # paused while comparing

@@ -820,6 +820,44 @@ def test_unordered_array() -> None:
     ]
 
 
+def test_every_differing_member_is_named_whatever_its_name() -> None:
+    # deepdiff explains the mismatches: members named "__x" are members like any other (deepdiff
+    # skips them by default), and an object whose members mostly differ is still reported
+    # member by member (deepdiff reports it whole past a threshold by default)
+    request = Request("GET", "/things")
+    golden = Exchange(request, json_response({"__meta": {"a": 1, "b": 2, "c": 3}, "n": [1, 2]}))
+    state = ReplayState(DEFAULT_RULES, recorded_base=None, live_base=LIVE_BASE)
+    live = json_response({"__meta": {"a": 9, "d": 3, "e": 4, "f": 5}, "n": [1.0, True]})
+    assert [(m.path, m.expected, m.actual) for m in state.compare(golden, live)] == [
+        ("$.__meta.a", 1, 9),
+        ("$.__meta.b", 2, ABSENT),
+        ("$.__meta.c", 3, ABSENT),
+        ("$.__meta.d", ABSENT, 3),
+        ("$.__meta.e", ABSENT, 4),
+        ("$.__meta.f", ABSENT, 5),
+        ("$.n[1]", 2, True),  # JSON true is not 2, and 1.0 is 1
+    ]
+
+
+def test_items_of_an_array_of_another_length_are_named_by_their_own_index() -> None:
+    # the walk lays the arrays out item by item (a dropped item against ABSENT); the reports
+    # name each item by its recorded index, or its live index when only the live reply has it
+    request = Request("GET", "/things")
+
+    def items(*pairs: tuple[str, int]) -> Response:
+        return json_response({"items": [{"k": k, "v": v} for k, v in pairs]})
+
+    golden = Exchange(request, items(("a", 1), ("b", 2), ("c", 3)))
+    state = ReplayState(DEFAULT_RULES, recorded_base=None, live_base=LIVE_BASE)
+    found = state.compare(golden, items(("b", 2), ("c", 4), ("x", 5), ("y", 6)))
+    assert [(m.path, m.expected, m.actual, m.message) for m in found] == [
+        ("$.items[0]", {"k": "a", "v": 1}, ABSENT, "expected 3 items, got 4"),
+        ("$.items[2].v", 3, 4, ""),
+        ("$.items[2]", ABSENT, {"k": "x", "v": 5}, "expected 3 items, got 4"),
+        ("$.items[3]", ABSENT, {"k": "y", "v": 6}, "expected 3 items, got 4"),
+    ]
+
+
 def test_unordered_array_of_tasks_pairs_their_ids() -> None:
     w_golden, w_live = World(RECORDED_BASE, 1), World(LIVE_BASE, 2)
     request = Request("GET", "/a2a/rest/tasks")
