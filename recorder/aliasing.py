@@ -1488,19 +1488,25 @@ class ReplayState:
         """JSON text with its strings mapped back; formatting and member order kept."""
         return _map_json_strings(text, self._backward)
 
-    def bless(self, golden: Response, live: Response | LiveReply) -> Response:
+    def bless(
+        self, golden: Response, live: Response | LiveReply, *, matched: bool | None = None
+    ) -> Response:
         """The live reply with its generated values put back to the recorded ones (for --update).
 
-        Call after `compare` for the same exchange. When that found no mismatch, the recorded
-        reply is kept as it is: re-blessing an unchanged transcript gives the same bytes (also
-        where timestamps shared a clock tick in one run only, and where only ignored places
-        changed). Otherwise values paired with a recorded value get that value back and new
-        values keep their live value; the live agent address becomes the recorded one. Headers:
-        the recorded order is kept; an ignored header keeps its recorded value (or is left out
-        when only live has it, e.g. Content-Length and Transfer-Encoding, which recordings never
-        hold); others take the live value.
+        Call after `compare` for the same exchange: right after it, or (better) once the whole
+        transcript is compared, passing `matched` (whether that compare found no mismatch), so
+        that values a later exchange pairs are put back too. When the compare found no
+        mismatch, the recorded reply is kept as it is: re-blessing an unchanged transcript
+        gives the same bytes (also where timestamps shared a clock tick in one run only, and
+        where only ignored places changed). Otherwise values paired with a recorded value get
+        that value back and new values keep their live value; the live agent address becomes
+        the recorded one. Headers: the recorded order is kept; an ignored header keeps its
+        recorded value (or is left out when only live has it, e.g. Content-Length and
+        Transfer-Encoding, which recordings never hold); others take the live value.
         """
-        if self._last_match is not None:
+        if matched:
+            return golden
+        if matched is None and self._last_match is not None:
             matched_golden, matched_live = self._last_match
             if matched_golden is golden and matched_live is live:
                 # it matched: every value pairs in place (timestamps too), nothing else counts

@@ -51,7 +51,7 @@ from recorder.checking import find_transcripts
 from recorder.diff import Mismatch
 from recorder.errors import ParseError, RecorderError, UpstreamError
 from recorder.httpfile import dump, load
-from recorder.model import Exchange, Headers, Request, Transcript, is_event_stream
+from recorder.model import Headers, Request, Transcript, is_event_stream
 from recorder.rules import DEFAULT_RULES, Rules
 
 __all__ = [
@@ -621,7 +621,6 @@ class FilePlayer:
     live_base: str | None = None
     state: ReplayState = field(init=False)
     results: dict[int, ExchangeResult] = field(init=False, default_factory=dict)
-    blessed: list[Exchange] = field(init=False)
 
     def __post_init__(self) -> None:
         self.state = ReplayState(
@@ -629,7 +628,7 @@ class FilePlayer:
             recorded_base=recorded_base_url(self.transcript),
             live_base=self.live_base or self.base_url,
         )
-        self.blessed = list(self.transcript.exchanges)
+        self._to_bless: dict[int, LiveReply] = {}  # --update: the replies that mismatched
         self._next = 0
         self._background: dict[int, _BackgroundExchange] = {}
         self._during: dict[int, int] = {}  # exchange -> the open stream it is sent during
@@ -700,10 +699,10 @@ class FilePlayer:
     def _record(self, index: int, live: LiveReply, started: float) -> None:
         golden = self.transcript.exchanges[index]
         mismatches = tuple(self.state.compare(golden, live))
-        if self.update:
-            blessed = self.state.bless(golden.response, live)
-            if blessed != golden.response:
-                self.blessed[index] = replace(golden, response=blessed)
+        if self.update and mismatches:
+            # blessed once the whole file is played: a value a later exchange pairs (a task id
+            # a GetTask names) is put back in this reply too
+            self._to_bless[index] = live
         self.results[index] = ExchangeResult(
             number=index + 1,
             title=golden.title,
@@ -719,7 +718,9 @@ class FilePlayer:
         """
         chosen = set(selected)
         exchanges = tuple(
-            self.blessed[i] if i in chosen and i in self.results else golden
+            replace(golden, response=self.state.bless(golden.response, live, matched=False))
+            if i in chosen and (live := self._to_bless.get(i)) is not None
+            else golden
             for i, golden in enumerate(self.transcript.exchanges)
         )
         if exchanges == self.transcript.exchanges:

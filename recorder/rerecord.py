@@ -34,16 +34,24 @@ def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) 
     if live_base is None:
         return fresh
     state = ReplayState(rules, recorded_base=previous.recorded_base_url, live_base=live_base)
-    kept: list[Exchange] = []
+    compared: list[tuple[Exchange, Exchange, bool]] = []
+    rest: tuple[Exchange, ...] = ()
     for index, new in enumerate(fresh.exchanges):
         if index >= len(previous.exchanges):
-            kept.extend(fresh.exchanges[index:])
+            rest = fresh.exchanges[index:]
             break
         old = previous.exchanges[index]
         if state.prepare(old.request) != new.request:
-            kept.extend(fresh.exchanges[index:])
+            rest = fresh.exchanges[index:]
             break
-        state.compare(old, new.response)
-        response = state.bless(old.response, new.response)
-        kept.append(dataclasses.replace(new, request=old.request, response=response))
-    return dataclasses.replace(fresh, exchanges=tuple(kept))
+        compared.append((old, new, not state.compare(old, new.response)))
+    # blessed once all are compared: a value a later exchange pairs is put back everywhere
+    kept = [
+        dataclasses.replace(
+            new,
+            request=old.request,
+            response=state.bless(old.response, new.response, matched=matched),
+        )
+        for old, new, matched in compared
+    ]
+    return dataclasses.replace(fresh, exchanges=(*kept, *rest))

@@ -503,6 +503,27 @@ def test_update_rewrites_a_wrong_golden_back_to_the_live_behaviour(
 
 
 @pytest.mark.e2e
+def test_one_update_puts_back_a_value_that_only_a_later_exchange_pairs(
+    goldens: Path, kit: KitServer
+) -> None:
+    # exchange 1's golden reply lost its artifactId; the live one has it, and only exchange 2
+    # (GetTask) pairs it with the golden id: one update must write the golden id back, so that
+    # the file is the original again and the next play passes
+    path = goldens / "02-review.http"
+    original = path.read_text()
+    lines = original.splitlines(keepends=True)
+    first = next(n for n, line in enumerate(lines) if '"artifactId"' in line)
+    path.write_text("".join(lines[:first] + lines[first + 1 :]))
+    environ = {"A2A_TOKEN": kit.token}
+    result = play([path], agent=kit.base_url, environ=environ, update=True)
+    assert mismatch_paths(result) == [
+        ("02-review.http", 1, None, "$.result.task.artifacts[0].artifactId")
+    ]
+    assert path.read_text() == original
+    assert play([path], agent=kit.base_url, environ=environ).passed
+
+
+@pytest.mark.e2e
 def test_parallel_jobs_give_the_same_verdicts_in_name_order(goldens: Path, kit: KitServer) -> None:
     edit(goldens / "05-errors.http", '"code": -32001', '"code": -32002')
     environ = {"A2A_TOKEN": kit.token}

@@ -66,3 +66,14 @@ def test_a_changed_request_takes_the_fresh_recording_from_there_on() -> None:
     kept = keep_recorded_values(previous, fresh, DEFAULT_RULES)
     assert kept.exchanges[0] == previous.exchanges[0]
     assert kept.exchanges[1:] == fresh.exchanges[1:]
+
+
+def test_a_value_only_a_later_exchange_pairs_is_kept_in_an_earlier_reply_too() -> None:
+    # the previous file's first reply lacks the artifactId the fresh one has; only exchange 2
+    # (GetTask) pairs the fresh id with the previous one, and the kept first reply has it back
+    full = load(TRANSCRIPTS / "06-get-and-list-tasks.http")
+    text = dumps(full)
+    line = next(x for x in text.split("\n") if '"artifactId"' in x)
+    previous = loads(text.replace(line + "\n", "", 1))
+    kept = keep_recorded_values(previous, loads(fresh_run(text)), DEFAULT_RULES)
+    assert dumps(kept) == text
