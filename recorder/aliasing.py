@@ -485,6 +485,18 @@ class ReplayState:
         self._scanned = (request, result)
         return result
 
+    def unpaired(self, request: Request) -> set[str]:
+        """The values of a recorded request that look generated (a shape, or a value seen at a
+        generated place of an earlier reply) but have no live counterpart and are not the
+        client's own: `prepare` sends them as recorded. The player looks for them in the
+        earlier recorded replies to explain the mismatches that follow."""
+        candidates = self._scan(request) - self._golden_to_live.keys() - self._client
+        return {
+            value
+            for value in candidates
+            if value in self._seen or self._shape_kind(value) is not None
+        }
+
     def _learn_client_values(self, request: Request) -> None:
         """Rule 2: what the recorded request carries, except values learned from replies."""
         found = self._scan(request) - self._golden_to_live.keys()

@@ -44,3 +44,11 @@ class RulesError(RecorderError):
 
 class UpstreamError(RecorderError):
     """The agent could not be reached."""
+
+
+class NoReplyError(UpstreamError):
+    """The agent was reached, but no whole reply came: too slow, or the connection dropped.
+
+    The player records it as the exchange's error and goes on with the next file (the rest
+    of this one needs this reply's ids); an agent that cannot be reached at all stops the run.
+    """

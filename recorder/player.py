@@ -24,9 +24,11 @@ replies (a GetTask names the task an earlier SendMessage created); only the matc
 are reported and counted, the others are played as setup. Exchanges after the last match are not
 played.
 
-A mismatch is a result (`ExchangeResult.mismatches`); exceptions are for broken input and
-broken environments: `TranscriptErrors` (files that do not parse), `MissingVariableError`,
-`UpstreamError` (the agent cannot be reached, or a reply does not arrive in time).
+A mismatch is a result (`ExchangeResult.mismatches`), and so is an exchange that got no whole
+reply (`ExchangeResult.error`: a timeout, a dropped connection): the rest of its file is then
+not played (its requests need that reply's ids), and the other files are. Exceptions are for
+broken input and broken environments: `TranscriptErrors` (files that do not parse),
+`MissingVariableError`, `UpstreamError` (the agent cannot be reached at all).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import quote
 
 import httpx
@@ -49,7 +51,7 @@ import httpx
 from recorder.aliasing import LiveReply, ReplayState
 from recorder.checking import find_transcripts
 from recorder.diff import Mismatch
-from recorder.errors import ParseError, RecorderError, UpstreamError
+from recorder.errors import NoReplyError, ParseError, RecorderError, UpstreamError
 from recorder.httpfile import dump, load
 from recorder.model import Headers, Request, Transcript, is_event_stream
 from recorder.rules import DEFAULT_RULES, Rules
@@ -146,26 +148,41 @@ class MissingVariableError(RecorderError):
 
 @dataclass(frozen=True)
 class ExchangeResult:
-    """The verdict on one exchange: its 1-based number in the file, title and mismatches."""
+    """The verdict on one exchange: its 1-based number in the file, title and mismatches.
+
+    `error` says why there is no verdict: the exchange got no whole reply, or (`played` false)
+    it was not sent because an earlier exchange of its file got none. `notes` explain what
+    the mismatches may follow from (a request that had to carry a recorded id as it was).
+    """
 
     number: int
     title: str
     line: int | None
     mismatches: tuple[Mismatch, ...] = ()
     seconds: float = 0.0
+    error: str | None = None
+    played: bool = True
+    notes: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
-        return not self.mismatches
+        return not self.mismatches and self.error is None
+
+    @property
+    def failed(self) -> bool:
+        """Played and compared, with mismatches."""
+        return bool(self.mismatches) and self.error is None
 
 
 @dataclass(frozen=True)
 class TranscriptResult:
-    """The verdicts on the selected exchanges of one file; `updated` when --update rewrote it."""
+    """The verdicts on the selected exchanges of one file; `updated` when --update rewrote it,
+    `not_updated` why --update left a file that differs as it was."""
 
     path: str
     exchanges: tuple[ExchangeResult, ...]
     updated: bool = False
+    not_updated: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -173,6 +190,7 @@ class TranscriptResult:
 
     @property
     def failed(self) -> tuple[ExchangeResult, ...]:
+        """The exchanges that did not pass: mismatches, errors, not played."""
         return tuple(e for e in self.exchanges if not e.passed)
 
 
@@ -189,15 +207,30 @@ class PlayResult:
 
     @property
     def failed_count(self) -> int:
-        return sum(len(t.failed) for t in self.transcripts)
+        """Exchanges played and compared with mismatches."""
+        return sum(1 for t in self.transcripts for e in t.exchanges if e.failed)
+
+    @property
+    def error_count(self) -> int:
+        """Exchanges that got no whole reply."""
+        return sum(1 for t in self.transcripts for e in t.exchanges if e.error and e.played)
+
+    @property
+    def not_played_count(self) -> int:
+        """Exchanges not sent because an earlier one of their file got no reply."""
+        return sum(1 for t in self.transcripts for e in t.exchanges if not e.played)
 
     @property
     def passed_count(self) -> int:
-        return self.exchange_count - self.failed_count
+        return sum(1 for t in self.transcripts for e in t.exchanges if e.passed)
 
     @property
     def passed(self) -> bool:
-        return self.failed_count == 0
+        return self.passed_count == self.exchange_count
+
+    @property
+    def not_updated_count(self) -> int:
+        return sum(1 for t in self.transcripts if t.not_updated)
 
 
 class Listener(Protocol):
@@ -418,7 +451,8 @@ def send_raw(
     An event stream is read as it arrives; with `max_events` (a golden reply recorded
     truncated) reading stops after that many frames; `on_frames(n)` is told how many frames
     have arrived (0 when the reply's head arrives). The whole reply must arrive within
-    `timeout` seconds. Raises `UpstreamError` when the agent cannot be reached or is too slow.
+    `timeout` seconds. Raises `UpstreamError` when the agent cannot be reached, and its
+    `NoReplyError` when no whole reply arrives (too slow, or the connection dropped).
     """
     target = request.target
     if not target.startswith("/"):
@@ -450,18 +484,27 @@ def send_raw(
         finally:
             reply.close()
     except _StreamDeadline:
-        raise UpstreamError(
+        raise NoReplyError(
             f"the event stream that the agent at {base_url} sent for {request.method} {target} "
             f"did not end within {timeout:g} s"
         ) from None
-    except httpx.TimeoutException as exc:
-        what = "connect" if isinstance(exc, httpx.ConnectTimeout) else "answer"
+    except httpx.ConnectTimeout:
         raise UpstreamError(
-            f"the agent at {base_url} did not {what} within {timeout:g} s "
-            f"({request.method} {target})"
+            f"cannot reach the agent at {base_url}: it did not accept a connection within"
+            f" {timeout:g} s"
         ) from None
-    except httpx.TransportError as exc:
+    except httpx.TimeoutException:
+        raise NoReplyError(
+            f"the agent at {base_url} did not answer within {timeout:g} s"
+            f" ({request.method} {target})"
+        ) from None
+    except httpx.ConnectError as exc:
         raise UpstreamError(f"cannot reach the agent at {base_url}: {_reason(exc)}") from None
+    except httpx.TransportError as exc:
+        raise NoReplyError(
+            f"no whole reply from the agent at {base_url} ({request.method} {target}):"
+            f" {_reason(exc)}"
+        ) from None
     return LiveReply(
         reply.status_code,
         reply.reason_phrase,
@@ -590,7 +633,7 @@ class _BackgroundExchange:
         if self._error is not None:
             raise self._error
         if self._live is None:
-            raise UpstreamError(f"the event stream did not end within {self._timeout:g} s")
+            raise NoReplyError(f"the event stream did not end within {self._timeout:g} s")
         return self._live
 
 
@@ -629,6 +672,8 @@ class FilePlayer:
             live_base=self.live_base or self.base_url,
         )
         self._to_bless: dict[int, LiveReply] = {}  # --update: the replies that mismatched
+        self._notes: dict[int, tuple[str, ...]] = {}
+        self._no_reply: int | None = None  # the first exchange that got no whole reply
         self._next = 0
         self._background: dict[int, _BackgroundExchange] = {}
         self._during: dict[int, int] = {}  # exchange -> the open stream it is sent during
@@ -663,13 +708,22 @@ class FilePlayer:
             if stream != keep_open:
                 self._finish(stream)
         golden = exchanges[index]
+        self._next += 1
+        if self._no_reply is not None:
+            # the rest of the file needs the ids of the reply that did not come
+            self.results[index] = self._result(
+                index,
+                error=f"not played: exchange {self._no_reply + 1} got no reply",
+                played=False,
+            )
+            return
         started = time.perf_counter()
         request = self.state.prepare(golden.request)
+        self._notes[index] = self._unpaired_notes(index, golden.request)
         request = fill_placeholders(request, self.variables, path=self.path, line=golden.line)
         max_events = None
         if golden.truncated and golden.response.events is not None:
             max_events = len(golden.response.events)
-        self._next += 1
         frames = self._open_until.get(index)
         if frames is not None:
 
@@ -687,14 +741,33 @@ class FilePlayer:
             self._background[index] = background
             background.wait_for_frames(frames)
             return
-        live = send_raw(
-            self.transport, self.base_url, request, timeout=self.timeout, max_events=max_events
-        )
+        try:
+            live = send_raw(
+                self.transport, self.base_url, request, timeout=self.timeout, max_events=max_events
+            )
+        except NoReplyError as exc:
+            self._failed(index, exc, started)
+            return
         self._record(index, live, started)
 
     def _finish(self, index: int) -> None:
         background = self._background.pop(index)
-        self._record(index, background.result(), background.started)
+        try:
+            live = background.result()
+        except NoReplyError as exc:
+            self._failed(index, exc, background.started)
+            return
+        self._record(index, live, background.started)
+
+    def _result(self, index: int, **verdict: Any) -> ExchangeResult:
+        golden = self.transcript.exchanges[index]
+        return ExchangeResult(
+            number=index + 1,
+            title=golden.title,
+            line=golden.line,
+            notes=self._notes.get(index, ()),
+            **verdict,
+        )
 
     def _record(self, index: int, live: LiveReply, started: float) -> None:
         golden = self.transcript.exchanges[index]
@@ -703,13 +776,34 @@ class FilePlayer:
             # blessed once the whole file is played: a value a later exchange pairs (a task id
             # a GetTask names) is put back in this reply too
             self._to_bless[index] = live
-        self.results[index] = ExchangeResult(
-            number=index + 1,
-            title=golden.title,
-            line=golden.line,
-            mismatches=mismatches,
-            seconds=time.perf_counter() - started,
+        self.results[index] = self._result(
+            index, mismatches=mismatches, seconds=time.perf_counter() - started
         )
+
+    def _failed(self, index: int, error: NoReplyError, started: float) -> None:
+        self._no_reply = index if self._no_reply is None else min(self._no_reply, index)
+        self.results[index] = self._result(
+            index, error=str(error), seconds=time.perf_counter() - started
+        )
+
+    def _unpaired_notes(self, index: int, request: Request) -> tuple[str, ...]:
+        """Notes on the recorded values of earlier replies that this request carries as
+        recorded, because no live reply paired them (the earlier exchange mismatched): the
+        agent is asked about something it never made, and the mismatches follow from that."""
+        values = self.state.unpaired(request)
+        if not values:
+            return ()
+        notes = []
+        for value in sorted(values):
+            needle = value.encode()
+            for earlier in range(index):
+                if needle in self.transcript.exchanges[earlier].response.body:
+                    notes.append(
+                        f"the request carries {value} as recorded: it comes from the recorded"
+                        f" reply of exchange {earlier + 1}, and no live reply paired it"
+                    )
+                    break
+        return tuple(notes)
 
     def write_update(self, selected: Iterable[int]) -> bool:
         """Write the blessed replies of the `selected` exchanges back to the file (atomically).
@@ -717,6 +811,8 @@ class FilePlayer:
         Returns whether the file changed; an unchanged transcript is not rewritten.
         """
         chosen = set(selected)
+        if self.not_updated(chosen) is not None:
+            return False
         exchanges = tuple(
             replace(golden, response=self.state.bless(golden.response, live, matched=False))
             if i in chosen and (live := self._to_bless.get(i)) is not None
@@ -727,6 +823,23 @@ class FilePlayer:
             return False
         dump(replace(self.transcript, exchanges=exchanges), self.path)
         return True
+
+    def not_updated(self, selected: Iterable[int]) -> str | None:
+        """Why --update must leave the file as it is, or None: an exchange got no reply, or a
+        request had to carry a recorded id that no live reply paired (blessing its reply would
+        write the agent's answer about an id it never made into the golden file)."""
+        for index in sorted(set(selected) | self._to_bless.keys()):
+            result = self.results.get(index)
+            if result is None or not result.played:
+                continue
+            if result.error is not None:
+                return f"exchange {result.number} got no reply"
+            if result.notes and result.mismatches:
+                return (
+                    f"exchange {result.number} sent a recorded id that no live reply paired;"
+                    " fix the exchange before it, or record this scenario again"
+                )
+        return None
 
 
 @dataclass(frozen=True)
@@ -767,8 +880,12 @@ def _play_item(
             reported.append(result)
             if settings.listener is not None:
                 settings.listener.exchange_done(item, result)
-    updated = player.write_update(item.selected) if settings.update else False
-    return TranscriptResult(item.path, tuple(reported), updated=updated)
+    updated = False
+    not_updated = None
+    if settings.update and not all(r.passed for r in reported):
+        not_updated = player.not_updated(item.selected)
+        updated = not_updated is None and player.write_update(item.selected)
+    return TranscriptResult(item.path, tuple(reported), updated=updated, not_updated=not_updated)
 
 
 # --------------------------------------------------------------------------- the run

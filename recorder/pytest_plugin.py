@@ -262,6 +262,9 @@ class ExchangeItem(pytest.Item):
     def runtest(self) -> None:
         file = self.transcript_file
         result = file.player().play_until(self.index)
+        if not result.played:
+            # an earlier exchange of the file got no reply: this one would need its ids
+            pytest.skip(result.error or "not played")
         if not result.passed:
             raise ExchangeMismatch(file.display_path, result)
 

@@ -35,9 +35,11 @@ from recorder.player import ExchangeResult, PlanItem, PlayResult, TranscriptResu
 __all__ = [
     "TerminalReport",
     "exchange_lines",
+    "exit_status",
     "junit_xml",
     "mismatch_line",
     "plural",
+    "printable",
     "summary_line",
     "transcript_lines",
     "write_junit_xml",
@@ -64,7 +66,7 @@ def mismatch_line(mismatch: Mismatch, *, with_frame: bool = False) -> str:
 
 def exchange_header(result: ExchangeResult) -> tuple[str, bool]:
     """`exchange 1 (SendStreamingMessage), frame 3:` and whether the frame is in it."""
-    title = f" ({result.title})" if result.title else ""
+    title = f" ({printable(result.title)})" if result.title else ""
     frames = {m.frame for m in result.mismatches}
     if len(frames) == 1 and None not in frames:
         return f"exchange {result.number}{title}, frame {frames.pop()}:", True
@@ -72,9 +74,16 @@ def exchange_header(result: ExchangeResult) -> tuple[str, bool]:
 
 
 def exchange_lines(result: ExchangeResult) -> tuple[str, list[str]]:
-    """The header of a failed exchange and its indented mismatch lines."""
+    """The header of a failed exchange and its indented lines: the mismatches, or the error;
+    then the notes."""
     header, frame_in_header = exchange_header(result)
-    lines = [INDENT + mismatch_line(m, with_frame=not frame_in_header) for m in result.mismatches]
+    lines = [
+        INDENT + printable(mismatch_line(m, with_frame=not frame_in_header))
+        for m in result.mismatches
+    ]
+    if result.error is not None:
+        lines.append(INDENT + printable(f"error: {result.error}"))
+    lines.extend(INDENT + printable(f"note: {note}") for note in result.notes)
     return header, lines
 
 
@@ -82,7 +91,7 @@ def transcript_lines(
     result: TranscriptResult, *, width: int = 0, color: bool = False, update: bool = False
 ) -> list[str]:
     """The report lines of one transcript; `width` pads the path column."""
-    path = result.path.ljust(width)
+    path = printable(result.path).ljust(width)
     if result.passed:
         mark = _style(PASS_MARK, "green", color)
         return [f"{path}  {mark} {plural(len(result.exchanges), 'exchange')}"]
@@ -90,28 +99,72 @@ def transcript_lines(
         mark = _style(f"{UPDATE_MARK} updated,", "yellow", color)
     else:
         mark = _style(FAIL_MARK, "red", color)
+    entries: list[tuple[str, list[str]]] = []
+    failed = result.failed
+    played = [e for e in failed if e.played]
+    entries.extend(exchange_lines(e) for e in played)
+    not_played = [e for e in failed if not e.played]
+    if not_played:
+        # one line for the rest of the file, not one per exchange
+        first, last = not_played[0], not_played[-1]
+        numbers = (
+            f"exchange {first.number}"
+            if first is last
+            else f"exchanges {first.number}-{last.number}"
+        )
+        entries.append((f"{numbers}: {first.error}", []))
     lines: list[str] = []
-    for position, exchange in enumerate(result.failed):
-        header, details = exchange_lines(exchange)
+    for position, (header, details) in enumerate(entries):
         if position == 0:
             lines.append(f"{_style(path, None, color, bold=True)}  {mark} {header}")
         else:
             lines.append(f"{' ' * len(path)}  {mark} {header}")
         lines.extend(details)
+    if update and result.not_updated:
+        lines.append(INDENT + _style(f"not updated: {result.not_updated}", "yellow", color))
     return lines
 
 
 def summary_line(result: PlayResult) -> str:
-    """`10 transcripts, 37 exchanges: 36 passed, 1 failed` (and how many files were updated)."""
+    """`10 transcripts, 37 exchanges: 36 passed, 1 failed` (errors and exchanges not played
+    when there are any, and how many files were updated)."""
     line = (
         f"{plural(len(result.transcripts), 'transcript')}, "
         f"{plural(result.exchange_count, 'exchange')}: "
         f"{result.passed_count} passed, {result.failed_count} failed"
     )
+    if result.error_count:
+        line += f", {plural(result.error_count, 'error')}"
+    if result.not_played_count:
+        line += f", {result.not_played_count} not played"
     if result.update:
         updated = sum(1 for t in result.transcripts if t.updated)
         line += f"; {plural(updated, 'transcript')} updated"
+        if result.not_updated_count:
+            line += f", {result.not_updated_count} not updated"
     return line
+
+
+# C0 and C1 controls (a title or value in a transcript could move the cursor or recolour the
+# terminal): shown escaped
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with control characters written as `\\xNN` escapes (tab and line feed kept)."""
+    if text.isprintable():
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def exit_status(result: PlayResult) -> int:
+    """0 all match (or, with --update, every differing file rewritten), 1 mismatches (or a
+    file --update had to leave), 2 an exchange that got no reply."""
+    if result.error_count:
+        return 2
+    if result.update:
+        return 1 if result.not_updated_count else 0
+    return 0 if result.passed else 1
 
 
 def _style(text: str, fg: str | None, color: bool, *, bold: bool = False) -> str:
@@ -177,7 +230,7 @@ class TerminalReport:
     def summary(self, result: PlayResult) -> None:
         line = summary_line(result)
         if self.color:
-            colour = "green" if result.passed or result.update else "red"
+            colour = "green" if exit_status(result) == 0 else "red"
             line = click.style(line, fg=colour, bold=True)
         with self._lock:
             self._clear_progress()
@@ -203,7 +256,8 @@ def _isatty(stream: TextIO) -> bool:
 def junit_xml(result: PlayResult) -> str:
     """JUnit XML: one testsuite per transcript, one testcase per exchange.
 
-    classname is the transcript file, name is `NN title`; a failure holds the mismatch lines.
+    classname is the transcript file, name is `NN title`; a failure holds the mismatch lines,
+    an error says why no reply came, and an exchange not played is skipped.
     """
     root = ET.Element(
         "testsuites",
@@ -211,42 +265,53 @@ def junit_xml(result: PlayResult) -> str:
             "name": "recorder play",
             "tests": str(result.exchange_count),
             "failures": str(result.failed_count),
-            "errors": "0",
+            "errors": str(result.error_count),
+            "skipped": str(result.not_played_count),
             "time": _seconds(sum(e.seconds for t in result.transcripts for e in t.exchanges)),
         },
     )
     for transcript in result.transcripts:
+        path = _xml_text(transcript.path)
         suite = ET.SubElement(
             root,
             "testsuite",
             {
-                "name": transcript.path,
+                "name": path,
                 "tests": str(len(transcript.exchanges)),
-                "failures": str(len(transcript.failed)),
-                "errors": "0",
-                "skipped": "0",
+                "failures": str(sum(1 for e in transcript.exchanges if e.failed)),
+                "errors": str(sum(1 for e in transcript.exchanges if e.error and e.played)),
+                "skipped": str(sum(1 for e in transcript.exchanges if not e.played)),
                 "time": _seconds(sum(e.seconds for e in transcript.exchanges)),
             },
         )
         for exchange in transcript.exchanges:
             attributes = {
-                "classname": transcript.path,
-                "name": f"{exchange.number:02d} {exchange.title}".rstrip(),
+                "classname": path,
+                "name": _xml_text(f"{exchange.number:02d} {exchange.title}".rstrip()),
                 "time": _seconds(exchange.seconds),
-                "file": transcript.path,
+                "file": path,
             }
             if exchange.line is not None:
                 attributes["line"] = str(exchange.line)
             case = ET.SubElement(suite, "testcase", attributes)
-            if not exchange.passed:
-                header, details = exchange_lines(exchange)
+            if exchange.passed:
+                continue
+            header, details = exchange_lines(exchange)
+            text = _xml_text("\n".join([f"{transcript.path}: {header}", *details]) + "\n")
+            if not exchange.played:
+                ET.SubElement(case, "skipped", {"message": _xml_text(exchange.error or "")})
+            elif exchange.error is not None:
+                error = ET.SubElement(
+                    case, "error", {"type": "no-reply", "message": _xml_text(exchange.error)}
+                )
+                error.text = text
+            else:
                 count = plural(len(exchange.mismatches), "mismatch", "mismatches")
                 first = mismatch_line(exchange.mismatches[0], with_frame=True)
                 failure = ET.SubElement(
                     case, "failure", {"type": "mismatch", "message": _xml_text(f"{count}: {first}")}
                 )
-                text = "\n".join([f"{transcript.path}: {header}", *details]) + "\n"
-                failure.text = _xml_text(text)
+                failure.text = text
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 

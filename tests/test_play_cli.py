@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import xml.etree.ElementTree as ET
@@ -11,8 +12,9 @@ import pytest
 from click.testing import CliRunner, Result
 from test_player import closed_port, edit, record_goldens
 
+from recorder import loads
 from recorder.cli import main
-from recorder.kit import KitServer
+from recorder.kit import KitServer, start_kit
 
 pytestmark = pytest.mark.e2e
 
@@ -221,3 +223,108 @@ def test_update_without_a_change_leaves_the_files_byte_identical(
     )
     assert {p.name: p.read_bytes() for p in goldens.iterdir()} == before
     assert not any(name.endswith(".tmp") for name in os.listdir(goldens))
+
+
+def test_an_exchange_without_reply_is_an_error_the_run_goes_on_and_junit_says_so(
+    goldens: Path, kit: KitServer
+) -> None:
+    # exchange 2's stream never ends (no CancelTask): an error after 1 s; exchange 3 needs its
+    # ids and is not played; the other files are played; exit 2 (connection-level error)
+    from recorder import dumps, loads
+
+    path = goldens / "06-subscribe.http"
+    transcript = loads(path.read_text())
+    first, second = transcript.exchanges[:2]
+    exchanges = (first, second, first, first)
+    path.write_text(dumps(dataclasses.replace(transcript, exchanges=exchanges)))
+    result = run(
+        "transcripts",
+        "--agent",
+        kit.base_url,
+        "--timeout",
+        "1",
+        "--junit-xml",
+        "report.xml",
+        env={"A2A_TOKEN": kit.token},
+    )
+    assert result.exit_code == 2, result.output
+    lines = result.stdout.splitlines()
+    assert lines[:5] == PASSING[:5]
+    assert lines[5] == (
+        "transcripts/06-subscribe.http  ✗ exchange 2 (SubscribeToTask: follow the slow review):"
+    )
+    assert lines[6] in (
+        f"    error: the agent at {kit.base_url} did not answer within 1 s (POST /a2a/jsonrpc)",
+        f"    error: the event stream that the agent at {kit.base_url} sent for"
+        " POST /a2a/jsonrpc did not end within 1 s",
+    )
+    assert lines[7:] == [
+        "                               ✗ exchanges 3-4: not played: exchange 2 got no reply",
+        "6 transcripts, 11 exchanges: 8 passed, 0 failed, 1 error, 2 not played",
+    ]
+    root = ET.parse("report.xml").getroot()
+    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == (
+        "11",
+        "0",
+        "1",
+        "2",
+    )
+    cases = [c for c in root.iter("testcase") if c.get("classname") == str(path)]
+    assert [[child.tag for child in case] for case in cases] == [
+        [],
+        ["error"],
+        ["skipped"],
+        ["skipped"],
+    ]
+
+
+def test_control_characters_in_a_title_are_shown_escaped_and_junit_stays_xml(
+    goldens: Path, kit: KitServer
+) -> None:
+    path = goldens / "05-errors.http"
+    edit(path, "### GetTask: a task that does not exist", "### GetTask \x1b[31mred\x0b & <x>")
+    edit(path, '"code": -32001', '"code": -32002')
+    result = run(
+        str(path), "--agent", kit.base_url, "--junit-xml", "report.xml", env={"A2A_TOKEN": "x"}
+    )
+    assert result.exit_code == 1, result.output
+    assert result.stdout.splitlines()[0] == (
+        "transcripts/05-errors.http  ✗ exchange 1 (GetTask \\x1b[31mred\\x0b & <x>):"
+    )
+    [case] = ET.parse("report.xml").getroot().iter("testcase")
+    assert case.get("name") == "01 GetTask \\u001b[31mred\\u000b & <x>"
+
+
+def test_update_leaves_a_file_whose_requests_carried_unpaired_recorded_ids(
+    goldens: Path,
+) -> None:
+    # a comment line before `###` belongs to the reply body above it: exchange 1's recorded
+    # body is no JSON any more, its task id is never paired, and exchange 2 asks the agent
+    # about the recorded task. The note says so, and --update does not write the agent's
+    # "task not found" into the golden file.
+    path = goldens / "02-review.http"
+    edit(path, "### GetTask: the review task", "# read it back\n\n### GetTask: the review task")
+    before = path.read_bytes()
+    task_id = loads(before.decode()).exchanges[1].request.json["params"]["id"]
+    with start_kit() as fresh:  # an agent that never saw the recorded task
+        result = run(
+            "transcripts", "--agent", fresh.base_url, "--update", env={"A2A_TOKEN": fresh.token}
+        )
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
+    assert lines[1] == "transcripts/02-review.http     ✗ exchange 1 (SendMessage: review a diff):"
+    assert lines[2].startswith("    body: expected ")
+    assert lines[3] == "                               ✗ exchange 2 (GetTask: the review task):"
+    notes = [line for line in lines if line.startswith("    note: ")]
+    assert notes == [
+        f"    note: the request carries {task_id} as recorded: it comes from the recorded reply"
+        " of exchange 1, and no live reply paired it"
+    ]
+    assert (
+        "    not updated: exchange 2 sent a recorded id that no live reply paired; fix the"
+        " exchange before it, or record this scenario again"
+    ) in lines
+    assert lines[-1] == (
+        "6 transcripts, 10 exchanges: 8 passed, 2 failed; 0 transcripts updated, 1 not updated"
+    )
+    assert path.read_bytes() == before

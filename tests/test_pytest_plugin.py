@@ -158,3 +158,30 @@ def test_a_bad_option_is_one_usage_error_before_any_test(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_an_exchange_without_reply_fails_and_the_rest_of_its_file_is_skipped(
+    project: pytest.Pytester, kit: KitServer
+) -> None:
+    # the slow review's stream never ends without the CancelTask: exchange 2 gets no whole
+    # reply in 1 s, and the exchange after it (which would need its ids) is skipped
+    import dataclasses
+
+    from recorder import dumps, loads
+
+    path = project.path / "transcripts" / "06-subscribe.http"
+    transcript = loads(path.read_text())
+    first, second = transcript.exchanges[:2]
+    path.write_text(dumps(dataclasses.replace(transcript, exchanges=(first, second, first))))
+    result = project.runpytest(
+        str(path), "--recorder-agent", kit.base_url, "--recorder-timeout", "1", "-rs"
+    )
+    result.assert_outcomes(passed=1, failed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "transcripts/06-subscribe.http  ✗ exchange 2 (*):",
+            "    error: the * did not * within 1 s*",
+            "SKIPPED * not played: exchange 2 got no reply",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()

@@ -19,7 +19,7 @@ from recorder.player import (
     parse_shard,
 )
 from recorder.player import play as play_transcripts
-from recorder.report import TerminalReport, write_junit_xml
+from recorder.report import TerminalReport, exit_status, write_junit_xml
 from recorder.rules import load_rules
 
 
@@ -171,4 +171,4 @@ def play(
             click.echo(f"recorder: cannot write {junit_path}: {exc.strerror or exc}", err=True)
             raise SystemExit(2) from None
     sys.stdout.flush()
-    raise SystemExit(0 if result.passed or update else 1)
+    raise SystemExit(exit_status(result))
