@@ -50,7 +50,7 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,6 +100,40 @@ def dumps_exchange(exchange: Exchange) -> str:
     """The text of one exchange as `dumps` writes it in a file: `dumps` joins the file's head
     and these blocks with blank lines."""
     return "\n".join(_exchange_lines(exchange)) + "\n"
+
+
+def splice(text: str, transcript: Transcript, replaced: Mapping[int, Exchange]) -> str | None:
+    """`text` (the file `transcript` was read from) with the exchanges numbered in `replaced`
+    (0-based) written anew, every other line kept as it was: an update shows in `git diff` as
+    the exchanges it changed, not as a file rewritten in the canonical layout. The new blocks
+    take the file's line ending (CRLF or LF). None when the text and the transcript do not
+    agree (the file changed since it was read): the caller writes `dumps` instead."""
+    starts = [exchange.line or 0 for exchange in transcript.exchanges]
+    if not replaced or 0 in starts:
+        return None  # a transcript not read from a file
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    lines = text[len(bom) :].split("\n")
+    crlf = lines[0].endswith("\r")
+    for index in sorted(replaced, reverse=True):
+        begin = starts[index] - 1
+        end = starts[index + 1] - 1 if index + 1 < len(starts) else len(lines)
+        if not (0 <= begin < end <= len(lines)) or not lines[begin].startswith("###"):
+            return None
+        # the block and one blank line: before the next "###", or the file's final line break
+        block = [*dumps_exchange(replaced[index]).split("\n")[:-1], ""]
+        if crlf:
+            block = [line + "\r" for line in block]
+            if end == len(lines):
+                block[-1] = ""  # after the final line break: nothing
+        lines[begin:end] = block
+    new = bom + "\n".join(lines)
+    expected = tuple(replaced.get(i, e) for i, e in enumerate(transcript.exchanges))
+    try:
+        if loads(new).exchanges != expected:
+            return None
+    except ParseError:
+        return None
+    return new
 
 
 def _comment(text: str) -> str:

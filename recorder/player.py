@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -52,8 +53,9 @@ from recorder.aliasing import LiveReply, ReplayState
 from recorder.checking import find_transcripts
 from recorder.diff import Mismatch
 from recorder.errors import NoReplyError, ParseError, RecorderError, UpstreamError
-from recorder.httpfile import dump, load
-from recorder.model import Headers, Request, Transcript, is_event_stream
+from recorder.httpfile import dumps, load, loads, splice, write_text_atomic
+from recorder.model import Exchange, Headers, Request, Transcript, is_event_stream
+from recorder.redact import Redactor, scrub_text
 from recorder.rules import DEFAULT_RULES, Rules
 
 __all__ = [
@@ -673,6 +675,7 @@ class FilePlayer:
         )
         self._to_bless: dict[int, LiveReply] = {}  # --update: the replies that mismatched
         self._notes: dict[int, tuple[str, ...]] = {}
+        self._filled: set[str] = set()  # --update: the placeholders this file's requests use
         self._no_reply: int | None = None  # the first exchange that got no whole reply
         self._next = 0
         self._background: dict[int, _BackgroundExchange] = {}
@@ -720,6 +723,8 @@ class FilePlayer:
         started = time.perf_counter()
         request = self.state.prepare(golden.request)
         self._notes[index] = self._unpaired_notes(index, golden.request)
+        if self.update:
+            self._filled.update(_placeholders(request))
         request = fill_placeholders(request, self.variables, path=self.path, line=golden.line)
         max_events = None
         if golden.truncated and golden.response.events is not None:
@@ -813,15 +818,37 @@ class FilePlayer:
         chosen = set(selected)
         if self.not_updated(chosen) is not None:
             return False
-        exchanges = tuple(
-            replace(golden, response=self.state.bless(golden.response, live, matched=False))
-            if i in chosen and (live := self._to_bless.get(i)) is not None
-            else golden
-            for i, golden in enumerate(self.transcript.exchanges)
-        )
-        if exchanges == self.transcript.exchanges:
+        # secrets never reach the disk: a blessed reply is redacted as the recorder redacts
+        # (rules.secret_headers, rules.secret_fields), and the values the placeholders of this
+        # file's requests were filled with are scrubbed wherever a reply echoes them
+        redactor = Redactor(headers=self.rules.secret_headers, fields=self.rules.secret_fields)
+        replaced: dict[int, Exchange] = {}
+        for index in sorted(chosen & self._to_bless.keys()):
+            golden = self.transcript.exchanges[index]
+            blessed = self.state.bless(golden.response, self._to_bless[index], matched=False)
+            blessed = redactor.redact_response(blessed)
+            if blessed != golden.response:
+                replaced[index] = replace(golden, response=blessed)
+        if not replaced:
             return False
-        dump(replace(self.transcript, exchanges=exchanges), self.path)
+        try:
+            with open(self.path, encoding="utf-8", newline="") as file:
+                original = file.read()
+        except (OSError, UnicodeDecodeError):
+            original = ""
+        text = splice(original, self.transcript, replaced)
+        if text is None:
+            exchanges = tuple(replaced.get(i, e) for i, e in enumerate(self.transcript.exchanges))
+            text = dumps(replace(self.transcript, exchanges=exchanges))
+        secrets = dict(redactor.seen)
+        for name in self._filled:
+            value = self.variables.get(name)
+            if value:
+                secrets[value] = name
+        if secrets:
+            text = scrub_text(text, secrets)
+            loads(text, source=self.path)  # scrubbing only replaced text inside values
+        write_text_atomic(Path(self.path), text)
         return True
 
     def not_updated(self, selected: Iterable[int]) -> str | None:

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder.model import Headers, is_json_media_type
+from recorder.model import Headers, Response, is_json_media_type
 from recorder.sse import SseEvent
 
 __all__ = [
@@ -225,6 +225,32 @@ class Redactor:
                         event = SseEvent(data, event.event, event.id, event.retry, event.comments)
             out.append(event)
         return tuple(out)
+
+    def redact_response(self, response: Response) -> Response:
+        """A reply with its secret headers and secret JSON members (in the body, or in each
+        frame of an event stream) made placeholders, as the recorder writes them."""
+        headers = self.redact_headers(response.headers)
+        if response.events is not None:
+            events = self.redact_events(response.events)
+            if headers is response.headers and events == response.events:
+                return response
+            return Response(
+                status=response.status,
+                reason=response.reason,
+                headers=headers,
+                events=events,
+                http_version=response.http_version,
+            )
+        body = self.redact_body(response.body, headers.get("Content-Type"))
+        if headers is response.headers and body is response.body:
+            return response
+        return Response(
+            status=response.status,
+            reason=response.reason,
+            headers=headers,
+            body=body,
+            http_version=response.http_version,
+        )
 
     def _remember(self, value: str, env: str) -> None:
         if value and "{{" not in value:

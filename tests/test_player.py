@@ -27,7 +27,7 @@ from recorder.diff import Mismatch
 from recorder.errors import RecorderError, UpstreamError
 from recorder.httpfile import dump, dumps, loads
 from recorder.kit import KitServer, start_kit
-from recorder.model import Exchange, Headers, Request, Transcript
+from recorder.model import Exchange, Headers, Request, Response, Transcript
 from recorder.player import (
     ExchangeResult,
     MissingVariableError,
@@ -693,3 +693,76 @@ def test_a_stream_that_does_not_end_in_time_is_an_error_not_a_hang(
     )
     assert (result.error_count, result.not_played_count, result.failed_count) == (1, 1, 0)
     assert result.passed_count == result.exchange_count - 2
+
+
+def test_update_writes_no_secret_to_the_disk(tmp_path: Path) -> None:
+    # an agent whose reply now holds a secret member (named by the rules) and echoes the token
+    # it was sent: the updated golden file holds the placeholders, never the values
+    from starlette.applications import Starlette
+    from starlette.requests import Request as StarletteRequest
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from recorder.rules import Rules
+    from recorder.servers import ServerThread
+
+    async def reply(request: StarletteRequest) -> JSONResponse:
+        token = request.headers["authorization"].removeprefix("Bearer ")
+        return JSONResponse({"apiKey": "BODYSECRET999", "note": f"you sent {token}", "n": 2})
+
+    app = Starlette(routes=[Route("/a2a/jsonrpc", reply, methods=["POST"])])
+    path = tmp_path / "01-secret.http"
+    dump(
+        Transcript(
+            (
+                Exchange(
+                    Request(
+                        "POST",
+                        "/a2a/jsonrpc",
+                        {
+                            "Host": "localhost:41242",
+                            "Authorization": "Bearer {{A2A_TOKEN}}",
+                            "Content-Type": "application/json",
+                        },
+                        b'{"jsonrpc": "2.0", "id": 1, "method": "GetSecret"}',
+                    ),
+                    Response(200, "OK", {"Content-Type": "application/json"}, b'{"n": 1}'),
+                    title="GetSecret",
+                ),
+            )
+        ),
+        path,
+    )
+    rules = dataclasses.replace(DEFAULT_RULES, secret_fields={"apiKey": "API_KEY"})
+    assert isinstance(rules, Rules)
+    with ServerThread(app) as server:
+        result = play(
+            [path],
+            agent=server.url,
+            rules=rules,
+            environ={"A2A_TOKEN": "tok-SECRET-42"},
+            update=True,
+        )
+    assert [t.updated for t in result.transcripts] == [True]
+    text = path.read_text()
+    assert "BODYSECRET999" not in text and "tok-SECRET-42" not in text
+    body = loads(text).exchanges[0].response.json
+    assert body == {"apiKey": "{{API_KEY}}", "note": "you sent {{A2A_TOKEN}}", "n": 2}
+
+
+@pytest.mark.e2e
+def test_update_keeps_a_crlf_file_and_its_hand_written_lines(goldens: Path, kit: KitServer) -> None:
+    # a golden file kept with CRLF line endings, one request written by hand on one line: the
+    # update rewrites the reply that changed, in CRLF, and leaves every other line as it was
+    path = goldens / "02-review.http"
+    transcript = loads(path.read_text())
+    request = transcript.exchanges[1].request
+    one_line = json.dumps(request.json, separators=(",", ":"))
+    text = path.read_text().replace(request.body.decode(), one_line)
+    original = text.replace("\n", "\r\n").encode()
+    edited = original.replace(b'"TASK_STATE_COMPLETED"', b'"TASK_STATE_FAILED"', 1)
+    assert edited != original
+    path.write_bytes(edited)
+    result = play([path], agent=kit.base_url, environ={"A2A_TOKEN": kit.token}, update=True)
+    assert [t.updated for t in result.transcripts] == [True]
+    assert path.read_bytes() == original
