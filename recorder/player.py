@@ -461,7 +461,13 @@ def send_raw(
         # absolute-form (RFC 9112 §3.2.2): keep the path and query only
         url = httpx.URL(target)
         target = url.raw_path.decode("ascii")
-    headers = [(n, v) for n, v in request.headers if n.lower() not in _NOT_SENT]
+    # bytes: a header value is octets (RFC 9110 §5.5); the recorder wrote them as Latin-1, and
+    # a placeholder's value may hold any character (sent as UTF-8 where Latin-1 cannot hold it)
+    headers = [
+        (name.encode("latin-1", "replace"), _header_bytes(value))
+        for name, value in request.headers
+        if name.lower() not in _NOT_SENT
+    ]
     body: bytes | None = request.body
     if not body and request.method.upper() in _BODYLESS_METHODS:
         body = None
@@ -502,7 +508,12 @@ def send_raw(
         ) from None
     except httpx.ConnectError as exc:
         raise UpstreamError(f"cannot reach the agent at {base_url}: {_reason(exc)}") from None
-    except httpx.TransportError as exc:
+    except httpx.DecodingError as exc:
+        raise NoReplyError(
+            f"the reply of the agent at {base_url} ({request.method} {target}) cannot be"
+            f" decoded as its Content-Encoding says: {exc}"
+        ) from None
+    except httpx.RequestError as exc:
         raise NoReplyError(
             f"no whole reply from the agent at {base_url} ({request.method} {target}):"
             f" {_reason(exc)}"
@@ -518,6 +529,13 @@ def send_raw(
         data,
         reply.http_version if reply.http_version.startswith("HTTP/") else "HTTP/1.1",
     )
+
+
+def _header_bytes(value: str) -> bytes:
+    try:
+        return value.encode("latin-1")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogateescape")
 
 
 class _StreamDeadline(Exception):

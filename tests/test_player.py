@@ -766,3 +766,62 @@ def test_update_keeps_a_crlf_file_and_its_hand_written_lines(goldens: Path, kit:
     result = play([path], agent=kit.base_url, environ={"A2A_TOKEN": kit.token}, update=True)
     assert [t.updated for t in result.transcripts] == [True]
     assert path.read_bytes() == original
+
+
+def _one_exchange(path: Path, headers: dict[str, str], reply: Response) -> None:
+    request = Request("POST", "/a2a/jsonrpc", {"Host": "localhost:41242", **headers}, b"{}")
+    dump(Transcript((Exchange(request, reply, title="one"),)), path)
+
+
+def test_non_ascii_header_values_are_sent_as_their_octets(tmp_path: Path) -> None:
+    # a recorded value the recorder wrote as Latin-1, and a placeholder filled with characters
+    # beyond Latin-1 (sent as UTF-8): sent, not a UnicodeEncodeError
+    from starlette.applications import Starlette
+    from starlette.requests import Request as StarletteRequest
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from recorder.servers import ServerThread
+
+    async def echo(request: StarletteRequest) -> JSONResponse:
+        raw = dict(request.headers.raw)
+        return JSONResponse(
+            {"note": raw[b"x-note"].hex(), "auth": raw[b"authorization"].hex()},
+        )
+
+    expected = {
+        "note": "café".encode("latin-1").hex(),
+        "auth": "Bearer tökén€".encode().hex(),
+    }
+    path = tmp_path / "01-headers.http"
+    json_type = {"Content-Type": "application/json"}
+    reply = Response(200, "OK", json_type, json.dumps(expected).encode())
+    _one_exchange(path, {"X-Note": "café", "Authorization": "Bearer {{A2A_TOKEN}}"}, reply)
+    with ServerThread(Starlette(routes=[Route("/a2a/jsonrpc", echo, methods=["POST"])])) as server:
+        result = play([path], agent=server.url, environ={"A2A_TOKEN": "tökén€"})
+    assert result.passed, mismatch_paths(result)
+
+
+def test_a_reply_that_cannot_be_decoded_is_that_exchanges_error(tmp_path: Path) -> None:
+    from starlette.applications import Starlette
+    from starlette.requests import Request as StarletteRequest
+    from starlette.responses import Response as StarletteResponse
+    from starlette.routing import Route
+
+    from recorder.servers import ServerThread
+
+    async def broken(request: StarletteRequest) -> StarletteResponse:
+        return StarletteResponse(b"not gzip at all", headers={"Content-Encoding": "gzip"})
+
+    path = tmp_path / "01-gzip.http"
+    _one_exchange(path, {}, Response(200, "OK", {"Content-Type": "text/plain"}, b"hello"))
+    app = Starlette(routes=[Route("/a2a/jsonrpc", broken, methods=["POST"])])
+    with ServerThread(app) as server:
+        result = play([path], agent=server.url, environ={})
+    [exchange] = result.transcripts[0].exchanges
+    assert exchange.error is not None
+    assert exchange.error.startswith(
+        f"the reply of the agent at {server.url} (POST /a2a/jsonrpc) cannot be decoded as its"
+        " Content-Encoding says: "
+    )
+    assert result.error_count == 1
