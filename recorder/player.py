@@ -1054,7 +1054,13 @@ def _run(items: Sequence[PlanItem], settings: _Settings, *, jobs: int) -> list[T
                 future = pool.submit(worker, item)
                 future.add_done_callback(functools.partial(finish, position))
                 futures.append(future)
-            _, pending = wait(futures, return_when=FIRST_EXCEPTION)
+            try:
+                _, pending = wait(futures, return_when=FIRST_EXCEPTION)
+            except BaseException:  # Ctrl-C: the workers stop before their next exchange
+                stop.set()
+                for future in futures:
+                    future.cancel()
+                raise
             if pending or any(f.exception() is not None for f in futures):
                 stop.set()
                 for future in pending:

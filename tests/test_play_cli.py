@@ -328,3 +328,57 @@ def test_update_leaves_a_file_whose_requests_carried_unpaired_recorded_ids(
         "6 transcripts, 10 exchanges: 8 passed, 2 failed; 0 transcripts updated, 1 not updated"
     )
     assert path.read_bytes() == before
+
+
+def test_ctrl_c_stops_parallel_jobs_at_once_with_exit_130(tmp_path: Path) -> None:
+    # six files of eight exchanges against an agent that takes 1 s per reply, two jobs: Ctrl-C
+    # after the first replies stops the run (each worker ends the exchange it is in, and
+    # starts no other: not the rest of its file, not another file)
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request as StarletteRequest
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from recorder import Exchange, Request, Response, Transcript, dump
+    from recorder.servers import ServerThread
+
+    async def slow(request: StarletteRequest) -> JSONResponse:
+        import asyncio
+
+        await asyncio.sleep(1)
+        return JSONResponse({"ok": True})
+
+    request = Request("POST", "/slow", {"Host": "localhost:41242"}, b"{}")
+    reply = Response(200, "OK", {"Content-Type": "application/json"}, b'{"ok": true}')
+    for n in range(6):
+        exchanges = tuple(Exchange(request, reply, title=f"slow {k}") for k in range(8))
+        dump(Transcript(exchanges), tmp_path / f"{n:02d}-slow.http")
+    app = Starlette(routes=[Route("/slow", slow, methods=["POST"])])
+    command = [sys.executable, "-c", "from recorder.cli import main; main()", "play"]
+    with ServerThread(app) as server:
+        process = subprocess.Popen(
+            [*command, str(tmp_path), "--agent", server.url, "-j", "2"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            time.sleep(1.5)
+            process.send_signal(signal.SIGINT)
+            started = time.monotonic()
+            _, stderr = process.communicate(timeout=20)
+            stopped_after = time.monotonic() - started
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    assert process.returncode == 130, stderr
+    assert stderr.endswith("recorder: interrupted\n"), stderr
+    assert "Traceback" not in stderr
+    # the exchanges in flight end (at most 1 s); the rest (over 20 s) is not played
+    assert stopped_after < 3

@@ -160,6 +160,9 @@ def play(
     except RecorderError as exc:
         click.echo(f"recorder: {exc}", err=True)
         raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        click.echo("\nrecorder: interrupted", err=True)
+        raise SystemExit(130) from None
     if not result.transcripts:
         click.echo("recorder: no exchange to play (no transcript, or -k matched nothing)", err=True)
         raise SystemExit(2)
