@@ -159,6 +159,24 @@ def _base(url: str | None) -> tuple[str, str] | None:
     return f"{parts.scheme}://{parts.netloc}", parts.netloc
 
 
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+def _loopback_spellings(url: str | None) -> tuple[str, ...]:
+    """`http://127.0.0.1:5000` -> that URL, then `http://localhost:5000` and
+    `http://[::1]:5000`: the names a loopback agent may give itself. Other URLs: themselves."""
+    if url is None:
+        return ()
+    scheme, _, netloc = url.partition("://")
+    host, colon, port = netloc.rpartition(":") if not netloc.endswith("]") else (netloc, "", "")
+    if not colon or not port.isdigit():
+        host, colon, port = netloc, "", ""
+    if host.lower() not in _LOOPBACK:
+        return (url,)
+    others = [f"{scheme}://{name}{colon}{port}" for name in _LOOPBACK if name != host]
+    return (url, *others)
+
+
 def _string_value(token: str) -> str | None:
     """The value of a JSON string token (`"a\\"b"` -> `a"b`), or None when it is no valid JSON
     string (a bad escape, a raw control character: a body that is not JSON)."""
@@ -319,6 +337,8 @@ class ReplayState:
         self._live_host: str | None = live[1] if live else None
         if self._recorded_url is None or self._live_url is None:
             self._recorded_url = self._live_url = None
+        # every spelling of the live address (an agent on 127.0.0.1 may call itself localhost)
+        self._live_urls: tuple[str, ...] = _loopback_spellings(self._live_url)
         compiled = _compile(rules)
         self._shapes = compiled.shapes
         self._loose = rules.loose_kinds
@@ -941,7 +961,8 @@ class ReplayState:
             if "\0" in expected or "\0" in actual:
                 return False
             expected = expected.replace(self._recorded_url, "\0")
-            actual = actual.replace(self._live_url, "\0")
+            for live_url in self._live_urls:
+                actual = actual.replace(live_url, "\0")
         tokens = self._compact_tokens if compact else self._tokens
         if tokens is None:
             return expected == actual
@@ -1372,8 +1393,9 @@ class ReplayState:
         if self._recorded_url is not None and self._live_url is not None:
             if self._recorded_url in expected:
                 expected = expected.replace(self._recorded_url, _AGENT)
-            if self._live_url in actual:
-                actual = actual.replace(self._live_url, _AGENT)
+            for live_url in self._live_urls:
+                if live_url in actual:
+                    actual = actual.replace(live_url, _AGENT)
         shapes = self._shapes
         if shapes is None:
             return None if expected == actual else (expected, actual, "")
@@ -1474,7 +1496,9 @@ class ReplayState:
 
     def _wildcard_text(self, text: str) -> str:
         if self._recorded_url is not None and self._live_url is not None:
-            text = text.replace(self._recorded_url, _AGENT).replace(self._live_url, _AGENT)
+            text = text.replace(self._recorded_url, _AGENT)
+            for live_url in self._live_urls:
+                text = text.replace(live_url, _AGENT)
         if self._shapes is None:
             return text
         return self._shapes.sub(
@@ -1490,8 +1514,10 @@ class ReplayState:
         golden = table.get(text)
         if golden is not None:
             return golden
-        if self._live_url is not None and self._recorded_url is not None and self._live_url in text:
-            text = text.replace(self._live_url, self._recorded_url)
+        if self._recorded_url is not None:
+            for live_url in self._live_urls:
+                if live_url in text:
+                    text = text.replace(live_url, self._recorded_url)
         if self._shapes is not None and table:
             text = self._shapes.sub(lambda m: table.get(m.group(), m.group()), text)
         return text

@@ -801,6 +801,23 @@ def test_the_card_from_another_port_matches() -> None:
     assert found[0].actual == "http://localhost:10/a2a/jsonrpc"
 
 
+@pytest.mark.parametrize("played", ["http://127.0.0.1:9", "http://[::1]:9", "http://LOCALHOST:9"])
+def test_a_loopback_agent_may_name_itself_by_any_loopback_name(played: str) -> None:
+    # played against 127.0.0.1:9, the agent's card says localhost:9: the same address; bless
+    # writes the recorded address back
+    exchanges, _ = golden_transcript()
+    state = ReplayState(DEFAULT_RULES, recorded_base=RECORDED_BASE, live_base=played)
+    live = json_response(card(World("http://localhost:9", 0)))
+    assert state.compare(exchanges[0], live) == []
+    other = json_response(card(World("http://localhost:10", 0)))
+    found = state.compare(exchanges[0], other)
+    assert [m.path for m in found][:1] == ["$.supportedInterfaces[0].url"]
+    changed = json_response({**card(World("http://localhost:9", 0)), "name": "renamed"})
+    assert [m.path for m in state.compare(exchanges[0], changed)] == ["$.name"]
+    blessed = state.bless(exchanges[0].response, changed, matched=False).json
+    assert blessed["supportedInterfaces"] == exchanges[0].response.json["supportedInterfaces"]
+
+
 def test_unordered_array() -> None:
     request = Request("GET", "/things")
     golden = Exchange(request, json_response({"tags": ["a", "b", "c"]}))

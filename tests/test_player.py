@@ -825,3 +825,11 @@ def test_a_reply_that_cannot_be_decoded_is_that_exchanges_error(tmp_path: Path) 
         " Content-Encoding says: "
     )
     assert result.error_count == 1
+
+
+@pytest.mark.e2e
+def test_the_address_the_kit_prints_replays_cleanly(goldens: Path, kit: KitServer) -> None:
+    # `recorder kit` prints http://127.0.0.1:PORT; its card says http://localhost:PORT
+    agent = f"http://127.0.0.1:{kit.port}"
+    result = play([goldens], agent=agent, environ={"A2A_TOKEN": kit.token})
+    assert result.passed, mismatch_paths(result)
