@@ -6,7 +6,7 @@ line is split only at LF, never at other Unicode line separators.
     file          = [marker] *(comment / blank) *exchange
     marker        = "# recorder-format: " 1*DIGIT                  ; first line; absent = 1
     exchange      = "###" [SP title] LF
-                    *(comment / blank)                             ; "# @truncated" is a tag
+                    *(comment / blank)                             ; tags: see below
                     request-line *header-line blank
                     request-body
                     status-line *header-line blank
@@ -33,6 +33,12 @@ part of the body. A body is written in one of these forms:
                   (any UTF-8 text that cannot be verbatim, and raw event streams).
     base64        "# recorder-body: base64" then base64 lines of 76 characters (bytes that are
                   not UTF-8 text).
+
+Tags are comments of an exchange that start with "@": "# @truncated" (the reply was cut off
+while recording: `Exchange.truncated`), and "# @during exchange N frame K" (this request was
+sent while the event stream of exchange N, an earlier one, was still open, once its frame K
+had arrived: a CancelTask sent during a SubscribeToTask stream). A `@during` tag that does not
+read so, or names no earlier exchange, is a parse error.
 
 Canonical form (what `dumps` writes, what `recorder check --canonical` expects): the marker,
 the file comments, a blank line, then the exchanges separated by one blank line, every line
@@ -71,6 +77,7 @@ FORMAT_VERSION = 1
 MARKER_PREFIX = "# recorder-format:"
 BODY_MARKER = "# recorder-body:"
 TRUNCATED_TAG = "@truncated"
+DURING_TAG = re.compile(r"^@during exchange (\d+) frame (\d+)$")
 
 _MARKER = re.compile(r"^# recorder-format:\s*(\S*)\s*$")
 _REQUEST_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*) (\S+)(?: (HTTP/\d+(?:\.\d+)?))?$")
@@ -249,7 +256,7 @@ def loads(text: str, source: str | os.PathLike[str] | None = None) -> Transcript
     gc.disable()
     try:
         while not cursor.at_end():
-            exchanges.append(_read_exchange(cursor))
+            exchanges.append(_read_exchange(cursor, exchanges))
     finally:
         if collecting:
             gc.enable()
@@ -303,7 +310,7 @@ def _show(line: str, limit: int = 60) -> str:
     return json.dumps(line if len(line) <= limit else line[:limit] + "…", ensure_ascii=False)
 
 
-def _read_exchange(cursor: _Cursor) -> Exchange:
+def _read_exchange(cursor: _Cursor, earlier: Sequence[Exchange]) -> Exchange:
     start = cursor.line_number
     title = _one_line(cursor, cursor.peek()[3:].strip(), "a title")
     cursor.index += 1
@@ -318,6 +325,8 @@ def _read_exchange(cursor: _Cursor) -> Exchange:
             if text == TRUNCATED_TAG:
                 truncated = True
             else:
+                if text.strip().startswith("@during"):
+                    _check_during(cursor, text, earlier)
                 comments.append(text)
         elif line.strip():
             break
@@ -340,6 +349,20 @@ def _read_exchange(cursor: _Cursor) -> Exchange:
         )
     except ValueError as exc:
         raise cursor.error(str(exc), start) from None
+
+
+def _check_during(cursor: _Cursor, tag: str, earlier: Sequence[Exchange]) -> None:
+    # (an earlier exchange, whatever its reply: a stream the recorder could not parse as SSE
+    # is kept raw, and its file must still load)
+    match = DURING_TAG.match(tag.strip())
+    if match is None:
+        raise cursor.error(f'a @during tag reads "@during exchange N frame K", got {_show(tag)}')
+    number = int(match.group(1))
+    if not 1 <= number <= len(earlier):
+        raise cursor.error(
+            f"@during exchange {number}: no earlier exchange {number}"
+            f" (this is exchange {len(earlier) + 1})"
+        )
 
 
 def _read_request(cursor: _Cursor) -> Request:

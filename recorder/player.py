@@ -53,7 +53,7 @@ from recorder.aliasing import LiveReply, ReplayState
 from recorder.checking import find_transcripts
 from recorder.diff import Mismatch
 from recorder.errors import NoReplyError, ParseError, RecorderError, UpstreamError
-from recorder.httpfile import dumps, load, loads, splice, write_text_atomic
+from recorder.httpfile import DURING_TAG, dumps, load, loads, splice, write_text_atomic
 from recorder.model import Exchange, Headers, Request, Transcript, is_event_stream
 from recorder.redact import Redactor, scrub_text
 from recorder.rules import DEFAULT_RULES, Rules
@@ -606,12 +606,6 @@ def _reason(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- one file
 
 
-# `# @during exchange 2 frame 1` on an exchange: its request was sent while the event stream of
-# exchange 2 was still open, once that stream's frame 1 had arrived (e.g. a CancelTask sent
-# during a SubscribeToTask stream, which then ends with the CANCELED update).
-_DURING = re.compile(r"^@during exchange (\d+) frame (\d+)$")
-
-
 class _BackgroundExchange:
     """An exchange whose event stream is read in a thread while later exchanges are sent."""
 
@@ -701,7 +695,8 @@ class FilePlayer:
         self._open_until: dict[int, int] = {}  # stream -> frames before the first such send
         for index, exchange in enumerate(self.transcript.exchanges):
             for comment in exchange.comments:
-                match = _DURING.match(comment.strip())
+                # `@during exchange N frame K` (httpfile checks it names an earlier stream)
+                match = DURING_TAG.match(comment.strip())
                 if match is None:
                     continue
                 stream, frames = int(match.group(1)) - 1, int(match.group(2))

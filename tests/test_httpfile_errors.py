@@ -10,8 +10,28 @@ from recorder import ParseError, load, loads
 
 REQUEST = "POST /a2a/jsonrpc HTTP/1.1\nContent-Type: application/json\n\n{}\n\n"
 
+EXCHANGE = "GET / HTTP/1.1\n\nHTTP/1.1 200 OK\n\n"
+
 MALFORMED = [
     # (name, text, line, words the message must contain)
+    (
+        "@during names a later exchange",
+        "### a\n" + EXCHANGE + "### b\n# @during exchange 5 frame 1\n" + EXCHANGE,
+        7,
+        "@during exchange 5: no earlier exchange 5 (this is exchange 2)",
+    ),
+    (
+        "@during names its own exchange",
+        "### a\n# @during exchange 1 frame 1\n" + EXCHANGE,
+        2,
+        "no earlier exchange 1 (this is exchange 1)",
+    ),
+    (
+        "@during misspelt",
+        "### a\n" + EXCHANGE + "### b\n# @during exchange two\n" + EXCHANGE,
+        7,
+        'a @during tag reads "@during exchange N frame K", got "@during exchange two"',
+    ),
     (
         "request before any ###",
         "# recorder-format: 1\nPOST / HTTP/1.1\n",
