@@ -202,6 +202,8 @@ class PlayResult:
 
     transcripts: tuple[TranscriptResult, ...]
     update: bool = False
+    selected_files: int = 0
+    """Files with an exchange to play before sharding: a shard may be empty when it is not."""
 
     @property
     def exchange_count(self) -> int:
@@ -270,8 +272,13 @@ def load_transcripts(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str,
     """
     loaded: list[tuple[str, Transcript]] = []
     errors: list[ParseError] = []
+    seen: set[str] = set()
     for path in find_transcripts(paths):
         name = str(path)
+        real = os.path.realpath(path)
+        if real in seen:
+            continue  # named twice (a file and its folder, `./a.http` and `a.http`): played once
+        seen.add(real)
         if not path.exists():
             errors.append(ParseError("no such file or folder", path=name))
             continue
@@ -965,7 +972,9 @@ def play(
     Raises `TranscriptErrors`, `MissingVariableError`, `UpstreamError`, or ValueError for a
     bad agent URL; mismatches are in the result.
     """
-    items = plan(load_transcripts(paths), pattern=pattern, shard=shard)
+    loaded = load_transcripts(paths)
+    items = plan(loaded, pattern=pattern, shard=shard)
+    selected_files = len(items) if shard is None else len(plan(loaded, pattern=pattern))
     variables = dict(os.environ if environ is None else environ)
     live_base: str | None = None
     handle: AgentHandle | None = None
@@ -990,7 +999,7 @@ def play(
     finally:
         if handle is not None:
             handle.stop()
-    return PlayResult(tuple(results), update=update)
+    return PlayResult(tuple(results), update=update, selected_files=selected_files)
 
 
 def _start_kit() -> AgentHandle:

@@ -189,6 +189,11 @@ def _check_options(config: pytest.Config) -> None:
             agent_base_url(agent)
         except ValueError as exc:
             raise pytest.UsageError(f"--recorder-agent: {exc}") from None
+    timeout = config.getoption("recorder_timeout", None)
+    if timeout is not None and not 0 < timeout <= 86400:
+        raise pytest.UsageError(
+            f"--recorder-timeout: expected seconds above 0 and at most 86400, got {timeout:g}"
+        )
     rules = config.getoption("recorder_rules", None)
     if rules:
         from recorder.errors import RecorderError

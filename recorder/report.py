@@ -36,12 +36,14 @@ __all__ = [
     "TerminalReport",
     "exchange_lines",
     "exit_status",
+    "junit_error_xml",
     "junit_xml",
     "mismatch_line",
     "plural",
     "printable",
     "summary_line",
     "transcript_lines",
+    "write_junit_error",
     "write_junit_xml",
 ]
 
@@ -318,6 +320,29 @@ def junit_xml(result: PlayResult) -> str:
 
 def write_junit_xml(result: PlayResult, path: str | Path) -> None:
     write_text_atomic(Path(path), junit_xml(result))
+
+
+def junit_error_xml(message: str) -> str:
+    """JUnit XML for a run that stopped before any verdict (an agent that cannot be reached,
+    a transcript that does not parse): one test case, `recorder play`, with the error."""
+    root = ET.Element(
+        "testsuites", {"name": "recorder play", "tests": "1", "failures": "0", "errors": "1"}
+    )
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        {"name": "recorder play", "tests": "1", "failures": "0", "errors": "1", "skipped": "0"},
+    )
+    case = ET.SubElement(suite, "testcase", {"classname": "recorder", "name": "recorder play"})
+    first = message.splitlines()[0] if message else "error"
+    error = ET.SubElement(case, "error", {"type": "error", "message": _xml_text(first)})
+    error.text = _xml_text(message + "\n")
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_junit_error(message: str, path: str | Path) -> None:
+    write_text_atomic(Path(path), junit_error_xml(message))
 
 
 # XML 1.0 §2.2: Char ::= #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]

@@ -354,6 +354,26 @@ DEFAULT_RULES: Rules = _load_defaults()
 """The A2A 1.0 defaults (recorder/default_rules.yaml)."""
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """`yaml.SafeLoader` that refuses a key given twice in one mapping (YAML 1.2 §3.2.1.1):
+    the safe loader would keep the last one without a word."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key: the base class reports it
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_rules(path: str | os.PathLike[str] | None) -> Rules:
     """The defaults, or the rules file at `path` merged over them. Raises RulesError."""
     if path is None:
@@ -367,7 +387,7 @@ def load_rules(path: str | os.PathLike[str] | None) -> Rules:
     except UnicodeDecodeError:
         raise RulesError(f"{source}: the rules file is not UTF-8 text") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source

@@ -175,6 +175,11 @@ def test_shard_and_jobs_split_the_files(goldens: Path, kit: KitServer) -> None:
         (["--agent", "localhost:41242"], "expected an http:// or https:// URL"),
         (["--jobs", "0"], "0 is not in the range x>=1"),
         (["--junit-xml", "no-such-folder/report.xml"], "folder of no-such-folder/report.xml"),
+        (
+            ["--junit-xml", "transcripts/01-languages.http"],
+            "transcripts/01-languages.http is a transcript: the report would overwrite it",
+        ),
+        (["--timeout", "inf"], "inf is not in the range 0<x<=86400"),
     ],
 )
 def test_usage_errors_exit_2(goldens: Path, args: list[str], message: str) -> None:
@@ -382,3 +387,54 @@ def test_ctrl_c_stops_parallel_jobs_at_once_with_exit_130(tmp_path: Path) -> Non
     assert "Traceback" not in stderr
     # the exchanges in flight end (at most 1 s); the rest (over 20 s) is not played
     assert stopped_after < 3
+
+
+def test_an_empty_shard_is_no_error_but_a_selection_that_matches_nothing_is(
+    goldens: Path, kit: KitServer
+) -> None:
+    env = {"A2A_TOKEN": kit.token}
+    args = ["transcripts", "--agent", kit.base_url, "-k", "GetTask: the review"]
+    empty = run(*args, "--shard", "1/2", "--junit-xml", "report.xml", env=env)
+    assert empty.exit_code == 0, empty.output
+    assert (
+        empty.stderr == "recorder: shard 1/2 has nothing to play (1 file to play in all shards)\n"
+    )
+    assert ET.parse("report.xml").getroot().get("tests") == "0"
+    other = run(*args, "--shard", "2/2", env=env)
+    assert other.exit_code == 0
+    assert other.stdout.splitlines()[-1] == "1 transcript, 1 exchange: 1 passed, 0 failed"
+    nothing = run("transcripts", "--agent", kit.base_url, "-k", "no such title", "--shard", "1/2")
+    assert nothing.exit_code == 2
+
+
+def test_a_run_that_stops_before_any_verdict_leaves_a_junit_report_saying_why(
+    goldens: Path,
+) -> None:
+    Path("report.xml").write_text("<testsuites tests='10'/>")  # the last run's report
+    with closed_port() as port:
+        result = run(
+            "transcripts",
+            "--agent",
+            f"http://127.0.0.1:{port}",
+            "--junit-xml",
+            "report.xml",
+            env={"A2A_TOKEN": "x"},
+        )
+    assert result.exit_code == 2
+    [error] = ET.parse("report.xml").getroot().iter("error")
+    assert error.get("message") == (
+        f"cannot reach the agent at http://127.0.0.1:{port}: connection refused"
+    )
+
+
+def test_a_file_named_twice_is_played_once(goldens: Path, kit: KitServer) -> None:
+    env = {"A2A_TOKEN": kit.token}
+    result = run(
+        "transcripts",
+        "./transcripts/01-languages.http",
+        "--agent",
+        kit.base_url,
+        env=env,
+    )
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[-1] == "6 transcripts, 10 exchanges: 10 passed, 0 failed"

@@ -145,6 +145,16 @@ def test_an_unreachable_agent_fails_items_with_one_clear_line(project: pytest.Py
             "http://127.0.0.1:41242, got 'localhost:41242'",
         ),
         (
+            "--recorder-timeout",
+            "inf",
+            "ERROR: --recorder-timeout: expected seconds above 0 and at most 86400, got inf",
+        ),
+        (
+            "--recorder-timeout",
+            "-1",
+            "ERROR: --recorder-timeout: expected seconds above 0 and at most 86400, got -1",
+        ),
+        (
             "--recorder-rules",
             "nope.yaml",
             "ERROR: --recorder-rules: nope.yaml: cannot read the rules file: No such file*",

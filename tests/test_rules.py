@@ -227,6 +227,21 @@ def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
         load_rules(path)
 
 
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("ignored_paths: ['$.a']\nignored_paths: ['$.b']\n", 2),
+        ("generated_fields:\n  taskId: id\n  sessionId: id\n  taskId: time\n", 4),
+    ],
+)
+def test_a_key_given_twice_is_an_error_not_the_last_one_silently(
+    tmp_path: Path, text: str, line: int
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(RulesError, match=rf"^{path}:{line}: not valid YAML: the key .* twice$"):
+        load_rules(path)
+
+
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(RulesError, match="cannot read the rules file"):
         load_rules(tmp_path / "nope.yaml")

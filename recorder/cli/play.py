@@ -14,12 +14,19 @@ from recorder.errors import RecorderError
 from recorder.player import (
     DEFAULT_TIMEOUT,
     MissingVariableError,
+    PlayResult,
     TranscriptErrors,
     agent_base_url,
     parse_shard,
 )
 from recorder.player import play as play_transcripts
-from recorder.report import TerminalReport, exit_status, write_junit_xml
+from recorder.report import (
+    TerminalReport,
+    exit_status,
+    plural,
+    write_junit_error,
+    write_junit_xml,
+)
 from recorder.rules import load_rules
 
 
@@ -56,10 +63,23 @@ def _agent(ctx: click.Context, param: click.Parameter, value: str | None) -> str
 
 
 def _report_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A JUnit report path whose folder exists: checked before playing, not after."""
-    if value is not None and not os.path.isdir(os.path.dirname(value) or "."):
+    """A JUnit report path whose folder exists, and that is not a transcript: checked before
+    playing, not after."""
+    if value is None:
+        return None
+    if not os.path.isdir(os.path.dirname(value) or "."):
         raise click.BadParameter(f"the folder of {value} does not exist")
+    if value.endswith(".http") or (os.path.exists(value) and _is_transcript(value)):
+        raise click.BadParameter(f"{value} is a transcript: the report would overwrite it")
     return value
+
+
+def _is_transcript(path: str) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return file.read(64).startswith(b"# recorder-format:")
+    except OSError:
+        return False
 
 
 @click.command(short_help="Replay transcripts against an agent and compare the replies.")
@@ -113,7 +133,7 @@ def _report_path(ctx: click.Context, param: click.Parameter, value: str | None) 
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=click.FloatRange(min=0, min_open=True, max=86400),
     default=DEFAULT_TIMEOUT,
     show_default=True,
     help="Seconds allowed for each reply (a whole event stream included).",
@@ -153,25 +173,53 @@ def play(
     except TranscriptErrors as exc:
         for error in exc.errors:
             click.echo(str(error), err=True)
+        _write_junit_error(junit_path, str(exc))
         raise SystemExit(2) from None
     except MissingVariableError as exc:
         click.echo(str(exc), err=True)
+        _write_junit_error(junit_path, str(exc))
         raise SystemExit(2) from None
     except RecorderError as exc:
         click.echo(f"recorder: {exc}", err=True)
+        _write_junit_error(junit_path, str(exc))
         raise SystemExit(2) from None
     except KeyboardInterrupt:
         click.echo("\nrecorder: interrupted", err=True)
+        _write_junit_error(junit_path, "interrupted")
         raise SystemExit(130) from None
     if not result.transcripts:
+        if shard is not None and result.selected_files:
+            # another shard has them: nothing wrong with this machine's share
+            click.echo(
+                f"recorder: shard {shard[0]}/{shard[1]} has nothing to play"
+                f" ({plural(result.selected_files, 'file')} to play in all shards)",
+                err=True,
+            )
+            _write_junit(junit_path, result)
+            raise SystemExit(0)
         click.echo("recorder: no exchange to play (no transcript, or -k matched nothing)", err=True)
+        _write_junit_error(junit_path, "no exchange to play (no transcript, or -k matched nothing)")
         raise SystemExit(2)
     report.summary(result)
-    if junit_path is not None:
-        try:
-            write_junit_xml(result, junit_path)
-        except OSError as exc:
-            click.echo(f"recorder: cannot write {junit_path}: {exc.strerror or exc}", err=True)
-            raise SystemExit(2) from None
+    _write_junit(junit_path, result)
     sys.stdout.flush()
     raise SystemExit(exit_status(result))
+
+
+def _write_junit(path: str | None, result: PlayResult) -> None:
+    if path is None:
+        return
+    try:
+        write_junit_xml(result, path)
+    except OSError as exc:
+        click.echo(f"recorder: cannot write {path}: {exc.strerror or exc}", err=True)
+        raise SystemExit(2) from None
+
+
+def _write_junit_error(path: str | None, message: str) -> None:
+    """A run that stopped before any verdict still leaves a report saying why (not the last
+    run's file, which would show passes)."""
+    if path is None:
+        return
+    with contextlib.suppress(OSError):
+        write_junit_error(message, path)
