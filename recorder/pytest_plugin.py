@@ -16,7 +16,9 @@ the way of projects that do not use it):
 
 Nothing else is collected, and nothing is started until the first exchange runs. Without
 `--recorder-agent`, the bundled kit agent is started on a free loopback port for the session
-(and its token fills `{{A2A_TOKEN}}` unless the environment sets it).
+(and its token fills `{{A2A_TOKEN}}` unless the environment sets it). The ini options
+`recorder_agent`, `recorder_rules` (relative to the ini file's folder) and `recorder_timeout`
+set the same as the command-line options, which win when given.
 
 The items of one file share one `ReplayState` and must run in file order: a later request
 carries forward ids from earlier replies. Selecting some items (`-k`) or running one item
@@ -64,7 +66,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--recorder-timeout",
         metavar="SECONDS",
         type=float,
-        default=30.0,
+        default=None,
         help="Seconds allowed for each reply (default 30).",
     )
     parser.addini(
@@ -73,6 +75,48 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         help="Folders whose .http transcripts are collected as tests (one per exchange).",
     )
+    parser.addini(
+        "recorder_agent", default="", help="Like --recorder-agent (the option wins when given)."
+    )
+    parser.addini(
+        "recorder_rules",
+        default="",
+        help="Like --recorder-rules; a relative path is relative to the ini file's folder.",
+    )
+    parser.addini(
+        "recorder_timeout", default="", help="Like --recorder-timeout (default 30 seconds)."
+    )
+
+
+def _agent_setting(config: pytest.Config) -> str | None:
+    value: str | None = config.getoption("recorder_agent", None) or config.getini("recorder_agent")
+    return value or None
+
+
+def _rules_setting(config: pytest.Config) -> str | None:
+    option: str | None = config.getoption("recorder_rules", None)
+    if option:
+        return option  # relative to where pytest was started, like any command-line path
+    value: str = config.getini("recorder_rules")
+    if not value:
+        return None
+    base = config.inipath.parent if config.inipath is not None else config.rootpath
+    return str(base / value)
+
+
+def _timeout_setting(config: pytest.Config) -> float:
+    option: float | None = config.getoption("recorder_timeout", None)
+    if option is not None:
+        return option
+    value: str = config.getini("recorder_timeout")
+    if not value:
+        return 30.0
+    try:
+        return float(value)
+    except ValueError:
+        raise pytest.UsageError(
+            f"recorder_timeout (ini): expected a number of seconds, got {value!r}"
+        ) from None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -126,9 +170,9 @@ class _Agent:
         from recorder.player import agent_base_url, make_transport
         from recorder.rules import load_rules
 
-        self._rules = load_rules(self.config.getoption("recorder_rules"))
+        self._rules = load_rules(_rules_setting(self.config))
         self.variables = dict(os.environ)
-        agent = self.config.getoption("recorder_agent")
+        agent = _agent_setting(self.config)
         if agent:
             self.base_url = agent_base_url(agent)
         else:
@@ -142,8 +186,7 @@ class _Agent:
 
     @property
     def timeout(self) -> float:
-        value: float = self.config.getoption("recorder_timeout")
-        return value
+        return _timeout_setting(self.config)
 
     def file_player(self, path: str, transcript: Any) -> FilePlayer:
         from recorder.player import FilePlayer
@@ -181,7 +224,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _check_options(config: pytest.Config) -> None:
     """A bad --recorder-agent or --recorder-rules is one usage error, before any test runs
     (not one traceback per item). Nothing is imported unless the options are given."""
-    agent = config.getoption("recorder_agent", None)
+    agent = _agent_setting(config)
     if agent:
         from recorder.player import agent_base_url
 
@@ -189,12 +232,12 @@ def _check_options(config: pytest.Config) -> None:
             agent_base_url(agent)
         except ValueError as exc:
             raise pytest.UsageError(f"--recorder-agent: {exc}") from None
-    timeout = config.getoption("recorder_timeout", None)
-    if timeout is not None and not 0 < timeout <= 86400:
+    timeout = _timeout_setting(config)
+    if not 0 < timeout <= 86400:
         raise pytest.UsageError(
             f"--recorder-timeout: expected seconds above 0 and at most 86400, got {timeout:g}"
         )
-    rules = config.getoption("recorder_rules", None)
+    rules = _rules_setting(config)
     if rules:
         from recorder.errors import RecorderError
         from recorder.rules import load_rules

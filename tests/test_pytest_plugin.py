@@ -195,3 +195,40 @@ def test_an_exchange_without_reply_fails_and_the_rest_of_its_file_is_skipped(
         ]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+def test_ini_options_set_the_agent_rules_and_timeout(
+    project: pytest.Pytester, kit: KitServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the golden state is wrong, and the rules file next to the ini ignores it: the rules are
+    # read relative to the ini file, also when pytest is started from a subfolder
+    edit(
+        project.path / "transcripts" / "02-review.http",
+        '"state": "TASK_STATE_COMPLETED"',
+        '"state": "TASK_STATE_FAILED"',
+    )
+    (project.path / "rules.yaml").write_text('ignored_paths: ["$.result.task.status.state"]\n')
+    project.makeini(
+        "[pytest]\n"
+        f"recorder_agent = {kit.base_url}\n"
+        "recorder_rules = rules.yaml\n"
+        "recorder_timeout = 5\n"
+    )
+    sub = project.mkdir("sub")
+    monkeypatch.chdir(sub)
+    result = project.runpytest("../transcripts", "--strict-config")
+    result.assert_outcomes(passed=10)
+    monkeypatch.chdir(project.path)
+    (project.path / "rules.yaml").write_text("")
+    result = project.runpytest("transcripts", "--strict-config")
+    result.assert_outcomes(passed=9, failed=1)
+    # the ini's agent and timeout are the ones used
+    with closed_port() as port:
+        project.makeini(f"[pytest]\nrecorder_agent = http://127.0.0.1:{port}\n")
+        result = project.runpytest("transcripts/01-languages.http")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*cannot reach the agent at http://127.0.0.1:{port}*"])
+    project.makeini("[pytest]\nrecorder_timeout = 0\n")
+    result = project.runpytest("transcripts")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --recorder-timeout: expected seconds above 0*, got 0"])
