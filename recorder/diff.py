@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ABSENT", "Mismatch", "align", "format_value"]
+__all__ = ["ABSENT", "Mismatch", "align", "format_value", "format_values"]
 
 
 class _Absent:
@@ -50,17 +50,53 @@ ABSENT: Any = _Absent()
 _MAX_SHOWN = 200
 
 
+_CONTEXT = 60  # characters shown before the first difference of two long values
+
+
 def format_value(value: Any) -> str:
     """A value as a report shows it: JSON, shortened past 200 characters; `absent` for ABSENT."""
+    return _window(_json_text(value), 0)
+
+
+def format_values(expected: Any, actual: Any) -> tuple[str, str]:
+    """Two values as a report shows them side by side. Long values are cut around their first
+    difference (the same window in both), not at the start, where they may be equal."""
+    expected_text, actual_text = _json_text(expected), _json_text(actual)
+    if max(len(expected_text), len(actual_text)) <= _MAX_SHOWN or ABSENT in (expected, actual):
+        return _window(expected_text, 0), _window(actual_text, 0)
+    start = max(0, _common_prefix_length(expected_text, actual_text) - _CONTEXT)
+    return _window(expected_text, start), _window(actual_text, start)
+
+
+def _common_prefix_length(a: str, b: str) -> int:
+    """How many characters `a` and `b` share from the start (a binary search on slices)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _json_text(value: Any) -> str:
     if value is ABSENT:
         return "absent"
     try:
-        text = json.dumps(value, ensure_ascii=False, sort_keys=False)
+        return json.dumps(value, ensure_ascii=False, sort_keys=False)
     except (TypeError, ValueError):
-        text = repr(value)
-    if len(text) > _MAX_SHOWN:
-        text = text[: _MAX_SHOWN - 1] + "…"
-    return text
+        return repr(value)
+
+
+def _window(text: str, start: int) -> str:
+    """`text` from `start`, at most 200 characters shown, with "…" where it was cut."""
+    if start == 0 and len(text) <= _MAX_SHOWN:
+        return text
+    head = "…" if start > 0 else ""
+    end = start + _MAX_SHOWN - len(head) - 1
+    tail = "…" if end < len(text) else ""
+    return head + text[start : end if tail else len(text)] + tail
 
 
 @dataclass(frozen=True)
@@ -80,9 +116,8 @@ class Mismatch:
         `$.result.statusUpdate.status.state: expected "TASK_STATE_COMPLETED",
         got "TASK_STATE_FAILED"` (on one line)
         """
-        text = (
-            f"{self.path}: expected {format_value(self.expected)}, got {format_value(self.actual)}"
-        )
+        expected, actual = format_values(self.expected, self.actual)
+        text = f"{self.path}: expected {expected}, got {actual}"
         if self.message:
             text += f" ({self.message})"
         return text

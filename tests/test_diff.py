@@ -23,7 +23,7 @@ import pytest
 
 from recorder import aliasing
 from recorder.aliasing import LiveReply, ReplayState
-from recorder.diff import ABSENT, Mismatch, align, format_value
+from recorder.diff import ABSENT, Mismatch, align, format_value, format_values
 from recorder.model import Exchange, Headers, Request, Response, SseEvent
 from recorder.rules import DEFAULT_RULES, Rules
 
@@ -972,6 +972,17 @@ def test_describe_formats_values_as_json() -> None:
 def test_long_values_are_shortened() -> None:
     text = format_value("x" * 500)
     assert len(text) == 200 and text.endswith("…")
+
+
+def test_two_long_values_are_shown_around_their_first_difference() -> None:
+    # cut at the start, two long texts that differ near their end would read the same
+    review = "Reviewed 1 file: " + "src/payments.py: fine. " * 20
+    mismatch = Mismatch("$.text", review + "add tests.", review + "add testz.")
+    expected_shown = "…" + json.dumps(review + "add tests.")[-(60 + 3) :]  # from 60 before
+    actual_shown = "…" + json.dumps(review + "add testz.")[-(60 + 3) :]
+    assert mismatch.describe() == f"$.text: expected {expected_shown}, got {actual_shown}"
+    # against an absent value, or when one side is short, each is shown from its start
+    assert format_values("x" * 500, ABSENT) == (format_value("x" * 500), "absent")
 
 
 def test_absent_is_one_value_and_survives_pickling() -> None:
