@@ -1079,3 +1079,29 @@ def test_compact_replies_compare_by_value_whatever_the_numbers(
     wire = live if live is not None else json.dumps(json.loads(golden), separators=(",", ":"))
     found = state().compare(exchange, LiveReply(200, "OK", JSON, wire.encode()))
     assert [m.path for m in found] == [f"$.result.{p}" for p in paths]
+
+
+def test_frames_that_came_in_another_order_still_teach_their_values() -> None:
+    # the live stream swapped the WORKING update and the artifact: reported frame by frame,
+    # and the artifact's id and the timestamp are still paired with the recorded ones, so
+    # bless (--update) writes the recorded values back, in the live order
+    def frames(task: str, artifact: str, stamp: str, swap: bool) -> Response:
+        working = {"statusUpdate": {"taskId": task, "status": {"state": "W", "timestamp": stamp}}}
+        made = {"artifactUpdate": {"taskId": task, "artifact": {"artifactId": artifact}}}
+        middle = [made, working] if swap else [working, made]
+        values = [{"task": {"id": task}}, *middle, {"statusUpdate": {"taskId": task}}]
+        events = tuple(
+            SseEvent(data=json.dumps({"result": v, "id": 1, "jsonrpc": "2.0"})) for v in values
+        )
+        return Response(200, "OK", [("Content-Type", "text/event-stream")], events=events)
+
+    (g_task, g_artifact), (l_task, l_artifact) = ids(), ids()
+    golden = frames(g_task, g_artifact, "2026-11-29T18:00:00Z", swap=False)
+    live = frames(l_task, l_artifact, "2026-11-30T09:00:00Z", swap=True)
+    s = state()
+    exchange = Exchange(rpc("SendStreamingMessage", {}), golden)
+    found = s.compare(exchange, live)
+    assert {m.frame for m in found} == {2, 3}
+    assert s.mapping[g_artifact] == l_artifact
+    blessed = s.bless(golden, live, matched=False)
+    assert blessed == frames(g_task, g_artifact, "2026-11-29T18:00:00Z", swap=True)
