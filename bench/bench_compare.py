@@ -25,7 +25,7 @@ Three shapes:
            the worst case for aliasing;
 - stream:  an SSE stream of artifact chunks (one JSON frame per ~500 bytes).
 
-Run: .venv/bin/python bench/bench_compare.py
+Run: .venv/bin/python bench/bench_compare.py   (--quick: small sizes, for the test suite)
 """
 
 from __future__ import annotations
@@ -310,6 +310,8 @@ def small_exchanges(count: int) -> tuple[float, float]:
 
 
 def main() -> int:
+    quick = "--quick" in sys.argv[1:]  # a smoke run (the test suite's): small sizes, one round
+    sizes = (1 / 16, 1 / 8) if quick else (1, 2, 5, 10)
     ok = True
     print(
         "shape   size       json.loads  from wire   ratio   ms per MiB"
@@ -317,9 +319,9 @@ def main() -> int:
     )
     for shape in ("review", "list", "stream"):
         per_mib: list[float] = []
-        for mib in (1, 2, 5, 10):
+        for mib in sizes:
             wire, loads_time, compare_time, given_time, matched = measure(
-                shape, mib * MIB, 5 if mib < 5 else 3
+                shape, int(mib * MIB), 1 if quick else 5 if mib < 5 else 3
             )
             per_mib.append(compare_time * 1000 / (wire / MIB))
             ok = ok and matched
@@ -331,13 +333,15 @@ def main() -> int:
                 f"  {'match' if matched else 'MISMATCH'}"
             )
         growth = per_mib[-1] / per_mib[0]
-        print(f"{shape:7s} linearity: cost per MiB at 10 MiB / at 1 MiB = {growth:.2f}")
-        paused = [PAUSED_LOADS[(shape, mib * MIB)] * 1000 for mib in (1, 10)]
-        print(
-            f"{shape:7s} json.loads with the collector paused: {paused[0]:.1f} ms at 1 MiB,"
-            f" {paused[1]:.1f} ms at 10 MiB (for information)"
-        )
-    task_us, stream_us = small_exchanges(2000)
+        first, last = (f"{size:g} MiB" for size in (sizes[0], sizes[-1]))
+        print(f"{shape:7s} linearity: cost per MiB at {last} / at {first} = {growth:.2f}")
+        if not quick:
+            paused = [PAUSED_LOADS[(shape, mib * MIB)] * 1000 for mib in (1, 10)]
+            print(
+                f"{shape:7s} json.loads with the collector paused: {paused[0]:.1f} ms at 1 MiB,"
+                f" {paused[1]:.1f} ms at 10 MiB (for information)"
+            )
+    task_us, stream_us = small_exchanges(50 if quick else 2000)
     print(
         f"small replies, prepare + compare per exchange: task reply {task_us:.0f} us,"
         f" 4-frame stream {stream_us:.0f} us"

@@ -109,7 +109,7 @@ def record_goldens(url: str, folder: Path, exchanges: int) -> int:
     """SendMessage / GetTask pairs spread over FILES files; returns the exchange count."""
     from recorder.httpfile import dump
     from recorder.model import Exchange, Headers, Request, Transcript
-    from recorder.player import make_transport, send
+    from recorder.player import make_transport, send_raw
 
     host = url.removeprefix("http://")
     headers = Headers(
@@ -135,7 +135,7 @@ def record_goldens(url: str, folder: Path, exchanges: int) -> int:
                     }
                 ).encode()
                 request = Request("POST", "/a2a/jsonrpc", headers, body)
-                response = send(transport, url, request)
+                response = send_raw(transport, url, request).response
                 recorded.append(Exchange(request, response, title="SendMessage"))
                 task_id = response.json["result"]["task"]["id"]
                 body = json.dumps(
@@ -147,7 +147,8 @@ def record_goldens(url: str, folder: Path, exchanges: int) -> int:
                     }
                 ).encode()
                 request = Request("POST", "/a2a/jsonrpc", headers, body)
-                recorded.append(Exchange(request, send(transport, url, request), title="GetTask"))
+                reply = send_raw(transport, url, request).response
+                recorded.append(Exchange(request, reply, title="GetTask"))
             dump(Transcript(tuple(recorded)), folder / f"{number:02d}-bench.http")
             total += len(recorded)
     return total

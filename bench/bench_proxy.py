@@ -224,6 +224,7 @@ async def load_phase(url: str, conc: int, seconds: float) -> tuple[int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="a few calls: does it still run")
     parser.add_argument(
         "--variants",
         default="per-connection,shared,h11-asyncio",
@@ -241,6 +242,8 @@ def main() -> None:
         return
 
     lat_n, block, cpu_s, sse_n = (300, 50, 3.0, 10) if args.quick else (1500, 250, 6.0, 40)
+    if args.smoke:
+        lat_n, block, cpu_s, sse_n = (40, 20, 0.5, 3)
     processes: list[subprocess.Popen[bytes]] = []
     folders: dict[str, str] = {}
     try:

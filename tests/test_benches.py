@@ -1,0 +1,37 @@
+"""The benchmarks in bench/ still run (small sizes, one round): they are not part of CI's
+measure, but a benchmark that no longer runs measures nothing. No figure is checked here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).parent.parent / "bench"
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "last_words"),
+    [
+        ("bench_play.py", ["--exchanges", "100", "--rounds", "1"], "play ["),
+        ("bench_compare.py", ["--quick"], "4-frame stream"),
+        ("bench_format.py", ["--mb", "0.2", "--repeat", "1"], "json.loads of the JSON bodies"),
+        ("bench_kit_start.py", ["--runs", "1"], "recorder kit start: median"),
+        (
+            "bench_proxy.py",
+            ["--smoke", "--variants", "per-connection"],
+            '"target": "recorder/per-connection"',
+        ),
+    ],
+)
+def test_a_benchmark_runs_to_its_end(script: str, args: list[str], last_words: str) -> None:
+    result = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert last_words in result.stdout.splitlines()[-1], result.stdout
