@@ -796,12 +796,21 @@ class ReplayState:
         if expected_value is _NOT_JSON and actual_value is _NOT_JSON:
             self._compare_raw(expected.body, actual.body, "body", None, out)
             return
+        message = f"expected {_body_kind(expected_value)}, got {_body_kind(actual_value)}"
+        if expected_value is _NOT_JSON and expected.is_json:
+            last = expected.body.rstrip().rpartition(b"\n")[2]
+            message += "; the recorded body says JSON but is not JSON" + (
+                " (its last line starts with #: a comment line before the next ### belongs"
+                " to the body above it)"
+                if last.startswith(b"#")
+                else ""
+            )
         out.append(
             Mismatch(
                 "body",
                 _describe_body(expected_value, expected.body),
                 _describe_body(actual_value, actual.body),
-                message=f"expected {_body_kind(expected_value)}, got {_body_kind(actual_value)}",
+                message=message,
             )
         )
 

@@ -859,7 +859,20 @@ def test_recorded_body_that_is_not_json_is_not_read_on_one_line() -> None:
     live = LiveReply(200, "OK", JSON, b'{"text":"ab"}')
     [mismatch] = state().compare(Exchange(rpc("GetCard", {}), golden), live)
     assert mismatch.path == "body"
-    assert mismatch.message == "expected a non-JSON body, got a JSON body"
+    assert mismatch.message == (
+        "expected a non-JSON body, got a JSON body; the recorded body says JSON but is not JSON"
+    )
+
+
+def test_a_comment_line_read_into_a_recorded_json_body_is_pointed_out() -> None:
+    # "# read it back" written before the next ### is part of the reply body above it
+    golden = Response(200, "OK", JSON, b'{\n  "a": 1\n}\n# read it back')
+    [mismatch] = state().compare(Exchange(rpc("GetTask", {}), golden), reply({"a": 1}))
+    assert mismatch.message == (
+        "expected a non-JSON body, got a JSON body; the recorded body says JSON but is not JSON"
+        " (its last line starts with #: a comment line before the next ### belongs to the body"
+        " above it)"
+    )
 
 
 def test_wire_reply_streams_and_truncated_bodies_compare_like_responses() -> None:
