@@ -39,7 +39,9 @@ The rules of the comparison, numbered so that code and tests can point at them:
    `truncated` recording compares only the frames it holds (a truncated single body: status
    and headers only).
 8. The status code and the Content-Type (media type) are always compared; other headers unless
-   `rules.ignored_headers` or `rules.secret_headers` name them.
+   `rules.ignored_headers` or `rules.secret_headers` name them. A member that
+   `rules.secret_fields` names is compared for presence only: the recording holds a placeholder
+   (`{{API_KEY}}`) where the agent sends the secret.
 
 Fast path: the bodies of both replies (the pretty JSON the model holds, or the serialized SSE
 frames) are split by one regex (`Rules.token_pattern`) into the text between generated values
@@ -352,6 +354,7 @@ class ReplayState:
         self._token_kinds = compiled.kinds
         self._value_columns = compiled.value_columns
         self._skip_headers = compiled.skip_headers
+        self._secret_fields = frozenset(rules.secret_fields)
         # rule 3: the mapping, both ways; rule 4: aliases of recorded values
         self._golden_to_live: dict[str, str] = {}
         self._live_to_golden: dict[str, str] = {}
@@ -1269,6 +1272,9 @@ class ReplayState:
                     golden_members[name] = self._display(expected_value)
                     differs = True
                     continue
+                if name in self._secret_fields:  # rule 8: there, not compared
+                    golden_members[name] = live_members[name] = expected_value
+                    continue
                 golden_members[name], live_members[name] = pair = self._normalize(
                     expected_value,
                     actual[name],
@@ -1737,39 +1743,21 @@ class _Notes:
 def _explain(golden: Any, live: Any, frame: int | None, notes: _Notes) -> list[Mismatch]:
     """The mismatches between two normalized values that differ, in the order of the reply
     (recorded members first, then members only the live reply has), as deepdiff finds them."""
-    from deepdiff import DeepDiff  # on the first mismatch only: deepdiff takes ~0.2 s to import
-    from deepdiff.helper import notpresent
-
-    tree = DeepDiff(
-        golden,
-        live,
-        view="tree",
-        # the normalized arrays are laid out item by item already
-        zip_ordered_iterables=True,
-        # every member's own path, however many differ (not the whole object past a third)
-        threshold_to_diff_deeper=0,
-        # JSON members named "__x" are members like any other
-        ignore_private_variables=False,
-        cache_size=0,
-        log_frequency_in_sec=0,
-    )
-    order = _visit_order(golden, live)
     found: list[tuple[int, Mismatch]] = []
-    for levels in tree.values():
-        for level in levels:
-            place = tuple(level.path(output_format="list"))
-            found.append(
-                (
-                    order.get(place, len(order)),
-                    Mismatch(
-                        format_path(notes.keys(place)),
-                        ABSENT if level.t1 is notpresent else level.t1,
-                        ABSENT if level.t2 is notpresent else level.t2,
-                        frame,
-                        notes.messages.get(place, ""),
-                    ),
-                )
+    order = _visit_order(golden, live)
+    for place, expected, actual in _differences(golden, live):
+        found.append(
+            (
+                order.get(place, len(order)),
+                Mismatch(
+                    format_path(notes.keys(place)),
+                    expected,
+                    actual,
+                    frame,
+                    notes.messages.get(place, ""),
+                ),
             )
+        )
     if not found:
         # two aliases that read alike (a live value spelled "<id:1>"): the verdict stands
         found.append((0, Mismatch("$", golden, live, frame, "; ".join(notes.messages.values()))))
@@ -1777,25 +1765,92 @@ def _explain(golden: Any, live: Any, frame: int | None, notes: _Notes) -> list[M
     return [mismatch for _, mismatch in found]
 
 
-def _visit_order(golden: Any, live: Any) -> dict[_Keys, int]:
-    """Place -> rank, for the places where two normalized values differ, in reply order."""
-    order: dict[_Keys, int] = {}
+def _differences(golden: Any, live: Any) -> list[tuple[_Keys, Any, Any]]:
+    """(place, expected, actual) for each place where two normalized values differ, from
+    deepdiff; ABSENT for a member or item on one side only."""
+    from deepdiff import DeepDiff  # on the first mismatch only: deepdiff takes ~0.1 s to import
+    from deepdiff.helper import notpresent
 
-    def visit(g: Any, a: Any, place: _Keys) -> None:
+    try:
+        tree = DeepDiff(
+            golden,
+            live,
+            view="tree",
+            # the normalized arrays are laid out item by item already
+            zip_ordered_iterables=True,
+            # every member's own path, however many differ (not the whole object past a third)
+            threshold_to_diff_deeper=0,
+            # JSON members named "__x" are members like any other
+            ignore_private_variables=False,
+            cache_size=0,
+            log_frequency_in_sec=0,
+        )
+    except RecursionError:
+        # deepdiff recurses about twice per level: past ~490 levels, the same walk without
+        # recursion (what deepdiff reports, with the options above)
+        return _differences_without_recursion(golden, live)
+    return [
+        (
+            tuple(level.path(output_format="list")),
+            ABSENT if level.t1 is notpresent else level.t1,
+            ABSENT if level.t2 is notpresent else level.t2,
+        )
+        for levels in tree.values()
+        for level in levels
+    ]
+
+
+def _differences_without_recursion(golden: Any, live: Any) -> list[tuple[_Keys, Any, Any]]:
+    found: list[tuple[_Keys, Any, Any]] = []
+    stack: list[tuple[Any, Any, _Keys]] = [(golden, live, ())]
+    while stack:
+        g, a, place = stack.pop()
+        if g is a:
+            continue
+        if type(g) is dict and type(a) is dict:
+            for name in g:
+                if name in a:
+                    stack.append((g[name], a[name], (*place, name)))
+                else:
+                    found.append(((*place, name), g[name], ABSENT))
+            found.extend(((*place, name), ABSENT, a[name]) for name in a if name not in g)
+        elif type(g) is list and type(a) is list:
+            for k in range(max(len(g), len(a))):
+                item_g = g[k] if k < len(g) else ABSENT
+                item_a = a[k] if k < len(a) else ABSENT
+                if item_g is ABSENT or item_a is ABSENT:
+                    found.append(((*place, k), item_g, item_a))
+                else:
+                    stack.append((item_g, item_a, (*place, k)))
+        elif type(g) is not type(a) or g != a:
+            found.append((place, g, a))
+    return found
+
+
+def _visit_order(golden: Any, live: Any) -> dict[_Keys, int]:
+    """Place -> rank, for the places where two normalized values differ, in reply order
+    (pre-order: a member before the members inside it; recorded members, then live-only)."""
+    order: dict[_Keys, int] = {}
+    stack: list[tuple[Any, Any, _Keys]] = [(golden, live, ())]
+    while stack:
+        g, a, place = stack.pop()
         order[place] = len(order)
         if g is a:
-            return
+            continue
+        children: list[tuple[Any, Any, _Keys]] = []
         if isinstance(g, dict) and isinstance(a, dict):
-            for name, value in g.items():
-                visit(value, a.get(name, ABSENT), (*place, name))
-            for name, value in a.items():
-                if name not in g:
-                    visit(ABSENT, value, (*place, name))
+            children.extend(
+                (value, a.get(name, ABSENT), (*place, name)) for name, value in g.items()
+            )
+            children.extend(
+                (ABSENT, value, (*place, name)) for name, value in a.items() if name not in g
+            )
         elif isinstance(g, list) and isinstance(a, list):
-            for k in range(max(len(g), len(a))):
-                visit(g[k] if k < len(g) else ABSENT, a[k] if k < len(a) else ABSENT, (*place, k))
-
-    visit(golden, live, ())
+            children.extend(
+                (g[k] if k < len(g) else ABSENT, a[k] if k < len(a) else ABSENT, (*place, k))
+                for k in range(max(len(g), len(a)))
+            )
+        stack.extend(reversed(children))
     return order
 
 

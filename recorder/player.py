@@ -53,9 +53,9 @@ from recorder.aliasing import LiveReply, ReplayState
 from recorder.checking import find_transcripts
 from recorder.diff import Mismatch
 from recorder.errors import NoReplyError, ParseError, RecorderError, UpstreamError
-from recorder.httpfile import DURING_TAG, dumps, load, loads, splice, write_text_atomic
-from recorder.model import Exchange, Headers, Request, Transcript, is_event_stream
-from recorder.redact import Redactor, scrub_text
+from recorder.httpfile import DURING_TAG, dumps, load, splice, write_text_atomic
+from recorder.model import Exchange, Headers, Request, Response, Transcript, is_event_stream
+from recorder.redact import Redactor, scrub_response
 from recorder.rules import DEFAULT_RULES, Rules
 
 __all__ = [
@@ -784,6 +784,11 @@ class FilePlayer:
             return
         self._record(index, live, background.started)
 
+    @property
+    def no_reply(self) -> ExchangeResult | None:
+        """The exchange that got no whole reply (the rest of the file is not played), if any."""
+        return None if self._no_reply is None else self.results[self._no_reply]
+
     def _result(self, index: int, **verdict: Any) -> ExchangeResult:
         golden = self.transcript.exchanges[index]
         return ExchangeResult(
@@ -839,16 +844,28 @@ class FilePlayer:
         if self.not_updated(chosen) is not None:
             return False
         # secrets never reach the disk: a blessed reply is redacted as the recorder redacts
-        # (rules.secret_headers, rules.secret_fields), and the values the placeholders of this
-        # file's requests were filled with are scrubbed wherever a reply echoes them
+        # (rules.secret_headers, rules.secret_fields), and the values that the secret
+        # placeholders of this file's requests were filled with ({{A2A_TOKEN}}) are scrubbed
+        # wherever such a reply echoes them. Only the rewritten replies: the rest of the file
+        # stays as it is.
         redactor = Redactor(headers=self.rules.secret_headers, fields=self.rules.secret_fields)
-        replaced: dict[int, Exchange] = {}
+        blessed: dict[int, Response] = {}
         for index in sorted(chosen & self._to_bless.keys()):
             golden = self.transcript.exchanges[index]
-            blessed = self.state.bless(golden.response, self._to_bless[index], matched=False)
-            blessed = redactor.redact_response(blessed)
-            if blessed != golden.response:
-                replaced[index] = replace(golden, response=blessed)
+            response = self.state.bless(golden.response, self._to_bless[index], matched=False)
+            blessed[index] = redactor.redact_response(response)
+        secret_names = {*self.rules.secret_headers.values(), *self.rules.secret_fields.values()}
+        secrets = dict(redactor.seen)
+        for name in self._filled & secret_names:
+            value = self.variables.get(name)
+            if value:
+                secrets[value] = name
+        replaced: dict[int, Exchange] = {}
+        for index, response in blessed.items():
+            golden = self.transcript.exchanges[index]
+            response = scrub_response(response, secrets)
+            if response != golden.response:
+                replaced[index] = replace(golden, response=response)
         if not replaced:
             return False
         try:
@@ -860,14 +877,6 @@ class FilePlayer:
         if text is None:
             exchanges = tuple(replaced.get(i, e) for i, e in enumerate(self.transcript.exchanges))
             text = dumps(replace(self.transcript, exchanges=exchanges))
-        secrets = dict(redactor.seen)
-        for name in self._filled:
-            value = self.variables.get(name)
-            if value:
-                secrets[value] = name
-        if secrets:
-            text = scrub_text(text, secrets)
-            loads(text, source=self.path)  # scrubbing only replaced text inside values
         write_text_atomic(Path(self.path), text)
         return True
 
@@ -875,12 +884,12 @@ class FilePlayer:
         """Why --update must leave the file as it is, or None: an exchange got no reply, or a
         request had to carry a recorded id that no live reply paired (blessing its reply would
         write the agent's answer about an id it never made into the golden file)."""
+        if self._no_reply is not None:
+            return f"exchange {self._no_reply + 1} got no reply"
         for index in sorted(set(selected) | self._to_bless.keys()):
             result = self.results.get(index)
             if result is None or not result.played:
                 continue
-            if result.error is not None:
-                return f"exchange {result.number} got no reply"
             if result.notes and result.mismatches:
                 return (
                     f"exchange {result.number} sent a recorded id that no live reply paired;"
@@ -923,7 +932,9 @@ def _play_item(
         if stop.is_set():
             raise _Stopped
         result = player.play_until(index)
-        if index in item.selected:
+        # a setup exchange (played for its ids, not selected) is reported when it got no
+        # reply: the exchanges that needed it are "not played", and that must say why
+        if index in item.selected or (result.error is not None and result.played):
             reported.append(result)
             if settings.listener is not None:
                 settings.listener.exchange_done(item, result)
@@ -932,6 +943,11 @@ def _play_item(
     if settings.update and not all(r.passed for r in reported):
         not_updated = player.not_updated(item.selected)
         updated = not_updated is None and player.write_update(item.selected)
+        if not updated and not_updated is None:
+            not_updated = (
+                "the rewritten replies would be the recorded ones: the differences are in what"
+                " the file does not keep"
+            )
     return TranscriptResult(item.path, tuple(reported), updated=updated, not_updated=not_updated)
 
 

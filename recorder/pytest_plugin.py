@@ -268,6 +268,10 @@ class TranscriptFile(pytest.File):
 
     _player: FilePlayer | None = None
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ran: set[int] = set()  # the exchanges whose items ran in this session
+
     @property
     def display_path(self) -> str:
         return os.path.relpath(self.path, self.config.invocation_params.dir)
@@ -309,9 +313,16 @@ class ExchangeItem(pytest.Item):
 
     def runtest(self) -> None:
         file = self.transcript_file
-        result = file.player().play_until(self.index)
+        file.ran.add(self.index)
+        player = file.player()
+        result = player.play_until(self.index)
         if not result.played:
-            # an earlier exchange of the file got no reply: this one would need its ids
+            # an earlier exchange of the file got no reply: this one would need its ids. When
+            # that exchange was a test of its own, it failed already; when it was not selected
+            # (-k), its error is this item's failure, not a silent skip
+            cause = player.no_reply
+            if cause is not None and cause.number - 1 not in file.ran:
+                raise ExchangeMismatch(file.display_path, cause)
             pytest.skip(result.error or "not played")
         if not result.passed:
             raise ExchangeMismatch(file.display_path, result)

@@ -25,7 +25,7 @@ import json
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from recorder.model import Headers, Response, is_json_media_type
@@ -37,6 +37,7 @@ __all__ = [
     "Redactor",
     "placeholder",
     "placeholder_name",
+    "scrub_response",
     "scrub_text",
     "secret_names",
 ]
@@ -92,6 +93,44 @@ def scrub_text(text: str, secrets: Mapping[str, str]) -> str:
         if len(value) >= _MIN_SCRUB_LENGTH and value in text:
             text = text.replace(value, placeholder(secrets[value]))
     return text
+
+
+def scrub_response(response: Response, secrets: Mapping[str, str]) -> Response:
+    """`scrub_text` on a reply's header values, body text and frames: what the player's
+    --update does to the replies it rewrites (and to nothing else in the file)."""
+    if not secrets:
+        return response
+    headers = Headers([(name, scrub_text(value, secrets)) for name, value in response.headers])
+    if response.events is not None:
+        events = tuple(
+            replace(
+                event,
+                data=None if event.data is None else scrub_text(event.data, secrets),
+                id=None if event.id is None else scrub_text(event.id, secrets),
+            )
+            for event in response.events
+        )
+        return Response(
+            status=response.status,
+            reason=response.reason,
+            headers=headers,
+            events=events,
+            http_version=response.http_version,
+        )
+    body = response.body
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        pass  # bytes that are no text: no text secret in them
+    else:
+        body = scrub_text(text, secrets).encode()
+    return Response(
+        status=response.status,
+        reason=response.reason,
+        headers=headers,
+        body=body,
+        http_version=response.http_version,
+    )
 
 
 @dataclass

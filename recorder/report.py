@@ -108,13 +108,9 @@ def transcript_lines(
     not_played = [e for e in failed if not e.played]
     if not_played:
         # one line for the rest of the file, not one per exchange
-        first, last = not_played[0], not_played[-1]
-        numbers = (
-            f"exchange {first.number}"
-            if first is last
-            else f"exchanges {first.number}-{last.number}"
-        )
-        entries.append((f"{numbers}: {first.error}", []))
+        noun = "exchange" if len(not_played) == 1 else "exchanges"
+        numbers = _number_ranges([e.number for e in not_played])
+        entries.append((f"{noun} {numbers}: {not_played[0].error}", []))
     lines: list[str] = []
     for position, (header, details) in enumerate(entries):
         if position == 0:
@@ -125,6 +121,20 @@ def transcript_lines(
     if update and result.not_updated:
         lines.append(INDENT + _style(f"not updated: {result.not_updated}", "yellow", color))
     return lines
+
+
+def _number_ranges(numbers: Sequence[int]) -> str:
+    """[3, 4, 5, 7] -> "3-5, 7"."""
+    parts: list[str] = []
+    start = previous = numbers[0]
+    for number in [*numbers[1:], None]:
+        if number is not None and number == previous + 1:
+            previous = number
+            continue
+        parts.append(str(start) if start == previous else f"{start}-{previous}")
+        if number is not None:
+            start = previous = number
+    return ", ".join(parts)
 
 
 def summary_line(result: PlayResult) -> str:

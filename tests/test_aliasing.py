@@ -1118,3 +1118,16 @@ def test_frames_that_came_in_another_order_still_teach_their_values() -> None:
     assert s.mapping[g_artifact] == l_artifact
     blessed = s.bless(golden, live, matched=False)
     assert blessed == frames(g_task, g_artifact, "2026-11-29T18:00:00Z", swap=True)
+
+
+def test_a_secret_member_is_compared_for_presence_only() -> None:
+    # the recorder wrote the secret as a placeholder; the agent sends the secret itself
+    rules = replace(DEFAULT_RULES, secret_fields={"apiKey": "API_KEY"})
+    s = ReplayState(rules, recorded_base=RECORDED, live_base=LIVE)
+    golden = Exchange(rpc("GetKey", {}), reply({"apiKey": "{{API_KEY}}", "n": 1}))
+    assert s.compare(golden, reply({"apiKey": "live-secret-123", "n": 1})) == []
+    assert [(m.path, m.actual) for m in s.compare(golden, reply({"n": 1}))] == [
+        ("$.apiKey", aliasing.ABSENT)
+    ]
+    plain = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
+    assert [m.path for m in plain.compare(golden, reply({"apiKey": "x", "n": 1}))] == ["$.apiKey"]

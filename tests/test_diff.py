@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from recorder import aliasing
 from recorder.aliasing import LiveReply, ReplayState
@@ -1059,3 +1061,42 @@ def test_a_live_stream_that_is_not_well_formed_sse_is_named_so() -> None:
     found = state.compare(exchanges[2], broken)
     assert found[-1].path == "body"
     assert found[-1].message == "the live event stream is not well-formed SSE (kept as raw bytes)"
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["a", "b", 1.5]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["x", "y", "__z"]), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, json_values)
+def test_the_walk_without_recursion_finds_what_deepdiff_finds(golden: Any, live: Any) -> None:
+    # used past ~490 levels of nesting, where deepdiff recurses too deep: the same report
+    from recorder.aliasing import _differences, _differences_without_recursion
+
+    def key(found: tuple[Any, Any, Any]) -> str:
+        return repr(found)
+
+    assert sorted(_differences_without_recursion(golden, live), key=key) == sorted(
+        _differences(golden, live), key=key
+    )
+
+
+def test_a_reply_nested_deeper_than_deepdiff_can_follow_is_still_explained() -> None:
+    def nest(depth: int, leaf: int) -> dict[str, Any]:
+        value: dict[str, Any] = {"leaf": leaf}
+        for _ in range(depth):
+            value = {"a": value}
+        return value
+
+    request = Request("GET", "/deep")
+    golden = Exchange(request, json_response(nest(700, 1)))
+    state = ReplayState(DEFAULT_RULES, recorded_base=None, live_base=LIVE_BASE)
+    [mismatch] = state.compare(golden, json_response(nest(700, 2)))
+    assert mismatch.path == "$" + ".a" * 700 + ".leaf"
+    assert (mismatch.expected, mismatch.actual) == (1, 2)

@@ -438,3 +438,38 @@ def test_a_file_named_twice_is_played_once(goldens: Path, kit: KitServer) -> Non
     )
     assert result.exit_code == 0
     assert result.stdout.splitlines()[-1] == "6 transcripts, 10 exchanges: 10 passed, 0 failed"
+
+
+def test_a_setup_exchange_without_reply_is_reported_under_k(goldens: Path, kit: KitServer) -> None:
+    # -k selects exchange 3 only; exchange 2, played as setup for its ids, gets no reply: it
+    # is reported (with its error) and the run exits 2, not 1 with a bare "not played"
+    from recorder import dumps, loads
+
+    path = goldens / "06-subscribe.http"
+    transcript = loads(path.read_text())
+    first, second = transcript.exchanges[:2]
+    again = dataclasses.replace(first, title="again")
+    path.write_text(dumps(dataclasses.replace(transcript, exchanges=(first, second, again))))
+    result = run(
+        "transcripts",
+        "--agent",
+        kit.base_url,
+        "--timeout",
+        "1",
+        "-k",
+        "again",
+        "--update",
+        env={"A2A_TOKEN": kit.token},
+    )
+    assert result.exit_code == 2, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == (
+        "transcripts/06-subscribe.http  ✗ exchange 2 (SubscribeToTask: follow the slow review):"
+    )
+    assert lines[1].startswith("    error: the ")
+    assert lines[2:] == [
+        "                               ✗ exchange 3: not played: exchange 2 got no reply",
+        "    not updated: exchange 2 got no reply",
+        "1 transcript, 2 exchanges: 0 passed, 0 failed, 1 error, 1 not played;"
+        " 0 transcripts updated, 1 not updated",
+    ]

@@ -708,7 +708,10 @@ def test_update_writes_no_secret_to_the_disk(tmp_path: Path) -> None:
 
     async def reply(request: StarletteRequest) -> JSONResponse:
         token = request.headers["authorization"].removeprefix("Bearer ")
-        return JSONResponse({"apiKey": "BODYSECRET999", "note": f"you sent {token}", "n": 2})
+        team = request.headers["x-team"]
+        return JSONResponse(
+            {"apiKey": "BODYSECRET999", "note": f"you sent {token}", "team": team, "n": 2}
+        )
 
     app = Starlette(routes=[Route("/a2a/jsonrpc", reply, methods=["POST"])])
     path = tmp_path / "01-secret.http"
@@ -722,12 +725,13 @@ def test_update_writes_no_secret_to_the_disk(tmp_path: Path) -> None:
                         {
                             "Host": "localhost:41242",
                             "Authorization": "Bearer {{A2A_TOKEN}}",
+                            "X-Team": "{{TEAM}}",
                             "Content-Type": "application/json",
                         },
                         b'{"jsonrpc": "2.0", "id": 1, "method": "GetSecret"}',
                     ),
                     Response(200, "OK", {"Content-Type": "application/json"}, b'{"n": 1}'),
-                    title="GetSecret",
+                    title="GetSecret for the reviewers",
                 ),
             )
         ),
@@ -740,14 +744,20 @@ def test_update_writes_no_secret_to_the_disk(tmp_path: Path) -> None:
             [path],
             agent=server.url,
             rules=rules,
-            environ={"A2A_TOKEN": "tok-SECRET-42"},
+            environ={"A2A_TOKEN": "tok-SECRET-42", "TEAM": "reviewers"},
             update=True,
         )
     assert [t.updated for t in result.transcripts] == [True]
     text = path.read_text()
     assert "BODYSECRET999" not in text and "tok-SECRET-42" not in text
-    body = loads(text).exchanges[0].response.json
-    assert body == {"apiKey": "{{API_KEY}}", "note": "you sent {{A2A_TOKEN}}", "n": 2}
+    [exchange] = loads(text).exchanges
+    assert exchange.response.json == {
+        "apiKey": "{{API_KEY}}",
+        "note": "you sent {{A2A_TOKEN}}",
+        "team": "reviewers",  # {{TEAM}} names no secret: its value is no secret either
+        "n": 2,
+    }
+    assert exchange.title == "GetSecret for the reviewers"
 
 
 @pytest.mark.e2e
@@ -833,3 +843,22 @@ def test_the_address_the_kit_prints_replays_cleanly(goldens: Path, kit: KitServe
     agent = f"http://127.0.0.1:{kit.port}"
     result = play([goldens], agent=agent, environ={"A2A_TOKEN": kit.token})
     assert result.passed, mismatch_paths(result)
+
+
+def test_exchanges_not_played_are_one_line_with_their_numbers() -> None:
+    from recorder.player import ExchangeResult, TranscriptResult
+    from recorder.report import transcript_lines
+
+    why = "not played: exchange 3 got no reply"
+    result = TranscriptResult(
+        "t.http",
+        (
+            ExchangeResult(3, "Get", 9, error="the agent did not answer within 1 s"),
+            *(ExchangeResult(n, "", None, error=why, played=False) for n in (4, 5, 6, 8)),
+        ),
+    )
+    assert transcript_lines(result) == [
+        "t.http  ✗ exchange 3 (Get):",
+        "    error: the agent did not answer within 1 s",
+        "        ✗ exchanges 4-6, 8: not played: exchange 3 got no reply",
+    ]

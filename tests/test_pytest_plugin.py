@@ -232,3 +232,29 @@ def test_ini_options_set_the_agent_rules_and_timeout(
     result = project.runpytest("transcripts")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --recorder-timeout: expected seconds above 0*, got 0"])
+
+
+def test_a_setup_exchange_without_reply_fails_the_selected_item(
+    project: pytest.Pytester, kit: KitServer
+) -> None:
+    # -k selects exchange 3; exchange 2 (setup, not selected) gets no reply: the selected item
+    # fails with that error instead of being skipped in silence
+    import dataclasses
+
+    from recorder import dumps, loads
+
+    path = project.path / "transcripts" / "06-subscribe.http"
+    transcript = loads(path.read_text())
+    first, second = transcript.exchanges[:2]
+    again = dataclasses.replace(first, title="again")
+    path.write_text(dumps(dataclasses.replace(transcript, exchanges=(first, second, again))))
+    result = project.runpytest(
+        str(path), "--recorder-agent", kit.base_url, "--recorder-timeout", "1", "-k", "again"
+    )
+    result.assert_outcomes(failed=1, deselected=2)
+    result.stdout.fnmatch_lines(
+        [
+            "transcripts/06-subscribe.http  ✗ exchange 2 (*):",
+            "    error: the * within 1 s*",
+        ]
+    )

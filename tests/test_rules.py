@@ -242,6 +242,15 @@ def test_a_key_given_twice_is_an_error_not_the_last_one_silently(
         load_rules(path)
 
 
+def test_yaml_merge_keys_still_merge(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "generated_fields: {<<: {sessionId: id, runId: time}, runId: id}\n",
+    )
+    rules = load_rules(path)
+    assert (rules.generated_fields["sessionId"], rules.generated_fields["runId"]) == ("id", "id")
+
+
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(RulesError, match="cannot read the rules file"):
         load_rules(tmp_path / "nope.yaml")
