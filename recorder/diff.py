@@ -65,7 +65,11 @@ def format_values(expected: Any, actual: Any) -> tuple[str, str]:
     if max(len(expected_text), len(actual_text)) <= _MAX_SHOWN or ABSENT in (expected, actual):
         return _window(expected_text, 0), _window(actual_text, 0)
     start = max(0, _common_prefix_length(expected_text, actual_text) - _CONTEXT)
-    return _window(expected_text, start), _window(actual_text, start)
+    # a value short enough is shown whole; a long one from the same place as the other
+    return (
+        _window(expected_text, 0 if len(expected_text) <= _MAX_SHOWN else start),
+        _window(actual_text, 0 if len(actual_text) <= _MAX_SHOWN else start),
+    )
 
 
 def _common_prefix_length(a: str, b: str) -> int:

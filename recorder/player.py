@@ -41,7 +41,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -1038,57 +1037,58 @@ def _run(items: Sequence[PlanItem], settings: _Settings, *, jobs: int) -> list[T
                     listener.transcript_done(result)
         return results
 
-    local = threading.local()
-    transports: list[httpx.HTTPTransport] = []
-    transports_lock = threading.Lock()
-
-    def worker(item: PlanItem) -> TranscriptResult:
-        transport: httpx.HTTPTransport | None = getattr(local, "transport", None)
-        if transport is None:
-            transport = make_transport(settings.base_url)
-            local.transport = transport
-            with transports_lock:
-                transports.append(transport)
-        return _play_item(item, transport, settings, stop)
-
-    in_order: list[TranscriptResult] = []
+    # Daemon threads, not a ThreadPoolExecutor: on Ctrl-C the run ends at once, without
+    # waiting (up to --timeout) for the replies in flight; an executor's threads are joined
+    # at exit. Files are taken in name order and reported in name order as they finish.
+    changed = threading.Condition()
+    waiting = list(enumerate(items))
     finished: dict[int, TranscriptResult] = {}
-    order_lock = threading.Lock()
+    in_order: list[TranscriptResult] = []
+    errors: list[BaseException] = []
 
-    def finish(position: int, future: Future[TranscriptResult]) -> None:
-        # report files in name order however they finish
-        if future.cancelled() or future.exception() is not None:
-            return
-        with order_lock:
-            finished[position] = future.result()
-            while len(in_order) in finished:
-                ready = finished.pop(len(in_order))
-                in_order.append(ready)
-                if listener is not None:
-                    listener.transcript_done(ready)
+    def worker() -> None:
+        with make_transport(settings.base_url) as transport:
+            while not stop.is_set():
+                with changed:
+                    if not waiting:
+                        return
+                    position, item = waiting.pop(0)
+                try:
+                    result = _play_item(item, transport, settings, stop)
+                except _Stopped:
+                    return
+                except BaseException as exc:  # handed to the main thread, which raises it
+                    with changed:
+                        errors.append(exc)
+                        stop.set()
+                        changed.notify_all()
+                    return
+                with changed:
+                    finished[position] = result
+                    while len(in_order) in finished:
+                        ready = finished.pop(len(in_order))
+                        in_order.append(ready)
+                        if listener is not None:
+                            listener.transcript_done(ready)
+                    changed.notify_all()
 
+    threads = [
+        threading.Thread(target=worker, name=f"recorder-play-{n}", daemon=True)
+        for n in range(min(jobs, len(items)))
+    ]
+    for thread in threads:
+        thread.start()
     try:
-        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="recorder-play") as pool:
-            futures: list[Future[TranscriptResult]] = []
-            for position, item in enumerate(items):
-                future = pool.submit(worker, item)
-                future.add_done_callback(functools.partial(finish, position))
-                futures.append(future)
-            try:
-                _, pending = wait(futures, return_when=FIRST_EXCEPTION)
-            except BaseException:  # Ctrl-C: the workers stop before their next exchange
-                stop.set()
-                for future in futures:
-                    future.cancel()
-                raise
-            if pending or any(f.exception() is not None for f in futures):
-                stop.set()
-                for future in pending:
-                    future.cancel()
-                wait(futures)
-                errors = [f.exception() for f in futures if not f.cancelled()]
-                raise next(e for e in errors if e is not None and not isinstance(e, _Stopped))
-    finally:
-        for transport in transports:
-            transport.close()
+        with changed:
+            while not errors and len(in_order) < len(items):
+                changed.wait(0.2)  # with a timeout: Ctrl-C is seen at once
+    except BaseException:  # Ctrl-C: the workers start no other exchange; no waiting for them
+        stop.set()
+        raise
+    if errors:
+        # the others stop before their next exchange: wait for the ones in flight, so that
+        # nothing is reported after the error
+        for thread in threads:
+            thread.join(settings.timeout + 5)
+        raise errors[0]
     return in_order

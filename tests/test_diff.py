@@ -983,8 +983,10 @@ def test_two_long_values_are_shown_around_their_first_difference() -> None:
     expected_shown = "…" + json.dumps(review + "add tests.")[-(60 + 3) :]  # from 60 before
     actual_shown = "…" + json.dumps(review + "add testz.")[-(60 + 3) :]
     assert mismatch.describe() == f"$.text: expected {expected_shown}, got {actual_shown}"
-    # against an absent value, or when one side is short, each is shown from its start
+    # against an absent value each is shown from its start; a short value is shown whole
     assert format_values("x" * 500, ABSENT) == (format_value("x" * 500), "absent")
+    short = "The review: " + "y" * 100
+    assert format_values(short, short + "z" * 300)[0] == json.dumps(short)
 
 
 def test_absent_is_one_value_and_survives_pickling() -> None:
