@@ -1599,13 +1599,7 @@ class ReplayState:
                 )
                 for event in live.events
             )
-            return Response(
-                status=live.status,
-                reason=live.reason,
-                headers=headers,
-                events=events,
-                http_version=live.http_version,
-            )
+            return live.with_content(headers, events=events)
         body = live.body
         try:
             text = body.decode("utf-8")
@@ -1617,13 +1611,7 @@ class ReplayState:
             else:
                 new_text = self._backward(text)
             body = new_text.encode()
-        return Response(
-            status=live.status,
-            reason=live.reason,
-            headers=headers,
-            body=body,
-            http_version=live.http_version,
-        )
+        return live.with_content(headers, body=body)
 
     def _bless_headers(self, golden: Headers, live: Headers) -> Headers:
         ignored = self.rules.ignored_headers

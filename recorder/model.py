@@ -513,6 +513,23 @@ class Response(_Message):
     def is_stream(self) -> bool:
         return self.events is not None
 
+    def with_content(
+        self,
+        headers: Headers,
+        *,
+        body: bytes = b"",
+        events: tuple[SseEvent, ...] | None = None,
+    ) -> Response:
+        """This reply's status line with other headers and content: a body, or frames."""
+        return Response(
+            status=self.status,
+            reason=self.reason,
+            headers=headers,
+            body=body,
+            events=events,
+            http_version=self.http_version,
+        )
+
 
 @dataclass(frozen=True, eq=True)
 class Exchange:

@@ -110,13 +110,7 @@ def scrub_response(response: Response, secrets: Mapping[str, str]) -> Response:
             )
             for event in response.events
         )
-        return Response(
-            status=response.status,
-            reason=response.reason,
-            headers=headers,
-            events=events,
-            http_version=response.http_version,
-        )
+        return response.with_content(headers, events=events)
     body = response.body
     try:
         text = body.decode("utf-8")
@@ -124,13 +118,7 @@ def scrub_response(response: Response, secrets: Mapping[str, str]) -> Response:
         pass  # bytes that are no text: no text secret in them
     else:
         body = scrub_text(text, secrets).encode()
-    return Response(
-        status=response.status,
-        reason=response.reason,
-        headers=headers,
-        body=body,
-        http_version=response.http_version,
-    )
+    return response.with_content(headers, body=body)
 
 
 @dataclass
@@ -273,23 +261,11 @@ class Redactor:
             events = self.redact_events(response.events)
             if headers is response.headers and events == response.events:
                 return response
-            return Response(
-                status=response.status,
-                reason=response.reason,
-                headers=headers,
-                events=events,
-                http_version=response.http_version,
-            )
+            return response.with_content(headers, events=events)
         body = self.redact_body(response.body, headers.get("Content-Type"))
         if headers is response.headers and body is response.body:
             return response
-        return Response(
-            status=response.status,
-            reason=response.reason,
-            headers=headers,
-            body=body,
-            http_version=response.http_version,
-        )
+        return response.with_content(headers, body=body)
 
     def _remember(self, value: str, env: str) -> None:
         if value and "{{" not in value:

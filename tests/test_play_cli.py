@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import xml.etree.ElementTree as ET
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from test_player import closed_port, edit, record_goldens
+from test_player import closed_port, edit, record_goldens, stream_that_never_ends
 
 from recorder import loads
 from recorder.cli import main
@@ -235,13 +234,8 @@ def test_an_exchange_without_reply_is_an_error_the_run_goes_on_and_junit_says_so
 ) -> None:
     # exchange 2's stream never ends (no CancelTask): an error after 1 s; exchange 3 needs its
     # ids and is not played; the other files are played; exit 2 (connection-level error)
-    from recorder import dumps, loads
-
     path = goldens / "06-subscribe.http"
-    transcript = loads(path.read_text())
-    first, second = transcript.exchanges[:2]
-    exchanges = (first, second, first, first)
-    path.write_text(dumps(dataclasses.replace(transcript, exchanges=exchanges)))
+    stream_that_never_ends(path, after=2)
     result = run(
         "transcripts",
         "--agent",
@@ -443,13 +437,7 @@ def test_a_file_named_twice_is_played_once(goldens: Path, kit: KitServer) -> Non
 def test_a_setup_exchange_without_reply_is_reported_under_k(goldens: Path, kit: KitServer) -> None:
     # -k selects exchange 3 only; exchange 2, played as setup for its ids, gets no reply: it
     # is reported (with its error) and the run exits 2, not 1 with a bare "not played"
-    from recorder import dumps, loads
-
-    path = goldens / "06-subscribe.http"
-    transcript = loads(path.read_text())
-    first, second = transcript.exchanges[:2]
-    again = dataclasses.replace(first, title="again")
-    path.write_text(dumps(dataclasses.replace(transcript, exchanges=(first, second, again))))
+    stream_that_never_ends(goldens / "06-subscribe.http", title="again")
     result = run(
         "transcripts",
         "--agent",

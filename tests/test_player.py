@@ -230,6 +230,16 @@ def edit(path: Path, old: str, new: str, count: int = 1) -> None:
     path.write_text(text.replace(old, new, count))
 
 
+def stream_that_never_ends(path: Path, *, after: int = 1, title: str = "") -> None:
+    """06-subscribe.http without its CancelTask: exchange 2's stream of the slow review runs
+    for 30 s. `after` copies of exchange 1 follow it (titled `title` when given)."""
+    transcript = loads(path.read_text())
+    first, second = transcript.exchanges[:2]
+    later = dataclasses.replace(first, title=title) if title else first
+    exchanges = (first, second, *([later] * after))
+    path.write_text(dumps(dataclasses.replace(transcript, exchanges=exchanges)))
+
+
 def mismatch_paths(result: PlayResult) -> list[tuple[str, int, int | None, str]]:
     """(file name, exchange number, frame, path) of every mismatch."""
     return [
@@ -673,10 +683,7 @@ def test_a_stream_that_does_not_end_in_time_is_an_error_not_a_hang(
     # the slow review streams until it is canceled (30 s); without the CancelTask nothing ends
     # it. The exchange gets the error, the rest of its file is not played (it would need that
     # reply), and the other files are played as usual.
-    path = goldens / "06-subscribe.http"
-    transcript = loads(path.read_text())
-    first, second = transcript.exchanges[:2]
-    path.write_text(dumps(dataclasses.replace(transcript, exchanges=(first, second, first))))
+    stream_that_never_ends(goldens / "06-subscribe.http")
     result = play([goldens], agent=kit.base_url, environ={"A2A_TOKEN": kit.token}, timeout=1)
     [subscribe] = [t for t in result.transcripts if t.path.endswith("06-subscribe.http")]
     first_result, second_result, third_result = subscribe.exchanges

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_player import closed_port, edit, record_goldens
+from test_player import closed_port, edit, record_goldens, stream_that_never_ends
 
 from recorder.kit import KitServer
 
@@ -175,14 +175,8 @@ def test_an_exchange_without_reply_fails_and_the_rest_of_its_file_is_skipped(
 ) -> None:
     # the slow review's stream never ends without the CancelTask: exchange 2 gets no whole
     # reply in 1 s, and the exchange after it (which would need its ids) is skipped
-    import dataclasses
-
-    from recorder import dumps, loads
-
     path = project.path / "transcripts" / "06-subscribe.http"
-    transcript = loads(path.read_text())
-    first, second = transcript.exchanges[:2]
-    path.write_text(dumps(dataclasses.replace(transcript, exchanges=(first, second, first))))
+    stream_that_never_ends(path)
     result = project.runpytest(
         str(path), "--recorder-agent", kit.base_url, "--recorder-timeout", "1", "-rs"
     )
@@ -239,15 +233,8 @@ def test_a_setup_exchange_without_reply_fails_the_selected_item(
 ) -> None:
     # -k selects exchange 3; exchange 2 (setup, not selected) gets no reply: the selected item
     # fails with that error instead of being skipped in silence
-    import dataclasses
-
-    from recorder import dumps, loads
-
     path = project.path / "transcripts" / "06-subscribe.http"
-    transcript = loads(path.read_text())
-    first, second = transcript.exchanges[:2]
-    again = dataclasses.replace(first, title="again")
-    path.write_text(dumps(dataclasses.replace(transcript, exchanges=(first, second, again))))
+    stream_that_never_ends(path, title="again")
     result = project.runpytest(
         str(path), "--recorder-agent", kit.base_url, "--recorder-timeout", "1", "-k", "again"
     )
