@@ -1269,7 +1269,11 @@ class ReplayState:
                 if child_ignored and self._ignored.matches(child_ignored):
                     continue
                 if name not in actual:
-                    golden_members[name] = self._display(expected_value)
+                    golden_members[name] = (
+                        self._secret_placeholder(name)
+                        if name in self._secret_fields
+                        else self._display(expected_value)
+                    )
                     differs = True
                     continue
                 if name in self._secret_fields:  # rule 8: there, not compared
@@ -1293,7 +1297,11 @@ class ReplayState:
                 child_ignored = self._ignored.step(ignored, name)
                 if child_ignored and self._ignored.matches(child_ignored):
                     continue
-                live_members[name] = self._display_live(actual_value)
+                live_members[name] = (
+                    self._secret_placeholder(name)
+                    if name in self._secret_fields
+                    else self._display_live(actual_value)
+                )
                 differs = True
             return (golden_members, live_members) if differs else (expected, expected)
         if isinstance(expected, list):
@@ -1518,7 +1526,25 @@ class ReplayState:
 
             return self._shapes.sub(sub, s)
 
-        return _map_with_kinds(value, kind, self._field_kind, text)
+        shown = _map_with_kinds(value, kind, self._field_kind, text)
+        return self._mask_secrets(shown) if self._secret_fields else shown
+
+    def _mask_secrets(self, value: Any) -> Any:
+        """A value with every secret member's value shown as its placeholder (rule 8): a
+        report must not print a secret (nor write it into a JUnit file)."""
+        if isinstance(value, dict):
+            return {
+                name: self._secret_placeholder(name)
+                if name in self._secret_fields
+                else self._mask_secrets(item)
+                for name, item in value.items()
+            }
+        if isinstance(value, list):
+            return [self._mask_secrets(item) for item in value]
+        return value
+
+    def _secret_placeholder(self, name: str) -> str:
+        return "{{" + self.rules.secret_fields[name] + "}}"
 
     def _display_live(self, value: Any) -> Any:
         return self._display(value, live=True)

@@ -565,9 +565,11 @@ def write_text_atomic(
     `keep_mode=False` skips looking up the mode of a file at `path` (the caller knows there
     is none): the new file gets 0666 less the umask. `temporary`: a file made beforehand by
     `open_temporary` in the same folder, used (and closed, and removed on failure) instead of
-    a new one.
+    a new one. A symbolic link at `path` stays one: the file it points to is written.
     """
     data = text.encode("utf-8") if isinstance(text, str) else text
+    if temporary is None and keep_mode and os.path.islink(path):
+        path = Path(os.path.realpath(path))
     if temporary is None:
         tmp, fd = _create_temporary(path, keep_mode=keep_mode)
     else:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import importlib.util
 import json
 import os
 import re
@@ -54,7 +55,7 @@ from recorder.diff import Mismatch
 from recorder.errors import NoReplyError, ParseError, RecorderError, UpstreamError
 from recorder.httpfile import DURING_TAG, dumps, load, splice, write_text_atomic
 from recorder.model import Exchange, Headers, Request, Response, Transcript, is_event_stream
-from recorder.redact import Redactor, scrub_response
+from recorder.redact import Redactor, scrub_response, scrub_text
 from recorder.rules import DEFAULT_RULES, Rules
 
 __all__ = [
@@ -402,6 +403,42 @@ def fill_placeholders(
     return replace(request, target=target, headers=headers, body=body)
 
 
+def fill_reply_placeholders(response: Response, variables: Mapping[str, str]) -> Response:
+    """A recorded reply with each `{{NAME}}` whose variable is set replaced by its value, as
+    it is compared: the recorder (and --update) write a secret that an agent echoes (a token in
+    a message) as its placeholder. A placeholder whose variable is not set stays as written."""
+    if b"{{" not in response.body and not any("{{" in value for _, value in response.headers):
+        return response
+
+    def plain(match: re.Match[str]) -> str:
+        return variables.get(match.group(1), match.group())
+
+    def in_json(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in variables:
+            return match.group()
+        return json.dumps(variables[name], ensure_ascii=False)[1:-1]
+
+    try:
+        headers = Headers([(n, _PLACEHOLDER.sub(plain, v)) for n, v in response.headers])
+    except ValueError:  # a value that cannot be a header value (a line break): kept as written
+        headers = response.headers
+    if response.events is not None:
+        events = tuple(
+            replace(event, data=_PLACEHOLDER.sub(in_json, event.data))
+            if event.data is not None and "{{" in event.data
+            else event
+            for event in response.events
+        )
+        return response.with_content(headers, events=events)
+    try:
+        text = response.body.decode("utf-8")
+    except UnicodeDecodeError:
+        return response.with_content(headers, body=response.body)
+    filled = _PLACEHOLDER.sub(in_json if response.is_json else plain, text)
+    return response.with_content(headers, body=filled.encode())
+
+
 # --------------------------------------------------------------------------- addresses
 
 
@@ -491,15 +528,22 @@ def send_raw(
             content_type = reply.headers.get("content-type")
             if on_frames is not None:
                 on_frames(0)
+            encoding = reply.headers.get("content-encoding")
+            if encoding is not None and not _decodable(encoding):
+                raise NoReplyError(
+                    f"the reply of the agent at {base_url} ({request.method} {target}) has"
+                    f" Content-Encoding: {encoding}, which recorder cannot decode"
+                )
             if is_event_stream(content_type):
                 data = _read_stream(reply, deadline, timeout, max_events, on_frames)
             else:
-                data = reply.read()
+                data = _read_body(reply, deadline)
         finally:
             reply.close()
-    except _StreamDeadline:
+    except _StreamDeadline as exc:
+        what = "event stream" if exc.args and exc.args[0] == "stream" else "reply"
         raise NoReplyError(
-            f"the event stream that the agent at {base_url} sent for {request.method} {target} "
+            f"the {what} that the agent at {base_url} sent for {request.method} {target} "
             f"did not end within {timeout:g} s"
         ) from None
     except httpx.ConnectTimeout:
@@ -534,6 +578,24 @@ def send_raw(
         ],
         data,
         reply.http_version if reply.http_version.startswith("HTTP/") else "HTTP/1.1",
+    )
+
+
+def _scrub_mismatch(mismatch: Mismatch, secrets: Mapping[str, str]) -> Mismatch:
+    def scrub(value: Any) -> Any:
+        if isinstance(value, str):
+            return scrub_text(value, secrets)
+        if isinstance(value, dict):
+            return {name: scrub(item) for name, item in value.items()}
+        if isinstance(value, list):
+            return [scrub(item) for item in value]
+        return value
+
+    return replace(
+        mismatch,
+        expected=scrub(mismatch.expected),
+        actual=scrub(mismatch.actual),
+        message=scrub_text(mismatch.message, secrets),
     )
 
 
@@ -584,8 +646,34 @@ def _read_stream(
             if max_events is not None and len(decoder.events) >= max_events:
                 break
         if time.monotonic() > deadline:
-            raise _StreamDeadline
+            raise _StreamDeadline("stream")
     return b"".join(chunks)
+
+
+def _read_body(reply: httpx.Response, deadline: float) -> bytes:
+    """A whole body, within the time left for the reply: httpx's read timeout bounds each read,
+    not the whole (an agent sending a byte every few seconds would never time out)."""
+    chunks: list[bytes] = []
+    for chunk in reply.iter_bytes():
+        chunks.append(chunk)
+        if time.monotonic() > deadline:
+            raise _StreamDeadline("reply")
+    return b"".join(chunks)
+
+
+def _decodable(encoding: str) -> bool:
+    """Whether httpx decodes this Content-Encoding (br and zstd only with their packages)."""
+    return all(_DECODABLE.get(part.strip().lower(), False) for part in encoding.split(","))
+
+
+_DECODABLE = {
+    "identity": True,
+    "gzip": True,
+    "deflate": True,
+    "br": importlib.util.find_spec("brotli") is not None
+    or importlib.util.find_spec("brotlicffi") is not None,
+    "zstd": importlib.util.find_spec("zstandard") is not None,
+}
 
 
 def _reason(exc: BaseException) -> str:
@@ -691,9 +779,14 @@ class FilePlayer:
             recorded_base=recorded_base_url(self.transcript),
             live_base=self.live_base or self.base_url,
         )
+        # the values of the secret placeholders ({{A2A_TOKEN}}) that the environment sets
+        self._secrets = {
+            value: name
+            for name in {*self.rules.secret_headers.values(), *self.rules.secret_fields.values()}
+            if (value := self.variables.get(name))
+        }
         self._to_bless: dict[int, LiveReply] = {}  # --update: the replies that mismatched
         self._notes: dict[int, tuple[str, ...]] = {}
-        self._filled: set[str] = set()  # --update: the placeholders this file's requests use
         self._no_reply: int | None = None  # the first exchange that got no whole reply
         self._next = 0
         self._background: dict[int, _BackgroundExchange] = {}
@@ -742,8 +835,6 @@ class FilePlayer:
         started = time.perf_counter()
         request = self.state.prepare(golden.request)
         self._notes[index] = self._unpaired_notes(index, golden.request)
-        if self.update:
-            self._filled.update(_placeholders(request))
         request = fill_placeholders(request, self.variables, path=self.path, line=golden.line)
         max_events = None
         if golden.truncated and golden.response.events is not None:
@@ -800,7 +891,13 @@ class FilePlayer:
 
     def _record(self, index: int, live: LiveReply, started: float) -> None:
         golden = self.transcript.exchanges[index]
+        expected = fill_reply_placeholders(golden.response, self.variables)
+        if expected is not golden.response:
+            golden = replace(golden, response=expected)
         mismatches = tuple(self.state.compare(golden, live))
+        if self._secrets and mismatches:
+            # a report must not print a secret (nor write it into a JUnit file)
+            mismatches = tuple(_scrub_mismatch(m, self._secrets) for m in mismatches)
         if self.update and mismatches:
             # blessed once the whole file is played: a value a later exchange pairs (a task id
             # a GetTask names) is put back in this reply too
@@ -843,22 +940,16 @@ class FilePlayer:
         if self.not_updated(chosen) is not None:
             return False
         # secrets never reach the disk: a blessed reply is redacted as the recorder redacts
-        # (rules.secret_headers, rules.secret_fields), and the values that the secret
-        # placeholders of this file's requests were filled with ({{A2A_TOKEN}}) are scrubbed
-        # wherever such a reply echoes them. Only the rewritten replies: the rest of the file
-        # stays as it is.
+        # (rules.secret_headers, rules.secret_fields), and the values of the secret
+        # placeholders ({{A2A_TOKEN}}) are scrubbed wherever such a reply echoes them. Only the
+        # rewritten replies: the rest of the file stays as it is.
         redactor = Redactor(headers=self.rules.secret_headers, fields=self.rules.secret_fields)
         blessed: dict[int, Response] = {}
         for index in sorted(chosen & self._to_bless.keys()):
             golden = self.transcript.exchanges[index]
             response = self.state.bless(golden.response, self._to_bless[index], matched=False)
             blessed[index] = redactor.redact_response(response)
-        secret_names = {*self.rules.secret_headers.values(), *self.rules.secret_fields.values()}
-        secrets = dict(redactor.seen)
-        for name in self._filled & secret_names:
-            value = self.variables.get(name)
-            if value:
-                secrets[value] = name
+        secrets = {**redactor.seen, **self._secrets}
         replaced: dict[int, Exchange] = {}
         for index, response in blessed.items():
             golden = self.transcript.exchanges[index]

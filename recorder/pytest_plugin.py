@@ -322,6 +322,7 @@ class ExchangeItem(pytest.Item):
             # (-k), its error is this item's failure, not a silent skip
             cause = player.no_reply
             if cause is not None and cause.number - 1 not in file.ran:
+                file.ran.add(cause.number - 1)  # reported once, here; the next items skip
                 raise ExchangeMismatch(file.display_path, cause)
             pytest.skip(result.error or "not played")
         if not result.passed:

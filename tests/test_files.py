@@ -36,6 +36,17 @@ def test_a_rewritten_file_keeps_its_mode(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["01-old.http"]  # no temporary file left
 
 
+def test_a_symbolic_link_stays_one_and_its_target_is_written(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "06.http"
+    target.write_text("old")
+    link = tmp_path / "06.http"
+    link.symlink_to(Path("real") / "06.http")
+    write_text_atomic(link, "new")
+    assert link.is_symlink()
+    assert target.read_text() == "new"
+
+
 def test_a_port_out_of_range_leaks_no_socket() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -15,6 +15,7 @@ import json
 import shutil
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -765,6 +766,16 @@ def test_update_writes_no_secret_to_the_disk(tmp_path: Path) -> None:
         "n": 2,
     }
     assert exchange.title == "GetSecret for the reviewers"
+    # and the file replays: the echoed token is compared as the value of {{A2A_TOKEN}}, the
+    # secret member for presence
+    with ServerThread(app) as server:
+        again = play(
+            [path],
+            agent=server.url,
+            rules=rules,
+            environ={"A2A_TOKEN": "tok-SECRET-42", "TEAM": "reviewers"},
+        )
+    assert again.passed, mismatch_paths(again)
 
 
 @pytest.mark.e2e
@@ -869,3 +880,95 @@ def test_exchanges_not_played_are_one_line_with_their_numbers() -> None:
         "    error: the agent did not answer within 1 s",
         "        ✗ exchanges 4-6, 8: not played: exchange 3 got no reply",
     ]
+
+
+def test_a_body_that_trickles_in_is_cut_at_the_timeout(tmp_path: Path) -> None:
+    # a byte every 0.3 s: each read is quick, the whole reply is not
+    import asyncio
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request as StarletteRequest
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    from recorder.servers import ServerThread
+
+    async def trickle(request: StarletteRequest) -> StreamingResponse:
+        async def body() -> Any:
+            for byte in b'{"a": "slow reply"}':
+                yield bytes([byte])
+                await asyncio.sleep(0.3)
+
+        return StreamingResponse(body(), media_type="application/json")
+
+    path = tmp_path / "01-trickle.http"
+    _one_exchange(path, {}, Response(200, "OK", {"Content-Type": "application/json"}, b"{}"))
+    app = Starlette(routes=[Route("/a2a/jsonrpc", trickle, methods=["POST"])])
+    with ServerThread(app) as server:
+        started = time.monotonic()
+        result = play([path], agent=server.url, environ={}, timeout=1)
+        took = time.monotonic() - started
+    [exchange] = result.transcripts[0].exchanges
+    assert exchange.error == (
+        f"the reply that the agent at {server.url} sent for POST /a2a/jsonrpc did not end"
+        " within 1 s"
+    )
+    assert took < 3
+
+
+def test_a_content_encoding_recorder_cannot_decode_is_that_exchanges_error(
+    tmp_path: Path,
+) -> None:
+    from starlette.applications import Starlette
+    from starlette.requests import Request as StarletteRequest
+    from starlette.responses import Response as StarletteResponse
+    from starlette.routing import Route
+
+    from recorder.servers import ServerThread
+
+    async def compressed(request: StarletteRequest) -> StarletteResponse:
+        return StarletteResponse(b"\x1f\x9d\x90", headers={"Content-Encoding": "compress"})
+
+    path = tmp_path / "01-compress.http"
+    _one_exchange(path, {}, Response(200, "OK", {"Content-Type": "text/plain"}, b"hello"))
+    app = Starlette(routes=[Route("/a2a/jsonrpc", compressed, methods=["POST"])])
+    with ServerThread(app) as server:
+        result = play([path], agent=server.url, environ={}, update=True)
+    [transcript] = result.transcripts
+    assert transcript.exchanges[0].error == (
+        f"the reply of the agent at {server.url} (POST /a2a/jsonrpc) has Content-Encoding:"
+        " compress, which recorder cannot decode"
+    )
+    assert not transcript.updated
+
+
+def test_a_report_prints_no_secret(tmp_path: Path) -> None:
+    # a new secret member and a new member that echoes the token: reported, with placeholders
+    from starlette.applications import Starlette
+    from starlette.requests import Request as StarletteRequest
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from recorder.report import junit_xml, transcript_lines
+    from recorder.servers import ServerThread
+
+    async def reply(request: StarletteRequest) -> JSONResponse:
+        token = request.headers["authorization"].removeprefix("Bearer ")
+        return JSONResponse(
+            {"n": 1, "apiKey": "sk-live-SUPERSECRET", "note": f"token {token} here"}
+        )
+
+    path = tmp_path / "01-key.http"
+    golden = Response(200, "OK", {"Content-Type": "application/json"}, b'{"n": 1}')
+    _one_exchange(path, {"Authorization": "Bearer {{A2A_TOKEN}}"}, golden)
+    rules = dataclasses.replace(DEFAULT_RULES, secret_fields={"apiKey": "API_KEY"})
+    app = Starlette(routes=[Route("/a2a/jsonrpc", reply, methods=["POST"])])
+    with ServerThread(app) as server:
+        result = play([path], agent=server.url, rules=rules, environ={"A2A_TOKEN": "tok-SECRET-42"})
+    [exchange] = result.transcripts[0].exchanges
+    assert [(m.path, m.actual) for m in exchange.mismatches] == [
+        ("$.apiKey", "{{API_KEY}}"),
+        ("$.note", "token {{A2A_TOKEN}} here"),
+    ]
+    shown = "\n".join(transcript_lines(result.transcripts[0])) + junit_xml(result)
+    assert "SUPERSECRET" not in shown and "tok-SECRET-42" not in shown

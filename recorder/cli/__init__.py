@@ -32,6 +32,15 @@ def _available(target: str) -> bool:
 class LazyGroup(click.Group):
     """A group that imports a subcommand's module only when that subcommand is used."""
 
+    def invoke(self, ctx: click.Context) -> object:
+        # Ctrl-C that a command does not handle itself (while its module loads, say) exits
+        # 130 like any interrupted command, not 1 (click's "Aborted!"), which reads as "mismatch"
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\nrecorder: interrupted", err=True)
+            ctx.exit(130)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(name for name, target in _COMMANDS.items() if _available(target))
 
