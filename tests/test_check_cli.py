@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from recorder.cli import main
@@ -86,3 +87,16 @@ def test_every_command_has_a_whole_one_line_summary_in_the_help() -> None:
         .splitlines()
     ]
     assert names == ["check", "docs", "export", "kit", "play", "record", "render"]
+
+
+def test_ctrl_c_that_a_command_does_not_handle_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:
+    # e.g. while the command's module loads: 130 like any interrupted command, not click's 1
+    import recorder.cli
+
+    def interrupted(name: str) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(recorder.cli.importlib, "import_module", interrupted)
+    result = CliRunner().invoke(main, ["check", "transcripts"])
+    assert result.exit_code == 130
+    assert result.stderr == "\nrecorder: interrupted\n"
