@@ -42,6 +42,9 @@ The rules of the comparison, numbered so that code and tests can point at them:
    `rules.ignored_headers` or `rules.secret_headers` name them. A member that
    `rules.secret_fields` names is compared for presence only: the recording holds a placeholder
    (`{{API_KEY}}`) where the agent sends the secret.
+9. A secret placeholder (`secret_placeholders`) left in a recorded string, because its
+   variable is not set (the player fills the set ones first), matches any text: the recorder
+   wrote a secret the agent made and echoed (`"key {{API_KEY}} accepted"`) so.
 
 Fast path: the bodies of both replies (the pretty JSON the model holds, or the serialized SSE
 frames) are split by one regex (`Rules.token_pattern`) into the text between generated values
@@ -162,6 +165,8 @@ def _base(url: str | None) -> tuple[str, str] | None:
 
 
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+# `{{NAME}}`, as the player fills it (recorder.player)
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
 def _loopback_spellings(url: str | None) -> tuple[str, ...]:
@@ -329,8 +334,18 @@ class LiveReply:
 class ReplayState:
     """The aliasing and carry-forward state of one transcript (see the module docstring)."""
 
-    def __init__(self, rules: Rules, *, recorded_base: str | None, live_base: str) -> None:
+    def __init__(
+        self,
+        rules: Rules,
+        *,
+        recorded_base: str | None,
+        live_base: str,
+        secret_placeholders: Iterable[str] = (),
+    ) -> None:
         self.rules = rules
+        # rule 9: `{{NAME}}` of these, left in a recorded string (its variable is not set),
+        # stands for any text: a secret the agent made and echoed, written as its placeholder
+        self._secret_placeholders = frozenset(secret_placeholders)
         recorded = _base(recorded_base)
         live = _base(live_base)
         self._recorded_url: str | None = recorded[0] if recorded else None
@@ -1436,6 +1451,10 @@ class ReplayState:
 
     def _compare_text(self, expected: str, actual: str) -> tuple[str, str, str] | None:
         """Compare two strings that may hold generated values. None, or (expected, actual, why)."""
+        if self._secret_placeholders and "{{" in expected:
+            pattern = self._placeholder_pattern(expected)
+            if pattern is not None and pattern.fullmatch(actual):
+                return None  # rule 9
         if self._recorded_url is not None and self._live_url is not None:
             if self._recorded_url in expected:
                 expected = expected.replace(self._recorded_url, _AGENT)
@@ -1474,6 +1493,20 @@ class ReplayState:
             self._render(actual_text, [self._live_alias(a, k) for a, k in actual_values]),
             "",
         )
+
+    def _placeholder_pattern(self, text: str) -> re.Pattern[str] | None:
+        """`text` as a regex in which each secret placeholder matches any text (rule 9)."""
+        regex: list[str] = []
+        last = 0
+        for match in _PLACEHOLDER.finditer(text):
+            if match.group(1) in self._secret_placeholders:
+                regex.append(re.escape(text[last : match.start()]))
+                regex.append(".+?")
+                last = match.end()
+        if not regex:
+            return None
+        regex.append(re.escape(text[last:]))
+        return re.compile("".join(regex), re.DOTALL)
 
     def _split(self, text: str) -> tuple[list[str], list[tuple[str, str]]] | None:
         """Text around the generated (non-client) shapes in `text`, and those values with kinds."""
@@ -1550,7 +1583,10 @@ class ReplayState:
         return self._display(value, live=True)
 
     def _wildcard(self, value: Any) -> Any:
-        """A value with every generated value replaced by `<kind>`: the key for aligning items."""
+        """A value with every generated value replaced by `<kind>` (and every secret member's
+        by its placeholder: rule 8): the key for aligning items."""
+        if self._secret_fields:
+            value = self._mask_secrets(value)
         return _map_with_kinds(value, None, self._field_kind, self._wildcard_leaf)
 
     def _wildcard_leaf(self, text: str, kind: str | None) -> str:

@@ -53,7 +53,7 @@ from recorder.aliasing import LiveReply, ReplayState
 from recorder.checking import find_transcripts
 from recorder.diff import Mismatch
 from recorder.errors import NoReplyError, ParseError, RecorderError, UpstreamError
-from recorder.httpfile import DURING_TAG, dumps, load, splice, write_text_atomic
+from recorder.httpfile import DURING_TAG, dumps, load, loads, splice, write_text_atomic
 from recorder.model import Exchange, Headers, Request, Response, Transcript, is_event_stream
 from recorder.redact import Redactor, scrub_response, scrub_text
 from recorder.rules import DEFAULT_RULES, Rules
@@ -403,31 +403,53 @@ def fill_placeholders(
     return replace(request, target=target, headers=headers, body=body)
 
 
-def fill_reply_placeholders(response: Response, variables: Mapping[str, str]) -> Response:
-    """A recorded reply with each `{{NAME}}` whose variable is set replaced by its value, as
-    it is compared: the recorder (and --update) write a secret that an agent echoes (a token in
-    a message) as its placeholder. A placeholder whose variable is not set stays as written."""
+def fill_reply_placeholders(
+    response: Response, variables: Mapping[str, str], names: Iterable[str]
+) -> Response:
+    """A recorded reply with each `{{NAME}}` of `names` whose variable is set replaced by its
+    value, as it is compared: the recorder (and --update) write a secret that an agent echoes
+    (a token in a message) as its placeholder. Other `{{...}}` text is the agent's own and
+    stays as written, as does a placeholder whose variable is not set."""
     if b"{{" not in response.body and not any("{{" in value for _, value in response.headers):
+        return response
+    known = {name: variables[name] for name in names if name in variables}
+    if not known:
         return response
 
     def plain(match: re.Match[str]) -> str:
-        return variables.get(match.group(1), match.group())
+        return known.get(match.group(1), match.group())
 
     def in_json(match: re.Match[str]) -> str:
         name = match.group(1)
-        if name not in variables:
+        if name not in known:
             return match.group()
-        return json.dumps(variables[name], ensure_ascii=False)[1:-1]
+        return json.dumps(known[name], ensure_ascii=False)[1:-1]
+
+    def in_header(match: re.Match[str]) -> str:
+        # header values are read as Latin-1: a value beyond it comes back as its UTF-8 bytes
+        value = known.get(match.group(1))
+        if value is None:
+            return match.group()
+        return value.encode("utf-8", "surrogateescape").decode("latin-1")
+
+    def filled(text: str, *, is_json: bool) -> str:
+        return _PLACEHOLDER.sub(in_json if is_json else plain, text) if "{{" in text else text
 
     try:
-        headers = Headers([(n, _PLACEHOLDER.sub(plain, v)) for n, v in response.headers])
+        headers = Headers(
+            [(n, _PLACEHOLDER.sub(in_header, v) if "{{" in v else v) for n, v in response.headers]
+        )
     except ValueError:  # a value that cannot be a header value (a line break): kept as written
         headers = response.headers
     if response.events is not None:
         events = tuple(
-            replace(event, data=_PLACEHOLDER.sub(in_json, event.data))
-            if event.data is not None and "{{" in event.data
-            else event
+            replace(
+                event,
+                data=None
+                if event.data is None
+                else filled(event.data, is_json=_is_json_text(event.data)),
+                id=None if event.id is None else filled(event.id, is_json=False),
+            )
             for event in response.events
         )
         return response.with_content(headers, events=events)
@@ -435,8 +457,37 @@ def fill_reply_placeholders(response: Response, variables: Mapping[str, str]) ->
         text = response.body.decode("utf-8")
     except UnicodeDecodeError:
         return response.with_content(headers, body=response.body)
-    filled = _PLACEHOLDER.sub(in_json if response.is_json else plain, text)
-    return response.with_content(headers, body=filled.encode())
+    body = filled(text, is_json=response.is_json).encode("utf-8", "surrogateescape")
+    return response.with_content(headers, body=body)
+
+
+def _is_json_text(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def secret_values(variables: Mapping[str, str], names: Iterable[str]) -> dict[str, str]:
+    """value -> placeholder name, for `scrub_text`: the values the environment sets for
+    `names`, each also as it looks escaped in JSON and as UTF-8 bytes read as Latin-1 (a header
+    the agent echoes back is read so)."""
+    return with_spellings({variables[n]: n for n in names if variables.get(n)})
+
+
+def with_spellings(secrets: Mapping[str, str]) -> dict[str, str]:
+    """`secrets` (value -> placeholder name) with each value also as JSON writes it escaped
+    (a line break, a quote, a non-ASCII character) and as its UTF-8 bytes read as Latin-1."""
+    spelled = dict(secrets)
+    for value, name in secrets.items():
+        for other in (
+            json.dumps(value)[1:-1],
+            json.dumps(value, ensure_ascii=False)[1:-1],
+            value.encode("utf-8", "surrogateescape").decode("latin-1"),
+        ):
+            spelled.setdefault(other, name)
+    return spelled
 
 
 # --------------------------------------------------------------------------- addresses
@@ -593,10 +644,46 @@ def _scrub_mismatch(mismatch: Mismatch, secrets: Mapping[str, str]) -> Mismatch:
 
     return replace(
         mismatch,
+        path=scrub_text(mismatch.path, secrets),
         expected=scrub(mismatch.expected),
         actual=scrub(mismatch.actual),
         message=scrub_text(mismatch.message, secrets),
     )
+
+
+def _secret_placeholders(transcript: Transcript, rules: Rules) -> set[str]:
+    names = {*rules.secret_headers.values(), *rules.secret_fields.values()}
+    secret_headers, secret_fields = rules.secret_headers.keys(), rules.secret_fields.keys()
+    for exchange in transcript.exchanges:
+        request = exchange.request
+        for name, value in request.headers:
+            if name.lower() in secret_headers and "{{" in value:
+                names.update(m.group(1) for m in _PLACEHOLDER.finditer(value))
+        if "{{" in request.target and secret_fields:
+            query = request.target.partition("?")[2]
+            for item in query.split("&"):
+                key, _, value = item.partition("=")
+                if key in secret_fields:
+                    names.update(m.group(1) for m in _PLACEHOLDER.finditer(value))
+        if b"{{" in request.body and secret_fields and request.json is not None:
+            names.update(_secret_member_placeholders(request.json, secret_fields))
+    return names
+
+
+def _secret_member_placeholders(value: Any, fields: Iterable[str]) -> set[str]:
+    found: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, member in item.items():
+                if key in fields and isinstance(member, str):
+                    found.update(m.group(1) for m in _PLACEHOLDER.finditer(member))
+                else:
+                    stack.append(member)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
 
 
 def _header_bytes(value: str) -> bytes:
@@ -774,18 +861,25 @@ class FilePlayer:
     results: dict[int, ExchangeResult] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
+        # the placeholders that stand for secrets: the rules' ({{A2A_TOKEN}}), and any this
+        # file's requests use where a secret goes (a secret header, a secret member's value,
+        # a secret query parameter); their values are kept off the terminal and the disk
+        self._secret_names = _secret_placeholders(self.transcript, self.rules)
         self.state = ReplayState(
             self.rules,
             recorded_base=recorded_base_url(self.transcript),
             live_base=self.live_base or self.base_url,
+            secret_placeholders=self._secret_names,
         )
-        # the values of the secret placeholders ({{A2A_TOKEN}}) that the environment sets
-        self._secrets = {
-            value: name
-            for name in {*self.rules.secret_headers.values(), *self.rules.secret_fields.values()}
-            if (value := self.variables.get(name))
+        self._secrets = secret_values(self.variables, self._secret_names)
+        # the placeholders a recorded reply may hold for the values the requests sent
+        self._reply_names = self._secret_names | {
+            name
+            for exchange in self.transcript.exchanges
+            for name in _placeholders(exchange.request)
         }
         self._to_bless: dict[int, LiveReply] = {}  # --update: the replies that mismatched
+        self._changed_on_disk = False  # --update: the file was edited while it was played
         self._notes: dict[int, tuple[str, ...]] = {}
         self._no_reply: int | None = None  # the first exchange that got no whole reply
         self._next = 0
@@ -875,6 +969,11 @@ class FilePlayer:
         self._record(index, live, background.started)
 
     @property
+    def changed_on_disk(self) -> bool:
+        """--update found the file edited since it was read, and left it as it was."""
+        return self._changed_on_disk
+
+    @property
     def no_reply(self) -> ExchangeResult | None:
         """The exchange that got no whole reply (the rest of the file is not played), if any."""
         return None if self._no_reply is None else self.results[self._no_reply]
@@ -891,7 +990,7 @@ class FilePlayer:
 
     def _record(self, index: int, live: LiveReply, started: float) -> None:
         golden = self.transcript.exchanges[index]
-        expected = fill_reply_placeholders(golden.response, self.variables)
+        expected = fill_reply_placeholders(golden.response, self.variables, self._reply_names)
         if expected is not golden.response:
             golden = replace(golden, response=expected)
         mismatches = tuple(self.state.compare(golden, live))
@@ -908,8 +1007,10 @@ class FilePlayer:
 
     def _failed(self, index: int, error: NoReplyError, started: float) -> None:
         self._no_reply = index if self._no_reply is None else min(self._no_reply, index)
+        # the message names the request's target: a secret query parameter is in it
+        message = scrub_text(str(error), self._secrets)
         self.results[index] = self._result(
-            index, error=str(error), seconds=time.perf_counter() - started
+            index, error=message, seconds=time.perf_counter() - started
         )
 
     def _unpaired_notes(self, index: int, request: Request) -> tuple[str, ...]:
@@ -949,7 +1050,7 @@ class FilePlayer:
             golden = self.transcript.exchanges[index]
             response = self.state.bless(golden.response, self._to_bless[index], matched=False)
             blessed[index] = redactor.redact_response(response)
-        secrets = {**redactor.seen, **self._secrets}
+        secrets = {**with_spellings(redactor.seen), **self._secrets}
         replaced: dict[int, Exchange] = {}
         for index, response in blessed.items():
             golden = self.transcript.exchanges[index]
@@ -961,8 +1062,16 @@ class FilePlayer:
         try:
             with open(self.path, encoding="utf-8", newline="") as file:
                 original = file.read()
-        except (OSError, UnicodeDecodeError):
-            original = ""
+            current = loads(original, source=self.path)
+        except (OSError, UnicodeDecodeError, ParseError):
+            current = None
+        if current is None or (current.exchanges, current.comments) != (
+            self.transcript.exchanges,
+            self.transcript.comments,
+        ):
+            # edited while it was played: writing the update would lose the edit
+            self._changed_on_disk = True
+            return False
         text = splice(original, self.transcript, replaced)
         if text is None:
             exchanges = tuple(replaced.get(i, e) for i, e in enumerate(self.transcript.exchanges))
@@ -1033,7 +1142,9 @@ def _play_item(
     if settings.update and not all(r.passed for r in reported):
         not_updated = player.not_updated(item.selected)
         updated = not_updated is None and player.write_update(item.selected)
-        if not updated and not_updated is None:
+        if not updated and player.changed_on_disk:
+            not_updated = "the file changed while it was played (run the update again)"
+        elif not updated and not_updated is None:
             not_updated = (
                 "the rewritten replies would be the recorded ones: the differences are in what"
                 " the file does not keep"

@@ -1131,3 +1131,12 @@ def test_a_secret_member_is_compared_for_presence_only() -> None:
     ]
     plain = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
     assert [m.path for m in plain.compare(golden, reply({"apiKey": "x", "n": 1}))] == ["$.apiKey"]
+
+
+def test_a_secret_member_inside_an_unordered_array_is_compared_for_presence_only() -> None:
+    rules = replace(DEFAULT_RULES, secret_fields={"apiKey": "API_KEY"}, unordered_paths=("$.keys",))
+    s = ReplayState(rules, recorded_base=RECORDED, live_base=LIVE)
+    recorded = [{"name": "a", "apiKey": "{{API_KEY}}"}, {"name": "b", "apiKey": "{{API_KEY}}"}]
+    golden = Exchange(rpc("ListKeys", {}), reply({"keys": recorded}))
+    live = [{"name": "b", "apiKey": "sk-2"}, {"name": "a", "apiKey": "sk-1"}]
+    assert s.compare(golden, reply({"keys": live})) == []

@@ -49,6 +49,7 @@ from recorder.player import (
 )
 from recorder.report import TerminalReport
 from recorder.rules import DEFAULT_RULES
+from recorder.servers import ServerThread
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = REPO / "transcripts"
@@ -972,3 +973,175 @@ def test_a_report_prints_no_secret(tmp_path: Path) -> None:
     ]
     shown = "\n".join(transcript_lines(result.transcripts[0])) + junit_xml(result)
     assert "SUPERSECRET" not in shown and "tok-SECRET-42" not in shown
+
+
+# --- secrets and placeholders in replies ---------------------------------------------------
+
+
+def _agent(answer: Callable[[Any], Any]) -> Any:
+    """A one-route agent (POST /a2a/jsonrpc) whose reply `answer(request)` builds."""
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    async def route(request: Any) -> Any:
+        await request.body()
+        return answer(request)
+
+    return Starlette(routes=[Route("/a2a/jsonrpc", route, methods=["POST", "GET"])])
+
+
+def test_update_scrubs_every_spelling_of_a_secret(tmp_path: Path) -> None:
+    # a secret with a quote, a backslash and a line break (JSON writes it escaped), a token
+    # sent through a placeholder the rules do not name but in a secret header, and a token
+    # beyond Latin-1 echoed in a header (read back as Latin-1): none reaches the file
+    from starlette.responses import JSONResponse
+
+    key = 'line1-secret\nline2 "q" \\ back'
+    token = "ghp_geheim€-token-42"
+
+    def answer(request: Any) -> Any:
+        auth = request.headers["authorization"].removeprefix("Bearer ")
+        raw = dict(request.headers.raw)[b"authorization"].removeprefix(b"Bearer ")
+        return JSONResponse(
+            {"note": f"key {key} accepted", "who": auth[:4]},
+            headers={"X-Echo": raw.decode("latin-1")},
+        )
+
+    path = tmp_path / "01-keys.http"
+    request = Request(
+        "POST",
+        "/a2a/jsonrpc",
+        {
+            "Host": "localhost:41242",
+            "Authorization": "Bearer {{GITHUB_TOKEN}}",
+            "Content-Type": "application/json",
+        },
+        b'{"apiKey": "{{APIKEY}}"}',
+    )
+    golden = Response(200, "OK", {"Content-Type": "application/json"}, b'{"who": "ghp_"}')
+    dump(Transcript((Exchange(request, golden, title="keys"),)), path)
+    rules = dataclasses.replace(DEFAULT_RULES, secret_fields={"apiKey": "APIKEY"})
+    environ = {"APIKEY": key, "GITHUB_TOKEN": token}
+    with ServerThread(_agent(answer)) as server:
+        result = play([path], agent=server.url, rules=rules, environ=environ, update=True)
+        assert [t.updated for t in result.transcripts] == [True]
+        text = path.read_text()
+        for spelling in (key, json.dumps(key)[1:-1], token, token.encode().decode("latin-1")):
+            assert spelling not in text
+        assert '"note": "key {{APIKEY}} accepted"' in text
+        assert "x-echo: {{GITHUB_TOKEN}}" in text  # as Starlette writes the name
+        again = play([path], agent=server.url, rules=rules, environ=environ)
+    assert again.passed, mismatch_paths(again)
+
+
+def test_a_secret_query_parameter_is_kept_out_of_an_error_line(tmp_path: Path) -> None:
+    import asyncio
+
+    from starlette.responses import JSONResponse
+
+    async def never(request: Any) -> Any:
+        await asyncio.sleep(3)
+        return JSONResponse({})
+
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    app = Starlette(routes=[Route("/slow", never, methods=["GET"])])
+    path = tmp_path / "01-slow.http"
+    request = Request("GET", "/slow?api_key={{QKEY}}", {"Host": "localhost:41242"})
+    dump(Transcript((Exchange(request, Response(200, "OK"), title="slow"),)), path)
+    rules = dataclasses.replace(DEFAULT_RULES, secret_fields={"api_key": "QKEY"})
+    with ServerThread(app) as server:
+        result = play(
+            [path], agent=server.url, rules=rules, environ={"QKEY": "qk-SECRET-9"}, timeout=1
+        )
+    [exchange] = result.transcripts[0].exchanges
+    assert exchange.error is not None and "{{QKEY}}" in exchange.error
+    assert "qk-SECRET-9" not in exchange.error
+
+
+@pytest.mark.parametrize(
+    ("recorded", "live", "environ", "passes"),
+    [
+        # a secret the agent made and echoed, recorded as its placeholder: any text there
+        ("key {{APIKEY}} accepted", "key gen-secret-2 accepted", {}, True),
+        ("key {{APIKEY}} accepted", "key gen-secret-2 refused", {}, False),
+        # set: compared as its value
+        ("key {{APIKEY}} accepted", "key k-123456 accepted", {"APIKEY": "k-123456"}, True),
+        ("key {{APIKEY}} accepted", "key other-1 accepted", {"APIKEY": "k-123456"}, False),
+        # the agent's own {{...}} text, no placeholder of this file: compared as it is
+        ("Dear {{USER}}, hello", "Dear {{USER}}, hello", {"USER": "alice"}, True),
+        ("Dear {{USER}}, hello", "Dear alice, hello", {"USER": "alice"}, False),
+    ],
+)
+def test_placeholders_in_a_recorded_reply(
+    tmp_path: Path, recorded: str, live: str, environ: dict[str, str], passes: bool
+) -> None:
+    from starlette.responses import JSONResponse
+
+    path = tmp_path / "01-note.http"
+    body = json.dumps({"note": recorded}).encode()
+    _one_exchange(path, {}, Response(200, "OK", {"Content-Type": "application/json"}, body))
+    rules = dataclasses.replace(DEFAULT_RULES, secret_fields={"apiKey": "APIKEY"})
+    with ServerThread(_agent(lambda request: JSONResponse({"note": live}))) as server:
+        result = play([path], agent=server.url, rules=rules, environ=environ)
+    assert result.passed is passes, mismatch_paths(result)
+    shown = "\n".join(str(m) for t in result.transcripts for e in t.exchanges for m in e.mismatches)
+    assert "k-123456" not in shown
+
+
+def test_placeholders_in_text_frames_and_frame_ids_are_filled_as_text(tmp_path: Path) -> None:
+    from starlette.responses import Response as StarletteResponse
+
+    token = 'tok"en\\x-42'
+    stream = f"id: {token}\ndata: plain text with {token}\n\n".encode()
+
+    def answer(request: Any) -> Any:
+        return StarletteResponse(stream, media_type="text/event-stream")
+
+    path = tmp_path / "01-frames.http"
+    recorded = b"id: {{A2A_TOKEN}}\ndata: plain text with {{A2A_TOKEN}}\n\n"
+    reply = Response(200, "OK", {"Content-Type": "text/event-stream"}, recorded)
+    _one_exchange(path, {}, reply)
+    with ServerThread(_agent(answer)) as server:
+        result = play([path], agent=server.url, environ={"A2A_TOKEN": token})
+    assert result.passed, mismatch_paths(result)
+
+
+def test_update_leaves_a_file_edited_while_it_was_played(tmp_path: Path) -> None:
+    from starlette.responses import JSONResponse
+
+    path = tmp_path / "01-edited.http"
+    _one_exchange(path, {}, Response(200, "OK", {"Content-Type": "application/json"}, b"{}"))
+
+    def answer(request: Any) -> Any:
+        path.write_text(path.read_text().replace("### one", "### one, renamed"))
+        return JSONResponse({"changed": True})
+
+    with ServerThread(_agent(answer)) as server:
+        result = play([path], agent=server.url, environ={}, update=True)
+    [transcript] = result.transcripts
+    assert not transcript.updated
+    assert transcript.not_updated == "the file changed while it was played (run the update again)"
+    assert "### one, renamed" in path.read_text()
+
+
+def test_a_secret_in_a_member_name_or_a_variable_that_is_no_utf8(tmp_path: Path) -> None:
+    from starlette.responses import JSONResponse
+
+    path = tmp_path / "01-keyed.http"
+    body = b'{"byToken": {"{{A2A_TOKEN}}": 1}}'
+    reply = Response(200, "OK", {"Content-Type": "application/json"}, body)
+    _one_exchange(path, {"Authorization": "Bearer {{A2A_TOKEN}}"}, reply)
+    token = "tok-abc-defghi"
+
+    def answer(request: Any) -> Any:
+        return JSONResponse({"byToken": {token: 2}})
+
+    with ServerThread(_agent(answer)) as server:
+        result = play([path], agent=server.url, environ={"A2A_TOKEN": token})
+        [mismatch] = result.transcripts[0].exchanges[0].mismatches
+        assert token not in str(mismatch)
+        # a variable holding bytes that are no UTF-8 (os.environ's surrogate escapes)
+        odd = play([path], agent=server.url, environ={"A2A_TOKEN": "tok\udcffabcdef"})
+    assert not odd.passed
