@@ -354,8 +354,10 @@ class ReplayState:
         self._live_host: str | None = live[1] if live else None
         if self._recorded_url is None or self._live_url is None:
             self._recorded_url = self._live_url = None
-        # every spelling of the live address (an agent on 127.0.0.1 may call itself localhost)
+        # every spelling of each address (an agent on 127.0.0.1 may call itself localhost)
         self._live_urls: tuple[str, ...] = _loopback_spellings(self._live_url)
+        self._recorded_urls: tuple[str, ...] = _loopback_spellings(self._recorded_url)
+        self._bless_url = self._recorded_url  # the recorded spelling bless writes back
         compiled = _compile(rules)
         self._shapes = compiled.shapes
         self._loose = rules.loose_kinds
@@ -1010,7 +1012,8 @@ class ReplayState:
             # the walk says so)
             if "\0" in expected or "\0" in actual:
                 return False
-            expected = expected.replace(self._recorded_url, "\0")
+            for recorded_url in self._recorded_urls:
+                expected = expected.replace(recorded_url, "\0")
             for live_url in self._live_urls:
                 actual = actual.replace(live_url, "\0")
         tokens = self._compact_tokens if compact else self._tokens
@@ -1456,8 +1459,9 @@ class ReplayState:
             if pattern is not None and pattern.fullmatch(actual):
                 return None  # rule 9
         if self._recorded_url is not None and self._live_url is not None:
-            if self._recorded_url in expected:
-                expected = expected.replace(self._recorded_url, _AGENT)
+            for recorded_url in self._recorded_urls:
+                if recorded_url in expected:
+                    expected = expected.replace(recorded_url, _AGENT)
             for live_url in self._live_urls:
                 if live_url in actual:
                     actual = actual.replace(live_url, _AGENT)
@@ -1596,7 +1600,8 @@ class ReplayState:
 
     def _wildcard_text(self, text: str) -> str:
         if self._recorded_url is not None and self._live_url is not None:
-            text = text.replace(self._recorded_url, _AGENT)
+            for recorded_url in self._recorded_urls:
+                text = text.replace(recorded_url, _AGENT)
             for live_url in self._live_urls:
                 text = text.replace(live_url, _AGENT)
         if self._shapes is None:
@@ -1614,10 +1619,10 @@ class ReplayState:
         golden = table.get(text)
         if golden is not None:
             return golden
-        if self._recorded_url is not None:
+        if self._bless_url is not None:
             for live_url in self._live_urls:
                 if live_url in text:
-                    text = text.replace(live_url, self._recorded_url)
+                    text = text.replace(live_url, self._bless_url)
         if self._shapes is not None and table:
             text = self._shapes.sub(lambda m: table.get(m.group(), m.group()), text)
         return text
@@ -1651,6 +1656,11 @@ class ReplayState:
                 return golden
         if isinstance(live, LiveReply):
             live = live.response
+        # the agent's address as this recorded reply spells it (localhost, 127.0.0.1 …)
+        self._bless_url = next(
+            (url for url in self._recorded_urls if url.encode() in golden.body),
+            self._recorded_url,
+        )
         headers = self._bless_headers(golden.headers, live.headers)
         if live.events is not None:
             events = tuple(

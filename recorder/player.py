@@ -470,24 +470,9 @@ def _is_json_text(text: str) -> bool:
 
 
 def secret_values(variables: Mapping[str, str], names: Iterable[str]) -> dict[str, str]:
-    """value -> placeholder name, for `scrub_text`: the values the environment sets for
-    `names`, each also as it looks escaped in JSON and as UTF-8 bytes read as Latin-1 (a header
-    the agent echoes back is read so)."""
-    return with_spellings({variables[n]: n for n in names if variables.get(n)})
-
-
-def with_spellings(secrets: Mapping[str, str]) -> dict[str, str]:
-    """`secrets` (value -> placeholder name) with each value also as JSON writes it escaped
-    (a line break, a quote, a non-ASCII character) and as its UTF-8 bytes read as Latin-1."""
-    spelled = dict(secrets)
-    for value, name in secrets.items():
-        for other in (
-            json.dumps(value)[1:-1],
-            json.dumps(value, ensure_ascii=False)[1:-1],
-            value.encode("utf-8", "surrogateescape").decode("latin-1"),
-        ):
-            spelled.setdefault(other, name)
-    return spelled
+    """value -> placeholder name, for `scrub_text` (which looks for each spelling of a value):
+    the values the environment sets for `names`."""
+    return {variables[n]: n for n in names if variables.get(n)}
 
 
 # --------------------------------------------------------------------------- addresses
@@ -553,7 +538,16 @@ def send_raw(
     target = request.target
     if not target.startswith("/"):
         # absolute-form (RFC 9112 §3.2.2): keep the path and query only
-        url = httpx.URL(target)
+        try:
+            url = httpx.URL(target)
+        except httpx.InvalidURL as exc:
+            raise NoReplyError(f"cannot send {request.method} {target}: {exc}") from None
+        if not url.is_absolute_url:
+            # asterisk-form (`OPTIONS *`) and the like: httpx sends origin-form only
+            raise NoReplyError(
+                f"cannot send {request.method} {target}: recorder sends requests for a path"
+                " (such as /a2a/jsonrpc) or a full URL"
+            )
         target = url.raw_path.decode("ascii")
     # bytes: a header value is octets (RFC 9110 §5.5); the recorder wrote them as Latin-1, and
     # a placeholder's value may hold any character (sent as UTF-8 where Latin-1 cannot hold it)
@@ -567,9 +561,13 @@ def send_raw(
         body = None
     deadline = time.monotonic() + timeout
     try:
+        url = _url(base_url + target)
+    except httpx.InvalidURL as exc:
+        raise NoReplyError(f"cannot send {request.method} {target}: {exc}") from None
+    try:
         outgoing = httpx.Request(
             request.method,
-            _url(base_url + target),
+            url,
             headers=headers,
             content=body,
             extensions={"timeout": _timeouts(timeout)},
@@ -1050,7 +1048,7 @@ class FilePlayer:
             golden = self.transcript.exchanges[index]
             response = self.state.bless(golden.response, self._to_bless[index], matched=False)
             blessed[index] = redactor.redact_response(response)
-        secrets = {**with_spellings(redactor.seen), **self._secrets}
+        secrets = {**redactor.seen, **self._secrets}
         replaced: dict[int, Exchange] = {}
         for index, response in blessed.items():
             golden = self.transcript.exchanges[index]

@@ -40,6 +40,7 @@ __all__ = [
     "scrub_response",
     "scrub_text",
     "secret_names",
+    "with_spellings",
 ]
 
 # header name (lowercase) -> placeholder name
@@ -56,8 +57,16 @@ DEFAULT_SECRET_FIELDS: Mapping[str, str] = {}
 # the schemes whose parameter is one credential that the placeholder stands for
 _SCHEMED_HEADERS = frozenset({"authorization", "proxy-authorization"})
 _SCHEME = re.compile(r"^([!#$%&'*+\-.^_`|~0-9A-Za-z]+)[ \t]+(\S.*)$")
+# HTTP authentication schemes (IANA registry, and the common `Token`): one of these alone is
+# a header without credentials; any other lone value may be a raw key, so it is secret
+_SCHEMES = frozenset(
+    {"basic", "bearer", "digest", "dpop", "hoba", "mutual", "negotiate", "ntlm", "token"}
+)
 # secrets shorter than this are not scrubbed from free text: they would match at random
 _MIN_SCRUB_LENGTH = 6
+# a cookie value is scrubbed from free text only from this length, and not when it is letters
+# only: cookies carry preferences (`theme=review`) as well as sessions
+_MIN_COOKIE_SCRUB_LENGTH = 8
 
 
 def placeholder_name(name: str) -> str:
@@ -85,14 +94,31 @@ def secret_names(names: Mapping[str, str] | Iterable[str], *, fold: bool) -> dic
 
 
 def scrub_text(text: str, secrets: Mapping[str, str]) -> str:
-    """Replace every occurrence of each secret value (long enough to be one) by its placeholder.
+    """Replace every occurrence of each secret value (long enough to be one) by its placeholder,
+    in each spelling it may have in a transcript (`with_spellings`).
 
     Longer secrets first, so that a secret containing another is replaced whole.
     """
-    for value in sorted(secrets, key=len, reverse=True):
+    spelled = with_spellings(secrets)
+    for value in sorted(spelled, key=len, reverse=True):
         if len(value) >= _MIN_SCRUB_LENGTH and value in text:
-            text = text.replace(value, placeholder(secrets[value]))
+            text = text.replace(value, placeholder(spelled[value]))
     return text
+
+
+def with_spellings(secrets: Mapping[str, str]) -> dict[str, str]:
+    """`secrets` (value -> placeholder name) with each value also as JSON writes it escaped
+    (a line break, a quote, a non-ASCII character) and as its UTF-8 bytes read as Latin-1 (a
+    header echoed back is read so)."""
+    spelled = dict(secrets)
+    for value, name in secrets.items():
+        for other in (
+            json.dumps(value)[1:-1],
+            json.dumps(value, ensure_ascii=False)[1:-1],
+            value.encode("utf-8", "surrogateescape").decode("latin-1"),
+        ):
+            spelled.setdefault(other, name)
+    return spelled
 
 
 def scrub_response(response: Response, secrets: Mapping[str, str]) -> Response:
@@ -158,18 +184,27 @@ class Redactor:
             if match:
                 self._remember(match.group(2), env)
                 return f"{match.group(1)} {placeholder(env)}"
+            if value.strip().lower() in _SCHEMES:
+                # `Bearer` with no credentials (a client whose token is unset): nothing secret,
+                # and scrubbing the word "Bearer" from every file would break them all
+                return value
         elif folded == "cookie":
-            # each cookie's value too: an agent may echo one alone (`sid` in an error body)
+            # each cookie's value too: an agent may echo one alone (`sid` in an error body);
+            # not one that reads like a word (`theme=review`), which would match ordinary text
             for pair in value.split(";"):
-                self._remember(pair.partition("=")[2].strip(), env)
+                self._remember_cookie(pair.partition("=")[2].strip(), env)
         elif folded == "set-cookie":
             pair, sep, attributes = value.partition(";")
             cookie_name, eq, cookie_value = pair.partition("=")
             if eq:
-                self._remember(cookie_value.strip(), env)
+                self._remember_cookie(cookie_value.strip(), env)
                 return f"{cookie_name.strip()}={placeholder(env)}{sep}{attributes}"
         self._remember(value, env)
         return placeholder(env)
+
+    def _remember_cookie(self, value: str, env: str) -> None:
+        if len(value) >= _MIN_COOKIE_SCRUB_LENGTH and not value.isalpha():
+            self._remember(value, env)
 
     # ---------------------------------------------------------------- target
 

@@ -1102,3 +1102,18 @@ def test_a_reply_nested_deeper_than_deepdiff_can_follow_is_still_explained() -> 
     [mismatch] = state.compare(golden, json_response(nest(700, 2)))
     assert mismatch.path == "$" + ".a" * 700 + ".leaf"
     assert (mismatch.expected, mismatch.actual) == (1, 2)
+
+
+def test_a_card_recorded_through_127_0_0_1_that_says_localhost_replays() -> None:
+    # recorded with --upstream http://127.0.0.1:41242 (the Host the transcript keeps); the
+    # kit's card says localhost: both are the recorded address, and bless keeps the spelling
+    exchanges, _ = golden_transcript()
+    state = ReplayState(
+        DEFAULT_RULES, recorded_base="http://127.0.0.1:41242", live_base="http://127.0.0.1:9"
+    )
+    live = json_response(card(World("http://localhost:9", 0)))
+    assert state.compare(exchanges[0], live) == []
+    changed = json_response({**card(World("http://localhost:9", 0)), "name": "renamed"})
+    assert [m.path for m in state.compare(exchanges[0], changed)] == ["$.name"]
+    blessed = state.bless(exchanges[0].response, changed, matched=False).json
+    assert blessed["supportedInterfaces"] == exchanges[0].response.json["supportedInterfaces"]

@@ -1145,3 +1145,16 @@ def test_a_secret_in_a_member_name_or_a_variable_that_is_no_utf8(tmp_path: Path)
         # a variable holding bytes that are no UTF-8 (os.environ's surrogate escapes)
         odd = play([path], agent=server.url, environ={"A2A_TOKEN": "tok\udcffabcdef"})
     assert not odd.passed
+
+
+def test_a_request_recorder_cannot_send_is_that_exchanges_error(tmp_path: Path) -> None:
+    # `OPTIONS *` (asterisk-form) is valid HTTP the recorder may have recorded
+    path = tmp_path / "01-options.http"
+    request = Request("OPTIONS", "*", {"Host": "localhost:41242"})
+    dump(Transcript((Exchange(request, Response(200, "OK"), title="options"),)), path)
+    with closed_port() as port:
+        result = play([path], agent=f"http://127.0.0.1:{port}", environ={})
+    [exchange] = result.transcripts[0].exchanges
+    assert exchange.error is not None
+    assert exchange.error.startswith("cannot send OPTIONS *: ")
+    assert result.error_count == 1

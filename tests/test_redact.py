@@ -140,3 +140,26 @@ def test_a_body_with_a_lone_surrogate_is_still_redacted() -> None:
     out = redactor.redact_body(body, "application/json")
     assert json.loads(out) == {"token": "{{PUSH_TOKEN}}", "note": "a\ud800b"}
     assert b"tok-abcdef" not in out
+
+
+def test_a_scheme_without_credentials_is_no_secret() -> None:
+    # a client whose token variable is unset sends `Bearer`: scrubbing the word from every
+    # file would break them all
+    redactor = Redactor()
+    out = redactor.redact_headers(Headers([("Authorization", "Bearer")]))
+    assert out == Headers([("Authorization", "Bearer")])
+    assert redactor.seen == {}
+
+
+def test_a_cookie_value_that_reads_like_a_word_is_not_scrubbed_from_text() -> None:
+    redactor = Redactor()
+    redactor.redact_headers(Headers([("Cookie", "theme=review; lang=english; sid=Zx81kq02")]))
+    assert "Zx81kq02" in redactor.seen
+    assert "review" not in redactor.seen and "english" not in redactor.seen
+    assert scrub_text("please review in english", redactor.seen) == "please review in english"
+
+
+def test_a_secret_is_scrubbed_as_json_escapes_it_too() -> None:
+    secret = 'pa"ss\\word-1\n2'
+    text = json.dumps({"echo": f"you sent {secret}"})
+    assert json.loads(scrub_text(text, {secret: "PASSWORD"})) == {"echo": "you sent {{PASSWORD}}"}

@@ -44,7 +44,13 @@ def _secret_names(rules_path: str | None) -> dict[str, Any]:
     help="Folder of the NN-slug.http transcripts (numbering continues after the highest).",
 )
 @click.option("--rules", type=click.Path(dir_okay=False), help="Rules file (YAML): secrets.")
-@click.option("--timeout", default=60.0, show_default=True, help="Upstream read timeout, seconds.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True, max=86400),
+    default=60.0,
+    show_default=True,
+    help="Upstream read timeout, seconds.",
+)
 @click.option(
     "--max-body",
     default=64,
