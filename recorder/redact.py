@@ -37,6 +37,7 @@ __all__ = [
     "Redactor",
     "placeholder",
     "placeholder_name",
+    "scrub_bytes",
     "scrub_response",
     "scrub_text",
     "secret_names",
@@ -62,6 +63,9 @@ _SCHEME = re.compile(r"^([!#$%&'*+\-.^_`|~0-9A-Za-z]+)[ \t]+(\S.*)$")
 _SCHEMES = frozenset(
     {"basic", "bearer", "digest", "dpop", "hoba", "mutual", "negotiate", "ntlm", "token"}
 )
+# `"name": "value"` in JSON text: 1 the part before the value, 2 the name, 4 the value (its
+# escapes as written), 5 the closing quote
+_JSON_MEMBER = re.compile(r'("((?:[^"\\]|\\.)*)"\s*:\s*")(((?:[^"\\]|\\.)*))(")')
 # secrets shorter than this are not scrubbed from free text: they would match at random
 _MIN_SCRUB_LENGTH = 6
 # a cookie value is scrubbed from free text only from this length, and not when it is letters
@@ -104,6 +108,22 @@ def scrub_text(text: str, secrets: Mapping[str, str]) -> str:
         if len(value) >= _MIN_SCRUB_LENGTH and value in text:
             text = text.replace(value, placeholder(spelled[value]))
     return text
+
+
+def scrub_bytes(data: bytes, secrets: Mapping[str, str]) -> bytes:
+    """`scrub_text` on bytes that are no UTF-8 text: each secret's UTF-8 and Latin-1 bytes."""
+    spelled = with_spellings(secrets)
+    for value in sorted(spelled, key=len, reverse=True):
+        if len(value) < _MIN_SCRUB_LENGTH:
+            continue
+        for encoding in ("utf-8", "latin-1"):
+            try:
+                needle = value.encode(encoding)
+            except UnicodeEncodeError:
+                continue
+            if needle in data:
+                data = data.replace(needle, placeholder(spelled[value]).encode())
+    return data
 
 
 def with_spellings(secrets: Mapping[str, str]) -> dict[str, str]:
@@ -254,15 +274,28 @@ class Redactor:
     def redact_body(self, body: bytes, content_type: str | None) -> bytes:
         """Secret JSON members out of a JSON body (returned compact; the model pretty-prints).
         A body that is JSON under another media type (or none) counts too: a client that
-        forgets Content-Type must not write its secrets to the disk."""
-        if not self.fields or not body:
+        forgets Content-Type must not write its secrets to the disk. A body that looks like
+        JSON but does not parse has its secret members' string values replaced in the text.
+        A body that is no UTF-8 text (written base64, where the transcript's text scrub cannot
+        see) has the secrets seen so far replaced in its bytes."""
+        if not body:
             return body
-        if not is_json_media_type(content_type) and body[:64].lstrip()[:1] not in (b"{", b"["):
-            return body
+        if self.fields and (
+            is_json_media_type(content_type) or body[:64].lstrip()[:1] in (b"{", b"[")
+        ):
+            body = self._redact_json_body(body)
+        if self.seen:
+            try:
+                body.decode("utf-8")
+            except UnicodeDecodeError:
+                body = scrub_bytes(body, self.seen)
+        return body
+
+    def _redact_json_body(self, body: bytes) -> bytes:
         try:
             value = json.loads(body)
         except (ValueError, RecursionError):
-            return body
+            return self._redact_json_text(body)
         redacted = self.redact_json_value(value)
         if redacted == value:
             return body
@@ -270,6 +303,27 @@ class Redactor:
             return json.dumps(redacted, ensure_ascii=False).encode()
         except UnicodeEncodeError:  # a lone surrogate ("\ud800"): written escaped
             return json.dumps(redacted).encode()
+
+    def _redact_json_text(self, body: bytes) -> bytes:
+        """Secret members' string values replaced in JSON text that does not parse (a trailing
+        comma, a byte that is no UTF-8): read as Latin-1, so every byte is kept as it was."""
+        text = body.decode("latin-1")
+
+        def replace_value(match: re.Match[str]) -> str:
+            name = match.group(2)
+            env = self.fields.get(name)
+            if env is None:
+                return match.group()
+            raw = match.group(4)
+            try:
+                value = json.loads(f'"{raw}"')
+            except ValueError:
+                value = raw
+            self._remember(value.encode("latin-1", "replace").decode("utf-8", "replace"), env)
+            self._remember(value, env)
+            return f"{match.group(1)}{placeholder(env)}{match.group(5)}"
+
+        return _JSON_MEMBER.sub(replace_value, text).encode("latin-1")
 
     def redact_events(self, events: Iterable[SseEvent]) -> tuple[SseEvent, ...]:
         """Secret JSON members out of each frame's `data:` JSON."""

@@ -163,3 +163,31 @@ def test_a_secret_is_scrubbed_as_json_escapes_it_too() -> None:
     secret = 'pa"ss\\word-1\n2'
     text = json.dumps({"echo": f"you sent {secret}"})
     assert json.loads(scrub_text(text, {secret: "PASSWORD"})) == {"echo": "you sent {{PASSWORD}}"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"params": {"apiKey": "malformed-secret-1",}}',  # a trailing comma: no JSON
+        b'{"apiKey": "latin-secret-55", "x": "caf\xe9"}',  # a byte that is no UTF-8
+    ],
+)
+def test_a_secret_member_of_json_that_does_not_parse_is_redacted_in_the_text(
+    body: bytes,
+) -> None:
+    redactor = Redactor(fields={"apiKey": "APIKEY"})
+    out = redactor.redact_body(body, "application/json")
+    assert b"secret" not in out and b'"apiKey": "{{APIKEY}}"' in out
+    assert (
+        body.replace(b"malformed-secret-1", b"{{APIKEY}}").replace(
+            b"latin-secret-55", b"{{APIKEY}}"
+        )
+        == out
+    )  # every other byte kept
+
+
+def test_a_secret_echoed_in_a_body_that_is_no_text_is_scrubbed_in_its_bytes() -> None:
+    redactor = Redactor()
+    redactor.redact_headers(Headers([("Authorization", "Bearer tokSECRET0002")]))
+    body = b"\xff\xfe token tokSECRET0002 here"
+    assert redactor.redact_body(body, "text/plain") == b"\xff\xfe token {{A2A_TOKEN}} here"
