@@ -666,7 +666,13 @@ class RecordingProxy:
             ]
         )
         response_headers = redactor.redact_headers(response_headers)
-        if decoder is not None and decoder.close():
+        # a stream that ended inside a frame is marked truncated and keeps its whole frames
+        # (the player compares those), not one blob that no frame can be compared with
+        whole_frames = decoder is not None and decoder.lossless
+        ended_whole = decoder is not None and decoder.close()
+        cut_in_frame = whole_frames and not ended_whole
+        truncated = truncated or cut_in_frame
+        if decoder is not None and (ended_whole or (cut_in_frame and decoder.events)):
             response = Response(
                 status=upstream.status_code,
                 reason=upstream.reason_phrase,

@@ -595,3 +595,22 @@ async def test_a_token_an_earlier_reply_gave_is_scrubbed_once_the_client_sends_i
     written = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
     assert written.count(b"{{A2A_TOKEN}}") == 3  # login reply, the header, the echo
     assert token.encode() not in written
+
+
+async def test_a_stream_that_ends_inside_a_frame_keeps_its_whole_frames_as_truncated(
+    tmp_path: Path,
+) -> None:
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b'data: {"i": 0}\n\n', "more_body": True})
+        await send({"type": "http.response.body", "body": b'data: {"i": 1'})
+
+    proxy = create_proxy_app(UPSTREAM, out=tmp_path, transport=httpx.ASGITransport(app=app))
+    async with client_for(proxy) as client:
+        reply = await client.post("/a2a/jsonrpc", json=rpc("SendStreamingMessage"))
+    assert reply.content == b'data: {"i": 0}\n\ndata: {"i": 1'  # passed on as it came
+    exchange = load(next(tmp_path.glob("*.http"))).exchanges[0]
+    assert exchange.truncated
+    assert exchange.response.events is not None
+    assert [e.data for e in exchange.response.events] == ['{"i": 0}']
