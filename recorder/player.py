@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 import httpx
 
@@ -55,7 +55,7 @@ from recorder.diff import Mismatch
 from recorder.errors import NoReplyError, ParseError, RecorderError, UpstreamError
 from recorder.httpfile import DURING_TAG, dumps, load, loads, splice, write_text_atomic
 from recorder.model import Exchange, Headers, Request, Response, Transcript, is_event_stream
-from recorder.redact import Redactor, scrub_response, scrub_text
+from recorder.redact import Redactor, is_form, scrub_response, scrub_text
 from recorder.rules import DEFAULT_RULES, Rules
 
 __all__ = [
@@ -380,6 +380,9 @@ def fill_placeholders(
     def in_json(match: re.Match[str]) -> str:
         return json.dumps(value_of(match), ensure_ascii=False)[1:-1]
 
+    def in_form(match: re.Match[str]) -> str:
+        return quote_plus(value_of(match))
+
     target = request.target
     if "{{" in target:
         target = _PLACEHOLDER.sub(in_target, target)
@@ -397,7 +400,13 @@ def fill_placeholders(
         except UnicodeDecodeError:
             pass  # binary bodies hold no placeholders
         else:
-            body = _PLACEHOLDER.sub(in_json if request.is_json else value_of, text).encode()
+            if request.is_json:
+                fill = in_json
+            elif is_form(request.headers.get("Content-Type")):
+                fill = in_form  # the recorder took the value out of a form body
+            else:
+                fill = value_of
+            body = _PLACEHOLDER.sub(fill, text).encode()
     if target is request.target and headers is request.headers and body is request.body:
         return request
     return replace(request, target=target, headers=headers, body=body)

@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_SECRET_FIELDS",
     "DEFAULT_SECRET_HEADERS",
     "Redactor",
+    "is_form",
     "placeholder",
     "placeholder_name",
     "scrub_bytes",
@@ -108,6 +109,12 @@ def scrub_text(text: str, secrets: Mapping[str, str]) -> str:
         if len(value) >= _MIN_SCRUB_LENGTH and value in text:
             text = text.replace(value, placeholder(spelled[value]))
     return text
+
+
+def is_form(content_type: str | None) -> bool:
+    """Whether a body is `application/x-www-form-urlencoded`."""
+    media = (content_type or "").partition(";")[0].strip().lower()
+    return media == "application/x-www-form-urlencoded"
 
 
 def scrub_bytes(data: bytes, secrets: Mapping[str, str]) -> bytes:
@@ -235,6 +242,12 @@ class Redactor:
         path, question, query = target.partition("?")
         if not question or not self.fields:
             return target
+        redacted = self._redact_form(query)
+        return f"{path}?{redacted}" if redacted is not query else target
+
+    def _redact_form(self, query: str) -> str:
+        """`name=value&...` (a query, or a form body) with secret parameters' values replaced;
+        the same string when none is there."""
         parts = query.split("&")
         changed = False
         for n, part in enumerate(parts):
@@ -248,7 +261,7 @@ class Redactor:
             # braces are kept readable: the player fills them before it sends
             parts[n] = f"{raw_name}={placeholder(env)}"
             changed = True
-        return f"{path}?{'&'.join(parts)}" if changed else target
+        return "&".join(parts) if changed else query
 
     # ---------------------------------------------------------------- bodies
 
@@ -284,6 +297,11 @@ class Redactor:
             is_json_media_type(content_type) or body[:64].lstrip()[:1] in (b"{", b"[")
         ):
             body = self._redact_json_body(body)
+        elif self.fields and is_form(content_type):
+            text = body.decode("latin-1")  # percent-encoded ASCII; any other byte kept
+            redacted = self._redact_form(text)
+            if redacted is not text:
+                body = redacted.encode("latin-1")
         if self.seen:
             try:
                 body.decode("utf-8")

@@ -314,6 +314,13 @@ def test_placeholders_are_filled_in_target_headers_and_json_body() -> None:
     assert filled.json == {"apiKey": 'quote " and \\ slash'}
 
 
+def test_a_placeholder_in_a_form_body_is_filled_percent_encoded() -> None:
+    form = Headers([("Content-Type", "application/x-www-form-urlencoded")])
+    request = Request("POST", "/login", form, b"user=ann&password={{PASSWORD}}")
+    filled = fill_placeholders(request, {"PASSWORD": "s=cret &1"})
+    assert filled.body == b"user=ann&password=s%3Dcret+%261"
+
+
 def test_a_placeholder_value_is_percent_encoded_in_the_target() -> None:
     request = Request("GET", "/tasks?tenant={{TENANT}}")
     assert fill_placeholders(request, {"TENANT": "a b/c"}).target == "/tasks?tenant=a%20b/c"

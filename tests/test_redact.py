@@ -191,3 +191,12 @@ def test_a_secret_echoed_in_a_body_that_is_no_text_is_scrubbed_in_its_bytes() ->
     redactor.redact_headers(Headers([("Authorization", "Bearer tokSECRET0002")]))
     body = b"\xff\xfe token tokSECRET0002 here"
     assert redactor.redact_body(body, "text/plain") == b"\xff\xfe token {{A2A_TOKEN}} here"
+
+
+def test_a_secret_parameter_of_a_form_body_is_redacted() -> None:
+    redactor = Redactor(fields={"password": "PASSWORD"})
+    body = b"user=ann&password=s%3Dcret-123&keep=%2B1"
+    out = redactor.redact_body(body, "application/x-www-form-urlencoded; charset=utf-8")
+    assert out == b"user=ann&password={{PASSWORD}}&keep=%2B1"
+    assert redactor.seen == {"s=cret-123": "PASSWORD", "s%3Dcret-123": "PASSWORD"}
+    assert redactor.redact_body(body, "text/plain") == body  # not a form: left to scrubbing
