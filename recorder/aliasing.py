@@ -104,6 +104,7 @@ from recorder.model import (
     is_json_media_type,
     media_type,
 )
+from recorder.redact import PLACEHOLDER
 from recorder.rules import Rules
 
 __all__ = ["LiveReply", "ReplayState"]
@@ -165,8 +166,6 @@ def _base(url: str | None) -> tuple[str, str] | None:
 
 
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
-# `{{NAME}}`, as the player fills it (recorder.player)
-_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
 def _loopback_spellings(url: str | None) -> tuple[str, ...]:
@@ -1502,7 +1501,7 @@ class ReplayState:
         """`text` as a regex in which each secret placeholder matches any text (rule 9)."""
         regex: list[str] = []
         last = 0
-        for match in _PLACEHOLDER.finditer(text):
+        for match in PLACEHOLDER.finditer(text):
             if match.group(1) in self._secret_placeholders:
                 regex.append(re.escape(text[last : match.start()]))
                 regex.append(".+?")

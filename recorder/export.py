@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 
 from recorder.errors import RecorderError
 from recorder.model import Exchange, Request, is_event_stream
+from recorder.redact import PLACEHOLDER
 
 __all__ = [
     "ExportError",
@@ -47,7 +48,6 @@ __all__ = [
     "request_url",
 ]
 
-_PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
 _NOT_SENT = frozenset(
     name.lower()
     for name in (
@@ -75,7 +75,7 @@ class ExportError(RecorderError):
 
 def placeholders(text: str) -> list[str]:
     """The `{{NAME}}` placeholder names in `text`, in order of first appearance."""
-    return list(dict.fromkeys(_PLACEHOLDER.findall(text)))
+    return list(dict.fromkeys(PLACEHOLDER.findall(text)))
 
 
 def _check_base_url(base_url: str) -> None:
@@ -129,7 +129,7 @@ def _shell_word(text: str) -> str:
     """One shell word: literal parts single-quoted, `{{NAME}}` as `"$NAME"` (rule 3)."""
     parts: list[str] = []
     position = 0
-    for match in _PLACEHOLDER.finditer(text):
+    for match in PLACEHOLDER.finditer(text):
         if match.start() > position:
             parts.append(shlex.quote(text[position : match.start()]))
         parts.append(f'"${match.group(1)}"')

@@ -55,7 +55,7 @@ from recorder.diff import Mismatch
 from recorder.errors import NoReplyError, ParseError, RecorderError, UpstreamError
 from recorder.httpfile import DURING_TAG, dumps, load, loads, splice, write_text_atomic
 from recorder.model import Exchange, Headers, Request, Response, Transcript, is_event_stream
-from recorder.redact import Redactor, is_form, scrub_response, scrub_text
+from recorder.redact import PLACEHOLDER, Redactor, is_form, scrub_response, scrub_text
 from recorder.rules import DEFAULT_RULES, Rules
 
 __all__ = [
@@ -116,8 +116,6 @@ _NOT_KEPT = frozenset(
 )
 _BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS", "TRACE"})
 
-# `{{NAME}}`: a secret or setting taken from the environment at replay time.
-_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
 # --------------------------------------------------------------------------- errors
@@ -355,7 +353,7 @@ def _placeholders(request: Request) -> list[str]:
     texts = [request.target, *(value for _, value in request.headers)]
     if b"{{" in request.body:
         texts.append(request.body.decode("utf-8", errors="replace"))
-    return [m.group(1) for text in texts for m in _PLACEHOLDER.finditer(text)]
+    return [m.group(1) for text in texts for m in PLACEHOLDER.finditer(text)]
 
 
 def fill_placeholders(
@@ -385,11 +383,11 @@ def fill_placeholders(
 
     target = request.target
     if "{{" in target:
-        target = _PLACEHOLDER.sub(in_target, target)
+        target = PLACEHOLDER.sub(in_target, target)
     headers = request.headers
     if any("{{" in value for _, value in headers):
         try:
-            headers = Headers([(n, _PLACEHOLDER.sub(value_of, v)) for n, v in headers])
+            headers = Headers([(n, PLACEHOLDER.sub(value_of, v)) for n, v in headers])
         except ValueError as exc:
             where = path if line is None else f"{path}:{line}"
             raise RecorderError(f"{where}: a placeholder's value cannot be sent: {exc}") from None
@@ -406,7 +404,7 @@ def fill_placeholders(
                 fill = in_form  # the recorder took the value out of a form body
             else:
                 fill = value_of
-            body = _PLACEHOLDER.sub(fill, text).encode()
+            body = PLACEHOLDER.sub(fill, text).encode()
     if target is request.target and headers is request.headers and body is request.body:
         return request
     return replace(request, target=target, headers=headers, body=body)
@@ -442,11 +440,11 @@ def fill_reply_placeholders(
         return value.encode("utf-8", "surrogateescape").decode("latin-1")
 
     def filled(text: str, *, is_json: bool) -> str:
-        return _PLACEHOLDER.sub(in_json if is_json else plain, text) if "{{" in text else text
+        return PLACEHOLDER.sub(in_json if is_json else plain, text) if "{{" in text else text
 
     try:
         headers = Headers(
-            [(n, _PLACEHOLDER.sub(in_header, v) if "{{" in v else v) for n, v in response.headers]
+            [(n, PLACEHOLDER.sub(in_header, v) if "{{" in v else v) for n, v in response.headers]
         )
     except ValueError:  # a value that cannot be a header value (a line break): kept as written
         headers = response.headers
@@ -665,13 +663,13 @@ def _secret_placeholders(transcript: Transcript, rules: Rules) -> set[str]:
         request = exchange.request
         for name, value in request.headers:
             if name.lower() in secret_headers and "{{" in value:
-                names.update(m.group(1) for m in _PLACEHOLDER.finditer(value))
+                names.update(m.group(1) for m in PLACEHOLDER.finditer(value))
         if "{{" in request.target and secret_fields:
             query = request.target.partition("?")[2]
             for item in query.split("&"):
                 key, _, value = item.partition("=")
                 if key in secret_fields:
-                    names.update(m.group(1) for m in _PLACEHOLDER.finditer(value))
+                    names.update(m.group(1) for m in PLACEHOLDER.finditer(value))
         if b"{{" in request.body and secret_fields and request.json is not None:
             names.update(_secret_member_placeholders(request.json, secret_fields))
     return names
@@ -685,7 +683,7 @@ def _secret_member_placeholders(value: Any, fields: Iterable[str]) -> set[str]:
         if isinstance(item, dict):
             for key, member in item.items():
                 if key in fields and isinstance(member, str):
-                    found.update(m.group(1) for m in _PLACEHOLDER.finditer(member))
+                    found.update(m.group(1) for m in PLACEHOLDER.finditer(member))
                 else:
                     stack.append(member)
         elif isinstance(item, list):

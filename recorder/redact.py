@@ -34,6 +34,7 @@ from recorder.sse import SseEvent
 __all__ = [
     "DEFAULT_SECRET_FIELDS",
     "DEFAULT_SECRET_HEADERS",
+    "PLACEHOLDER",
     "Redactor",
     "is_form",
     "placeholder",
@@ -84,6 +85,11 @@ def placeholder_name(name: str) -> str:
 
 def placeholder(name: str) -> str:
     return "{{" + name + "}}"
+
+
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+"""`{{NAME}}` (spaces inside the braces allowed), group 1 the name: what `placeholder`
+writes, what the player fills from the environment and `recorder export` turns into `"$NAME"`."""
 
 
 def secret_names(names: Mapping[str, str] | Iterable[str], *, fold: bool) -> dict[str, str]:
