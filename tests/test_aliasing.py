@@ -23,6 +23,7 @@ from unittest import mock
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_diff import as_wire
 
 from recorder import aliasing, httpfile
 from recorder.aliasing import LiveReply, ReplayState
@@ -530,16 +531,6 @@ def test_shipped_transcripts_rebless_to_identical_files() -> None:
 def live_form(response: Response, form: str) -> Response | LiveReply:
     """The reply as given (""), or as wire bytes ("compact" or "spaced" JSON)."""
     return as_wire(response, spaced=form == "spaced") if form else response
-
-
-def as_wire(response: Response, *, spaced: bool = False) -> LiveReply:
-    """The reply as an agent sends it: a JSON body compact (as Starlette writes it), or
-    `spaced` (as `json.dumps` writes it by default)."""
-    body = response.body
-    if response.is_json and response.json is not None:
-        separators = (", ", ": ") if spaced else (",", ":")
-        body = json.dumps(response.json, ensure_ascii=False, separators=separators).encode()
-    return LiveReply(response.status, response.reason, response.headers, body)
 
 
 times = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2099, 1, 1)).map(
