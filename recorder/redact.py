@@ -308,7 +308,7 @@ class Redactor:
             redacted = self._redact_form(text)
             if redacted is not text:
                 body = redacted.encode("latin-1")
-        if self.seen:
+        if self.seen and not body.isascii():  # (ASCII is UTF-8: the quick common case)
             try:
                 body.decode("utf-8")
             except UnicodeDecodeError:
