@@ -117,7 +117,6 @@ _NOT_KEPT = frozenset(
 _BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS", "TRACE"})
 
 
-
 # --------------------------------------------------------------------------- errors
 
 
