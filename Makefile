@@ -31,7 +31,7 @@ unit: $(STAMP)
 
 ## record: regenerate transcripts/ from the kit through the recorder
 record: $(STAMP)
-	$(BIN)/python -m recorder.kit.planner --out transcripts/
+	$(BIN)/python -m recorder.planner --out transcripts/
 
 ## bench: run the benchmarks in bench/
 bench: $(STAMP)

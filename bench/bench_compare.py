@@ -37,8 +37,8 @@ import time
 import uuid
 from typing import Any
 
-from recorder.aliasing import LiveReply, ReplayState
 from recorder.model import Exchange, Request, Response, SseEvent
+from recorder.replay.state import LiveReply, ReplayState
 from recorder.rules import DEFAULT_RULES
 
 RECORDED = "http://localhost:41242"

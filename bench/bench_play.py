@@ -12,9 +12,10 @@ GetTask pairs) are recorded from the same agent first.
 
 - bare loop: one `httpx.Client`, `client.post(url, content=<recorded body>, headers=<recorded
   headers>)` and `.content` for every recorded request, in order.
-- play: `recorder.player.play(folder, agent=url)`: parsing the files, carry-forward (the live task
-  id goes into each GetTask), placeholder filling, the comparison of each live reply as it came
-  over the wire (its model `Response` is built only when the fast path cannot decide).
+- play: `recorder.replay.player.play(folder, agent=url)`: parsing the files, carry-forward
+  (the live task id goes into each GetTask), placeholder filling, the comparison of each live
+  reply as it came over the wire (its model `Response` is built only when the fast path cannot
+  decide).
 
 Rounds alternate bare / play; the ratio of the medians is reported, with each median, the
 part of the play time spent parsing the transcripts (a user's `recorder play` reads them, so
@@ -109,7 +110,7 @@ def record_goldens(url: str, folder: Path, exchanges: int) -> int:
     """SendMessage / GetTask pairs spread over FILES files; returns the exchange count."""
     from recorder.httpfile import dump
     from recorder.model import Exchange, Headers, Request, Transcript
-    from recorder.player import make_transport, send_raw
+    from recorder.replay.player import make_transport, send_raw
 
     host = url.removeprefix("http://")
     headers = Headers(
@@ -186,7 +187,7 @@ def bare_transport_loop(
 
 
 def play_loop(url: str, folder: Path, exchanges: int, jobs: int = 1) -> float:
-    from recorder.player import play
+    from recorder.replay.player import play
 
     started = time.perf_counter()
     result = play([folder], agent=url, environ={}, jobs=jobs)
@@ -200,7 +201,7 @@ def play_loop(url: str, folder: Path, exchanges: int, jobs: int = 1) -> float:
 
 def parse_only(folder: Path) -> float:
     """What `play` spends reading the transcripts (part of the play time, shown apart)."""
-    from recorder.player import load_transcripts
+    from recorder.replay.player import load_transcripts
 
     started = time.perf_counter()
     load_transcripts([folder])

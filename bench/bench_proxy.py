@@ -5,7 +5,7 @@
 
 Starts, each in its own process on a free 127.0.0.1 port: a fake A2A JSON-RPC upstream (a raw
 ASGI app: ~1 KB JSON replies, and SSE streams of 5 frames 20 ms apart), and the recorder
-(`recorder.proxy`, recording into a temporary folder) once per variant (`--variants`):
+(`recorder.record.proxy`, recording into a temporary folder) once per variant (`--variants`):
 "per-connection" (the default: a free list of keep-alive connections whose replies httptools
 parses, under uvicorn with httptools and uvloop), "shared" (one httpx transport's pool for
 every request), "h11-asyncio" (the default pool under uvicorn's pure-Python parser and loop,
@@ -119,7 +119,7 @@ def serve_recorder(port: int, upstream: str, out: str, variant: str) -> None:
     """`variant`: the upstream pool ("per-connection", "shared"), "h11-asyncio" (the
     per-connection pool under uvicorn's pure-Python parser and loop), or "forward-only" (for
     information: the default proxy with its recording switched off, no model, no file)."""
-    from recorder.proxy import create_proxy_app, serve
+    from recorder.record.proxy import create_proxy_app, serve
 
     pool = "shared" if variant == "shared" else "per-connection"
     proxy = create_proxy_app(upstream, out=Path(out), pool=pool)  # type: ignore[arg-type]

@@ -6,22 +6,22 @@ from pathlib import Path
 
 import click
 
-from recorder.docsync import (
-    FileReport,
-    SourceError,
-    load_exchanges,
-    sync_paths,
-    write_text_file,
-)
-from recorder.export import ExportError, export_curl, export_http
-from recorder.model import Exchange
-from recorder.render import (
+from recorder.docs.export import ExportError, export_curl, export_http
+from recorder.docs.render import (
     DEFAULT_MAX_LINES,
     DEFAULT_WIDTH,
     RenderOptions,
     parse_reference,
     render_exchanges,
 )
+from recorder.docs.sync import (
+    FileReport,
+    SourceError,
+    load_exchanges,
+    sync_paths,
+    write_text_file,
+)
+from recorder.model import Exchange
 
 
 def _load(reference: str) -> tuple[Exchange, ...]:

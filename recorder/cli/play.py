@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import click
 
 from recorder.errors import RecorderError
-from recorder.player import (
+from recorder.replay.player import (
     DEFAULT_TIMEOUT,
     MissingVariableError,
     PlayResult,
@@ -19,8 +19,8 @@ from recorder.player import (
     agent_base_url,
     parse_shard,
 )
-from recorder.player import play as play_transcripts
-from recorder.report import (
+from recorder.replay.player import play as play_transcripts
+from recorder.replay.report import (
     TerminalReport,
     exit_status,
     plural,

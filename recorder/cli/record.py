@@ -81,11 +81,11 @@ def record(
     """
     import httpx
 
-    from recorder.proxy import create_proxy_app, parse_listen, serve
+    from recorder.record.proxy import create_proxy_app, parse_listen, serve
 
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("recorder: %(message)s"))
-    proxy_log = logging.getLogger("recorder.proxy")
+    proxy_log = logging.getLogger("recorder.record.proxy")
     proxy_log.addHandler(handler)
     proxy_log.setLevel(logging.INFO)
     try:

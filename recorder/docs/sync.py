@@ -1,0 +1,380 @@
+"""Markdown code blocks kept in sync with the transcripts they come from.
+
+A Markdown file marks a fenced code block as rendered from a transcript with an HTML comment on
+the line above it (blank lines between are allowed); the comment is invisible on GitHub:
+
+    <!-- recorder: ../transcripts/02-message-reply.http#1 max-lines=12 -->
+    ```http
+    POST /a2a/jsonrpc HTTP/1.1
+    …
+    ```
+
+Marker grammar (one line, outside any fenced block):
+
+    marker    = "<!--" *WS "recorder:" 1*WS reference *(1*WS option) *WS "-->"
+    reference = path ["#" N]            ; N counts exchanges from 1; without it, all of them
+    option    = "headers=" name *("," name)   ; headers kept (render's --headers)
+              / "max-lines=" N               ; line budget of each body (render's --max-lines)
+              / "width=" N                   ; width of SSE data lines (render's --width)
+              / "only=" ("request" / "response")
+              / "full"                       ; nothing elided (render's --full)
+
+The path is relative to the folder of the Markdown file, the same rule as a Markdown link, so
+the reference is also a link a reader or an editor can follow (`README.md` at the top level
+names `transcripts/02-message-reply.http`; `docs/example.md` names
+`../transcripts/02-message-reply.http`). The block's content is exactly
+`recorder render PATH#N OPTIONS`. A marker with no fenced block below it gets one (an `http`
+block) on the next sync.
+
+`sync` rewrites only the content lines of marked blocks; every other byte of the file (line
+endings, the fence lines and their info strings, text around) stays as it was, and a second sync
+changes nothing. Pure core: `find_markers`, `apply_blocks`; thin I/O shell: `sync_paths`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from recorder import httpfile
+from recorder.checking import Problem, find_files
+from recorder.docs.render import RenderOptions, parse_reference, render_exchanges
+from recorder.errors import ParseError, RecorderError
+from recorder.model import Exchange, Transcript
+
+__all__ = [
+    "Block",
+    "FileReport",
+    "Marker",
+    "SourceError",
+    "apply_blocks",
+    "find_markdown",
+    "find_markers",
+    "load_exchanges",
+    "parse_marker_options",
+    "sync_paths",
+    "write_text_file",
+]
+
+_MARKER = re.compile(r"^(?P<indent>\s*)<!--\s*recorder:(?P<body>.*?)-->\s*$")
+# what a marker was meant to be: caught so that a slip is reported, not skipped silently
+_MARKER_ATTEMPT = re.compile(r"^\s*<!--\s*recorder\s*:", re.IGNORECASE)
+_FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_NEW_FENCE_INFO = "http"
+
+
+class SourceError(RecorderError):
+    """A reference names a transcript or an exchange that does not exist (or does not parse)."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """A fenced code block: 0-based indexes of its fence lines, its content without the fences."""
+
+    open_index: int
+    close_index: int
+    indent: str
+    fence: str
+    info: str
+    content: str  # LF-joined lines, each ending in LF ("" for an empty block)
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One `<!-- recorder: … -->` comment and the block below it (None: not written yet)."""
+
+    line: int  # 1-based
+    reference: str
+    path: str
+    index: int | None
+    options: RenderOptions
+    block: Block | None
+    indent: str = ""
+
+
+# --------------------------------------------------------------------------- pure core
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines split at LF only; a CR before the LF stays on its line (so CRLF files round-trip)."""
+    return text.split("\n")
+
+
+def _bare(line: str) -> str:
+    return line[:-1] if line.endswith("\r") else line
+
+
+def parse_marker_options(words: Iterable[str]) -> RenderOptions:
+    """`["headers=Content-Type,A2A-Version", "max-lines=12"]` -> RenderOptions (ValueError)."""
+    settings: dict[str, object] = {}
+    for word in words:
+        key, equals, value = word.partition("=")
+        if key == "full" and (not equals or value in ("true", "yes", "1")):
+            settings["full"] = True
+        elif key == "headers" and equals:
+            settings["headers"] = tuple(h for h in value.split(",") if h)
+        elif key in ("max-lines", "width") and equals:
+            if not value.isascii() or not value.isdigit():
+                raise ValueError(f"{key} needs a whole number, got {value!r}")
+            settings[key.replace("-", "_")] = int(value)
+        elif key == "only" and equals:
+            if value not in ("request", "response"):
+                raise ValueError(f"only= takes request or response, got {value!r}")
+            settings["only"] = value
+        else:
+            raise ValueError(
+                f"unknown option {word!r} (expected headers=, max-lines=, width=, only=, full)"
+            )
+    return RenderOptions(**settings)  # type: ignore[arg-type]
+
+
+def _read_fence(lines: list[str], start: int) -> tuple[Block | None, int]:
+    """The fenced block opening at `start`, and the index after it (None when never closed)."""
+    match = _FENCE.match(_bare(lines[start]))
+    assert match is not None
+    indent, fence, info = match.group("indent"), match.group("fence"), match.group("info")
+    closing = re.compile(rf"^\s*{re.escape(fence[0])}{{{len(fence)},}}\s*$")
+    for index in range(start + 1, len(lines)):
+        if closing.match(_bare(lines[index])):
+            content_lines = [_unindent(_bare(line), indent) for line in lines[start + 1 : index]]
+            content = "".join(line + "\n" for line in content_lines)
+            return Block(start, index, indent, fence, info, content), index + 1
+    return None, len(lines)
+
+
+def _unindent(line: str, indent: str) -> str:
+    return line[len(indent) :] if indent and line.startswith(indent) else line
+
+
+def find_markers(text: str, source: str = "<markdown>") -> tuple[list[Marker], list[Problem]]:
+    """Every marker outside fenced blocks, with its block; and the markers that are broken."""
+    lines = _split_lines(text)
+    markers: list[Marker] = []
+    problems: list[Problem] = []
+    index = 0
+    while index < len(lines):
+        line = _bare(lines[index])
+        if _FENCE.match(line):
+            block, after = _read_fence(lines, index)
+            if block is None:
+                return markers, problems  # an unclosed fence runs to the end of the file
+            index = after
+            continue
+        match = _MARKER.match(line)
+        if not match:
+            if _MARKER_ATTEMPT.match(line):
+                problems.append(
+                    Problem(
+                        source,
+                        index + 1,
+                        "a recorder marker is one line, in lower case: "
+                        "<!-- recorder: FILE#N [options] -->",
+                    )
+                )
+            index += 1
+            continue
+        number = index + 1
+        words = match.group("body").split()
+        index += 1
+        if not words:
+            problems.append(Problem(source, number, "the recorder marker names no transcript"))
+            continue
+        try:
+            path, exchange_index = parse_reference(words[0])
+            options = parse_marker_options(words[1:])
+        except ValueError as exc:
+            problems.append(Problem(source, number, f"bad recorder marker: {exc}"))
+            continue
+        block = None
+        following = index
+        while following < len(lines) and not _bare(lines[following]).strip():
+            following += 1
+        if following < len(lines) and _FENCE.match(_bare(lines[following])):
+            block, after = _read_fence(lines, following)
+            if block is None:
+                problems.append(
+                    Problem(source, following + 1, "the code block below the marker is not closed")
+                )
+                return markers, problems
+            index = after
+        markers.append(
+            Marker(number, words[0], path, exchange_index, options, block, match.group("indent"))
+        )
+    return markers, problems
+
+
+def apply_blocks(text: str, markers: Iterable[Marker], rendered: Mapping[int, str]) -> str:
+    """`text` with the block of each marker (by marker line) holding its rendered content."""
+    lines = _split_lines(text)
+    for marker in sorted(markers, key=lambda m: m.line, reverse=True):
+        content = rendered.get(marker.line)
+        if content is None:
+            continue
+        eol = "\r" if lines[marker.line - 1].endswith("\r") else ""
+        block = marker.block
+        indent = block.indent if block else marker.indent
+        body = [indent + line if line else line for line in content.split("\n")[:-1]]
+        fence = _fence_for(body, block.fence if block else "```")
+        if block is None:
+            new = [indent + fence + _NEW_FENCE_INFO, *body, indent + fence]
+            lines[marker.line : marker.line] = [line + eol for line in new]
+            continue
+        start, end = block.open_index, block.close_index
+        if fence != block.fence:  # the content holds a line that would close the old fence
+            lines[start] = block.indent + fence + block.info + eol
+            lines[end] = block.indent + fence + eol
+        lines[start + 1 : end] = [line + eol for line in body]
+    return "\n".join(lines)
+
+
+def _fence_for(body: list[str], fence: str) -> str:
+    """`fence`, or a longer one when a content line would close it (CommonMark §4.5)."""
+    char = fence[0]
+    longest = 0
+    for line in body:
+        run = re.match(rf"\s*({re.escape(char)}+)", line)
+        if run:
+            longest = max(longest, len(run.group(1)))
+    return fence if longest < len(fence) else char * (longest + 1)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def find_markdown(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """Each file named, and every `*.md` file under each folder named, in name order."""
+    return find_files(paths, "*.md")
+
+
+def load_exchanges(
+    path: str | os.PathLike[str],
+    index: int | None,
+    cache: dict[Path, Transcript] | None = None,
+) -> tuple[Exchange, ...]:
+    """Exchange `index` (from 1) of the transcript at `path`, or all of them (SourceError)."""
+    key = Path(path)
+    transcript = cache.get(key) if cache is not None else None
+    if transcript is None:
+        if not key.is_file():
+            raise SourceError(_not_a_transcript(os.fspath(path)))
+        try:
+            transcript = httpfile.load(key)
+        except ParseError as exc:
+            raise SourceError(str(exc)) from None
+        if cache is not None:
+            cache[key] = transcript
+    count = len(transcript.exchanges)
+    if count == 0:
+        raise SourceError(f"{os.fspath(path)}: no exchanges: a transcript holds at least one")
+    if index is None:
+        return transcript.exchanges
+    if index > count:
+        has = f"{count} exchange" + ("" if count == 1 else "s")
+        raise SourceError(f"{os.fspath(path)} has {has}: there is no #{index}")
+    return (transcript.exchanges[index - 1],)
+
+
+def _not_a_transcript(name: str) -> str:
+    """Why `name` cannot be read as a transcript, with the likely slip named."""
+    if os.path.isdir(name):
+        return f"{name}: is a folder; name one transcript file (FILE or FILE#N)"
+    before = name.rpartition("#")[0]
+    if before and os.path.isfile(before):
+        return f"{name}: no such transcript; after '#' comes an exchange number, e.g. {before}#1"
+    return f"{name}: no such transcript"
+
+
+@dataclass
+class FileReport:
+    """What sync or check found in one Markdown file."""
+
+    path: str
+    markers: int = 0
+    outdated: list[Marker] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    written: bool = False
+
+
+def sync_paths(paths: Iterable[str | os.PathLike[str]], *, write: bool) -> list[FileReport]:
+    """Render every marked block; with `write`, rewrite the files whose blocks changed.
+
+    A file with a broken marker still gets its good blocks synced; the broken ones are left as
+    they are and reported.
+    """
+    cache: dict[Path, Transcript] = {}
+    reports: list[FileReport] = []
+    for raw in paths:
+        files = list(find_markdown([raw]))
+        if not files:  # a folder without Markdown: a typo must not pass as "up to date"
+            name = os.fspath(raw)
+            reports.append(
+                FileReport(name, problems=[Problem(name, None, "no .md files in this folder")])
+            )
+        reports.extend(_sync_file(path, write=write, cache=cache) for path in files)
+    return reports
+
+
+def _sync_file(path: Path, *, write: bool, cache: dict[Path, Transcript]) -> FileReport:
+    name = os.fspath(path)
+    report = FileReport(name)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        report.problems.append(Problem(name, None, f"cannot read: {exc.strerror or exc}"))
+        return report
+    except UnicodeDecodeError:
+        report.problems.append(Problem(name, None, "not UTF-8 text"))
+        return report
+    markers, problems = find_markers(text, name)
+    report.markers = len(markers) + len(problems)
+    report.problems.extend(problems)
+    rendered: dict[int, str] = {}
+    for marker in markers:
+        source = path.parent / marker.path
+        try:
+            exchanges = load_exchanges(source, marker.index, cache)
+        except SourceError as exc:
+            report.problems.append(Problem(name, marker.line, str(exc)))
+            continue
+        content = render_exchanges(exchanges, marker.options)
+        if marker.block is None or marker.block.content != content:
+            report.outdated.append(marker)
+            rendered[marker.line] = content
+    if write and rendered:
+        try:
+            write_text_file(path, apply_blocks(text, report.outdated, rendered))
+        except OSError as exc:
+            report.problems.append(Problem(name, None, f"cannot write: {exc.strerror or exc}"))
+        else:
+            report.written = True
+    report.problems.sort(key=lambda p: p.line or 0)
+    return report
+
+
+def write_text_file(path: Path, text: str) -> None:
+    """Atomic write (temp file + rename) keeping an existing file's permission bits (else 0644).
+
+    `text` is written as it is: no newline translation, so CRLF files stay CRLF.
+    """
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

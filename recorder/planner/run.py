@@ -1,0 +1,158 @@
+"""The planner: regenerate `transcripts/` by recording the scenarios against the kit.
+
+    python -m recorder.planner --out transcripts/         (what `make record` runs)
+
+It starts the kit (on port 41242 when that is free, so that the recorded card URLs read
+`http://localhost:41242/...` as in the guide; else on a free port) and the recording proxy on a
+free loopback port, runs every scenario of `recorder.planner.scenarios` in order through the proxy
+into a fresh folder, checks that each scenario produced exactly its file (`NN-name.http`, in
+order) and that every file parses, and only then replaces the numbered transcripts in `--out`.
+A failed run leaves `--out` as it was. Where a previous file of the same name says the same
+thing, its generated values (ids, timestamps, Date headers) are kept
+(`recorder.replay.rerecord`), so re-recording an unchanged scenario leaves the file unchanged;
+`--fresh` turns that off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import re
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from recorder.errors import ParseError
+from recorder.httpfile import dump, load
+from recorder.kit import KitServer, start_kit
+from recorder.planner.scenarios import SCENARIOS, Scenario, Session
+from recorder.record.proxy import create_proxy_app, listening_socket
+from recorder.record.store import file_name
+from recorder.replay.rerecord import keep_recorded_values
+from recorder.rules import DEFAULT_RULES
+from recorder.servers import ServerThread
+
+__all__ = ["PREFERRED_KIT_PORT", "main", "record_scenarios"]
+
+PREFERRED_KIT_PORT = 41242
+# seconds one scenario may take in all (each wait inside it is bounded too, by LIMIT; the
+# slowest, subscribe, takes well under a second)
+SCENARIO_LIMIT = 120.0
+_NUMBERED = re.compile(r"^\d+-.*\.http$")
+
+
+logger = logging.getLogger(__name__)
+
+
+def _start_kit(port: int) -> KitServer:
+    try:
+        return start_kit(port=port)
+    except OSError as exc:
+        kit = start_kit(port=0)
+        # every Host header and card URL of the new files then names this other port
+        logger.warning(
+            "cannot listen on port %d (%s): the kit runs on port %d, so the transcripts name "
+            "localhost:%d; free port %d and record again to keep the guide's address",
+            port,
+            exc.strerror or exc,
+            kit.port,
+            kit.port,
+            port,
+        )
+        return kit
+
+
+async def _run(
+    scenarios: Sequence[Scenario],
+    proxy_url: str,
+    token: str,
+    *,
+    limit: float = SCENARIO_LIMIT,
+) -> None:
+    card = None
+    for scenario in scenarios:
+        session = Session(scenario.name, proxy_url, token=token, card=card)
+        try:
+            await asyncio.wait_for(scenario.run(session), limit)
+        except TimeoutError as exc:
+            raise RuntimeError(
+                f"scenario {scenario.name!r} did not finish within {limit:g} s"
+            ) from exc
+        except Exception as exc:
+            raise RuntimeError(f"scenario {scenario.name!r} failed: {exc!r}") from exc
+        finally:
+            await session.aclose()
+        card = session.card
+
+
+def record_scenarios(
+    out: Path, scenarios: Sequence[Scenario] = SCENARIOS, *, kit_port: int = PREFERRED_KIT_PORT
+) -> list[Path]:
+    """Record `scenarios` into the empty folder `out`; returns the files, checked.
+
+    The kit listens on `kit_port` when it is free, else on a free port (0: any free port)."""
+    with _start_kit(kit_port) as kit:
+        proxy = create_proxy_app(kit.base_url, out=out)
+        with ServerThread(
+            proxy,
+            sock=listening_socket(),
+            lifespan="on",
+            server_header=False,
+            date_header=False,
+        ) as server:
+            asyncio.run(_run(scenarios, server.url, kit.token))
+    expected = [file_name(n, s.name) for n, s in enumerate(scenarios, start=1)]
+    written = sorted(p.name for p in out.iterdir())
+    if written != expected:
+        raise RuntimeError(f"expected the files {expected}, the recorder wrote {written}")
+    paths = [out / name for name in expected]
+    for path in paths:
+        load(path)  # every file parses
+    return paths
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="transcripts/", help="the transcripts folder")
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="write the new recording as it came, without keeping the previous files' "
+        "generated values where nothing else changed",
+    )
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        print(f"planner: --out {out} is a file; name the transcripts folder", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    with tempfile.TemporaryDirectory(prefix="recorder-planner-") as tmp:
+        try:
+            paths = record_scenarios(Path(tmp))
+        except Exception as exc:
+            print(f"planner: {exc}; {out} is unchanged", file=sys.stderr)
+            return 1
+        out.mkdir(parents=True, exist_ok=True)
+        previous = {}
+        for old in out.iterdir():
+            if _NUMBERED.match(old.name):
+                if not args.fresh:
+                    with contextlib.suppress(ParseError):
+                        previous[old.name] = load(old)
+                old.unlink()
+        for path in paths:
+            fresh = load(path)
+            if path.name in previous:
+                fresh = keep_recorded_values(previous[path.name], fresh, DEFAULT_RULES)
+            dump(fresh, out / path.name)
+    for path in paths:
+        count = len(load(out / path.name))
+        print(f"planner: wrote {out / path.name} ({count} exchange{'s' if count != 1 else ''})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,354 @@
+"""pytest plugin: replay `.http` transcripts as tests, one test item per exchange.
+
+    pytest transcripts/                                   # plays against a freshly started kit
+    pytest transcripts/ --recorder-agent http://127.0.0.1:41242
+    pytest transcripts/ -k GetTask                        # like `recorder play -k`
+
+Which `.http` files are collected (the plugin is installed with recorder and must stay out of
+the way of projects that do not use it):
+
+- every `*.http` file under a folder listed in the ini option `recorder_transcripts`;
+- every `*.http` file named on the command line;
+- when `recorder_transcripts` is not set: every `*.http` file under a folder named on the
+  command line that starts with recorder's format marker (`# recorder-format: 1`), so other
+  tools' `.http` files are left alone. Folders reached only through `testpaths` are never
+  searched.
+
+Nothing else is collected, and nothing is started until the first exchange runs. Without
+`--recorder-agent`, the bundled kit agent is started on a free loopback port for the session
+(and its token fills `{{A2A_TOKEN}}` unless the environment sets it). The ini options
+`recorder_agent`, `recorder_rules` (relative to the ini file's folder) and `recorder_timeout`
+set the same as the command-line options, which win when given.
+
+The items of one file share one `ReplayState` and must run in file order: a later request
+carries forward ids from earlier replies. Selecting some items (`-k`) or running one item
+alone still works: the earlier exchanges of its file are played first as setup (not reported).
+With pytest-xdist use `--dist loadfile` (or `loadscope`): each file then runs on one worker in
+order. Other modes stay correct but replay setup exchanges more than once.
+
+A mismatch is reported as `recorder play` reports it (file, exchange, frame, JSON path,
+expected and actual).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    import httpx
+
+    from recorder.replay.player import ExchangeResult, FilePlayer
+    from recorder.rules import Rules
+
+MARKER = b"# recorder-format:"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("recorder", "replaying .http transcripts (recorder)")
+    group.addoption(
+        "--recorder-agent",
+        metavar="URL",
+        default=None,
+        help="Agent that transcripts are played against (default: start the bundled kit).",
+    )
+    group.addoption(
+        "--recorder-rules",
+        metavar="FILE",
+        default=None,
+        help="YAML rules file merged over the A2A defaults.",
+    )
+    group.addoption(
+        "--recorder-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="Seconds allowed for each reply (default 30).",
+    )
+    parser.addini(
+        "recorder_transcripts",
+        type="paths",
+        default=[],
+        help="Folders whose .http transcripts are collected as tests (one per exchange).",
+    )
+    parser.addini(
+        "recorder_agent", default="", help="Like --recorder-agent (the option wins when given)."
+    )
+    parser.addini(
+        "recorder_rules",
+        default="",
+        help="Like --recorder-rules; a relative path is relative to the ini file's folder.",
+    )
+    parser.addini(
+        "recorder_timeout", default="", help="Like --recorder-timeout (default 30 seconds)."
+    )
+
+
+def _agent_setting(config: pytest.Config) -> str | None:
+    value: str | None = config.getoption("recorder_agent", None) or config.getini("recorder_agent")
+    return value or None
+
+
+def _rules_setting(config: pytest.Config) -> str | None:
+    option: str | None = config.getoption("recorder_rules", None)
+    if option:
+        return option  # relative to where pytest was started, like any command-line path
+    value: str = config.getini("recorder_rules")
+    if not value:
+        return None
+    base = config.inipath.parent if config.inipath is not None else config.rootpath
+    return str(base / value)
+
+
+def _timeout_setting(config: pytest.Config) -> float:
+    option: float | None = config.getoption("recorder_timeout", None)
+    if option is not None:
+        return option
+    value: str = config.getini("recorder_timeout")
+    if not value:
+        return 30.0
+    try:
+        return float(value)
+    except ValueError:
+        raise pytest.UsageError(
+            f"recorder_timeout (ini): expected a number of seconds, got {value!r}"
+        ) from None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.suffix != ".http" or not _wanted(file_path, parent.config):
+        return None
+    collector: TranscriptFile = TranscriptFile.from_parent(parent, path=file_path)
+    return collector
+
+
+def _wanted(file_path: Path, config: pytest.Config) -> bool:
+    path = file_path.resolve()
+    folders: list[Path] = config.getini("recorder_transcripts")
+    if any(path.is_relative_to(folder.resolve()) for folder in folders):
+        return True
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return False
+    invoked_in = config.invocation_params.dir
+    for arg in config.args:
+        named = (invoked_in / arg.split("::", 1)[0]).resolve()
+        if path == named:
+            return True
+        # with the ini option set, only its folders are searched (test fixtures stay out)
+        if not folders and named.is_dir() and path.is_relative_to(named):
+            return _has_marker(path)
+    return False
+
+
+def _has_marker(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(MARKER) + 3).lstrip(b"\xef\xbb\xbf").startswith(MARKER)
+    except OSError:
+        return False
+
+
+class _Agent:
+    """The session's agent: the one named by --recorder-agent, or a kit started on first use."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self._handle: Any = None
+        self._transport: httpx.HTTPTransport | None = None
+        self._rules: Rules | None = None
+        self.base_url = ""
+        self.live_base: str | None = None
+        self.variables: dict[str, str] = {}
+
+    def ensure(self) -> None:
+        if self._transport is not None:
+            return
+        from recorder.replay.player import agent_base_url, make_transport
+        from recorder.rules import load_rules
+
+        self._rules = load_rules(_rules_setting(self.config))
+        self.variables = dict(os.environ)
+        agent = _agent_setting(self.config)
+        if agent:
+            self.base_url = agent_base_url(agent)
+        else:
+            from recorder.kit import start_kit
+
+            self._handle = start_kit(host="127.0.0.1", port=0)
+            self.base_url = agent_base_url(self._handle.url)
+            self.live_base = agent_base_url(self._handle.base_url)
+            self.variables.setdefault("A2A_TOKEN", self._handle.token)
+        self._transport = make_transport(self.base_url)
+
+    @property
+    def timeout(self) -> float:
+        return _timeout_setting(self.config)
+
+    def file_player(self, path: str, transcript: Any) -> FilePlayer:
+        from recorder.replay.player import FilePlayer
+
+        self.ensure()
+        assert self._transport is not None and self._rules is not None
+        return FilePlayer(
+            path,
+            transcript,
+            self._transport,
+            self.base_url,
+            rules=self._rules,
+            variables=self.variables,
+            timeout=self.timeout,
+            live_base=self.live_base,
+        )
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
+        if self._handle is not None:
+            self._handle.stop()
+            self._handle = None
+
+
+_AGENT = pytest.StashKey[_Agent]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _check_options(config)
+    config.stash[_AGENT] = _Agent(config)
+
+
+def _check_options(config: pytest.Config) -> None:
+    """A bad --recorder-agent or --recorder-rules is one usage error, before any test runs
+    (not one traceback per item). Nothing is imported unless the options are given."""
+    agent = _agent_setting(config)
+    if agent:
+        from recorder.replay.player import agent_base_url
+
+        try:
+            agent_base_url(agent)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--recorder-agent: {exc}") from None
+    timeout = _timeout_setting(config)
+    if not 0 < timeout <= 86400:
+        raise pytest.UsageError(
+            f"--recorder-timeout: expected seconds above 0 and at most 86400, got {timeout:g}"
+        )
+    rules = _rules_setting(config)
+    if rules:
+        from recorder.errors import RecorderError
+        from recorder.rules import load_rules
+
+        try:
+            load_rules(rules)
+        except RecorderError as exc:
+            raise pytest.UsageError(f"--recorder-rules: {exc}") from None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    agent = config.stash.get(_AGENT, None)
+    if agent is not None:
+        agent.close()
+
+
+class ExchangeMismatch(Exception):
+    """An exchange's live reply differs from the golden one."""
+
+    def __init__(self, path: str, result: ExchangeResult) -> None:
+        super().__init__(f"{path}: exchange {result.number} does not match")
+        self.path = path
+        self.result = result
+
+
+class TranscriptFile(pytest.File):
+    """One `.http` transcript: its exchanges are the test items."""
+
+    _player: FilePlayer | None = None
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ran: set[int] = set()  # the exchanges whose items ran in this session
+
+    @property
+    def display_path(self) -> str:
+        return os.path.relpath(self.path, self.config.invocation_params.dir)
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from recorder.errors import ParseError
+        from recorder.httpfile import load
+
+        try:
+            self.transcript = load(self.path)
+        except ParseError as exc:
+            raise self.CollectError(str(exc)) from None
+        if not self.transcript.exchanges:
+            raise self.CollectError(f"{self.display_path}: no exchanges")
+        for index, exchange in enumerate(self.transcript.exchanges):
+            title = exchange.title.replace("::", ":")
+            name = f"{index + 1:02d} {title}".rstrip()
+            yield ExchangeItem.from_parent(self, name=name, index=index)
+
+    def player(self) -> FilePlayer:
+        if self._player is None:
+            agent = self.config.stash[_AGENT]
+            self._player = agent.file_player(self.display_path, self.transcript)
+        return self._player
+
+
+class ExchangeItem(pytest.Item):
+    """One exchange of a transcript, played after every earlier exchange of its file."""
+
+    def __init__(self, *, index: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.index = index
+
+    @property
+    def transcript_file(self) -> TranscriptFile:
+        parent = self.parent
+        assert isinstance(parent, TranscriptFile)
+        return parent
+
+    def runtest(self) -> None:
+        file = self.transcript_file
+        file.ran.add(self.index)
+        player = file.player()
+        result = player.play_until(self.index)
+        if not result.played:
+            # an earlier exchange of the file got no reply: this one would need its ids. When
+            # that exchange was a test of its own, it failed already; when it was not selected
+            # (-k), its error is this item's failure, not a silent skip
+            cause = player.no_reply
+            if cause is not None and cause.number - 1 not in file.ran:
+                file.ran.add(cause.number - 1)  # reported once, here; the next items skip
+                raise ExchangeMismatch(file.display_path, cause)
+            pytest.skip(result.error or "not played")
+        if not result.passed:
+            raise ExchangeMismatch(file.display_path, result)
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str:
+        from recorder.errors import RecorderError
+
+        error = excinfo.value
+        if isinstance(error, ExchangeMismatch):
+            from recorder.replay.player import TranscriptResult
+            from recorder.replay.report import transcript_lines
+
+            lines = transcript_lines(TranscriptResult(error.path, (error.result,)))
+            return "\n".join(lines)
+        if isinstance(error, RecorderError):
+            return f"recorder: {error}"
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
+        file = self.transcript_file
+        exchange = file.transcript.exchanges[self.index]
+        line = exchange.line - 1 if exchange.line is not None else None
+        title = f" ({exchange.title})" if exchange.title else ""
+        return self.path, line, f"{file.display_path}: exchange {self.index + 1}{title}"

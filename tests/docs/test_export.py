@@ -1,0 +1,455 @@
+"""recorder.docs.export and `recorder export`: curl commands and requests-only .http files.
+
+The shell quoting is checked by running the commands in a real bash with a stand-in `curl` that
+records its arguments; the commands themselves are checked end to end by running the real curl
+against the kit for every shipped transcript (or the seed fixtures before there are any).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from factories import make_exchange, make_request
+
+from recorder import Exchange, Headers, Response, load
+from recorder.cli import main
+from recorder.docs.export import (
+    ExportError,
+    curl_command,
+    exchange_curl_command,
+    export_curl,
+    export_http,
+    is_streaming_request,
+)
+
+ROOT = Path(__file__).parent.parent.parent
+SEED = Path(__file__).parent.parent / "fixtures" / "seed"
+BASH = shutil.which("bash")
+CURL = shutil.which("curl")
+
+SEED_CURL = """\
+# curl commands for the requests of 02-message-reply.http
+
+# 1. SendMessage: ask which languages the reviewer knows
+curl -sS -i http://localhost:41242/a2a/jsonrpc \\
+  -H 'Accept: */*' \\
+  -H 'Content-Type: application/json' \\
+  -H 'A2A-Version: 1.0' \\
+  --data-binary '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"d95bafc8-f2a4-427b-9cf4-bb99f4bea973","role":"ROLE_USER","parts":[{"text":"What languages can you review?"}]}}}'
+"""  # noqa: E501
+
+
+def json_post(body: bytes, **headers: str) -> Any:
+    pairs = [("Host", "localhost:41242"), ("Content-Type", "application/json")]
+    pairs.extend((name.replace("_", "-"), value) for name, value in headers.items())
+    return make_request(headers=Headers(pairs), body=body)
+
+
+# --------------------------------------------------------------------------- curl, as text
+
+
+def test_curl_export_of_the_seed_transcript() -> None:
+    exchanges = load(SEED / "02-message-reply.http").exchanges
+    assert export_curl(exchanges, source="02-message-reply.http") == SEED_CURL
+
+
+def test_cli_export_to_curl_prints_the_commands() -> None:
+    result = CliRunner().invoke(
+        main, ["export", str(SEED / "02-message-reply.http"), "--to", "curl"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout == SEED_CURL.replace(
+        "requests of 02-message-reply.http", f"requests of {SEED / '02-message-reply.http'}"
+    )
+
+
+def test_cli_export_of_exchange_n_numbers_it_n(tmp_path: Path) -> None:
+    from recorder import Transcript, dump
+
+    source = tmp_path / "errors.http"
+    first = load(SEED / "04-streaming-review.http").exchanges[0]
+    request = first.request
+    separator_body = dataclasses.replace(
+        first,
+        request=dataclasses.replace(
+            request,
+            headers=request.headers.replaced("Content-Type", "text/plain"),
+            body=b"### not a separator\n",
+        ),
+    )
+    hostless = dataclasses.replace(
+        first, request=dataclasses.replace(request, headers=request.headers.without("Host"))
+    )
+    dump(Transcript((first, first, separator_body, hostless)), source)
+    lines = [exchange.line for exchange in load(source)]
+    result = CliRunner().invoke(main, ["export", f"{source}#2", "--to", "curl"])
+    assert result.exit_code == 0, result.output
+    assert "\n# 2. " in result.stdout and "# 1." not in result.stdout
+    # an error names the exchange by its number in the file, and its line
+    result = CliRunner().invoke(main, ["export", f"{source}#3", "--to", "http"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {source}:{lines[2]}: exchange 3: "), result.stderr
+    result = CliRunner().invoke(main, ["export", f"{source}#4", "--to", "curl"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {source}:{lines[3]}: exchange 4: "), result.stderr
+
+
+def test_http_export_without_any_host_names_the_file(tmp_path: Path) -> None:
+    first = load(SEED / "02-message-reply.http").exchanges[0]
+    hostless = dataclasses.replace(
+        first,
+        request=dataclasses.replace(first.request, headers=first.request.headers.without("Host")),
+    )
+    with pytest.raises(ExportError, match=r"^x\.http: no request has a Host header"):
+        export_http([hostless], source="x.http")
+
+
+def test_cli_export_to_an_unwritable_place_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    out = tmp_path / "no-such-folder" / "out.http"
+    args = ["export", str(SEED / "02-message-reply.http"), "--to", "http", "-o", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"error: cannot write {out}: No such file or directory\n"
+
+
+def test_cli_export_never_overwrites_the_transcript_it_reads(tmp_path: Path) -> None:
+    source = tmp_path / "02-message-reply.http"
+    shutil.copy(SEED / "02-message-reply.http", source)
+    before = source.read_bytes()
+    result = CliRunner().invoke(main, ["export", f"{source}#1", "--to", "http", "-o", str(source)])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"error: -o {source} would overwrite the transcript it exports\n"
+    assert source.read_bytes() == before
+
+
+def test_transport_headers_are_left_to_curl() -> None:
+    request = make_request(
+        headers=Headers(
+            [
+                ("Host", "localhost:41242"),
+                ("User-Agent", "python-httpx/0.28.1"),
+                ("Accept-Encoding", "gzip, deflate"),
+                ("Connection", "keep-alive"),
+                ("A2A-Version", "1.0"),
+            ]
+        ),
+        method="GET",
+        target="/a2a/rest/tasks/t-1",
+        body=b"",
+    )
+    assert curl_command(request) == (
+        "curl -sS -i http://localhost:41242/a2a/rest/tasks/t-1 \\\n  -H 'A2A-Version: 1.0'"
+    )
+
+
+def test_base_url_replaces_the_recorded_host_and_keeps_a_path_prefix() -> None:
+    request = make_request(method="GET", target="/a2a/rest/tasks?pageSize=1", body=b"")
+    command = curl_command(request, base_url="http://127.0.0.1:5000/prefix/")
+    assert command.startswith(
+        "curl -sS -i 'http://127.0.0.1:5000/prefix/a2a/rest/tasks?pageSize=1'"
+    )
+
+
+def test_a_base_url_without_scheme_is_refused() -> None:
+    with pytest.raises(ExportError, match="must start with http:// or https://"):
+        curl_command(make_request(), base_url="localhost:41242")
+
+
+def test_without_host_or_base_url_the_error_says_what_to_pass() -> None:
+    request = make_request(headers=Headers([("Content-Type", "application/json")]))
+    with pytest.raises(ExportError, match=r"has no Host header: pass a base URL \(--base-url"):
+        curl_command(request)
+
+
+def test_cli_export_without_host_exits_2_naming_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "t.http"
+    path.write_text("### x\nGET /a HTTP/1.1\n\nHTTP/1.1 200 OK\n")
+    result = CliRunner().invoke(main, ["export", str(path), "--to", "curl"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {path}:1: exchange 1: GET /a has no Host header: pass a base URL "
+        "(--base-url http://127.0.0.1:41242)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("request_", "flags"),
+    [
+        (make_request(method="DELETE", body=b""), "curl -sS -i -X DELETE "),
+        (make_request(method="POST", body=b""), "curl -sS -i -X POST "),
+        (make_request(method="GET"), "curl -sS -i -X GET "),  # GET with a body
+        (make_request(method="HEAD", body=b""), "curl -sS -i --head "),
+        (make_request(target="/a?x={1}", body=b""), "curl -sS -i -g -X POST "),
+    ],
+)
+def test_method_flags_only_where_curl_would_not_infer_them(request_: Any, flags: str) -> None:
+    assert curl_command(request_, base_url="http://h").startswith(flags)
+
+
+def test_empty_header_value_is_sent_empty_not_removed() -> None:
+    request = make_request(headers=Headers([("Host", "h"), ("X-Empty", "")]), body=b"")
+    assert "-H 'X-Empty;'" in curl_command(request)
+
+
+def test_a_body_without_content_type_does_not_get_curls_form_type() -> None:
+    request = make_request(headers=Headers([("Host", "h")]), body=b"raw")
+    assert curl_command(request).endswith("-H 'Content-Type:' \\\n  --data-binary raw")
+
+
+@pytest.mark.parametrize(
+    ("request_", "streaming"),
+    [
+        (json_post(b'{"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage"}'), True),
+        (json_post(b'{"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask"}'), True),
+        (json_post(b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage"}'), False),
+        (json_post(b"{}", Accept="text/event-stream"), True),
+        (make_request(target="/a2a/rest/message:stream"), True),
+        (make_request(target="/a2a/rest/tasks/t-1:subscribe"), True),
+    ],
+)
+def test_streams_are_recognised(request_: Any, streaming: bool) -> None:
+    assert is_streaming_request(request_) is streaming
+    assert (" -N " in curl_command(request_, base_url="http://h")) is streaming
+
+
+def test_a_recorded_stream_reply_makes_the_command_unbuffered() -> None:
+    stream = Response(
+        200, "OK", Headers([("Content-Type", "text/event-stream")]), body=b"data: x\n\n"
+    )
+    exchange = make_exchange(request=json_post(b'{"method": "Custom"}'), response=stream)
+    assert " -N " in exchange_curl_command(exchange)
+
+
+# --------------------------------------------------------------------------- curl, run by bash
+
+
+@pytest.fixture
+def fake_curl(tmp_path: Path) -> Iterator[Path]:
+    """A `curl` on PATH that writes its arguments (NUL-separated) and its stdin to files."""
+    if BASH is None:
+        pytest.skip("bash is not installed")
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    script = folder / "curl"
+    script.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do printf \'%s\\0\' "$a" >> "$FAKE_CURL_ARGS"; done\n'
+        'cat > "$FAKE_CURL_STDIN"\n'
+    )
+    script.chmod(0o755)
+    yield tmp_path
+
+
+def run_with_fake_curl(command: str, where: Path, **env: str) -> tuple[list[str], bytes]:
+    args_file, stdin_file = where / "args", where / "stdin"
+    environment = {
+        "PATH": f"{where / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_CURL_ARGS": str(args_file),
+        "FAKE_CURL_STDIN": str(stdin_file),
+        **env,
+    }
+    assert BASH is not None
+    subprocess.run(
+        [BASH, "-c", command], env=environment, check=True, timeout=30, stdin=subprocess.DEVNULL
+    )
+    return args_file.read_bytes().decode().split("\0")[:-1], stdin_file.read_bytes()
+
+
+def test_placeholders_become_shell_variables_and_quoting_survives_bash(fake_curl: Path) -> None:
+    body = (
+        b'{"text": "it\'s $HOME and `id` and \\\\ and {{NOT A NAME}}", "token": "{{PUSH_TOKEN}}"}'
+    )
+    request = json_post(body, Authorization="Bearer {{A2A_TOKEN}}")
+    command = curl_command(request)
+    assert "-H 'Authorization: Bearer '\"$A2A_TOKEN\"" in command
+    args, _ = run_with_fake_curl(command, fake_curl, A2A_TOKEN="s3cr3t", PUSH_TOKEN="p-1")
+    assert args == [
+        "-sS",
+        "-i",
+        "http://localhost:41242/a2a/jsonrpc",
+        "-H",
+        "Content-Type: application/json",
+        "-H",
+        "Authorization: Bearer s3cr3t",
+        "--data-binary",
+        '{"text":"it\'s $HOME and `id` and \\\\ and {{NOT A NAME}}","token":"p-1"}',
+    ]
+
+
+def test_a_binary_body_is_piped_in_byte_for_byte(fake_curl: Path) -> None:
+    body = bytes(range(256))
+    request = make_request(
+        headers=Headers([("Host", "h"), ("Content-Type", "application/octet-stream")]), body=body
+    )
+    command = curl_command(request)
+    assert command.startswith("printf '%s' ")
+    args, stdin = run_with_fake_curl(command, fake_curl)
+    assert args[-2:] == ["--data-binary", "@-"]
+    assert stdin == body
+
+
+def test_the_whole_export_is_a_runnable_script(fake_curl: Path) -> None:
+    script = export_curl(load(SEED / "11-errors.http").exchanges, source="11-errors.http")
+    args, _ = run_with_fake_curl(script, fake_curl)
+    assert args.count("curl") == 0 and args.count("-sS") == 5  # five commands ran
+    assert '{"jsonrpc":"2.0","id":4,"method":' in args  # the malformed body as recorded
+
+
+# --------------------------------------------------------------------------- .http
+
+
+def test_http_export_keeps_placeholders_as_variables_and_names_them() -> None:
+    card = make_exchange(
+        title="GetExtendedAgentCard",
+        request=make_request(
+            method="GET",
+            target="/a2a/rest/extendedAgentCard",
+            headers=Headers(
+                [
+                    ("Host", "localhost:41242"),
+                    ("User-Agent", "python-httpx/0.28.1"),
+                    ("A2A-Version", "1.0"),
+                    ("Authorization", "Bearer {{A2A_TOKEN}}"),
+                ]
+            ),
+            body=b"",
+        ),
+    )
+    send = make_exchange(title="GetTask", request=json_post(b'{"jsonrpc": "2.0", "id": 2}'))
+    assert export_http([card, send], source="transcripts/10-extended-card.http") == (
+        "# The requests of transcripts/10-extended-card.http, for JetBrains HTTP Client,\n"
+        "# VS Code REST Client, httpyac and other .http clients.\n"
+        "# Define in your client's environment: A2A_TOKEN\n"
+        "@host = http://localhost:41242\n"
+        "\n"
+        "### GetExtendedAgentCard\n"
+        "GET {{host}}/a2a/rest/extendedAgentCard HTTP/1.1\n"
+        "A2A-Version: 1.0\n"
+        "Authorization: Bearer {{A2A_TOKEN}}\n"
+        "\n"
+        "### GetTask\n"
+        "POST {{host}}/a2a/jsonrpc HTTP/1.1\n"
+        "Content-Type: application/json\n"
+        "\n"
+        "{\n"
+        '  "jsonrpc": "2.0",\n'
+        '  "id": 2\n'
+        "}\n"
+    )  # fmt: skip
+
+
+def test_http_export_refuses_a_body_line_the_clients_would_misread() -> None:
+    request = make_request(headers=Headers([("Host", "h")]), body=b"line\n### not a separator\n")
+    with pytest.raises(ExportError, match="exchange 1: a body line starts with '###'"):
+        export_http([make_exchange(request=request)])
+
+
+def test_cli_export_to_http_writes_the_file(tmp_path: Path) -> None:
+    out = tmp_path / "requests.http"
+    source = SEED / "11-errors.http"
+    args = [
+        "export",
+        str(source),
+        "--to",
+        "http",
+        "--base-url",
+        "http://127.0.0.1:9",
+        "-o",
+        str(out),
+    ]
+    result = CliRunner().invoke(main, args)
+    assert (result.exit_code, result.stdout) == (0, f"wrote {out}\n")
+    assert out.read_text() == export_http(
+        load(source).exchanges, base_url="http://127.0.0.1:9", source=str(source)
+    )
+    assert out.read_text().count("\n### ") == 5
+
+
+# --------------------------------------------------------------------------- against the kit
+
+
+def shipped_transcripts() -> list[Path]:
+    """Every transcript in transcripts/; the seed fixtures while there are none."""
+    shipped = sorted((ROOT / "transcripts").glob("*.http"))
+    return shipped or sorted(SEED.glob("*.http"))
+
+
+def parse_curl_output(raw: bytes) -> Response:
+    """`curl -i` output -> Response (skipping interim 1xx heads)."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    while head.startswith(b"HTTP/") and b" 100 " in head.split(b"\r\n", 1)[0]:
+        head, _, body = body.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    version, status, *reason = status_line.split(" ", 2)
+    headers = Headers(tuple(line.split(":", 1)) for line in header_lines)
+    return Response(int(status), reason[0] if reason else "", headers, body, http_version=version)
+
+
+@pytest.fixture(scope="module")
+def kit() -> Iterator[Any]:
+    from recorder.kit import start_kit
+
+    # The slow review ("please review slowly") stays WORKING for 30 s by default; a stream that
+    # follows it (08-subscribe) ends only then. Curl runs the commands one after another, so a
+    # short slow review keeps the test quick; every status code stays the recorded one.
+    with start_kit(slow_review_seconds=2.0) as server:
+        yield server
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(CURL is None, reason="the curl binary is not installed (apt-get install curl)")
+@pytest.mark.skipif(BASH is None, reason="bash is not installed")
+@pytest.mark.parametrize("path", shipped_transcripts(), ids=lambda p: p.name)
+def test_curl_export_replayed_against_the_kit_gives_the_recorded_status(
+    path: Path, kit: Any
+) -> None:
+    """Each exported command, run by bash and the real curl, gets the status the file recorded.
+
+    Later requests name ids the agent generated earlier (GetTask after SendMessage); the
+    player's carry-forward (`ReplayState.prepare`) puts the live ids in before export, as a user
+    would paste them into the next command.
+    """
+    from recorder.replay.state import ReplayState
+    from recorder.rules import DEFAULT_RULES
+
+    transcript = load(path)
+    host = next(
+        (e.request.headers.get("Host") for e in transcript if e.request.headers.get("Host")), None
+    )
+    state = ReplayState(
+        DEFAULT_RULES, recorded_base=f"http://{host}" if host else None, live_base=kit.url
+    )
+    env = {"PATH": os.environ["PATH"], "A2A_TOKEN": kit.token}
+    assert BASH is not None
+    for number, exchange in enumerate(transcript, start=1):
+        live_request = state.prepare(exchange.request)
+        command = exchange_curl_command(
+            dataclasses.replace(exchange, request=live_request), base_url=kit.url
+        )
+        completed = subprocess.run(
+            [BASH, "-c", command + " --max-time 60"],
+            env=env,
+            capture_output=True,
+            timeout=90,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        where = f"{path.name}:{exchange.line} (exchange {number}, {exchange.title})"
+        assert completed.returncode == 0, f"{where}: curl failed: {completed.stderr.decode()}"
+        live = parse_curl_output(completed.stdout)
+        assert live.status == exchange.response.status, f"{where}:\n{command}"
+        state.compare(exchange, live)  # learns the live ids for the next requests
+
+
+def test_exchange_curl_command_is_what_export_curl_prints() -> None:
+    exchanges = load(SEED / "04-streaming-review.http").exchanges
+    exchange: Exchange = exchanges[0]
+    assert exchange_curl_command(exchange) in export_curl(exchanges)

@@ -1,0 +1,431 @@
+"""Naming, numbering and the transcript writer."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from factories import make_exchange, make_request
+
+from recorder import Headers, Request, Transcript, dumps, load
+from recorder.record.store import (
+    MAX_RESERVED,
+    TranscriptStore,
+    during_tagged,
+    exchange_title,
+    file_name,
+    header_case,
+    next_number,
+    operation_name,
+    slugify,
+)
+
+JSON = Headers([("Content-Type", "application/json")])
+PUSH = "/a2a/rest/tasks/t-1/pushNotificationConfigs"
+
+
+@pytest.mark.parametrize(
+    ("method", "target", "body", "expected"),
+    [
+        ("POST", "/a2a/jsonrpc", b'{"id":1,"method":"SendMessage"}', "SendMessage"),
+        (
+            "POST",
+            "/a2a/jsonrpc",
+            b'{"id":3,"method":"message/send"}',
+            "message/send",
+        ),
+        ("GET", "/.well-known/agent-card.json", b"", "GetAgentCard"),
+        ("GET", "/tenant/.well-known/agent-card.json", b"", "GetAgentCard"),
+        ("POST", "/a2a/rest/message:send", b"{}", "SendMessage"),
+        ("POST", "/a2a/rest/message:stream", b"{}", "SendStreamingMessage"),
+        ("GET", "/a2a/rest/tasks/t-1", b"", "GetTask"),
+        ("GET", "/a2a/rest/tasks/t-1?historyLength=2", b"", "GetTask"),
+        ("GET", "/a2a/rest/tasks?contextId=c", b"", "ListTasks"),
+        ("POST", "/a2a/rest/tasks/t-1:cancel", b"{}", "CancelTask"),
+        ("GET", "/a2a/rest/tasks/t-1:subscribe", b"", "SubscribeToTask"),
+        ("POST", "/a2a/rest/tasks/t-1:subscribe", b"", "SubscribeToTask"),
+        (
+            "POST",
+            PUSH,
+            b"{}",
+            "CreateTaskPushNotificationConfig",
+        ),
+        (
+            "GET",
+            PUSH,
+            b"",
+            "ListTaskPushNotificationConfigs",
+        ),
+        (
+            "GET",
+            PUSH + "/p",
+            b"",
+            "GetTaskPushNotificationConfig",
+        ),
+        (
+            "DELETE",
+            PUSH + "/p",
+            b"",
+            "DeleteTaskPushNotificationConfig",
+        ),
+        ("GET", "/a2a/rest/extendedAgentCard", b"", "GetExtendedAgentCard"),
+        ("GET", "/a2a/rest/nope", b"", "GET /a2a/rest/nope"),
+        ("POST", "/a2a/jsonrpc", b'{"jsonrpc":"2.0","id":7,"method":', "POST /a2a/jsonrpc"),
+        ("POST", "/a2a/jsonrpc", b"[]", "POST /a2a/jsonrpc"),
+    ],
+)
+def test_operation_name(method: str, target: str, body: bytes, expected: str) -> None:
+    headers = JSON if body else Headers()
+    request = Request(method=method, target=target, headers=headers, body=body)
+    assert operation_name(request) == expected
+
+
+def test_exchange_title_adds_a_one_line_description() -> None:
+    request = make_request()
+    assert exchange_title(request) == "GetTask"
+    assert exchange_title(request, "read  the\n review") == "GetTask: read the review"
+
+
+@pytest.mark.parametrize(
+    ("name", "slug"),
+    [
+        ("message-reply", "message-reply"),
+        ("Message Reply", "message-reply"),
+        ("GetTask", "get-task"),
+        ("SendStreamingMessage", "send-streaming-message"),
+        ("GET /a2a/rest/nope", "get-a2a-rest-nope"),
+        ("../../etc/passwd", "etc-passwd"),
+        ("a/b\\c", "a-b-c"),
+        ("..", None),
+        ("", None),
+        ("/", None),
+        ("x" * 200, "x" * 60),
+        ("Überprüfung 2", "uberprufung-2"),
+        ("Café\x00crème/..", "cafe-creme"),
+        ("ﬁle ＣＯＮ", "file-con"),
+        ("日本語", None),
+    ],
+)
+def test_slugify(name: str, slug: str | None) -> None:
+    if slug is None:
+        with pytest.raises(ValueError, match="file name"):
+            slugify(name)
+    else:
+        assert slugify(name) == slug
+        assert "/" not in slug and ".." not in slug
+
+
+def test_next_number_continues_after_the_highest() -> None:
+    assert next_number([]) == 1
+    assert next_number(["01-a.http", "11-errors.http", "readme.md", "7-x.http"]) == 12
+    assert next_number(["99-a.http"]) == 100
+    assert next_number(["x-01.http", "01-a.txt"]) == 1
+    assert file_name(3, "get-task") == "03-get-task.http"
+    assert file_name(123, "a") == "123-a.http"
+
+
+@pytest.mark.parametrize(
+    ("lower", "conventional"),
+    [
+        ("content-type", "Content-Type"),
+        ("a2a-version", "A2A-Version"),
+        ("a2a-extensions", "A2A-Extensions"),
+        ("etag", "ETag"),
+        ("www-authenticate", "WWW-Authenticate"),
+        ("x-api-key", "X-API-Key"),
+        ("cache-control", "Cache-Control"),
+        ("X-Custom-ID", "X-Custom-ID"),
+    ],
+)
+def test_header_case(lower: str, conventional: str) -> None:
+    assert header_case(lower) == conventional
+
+
+def test_scenario_exchanges_go_to_one_file_in_request_order(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    first, second = store.begin(), store.begin()
+    late = make_exchange(title="second")
+    early = make_exchange(title="first")
+    path_a = store.write(second, late, scenario="Message Reply", operation="GetTask")
+    path_b = store.write(first, early, scenario="Message Reply", operation="GetTask")
+    assert path_a == path_b == tmp_path / "01-message-reply.http"
+    assert [e.title for e in load(path_a)] == ["first", "second"]
+
+
+def test_without_scenario_each_exchange_gets_a_numbered_file(tmp_path: Path) -> None:
+    (tmp_path / "07-old.http").write_text("# recorder-format: 1\n")
+    store = TranscriptStore(tmp_path)
+    paths = [
+        store.write(store.begin(), make_exchange(), scenario=None, operation="GetTask")
+        for _ in range(2)
+    ]
+    assert [p.name for p in paths] == ["08-get-task.http", "09-get-task.http"]
+
+
+def test_ended_scenario_starts_a_new_file(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    one = store.write(store.begin(), make_exchange(), scenario="s", operation="GetTask")
+    store.end("s")
+    two = store.write(store.begin(), make_exchange(), scenario="s", operation="GetTask")
+    assert (one.name, two.name) == ("01-s.http", "02-s.http")
+
+
+def test_scrub_runs_over_the_whole_text(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path, scrub=lambda text, secrets: text.replace("t-1", "T-ONE"))
+    exchange = make_exchange()
+    path = store.write(
+        store.begin(), exchange, scenario=None, operation="GetTask", secrets={"t-1": "T"}
+    )
+    assert "t-1" not in path.read_text()
+
+
+def test_failed_write_raises_and_leaves_the_old_file(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    store = TranscriptStore(out)
+    store.prepare()
+    path = store.write(store.begin(), make_exchange(title="kept"), scenario="s", operation="x")
+    before = path.read_bytes()
+    # a file where the folder was: no one (not even root) can create files in it
+    out.rename(tmp_path / "moved")
+    out.write_text("not a folder")
+    with pytest.raises(OSError):
+        store.write(store.begin(), make_exchange(title="lost"), scenario="s", operation="x")
+    with pytest.raises(OSError):  # a new file that could not be written is not counted
+        store.write(store.begin(), make_exchange(), scenario=None, operation="x")
+    assert store.written == [path]
+    out.unlink()
+    (tmp_path / "moved").rename(out)
+    assert path.read_bytes() == before
+    # the failed exchange is not remembered: the next write holds only what was written
+    store.write(store.begin(), make_exchange(title="third"), scenario="s", operation="x")
+    assert [e.title for e in load(path)] == ["kept", "third"]
+
+
+def test_concurrent_writes_lose_nothing(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+
+    def work(n: int) -> None:
+        for _ in range(5):
+            scenario = f"s{n % 3}" if n % 2 else None
+            store.write(store.begin(), make_exchange(), scenario=scenario, operation="GetTask")
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    files = sorted(tmp_path.glob("*.http"))
+    total = sum(len(load(f)) for f in files)
+    assert total == 40
+    numbers = [int(f.name.split("-")[0]) for f in files]
+    assert len(set(numbers)) == len(numbers)
+
+
+def test_during_tags_name_the_open_stream_by_its_place_in_the_file() -> None:
+    send, stream, cancel = (make_exchange(title=t) for t in ("send", "stream", "cancel"))
+    tagged = during_tagged([(3, cancel, (2, 1)), (1, send, None), (2, stream, None)])
+    assert [e.title for e in tagged] == ["send", "stream", "cancel"]
+    assert tagged[2].comments == ("@during exchange 2 frame 1",)
+    # the stream is not written yet: no tag until it is
+    alone = during_tagged([(1, send, None), (3, cancel, (2, 1))])
+    assert alone[1].comments == ()
+
+
+def test_file_text_is_dumps_of_the_tagged_exchanges_whatever_the_arrival_order(
+    tmp_path: Path,
+) -> None:
+    # cached per-exchange blocks must give the same bytes as one dumps of the whole file,
+    # also when an earlier request finishes later and shifts the @during positions
+    store = TranscriptStore(tmp_path)
+    tickets = [store.begin() for _ in range(4)]
+    exchanges = [make_exchange(title=f"e{n}") for n in range(4)]
+    during = {tickets[3]: (tickets[2], 1), tickets[1]: (tickets[0], 2)}
+    written: list[tuple[int, object, tuple[int, int] | None]] = []
+    for n in (2, 3, 1, 0):
+        path = store.write(
+            tickets[n],
+            exchanges[n],
+            scenario="s",
+            operation="x",
+            during=during.get(tickets[n]),
+        )
+        written.append((tickets[n], exchanges[n], during.get(tickets[n])))
+        expected = dumps(Transcript(exchanges=during_tagged(written)))  # type: ignore[arg-type]
+        assert path.read_text() == expected
+    assert [e.comments for e in load(path)] == [
+        (),
+        ("@during exchange 1 frame 2",),
+        (),
+        ("@during exchange 3 frame 1",),
+    ]
+
+
+@pytest.mark.parametrize("fsync", [False, True])
+def test_fsync_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync: bool
+) -> None:
+    flushed: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        flushed.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    store = TranscriptStore(tmp_path, fsync=fsync)
+    path = store.write(store.begin(), make_exchange(), scenario=None, operation="GetTask")
+    assert len(flushed) == (1 if fsync else 0)
+    assert load(path).exchanges == (make_exchange(),)
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left
+
+
+def test_a_request_begun_before_its_scenario_ended_goes_to_its_file(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    first, late = store.begin("s"), store.begin("s")
+    store.write(first, make_exchange(title="first"), scenario="s", operation="GetTask")
+    store.end("s")
+    after = store.begin("s")
+    store.write(after, make_exchange(title="after"), scenario="s", operation="GetTask")
+    store.write(late, make_exchange(title="late"), scenario="s", operation="GetTask")
+    assert [e.title for e in load(tmp_path / "01-s.http")] == ["first", "late"]
+    assert [e.title for e in load(tmp_path / "02-s.http")] == ["after"]
+    assert store._open.keys() == {("s", 1)}  # the ended file is let go once complete
+
+
+def test_a_forgotten_request_lets_its_ended_file_go(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    first, failed = store.begin("s"), store.begin("s")
+    store.write(first, make_exchange(), scenario="s", operation="GetTask")
+    store.end("s")
+    assert store._open.keys() == {("s", 0)}  # `failed` may still come
+    store.forget(failed)
+    store.forget(first)  # already written: nothing happens
+    assert store._open == {} and store._pending == {}
+
+
+def test_a_secret_first_sent_later_is_scrubbed_from_earlier_files(tmp_path: Path) -> None:
+    from recorder.redact import scrub_text
+
+    store = TranscriptStore(tmp_path, scrub=scrub_text)
+    token = "tok-Rk4Lx9Pq"
+    login = make_exchange(title=f"login gave {token}")
+    first = store.write(store.begin(), login, scenario="login", operation="x")
+    other = store.write(store.begin(), make_exchange(title="other"), scenario=None, operation="y")
+    secrets = {token: "A2A_TOKEN"}
+    store.write(
+        store.begin(),
+        make_exchange(),
+        scenario=None,
+        operation="z",
+        secrets=secrets,
+        sent_secrets=secrets,
+    )
+    assert token not in first.read_text() and "{{A2A_TOKEN}}" in first.read_text()
+    assert load(first).exchanges[0].title == "login gave {{A2A_TOKEN}}"
+    assert load(other).exchanges[0].title == "other"
+
+
+def _entries(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def _reserve(store: TranscriptStore) -> tuple[str, int]:
+    """A file from `reserve`, once the background thread has made some (at most 5 s)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        temporary = store.reserve()
+        if temporary is not None:
+            return temporary
+        time.sleep(0.01)
+    raise AssertionError("no temporary file was made ahead")
+
+
+def test_a_reserved_temporary_file_becomes_the_transcript(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    temporary = _reserve(store)
+    tmp, fd = temporary
+    assert os.path.dirname(tmp) == str(tmp_path)
+    inode = os.fstat(fd).st_ino
+    path = store.write(
+        store.begin(), make_exchange(), scenario="s", operation="x", temporary=temporary
+    )
+    assert not os.path.exists(tmp)
+    assert os.stat(path).st_ino == inode  # that very file, renamed: not a new one
+    assert os.stat(path).st_mode & 0o777 == 0o666 & ~_umask()
+    assert len(load(path)) == 1
+    # a scenario file written again keeps the mode it was given
+    os.chmod(path, 0o640)
+    store.write(
+        store.begin(), make_exchange(), scenario="s", operation="x", temporary=_reserve(store)
+    )
+    assert (os.stat(path).st_mode & 0o777, len(load(path))) == (0o640, 2)
+    assert store._reserved == 0
+    store.close()  # the files made ahead and not used are removed
+    assert _entries(tmp_path) == ["01-s.http"]
+
+
+def test_reserved_files_are_removed_when_released_or_when_the_write_fails(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    store = TranscriptStore(out)
+    store.prepare()
+    released = _reserve(store)
+    store.release(released)
+    assert not os.path.exists(released[0])
+    failing = _reserve(store)
+    with pytest.raises(ValueError):  # a scenario name that cannot be a file name
+        store.write(store.begin(), make_exchange(), scenario="..", operation="x", temporary=failing)
+    assert not os.path.exists(failing[0])
+    assert store._reserved == 0
+    store.close()
+    assert _entries(out) == []
+
+
+def test_at_most_max_reserved_temporary_files_are_out_at_once(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    taken = [_reserve(store) for _ in range(MAX_RESERVED)]
+    assert store.reserve() is None  # the write then makes its own
+    path = store.write(store.begin(), make_exchange(), scenario=None, operation="GetTask")
+    assert path.exists()
+    for temporary in taken:
+        store.release(temporary)
+    store.release(_reserve(store))  # there are some again
+    store.close()
+    assert _entries(tmp_path) == [path.name]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_prepare_removes_the_temporary_files_of_processes_that_are_gone(tmp_path: Path) -> None:
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    dead = int(gone.stdout)  # a process that has exited (its pid is not reused this quickly)
+    names = {
+        f".recorder.{dead}.3.tmp": False,  # opened ahead by a recorder that was killed
+        f".01-s.http.{dead}.7.tmp": False,  # a write cut short before its rename
+        f".recorder.{os.getpid()}.1.tmp": True,  # this process's own
+        f".recorder.{os.getppid()}.1.tmp": True,  # a running process's
+        ".recorder.99999999999.1.tmp": True,  # no pid there can be: left alone
+        "01-s.http": True,
+        "notes.tmp": True,
+    }
+    for name in names:
+        (tmp_path / name).write_text("")
+    TranscriptStore(tmp_path).prepare()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        n for n, kept in names.items() if kept
+    )
