@@ -6,6 +6,7 @@ Pure apart from reading files: `check_paths` returns problems as values; the CLI
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,9 @@ from pathlib import Path
 from recorder.errors import ParseError
 from recorder.httpfile import dumps, load
 
-__all__ = ["Problem", "check_paths", "find_files", "find_transcripts"]
+__all__ = ["Problem", "check_paths", "find_files", "find_transcripts", "natural_key"]
+
+_DIGITS = re.compile(r"(\d+)")
 
 
 @dataclass(frozen=True)
@@ -29,13 +32,29 @@ class Problem:
         return f"{where}: {self.message}"
 
 
+def natural_key(path: Path) -> tuple[tuple[tuple[int, str], ...], ...]:
+    """Sort key for number order: `9-a` < `10-a` < `100-a`, folder by folder.
+
+    Each name is cut into runs of digits and runs of other text; a run of digits compares as
+    its number, so transcripts play in their numbers' order past 99 (`100-get-task.http` after
+    `11-errors.http`). Equal numbers spelled differently (`7` and `07`) fall back to the text.
+    """
+    return tuple(
+        tuple(
+            (int(piece), piece) if index % 2 else (-1, piece)
+            for index, piece in enumerate(_DIGITS.split(part))
+        )
+        for part in path.parts
+    )
+
+
 def find_files(paths: Iterable[str | os.PathLike[str]], pattern: str) -> Iterator[Path]:
-    """Each file named, and every file matching `pattern` under each folder named, in name
-    order."""
+    """Each file named, and every file matching `pattern` under each folder named, in number
+    order (`natural_key`: `9-a` before `10-a` before `100-a`)."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            yield from sorted(p for p in path.rglob(pattern) if p.is_file())
+            yield from sorted((p for p in path.rglob(pattern) if p.is_file()), key=natural_key)
         else:
             yield path
 
