@@ -110,7 +110,7 @@ def record_goldens(url: str, folder: Path, exchanges: int) -> int:
     """SendMessage / GetTask pairs spread over FILES files; returns the exchange count."""
     from recorder.httpfile import dump
     from recorder.model import Exchange, Headers, Request, Transcript
-    from recorder.replay.player import make_transport, send_raw
+    from recorder.replay.send import make_transport, send_raw
 
     host = url.removeprefix("http://")
     headers = Headers(
@@ -201,7 +201,7 @@ def play_loop(url: str, folder: Path, exchanges: int, jobs: int = 1) -> float:
 
 def parse_only(folder: Path) -> float:
     """What `play` spends reading the transcripts (part of the play time, shown apart)."""
-    from recorder.replay.player import load_transcripts
+    from recorder.replay.plan import load_transcripts
 
     started = time.perf_counter()
     load_transcripts([folder])

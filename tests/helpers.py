@@ -20,8 +20,9 @@ import httpx
 from recorder.httpfile import dump, dumps, loads
 from recorder.kit import KitServer
 from recorder.model import Exchange, Headers, Request, Response, Transcript
-from recorder.replay.player import fill_placeholders, make_transport, send_raw
+from recorder.replay.send import make_transport, send_raw
 from recorder.replay.state import LiveReply
+from recorder.replay.variables import fill_placeholders
 
 REPO = Path(__file__).resolve().parent.parent
 TRANSCRIPTS = REPO / "transcripts"

@@ -11,14 +11,8 @@ from collections.abc import Iterator
 import click
 
 from recorder.errors import RecorderError
-from recorder.replay.player import (
-    DEFAULT_TIMEOUT,
-    MissingVariableError,
-    PlayResult,
-    TranscriptErrors,
-    agent_base_url,
-    parse_shard,
-)
+from recorder.replay.plan import TranscriptErrors, parse_shard
+from recorder.replay.player import AgentHandle
 from recorder.replay.player import play as play_transcripts
 from recorder.replay.report import (
     TerminalReport,
@@ -27,6 +21,9 @@ from recorder.replay.report import (
     write_junit_error,
     write_junit_xml,
 )
+from recorder.replay.results import PlayResult
+from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url
+from recorder.replay.variables import MissingVariableError
 from recorder.rules import load_rules
 
 
@@ -37,6 +34,14 @@ def _shard(ctx: click.Context, param: click.Parameter, value: str | None) -> tup
         return parse_shard(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+
+
+def _start_embedded_kit() -> AgentHandle:
+    """The bundled kit agent on a free loopback port: what `recorder play` plays against
+    without --agent (imported only then: the kit brings in the a2a-sdk)."""
+    from recorder.kit import start_kit
+
+    return start_kit(host="127.0.0.1", port=0)
 
 
 @contextlib.contextmanager
@@ -169,6 +174,7 @@ def play(
                 shard=shard,
                 timeout=timeout,
                 listener=report,
+                start_agent=_start_embedded_kit,
             )
     except TranscriptErrors as exc:
         for error in exc.errors:

@@ -42,7 +42,8 @@ import pytest
 if TYPE_CHECKING:
     import httpx
 
-    from recorder.replay.player import ExchangeResult, FilePlayer
+    from recorder.replay.player import FilePlayer
+    from recorder.replay.results import ExchangeResult
     from recorder.rules import Rules
 
 MARKER = b"# recorder-format:"
@@ -167,7 +168,7 @@ class _Agent:
     def ensure(self) -> None:
         if self._transport is not None:
             return
-        from recorder.replay.player import agent_base_url, make_transport
+        from recorder.replay.send import agent_base_url, make_transport
         from recorder.rules import load_rules
 
         self._rules = load_rules(_rules_setting(self.config))
@@ -226,7 +227,7 @@ def _check_options(config: pytest.Config) -> None:
     (not one traceback per item). Nothing is imported unless the options are given."""
     agent = _agent_setting(config)
     if agent:
-        from recorder.replay.player import agent_base_url
+        from recorder.replay.send import agent_base_url
 
         try:
             agent_base_url(agent)
@@ -337,8 +338,8 @@ class ExchangeItem(pytest.Item):
 
         error = excinfo.value
         if isinstance(error, ExchangeMismatch):
-            from recorder.replay.player import TranscriptResult
             from recorder.replay.report import transcript_lines
+            from recorder.replay.results import TranscriptResult
 
             lines = transcript_lines(TranscriptResult(error.path, (error.result,)))
             return "\n".join(lines)

@@ -30,7 +30,8 @@ import click
 
 from recorder.httpfile import write_text_atomic
 from recorder.replay.diff import Mismatch
-from recorder.replay.player import ExchangeResult, PlanItem, PlayResult, TranscriptResult
+from recorder.replay.plan import PlanItem
+from recorder.replay.results import ExchangeResult, PlayResult, TranscriptResult
 
 __all__ = [
     "TerminalReport",
@@ -186,7 +187,7 @@ def _style(text: str, fg: str | None, color: bool, *, bold: bool = False) -> str
 
 
 class TerminalReport:
-    """Writes report lines as transcripts finish (a `recorder.replay.player.Listener`)."""
+    """Writes report lines as transcripts finish (a `recorder.replay.results.Listener`)."""
 
     def __init__(
         self,

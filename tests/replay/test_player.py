@@ -27,23 +27,12 @@ from recorder.httpfile import dump, dumps, loads
 from recorder.kit import KitServer, start_kit
 from recorder.model import Exchange, Headers, Request, Response, Transcript
 from recorder.replay.diff import Mismatch
-from recorder.replay.player import (
-    ExchangeResult,
-    MissingVariableError,
-    PlanItem,
-    PlayResult,
-    TranscriptErrors,
-    TranscriptResult,
-    agent_base_url,
-    fill_placeholders,
-    load_transcripts,
-    missing_variables,
-    parse_shard,
-    plan,
-    play,
-    recorded_base_url,
-)
+from recorder.replay.plan import PlanItem, TranscriptErrors, load_transcripts, parse_shard, plan
+from recorder.replay.player import play
 from recorder.replay.report import TerminalReport
+from recorder.replay.results import ExchangeResult, PlayResult, TranscriptResult
+from recorder.replay.send import agent_base_url, recorded_base_url
+from recorder.replay.variables import MissingVariableError, fill_placeholders, missing_variables
 from recorder.rules import DEFAULT_RULES
 from recorder.servers import ServerThread
 
@@ -229,7 +218,7 @@ def test_every_broken_transcript_is_reported_with_file_and_line(tmp_path: Path) 
 
 @pytest.mark.e2e
 def test_goldens_replay_cleanly_against_a_freshly_started_kit(goldens: Path) -> None:
-    result = play([goldens], environ={})
+    result = play([goldens], environ={}, start_agent=start_kit)
     assert mismatch_paths(result) == []
     assert [(Path(t.path).name, len(t.exchanges)) for t in result.transcripts] == [
         ("01-languages.http", 1),
@@ -275,7 +264,7 @@ def test_the_replay_sends_the_live_ids_and_the_live_token(goldens: Path) -> None
 )
 def test_shipped_transcripts_replay_cleanly_five_times_in_a_row() -> None:
     for _ in range(5):
-        result = play([SHIPPED], environ={})
+        result = play([SHIPPED], environ={}, start_agent=start_kit)
         assert mismatch_paths(result) == []
         assert result.exchange_count > 0
 
@@ -700,8 +689,8 @@ def test_the_address_the_kit_prints_replays_cleanly(goldens: Path, kit: KitServe
 
 
 def test_exchanges_not_played_are_one_line_with_their_numbers() -> None:
-    from recorder.replay.player import ExchangeResult, TranscriptResult
     from recorder.replay.report import transcript_lines
+    from recorder.replay.results import ExchangeResult, TranscriptResult
 
     why = "not played: exchange 3 got no reply"
     result = TranscriptResult(

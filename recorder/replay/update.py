@@ -1,0 +1,106 @@
+"""What `recorder play --update` writes: the blessed replies of the exchanges that mismatched,
+put back into their golden file, and when it must leave a file as it was.
+
+A blessed reply is the live one with the golden generated values put back wherever the alias
+mapping holds (`ReplayState.bless`), redacted as the recorder redacts. Only the rewritten
+replies change: the rest of the file stays as it is, byte for byte where it can.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from recorder.errors import ParseError
+from recorder.httpfile import dumps, loads, splice, write_text_atomic
+from recorder.model import Exchange, Response, Transcript
+from recorder.redact import Redactor, scrub_response
+from recorder.replay.results import ExchangeResult
+from recorder.replay.state import LiveReply, ReplayState
+from recorder.rules import Rules
+
+__all__ = ["blessed_exchanges", "why_not_updated", "write_exchanges"]
+
+
+def blessed_exchanges(
+    transcript: Transcript,
+    state: ReplayState,
+    rules: Rules,
+    live: Mapping[int, LiveReply],
+    secrets: Mapping[str, str],
+) -> dict[int, Exchange]:
+    """The exchanges of `transcript` (by 0-based index) whose reply --update rewrites from the
+    `live` replies, each blessed through `state`; an exchange whose blessed reply is the
+    recorded one is left out.
+
+    Secrets never reach the disk: a blessed reply is redacted as the recorder redacts
+    (rules.secret_headers, rules.secret_fields), and the `secrets` (value -> placeholder name:
+    the values of {{A2A_TOKEN}} and the like) are scrubbed wherever such a reply echoes them.
+    """
+    redactor = Redactor(headers=rules.secret_headers, fields=rules.secret_fields)
+    blessed: dict[int, Response] = {}
+    for index in sorted(live):
+        golden = transcript.exchanges[index]
+        response = state.bless(golden.response, live[index], matched=False)
+        blessed[index] = redactor.redact_response(response)
+    scrubbed = {**redactor.seen, **secrets}
+    replaced: dict[int, Exchange] = {}
+    for index, response in blessed.items():
+        golden = transcript.exchanges[index]
+        response = scrub_response(response, scrubbed)
+        if response != golden.response:
+            replaced[index] = replace(golden, response=response)
+    return replaced
+
+
+def write_exchanges(path: str, transcript: Transcript, replaced: Mapping[int, Exchange]) -> bool:
+    """Write `transcript`, with the `replaced` exchanges, back to `path` (atomically).
+
+    Returns False, writing nothing, when the file no longer holds `transcript`: it was edited
+    while it was played, and writing the update would lose the edit.
+    """
+    try:
+        with open(path, encoding="utf-8", newline="") as file:
+            original = file.read()
+        current = loads(original, source=path)
+    except (OSError, UnicodeDecodeError, ParseError):
+        current = None
+    if current is None or (current.exchanges, current.comments) != (
+        transcript.exchanges,
+        transcript.comments,
+    ):
+        return False
+    text = splice(original, transcript, replaced)
+    if text is None:
+        exchanges = tuple(replaced.get(i, e) for i, e in enumerate(transcript.exchanges))
+        text = dumps(replace(transcript, exchanges=exchanges))
+    write_text_atomic(Path(path), text)
+    return True
+
+
+def why_not_updated(
+    results: Mapping[int, ExchangeResult],
+    no_reply: int | None,
+    to_bless: Iterable[int],
+    selected: Iterable[int],
+) -> str | None:
+    """Why --update must leave a file as it is, or None: an exchange got no reply (`no_reply`,
+    0-based), or a request had to carry a recorded id that no live reply paired (blessing its
+    reply would write the agent's answer about an id it never made into the golden file).
+
+    `results` are the verdicts so far, `to_bless` the exchanges whose replies would be
+    rewritten, `selected` the exchanges the run reports.
+    """
+    if no_reply is not None:
+        return f"exchange {no_reply + 1} got no reply"
+    for index in sorted({*selected, *to_bless}):
+        result = results.get(index)
+        if result is None or not result.played:
+            continue
+        if result.notes and result.mismatches:
+            return (
+                f"exchange {result.number} sent a recorded id that no live reply paired;"
+                " fix the exchange before it, or record this scenario again"
+            )
+    return None

@@ -1,0 +1,249 @@
+"""`{{NAME}}` placeholders: which variables a run needs, filling requests (and the recorded
+replies that echo a request's value) from them, and keeping the values of the secret ones off
+the terminal and the disk."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+from recorder.errors import RecorderError
+from recorder.model import Headers, Request, Response, Transcript
+from recorder.redact import PLACEHOLDER, is_form, scrub_text
+from recorder.replay.diff import Mismatch
+from recorder.replay.plan import PlanItem
+from recorder.rules import Rules
+
+__all__ = [
+    "MissingVariableError",
+    "fill_placeholders",
+    "fill_reply_placeholders",
+    "missing_variables",
+    "request_placeholders",
+    "scrub_mismatch",
+    "secret_placeholders",
+    "secret_values",
+]
+
+
+class MissingVariableError(RecorderError):
+    """A transcript uses `{{NAME}}` and the environment has no NAME."""
+
+    def __init__(self, name: str, *, path: str, line: int | None) -> None:
+        self.name = name
+        self.path = path
+        self.line = line
+        where = path if line is None else f"{path}:{line}"
+        super().__init__(
+            f"{where}: the environment variable {name} is not set "
+            f"(the request uses {{{{{name}}}}}); set it and run again"
+        )
+
+
+def missing_variables(
+    items: Iterable[PlanItem], variables: Mapping[str, str]
+) -> MissingVariableError | None:
+    """The first `{{NAME}}` used by a request to be played that `variables` lacks, if any."""
+    for item in items:
+        for exchange in item.transcript.exchanges[: item.play_count]:
+            for name in request_placeholders(exchange.request):
+                if name not in variables:
+                    return MissingVariableError(name, path=item.path, line=exchange.line)
+    return None
+
+
+def request_placeholders(request: Request) -> list[str]:
+    """The NAME of each `{{NAME}}` in the request's target, header values and body."""
+    texts = [request.target, *(value for _, value in request.headers)]
+    if b"{{" in request.body:
+        texts.append(request.body.decode("utf-8", errors="replace"))
+    return [m.group(1) for text in texts for m in PLACEHOLDER.finditer(text)]
+
+
+def fill_placeholders(
+    request: Request, variables: Mapping[str, str], *, path: str = "", line: int | None = None
+) -> Request:
+    """`request` with each `{{NAME}}` in its target, header values and body replaced.
+
+    In the target the value is percent-encoded where a URL needs it; in a JSON body it is
+    JSON-escaped (placeholders stand inside strings). A value that cannot go where its
+    placeholder stands (a line break in a header) is a `RecorderError` naming path:line.
+    """
+
+    def value_of(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in variables:
+            raise MissingVariableError(name, path=path, line=line)
+        return variables[name]
+
+    def in_target(match: re.Match[str]) -> str:
+        return quote(value_of(match), safe="!#$&'()*+,/:;=?@[]~%")
+
+    def in_json(match: re.Match[str]) -> str:
+        return json.dumps(value_of(match), ensure_ascii=False)[1:-1]
+
+    def in_form(match: re.Match[str]) -> str:
+        return quote_plus(value_of(match))
+
+    target = request.target
+    if "{{" in target:
+        target = PLACEHOLDER.sub(in_target, target)
+    headers = request.headers
+    if any("{{" in value for _, value in headers):
+        try:
+            headers = Headers([(n, PLACEHOLDER.sub(value_of, v)) for n, v in headers])
+        except ValueError as exc:
+            where = path if line is None else f"{path}:{line}"
+            raise RecorderError(f"{where}: a placeholder's value cannot be sent: {exc}") from None
+    body = request.body
+    if b"{{" in body:
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            pass  # binary bodies hold no placeholders
+        else:
+            if request.is_json:
+                fill = in_json
+            elif is_form(request.headers.get("Content-Type")):
+                fill = in_form  # the recorder took the value out of a form body
+            else:
+                fill = value_of
+            body = PLACEHOLDER.sub(fill, text).encode()
+    if target is request.target and headers is request.headers and body is request.body:
+        return request
+    return replace(request, target=target, headers=headers, body=body)
+
+
+def fill_reply_placeholders(
+    response: Response, variables: Mapping[str, str], names: Iterable[str]
+) -> Response:
+    """A recorded reply with each `{{NAME}}` of `names` whose variable is set replaced by its
+    value, as it is compared: the recorder (and --update) write a secret that an agent echoes
+    (a token in a message) as its placeholder. Other `{{...}}` text is the agent's own and
+    stays as written, as does a placeholder whose variable is not set."""
+    if b"{{" not in response.body and not any("{{" in value for _, value in response.headers):
+        return response
+    known = {name: variables[name] for name in names if name in variables}
+    if not known:
+        return response
+
+    def plain(match: re.Match[str]) -> str:
+        return known.get(match.group(1), match.group())
+
+    def in_json(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in known:
+            return match.group()
+        return json.dumps(known[name], ensure_ascii=False)[1:-1]
+
+    def in_header(match: re.Match[str]) -> str:
+        # header values are read as Latin-1: a value beyond it comes back as its UTF-8 bytes
+        value = known.get(match.group(1))
+        if value is None:
+            return match.group()
+        return value.encode("utf-8", "surrogateescape").decode("latin-1")
+
+    def filled(text: str, *, is_json: bool) -> str:
+        return PLACEHOLDER.sub(in_json if is_json else plain, text) if "{{" in text else text
+
+    try:
+        headers = Headers(
+            [(n, PLACEHOLDER.sub(in_header, v) if "{{" in v else v) for n, v in response.headers]
+        )
+    except ValueError:  # a value that cannot be a header value (a line break): kept as written
+        headers = response.headers
+    if response.events is not None:
+        events = tuple(
+            replace(
+                event,
+                data=None
+                if event.data is None
+                else filled(event.data, is_json=_is_json_text(event.data)),
+                id=None if event.id is None else filled(event.id, is_json=False),
+            )
+            for event in response.events
+        )
+        return response.with_content(headers, events=events)
+    try:
+        text = response.body.decode("utf-8")
+    except UnicodeDecodeError:
+        return response.with_content(headers, body=response.body)
+    body = filled(text, is_json=response.is_json).encode("utf-8", "surrogateescape")
+    return response.with_content(headers, body=body)
+
+
+def _is_json_text(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def secret_values(variables: Mapping[str, str], names: Iterable[str]) -> dict[str, str]:
+    """value -> placeholder name, for `scrub_text` (which looks for each spelling of a value):
+    the values the environment sets for `names`."""
+    return {variables[n]: n for n in names if variables.get(n)}
+
+
+def scrub_mismatch(mismatch: Mismatch, secrets: Mapping[str, str]) -> Mismatch:
+    """`mismatch` with the `secrets` (value -> placeholder name) scrubbed from what it shows."""
+
+    def scrub(value: Any) -> Any:
+        if isinstance(value, str):
+            return scrub_text(value, secrets)
+        if isinstance(value, dict):
+            return {name: scrub(item) for name, item in value.items()}
+        if isinstance(value, list):
+            return [scrub(item) for item in value]
+        return value
+
+    return replace(
+        mismatch,
+        path=scrub_text(mismatch.path, secrets),
+        expected=scrub(mismatch.expected),
+        actual=scrub(mismatch.actual),
+        message=scrub_text(mismatch.message, secrets),
+    )
+
+
+def secret_placeholders(transcript: Transcript, rules: Rules) -> set[str]:
+    """The placeholders that stand for secrets: the rules' ({{A2A_TOKEN}}), and any the
+    transcript's requests use where a secret goes (a secret header, a secret member's value,
+    a secret query parameter)."""
+    names = {*rules.secret_headers.values(), *rules.secret_fields.values()}
+    secret_headers, secret_fields = rules.secret_headers.keys(), rules.secret_fields.keys()
+    for exchange in transcript.exchanges:
+        request = exchange.request
+        for name, value in request.headers:
+            if name.lower() in secret_headers and "{{" in value:
+                names.update(m.group(1) for m in PLACEHOLDER.finditer(value))
+        if "{{" in request.target and secret_fields:
+            query = request.target.partition("?")[2]
+            for item in query.split("&"):
+                key, _, value = item.partition("=")
+                if key in secret_fields:
+                    names.update(m.group(1) for m in PLACEHOLDER.finditer(value))
+        if b"{{" in request.body and secret_fields and request.json is not None:
+            names.update(_secret_member_placeholders(request.json, secret_fields))
+    return names
+
+
+def _secret_member_placeholders(value: Any, fields: Iterable[str]) -> set[str]:
+    found: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, member in item.items():
+                if key in fields and isinstance(member, str):
+                    found.update(m.group(1) for m in PLACEHOLDER.finditer(member))
+                else:
+                    stack.append(member)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
