@@ -124,9 +124,10 @@ def serve_recorder(port: int, upstream: str, out: str, variant: str) -> None:
     pool = "shared" if variant == "shared" else "per-connection"
     proxy = create_proxy_app(upstream, out=Path(out), pool=pool)  # type: ignore[arg-type]
     if variant == "forward-only":
-        proxy._prepare_request = lambda call: None  # type: ignore[method-assign]
-        proxy._exchange = lambda call, *a, **k: None  # type: ignore[method-assign]
-        proxy._write = lambda call, exchange: None  # type: ignore[method-assign]
+        recording = proxy.recording
+        recording.prepare = lambda call: None  # type: ignore[method-assign]
+        recording.exchange = lambda call, *a, **k: None  # type: ignore[method-assign]
+        recording.write = lambda call, exchange: None  # type: ignore[method-assign]
     stack = ("h11", "asyncio") if variant == "h11-asyncio" else None
     serve(proxy, host="127.0.0.1", port=port, announce=lambda _: None, stack=stack)
 

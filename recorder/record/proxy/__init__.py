@@ -1,0 +1,239 @@
+"""The recording reverse proxy: an ASGI app that forwards to one upstream agent and records.
+
+    client ──▶ proxy (this app, under uvicorn) ──recorder.record.upstream──▶ upstream agent
+                 │
+                 └─▶ TranscriptStore: NN-slug.http, one file per scenario
+
+`RecordingProxy` is the ASGI entry; each concern is a room of its own, holding references to
+the rooms it uses:
+
+- `forwarding` (`Forwarder`): reads the request, forwards it (hop-by-hop and the proxy's own
+  headers dropped, a body over `max_body` answered 413), answers a small reply after its
+  recording, and the upstream's failures with 502/504;
+- `relay` (`StreamRelay`): event streams and large or unsized bodies, chunk by chunk as they
+  arrive, recorded when they end (truncated when the client leaves, the upstream breaks off,
+  or the server shuts down);
+- `agent_cards` (`AgentCards`): agent cards reach the client with their URLs pointing at the
+  proxy (`recorder.record.cards`), with their own ETag;
+- `scenarios` (`Scenarios`): `Recorder-Scenario` / `Recorder-Title` and the control endpoint
+  `/_recorder/scenario`: which file an exchange goes to;
+- `recording` (`Recording`): the exchange as the upstream got and sent it, secrets replaced by
+  `{{PLACEHOLDER}}`s (`recorder.redact`), written through the `TranscriptStore`;
+- `call` (`Call`): one request while it is handled, and the ASGI helpers the rooms share;
+- `server`: `serve` under uvicorn, `parse_listen`, `listening_socket`, `fast_server_options`.
+
+Per request: the forwarder takes the request, the scenario room chooses its scenario, the
+recording room gives it its place in that file, the card room tells a card request, and the
+forwarder forwards it and answers (or the relay streams the reply).
+
+Failures are never silent: upstream refused / reset: 502, timed out: 504 (forwarding); a
+transcript that cannot be written: a buffered reply becomes a 500, a streamed one is cut
+(recording, relay); a stream cut by the client, the upstream or shutdown is recorded
+truncated (relay); anything else the proxy fails at is a 500 naming it (here), or, once the
+reply has started, a connection closed without the final chunk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import urllib.parse
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import httpx
+
+from recorder.record.cards import Origin
+from recorder.record.proxy.agent_cards import AgentCards
+from recorder.record.proxy.call import Message, Receive, Scope, Send, send_error
+from recorder.record.proxy.forwarding import (
+    BUFFER_LIMIT,
+    DEFAULT_TIMEOUT,
+    MAX_REQUEST_BODY,
+    Forwarder,
+    Pool,
+)
+from recorder.record.proxy.recording import Recording
+from recorder.record.proxy.relay import StreamRelay
+from recorder.record.proxy.scenarios import CONTROL_PATH, Scenarios
+from recorder.record.proxy.server import (
+    fast_server_options,
+    listening_socket,
+    parse_listen,
+    serve,
+)
+from recorder.record.store import TranscriptStore
+from recorder.redact import (
+    DEFAULT_SECRET_FIELDS,
+    DEFAULT_SECRET_HEADERS,
+    Redactor,
+    scrub_text,
+    secret_names,
+)
+
+__all__ = [
+    "CONTROL_PATH",
+    "RecordingProxy",
+    "create_proxy_app",
+    "fast_server_options",
+    "listening_socket",
+    "parse_listen",
+    "serve",
+]
+
+log = logging.getLogger(__name__)
+
+
+class RecordingProxy:
+    """The ASGI app: the recording proxy for `upstream` (an http(s) URL), writing transcripts
+    under `out`.
+
+    `fsync=True` flushes every transcript file to the disk before it replaces the old one
+    (survives a power loss; costs a disk flush per exchange). Without it writes are still
+    atomic: a reader, or a restart after the recorder crashed, sees whole files.
+    `max_body`: the longest request body forwarded (bytes; a longer one gets a 413).
+    `buffer_limit`: replies with a Content-Length up to this are read whole before the
+    client gets them (so that a failed write can still become an error reply)."""
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        out: Path,
+        secret_headers: Mapping[str, str] | Iterable[str] = DEFAULT_SECRET_HEADERS,
+        secret_fields: Mapping[str, str] | Iterable[str] = DEFAULT_SECRET_FIELDS,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        pool: Pool = "per-connection",
+        transport: httpx.AsyncBaseTransport | None = None,
+        buffer_limit: int = BUFFER_LIMIT,
+        max_body: int = MAX_REQUEST_BODY,
+        fsync: bool = False,
+    ) -> None:
+        if "@" in urllib.parse.urlsplit(upstream).netloc:
+            # httpx would send them as Basic auth; this proxy forwards the client's headers
+            # only, so they would be dropped without a word (and the message leaves them out)
+            raise ValueError(
+                "the upstream URL holds credentials (user:password@): they are not sent; "
+                "let the client send its Authorization header through the proxy instead"
+            )
+        self.upstream = Origin.parse(upstream)
+        self.upstream_url = self.upstream.base
+        parts = httpx.URL(self.upstream_url)
+        self.store = TranscriptStore(Path(out), scrub=scrub_text, fsync=fsync)
+        redactor = Redactor(
+            headers=secret_names(secret_headers, fold=True),
+            fields=secret_names(secret_fields, fold=False),
+        )
+        self.recording = Recording(self.store, redactor, host_header=parts.netloc.decode("ascii"))
+        self.scenarios = Scenarios(self.store, self.upstream_url)
+        self.cards = AgentCards(self.upstream)
+        self.relay = StreamRelay(self.recording, self.upstream_url)
+        self.forwarder = Forwarder(
+            self.upstream,
+            parts,
+            timeout=timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout),
+            pool=pool,
+            transport=transport,
+            buffer_limit=buffer_limit,
+            max_body=max_body,
+            recording=self.recording,
+            relay=self.relay,
+            cards=self.cards,
+        )
+
+    @property
+    def scenario(self) -> str | None:
+        """The scenario the control endpoint set (None: none)."""
+        return self.scenarios.current
+
+    @scenario.setter
+    def scenario(self, name: str | None) -> None:
+        self.scenarios.current = name
+
+    @property
+    def recorded(self) -> int:
+        """How many exchanges were written."""
+        return self.recording.recorded
+
+    # ---------------------------------------------------------------- ASGI entry
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    self.store.prepare()
+                except OSError as exc:
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def aclose(self) -> None:
+        await self.forwarder.aclose()
+        self.store.close()
+
+    def stop_streams(self) -> None:
+        """End every relayed stream now (called in the event loop when the server shuts down,
+        before it waits for open connections): each is recorded as truncated and its client
+        connection closed without the final chunk. Without this an endless stream (e.g.
+        SubscribeToTask) would hold Ctrl-C for the server's whole grace period and then be
+        cancelled."""
+        self.relay.stop_all()
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self._handle(scope, receive, tracking_send)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if started:
+                raise  # uvicorn closes the connection: the client sees an incomplete reply
+            log.exception("recorder: cannot handle %s %s", scope.get("method"), scope.get("path"))
+            await send_error(send, 500, f"recorder failed: {exc}", self.upstream_url)
+
+    async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """One request, through the rooms."""
+        if scope["path"] == CONTROL_PATH:
+            await self.scenarios.control(scope, receive, send)
+            return
+        call = await self.forwarder.take(scope, receive, send)
+        if call is None:
+            return
+        try:
+            self.scenarios.choose(call)
+        except ValueError as exc:
+            await send_error(send, 400, str(exc), self.upstream_url)
+            return
+        self.recording.begin(call)
+        self.cards.inspect(call, scope)
+        try:
+            await self.forwarder.forward(call, receive, send)
+        except asyncio.CancelledError:
+            if not call.written:  # e.g. the server's shutdown grace period ran out
+                log.warning("%s was cancelled before its reply was recorded", call.shown)
+            raise
+        finally:
+            self.recording.finish(call)
+
+
+# the name the CLI, the tests and the benchmarks build the proxy by
+create_proxy_app = RecordingProxy

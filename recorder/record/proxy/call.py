@@ -1,0 +1,138 @@
+"""One request while the proxy handles it (`Call`), and the ASGI plumbing its rooms share:
+reading a request body, the proxy's own JSON replies (errors name the upstream), and the
+words for an upstream's failure."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from recorder.model import Request
+from recorder.redact import Redactor
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+@dataclass
+class Call:
+    """What the proxy knows about one request while it handles it. The forwarding room makes
+    it from the client's request; the scenario room names its scenario and description, the
+    recording room gives it its ticket, redactor and `during`, the card room its operation."""
+
+    method: str
+    target: str
+    headers: list[tuple[bytes, bytes]]  # as forwarded (lowercase names)
+    body: bytes
+    # the proxy's own request headers (not forwarded): Recorder-Scenario, Recorder-Title, Host
+    scenario_header: bytes | None = None
+    title_header: bytes | None = None
+    client_host: bytes | None = None
+    if_none_match: bytes | None = None
+    scenario: str | None = None
+    description: str | None = None
+    ticket: int = field(init=False)
+    redactor: Redactor = field(init=False)
+    operation: str = ""
+    client_base: str = ""
+    response_started: bool = False
+    # (ticket, frames): sent while that event stream of the same scenario was open
+    during: tuple[int, int] | None = None
+    # the request as recorded, with its title and operation, made while the upstream answers
+    recorded_request: Request | None = None
+    recorded_title: str = ""
+    recorded_operation: str = ""
+    written: bool = False  # the exchange is in its transcript
+    finished: bool = False  # the proxy is done with it
+    # a temporary file made for the write while the upstream answers (`TranscriptStore.reserve`)
+    temporary: tuple[str, int] | None = None
+    sent_secrets: dict[str, str] = field(default_factory=dict)  # those in the request
+
+    @property
+    def shown(self) -> str:
+        """`METHOD target` for logs and error messages, secret query values replaced."""
+        return f"{self.method} {self.redactor.redact_target(self.target)}"
+
+
+class BodyTooLarge(Exception):
+    """A request body longer than the proxy holds."""
+
+
+async def read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or None when the client disconnects first. Raises
+    `BodyTooLarge` as soon as more than `limit` bytes came."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        part = message.get("body", b"")
+        size += len(part)
+        if size > limit:
+            raise BodyTooLarge
+        parts.append(part)
+        if not message.get("more_body", False):
+            return b"".join(parts) if len(parts) != 1 else parts[0]
+
+
+def header_text(value: bytes) -> str:
+    """A header value as text: UTF-8 as clients send names today, else Latin-1 (RFC 9110
+    obs-text), so that every byte keeps a meaning."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value.decode("latin-1")
+
+
+_ERROR_STATUS = {
+    400: "INVALID_ARGUMENT",
+    405: "METHOD_NOT_ALLOWED",
+    413: "CONTENT_TOO_LARGE",
+    500: "INTERNAL",
+    502: "BAD_GATEWAY",
+    504: "GATEWAY_TIMEOUT",
+}
+
+
+async def send_error(send: Send, status: int, message: str, upstream: str) -> None:
+    """The proxy's own error reply: a JSON body naming the upstream."""
+    error = {
+        "code": status,
+        "status": _ERROR_STATUS[status],
+        "message": message,
+        "upstream": upstream,
+    }
+    await send_json(send, status, {"error": error})
+
+
+async def send_json(send: Send, status: int, value: Any) -> None:
+    body = json.dumps(value, ensure_ascii=False).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def describe_http_error(exc: BaseException) -> str:
+    """An upstream failure in words, for logs and the 502/504 reply."""
+    kind = type(exc).__name__
+    text = str(exc)
+    if isinstance(exc, httpx.ConnectError):
+        return f"connection refused or failed ({text or kind})"
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
+        return f"the connection was reset or broken ({text or kind})"
+    return f"{kind}: {text}" if text else kind

@@ -1,0 +1,263 @@
+"""Forwarding: the client's request to the upstream, and a buffered reply back.
+
+1. Forward method, target (path and query as received), headers and body (read whole first,
+   at most `max_body` bytes, else a 413). Dropped on the way:
+   the hop-by-hop fields (RFC 9110 §7.6.1: Connection and every field it names, Proxy-Connection,
+   Keep-Alive, TE, Transfer-Encoding, Upgrade), Host (the upstream's is sent), Content-Length
+   (recomputed), Accept-Encoding (so the recorded body is the body, not gzip), and the
+   proxy's own `Recorder-Scenario` / `Recorder-Title`.
+2. Reply. An event stream, or a body of unknown or large size (no Content-Length, or more
+   than `buffer_limit`), goes to the stream relay. A small body is read whole, recorded, and
+   then sent, so that a failed write can still become an error reply (a 500 naming the
+   reason). The reply loses its hop-by-hop fields.
+
+Upstream refused / reset: 502, timed out: 504, with a JSON body naming the upstream (not
+recorded: it is not the agent's reply); so is a buffered reply the upstream breaks off.
+
+Upstream connections are kept on a free list, one request at a time each, their replies parsed
+by httptools (`recorder.record.upstream.Http11Upstream`: no pool lock, no httpx objects per
+request); an injected httpx transport (tests) or `pool="shared"` goes through httpx
+(`HttpxUpstream`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Literal
+
+import httpx
+
+from recorder.model import is_event_stream
+from recorder.record.cards import Origin
+from recorder.record.proxy.agent_cards import CARD_OPERATIONS, AgentCards
+from recorder.record.proxy.call import (
+    BodyTooLarge,
+    Call,
+    Receive,
+    Scope,
+    Send,
+    describe_http_error,
+    read_body,
+    send_error,
+)
+from recorder.record.proxy.recording import Recording, WriteFailed
+from recorder.record.proxy.relay import StreamRelay
+from recorder.record.proxy.scenarios import SCENARIO_HEADER, TITLE_HEADER
+from recorder.record.upstream import Http11Upstream, HttpxUpstream, UpstreamReply
+
+log = logging.getLogger(__name__)
+
+# RFC 9110 §7.6.1 (and Proxy-Connection, which RFC 9112 §9.6 asks proxies to drop)
+HOP_BY_HOP = frozenset(
+    {b"connection", b"proxy-connection", b"keep-alive", b"te", b"transfer-encoding", b"upgrade"}
+)
+_NOT_FORWARDED = HOP_BY_HOP | {
+    b"host",
+    b"expect",  # the proxy has read the whole body already
+    b"content-length",
+    b"accept-encoding",
+    SCENARIO_HEADER,
+    TITLE_HEADER,
+}
+# bodies up to this size with a Content-Length are read whole before the client gets them
+BUFFER_LIMIT = 4 * 1024 * 1024
+# request bodies are held whole (forwarded with a Content-Length, recorded): at most this much
+MAX_REQUEST_BODY = 64 * 1024 * 1024
+
+Pool = Literal["per-connection", "shared"]
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=60.0)
+
+
+class Forwarder:
+    """Reads the client's request, sends it upstream, and answers with the upstream's reply
+    (buffered here, streamed through the relay) or the proxy's 413/502/504."""
+
+    def __init__(
+        self,
+        upstream: Origin,
+        parts: httpx.URL,
+        *,
+        timeout: httpx.Timeout,
+        pool: Pool,
+        transport: httpx.AsyncBaseTransport | None,
+        buffer_limit: int,
+        max_body: int,
+        recording: Recording,
+        relay: StreamRelay,
+        cards: AgentCards,
+    ) -> None:
+        self.upstream_url = upstream.base
+        self._path_prefix = upstream.path
+        self._upstream: HttpxUpstream | Http11Upstream = (
+            Http11Upstream(parts, timeout)
+            if transport is None and pool == "per-connection"
+            else HttpxUpstream(parts, timeout, transport)
+        )
+        self._buffer_limit = buffer_limit
+        self._max_body = max_body
+        self.recording = recording
+        self.relay = relay
+        self.cards = cards
+
+    async def aclose(self) -> None:
+        await self._upstream.aclose()
+
+    async def _error(self, send: Send, status: int, message: str) -> None:
+        await send_error(send, status, message, self.upstream_url)
+
+    async def take(self, scope: Scope, receive: Receive, send: Send) -> Call | None:
+        """The client's request as it will be forwarded, with the proxy's own headers put
+        aside; None when it was answered here (413) or the client went away."""
+        path: str = scope["path"]
+        try:
+            body = await read_body(receive, self._max_body)
+        except BodyTooLarge:
+            log.warning(
+                "request body of %s %s larger than %d bytes: answered 413, not forwarded",
+                scope["method"],
+                path,
+                self._max_body,
+            )
+            await self._error(
+                send,
+                413,
+                f"the request body is larger than {self._max_body} bytes, the most the "
+                "recorder holds in memory (recorder record --max-body); not forwarded",
+            )
+            return None
+        if body is None:
+            return None  # the client went away before it finished sending
+        raw_path: bytes | None = scope.get("raw_path")
+        target = raw_path.decode("latin-1") if raw_path else path
+        query: bytes = scope.get("query_string", b"")
+        if query:
+            target = f"{target}?{query.decode('latin-1')}"
+
+        call = Call(method=scope["method"], target=target, headers=[], body=body)
+        forwarded = call.headers
+        connection_tokens: set[bytes] = set()
+        for name, value in scope["headers"]:
+            if name == b"connection":
+                connection_tokens.update(t.strip().lower() for t in value.split(b","))
+        for name, value in scope["headers"]:
+            if name in _NOT_FORWARDED or name in connection_tokens:
+                if name == SCENARIO_HEADER:
+                    call.scenario_header = value
+                elif name == TITLE_HEADER:
+                    call.title_header = value
+                elif name == b"host":
+                    call.client_host = value
+                continue
+            if name == b"if-none-match":
+                call.if_none_match = value
+            forwarded.append((name, value))
+        return call
+
+    async def forward(self, call: Call, receive: Receive, send: Send) -> None:
+        """Send the request upstream; relay and record the reply, or answer 502/504."""
+        method, target = call.method, call.target
+        asyncio.get_running_loop().call_soon(self.recording.prepare, call)
+        try:
+            upstream = await self._upstream.send(
+                method, (self._path_prefix + target).encode("latin-1"), call.headers, call.body
+            )
+        except httpx.TimeoutException:
+            log.warning("upstream %s timed out: %s", self.upstream_url, call.shown)
+            await self._error(send, 504, f"the upstream {self.upstream_url} did not answer in time")
+            return
+        except httpx.HTTPError as exc:
+            log.warning("upstream %s failed: %s (%s)", self.upstream_url, exc, call.shown)
+            await self._error(
+                send,
+                502,
+                f"the upstream {self.upstream_url} could not be reached: "
+                f"{describe_http_error(exc)}",
+            )
+            return
+        try:
+            await self._reply(call, upstream, receive, send)
+        finally:
+            await upstream.aclose()
+
+    async def _reply(
+        self, call: Call, upstream: UpstreamReply, receive: Receive, send: Send
+    ) -> None:
+        """Relay and record the upstream's reply."""
+        raw_headers = upstream.raw_headers
+        connection_tokens: set[bytes] = set()
+        content_type: bytes | None = None
+        content_length: int | None = None
+        for name, value in raw_headers:
+            lower = name.lower()
+            if lower == b"connection":
+                connection_tokens.update(t.strip().lower() for t in value.split(b","))
+            elif lower == b"content-type":
+                content_type = value
+            elif lower == b"content-length" and value.strip().isdigit():
+                content_length = int(value)
+        kept = [
+            (name, value)
+            for name, value in raw_headers
+            if name.lower() not in HOP_BY_HOP and name.lower() not in connection_tokens
+        ]
+        streamed = (
+            content_length is None
+            or content_length > self._buffer_limit
+            or (content_type is not None and is_event_stream(content_type.decode("latin-1")))
+        )
+        if streamed:
+            self.cards.warn_streamed(call, upstream.status_code, self._buffer_limit)
+            await self.relay.relay(call, upstream, kept, receive, send)
+            return
+
+        try:
+            body = b"".join([chunk async for chunk in upstream.aiter_raw()])
+        except httpx.HTTPError as exc:
+            log.warning(
+                "upstream %s broke off %s: %s",
+                self.upstream_url,
+                call.shown,
+                describe_http_error(exc),
+            )
+            status = 504 if isinstance(exc, httpx.TimeoutException) else 502
+            await self._error(
+                send,
+                status,
+                f"the upstream {self.upstream_url} broke off its reply: {describe_http_error(exc)}",
+            )
+            return
+        exchange = self.recording.exchange(call, upstream, kept, body=body)
+        try:
+            self.recording.write(call, exchange)
+        except WriteFailed as exc:
+            await self._error(
+                send,
+                500,
+                f"recorder could not write the transcript: {exc}; the upstream's reply was "
+                "not recorded",
+            )
+            return
+
+        client_headers = [(n, v) for n, v in kept if n.lower() != b"content-length"]
+        if call.operation in CARD_OPERATIONS and upstream.status_code == 200:
+            body, client_headers, not_modified = self.cards.rewrite(call, body, client_headers)
+            if not_modified:
+                await send(
+                    {"type": "http.response.start", "status": 304, "headers": client_headers}
+                )
+                await send({"type": "http.response.body", "body": b""})
+                return
+        if call.method == "HEAD" or upstream.status_code in (204, 304):
+            # no body by definition (RFC 9110 §8.6, §9.3.2): keep the upstream's framing
+            client_headers = [(n, v) for n, v in kept if n.lower() != b"transfer-encoding"]
+        else:
+            client_headers.append((b"content-length", str(len(body)).encode()))
+        await send(
+            {
+                "type": "http.response.start",
+                "status": upstream.status_code,
+                "headers": client_headers,
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
