@@ -21,13 +21,11 @@ class Bless:
     """Puts live replies back into recorded terms from the pairs in `aliases`."""
 
     def __init__(self, rules: PairingRules, aliases: AliasMap, addresses: Addresses) -> None:
+        self._addresses = addresses
         self._ignored_headers = rules.rules.ignored_headers
         self._shapes = rules.shapes
         self._live_to_golden = aliases.live_to_golden
-        self._recorded_url = addresses.recorded_url
-        self._recorded_urls = addresses.recorded_urls
-        self._live_urls = addresses.live_urls
-        self._bless_url = self._recorded_url  # the recorded spelling bless writes back
+        self._bless_url = addresses.recorded_url  # the recorded spelling bless writes back
         self.last_match: tuple[Response, Response | LiveReply] | None = None
         """The recorded and the live reply of the last `compare` that found no mismatch."""
 
@@ -38,7 +36,7 @@ class Bless:
         if golden is not None:
             return golden
         if self._bless_url is not None:
-            for live_url in self._live_urls:
+            for live_url in self._addresses.live_urls:
                 if live_url in text:
                     text = text.replace(live_url, self._bless_url)
         if self._shapes is not None and table:
@@ -76,8 +74,8 @@ class Bless:
             live = live.response
         # the agent's address as this recorded reply spells it (localhost, 127.0.0.1 …)
         self._bless_url = next(
-            (url for url in self._recorded_urls if url.encode() in golden.body),
-            self._recorded_url,
+            (url for url in self._addresses.recorded_urls if url.encode() in golden.body),
+            self._addresses.recorded_url,
         )
         headers = self._bless_headers(golden.headers, live.headers)
         if live.events is not None:

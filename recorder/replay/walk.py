@@ -171,17 +171,10 @@ class Walk:
                     if child_ignored and self._ignored.matches(child_ignored):
                         golden_item = live_item = expected[i]  # not compared: the same object
                     else:
-                        golden_item, live_item = self._normalize(
-                            expected[i],
-                            actual[j],
-                            (*keys, i),
-                            (*place, k),
-                            kind,
-                            child_ignored,
-                            self._unordered.step(unordered, i),
-                            self._generated_paths.step(generated, i),
-                            notes,
-                        )
+                        golden_item, live_item = self._normalize_item(
+                            expected, actual, (i, j, k), (child_ignored, unordered, generated),
+                            keys, place, kind, notes,
+                        )  # fmt: skip
                         differs = differs or golden_item is not live_item
                 elif i is not None:
                     golden_item, live_item = self._display(expected[i]), ABSENT
@@ -210,6 +203,34 @@ class Walk:
         if isinstance(actual, dict | list) or not _same_scalar(expected, actual):
             return self._display(expected), self._display_live(actual)
         return expected, expected
+
+    def _normalize_item(
+        self,
+        expected: list[Any],
+        actual: list[Any],
+        slots: tuple[int, int, int],
+        states: tuple[State, State, State],
+        keys: _Keys,
+        place: _Keys,
+        kind: str | None,
+        notes: _Notes,
+    ) -> tuple[Any, Any]:
+        """Recorded item i against live item j (`slots` is (i, j, k)) as item k of the
+        normalized arrays; `states[0]` is item i's ignored state already, the others the
+        array's."""
+        i, j, k = slots
+        ignored, unordered, generated = states
+        return self._normalize(
+            expected[i],
+            actual[j],
+            (*keys, i),
+            (*place, k),
+            kind,
+            ignored,
+            self._unordered.step(unordered, i),
+            self._generated_paths.step(generated, i),
+            notes,
+        )
 
     def _normalize_unordered(
         self,
@@ -241,17 +262,10 @@ class Walk:
         live_items: list[Any] = []
         differs = bool(unmatched or extra)
         for k, (i, j) in enumerate(pairs):
-            golden_item, live_item = self._normalize(
-                expected[i],
-                actual[j],
-                (*keys, i),
-                (*place, k),
-                kind,
-                self._ignored.step(ignored, i),
-                self._unordered.step(unordered, i),
-                self._generated_paths.step(generated, i),
-                notes,
-            )
+            golden_item, live_item = self._normalize_item(
+                expected, actual, (i, j, k), (self._ignored.step(ignored, i), unordered, generated),
+                keys, place, kind, notes,
+            )  # fmt: skip
             differs = differs or golden_item is not live_item
             golden_items.append(golden_item)
             live_items.append(live_item)
