@@ -27,8 +27,11 @@ from hypothesis import strategies as st
 
 from recorder import httpfile
 from recorder.model import Exchange, Headers, Request, Response, SseEvent, Transcript
-from recorder.replay import state as aliasing
+from recorder.replay import compare, fastpath
+from recorder.replay.diff import ABSENT
+from recorder.replay.fastpath import FastPath
 from recorder.replay.state import LiveReply, ReplayState
+from recorder.replay.walk import Walk
 from recorder.rules import DEFAULT_RULES
 
 RECORDED = "http://localhost:41242"
@@ -491,12 +494,12 @@ class FreshAgent:
         )
 
 
-@pytest.mark.parametrize("small", [aliasing._SMALL, 0], ids=["few", "many"])
+@pytest.mark.parametrize("small", [fastpath._SMALL, 0], ids=["few", "many"])
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.name for p in TRANSCRIPTS])
 def test_shipped_transcript_replays_cleanly_against_a_fresh_agent(
     path: Path, small: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(aliasing, "_SMALL", small)  # both ways the fast path pairs values
+    monkeypatch.setattr(fastpath, "_SMALL", small)  # both ways the fast path pairs values
     transcript = httpfile.load(path)
     for seed in range(3):
         agent = FreshAgent(seed)
@@ -604,8 +607,8 @@ def test_consistently_regenerated_values_never_mismatch(
     golden, live, _ = run
     # the fast path pairs few values one way, many another; the live reply as a Response or as
     # the bytes that came over the wire
-    for small, wire in itertools.product((aliasing._SMALL, 0), ("", "compact", "spaced")):
-        with mock.patch.object(aliasing, "_SMALL", small):
+    for small, wire in itertools.product((fastpath._SMALL, 0), ("", "compact", "spaced")):
+        with mock.patch.object(fastpath, "_SMALL", small):
             s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
             for (golden_request, golden_response), (live_request, live_response) in zip(
                 golden, live, strict=True
@@ -644,8 +647,8 @@ def test_an_inconsistent_mapping_always_mismatches(
         "history": f"{prefix}.history[0].taskId",
         "message": f"{prefix}.status.message.text",
     }[place]
-    for small, wire in itertools.product((aliasing._SMALL, 0), ("", "compact", "spaced")):
-        with mock.patch.object(aliasing, "_SMALL", small):
+    for small, wire in itertools.product((fastpath._SMALL, 0), ("", "compact", "spaced")):
+        with mock.patch.object(fastpath, "_SMALL", small):
             s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
             found = []
             for number, ((golden_request, golden_response), (_, live_response)) in enumerate(
@@ -811,7 +814,7 @@ def test_a_matching_json_reply_from_the_wire_is_never_pretty_printed(spaced: boo
     g_task, l_task = str(uuid.uuid4()), str(uuid.uuid4())
     exchange = Exchange(rpc("SendMessage", {}), task_reply(g_task, "ctx-1", "2026-11-29T18:28:41Z"))
     live = as_wire(task_reply(l_task, "ctx-1", "2026-11-30T01:02:03.5Z"), spaced=spaced)
-    with mock.patch.object(aliasing, "_one_line_text", wraps=aliasing._one_line_text) as parsed:
+    with mock.patch.object(fastpath, "_one_line_text", wraps=fastpath._one_line_text) as parsed:
         assert s.compare(exchange, live) == []
     # compact JSON is read as it came; other layouts are parsed and written on one line
     assert parsed.call_count == (1 if spaced else 0)
@@ -908,15 +911,15 @@ def test_a_large_reply_is_compared_with_the_collector_paused_and_restored() -> N
         return reply({"result": {"tasks": tasks}})
 
     golden = Exchange(rpc("ListTasks", {}), listing(1, "WORKING"))
-    assert len(golden.response.body) >= aliasing._GC_PAUSE_BYTES
+    assert len(golden.response.body) >= compare._GC_PAUSE_BYTES
     seen: list[bool] = []
-    real_walk = ReplayState._normalize
+    real_walk = Walk._normalize
 
-    def walk(self: ReplayState, *args: Any) -> Any:
+    def walk(self: Walk, *args: Any) -> Any:
         seen.append(gc.isenabled())
         return real_walk(self, *args)
 
-    with mock.patch.object(ReplayState, "_normalize", walk):
+    with mock.patch.object(Walk, "_normalize", walk):
         found = state().compare(golden, as_wire(listing(2, "FAILED")))
     assert [m.path for m in found] == ["$.result.tasks[3999].status.state"]
     assert seen and not any(seen)  # paused while comparing
@@ -975,7 +978,7 @@ def test_many_values_are_numbered_by_first_appearance_like_the_walk(form: str) -
     values = [*listing(1).json["result"]["items"]]
     fast, walked = state(), state()
     assert fast.compare(exchange, live_form(listing(2), form)) == []
-    with mock.patch.object(ReplayState, "_text_fast_path_text", lambda self, *a, **k: False):
+    with mock.patch.object(FastPath, "matches_text", lambda self, *a, **k: False):
         assert walked.compare(exchange, live_form(listing(2), form)) == []
     names = [v for item in values for v in item.values()]
     assert [fast.alias(v, "id") for v in names] == [walked.alias(v, "id") for v in names]
@@ -1119,7 +1122,7 @@ def test_a_secret_member_is_compared_for_presence_only() -> None:
     golden = Exchange(rpc("GetKey", {}), reply({"apiKey": "{{API_KEY}}", "n": 1}))
     assert s.compare(golden, reply({"apiKey": "live-secret-123", "n": 1})) == []
     assert [(m.path, m.actual) for m in s.compare(golden, reply({"n": 1}))] == [
-        ("$.apiKey", aliasing.ABSENT)
+        ("$.apiKey", ABSENT)
     ]
     plain = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
     assert [m.path for m in plain.compare(golden, reply({"apiKey": "x", "n": 1}))] == ["$.apiKey"]

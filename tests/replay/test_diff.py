@@ -25,9 +25,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recorder.model import Exchange, Headers, Request, Response, SseEvent
-from recorder.replay import state as aliasing
+from recorder.replay import fastpath
 from recorder.replay.diff import ABSENT, Mismatch, align, format_value, format_values
+from recorder.replay.fastpath import FastPath
 from recorder.replay.state import ReplayState
+from recorder.replay.walk import Walk
 from recorder.rules import DEFAULT_RULES, Rules
 
 RECORDED_BASE = "http://localhost:41242"
@@ -585,10 +587,10 @@ def walk_only(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     mode, form = request.param
     monkeypatch.setitem(LIVE_FORM, "form", form)
     if mode == "tree walk only":
-        monkeypatch.setattr(ReplayState, "_text_fast_path_text", lambda self, *a, **k: False)
+        monkeypatch.setattr(FastPath, "matches_text", lambda self, *a, **k: False)
         return True
     if mode == "fast path for many values":
-        monkeypatch.setattr(aliasing, "_SMALL", 0)
+        monkeypatch.setattr(fastpath, "_SMALL", 0)
     return False
 
 
@@ -1028,13 +1030,13 @@ def test_the_fast_path_decides_ordinary_replies(monkeypatch: pytest.MonkeyPatch)
     # error message that embeds the task id ("Task <uuid> is in terminal state")
     walked: list[int] = []
     current = [0]
-    original = ReplayState._compare_json
+    original = Walk.compare_json
 
-    def spy(self: ReplayState, *args: Any, **kwargs: Any) -> None:
+    def spy(self: Walk, *args: Any, **kwargs: Any) -> None:
         walked.append(current[0])
         original(self, *args, **kwargs)
 
-    monkeypatch.setattr(ReplayState, "_compare_json", spy)
+    monkeypatch.setattr(Walk, "compare_json", spy)
     exchanges, _ = golden_transcript()
     state = ReplayState(DEFAULT_RULES, recorded_base=RECORDED_BASE, live_base=LIVE_BASE)
     for number, (golden, (_, _, live)) in enumerate(
@@ -1070,7 +1072,7 @@ json_values = st.recursive(
 @given(json_values, json_values)
 def test_the_walk_without_recursion_finds_what_deepdiff_finds(golden: Any, live: Any) -> None:
     # used past ~490 levels of nesting, where deepdiff recurses too deep: the same report
-    from recorder.replay.state import _differences, _differences_without_recursion
+    from recorder.replay.walk import _differences, _differences_without_recursion
 
     def key(found: tuple[Any, Any, Any]) -> str:
         return repr(found)
