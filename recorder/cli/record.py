@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
 from pathlib import Path
-from typing import Any
 
 import click
 
 from recorder.errors import RecorderError
-
-
-def _secret_names(rules_path: str | None) -> dict[str, Any]:
-    """secret_headers / secret_fields from the rules file (recorder.rules), if any."""
-    if importlib.util.find_spec("recorder.rules") is None:
-        if rules_path is not None:
-            raise click.UsageError("--rules needs recorder.rules, which this build does not have")
-        return {}
-    rules = importlib.import_module("recorder.rules").load_rules(rules_path)
-    names: dict[str, Any] = {}
-    for name in ("secret_headers", "secret_fields"):
-        value = getattr(rules, name, None)
-        if value is not None:
-            names[name] = value
-    return names
 
 
 @click.command(short_help="Record the traffic to an agent as .http transcripts.")
@@ -43,7 +25,11 @@ def _secret_names(rules_path: str | None) -> dict[str, Any]:
     type=click.Path(file_okay=False),
     help="Folder of the NN-slug.http transcripts (numbering continues after the highest).",
 )
-@click.option("--rules", type=click.Path(dir_okay=False), help="Rules file (YAML): secrets.")
+@click.option(
+    "--rules",
+    type=click.Path(dir_okay=False),
+    help="Rules file (YAML): secrets, and what is generated (for grouping by id lineage).",
+)
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True, max=86400),
@@ -64,6 +50,14 @@ def _secret_names(rules_path: str | None) -> dict[str, Any]:
     help="Flush each transcript to the disk before it replaces the old file (survives a power "
     "loss; slower). Without it writes are still atomic (temporary file, then rename).",
 )
+@click.option(
+    "--stream-grace",
+    type=click.FloatRange(min=0, max=3600),
+    default=2.0,
+    show_default=True,
+    help="Seconds the agent's event stream is still read after the client left it, so that a "
+    "stream about to end is recorded whole (only one still open then is marked @truncated).",
+)
 def record(
     upstream: str,
     listen: str,
@@ -72,12 +66,15 @@ def record(
     timeout: float,
     max_body: int,
     fsync: bool,
+    stream_grace: float,
 ) -> None:
     """Record every exchange between clients and the agent at UPSTREAM.
 
     Point clients at the proxy instead of the agent. Name a scenario with the request header
     `Recorder-Scenario: <name>` (or POST {"name": ...} to /_recorder/scenario): its exchanges go
-    to one file. Agent cards are rewritten for the client so that every call goes through.
+    to one file. Without one, an exchange joins the file of the exchange that generated an id
+    its request carries (a GetTask goes with the SendMessage that made the task), else starts
+    a new file. Agent cards are rewritten for the client so that every call goes through.
     """
     import httpx
 
@@ -90,14 +87,19 @@ def record(
     proxy_log.setLevel(logging.INFO)
     try:
         host, port = parse_listen(listen)
-        names = _secret_names(rules)
+        from recorder.rules import load_rules
+
+        loaded = load_rules(rules)
         proxy = create_proxy_app(
             upstream,
             out=Path(out),
             timeout=httpx.Timeout(30.0, connect=5.0, read=timeout),
             max_body=max_body * 1024 * 1024,
             fsync=fsync,
-            **names,
+            stream_grace=stream_grace,
+            rules=loaded,
+            secret_headers=loaded.secret_headers,
+            secret_fields=loaded.secret_fields,
         )
         serve(proxy, host=host, port=port, announce=click.echo)
     except (ValueError, RecorderError, OSError) as exc:

@@ -26,7 +26,7 @@ import os
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +41,8 @@ from recorder.httpfile import (
 from recorder.model import Exchange, Request, Transcript
 
 __all__ = [
+    "CONVERSATION",
+    "FileKey",
     "TranscriptStore",
     "during_tagged",
     "exchange_title",
@@ -51,6 +53,10 @@ __all__ = [
     "operation_slug",
     "slugify",
 ]
+
+# the first part of the file key of a conversation of unscripted traffic (no slug has a "#")
+CONVERSATION = "#conversation"
+FileKey = tuple[str, Hashable]
 
 _NUMBERED = re.compile(r"^(\d+)-.*\.http$")
 # `.NAME.PID.N.tmp`: a temporary file of `recorder.httpfile.write_text_atomic`
@@ -325,10 +331,12 @@ class TranscriptStore:
         self._fsync = fsync
         self._lock = threading.Lock()
         # (scenario slug, generation) -> its file; `end` starts the slug's next generation
-        self._open: dict[tuple[str, int], _OpenFile] = {}
+        self._open: dict[FileKey, _OpenFile] = {}
         self._generation: dict[str, int] = {}
-        # ticket -> (slug, generation) of a scenario request begun and not yet written
-        self._pending: dict[int, tuple[str, int]] = {}
+        # ticket -> (slug, generation) of a scenario request begun and not yet written, or
+        # (CONVERSATION, id) of a conversation's
+        self._pending: dict[int, FileKey] = {}
+        self._slugs: dict[FileKey, str] = {}  # a conversation's file name, from its first request
         self._order = 0
         self._secrets: dict[str, str] = {}
         self._next: int | None = None
@@ -345,15 +353,34 @@ class TranscriptStore:
             raise PermissionError(f"cannot write to {self.out}")
         remove_stale_temporaries(self.out)
 
-    def begin(self, scenario: str | None = None) -> int:
+    def begin(
+        self,
+        scenario: str | None = None,
+        *,
+        into: FileKey | None = None,
+        operation: str = "",
+    ) -> int:
         """A ticket: the request's place in the order of request starts. A request of a
-        scenario belongs to the scenario's file as it is now, whenever it finishes."""
+        scenario belongs to the scenario's file as it is now, whenever it finishes. Without
+        a scenario, a request `into` a file key (`file_key` of an earlier request, or
+        `(CONVERSATION, id)` for a conversation of unscripted traffic, whose file is named
+        after the `operation` of its first request; `recorder.record.lineage`) goes to that
+        file; with neither, to a file of its own."""
         with self._lock:
             self._order += 1
             if scenario is not None:
                 slug = slugify(scenario)
                 self._pending[self._order] = (slug, self._generation.get(slug, 0))
+            elif into is not None:
+                if into[0] == CONVERSATION:
+                    self._slugs.setdefault(into, operation_slug(operation))
+                self._pending[self._order] = into
             return self._order
+
+    def file_key(self, ticket: int) -> FileKey | None:
+        """The key of the file a request begun with `ticket` goes to (None: a file of its
+        own). Keys are hashable and stay the same for the file's life."""
+        return self._pending.get(ticket)
 
     def forget(self, ticket: int) -> None:
         """The request of `ticket` will not be written (cheap; nothing when it was written)."""
@@ -370,10 +397,13 @@ class TranscriptStore:
             self._generation[slug] = generation + 1
             self._release((slug, generation))
 
-    def _release(self, key: tuple[str, int]) -> None:
+    def _release(self, key: FileKey) -> None:
         # called with self._lock held: an ended generation's file is dropped from memory once
-        # no request begun in it is still on the way
+        # no request begun in it is still on the way. A conversation's file stays: any later
+        # request may carry one of its ids
         slug, generation = key
+        if slug == CONVERSATION or not isinstance(generation, int):
+            return
         if generation < self._generation.get(slug, 0) and key not in self._pending.values():
             self._open.pop(key, None)
 
@@ -451,14 +481,16 @@ class TranscriptStore:
                 if secrets:
                     self._secrets.update(secrets)
                 all_secrets = dict(self._secrets) if self._secrets else {}
-                if scenario is None:
+                key = self._pending.pop(ticket, None)
+                if key is None and scenario is not None:
+                    slug = slugify(scenario)
+                    key = (slug, self._generation.get(slug, 0))
+                if key is None:
                     record = _OpenFile(self._allocate(operation_slug(operation)))
                 else:
-                    slug = slugify(scenario)
-                    key = self._pending.pop(ticket, None) or (slug, self._generation.get(slug, 0))
                     found = self._open.get(key)
                     if found is None:
-                        found = _OpenFile(self._allocate(slug))
+                        found = _OpenFile(self._allocate(self._slugs.get(key, key[0])))
                         self._open[key] = found
                     self._release(key)
                     record = found

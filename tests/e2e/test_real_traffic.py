@@ -210,10 +210,6 @@ def test_the_folder_replays_with_four_jobs(
     assert seconds < REPLAY_SECONDS
 
 
-@pytest.mark.xfail(
-    reason=ISSUE_12 + "; --update then writes those TASK_NOT_FOUND replies over the golden ones",
-    strict=True,
-)
 def test_update_against_the_same_kit_changes_no_byte(
     recording: Recording, tmp_path: Path, fresh_kits: list[KitServer]
 ) -> None:

@@ -89,6 +89,7 @@ class ControlledUpstream:
         self.gate = Gate()
         self.stream_finished = threading.Event()
         self.stream_closed_early = threading.Event()
+        self.slow_started = threading.Event()
         self.app = Starlette(
             routes=[
                 Route("/stream", self.stream, methods=["POST"]),
@@ -112,6 +113,7 @@ class ControlledUpstream:
         return StreamingResponse(frames(), media_type="text/event-stream")
 
     async def slow(self, request: StarletteRequest) -> Response:
+        self.slow_started.set()
         await self.gate.wait()
         return JSONResponse({"late": True})
 
@@ -160,13 +162,14 @@ def test_client_disconnect_closes_upstream_and_keeps_a_truncated_exchange(
     controlled: tuple[ControlledUpstream, ServerThread], tmp_path: Path, stack: tuple[str, str]
 ) -> None:
     upstream, server = controlled
-    with serve_proxy(server.url, tmp_path, stack) as proxy:
+    with serve_proxy(server.url, tmp_path, stack, stream_grace=0.2) as proxy:
         with (
             httpx.Client(timeout=LIMIT) as client,
             client.stream("POST", proxy.url + "/stream", json={}) as reply,
         ):
             assert next(reply.iter_lines()) == 'data: {"n": 1}'
-        # leaving the block closes the connection mid-stream
+        # leaving the block closes the connection mid-stream; the upstream does not end
+        # within the grace time, so the proxy closes it
         assert upstream.stream_closed_early.wait(LIMIT), "the upstream stream was not closed"
         wait_until(lambda: len(list(tmp_path.glob("*.http"))) == 1, "the truncated exchange")
         [exchange] = load(next(tmp_path.glob("*.http")))

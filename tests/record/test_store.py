@@ -14,6 +14,7 @@ from factories import make_exchange, make_request
 
 from recorder import Headers, Request, Transcript, dumps, load
 from recorder.record.store import (
+    CONVERSATION,
     MAX_RESERVED,
     TranscriptStore,
     during_tagged,
@@ -429,3 +430,20 @@ def test_prepare_removes_the_temporary_files_of_processes_that_are_gone(tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         n for n, kept in names.items() if kept
     )
+
+
+def test_a_conversation_is_one_file_named_after_its_first_request(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    conversation = (CONVERSATION, 1)
+    first = store.begin(into=conversation, operation="SendStreamingMessage")
+    other = store.begin(into=(CONVERSATION, 2), operation="GetAgentCard")
+    follow_up = store.begin(into=store.file_key(first), operation="CancelTask")
+    assert store.file_key(follow_up) == store.file_key(first) == conversation
+    # the follow-up finishes first (a stream ends after its cancel): the file keeps the name
+    # and the request order of the conversation
+    path = store.write(follow_up, make_exchange(title="cancel"), scenario=None, operation="x")
+    store.write(other, make_exchange(title="card"), scenario=None, operation="GetAgentCard")
+    again = store.write(first, make_exchange(title="stream"), scenario=None, operation="x")
+    assert path == again == tmp_path / "01-send-streaming-message.http"
+    assert [e.title for e in load(path)] == ["stream", "cancel"]
+    assert (tmp_path / "02-get-agent-card.http").exists()

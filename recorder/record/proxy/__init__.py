@@ -23,7 +23,8 @@ the rooms it uses:
 - `server`: `serve` under uvicorn, `parse_listen`, `listening_socket`, `fast_server_options`.
 
 Per request: the forwarder takes the request, the scenario room chooses its scenario, the
-recording room gives it its place in that file, the card room tells a card request, and the
+card room tells its operation (and a card request), the recording room gives it its file (the
+scenario's, else by id lineage, `recorder.record.lineage`) and its place there, and the
 forwarder forwards it and answers (or the relay streams the reply).
 
 Failures are never silent: upstream refused / reset: 502, timed out: 504 (forwarding); a
@@ -44,6 +45,7 @@ from pathlib import Path
 import httpx
 
 from recorder.record.cards import Origin
+from recorder.record.lineage import Lineage
 from recorder.record.proxy.agent_cards import AgentCards
 from recorder.record.proxy.call import Message, Receive, Scope, Send, send_error
 from recorder.record.proxy.forwarding import (
@@ -54,7 +56,7 @@ from recorder.record.proxy.forwarding import (
     Pool,
 )
 from recorder.record.proxy.recording import Recording
-from recorder.record.proxy.relay import StreamRelay
+from recorder.record.proxy.relay import STREAM_GRACE, StreamRelay
 from recorder.record.proxy.scenarios import CONTROL_PATH, Scenarios
 from recorder.record.proxy.server import (
     fast_server_options,
@@ -70,6 +72,7 @@ from recorder.redact import (
     scrub_text,
     secret_names,
 )
+from recorder.rules import DEFAULT_RULES, Rules
 
 __all__ = [
     "CONTROL_PATH",
@@ -93,7 +96,9 @@ class RecordingProxy:
     atomic: a reader, or a restart after the recorder crashed, sees whole files.
     `max_body`: the longest request body forwarded (bytes; a longer one gets a 413).
     `buffer_limit`: replies with a Content-Length up to this are read whole before the
-    client gets them (so that a failed write can still become an error reply)."""
+    client gets them (so that a failed write can still become an error reply).
+    `stream_grace`: seconds the upstream is still read after a client left a stream.
+    `rules`: what is generated (for grouping unscripted traffic by id lineage)."""
 
     def __init__(
         self,
@@ -108,6 +113,8 @@ class RecordingProxy:
         buffer_limit: int = BUFFER_LIMIT,
         max_body: int = MAX_REQUEST_BODY,
         fsync: bool = False,
+        stream_grace: float = STREAM_GRACE,
+        rules: Rules = DEFAULT_RULES,
     ) -> None:
         if "@" in urllib.parse.urlsplit(upstream).netloc:
             # httpx would send them as Basic auth; this proxy forwards the client's headers
@@ -124,10 +131,12 @@ class RecordingProxy:
             headers=secret_names(secret_headers, fold=True),
             fields=secret_names(secret_fields, fold=False),
         )
-        self.recording = Recording(self.store, redactor, host_header=parts.netloc.decode("ascii"))
+        self.recording = Recording(
+            self.store, redactor, host_header=parts.netloc.decode("ascii"), lineage=Lineage(rules)
+        )
         self.scenarios = Scenarios(self.store, self.upstream_url)
         self.cards = AgentCards(self.upstream)
-        self.relay = StreamRelay(self.recording, self.upstream_url)
+        self.relay = StreamRelay(self.recording, self.upstream_url, grace=stream_grace)
         self.forwarder = Forwarder(
             self.upstream,
             parts,
@@ -223,8 +232,8 @@ class RecordingProxy:
         except ValueError as exc:
             await send_error(send, 400, str(exc), self.upstream_url)
             return
-        self.recording.begin(call)
         self.cards.inspect(call, scope)
+        self.recording.begin(call)
         try:
             await self.forwarder.forward(call, receive, send)
         except asyncio.CancelledError:

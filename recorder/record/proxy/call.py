@@ -5,7 +5,7 @@ words for an upstream's failure."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Hashable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,8 +42,13 @@ class Call:
     operation: str = ""
     client_base: str = ""
     response_started: bool = False
-    # (ticket, frames): sent while that event stream of the same scenario was open
+    # (ticket, frames): arrived while that exchange of the same file was open, after that many
+    # of its data frames had arrived
     during: tuple[int, int] | None = None
+    # the file it goes to (`TranscriptStore.file_key`), and the values its request carries
+    # (the client's own: what its reply echoes has no home of its own, `record.lineage`)
+    file_key: Hashable | None = None
+    client_values: frozenset[str] = frozenset()
     # the request as recorded, with its title and operation, made while the upstream answers
     recorded_request: Request | None = None
     recorded_title: str = ""

@@ -227,9 +227,14 @@ class Forwarder:
                 f"the upstream {self.upstream_url} broke off its reply: {describe_http_error(exc)}",
             )
             return
-        exchange = self.recording.exchange(call, upstream, kept, body=body)
+        recording = self.recording
+        # before the client has the reply: its follow-up must find the ids' file, and must
+        # not look concurrent
+        recording.learn(call, body)
+        recording.close(call)
+        exchange = recording.exchange(call, upstream, kept, body=body)
         try:
-            self.recording.write(call, exchange)
+            recording.write(call, exchange)
         except WriteFailed as exc:
             await self._error(
                 send,

@@ -5,9 +5,18 @@ reply without hop-by-hop fields and Content-Length; header names in conventional
 replaced by `{{PLACEHOLDER}}`s (`recorder.redact`). An event stream is kept as its frames; one
 that ended inside a frame is marked truncated and keeps its whole frames.
 
-A request that arrives while an event stream of the same scenario is open is tagged
-`@during exchange N frame K` (the frames sent to the client so far; the stream relay counts
-them in the registry `open_stream` gives it).
+Which file: a scenario's (its header or the control endpoint), else the file its request's
+values lead to by id lineage (`recorder.record.lineage`: a follow-up joins the file of the
+exchange whose reply generated the id it carries), else a new file. The values a reply
+generates are learned before the client gets the reply (`learn`; a stream's frame by frame,
+`learn_frame`), so a follow-up always finds its file.
+
+Concurrency is taken from arrival: a request that arrives while an earlier exchange of its
+file is still open (its reply not yet whole: the head not yet come, or the stream still
+running) is tagged `@during exchange N frame K`, N the latest such exchange and K the data
+frames of N that had arrived by then (comment-only frames, keep-alive pings, do not count;
+0 when N's head had not come). An exchange is closed (`close`) before the client gets the
+end of its reply, so a client that waits for each reply never gets a tag.
 
 The recorded request is built while the upstream answers (`prepare`), and the file the
 reply's recording will fill is taken from those the store's thread opens ahead
@@ -27,17 +36,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+from collections.abc import Hashable
+from typing import cast
 
-from recorder.model import Exchange, Headers, Request, Response
+from recorder.model import Exchange, Headers, Request, Response, SseEvent
+from recorder.record.lineage import Lineage
 from recorder.record.proxy.call import Call
 from recorder.record.store import (
+    CONVERSATION,
+    FileKey,
     TranscriptStore,
     describe_error,
     exchange_title,
     header_case,
     operation_name,
-    slugify,
 )
 from recorder.record.upstream import UpstreamReply
 from recorder.redact import Redactor
@@ -53,40 +67,80 @@ class WriteFailed(Exception):
 class Recording:
     """Turns calls into exchanges and writes them through the store."""
 
-    def __init__(self, store: TranscriptStore, redactor: Redactor, host_header: str) -> None:
+    def __init__(
+        self,
+        store: TranscriptStore,
+        redactor: Redactor,
+        host_header: str,
+        lineage: Lineage | None = None,
+    ) -> None:
         self.store = store
         self._redactor = redactor  # the secret names; each call gets a fresh copy
         self._host_header = host_header
+        self.lineage = lineage if lineage is not None else Lineage()
         self.recorded = 0
-        # scenario slug -> {ticket of an open event stream: frames sent to the client so far}
-        self._open_streams: dict[str, dict[int, int]] = {}
+        self._conversations = itertools.count(1)
+        # file key -> {ticket of an open exchange: its data frames arrived so far}
+        self._open: dict[Hashable, dict[int, int]] = {}
 
     # ---------------------------------------------------------------- a call's life
 
     def begin(self, call: Call) -> None:
-        """On arrival (its scenario chosen): the call's place in its file, its redactor, and
-        the open event stream of its scenario it was sent during, if any."""
-        scenario = call.scenario
-        call.ticket = self.store.begin(scenario)
+        """On arrival (its scenario chosen): the call's file (its scenario's, else by id
+        lineage, else a new one), its place in the file, its redactor, and the open exchange
+        of its file it arrived during, if any."""
+        request = Request(
+            call.method,
+            call.target,
+            Headers([(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.headers]),
+            call.body,
+        )
+        lineage = self.lineage
+        call.client_values = values = lineage.request_values(request)
+        store = self.store
+        if call.scenario is not None:
+            call.ticket = store.begin(call.scenario)
+        else:
+            home = lineage.home_of(values)
+            if home is None:
+                home = (CONVERSATION, next(self._conversations))
+            call.ticket = store.begin(
+                into=cast(FileKey, home), operation=call.operation or operation_name(request)
+            )
+        call.file_key = key = store.file_key(call.ticket)
         call.redactor = self._redactor.fresh()
-        if scenario is not None:
-            open_streams = self._open_streams.get(slugify(scenario))
-            if open_streams:
-                latest = max(open_streams)
-                call.during = (latest, open_streams[latest])
+        opened = self._open.setdefault(key, {})
+        if opened:
+            latest = max(opened)
+            call.during = (latest, opened[latest])
+        opened[call.ticket] = 0
 
-    def open_stream(self, call: Call) -> dict[int, int] | None:
-        """An event stream of a scenario stays visible while open: requests of the same
-        scenario sent meanwhile are tagged `@during exchange N frame K`. The registry the
-        relay counts frames in (`registry[call.ticket] = frames`), None without a scenario."""
-        if call.scenario is None:
-            return None
-        open_streams = self._open_streams.setdefault(slugify(call.scenario), {})
-        open_streams[call.ticket] = 0
-        return open_streams
+    def frames_arrived(self, call: Call, frames: int) -> None:
+        """`frames` data frames of `call`'s stream have arrived (for `@during` tags)."""
+        opened = self._open.get(call.file_key)
+        if opened is not None and call.ticket in opened:
+            opened[call.ticket] = frames
+
+    def close(self, call: Call) -> None:
+        """`call`'s reply is whole (or will not be): later requests are not `@during` it."""
+        opened = self._open.get(call.file_key)
+        if opened is not None:
+            opened.pop(call.ticket, None)
+            if not opened:
+                del self._open[call.file_key]
+
+    def learn(self, call: Call, body: bytes) -> None:
+        """The values a reply body generated get `call`'s file as their home."""
+        self.lineage.learn_body(body, call.file_key, call.client_values)
+
+    def learn_frame(self, call: Call, event: SseEvent) -> None:
+        """The values one stream frame generated get `call`'s file as their home."""
+        if event.data:
+            self.lineage.learn_body(event.data.encode("utf-8"), call.file_key, call.client_values)
 
     def finish(self, call: Call) -> None:
         """The proxy is done with `call`: drop what a write that did not come left behind."""
+        self.close(call)
         self.store.forget(call.ticket)  # a request that was not written (upstream error)
         call.finished = True
         if call.temporary is not None:  # made for a write that did not come

@@ -7,8 +7,12 @@ stream's frames through `SseDecoder`).
 
 A stream ends in one of four ways, and is recorded in each:
 - the upstream finishes it: recorded, then the final chunk sent;
-- the client goes away: the upstream stream is closed and the exchange recorded with
-  `truncated=True`;
+- the client goes away: the upstream is still read for a bounded grace time (`grace`,
+  `recorder record --stream-grace`, 2 s), so that a stream about to end (an SDK client closes
+  it as soon as it has the final event) is recorded whole; one that has not ended by then is
+  closed and recorded with `truncated=True`. Nothing more goes to the client meanwhile;
+- frames arrive: each data frame's generated values are learned (`Recording.learn_frame`,
+  id lineage) and counted (`@during` tags) before the client gets it;
 - the upstream breaks it off: recorded with `truncated=True`, logged as an error, and the
   client's connection closed without the final chunk;
 - shutdown (`serve` ends open streams as soon as Ctrl-C comes, `StreamRelay.stop_all`): recorded
@@ -32,13 +36,19 @@ from recorder.sse import SseDecoder
 
 log = logging.getLogger(__name__)
 
+# seconds the upstream is still read after the client left a stream (`record --stream-grace`)
+STREAM_GRACE = 2.0
+
 
 class StreamRelay:
     """Relays streamed replies, recording each when it ends; ends them all at shutdown."""
 
-    def __init__(self, recording: Recording, upstream_url: str) -> None:
+    def __init__(
+        self, recording: Recording, upstream_url: str, *, grace: float = STREAM_GRACE
+    ) -> None:
         self.recording = recording
         self.upstream_url = upstream_url
+        self.grace = grace
         # one future per relayed stream: set by `stop_all` when the server shuts down
         self._stopping = False
         self._stream_stops: set[asyncio.Future[None]] = set()
@@ -79,18 +89,26 @@ class StreamRelay:
         )
         call.response_started = True
 
-        # frames sent so far, for requests of the same scenario sent meanwhile (`@during`)
-        open_streams = recording.open_stream(call) if decoder is not None else None
+        frames = 0  # data frames arrived (comment-only frames, keep-alive pings, are not)
+        gone = False  # the client went away: the upstream is still read, for the grace time
 
         async def pump() -> None:
+            nonlocal frames
             async for chunk in upstream.aiter_raw():
                 if decoder is not None:
-                    decoder.feed(chunk)
+                    arrived = decoder.feed(chunk)
+                    if arrived:
+                        # learned before the client has the frame: a follow-up by an id it
+                        # holds finds its file, and is `@during` after this frame
+                        for event in arrived:
+                            if event.data is not None or event.event is not None or event.id:
+                                frames += 1
+                                recording.learn_frame(call, event)
+                        recording.frames_arrived(call, frames)
                 else:
                     chunks.append(chunk)
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                if open_streams is not None and decoder is not None:
-                    open_streams[call.ticket] = len(decoder.events)
+                if not gone:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
 
         async def watch() -> None:
             while True:
@@ -109,11 +127,19 @@ class StreamRelay:
             done, _ = await asyncio.wait(
                 {pump_task, watch_task, stop}, return_when=asyncio.FIRST_COMPLETED
             )
+            if watch_task in done and pump_task not in done and stop not in done:
+                # the client went away (an SDK client closes a stream as soon as it has the
+                # final event): read on for a bounded time, so that a stream about to end is
+                # recorded whole; only one that does not end is truncated
+                gone = True
+                done, _ = await asyncio.wait(
+                    {pump_task, stop}, timeout=self.grace, return_when=asyncio.FIRST_COMPLETED
+                )
             if pump_task in done:
                 upstream_error = pump_task.exception()
             else:
-                client_gone = watch_task in done
-                shut_down = not client_gone
+                client_gone = gone
+                shut_down = not gone
                 pump_task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await pump_task
@@ -127,8 +153,7 @@ class StreamRelay:
             raise
         finally:
             self._stream_stops.discard(stop)
-            if open_streams is not None:
-                open_streams.pop(call.ticket, None)
+            recording.close(call)
             watch_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watch_task
@@ -137,6 +162,12 @@ class StreamRelay:
             # client sees a reply cut short, not a complete one
             recording.write_truncated(call, upstream, kept, decoder, chunks, "the proxy shut down")
             return
+        if gone and not client_gone and upstream_error is None:
+            log.info(
+                "client went away during %s; the stream ended within %g s: recorded whole",
+                call.shown,
+                self.grace,
+            )
 
         truncated = client_gone or upstream_error is not None
         body = decoder.raw if decoder is not None else b"".join(chunks)
@@ -167,5 +198,5 @@ class StreamRelay:
                 f"the upstream {self.upstream_url} broke off the reply: "
                 f"{describe_http_error(upstream_error)}"
             ) from None
-        if not client_gone:
+        if not gone:
             await send({"type": "http.response.body", "body": b"", "more_body": False})

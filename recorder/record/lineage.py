@@ -1,0 +1,87 @@
+"""Grouping by id lineage: which file an exchange of unscripted traffic belongs to.
+
+Most clients know nothing of the recorder: no `Recorder-Scenario` header, random uuid message
+ids, follow-up calls by the ids the agent handed out. Their exchanges are grouped so that every
+file is self-contained (it creates what it later reads) and replays alone, in any order:
+
+1. Every value an agent's reply generates (by the player's own rules, `recorder.pairing`:
+   a generated member such as a task `id` or `contextId`, or a generated shape such as a
+   uuid), that the request of that exchange did not carry itself (rule 2: the client's own
+   values), has a *home*: the file of the exchange whose reply first carried it. Values of a
+   loose kind (timestamps) have none: they name no conversation.
+2. A request without a scenario that carries a value with a home joins that file, in request
+   order; one that carries values of several files joins the one it names first. One that
+   carries none starts a file of its own, named after its operation.
+3. A request with a scenario goes to its scenario's file (a scenario wins); the values its
+   replies generate get that file as their home too, so an unscripted follow-up joins it.
+
+Event-stream frames are learned one by one as they are relayed, so a follow-up sent while
+the stream is still open (a CancelTask of an abandoned review) finds its file.
+
+Pure: no I/O, no clock; the recording room calls it. Keys are the store's file keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Iterable
+from typing import Any
+
+from recorder.model import Request
+from recorder.pairing import PairingRules
+from recorder.rules import DEFAULT_RULES, Rules
+
+__all__ = ["MAX_SCANNED_BODY", "Lineage"]
+
+# reply bodies larger than this are not parsed to learn their values (bytes): a 100 MB reply
+# is no conversation's first exchange, and parsing it would double the recorder's memory
+MAX_SCANNED_BODY = 8 * 1024 * 1024
+
+
+class Lineage:
+    """The homes of generated values, and the file each unscripted request belongs to."""
+
+    def __init__(self, rules: Rules = DEFAULT_RULES) -> None:
+        self._pairing = PairingRules(rules)
+        self._loose = rules.loose_kinds
+        self._home: dict[str, Hashable] = {}
+
+    def __len__(self) -> int:
+        return len(self._home)
+
+    def request_values(self, request: Request) -> frozenset[str]:
+        """Every value the request carries (its body's strings, path segments, query and
+        header values, and the shapes inside them): rule 2 of `recorder.pairing`."""
+        return self._pairing.request_values(request)
+
+    def home_of(self, values: Iterable[str]) -> Hashable | None:
+        """The file a request carrying `values` joins: the home of the first value that has
+        one, in the request's order of values (sorted, so that the choice is stable)."""
+        home = self._home
+        if not home:
+            return None
+        for value in sorted(values):
+            found = home.get(value)
+            if found is not None:
+                return found
+        return None
+
+    def learn(self, value: Any, key: Hashable, client: frozenset[str]) -> None:
+        """Give every generated value of the parsed JSON `value` (a reply body or a stream
+        frame's data) that the client did not send itself the home `key`, unless it has one."""
+        home = self._home
+        loose = self._loose
+        for text, kind in self._pairing.generated_values(value):
+            if kind in loose or text in client or text in home:
+                continue
+            home[text] = key
+
+    def learn_body(self, body: bytes, key: Hashable, client: frozenset[str]) -> None:
+        """`learn` from a JSON text (a reply body, a frame's data); anything else is skipped."""
+        if not body or len(body) > MAX_SCANNED_BODY or body.lstrip()[:1] not in (b"{", b"["):
+            return
+        try:
+            value = json.loads(body)
+        except (ValueError, RecursionError):
+            return
+        self.learn(value, key, client)
