@@ -33,7 +33,14 @@ from recorder.model import (
 from recorder.pairing import AliasMap
 from recorder.replay.diff import ABSENT, Mismatch, align
 from recorder.replay.fastpath import FastPath
-from recorder.replay.live import EMPTY, NOT_JSON, LiveReply, body_value, parse_json_text
+from recorder.replay.live import (
+    EMPTY,
+    NOT_JSON,
+    LiveReply,
+    body_value,
+    parse_json_text,
+    real_frames,
+)
 from recorder.replay.text import Strings
 from recorder.replay.walk import Walk
 from recorder.rules import Rules
@@ -237,8 +244,8 @@ class Comparison:
                 )
             )
             return
-        golden_frames = _real_frames(expected.events)
-        live_frames = _real_frames(actual.events)
+        golden_frames = real_frames(expected.events)
+        live_frames = real_frames(actual.events)
         if truncated and len(live_frames) >= len(golden_frames):
             # the recording stopped early: compare only what it holds
             live_frames = live_frames[: len(golden_frames)]
@@ -285,6 +292,19 @@ class Comparison:
         for i, j in pairs:
             if i is not None and j is not None:
                 self._compare_frame(golden_frames[i], live_frames[j], j + 1, out)
+
+    def learn_frames(self, golden: Response, live: Iterable[SseEvent], start: int = 0) -> None:
+        """Pair the values of a recorded event stream's frames with those of the live frames
+        that have arrived so far (recorded frame i with live frame i, from frame `start`,
+        comment-only frames left out), and drop the verdict: a stream still open whose ids a
+        request sent meanwhile carries. The stream is compared (and its mismatches reported)
+        once, when it has ended; pairing the same values again then is harmless (rule 3)."""
+        if golden.events is None:
+            return
+        golden_frames = real_frames(golden.events)
+        live_frames = real_frames(live)
+        for index in range(start, min(len(golden_frames), len(live_frames))):
+            self._compare_frame(golden_frames[index], live_frames[index], index + 1, [])
 
     def _learn_from_moved_frames(self, golden: list[SseEvent], live: list[SseEvent]) -> None:
         """After frames that came in another order were reported, pair the values of each
@@ -351,15 +371,6 @@ class Comparison:
                     f"expected {_body_kind(expected_value)}, got {_body_kind(actual_value)}",
                 )
             )
-
-
-def _real_frames(events: tuple[SseEvent, ...]) -> list[SseEvent]:
-    """The frames of a reply: comment-only frames (keep-alive pings) are not part of it."""
-    return [
-        e
-        for e in events
-        if not (e.data is None and e.event is None and e.id is None and e.retry is None)
-    ]
 
 
 def _fields_by_name(headers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:

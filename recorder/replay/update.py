@@ -34,6 +34,9 @@ def blessed_exchanges(
     `live` replies, each blessed through `state`; an exchange whose blessed reply is the
     recorded one is left out.
 
+    A `truncated` recording stays truncated when its live stream was read only up to the
+    recorded frames (`LiveReply.cut`); one whose live reply ended by itself loses the tag.
+
     Secrets never reach the disk: a blessed reply is redacted as the recorder redacts
     (rules.secret_headers, rules.secret_fields), and the `secrets` (value -> placeholder name:
     the values of {{A2A_TOKEN}} and the like) are scrubbed wherever such a reply echoes them.
@@ -49,8 +52,10 @@ def blessed_exchanges(
     for index, response in blessed.items():
         golden = transcript.exchanges[index]
         response = scrub_response(response, scrubbed)
-        if response != golden.response:
-            replaced[index] = replace(golden, response=response)
+        # a truncated recording whose live reply was read to its end is whole now
+        truncated = golden.truncated and live[index].cut
+        if response != golden.response or truncated != golden.truncated:
+            replaced[index] = replace(golden, response=response, truncated=truncated)
     return replaced
 
 
