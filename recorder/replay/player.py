@@ -47,6 +47,7 @@ from recorder.redact import scrub_text
 from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.jobs import Stopped, run_files
 from recorder.replay.live import real_frames
+from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.plan import PlanItem, load_transcripts, plan
 from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
@@ -96,6 +97,9 @@ class FilePlayer:
     timeout: float = DEFAULT_TIMEOUT
     update: bool = False
     live_base: str | None = None
+    origins: Origins | None = None
+    """Where recorded generated values come from, over the run's files (built on first use);
+    None: this file's own (`recorder.replay.origins`)."""
     state: ReplayState = field(init=False)
     results: dict[int, ExchangeResult] = field(init=False, default_factory=dict)
 
@@ -120,6 +124,8 @@ class FilePlayer:
         self._to_bless: dict[int, LiveReply] = {}  # --update: the replies that mismatched
         self._changed_on_disk = False  # --update: the file was edited while it was played
         self._notes: dict[int, tuple[str, ...]] = {}
+        # exchange -> the exchange that generated an unpaired recorded value it sent
+        self._unpaired: dict[int, tuple[str | None, int]] = {}
         self._no_reply: int | None = None  # the first exchange that got no whole reply
         self._next = 0
         self._open: dict[int, BackgroundExchange] = {}
@@ -264,23 +270,19 @@ class FilePlayer:
         )
 
     def _unpaired_notes(self, index: int, request: Request) -> tuple[str, ...]:
-        """Notes on the recorded values of earlier replies that this request carries as
-        recorded, because no live reply paired them (the earlier exchange mismatched): the
-        agent is asked about something it never made, and the mismatches follow from that."""
+        """Notes on the recorded generated values this request carries as recorded, because no
+        live reply of this file paired them (an earlier exchange mismatched, or another file
+        generated them): the agent is asked about something it never made, and the
+        mismatches follow from that (`recorder.replay.origins`)."""
         values = self.state.unpaired(request)
         if not values:
             return ()
-        notes = []
-        for value in sorted(values):
-            needle = value.encode()
-            for earlier in range(index):
-                if needle in self.transcript.exchanges[earlier].response.body:
-                    notes.append(
-                        f"the request carries {value} as recorded: it comes from the recorded"
-                        f" reply of exchange {earlier + 1}, and no live reply paired it"
-                    )
-                    break
-        return tuple(notes)
+        if self.origins is None:
+            self.origins = Origins([(self.path, self.transcript)], self.rules)
+        notes, origin = unpaired_notes(values, self.origins, self.path, index)
+        if origin is not None:
+            self._unpaired[index] = origin
+        return notes
 
     def write_update(self, selected: Iterable[int]) -> bool:
         """Write the blessed replies of the `selected` exchanges back to the file (atomically,
@@ -302,7 +304,9 @@ class FilePlayer:
 
     def not_updated(self, selected: Iterable[int]) -> str | None:
         """Why --update must leave the file as it is, or None (`recorder.replay.update`)."""
-        return why_not_updated(self.results, self._no_reply, self._to_bless.keys(), selected)
+        return why_not_updated(
+            self.results, self._no_reply, self._to_bless.keys(), selected, self._unpaired
+        )
 
 
 @dataclass(frozen=True)
@@ -314,6 +318,7 @@ class _Settings:
     timeout: float
     update: bool
     listener: Listener | None
+    origins: Origins
 
 
 def _play_item(
@@ -329,6 +334,7 @@ def _play_item(
         timeout=settings.timeout,
         update=settings.update,
         live_base=settings.live_base,
+        origins=settings.origins,
     )
     reported: list[ExchangeResult] = []
     for index in range(item.play_count):
@@ -420,7 +426,9 @@ def play(
             raise missing
         if listener is not None:
             listener.started(items)
-        settings = _Settings(base_url, live_base, rules, variables, timeout, update, listener)
+        settings = _Settings(
+            base_url, live_base, rules, variables, timeout, update, listener, Origins(loaded, rules)
+        )
         results = run_files(
             items,
             functools.partial(_play_item, settings),
