@@ -56,6 +56,8 @@ class Origins:
         if transcript is not None:
             needle = value.encode()
             for number, exchange in enumerate(transcript.exchanges[:before]):
+                if needle in exchange.request.body or value in exchange.request.target:
+                    return None  # the client's own, echoed
                 if needle in exchange.response.body:
                     return path, number
         return None
