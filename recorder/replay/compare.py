@@ -294,17 +294,12 @@ class Comparison:
                 self._compare_frame(golden_frames[i], live_frames[j], j + 1, out)
 
     def learn_frames(self, golden: Response, live: Iterable[SseEvent], start: int = 0) -> None:
-        """Pair the values of a recorded event stream's frames with those of the live frames
-        that have arrived so far (recorded frame i with live frame i, from frame `start`,
-        comment-only frames left out), and drop the verdict: a stream still open whose ids a
-        request sent meanwhile carries. The stream is compared (and its mismatches reported)
-        once, when it has ended; pairing the same values again then is harmless (rule 3)."""
-        if golden.events is None:
-            return
-        golden_frames = real_frames(golden.events)
-        live_frames = real_frames(live)
-        for index in range(start, min(len(golden_frames), len(live_frames))):
-            self._compare_frame(golden_frames[index], live_frames[index], index + 1, [])
+        """Pair recorded frame i with live frame i (from `start`, pings left out) of a stream
+        still open, verdict dropped: it is reported once, when compared whole (rule 3 makes
+        pairing the same values again harmless)."""
+        pairs = zip(real_frames(golden.events or ()), real_frames(live), strict=False)
+        for index, (g, a) in enumerate(list(pairs)[start:], start + 1):
+            self._compare_frame(g, a, index, [])
 
     def _learn_from_moved_frames(self, golden: list[SseEvent], live: list[SseEvent]) -> None:
         """After frames that came in another order were reported, pair the values of each
