@@ -33,7 +33,14 @@ from recorder.model import (
 from recorder.pairing import AliasMap
 from recorder.replay.diff import ABSENT, Mismatch, align
 from recorder.replay.fastpath import FastPath
-from recorder.replay.live import EMPTY, NOT_JSON, LiveReply, body_value, parse_json_text
+from recorder.replay.live import (
+    EMPTY,
+    NOT_JSON,
+    LiveReply,
+    body_value,
+    parse_json_text,
+    real_frames,
+)
 from recorder.replay.text import Strings
 from recorder.replay.walk import Walk
 from recorder.rules import Rules
@@ -237,8 +244,8 @@ class Comparison:
                 )
             )
             return
-        golden_frames = _real_frames(expected.events)
-        live_frames = _real_frames(actual.events)
+        golden_frames = real_frames(expected.events)
+        live_frames = real_frames(actual.events)
         if truncated and len(live_frames) >= len(golden_frames):
             # the recording stopped early: compare only what it holds
             live_frames = live_frames[: len(golden_frames)]
@@ -285,6 +292,14 @@ class Comparison:
         for i, j in pairs:
             if i is not None and j is not None:
                 self._compare_frame(golden_frames[i], live_frames[j], j + 1, out)
+
+    def learn_frames(self, golden: Response, live: Iterable[SseEvent], start: int = 0) -> None:
+        """Pair recorded frame i with live frame i (from `start`, pings left out) of a stream
+        still open, verdict dropped: it is reported once, when compared whole (rule 3 makes
+        pairing the same values again harmless)."""
+        pairs = zip(real_frames(golden.events or ()), real_frames(live), strict=False)
+        for index, (g, a) in enumerate(list(pairs)[start:], start + 1):
+            self._compare_frame(g, a, index, [])
 
     def _learn_from_moved_frames(self, golden: list[SseEvent], live: list[SseEvent]) -> None:
         """After frames that came in another order were reported, pair the values of each
@@ -351,15 +366,6 @@ class Comparison:
                     f"expected {_body_kind(expected_value)}, got {_body_kind(actual_value)}",
                 )
             )
-
-
-def _real_frames(events: tuple[SseEvent, ...]) -> list[SseEvent]:
-    """The frames of a reply: comment-only frames (keep-alive pings) are not part of it."""
-    return [
-        e
-        for e in events
-        if not (e.data is None and e.event is None and e.id is None and e.retry is None)
-    ]
 
 
 def _fields_by_name(headers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:

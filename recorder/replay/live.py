@@ -7,8 +7,17 @@ from collections.abc import Iterable
 from typing import Any
 
 from recorder.model import Headers, Response
+from recorder.sse import SseEvent
 
-__all__ = ["EMPTY", "NOT_JSON", "LiveReply", "body_value", "parse_json_text"]
+__all__ = [
+    "EMPTY",
+    "NOT_JSON",
+    "LiveReply",
+    "body_value",
+    "is_frame",
+    "parse_json_text",
+    "real_frames",
+]
 
 
 class _NotJson:
@@ -37,6 +46,19 @@ def body_value(message: Response) -> Any:
     return value
 
 
+def is_frame(event: SseEvent) -> bool:
+    """Whether an SSE frame is a frame of the reply: one that holds only comments (a keep-alive
+    ping) is not (rule 7), nor counted by `@during ... frame K` and `@truncated`."""
+    return not (
+        event.data is None and event.event is None and event.id is None and event.retry is None
+    )
+
+
+def real_frames(events: Iterable[SseEvent]) -> list[SseEvent]:
+    """The frames of a reply, without its comment-only frames (keep-alive pings)."""
+    return [event for event in events if is_frame(event)]
+
+
 class LiveReply:
     """A live reply as it arrived: status, reason, header pairs, raw body bytes.
 
@@ -44,10 +66,11 @@ class LiveReply:
     is never pretty-printed: the fast path reads the wire bytes (parsed and written on one line
     by the C encoder), and the model's `Response` (`.response`, built on first use) is made
     only for a stream, a reply the fast path cannot decide, and `bless`. Header values are
-    stripped as `Headers` strips them.
+    stripped as `Headers` strips them. `cut`: reading stopped before the reply ended (an event
+    stream read only up to the frames of a truncated recording).
     """
 
-    __slots__ = ("_response", "body", "headers", "http_version", "reason", "status")
+    __slots__ = ("_response", "body", "cut", "headers", "http_version", "reason", "status")
 
     def __init__(
         self,
@@ -56,8 +79,11 @@ class LiveReply:
         headers: Iterable[tuple[str, str]],
         body: bytes,
         http_version: str = "HTTP/1.1",
+        *,
+        cut: bool = False,
     ) -> None:
         self.status = status
+        self.cut = cut
         self.reason = reason
         self.headers: tuple[tuple[str, str], ...] = tuple(
             (name, value.strip()) for name, value in headers

@@ -42,10 +42,12 @@ from typing import Any, Protocol
 import httpx
 
 from recorder.errors import NoReplyError
-from recorder.model import Request, Transcript
+from recorder.model import Exchange, Request, Transcript
 from recorder.redact import scrub_text
 from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.jobs import Stopped, run_files
+from recorder.replay.live import real_frames
+from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.plan import PlanItem, load_transcripts, plan
 from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
@@ -79,9 +81,11 @@ class FilePlayer:
     by default `base_url`.
 
     Exchanges run one after another, each reply read to its end before the next request, except
-    where the transcript says a request was sent while an earlier event stream was open
-    (`# @during exchange N frame K`): stream N is then read in the background, the tagged
-    exchanges are sent once its frame K arrived, and N is compared when its stream has ended.
+    where the transcript says a request arrived while an earlier exchange was open
+    (`# @during exchange N frame K`, see `recorder.replay.during`): N is then read in the
+    background, the tagged exchange is sent once N got as far as the tag says, with every
+    background exchange still open, and N is compared when its reply has ended (at the next
+    untagged exchange, or the end of the file).
     """
 
     path: str
@@ -93,6 +97,9 @@ class FilePlayer:
     timeout: float = DEFAULT_TIMEOUT
     update: bool = False
     live_base: str | None = None
+    origins: Origins | None = None
+    """Where recorded generated values come from, over the run's files (built on first use);
+    None: this file's own (`recorder.replay.origins`)."""
     state: ReplayState = field(init=False)
     results: dict[int, ExchangeResult] = field(init=False, default_factory=dict)
 
@@ -117,11 +124,13 @@ class FilePlayer:
         self._to_bless: dict[int, LiveReply] = {}  # --update: the replies that mismatched
         self._changed_on_disk = False  # --update: the file was edited while it was played
         self._notes: dict[int, tuple[str, ...]] = {}
+        # exchange -> the exchange that generated an unpaired recorded value it sent
+        self._unpaired: dict[int, tuple[str | None, int]] = {}
         self._no_reply: int | None = None  # the first exchange that got no whole reply
         self._next = 0
-        self._background: dict[int, BackgroundExchange] = {}
-        # exchange -> the open stream it is sent during; stream -> frames before the first
-        self._during, self._open_until = during_tags(self.transcript)
+        self._open: dict[int, BackgroundExchange] = {}
+        # exchange -> (the exchange it is sent during, frames); the exchanges read meanwhile
+        self._during, self._in_background = during_tags(self.transcript)
 
     def play_until(self, index: int) -> ExchangeResult:
         while index not in self.results:
@@ -132,15 +141,14 @@ class FilePlayer:
         exchanges = self.transcript.exchanges
         index = self._next
         if index >= len(exchanges):
-            if not self._background:
+            if not self._open:
                 raise IndexError(f"{self.path} has {len(exchanges)} exchanges")
-            for stream in sorted(self._background):
-                self._finish(stream)
+            self._finish_open()
             return
-        keep_open = self._during.get(index)
-        for stream in sorted(self._background):
-            if stream != keep_open:
-                self._finish(stream)
+        tag = self._during.get(index)
+        if tag is None:
+            # it arrived when nothing of its file was open: what is open ends first
+            self._finish_open()
         golden = exchanges[index]
         self._next += 1
         if self._no_reply is not None:
@@ -151,29 +159,31 @@ class FilePlayer:
                 played=False,
             )
             return
+        if tag is not None:
+            self._catch_up(*tag)
         started = time.perf_counter()
         request = self.state.prepare(golden.request)
         self._notes[index] = self._unpaired_notes(index, golden.request)
         request = fill_placeholders(request, self.variables, path=self.path, line=golden.line)
         max_events = None
         if golden.truncated and golden.response.events is not None:
-            max_events = len(golden.response.events)
-        frames = self._open_until.get(index)
-        if frames is not None:
+            # the data frames the client read: keep-alive pings are not waited for
+            max_events = len(real_frames(golden.response.events))
+        if index in self._in_background:
 
-            def start(on_frames: Callable[[int], None]) -> LiveReply:
+            def start(background: BackgroundExchange) -> LiveReply:
                 return send_raw(
                     self.transport,
                     self.base_url,
                     request,
                     timeout=self.timeout,
                     max_events=max_events,
-                    on_frames=on_frames,
+                    on_frames=background.on_frames,
+                    on_chunk=background.on_chunk,
+                    on_sent=background.on_sent,
                 )
 
-            background = BackgroundExchange(start, self.timeout)
-            self._background[index] = background
-            background.wait_for_frames(frames)
+            self._open[index] = BackgroundExchange(start, self.timeout)
             return
         try:
             live = send_raw(
@@ -184,8 +194,26 @@ class FilePlayer:
             return
         self._record(index, live, started)
 
+    def _catch_up(self, during: int, frames: int) -> None:
+        """Before an exchange tagged `@during exchange {during+1} frame {frames}`: wait until
+        that exchange got as far, then learn the pairs of the frames every open stream has sent
+        so far (the request may carry an id only they hold; their verdict comes at their end)."""
+        background = self._open.get(during)
+        if background is not None:
+            background.wait_for_frames(frames)
+        for stream in sorted(self._open):
+            if self.transcript.exchanges[stream].response.events is None:
+                continue
+            start, arrived = self._open[stream].new_frames()
+            if len(arrived) > start:
+                self.state.learn_frames(self._expected(stream), arrived, start)
+
+    def _finish_open(self) -> None:
+        for stream in sorted(self._open):
+            self._finish(stream)
+
     def _finish(self, index: int) -> None:
-        background = self._background.pop(index)
+        background = self._open.pop(index)
         try:
             live = background.result()
         except NoReplyError as exc:
@@ -213,11 +241,14 @@ class FilePlayer:
             **verdict,
         )
 
-    def _record(self, index: int, live: LiveReply, started: float) -> None:
+    def _expected(self, index: int) -> Exchange:
+        """The recorded exchange, with the placeholders of its reply filled."""
         golden = self.transcript.exchanges[index]
         expected = fill_reply_placeholders(golden.response, self.variables, self._reply_names)
-        if expected is not golden.response:
-            golden = replace(golden, response=expected)
+        return golden if expected is golden.response else replace(golden, response=expected)
+
+    def _record(self, index: int, live: LiveReply, started: float) -> None:
+        golden = self._expected(index)
         mismatches = tuple(self.state.compare(golden, live))
         if self._secrets and mismatches:
             # a report must not print a secret (nor write it into a JUnit file)
@@ -239,23 +270,19 @@ class FilePlayer:
         )
 
     def _unpaired_notes(self, index: int, request: Request) -> tuple[str, ...]:
-        """Notes on the recorded values of earlier replies that this request carries as
-        recorded, because no live reply paired them (the earlier exchange mismatched): the
-        agent is asked about something it never made, and the mismatches follow from that."""
+        """Notes on the recorded generated values this request carries as recorded, because no
+        live reply of this file paired them (an earlier exchange mismatched, or another file
+        generated them): the agent is asked about something it never made, and the
+        mismatches follow from that (`recorder.replay.origins`)."""
         values = self.state.unpaired(request)
         if not values:
             return ()
-        notes = []
-        for value in sorted(values):
-            needle = value.encode()
-            for earlier in range(index):
-                if needle in self.transcript.exchanges[earlier].response.body:
-                    notes.append(
-                        f"the request carries {value} as recorded: it comes from the recorded"
-                        f" reply of exchange {earlier + 1}, and no live reply paired it"
-                    )
-                    break
-        return tuple(notes)
+        if self.origins is None:
+            self.origins = Origins([(self.path, self.transcript)], self.rules)
+        notes, origin = unpaired_notes(values, self.origins, self.path, index)
+        if origin is not None:
+            self._unpaired[index] = origin
+        return notes
 
     def write_update(self, selected: Iterable[int]) -> bool:
         """Write the blessed replies of the `selected` exchanges back to the file (atomically,
@@ -277,7 +304,9 @@ class FilePlayer:
 
     def not_updated(self, selected: Iterable[int]) -> str | None:
         """Why --update must leave the file as it is, or None (`recorder.replay.update`)."""
-        return why_not_updated(self.results, self._no_reply, self._to_bless.keys(), selected)
+        return why_not_updated(
+            self.results, self._no_reply, self._to_bless.keys(), selected, self._unpaired
+        )
 
 
 @dataclass(frozen=True)
@@ -289,6 +318,7 @@ class _Settings:
     timeout: float
     update: bool
     listener: Listener | None
+    origins: Origins
 
 
 def _play_item(
@@ -304,6 +334,7 @@ def _play_item(
         timeout=settings.timeout,
         update=settings.update,
         live_base=settings.live_base,
+        origins=settings.origins,
     )
     reported: list[ExchangeResult] = []
     for index in range(item.play_count):
@@ -395,7 +426,9 @@ def play(
             raise missing
         if listener is not None:
             listener.started(items)
-        settings = _Settings(base_url, live_base, rules, variables, timeout, update, listener)
+        settings = _Settings(
+            base_url, live_base, rules, variables, timeout, update, listener, Origins(loaded, rules)
+        )
         results = run_files(
             items,
             functools.partial(_play_item, settings),

@@ -18,11 +18,13 @@ import functools
 import importlib.util
 import time
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 
 from recorder.errors import NoReplyError, UpstreamError
 from recorder.model import Request, Transcript, is_event_stream
+from recorder.replay.live import is_frame
 from recorder.replay.state import LiveReply
 
 __all__ = [
@@ -107,13 +109,19 @@ def send_raw(
     timeout: float = DEFAULT_TIMEOUT,
     max_events: int | None = None,
     on_frames: Callable[[int], None] | None = None,
+    on_chunk: Callable[[bytes], None] | None = None,
+    on_sent: Callable[[], None] | None = None,
 ) -> LiveReply:
     """Send `request` to the agent at `base_url`; return its reply as it arrived (a
     `LiveReply`: its `Response` is built on use).
 
     An event stream is read as it arrives; with `max_events` (a golden reply recorded
-    truncated) reading stops after that many frames; `on_frames(n)` is told how many frames
-    have arrived (0 when the reply's head arrives). The whole reply must arrive within
+    truncated) reading stops once that many frames arrived (comment-only frames, keep-alive
+    pings, do not count), and the reply is marked `cut`; `on_frames(n)` is told how many
+    frames have arrived (0 when the reply's head arrives), `on_chunk(data)` each chunk of the
+    stream as it arrives. `on_sent()` is called once the whole request has been written (from
+    httpcore's `trace` extension; a transport that reports no trace never calls it, and the
+    caller takes the reply's head for it). The whole reply must arrive within
     `timeout` seconds. Raises `UpstreamError` when the agent cannot be reached, and its
     `NoReplyError` when no whole reply arrives (too slow, or the connection dropped).
     """
@@ -146,13 +154,16 @@ def send_raw(
         url = _url(base_url + target)
     except httpx.InvalidURL as exc:
         raise NoReplyError(f"cannot send {request.method} {target}: {exc}") from None
+    extensions: dict[str, object] = {"timeout": _timeouts(timeout)}
+    if on_sent is not None:
+        extensions["trace"] = _sent_tracer(on_sent)
     try:
         outgoing = httpx.Request(
             request.method,
             url,
             headers=headers,
             content=body,
-            extensions={"timeout": _timeouts(timeout)},
+            extensions=extensions,
         )
         reply = transport.handle_request(outgoing)
         try:
@@ -165,8 +176,9 @@ def send_raw(
                     f"the reply of the agent at {base_url} ({request.method} {target}) has"
                     f" Content-Encoding: {encoding}, which recorder cannot decode"
                 )
+            cut = False
             if is_event_stream(content_type):
-                data = _read_stream(reply, deadline, timeout, max_events, on_frames)
+                data, cut = _read_stream(reply, deadline, max_events, on_frames, on_chunk)
             else:
                 data = _read_body(reply, deadline)
         finally:
@@ -209,6 +221,7 @@ def send_raw(
         ],
         data,
         reply.http_version if reply.http_version.startswith("HTTP/") else "HTTP/1.1",
+        cut=cut,
     )
 
 
@@ -235,32 +248,46 @@ def _url(text: str) -> httpx.URL:
     return httpx.URL(text)
 
 
+def _sent_tracer(on_sent: Callable[[], None]) -> Callable[[str, dict[str, Any]], None]:
+    """httpcore's `trace` extension: `on_sent()` once the request body has been written."""
+
+    def trace(event: str, info: dict[str, Any]) -> None:
+        if event.endswith(".send_request_body.complete"):
+            on_sent()
+
+    return trace
+
+
 def _read_stream(
     reply: httpx.Response,
     deadline: float,
-    timeout: float,
     max_events: int | None,
     on_frames: Callable[[int], None] | None,
-) -> bytes:
+    on_chunk: Callable[[bytes], None] | None,
+) -> tuple[bytes, bool]:
+    """The stream's bytes, and whether reading stopped at `max_events` frames (`cut`)."""
     from recorder.sse import SseDecoder
 
     counting = max_events is not None or on_frames is not None
     decoder = SseDecoder() if counting else None
     chunks: list[bytes] = []
     frames = 0
+    if max_events is not None and max_events <= 0:
+        return b"", True  # a truncated recording with no frame: nothing to wait for
     for chunk in reply.iter_bytes():
         chunks.append(chunk)
+        if on_chunk is not None:
+            on_chunk(chunk)
         if decoder is not None:
-            for event in decoder.feed(chunk):
-                if event.data is not None or event.event is not None or event.id is not None:
-                    frames += 1  # comment-only frames (keep-alive pings) are not counted
+            # comment-only frames (keep-alive pings) are not counted
+            frames += sum(map(is_frame, decoder.feed(chunk)))
             if on_frames is not None:
                 on_frames(frames)
-            if max_events is not None and len(decoder.events) >= max_events:
-                break
+            if max_events is not None and frames >= max_events:
+                return b"".join(chunks), True
         if time.monotonic() > deadline:
             raise _StreamDeadline("stream")
-    return b"".join(chunks)
+    return b"".join(chunks), False
 
 
 def _read_body(reply: httpx.Response, deadline: float) -> bytes:

@@ -41,7 +41,7 @@ in full where it is implemented:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from recorder.model import Exchange, Request, Response
 from recorder.pairing import AliasMap, PairingRules
@@ -54,6 +54,7 @@ from recorder.replay.live import LiveReply
 from recorder.replay.text import Addresses, Strings
 from recorder.replay.walk import Walk
 from recorder.rules import Rules
+from recorder.sse import SseEvent
 
 __all__ = ["LiveReply", "ReplayState"]
 
@@ -115,6 +116,13 @@ class ReplayState:
         out = self._comparison.compare(golden, live)
         self._bless.last_match = (golden.response, live) if not out else None
         return out
+
+    def learn_frames(self, golden: Exchange, live: Sequence[SseEvent], start: int = 0) -> None:
+        """Learn the pairs of the frames of a stream still open (`live`: the frames arrived so
+        far), without a verdict: see `Comparison.learn_frames`. `compare` reports the stream
+        when it has ended."""
+        self._carry.learn_client_values(golden.request)
+        self._comparison.learn_frames(golden.response, live, start)
 
     def bless(
         self, golden: Response, live: Response | LiveReply, *, matched: bool | None = None

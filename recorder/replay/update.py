@@ -34,6 +34,9 @@ def blessed_exchanges(
     `live` replies, each blessed through `state`; an exchange whose blessed reply is the
     recorded one is left out.
 
+    A `truncated` recording stays truncated when its live stream was read only up to the
+    recorded frames (`LiveReply.cut`); one whose live reply ended by itself loses the tag.
+
     Secrets never reach the disk: a blessed reply is redacted as the recorder redacts
     (rules.secret_headers, rules.secret_fields), and the `secrets` (value -> placeholder name:
     the values of {{A2A_TOKEN}} and the like) are scrubbed wherever such a reply echoes them.
@@ -49,8 +52,10 @@ def blessed_exchanges(
     for index, response in blessed.items():
         golden = transcript.exchanges[index]
         response = scrub_response(response, scrubbed)
-        if response != golden.response:
-            replaced[index] = replace(golden, response=response)
+        # a truncated recording whose live reply was read to its end is whole now
+        truncated = golden.truncated and live[index].cut
+        if response != golden.response or truncated != golden.truncated:
+            replaced[index] = replace(golden, response=response, truncated=truncated)
     return replaced
 
 
@@ -84,21 +89,34 @@ def why_not_updated(
     no_reply: int | None,
     to_bless: Iterable[int],
     selected: Iterable[int],
+    unpaired: Mapping[int, tuple[str | None, int]] | None = None,
 ) -> str | None:
     """Why --update must leave a file as it is, or None: an exchange got no reply (`no_reply`,
     0-based), or a request had to carry a recorded id that no live reply paired (blessing its
     reply would write the agent's answer about an id it never made into the golden file).
 
     `results` are the verdicts so far, `to_bless` the exchanges whose replies would be
-    rewritten, `selected` the exchanges the run reports.
+    rewritten, `selected` the exchanges the run reports, `unpaired` the exchanges that sent
+    such an id, each with the exchange that generated it: (None, its number) in this file,
+    (the file's name, its number) in another file of the run (`recorder.replay.origins`).
     """
     if no_reply is not None:
         return f"exchange {no_reply + 1} got no reply"
+    unpaired = unpaired or {}
     for index in sorted({*selected, *to_bless}):
         result = results.get(index)
         if result is None or not result.played:
             continue
-        if result.notes and result.mismatches:
+        origin = unpaired.get(index)
+        if origin is not None and result.mismatches:
+            other, number = origin
+            if other is not None:
+                return (
+                    f"exchange {result.number} sent a recorded id that exchange {number} of"
+                    f" {other} generated,"
+                    " and no reply in this file paired it; record the two together, or use"
+                    " one scenario"
+                )
             return (
                 f"exchange {result.number} sent a recorded id that no live reply paired;"
                 " fix the exchange before it, or record this scenario again"
