@@ -4,19 +4,9 @@ kit, then checked and replayed as DESIGN.md, "Recordings of unscripted traffic",
 every recording replays against a fresh kit, five times in a row, file by file, in parallel,
 and `--update` against the same kit changes no byte.
 
-One recording per binding (a module fixture); each replay gets the kits it needs.
-
-The replay tests are expected to fail until issue 12 (grouping by id lineage) lands. Two more
-things will then still stand in their way (found by recording the same traffic with a
-scenario header, so that all ids are carried in one file):
-- the CancelTask of the abandoned slow stream carries a task id that only the still-open
-  stream's first frame generated; it is recorded `@during` that stream, but the player does
-  not pair ids from an open stream's frames, so it sends the recorded id (TASK_NOT_FOUND);
-- the CancelTask sent while BOTH SubscribeToTask streams are open can only say `@during` one
-  of them; the player finishes the other first, which never ends without the cancel (timeout).
-Also racy today: the abandoned stream is recorded either `@truncated` after 2 frames or, when
-the proxy writes the CANCELED frame before it sees the client gone, whole and untruncated (then
-numbered after the CancelTask, and its replay waits for a CANCELED that only a cancel brings).
+One recording per binding (a module fixture); each replay gets the kits it needs. What makes
+it replay: grouping by id lineage at record time (`recorder.record.lineage`), `@during` taken
+from arrival, the grace time on abandoned streams, and the player's handling of open streams.
 """
 
 from __future__ import annotations
@@ -32,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 from traffic import BINDINGS, drive
 
+from recorder import load
 from recorder.checking import check_paths, find_transcripts
 from recorder.cli import main
 from recorder.kit import KitServer, start_kit
@@ -44,12 +35,6 @@ pytestmark = pytest.mark.e2e
 REPLAY_TIMEOUT = 5.0  # seconds per exchange: a hang fails fast
 REPLAY_SECONDS = 4.0  # a whole replay of the folder, kit already started
 ROUNDS = 5
-
-ISSUE_12 = (
-    "issue 12: without a scenario header every exchange gets its own file, and recorded ids "
-    "are carried only inside a file, so a follow-up (GetTask, CancelTask, push configs, "
-    "SubscribeToTask ...) plays without the task its id names"
-)
 
 
 @dataclass(frozen=True)
@@ -170,6 +155,21 @@ def test_every_call_was_recorded(recording: Recording) -> None:
     assert exchanges == 24, [f.name for f in files]
 
 
+def test_follow_ups_are_grouped_with_the_exchange_that_made_their_ids(
+    recording: Recording,
+) -> None:
+    files = {path.name: load(path) for path in find_transcripts([recording.folder])}
+    # the stream the client read to its final event, and the slow one it abandoned and then
+    # canceled within the grace time, both ended: neither is cut
+    assert not [name for name, t in files.items() if any(e.truncated for e in t)]
+    [subscribed] = [t for t in files.values() if sum("SubscribeToTask" in e.title for e in t) == 2]
+    titles = [e.title.split(":")[0] for e in subscribed]
+    assert titles[0] == "SendMessage" and titles[-1] == "CancelTask", titles
+    # the second subscription and the cancel arrived while the first stream was open
+    tags = [c for e in subscribed for c in e.comments if c.startswith("@during")]
+    assert len(tags) == 2, tags
+
+
 def test_the_recording_passes_check(recording: Recording) -> None:
     count, problems = check_paths([recording.folder])
     assert problems == []
@@ -181,17 +181,17 @@ def test_the_recording_passes_check(recording: Recording) -> None:
 # --------------------------------------------------------------------------- replays
 
 
-@pytest.mark.xfail(reason=ISSUE_12, strict=True)
 def test_replays_against_fresh_kits_five_times_in_a_row(
     recording: Recording, fresh_kits: list[KitServer]
 ) -> None:
     for round_ in range(1, ROUNDS + 1):  # the first failing round ends the test
         result, seconds = replay([recording.folder], fresh_kit(fresh_kits))
         assert result.passed, f"round {round_}: {summary(result)}"
+        notes = [e.notes for t in result.transcripts for e in t.exchanges if e.notes]
+        assert notes == [], f"round {round_}: {notes}"
         assert seconds < REPLAY_SECONDS, f"round {round_} took {seconds:.2f} s"
 
 
-@pytest.mark.xfail(reason=ISSUE_12, strict=True)
 def test_every_file_replays_alone(recording: Recording, fresh_kits: list[KitServer]) -> None:
     failures = []
     for path in find_transcripts([recording.folder]):
@@ -201,7 +201,6 @@ def test_every_file_replays_alone(recording: Recording, fresh_kits: list[KitServ
     assert not failures, "\n".join(failures)
 
 
-@pytest.mark.xfail(reason=ISSUE_12, strict=True)
 def test_the_folder_replays_with_four_jobs(
     recording: Recording, fresh_kits: list[KitServer]
 ) -> None:
