@@ -1,8 +1,8 @@
 """Bless (`--update`): a live reply with its generated values put back to the recorded ones.
 
-What a live reply paired (rule 3, `recorder.pairing`) goes back to its recorded value, and the
-live agent address to the recorded one (rule 5, `recorder.replay.text`), so that updating a
-transcript changes only what really changed.
+What a live reply paired (rule 3, `recorder.pairing`) goes back to its recorded value, and each
+paired live agent address to the recorded one, as the recorded reply spells it (rule 5,
+`recorder.replay.text`), so that updating a transcript changes only what really changed.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class Bless:
         self._ignored_headers = rules.rules.ignored_headers
         self._shapes = rules.shapes
         self._live_to_golden = aliases.live_to_golden
-        self._bless_url = addresses.recorded_url  # the recorded spelling bless writes back
+        self._golden_text = ""  # the recorded reply being blessed: how it spells addresses
         self.last_match: tuple[Response, Response | LiveReply] | None = None
         """The recorded and the live reply of the last `compare` that found no mismatch."""
 
@@ -35,10 +35,8 @@ class Bless:
         golden = table.get(text)
         if golden is not None:
             return golden
-        if self._bless_url is not None:
-            for live_url in self._addresses.live_urls:
-                if live_url in text:
-                    text = text.replace(live_url, self._bless_url)
+        if self._addresses.may_hold(text):
+            text = self._addresses.backward(text, self._golden_text)
         if self._shapes is not None and table:
             text = self._shapes.sub(lambda m: table.get(m.group(), m.group()), text)
         return text
@@ -72,11 +70,8 @@ class Bless:
                 return golden
         if isinstance(live, LiveReply):
             live = live.response
-        # the agent's address as this recorded reply spells it (localhost, 127.0.0.1 …)
-        self._bless_url = next(
-            (url for url in self._addresses.recorded_urls if url.encode() in golden.body),
-            self._addresses.recorded_url,
-        )
+        # the agent's addresses as this recorded reply spells them (localhost, 127.0.0.1 …)
+        self._golden_text = golden.body.decode("utf-8", errors="replace")
         headers = self._bless_headers(golden.headers, live.headers)
         if live.events is not None:
             events = tuple(

@@ -1,9 +1,12 @@
 """Carry-forward: a recorded request made live, and the client's own values it carries.
 
 A request of a replay is the recorded one with every recorded generated value that an earlier
-reply paired (rule 3, `recorder.pairing`) replaced by its live value, and the recorded agent
-address by the live one (rule 5, `recorder.replay.text`); values not learned (the client's own,
-rule 2) are sent as recorded, and learned as client values before the reply is compared.
+reply paired (rule 3, `recorder.pairing`) replaced by its live value, and every recorded agent
+address paired with a live one (rule 5, `recorder.replay.text`: the base, a port a card listed)
+by that live address, in the body, the target and the headers (Host always names the live
+base); values not learned (the client's own, rule 2) are sent as recorded, and learned as
+client values before the reply is compared (addresses nothing paired yet: as the client's own
+addresses, which pair with themselves).
 """
 
 from __future__ import annotations
@@ -30,8 +33,7 @@ class CarryForward:
         self._seen = aliases.seen
         self._client = aliases.client
         self._golden_to_live = aliases.golden_to_live
-        self._recorded_url = addresses.recorded_url
-        self._live_url = addresses.live_url
+        self._addresses = addresses
         self._live_host = addresses.live_host
         self._scanned: tuple[Request, frozenset[str]] | None = None
         self._forwarded_headers: dict[tuple[tuple[str, str], ...], Headers] = {}
@@ -59,19 +61,37 @@ class CarryForward:
         }
 
     def learn_client_values(self, request: Request) -> None:
-        """Rule 2: what the recorded request carries, except values learned from replies."""
+        """Rule 2: what the recorded request carries, except values learned from replies; and
+        the addresses it carries that nothing paired yet (rule 5: `Addresses.claim`)."""
         found = self._scan(request) - self._golden_to_live.keys()
         if found:
             self._client |= found
+        addresses = self._addresses
+        for text in self._address_texts(request):
+            addresses.claim(text)
+
+    def _address_texts(self, request: Request) -> list[str]:
+        """The parts of a recorded request that may hold an agent address (Host aside)."""
+        texts = [value for name, value in request.headers if name.lower() != "host"]
+        if request.body:
+            texts.append(request.body.decode("utf-8", errors="replace"))
+        texts.append(unquote(request.target))
+        everything = "\n".join(texts)
+        return [everything] if self._addresses.may_hold(everything) else []
 
     # --- carry-forward ----------------------------------------------------------------------
 
     def _forward(self, text: str) -> str:
-        """A recorded request string with every learned recorded value made live."""
+        """A recorded request string with every learned recorded value and every paired agent
+        address made live."""
         mapped = self._golden_to_live.get(text)
         if mapped is not None:
             return mapped
         return self._forward_shapes_only(text)
+
+    def _moves_addresses(self, text: str) -> bool:
+        """Whether `text` may hold a recorded address paired with another live one."""
+        return self._addresses.moved and self._addresses.may_hold(text)
 
     def prepare(self, request: Request) -> Request:
         """The recorded request as it must be sent live: learned values and the address made live.
@@ -82,20 +102,22 @@ class CarryForward:
         learned = bool(self._golden_to_live) and not self._golden_to_live.keys().isdisjoint(
             self._scan(request)
         )
-        if learned:
-            if request.body:
-                try:
-                    text = request.body.decode("utf-8")
-                except UnicodeDecodeError:
-                    text = None
-                if text is not None:
-                    # JSON: string by string, in the text, so the canonical layout stays as it is
-                    if request.is_json:
-                        new_text = map_json_strings(text, self._forward)
-                    else:
-                        new_text = self._forward_shapes_only(text)
-                    if new_text != text:
-                        changes["body"] = new_text.encode()
+        text: str | None = None
+        if request.body:
+            try:
+                text = request.body.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+        moved = text is not None and self._moves_addresses(text)
+        if learned or moved or self._moves_addresses(request.target):
+            if text is not None and (learned or moved):
+                # JSON: string by string, in the text, so the canonical layout stays as it is
+                if request.is_json:
+                    new_text = map_json_strings(text, self._forward)
+                else:
+                    new_text = self._forward_shapes_only(text)
+                if new_text != text:
+                    changes["body"] = new_text.encode()
             target = self._forward_target(request.target)
             if target != request.target:
                 changes["target"] = target
@@ -113,7 +135,10 @@ class CarryForward:
         return prepared
 
     def _forward_shapes_only(self, text: str) -> str:
-        if self._shapes is None:
+        """`text` with each learned shape and each paired agent address made live."""
+        if self._moves_addresses(text):
+            text = self._addresses.forward(text)
+        if self._shapes is None or not self._golden_to_live:
             return text
         table = self._golden_to_live
         return self._shapes.sub(lambda m: table.get(m.group(), m.group()), text)
@@ -166,10 +191,10 @@ class CarryForward:
                     new = self._live_host
             else:
                 forward = learned or folded == "content-length"  # _scan skips content-length
-                recorded_url, live_url = self._recorded_url, self._live_url
-                if recorded_url is not None and live_url is not None and recorded_url in new:
-                    new = new.replace(recorded_url, live_url)
+                if self._moves_addresses(new):
+                    new = self._addresses.forward(new)
                     forward = True
+                    cacheable = False  # depends on the addresses paired by now
                 if forward and self._golden_to_live:
                     new = self._forward(new)
                     cacheable = False  # depends on what is learned by now

@@ -20,6 +20,15 @@ pairs it with itself. That needs a live agent to emit a recorded uuid it was nev
 non-shape value the walk would alias (an `id` "task-1" beside a contextId) is checked against
 the learned values before the fast path may pass.
 
+Rule 5 (`recorder.replay.text.Addresses`): only a recorded text that holds an address paired
+with another live one (the recorded base, as a card holds it) is searched for addresses, which
+are then cut out of both texts and must pair; otherwise addresses are text, and any that differ
+send the reply to the walk. The one exception, as for shapes above: an address that is not the
+recorded side of such a pair (or is written in unusual letter case, `LocalHost:41242`),
+identical on both sides, is taken as literal text, where the walk would also pair it with
+itself. That needs a recording that names a port the live agent happens to use for another
+address, or an address whose first pairing is to itself and a later one to another.
+
 The rules are numbered in `recorder.pairing` (1-4) and `recorder.replay.text` (5).
 """
 
@@ -111,9 +120,7 @@ class FastPath:
         self._token_kinds = rules.token_kinds
         self._value_columns = rules.value_columns
         self._dashed = rules.dashed
-        self._swapped = addresses.swapped
-        self._recorded_urls = addresses.recorded_urls
-        self._live_urls = addresses.live_urls
+        self._addresses = addresses
         self._client = aliases.client
         self._seen = aliases.seen
         self._golden_to_live = aliases.golden_to_live
@@ -166,18 +173,27 @@ class FastPath:
 
     def matches_text(self, expected: str, actual: str, *, compact: bool = False) -> bool:
         """`matches` on text; `compact` when both are JSON written without spaces."""
-        if self._swapped:
-            # rule 5; NUL cannot appear raw in JSON text (and a text holding one is no JSON:
-            # the walk says so)
-            if "\0" in expected or "\0" in actual:
-                return False
-            for recorded_url in self._recorded_urls:
-                expected = expected.replace(recorded_url, "\0")
-            for live_url in self._live_urls:
-                actual = actual.replace(live_url, "\0")
+        addresses: list[tuple[str, str]] = []
+        for needle in self._addresses.moved_needles:
+            if needle in expected:
+                # rule 5: the addresses as NULs, which cannot appear raw in JSON text (and a
+                # text holding one is no JSON: the walk says so)
+                if "\0" in expected or "\0" in actual:
+                    return False
+                expected, golden_addresses = self._cut_addresses(expected)
+                actual, live_addresses = self._cut_addresses(actual)
+                if len(golden_addresses) != len(live_addresses):
+                    return False
+                addresses = list(zip(golden_addresses, live_addresses, strict=True))
+                if not self._addresses.would_pair(addresses):
+                    return False
+                break
         tokens = self._compact_tokens if compact else self._tokens
         if tokens is None:
-            return expected == actual
+            if expected != actual:
+                return False
+            self._learn_addresses(addresses)
+            return True
         danger = self._literal_danger
         if danger:
             # a learned id that is no shape (e.g. "task-1" -> "task-7") must not hide in text the
@@ -196,9 +212,35 @@ class FastPath:
         # the text between the values (member names included) is equal
         if expected_parts[0::stride] != actual_parts[0::stride]:
             return False
+        if addresses and sum(part.count("\0") for part in expected_parts[0::stride]) != len(
+            addresses
+        ):
+            return False  # an address inside a generated value: the walk decides
         if len(expected_parts) <= _SMALL * stride:
-            return self._pair_few(expected_parts, actual_parts, stride)
-        return self._pair_many(expected_parts, actual_parts, stride)
+            matched = self._pair_few(expected_parts, actual_parts, stride)
+        else:
+            matched = self._pair_many(expected_parts, actual_parts, stride)
+        if matched:
+            self._learn_addresses(addresses)
+        return matched
+
+    def _cut_addresses(self, text: str) -> tuple[str, list[str]]:
+        """`text` with each address (rule 5) as a NUL, and those addresses in order."""
+        spans = self._addresses.spans(text)
+        if not spans:
+            return text, []
+        out: list[str] = []
+        last = 0
+        for start, end, _ in spans:
+            out.append(text[last:start])
+            last = end
+        out.append(text[last:])
+        return "\0".join(out), [address for _, _, address in spans]
+
+    def _learn_addresses(self, pairs: list[tuple[str, str]]) -> None:
+        pair = self._addresses.pair
+        for golden, live in pairs:
+            pair(golden, live)
 
     def _pair_many(self, expected_parts: list[Any], actual_parts: list[Any], stride: int) -> bool:
         """The fast path's pairing (rules 2 and 3) for a reply with many values: column by

@@ -29,7 +29,8 @@ in full where it is implemented:
 3. Recorded and live generated values pair one to one, loosely for loose kinds
    (`recorder.pairing`).
 4. Aliases are numbered by first appearance, per kind (`recorder.pairing`).
-5. The recorded and the live agent address both read as `<agent>` (`recorder.replay.text`).
+5. The agent's addresses in any spelling pair one to one; the base reads as `<agent>`
+   (`recorder.replay.text`).
 6. Objects member by member, arrays item by item, aligned; ignored and unordered paths
    (`recorder.replay.walk`).
 7. SSE replies frame by frame; a truncated recording compares what it holds

@@ -792,8 +792,12 @@ def test_the_card_from_another_port_matches() -> None:
         "$.supportedInterfaces[1].url",
         "$.provider.url",
     ]
-    assert found[0].expected == "<agent>/a2a/jsonrpc"
+    # the address is the alias, the scheme and the path are text
+    assert found[0].expected == "http://<agent>/a2a/jsonrpc"
     assert found[0].actual == "http://localhost:10/a2a/jsonrpc"
+    assert found[0].message == (
+        "recorded localhost:41242 is live localhost:9, but the reply names localhost:10"
+    )
 
 
 @pytest.mark.parametrize("played", ["http://127.0.0.1:9", "http://[::1]:9", "http://LOCALHOST:9"])
