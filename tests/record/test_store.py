@@ -13,6 +13,7 @@ import pytest
 from factories import make_exchange, make_request
 
 from recorder import Headers, Request, Transcript, dumps, load
+from recorder.checking import find_transcripts
 from recorder.record.store import (
     CONVERSATION,
     MAX_RESERVED,
@@ -447,3 +448,16 @@ def test_a_conversation_is_one_file_named_after_its_first_request(tmp_path: Path
     assert path == again == tmp_path / "01-send-streaming-message.http"
     assert [e.title for e in load(path)] == ["stream", "cancel"]
     assert (tmp_path / "02-get-agent-card.http").exists()
+
+
+def test_numbers_grow_past_99_and_play_in_number_order(tmp_path: Path) -> None:
+    for name in ("11-errors.http", "99-last-two-digit.http"):
+        (tmp_path / name).write_text("# recorder-format: 1\n")
+    store = TranscriptStore(tmp_path)
+    path = store.write(store.begin(), make_exchange(), scenario=None, operation="GetTask")
+    assert path.name == "100-get-task.http"
+    assert [p.name for p in find_transcripts([tmp_path])] == [
+        "11-errors.http",
+        "99-last-two-digit.http",
+        "100-get-task.http",
+    ]
