@@ -50,9 +50,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import gc
-import itertools
 import json
 import os
 import re
@@ -61,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from recorder import sse
+from recorder.atomic import write_text_atomic as write_text_atomic  # (re-exported)
 from recorder.errors import ParseError
 from recorder.model import (
     Exchange,
@@ -544,91 +543,5 @@ def load(path: str | os.PathLike[str]) -> Transcript:
 
 
 def dump(transcript: Transcript, path: str | os.PathLike[str]) -> None:
-    """Write a transcript atomically: a temporary file in the same folder, then a rename."""
+    """Write a transcript atomically: a temporary file (`recorder.atomic`), then a rename."""
     write_text_atomic(Path(path), dumps(transcript))
-
-
-def write_text_atomic(
-    path: Path,
-    text: str | bytes,
-    *,
-    fsync: bool = True,
-    keep_mode: bool = True,
-    temporary: tuple[str, int] | None = None,
-) -> None:
-    """Write `text` (or UTF-8 bytes) to `path` so that readers see the old file or the new one,
-    never half: a temporary file in the same folder, then a rename over `path`.
-
-    The rename alone is what readers rely on. `fsync=True` also flushes the data to the disk
-    before the rename, so that the new file survives a power loss or a kernel crash (not
-    needed against a crash of this process); it costs a disk flush, 0.2 ms to several ms.
-    `keep_mode=False` skips looking up the mode of a file at `path` (the caller knows there
-    is none): the new file gets 0666 less the umask. `temporary`: a file made beforehand by
-    `open_temporary` in the same folder, used (and closed, and removed on failure) instead of
-    a new one. A symbolic link at `path` stays one: the file it points to is written.
-    """
-    data = text.encode("utf-8") if isinstance(text, str) else text
-    if temporary is None and keep_mode and os.path.islink(path):
-        path = Path(os.path.realpath(path))
-    if temporary is None:
-        tmp, fd = _create_temporary(path, keep_mode=keep_mode)
-    else:
-        tmp, fd = temporary
-    try:
-        try:
-            if temporary is not None and keep_mode:
-                with contextlib.suppress(FileNotFoundError):
-                    os.fchmod(fd, os.stat(path).st_mode & 0o7777)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def open_temporary(folder: Path) -> tuple[str, int]:
-    """A new temporary file in `folder`, opened for writing, for a `write_text_atomic` to come
-    (made ahead, e.g. while waiting for the text). Its mode is 0666 less the umask. Give it to
-    `write_text_atomic`, or to `discard_temporary`."""
-    return _create_temporary(Path(folder) / "recorder", keep_mode=False)
-
-
-def discard_temporary(temporary: tuple[str, int]) -> None:
-    """Close and remove a file from `open_temporary` that will not be used."""
-    tmp, fd = temporary
-    with contextlib.suppress(OSError):
-        os.close(fd)
-    with contextlib.suppress(OSError):
-        os.unlink(tmp)
-
-
-_temporary_names = itertools.count()
-
-
-def _create_temporary(path: Path, *, keep_mode: bool = True) -> tuple[str, int]:
-    """A new file `.NAME.PID.N.tmp` beside `path`, opened for writing (cheaper than mkstemp's
-    random names). Its mode is the one `path` has, or, for a new file, 0666 less the umask
-    (what any new file gets): the rename hands the temporary file's mode to `path`."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    mode: int | None = None
-    if keep_mode:
-        with contextlib.suppress(OSError):
-            mode = os.stat(path).st_mode & 0o7777
-    folder, name = os.path.split(os.fspath(path))
-    for _ in range(100):
-        tmp = os.path.join(folder, f".{name}.{os.getpid()}.{next(_temporary_names)}.tmp")
-        try:
-            fd = os.open(tmp, flags, 0o666 if mode is None else 0o600)
-        except FileExistsError:
-            continue  # left by an earlier process with the same id
-        if mode is not None:
-            os.fchmod(fd, mode)
-        return tmp, fd
-    raise FileExistsError(f"cannot create a temporary file beside {path}")

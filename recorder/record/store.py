@@ -1,16 +1,27 @@
-"""Where recorded exchanges go: naming, numbering, and the writer of transcript files.
+"""Where recorded exchanges go: the writer of transcript files (naming and numbering are in
+`recorder.record.naming`, re-exported here).
 
-Pure part (no I/O): `operation_name` (the A2A operation a request calls), `exchange_title`,
-`slugify` (a scenario name made safe as a file name), `next_number` and `file_name`
-(`NN-slug.http`, numbering after the highest number already in the folder), and
-`header_case` (conventional spelling of lowercase header names).
+`TranscriptStore` puts the exchanges of one scenario in one file, in the order their requests
+started. A new file's number is claimed on disk (`recorder.atomic.create_exclusive`: the
+file is made whole, under a name no other writer holds), so any number of recorders on one
+folder, or a user deleting files, never make one file overwrite another: a number found taken
+is passed over. The folder is made again when it disappears, and a file of this store that a
+user deleted is made again whole on its next write (the store holds its exchanges).
 
-I/O part: `TranscriptStore` appends the exchanges of one scenario to one file, in the order
-their requests started, rewriting the whole file atomically each time
-(`recorder.httpfile.write_text_atomic`: a temporary file, then a rename), so a reader sees the
-file before or after an exchange, never half of one. The text of each exchange is made once and
-kept, so a long scenario costs one `dumps` of the new exchange plus a copy of the file per
-exchange. Exchanges without a scenario get a file each, named after the operation.
+An exchange that comes next in its file's order (the common case) is appended to the file
+(`recorder.atomic.append_text`), so recording costs the same at the 5,000th exchange of a
+scenario as at the first; the file is rewritten whole and atomically
+(`recorder.atomic.write_text_atomic`: a temporary file, then a rename) only when an exchange
+lands before one already written (concurrent requests finishing out of order, whose `@during`
+tags may change) or when a newly learned secret changes text already written. The appended
+text is what a rewrite would write (`dumps` of the file's exchanges, byte for byte). A reader
+may see the last exchange half written while it is appended; a write that fails is cut
+back; a recorder killed inside an append (or a power loss without `fsync`) may leave the
+start of one exchange at the end of a file, which `recorder check` reports.
+
+Temporary files live in a hidden folder of the process (`FOLDER/.recorder-tmp/RANDOM/`,
+`recorder.atomic`), removed when the process exits or, after a crash, by the next recorder or
+`play --update` writing to the folder.
 """
 
 from __future__ import annotations
@@ -20,25 +31,35 @@ import bisect
 import collections
 import contextlib
 import dataclasses
-import functools
 import json
 import os
 import re
 import threading
-import unicodedata
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from recorder.httpfile import (
+from recorder.atomic import (
+    append_text,
+    create_exclusive,
     discard_temporary,
-    dumps,
-    dumps_exchange,
-    loads,
+    hold_scratch,
     open_temporary,
+    release_scratch,
+    remove_stale_scratch,
     write_text_atomic,
 )
-from recorder.model import Exchange, Request, Transcript
+from recorder.httpfile import dumps, dumps_exchange, loads
+from recorder.model import Exchange, Transcript
+from recorder.record.naming import (
+    exchange_title,
+    file_name,
+    header_case,
+    next_number,
+    operation_name,
+    operation_slug,
+    slugify,
+)
 
 __all__ = [
     "CONVERSATION",
@@ -58,126 +79,20 @@ __all__ = [
 CONVERSATION = "#conversation"
 FileKey = tuple[str, Hashable]
 
-_NUMBERED = re.compile(r"^(\d+)-.*\.http$")
-# `.NAME.PID.N.tmp`: a temporary file of `recorder.httpfile.write_text_atomic`
+# `.NAME.PID.N.tmp`: a temporary file that recorders before `recorder.atomic` made in the folder
 _TEMPORARY = re.compile(r"^\..+\.(\d+)\.\d+\.tmp$")
-_MAX_SLUG = 60
-
-_PUSH = r"/tasks/[^/]+/pushNotificationConfigs"
-# REST routes of the HTTP+JSON binding (A2A §11), matched on the end of the path, so any
-# interface prefix (`/a2a/rest`, a tenant) is allowed in front.
-_REST_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
-    ("POST", re.compile(r"/message:send$"), "SendMessage"),
-    ("POST", re.compile(r"/message:stream$"), "SendStreamingMessage"),
-    ("GET", re.compile(_PUSH + r"/[^/]+$"), "GetTaskPushNotificationConfig"),
-    ("DELETE", re.compile(_PUSH + r"/[^/]+$"), "DeleteTaskPushNotificationConfig"),
-    ("GET", re.compile(_PUSH + "$"), "ListTaskPushNotificationConfigs"),
-    ("POST", re.compile(_PUSH + "$"), "CreateTaskPushNotificationConfig"),
-    ("POST", re.compile(r"/tasks/[^/]+:cancel$"), "CancelTask"),
-    ("POST", re.compile(r"/tasks/[^/]+:subscribe$"), "SubscribeToTask"),
-    ("GET", re.compile(r"/tasks/[^/]+:subscribe$"), "SubscribeToTask"),
-    ("GET", re.compile(r"/tasks/[^/:]+$"), "GetTask"),
-    ("GET", re.compile(r"/tasks$"), "ListTasks"),
-    ("GET", re.compile(r"/extendedAgentCard$"), "GetExtendedAgentCard"),
-    # as the proxy tells a card (`_quick_operation`): under any prefix, like the routes above
-    ("GET", re.compile(r"/\.well-known/agent-card\.json$"), "GetAgentCard"),
-    ("GET", re.compile(r"^/\.well-known/agent\.json$"), "GetAgentCard"),
-)
-_JSONRPC_METHOD = re.compile(r"^[\w./:-]{1,80}$")
-
-# spellings that simple capitalisation gets wrong (RFC 9110 and A2A §3.2.6 spell them so)
-_HEADER_SPELLING = {
-    "a2a-version": "A2A-Version",
-    "a2a-extensions": "A2A-Extensions",
-    "x-a2a-extensions": "X-A2A-Extensions",
-    "etag": "ETag",
-    "www-authenticate": "WWW-Authenticate",
-    "te": "TE",
-    "dnt": "DNT",
-    "content-md5": "Content-MD5",
-    "x-api-key": "X-API-Key",
-    "x-request-id": "X-Request-ID",
-    "x-xss-protection": "X-XSS-Protection",
-}
-
-
-@functools.lru_cache(maxsize=1024)  # the same few names come in every exchange
-def header_case(name: str) -> str:
-    """`content-type` -> `Content-Type`, `a2a-version` -> `A2A-Version`, `etag` -> `ETag`."""
-    known = _HEADER_SPELLING.get(name.lower())
-    if known is not None:
-        return known
-    if name != name.lower():
-        return name  # someone chose a spelling: keep it
-    return "-".join(part[:1].upper() + part[1:] for part in name.split("-"))
-
-
-def operation_name(request: Request) -> str:
-    """The A2A operation a request calls: the JSON-RPC `method`, the REST route's operation,
-    `GetAgentCard` for the card, else `METHOD /path`."""
-    if request.method == "POST" and request.is_json:
-        value = request.json
-        if isinstance(value, dict):
-            method = value.get("method")
-            if isinstance(method, str) and _JSONRPC_METHOD.match(method):
-                return method
-    path = request.path
-    for method, pattern, name in _REST_ROUTES:
-        if request.method == method and pattern.search(path):
-            return name
-    return f"{request.method} {path}"
-
-
-def exchange_title(request: Request, description: str | None = None) -> str:
-    """`GetTask` or `GetTask: read the review back` (one line)."""
-    title = operation_name(request)
-    if description:
-        text = " ".join(description.split())
-        if text:
-            title = f"{title}: {text}"
-    return title
-
-
-@functools.lru_cache(maxsize=1024)  # a scenario's name is slugged several times per request
-@functools.lru_cache(maxsize=1024)  # a pure function, called a few times per request
-def slugify(name: str) -> str:
-    """A scenario or operation name as a file-name slug: lowercase ASCII letters, digits and
-    single dashes; no separators, no dots (so no `..`), at most 60 characters. Raises
-    ValueError when nothing usable is left."""
-    # accents off (`Überprüfung` -> `Uberprufung`, not `berpr-fung`); other letters drop out
-    plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
-    # CamelCase -> camel-case, so operation names read well
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", plain)
-    slug = re.sub(r"[^a-z0-9]+", "-", spaced.lower()).strip("-")
-    slug = slug[:_MAX_SLUG].rstrip("-")
-    if not slug:
-        raise ValueError(f"cannot make a file name from {name!r}: use letters or digits")
-    return slug
-
-
-def operation_slug(operation: str) -> str:
-    """`GetTask` -> `get-task`; `GET /foo/bar` -> `get-foo-bar`."""
-    try:
-        return slugify(operation)
-    except ValueError:
-        return "exchange"
-
-
-def next_number(names: Iterable[str]) -> int:
-    """One more than the highest `NN` of the `NN-slug.http` names given (1 when there is none)."""
-    highest = 0
-    for name in names:
-        match = _NUMBERED.match(name)
-        if match:
-            highest = max(highest, int(match.group(1)))
-    return highest + 1
+# numbers found taken in a row before the folder is read again to skip past them
+_RESCAN_AFTER = 16
+_MAX_CLAIMS = 10_000
 
 
 def remove_stale_temporaries(folder: Path) -> list[str]:
-    """Remove the temporary files (`.NAME.PID.N.tmp`) that a process no longer running left
-    in `folder` (one killed before its rename, or before it removed the files it had opened
-    ahead); returns their names. Those of running processes are left alone."""
-    removed = []
+    """Remove what killed processes left in `folder`: their temporary folders under
+    `.recorder-tmp` (whose lock no process holds, `recorder.atomic.remove_stale_scratch`),
+    and the `.NAME.PID.N.tmp` files of recorders before it, unless their process runs
+    (this process's id counts as gone: it makes no such file; a recorder that is PID 1 in
+    every container finds its previous run's files under its own id). Returns their names."""
+    removed = remove_stale_scratch(folder)
     with contextlib.suppress(OSError), os.scandir(folder) as entries:
         for entry in entries:
             match = _TEMPORARY.match(entry.name)
@@ -190,8 +105,11 @@ def remove_stale_temporaries(folder: Path) -> list[str]:
 
 
 def _running(pid: int) -> bool:
-    """Whether process `pid` runs (True, to keep its files, when that cannot be told)."""
-    if pid == os.getpid() or not 0 < pid < 2**31:
+    """Whether another process `pid` runs (True, to keep its files, when that cannot be
+    told)."""
+    if pid == os.getpid():
+        return False
+    if not 0 < pid < 2**31:
         return True
     try:
         os.kill(pid, 0)
@@ -200,10 +118,6 @@ def _running(pid: int) -> bool:
     except OSError:  # e.g. EPERM: it exists, under another user
         return True
     return True
-
-
-def file_name(number: int, slug: str) -> str:
-    return f"{number:02d}-{slug}.http"
 
 
 # --------------------------------------------------------------------------- writer
@@ -224,13 +138,24 @@ class _Entry:
     block: str = ""
     tag: str | None = None
 
+    def text(self, tag: str | None) -> str:
+        if not self.block or tag != self.tag:
+            exchange = self.exchange
+            if tag is not None:
+                exchange = dataclasses.replace(exchange, comments=(*exchange.comments, tag))
+            self.block, self.tag = dumps_exchange(exchange), tag
+        return self.block
+
 
 @dataclass
 class _OpenFile:
-    path: Path
+    slug: str
+    path: Path | None = None  # claimed on disk by its first write
     entries: list[_Entry] = field(default_factory=list)  # sorted by ticket
     lock: threading.Lock = field(default_factory=threading.Lock)
-    on_disk: bool = False  # written once at least (then it is in `TranscriptStore.written`)
+    # entries[:written] are the file on disk, scrubbed with the store's first `secrets` secrets
+    written: int = 0
+    secrets: int = 0
 
     def text(self) -> str:
         """The whole file: the blocks of unchanged exchanges are reused, so an exchange costs
@@ -238,16 +163,24 @@ class _OpenFile:
         position = {entry.ticket: n for n, entry in enumerate(self.entries, start=1)}
         parts = [_FILE_HEAD]
         for entry in self.entries:
-            tag = _during_tag(entry.during, position)
-            if not entry.block or tag != entry.tag:
-                exchange = entry.exchange
-                if tag is not None:
-                    comments = (*exchange.comments, tag)
-                    exchange = dataclasses.replace(exchange, comments=comments)
-                entry.block, entry.tag = dumps_exchange(exchange), tag
             parts.append("\n")
-            parts.append(entry.block)
+            parts.append(entry.text(_during_tag(entry.during, position)))
         return "".join(parts)
+
+    def last_block(self) -> str:
+        """The text the last exchange adds to the file (the earlier ones are unchanged)."""
+        entry = self.entries[-1]
+        tag = None
+        if entry.during is not None:
+            entries = self.entries
+            at = bisect.bisect_left(entries, entry.during[0], key=lambda e: e.ticket)
+            if at < len(entries) and entries[at].ticket == entry.during[0]:
+                tag = _during_tag(entry.during, {entry.during[0]: at + 1})
+        return "\n" + entry.text(tag)
+
+    def written_text(self) -> str:
+        """The exchanges on disk as made, before scrubbing (head left out)."""
+        return "".join(entry.block for entry in self.entries[: self.written])
 
 
 class _TemporaryPool:
@@ -314,9 +247,10 @@ class TranscriptStore:
     and `forget(ticket)` lets go of a request that will not be written (an upstream error).
     `end(scenario)` closes a scenario: its next request starts a new file, while requests begun
     before the end still go to the file they belong to when they finish.
-    `scrub` (text, secrets) -> text is applied to the whole file text before it is written.
-    `fsync` flushes each file to the disk before it replaces the old one (durable across a
-    power loss; without it a write is still atomic for readers and for a crash of the process).
+    `scrub` (text, secrets) -> text is applied to the text before it is written.
+    `fsync` flushes each file to the disk before it replaces the old one, and each append
+    (durable across a power loss; without it a rewrite is still atomic for readers and for a
+    crash of the process).
     """
 
     def __init__(
@@ -339,11 +273,13 @@ class TranscriptStore:
         self._slugs: dict[FileKey, str] = {}  # a conversation's file name, from its first request
         self._order = 0
         self._secrets: dict[str, str] = {}
+        self._secret_log: list[tuple[str, str]] = []  # each change of `_secrets`, in order
         self._next: int | None = None
         self.written: list[Path] = []
         self._locks: dict[Path, threading.Lock] = {}  # each written file's lock
         self._reserved = 0  # temporary files handed out by `reserve`
         self._pool: _TemporaryPool | None = None
+        self._holding = False  # this process's temporary folder in `out` (`recorder.atomic`)
 
     def prepare(self) -> None:
         """Create the folder (and fail early, with the reason, if it cannot be written), and
@@ -407,14 +343,16 @@ class TranscriptStore:
         if generation < self._generation.get(slug, 0) and key not in self._pending.values():
             self._open.pop(key, None)
 
-    def _allocate(self, slug: str) -> Path:
-        # called with self._lock held. The folder is read once; after that the numbers this
-        # store hands out are counted in memory (a scan per exchange would make every
-        # recording cost more than the one before).
-        if self._next is None:
-            self.out.mkdir(parents=True, exist_ok=True)
-            self._next = next_number(p.name for p in self.out.iterdir())
-        number, self._next = self._next, self._next + 1
+    def _allocate(self, slug: str, rescan: bool = False) -> Path:
+        # The number to claim next. The folder is read once (and again after numbers were
+        # found taken in a row: another recorder writes there); after that the numbers are
+        # counted in memory (a scan per exchange would make every recording cost more than
+        # the one before). The claim itself is on disk (`_write_whole`).
+        with self._lock:
+            if self._next is None or rescan:
+                self.out.mkdir(parents=True, exist_ok=True)
+                self._next = max(self._next or 1, next_number(os.listdir(self.out)))
+            number, self._next = self._next, self._next + 1
         return self.out / file_name(number, slug)
 
     def reserve(self) -> tuple[str, int] | None:
@@ -428,6 +366,7 @@ class TranscriptStore:
             if self._reserved >= MAX_RESERVED:
                 return None
             if self._pool is None:
+                self._hold()
                 self._pool = _TemporaryPool(self.out)
             temporary = self._pool.take()
             if temporary is not None:
@@ -441,11 +380,22 @@ class TranscriptStore:
             self._reserved -= 1
 
     def close(self) -> None:
-        """Stop opening temporary files ahead, and remove those not handed out."""
+        """Stop opening temporary files ahead, and remove those not handed out, and this
+        process's temporary folder (made again if a write comes)."""
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
+        with self._lock:
+            holding, self._holding = self._holding, False
+        if holding:
+            release_scratch(self.out)
+
+    def _hold(self) -> None:
+        # called with self._lock held: keep the temporary folder from write to write
+        if not self._holding:
+            hold_scratch(self.out)
+            self._holding = True
 
     def write(
         self,
@@ -460,7 +410,7 @@ class TranscriptStore:
         temporary: tuple[str, int] | None = None,
     ) -> Path:
         """Record one finished exchange; returns the file it went to. Raises OSError when the
-        file cannot be written (nothing is half written: the old file stays as it was).
+        file cannot be written (the file stays as it was).
         `temporary` (from `reserve`) is used for the write, or discarded: it is this call's.
 
         `during` = (ticket, frames): the request was sent while the event stream of the
@@ -476,50 +426,40 @@ class TranscriptStore:
         reserved = temporary is not None
         try:
             with self._lock:
+                self._hold()
                 new = [value for value in sent_secrets if value not in self._secrets]
                 earlier = list(self.written) if new else []
-                if secrets:
-                    self._secrets.update(secrets)
+                for value, name in secrets.items():
+                    if self._secrets.get(value) != name:
+                        self._secrets[value] = name
+                        self._secret_log.append((value, name))
                 all_secrets = dict(self._secrets) if self._secrets else {}
+                version = len(self._secret_log)
                 key = self._pending.pop(ticket, None)
                 if key is None and scenario is not None:
                     slug = slugify(scenario)
                     key = (slug, self._generation.get(slug, 0))
                 if key is None:
-                    record = _OpenFile(self._allocate(operation_slug(operation)))
+                    record = _OpenFile(operation_slug(operation))
                 else:
                     found = self._open.get(key)
                     if found is None:
-                        found = _OpenFile(self._allocate(self._slugs.get(key, key[0])))
+                        found = _OpenFile(self._slugs.get(key, key[0]))
                         self._open[key] = found
                     self._release(key)
                     record = found
             with record.lock:
                 entry = _Entry(ticket, exchange, during)
                 bisect.insort(record.entries, entry, key=lambda item: item.ticket)
+                first = record.path is None
                 try:
-                    text = record.text()
-                    if self._scrub is not None and all_secrets:
-                        scrubbed = self._scrub(text, all_secrets)
-                        if scrubbed != text:
-                            # scrubbing replaced text inside values: the file must still parse
-                            loads(scrubbed, source=record.path)
-                            text = scrubbed
-                    # (the write closes the temporary file, and removes it when it fails)
-                    given, temporary = temporary, None
-                    # a file this store has not written yet has a new number: nothing to keep
-                    write_text_atomic(
-                        record.path,
-                        text,
-                        fsync=self._fsync,
-                        keep_mode=record.on_disk,
-                        temporary=given,
-                    )
+                    given, temporary = temporary, None  # (`_put` closes or uses it)
+                    self._put(record, entry, all_secrets, version, given)
                 except BaseException:
                     record.entries.remove(entry)
                     raise
-                if not record.on_disk:
-                    record.on_disk = True
+                assert record.path is not None
+                if first:
                     with self._lock:
                         self.written.append(record.path)
                         self._locks[record.path] = record.lock
@@ -533,14 +473,112 @@ class TranscriptStore:
             self._rescrub(earlier, {value: sent_secrets[value] for value in new}, record.path)
         return record.path
 
+    def _put(
+        self,
+        record: _OpenFile,
+        entry: _Entry,
+        secrets: Mapping[str, str],
+        version: int,
+        temporary: tuple[str, int] | None,
+    ) -> None:
+        """Write `record`'s new last entry or changed entries (its lock held): appended when
+        the new entry is the last and the text on disk stays as a rewrite would write it."""
+        scrub = self._scrub if secrets else None
+        count = len(record.entries)
+        if (
+            record.path is not None
+            and record.entries[-1] is entry
+            and record.written == count - 1
+            and self._unchanged(record)
+        ):
+            tail = record.last_block()
+            if scrub is not None:
+                scrubbed = scrub(tail, secrets)
+                if scrubbed != tail:
+                    # scrubbing replaced text inside values: the exchange must still parse
+                    plain = dumps_exchange(entry.exchange)
+                    loads(_FILE_HEAD + "\n" + scrub(plain, secrets), source=record.path)
+                    tail = scrubbed
+            try:
+                append_text(record.path, tail, fsync=self._fsync)
+            except FileNotFoundError:
+                pass  # deleted: made again whole, below
+            else:
+                if temporary is not None:
+                    discard_temporary(temporary)
+                record.written, record.secrets = count, version
+                return
+        text = record.text()
+        if scrub is not None:
+            scrubbed = scrub(text, secrets)
+            if scrubbed != text:
+                loads(scrubbed, source=record.path)  # the file must still parse
+                text = scrubbed
+        self._write_whole(record, text, temporary)
+        record.written, record.secrets = count, version
+
+    def _unchanged(self, record: _OpenFile) -> bool:
+        """Whether the secrets learned since `record` was last written leave its text on
+        disk as it is (scrubbing it with them changes nothing)."""
+        if record.secrets == len(self._secret_log):
+            return True
+        if self._scrub is None:
+            return True
+        learned = dict(self._secret_log[record.secrets :])
+        text = record.written_text()
+        return self._scrub(text, learned) == text
+
+    def _write_whole(self, record: _OpenFile, text: str, temporary: tuple[str, int] | None) -> None:
+        """Write the whole file: over the file when it is there (atomically), else as a new
+        file whose name is claimed on disk (a number found taken is passed over)."""
+        path = record.path
+        if path is not None and os.path.lexists(path):
+            try:
+                write_text_atomic(path, text, fsync=self._fsync, temporary=temporary)
+                return
+            except FileNotFoundError:
+                if os.path.isdir(self.out):
+                    raise
+                temporary = None  # the folder is gone: made again below
+        taken = 0
+        for attempt in range(_MAX_CLAIMS):
+            candidate = path or self._allocate(record.slug, rescan=taken >= _RESCAN_AFTER)
+            try:
+                create_exclusive(candidate, text, fsync=self._fsync, temporary=temporary)
+            except FileExistsError:
+                path, temporary = None, None
+                taken = 0 if taken >= _RESCAN_AFTER else taken + 1
+                continue
+            except FileNotFoundError:
+                if attempt >= 3:
+                    raise
+                temporary = None
+                path = candidate
+                self.out.mkdir(parents=True, exist_ok=True)  # removed while recording
+                continue
+            if record.path is not None and candidate != record.path:
+                # deleted, and its name taken by another writer since: this file moved
+                with self._lock:
+                    self.written[self.written.index(record.path)] = candidate
+                    self._locks[candidate] = self._locks.pop(record.path)
+            record.path = candidate
+            return
+        raise FileExistsError(f"no free number for a transcript in {self.out}")
+
     def _rescrub(self, paths: Iterable[Path], secrets: Mapping[str, str], skip: Path) -> None:
         """Scrub newly learned secrets from files already written (each under its lock)."""
         assert self._scrub is not None
         for path in paths:
             if path == skip:
                 continue
-            with self._locks[path]:
-                text = path.read_bytes().decode("utf-8")  # as written: no newline changes
+            lock = self._locks.get(path)
+            if lock is None:
+                continue
+            with lock:
+                try:
+                    text = path.read_bytes().decode("utf-8")  # as written: no newline changes
+                except FileNotFoundError:
+                    continue  # deleted by a user: made again whole on its next write
                 scrubbed = self._scrub(text, secrets)
                 if scrubbed != text:
                     loads(scrubbed, source=path)

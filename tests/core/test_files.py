@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from recorder.atomic import release_scratch
 from recorder.httpfile import write_text_atomic
 from recorder.servers import bind_socket
 
@@ -33,6 +34,7 @@ def test_a_rewritten_file_keeps_its_mode(tmp_path: Path) -> None:
     write_text_atomic(path, "new")
     assert path.read_text() == "new"
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    release_scratch(tmp_path)  # (what the process does when it exits)
     assert [p.name for p in tmp_path.iterdir()] == ["01-old.http"]  # no temporary file left
 
 

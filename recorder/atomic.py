@@ -1,0 +1,404 @@
+"""Writing files so that readers never see half of one, with temporary files nobody sees.
+
+`write_text_atomic` replaces a file (a temporary file, then a rename over it);
+`create_exclusive` makes a new one that no other writer can have made meanwhile (a temporary
+file, then a hard link: FileExistsError when the name is taken, so a number claimed on disk
+is never claimed twice); `append_text` adds text at the end of a file (cut back to its old
+length when the write fails).
+
+Temporary files live in a hidden folder per process and per target folder,
+`FOLDER/.recorder-tmp/RANDOM/` (same file system as the files they become, so a rename or
+a link moves them), where users do not see them among the transcripts. The process holds an
+exclusive `flock` on `RANDOM/lock` while it lives, and removes the folder when it exits; the
+folder of a process that was killed is removed by the next one that makes its own folder
+there (or calls `remove_stale_scratch`): whoever can take the lock, whatever the process ids
+(a recorder that is PID 1 in each of its containers cleans the previous run's files).
+A folder removed under a writer (`rm -rf`, another cleaner) is made again on the next write.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import errno
+import fcntl
+import itertools
+import os
+import secrets
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "SCRATCH",
+    "append_text",
+    "create_exclusive",
+    "discard_temporary",
+    "hold_scratch",
+    "open_temporary",
+    "release_scratch",
+    "remove_stale_scratch",
+    "write_text_atomic",
+]
+
+SCRATCH = ".recorder-tmp"
+_LOCK = "lock"
+# a folder without its lock file is being made (or was, by a process killed in between):
+# left alone this long
+_UNLOCKED_GRACE = 60.0
+
+_names = itertools.count()
+_guard = threading.Lock()
+
+
+@dataclass
+class _Scratch:
+    users: int = 0  # writes under way and holders (`hold_scratch`)
+    path: str | None = None  # made when first needed, again when removed under us
+    fd: int = -1  # its lock file, locked
+
+
+# this process's temporary folders, by the absolute path of the folder they write into
+_scratch: dict[str, _Scratch] = {}
+
+
+def _forget_after_fork() -> None:
+    # a child makes its own folders (the parent's stay locked by the parent)
+    global _guard
+    _guard = threading.Lock()
+    _scratch.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def hold_scratch(folder: Path) -> None:
+    """Keep this process's temporary folder of `folder` between writes (a writer of many
+    files, such as the recorder's store), until `release_scratch`; without it, the folder
+    goes after each write."""
+    _use(os.path.abspath(folder))
+
+
+def release_scratch(folder: Path) -> None:
+    """Let go of a `hold_scratch`: the temporary folder is removed once no write uses it
+    (and `.recorder-tmp` when it is left empty)."""
+    _unuse(os.path.abspath(folder))
+
+
+def _use(folder: str) -> None:
+    with _guard:
+        _scratch.setdefault(folder, _Scratch()).users += 1
+
+
+def _unuse(folder: str) -> None:
+    with _guard:
+        found = _scratch.get(folder)
+        if found is None:
+            return
+        found.users -= 1
+        if found.users > 0:
+            return
+        del _scratch[folder]
+    _remove_mine(found)
+
+
+def _remove_mine(found: _Scratch) -> None:
+    if found.path is None:
+        return
+    shutil.rmtree(found.path, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.close(found.fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(os.path.dirname(found.path))  # only when empty
+
+
+def _release_all() -> None:
+    with _guard:
+        found = list(_scratch.values())
+        _scratch.clear()
+    for one in found:
+        _remove_mine(one)
+
+
+atexit.register(_release_all)
+
+
+def _scratch_of(folder: str) -> str:
+    """This process's temporary folder beside the files of `folder`, which a `_use` holds
+    (made when needed; FileNotFoundError when `folder` itself is gone)."""
+    with _guard:
+        found = _scratch.setdefault(folder, _Scratch())
+        if found.path is not None:
+            return found.path
+        root = os.path.join(folder, SCRATCH)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(root)
+        for _ in range(20):
+            mine = os.path.join(root, secrets.token_hex(6))
+            try:
+                os.mkdir(mine, 0o700)
+            except FileExistsError:
+                continue
+            except FileNotFoundError:  # a cleaner removed the empty `root` just now
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(root)
+                continue
+            lock = os.path.join(mine, _LOCK)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with contextlib.suppress(OSError):
+                # a cleaner that took the lock before this process did removed the folder
+                if os.stat(lock).st_ino == os.fstat(fd).st_ino:
+                    found.path, found.fd = mine, fd
+                    break
+            os.close(fd)
+        else:
+            raise FileExistsError(errno.EEXIST, "cannot make a temporary folder", root)
+    remove_stale_scratch(Path(folder))  # the folders killed processes left here
+    return mine
+
+
+def _drop(folder: str, mine: str) -> None:
+    """Forget `mine`, removed under us: the next write makes a new one."""
+    with _guard:
+        found = _scratch.get(folder)
+        if found is not None and found.path == mine:
+            found.path = None
+            with contextlib.suppress(OSError):
+                os.close(found.fd)
+
+
+def remove_stale_scratch(folder: Path) -> list[str]:
+    """Remove the temporary folders under `folder/.recorder-tmp` whose lock no process holds
+    (left by a process that was killed); returns their names. `.recorder-tmp` itself goes
+    when it is left empty."""
+    root = os.path.join(os.fspath(folder), SCRATCH)
+    removed: list[str] = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    for name in names:
+        path = os.path.join(root, name)
+        try:
+            fd = os.open(os.path.join(path, _LOCK), os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            # no lock file: being made right now, or made by a process killed before it
+            # locked it (or a stray file): removed once old
+            with contextlib.suppress(OSError):
+                if time.time() - os.lstat(path).st_mtime > _UNLOCKED_GRACE:
+                    _remove(path)
+                    removed.append(name)
+            continue
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # its process runs
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(name)
+        finally:
+            os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(root)
+    return removed
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        os.unlink(path)
+
+
+@contextlib.contextmanager
+def _using(folder: str) -> Iterator[None]:
+    """A write into `folder` under way: its temporary folder stays meanwhile."""
+    _use(folder)
+    try:
+        yield
+    finally:
+        _unuse(folder)
+
+
+def _create_temporary(folder: str, name: str, mode: int | None = None) -> tuple[str, int]:
+    """A new file in this process's temporary folder of `folder`, opened for writing; its
+    mode `mode`, or 0666 less the umask (what any new file gets)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    for attempt in range(3):
+        mine = _scratch_of(folder)
+        tmp = os.path.join(mine, f"{name}.{next(_names)}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o666 if mode is None else 0o600)
+        except FileNotFoundError:
+            if attempt == 2 or not os.path.isdir(folder):
+                raise
+            _drop(folder, mine)  # removed under us: make it again
+            continue
+        if mode is not None:
+            os.fchmod(fd, mode)
+        return tmp, fd
+    raise AssertionError("unreachable")
+
+
+def open_temporary(folder: Path) -> tuple[str, int]:
+    """A new temporary file for a write to come in `folder`, opened for writing (made ahead,
+    e.g. while waiting for the text). Its mode is 0666 less the umask. Give it to
+    `write_text_atomic` or `create_exclusive`, or to `discard_temporary`. The caller holds
+    the folder (`hold_scratch`) while it keeps the file."""
+    return _create_temporary(os.path.abspath(folder), "recorder")
+
+
+def discard_temporary(temporary: tuple[str, int]) -> None:
+    """Close and remove a file from `open_temporary` that will not be used."""
+    tmp, fd = temporary
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+
+
+def _fill(fd: int, data: bytes, fsync: bool) -> None:
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_text_atomic(
+    path: Path,
+    text: str | bytes,
+    *,
+    fsync: bool = True,
+    keep_mode: bool = True,
+    temporary: tuple[str, int] | None = None,
+) -> None:
+    """Write `text` (or UTF-8 bytes) to `path` so that readers see the old file or the new one,
+    never half: a temporary file (see the module's note), then a rename over `path`.
+
+    The rename alone is what readers rely on. `fsync=True` also flushes the data to the disk
+    before the rename, so that the new file survives a power loss or a kernel crash (not
+    needed against a crash of this process); it costs a disk flush, 0.2 ms to several ms.
+    `keep_mode=False` skips looking up the mode of a file at `path` (the caller knows there
+    is none): the new file gets 0666 less the umask. `temporary`: a file from
+    `open_temporary` for the same folder, used (and closed, and removed on failure) instead
+    of a new one. A symbolic link at `path` stays one: the file it points to is written.
+    A temporary file removed before its rename (a user cleaning up) is made again, once.
+    """
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    if keep_mode and os.path.islink(path):
+        path = Path(os.path.realpath(path))
+    folder, name = os.path.split(os.path.abspath(path))
+    with _using(folder):
+        _replace(path, folder, name, data, fsync, keep_mode, temporary)
+
+
+def _replace(
+    path: Path,
+    folder: str,
+    name: str,
+    data: bytes,
+    fsync: bool,
+    keep_mode: bool,
+    temporary: tuple[str, int] | None,
+) -> None:
+    for attempt in range(2):
+        mode: int | None = None
+        if keep_mode:
+            with contextlib.suppress(OSError):
+                mode = os.stat(path).st_mode & 0o7777
+        if temporary is None:
+            tmp, fd = _create_temporary(folder, name, mode)
+        else:
+            (tmp, fd), temporary = temporary, None
+            if mode is not None:
+                with contextlib.suppress(OSError):
+                    os.fchmod(fd, mode)
+        try:
+            _fill(fd, data, fsync)
+            os.replace(tmp, path)
+            return
+        except FileNotFoundError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            if attempt or not os.path.isdir(folder):
+                raise  # (else the temporary file was removed under us: once more)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+def create_exclusive(
+    path: Path,
+    text: str | bytes,
+    *,
+    fsync: bool = False,
+    temporary: tuple[str, int] | None = None,
+) -> None:
+    """Make the new file `path` holding `text`, whole from the start (a temporary file, then
+    a hard link to `path`). FileExistsError, writing nothing, when `path` exists: whoever
+    made it (another process) keeps it. FileNotFoundError when the folder is gone.
+    `temporary`: as for `write_text_atomic`."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    folder, name = os.path.split(os.path.abspath(path))
+    with _using(folder):
+        _link(path, folder, name, data, fsync, temporary)
+
+
+def _link(
+    path: Path,
+    folder: str,
+    name: str,
+    data: bytes,
+    fsync: bool,
+    temporary: tuple[str, int] | None,
+) -> None:
+    for attempt in range(2):
+        if temporary is None:
+            tmp, fd = _create_temporary(folder, name)
+        else:
+            (tmp, fd), temporary = temporary, None
+        try:
+            _fill(fd, data, fsync)
+            os.link(tmp, path)
+            return
+        except FileNotFoundError:
+            if attempt or not os.path.isdir(folder):
+                raise  # (else the temporary file was removed under us: once more)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def append_text(path: Path, text: str | bytes, *, fsync: bool = False) -> None:
+    """Add `text` at the end of the existing file `path` in one write (FileNotFoundError
+    when it is gone: nothing is made). A write that fails (a full disk) is cut back, so the
+    file stays as it was. Not atomic for readers: one that reads while the write runs may see
+    the start of `text` only; and a process killed in the middle of a large write, or a power
+    loss without `fsync`, can leave the start of `text` in the file."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if fsync:
+                os.fsync(fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
+    finally:
+        os.close(fd)

@@ -1,0 +1,142 @@
+"""Naming and numbering of transcript files (pure, no I/O).
+
+`operation_name` (the A2A operation a request calls), `exchange_title`, `slugify` (a scenario
+name made safe as a file name), `next_number` and `file_name` (`NN-slug.http`, numbering
+after the highest number already in the folder), and `header_case` (conventional spelling of
+lowercase header names).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from recorder.model import Request
+
+__all__ = [
+    "exchange_title",
+    "file_name",
+    "header_case",
+    "next_number",
+    "operation_name",
+    "operation_slug",
+    "slugify",
+]
+
+_NUMBERED = re.compile(r"^(\d+)-.*\.http$")
+_MAX_SLUG = 60
+
+_PUSH = r"/tasks/[^/]+/pushNotificationConfigs"
+# REST routes of the HTTP+JSON binding (A2A §11), matched on the end of the path, so any
+# interface prefix (`/a2a/rest`, a tenant) is allowed in front.
+_REST_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("POST", re.compile(r"/message:send$"), "SendMessage"),
+    ("POST", re.compile(r"/message:stream$"), "SendStreamingMessage"),
+    ("GET", re.compile(_PUSH + r"/[^/]+$"), "GetTaskPushNotificationConfig"),
+    ("DELETE", re.compile(_PUSH + r"/[^/]+$"), "DeleteTaskPushNotificationConfig"),
+    ("GET", re.compile(_PUSH + "$"), "ListTaskPushNotificationConfigs"),
+    ("POST", re.compile(_PUSH + "$"), "CreateTaskPushNotificationConfig"),
+    ("POST", re.compile(r"/tasks/[^/]+:cancel$"), "CancelTask"),
+    ("POST", re.compile(r"/tasks/[^/]+:subscribe$"), "SubscribeToTask"),
+    ("GET", re.compile(r"/tasks/[^/]+:subscribe$"), "SubscribeToTask"),
+    ("GET", re.compile(r"/tasks/[^/:]+$"), "GetTask"),
+    ("GET", re.compile(r"/tasks$"), "ListTasks"),
+    ("GET", re.compile(r"/extendedAgentCard$"), "GetExtendedAgentCard"),
+    # as the proxy tells a card (`_quick_operation`): under any prefix, like the routes above
+    ("GET", re.compile(r"/\.well-known/agent-card\.json$"), "GetAgentCard"),
+    ("GET", re.compile(r"^/\.well-known/agent\.json$"), "GetAgentCard"),
+)
+_JSONRPC_METHOD = re.compile(r"^[\w./:-]{1,80}$")
+
+# spellings that simple capitalisation gets wrong (RFC 9110 and A2A §3.2.6 spell them so)
+_HEADER_SPELLING = {
+    "a2a-version": "A2A-Version",
+    "a2a-extensions": "A2A-Extensions",
+    "x-a2a-extensions": "X-A2A-Extensions",
+    "etag": "ETag",
+    "www-authenticate": "WWW-Authenticate",
+    "te": "TE",
+    "dnt": "DNT",
+    "content-md5": "Content-MD5",
+    "x-api-key": "X-API-Key",
+    "x-request-id": "X-Request-ID",
+    "x-xss-protection": "X-XSS-Protection",
+}
+
+
+@functools.lru_cache(maxsize=1024)  # the same few names come in every exchange
+def header_case(name: str) -> str:
+    """`content-type` -> `Content-Type`, `a2a-version` -> `A2A-Version`, `etag` -> `ETag`."""
+    known = _HEADER_SPELLING.get(name.lower())
+    if known is not None:
+        return known
+    if name != name.lower():
+        return name  # someone chose a spelling: keep it
+    return "-".join(part[:1].upper() + part[1:] for part in name.split("-"))
+
+
+def operation_name(request: Request) -> str:
+    """The A2A operation a request calls: the JSON-RPC `method`, the REST route's operation,
+    `GetAgentCard` for the card, else `METHOD /path`."""
+    if request.method == "POST" and request.is_json:
+        value = request.json
+        if isinstance(value, dict):
+            method = value.get("method")
+            if isinstance(method, str) and _JSONRPC_METHOD.match(method):
+                return method
+    path = request.path
+    for method, pattern, name in _REST_ROUTES:
+        if request.method == method and pattern.search(path):
+            return name
+    return f"{request.method} {path}"
+
+
+def exchange_title(request: Request, description: str | None = None) -> str:
+    """`GetTask` or `GetTask: read the review back` (one line)."""
+    title = operation_name(request)
+    if description:
+        text = " ".join(description.split())
+        if text:
+            title = f"{title}: {text}"
+    return title
+
+
+@functools.lru_cache(maxsize=1024)  # a scenario's name is slugged several times per request
+@functools.lru_cache(maxsize=1024)  # a pure function, called a few times per request
+def slugify(name: str) -> str:
+    """A scenario or operation name as a file-name slug: lowercase ASCII letters, digits and
+    single dashes; no separators, no dots (so no `..`), at most 60 characters. Raises
+    ValueError when nothing usable is left."""
+    # accents off (`Überprüfung` -> `Uberprufung`, not `berpr-fung`); other letters drop out
+    plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    # CamelCase -> camel-case, so operation names read well
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", plain)
+    slug = re.sub(r"[^a-z0-9]+", "-", spaced.lower()).strip("-")
+    slug = slug[:_MAX_SLUG].rstrip("-")
+    if not slug:
+        raise ValueError(f"cannot make a file name from {name!r}: use letters or digits")
+    return slug
+
+
+def operation_slug(operation: str) -> str:
+    """`GetTask` -> `get-task`; `GET /foo/bar` -> `get-foo-bar`."""
+    try:
+        return slugify(operation)
+    except ValueError:
+        return "exchange"
+
+
+def next_number(names: Iterable[str]) -> int:
+    """One more than the highest `NN` of the `NN-slug.http` names given (1 when there is none)."""
+    highest = 0
+    for name in names:
+        match = _NUMBERED.match(name)
+        if match:
+            highest = max(highest, int(match.group(1)))
+    return highest + 1
+
+
+def file_name(number: int, slug: str) -> str:
+    return f"{number:02d}-{slug}.http"

@@ -1,0 +1,262 @@
+"""The store against the disk as others change it (issue 13): numbers claimed on disk, files,
+temporaries and the folder removed while recording, temporaries nobody sees, appends."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from factories import make_exchange
+
+from recorder import Transcript, dumps, load
+from recorder.atomic import release_scratch
+from recorder.httpfile import write_text_atomic
+from recorder.record.store import TranscriptStore, during_tagged
+from recorder.redact import scrub_text
+
+TMP = ".recorder-tmp"
+
+
+def _titles(folder: Path) -> Counter[str]:
+    """How many times each exchange title is in the transcripts of `folder`."""
+    found: Counter[str] = Counter()
+    for path in folder.glob("*.http"):
+        found.update(exchange.title for exchange in load(path))
+    return found
+
+
+def _visible(folder: Path) -> list[str]:
+    return sorted(name for name in os.listdir(folder) if name != TMP)
+
+
+def test_two_stores_on_one_folder_overwrite_nothing(tmp_path: Path) -> None:
+    # two recorders on one --out folder, each counting numbers from the same start
+    stores = [TranscriptStore(tmp_path), TranscriptStore(tmp_path)]
+    for store in stores:
+        store.prepare()
+    errors: list[BaseException] = []
+
+    def record(which: int) -> None:
+        store = stores[which]
+        try:
+            for n in range(40):
+                # a file per exchange (the same names in both stores), and a scenario's file
+                scenario = "review" if n % 4 == 0 else None
+                title = f"store{which}-{n}"
+                store.write(
+                    store.begin(scenario),
+                    make_exchange(title=title),
+                    scenario=scenario,
+                    operation="GetTask",
+                    temporary=store.reserve(),
+                )
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=record, args=(which,)) for which in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not errors
+    for store in stores:
+        store.close()
+    titles = _titles(tmp_path)
+    expected = {f"store{which}-{n}" for which in (0, 1) for n in range(40)}
+    assert set(titles) == expected  # none overwritten
+    assert set(titles.values()) == {1}  # every exchange in exactly one file
+    # each store's scenario file holds its own exchanges only, in order
+    for which in (0, 1):
+        (path,) = {p for p in tmp_path.glob("*-review.http") if f"store{which}-0" in p.read_text()}
+        assert [e.title for e in load(path)] == [f"store{which}-{n}" for n in range(0, 40, 4)]
+    assert _visible(tmp_path) == sorted(p.name for p in tmp_path.glob("*.http"))
+
+
+def test_removing_files_temporaries_and_the_folder_while_recording_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    store = TranscriptStore(out, scrub=scrub_text)
+    store.prepare()
+    mischief = [
+        lambda: None,
+        lambda: [p.unlink() for p in out.glob("*-scenario.http")],  # a transcript
+        lambda: shutil.rmtree(out / TMP, ignore_errors=True),  # the temporaries
+        lambda: (shutil.rmtree(out), out.mkdir()),  # rm -rf out; mkdir out
+        lambda: shutil.rmtree(out),  # rm -rf out
+        lambda: [p.unlink() for p in out.glob("*.http")],  # every transcript
+    ]
+    titles = []
+    for round_ in range(3):
+        for n, harm in enumerate(mischief):
+            harm()
+            for scenario in ("scenario", None):
+                title = f"{round_}-{n}-{scenario}"
+                titles.append(title)
+                store.write(
+                    store.begin(scenario),
+                    make_exchange(title=title),
+                    scenario=scenario,
+                    operation="GetTask",
+                    temporary=store.reserve(),
+                )
+    store.close()
+    # a file deleted is made again whole; the files deleted with the folder are lost with
+    # it, the exchanges written after are all there
+    (scenario_file,) = out.glob("*-scenario.http")
+    last = [t for t in titles if t.endswith("-scenario")]
+    assert [e.title for e in load(scenario_file)] == last  # the whole scenario, in order
+    found = _titles(out)
+    assert set(found.values()) == {1}
+    assert {t for t in titles if t.startswith("2-5")} <= set(found)
+    assert _visible(out) == sorted(p.name for p in out.glob("*.http"))
+    assert not (out / TMP).exists()
+
+
+def test_a_deleted_transcript_does_not_stop_the_scrub_of_the_others(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path, scrub=scrub_text)
+    token = "tok-Rk4Lx9Pq"
+    gone = store.write(
+        store.begin(), make_exchange(title=f"a {token}"), scenario=None, operation="a"
+    )
+    kept = store.write(
+        store.begin(), make_exchange(title=f"b {token}"), scenario=None, operation="b"
+    )
+    gone.unlink()  # a user deletes a transcript while recording
+    secrets = {token: "A2A_TOKEN"}
+    store.write(
+        store.begin(),
+        make_exchange(),
+        scenario=None,
+        operation="c",
+        secrets=secrets,
+        sent_secrets=secrets,
+    )
+    assert token not in kept.read_text()
+    assert load(kept).exchanges[0].title == "b {{A2A_TOKEN}}"
+    assert not gone.exists()
+
+
+def test_temporary_files_are_not_among_the_transcripts(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    store.prepare()
+    deadline = time.monotonic() + 5
+    held = store.reserve()
+    while held is None and time.monotonic() < deadline:  # the pool fills in the background
+        time.sleep(0.01)
+        held = store.reserve()
+    assert held is not None
+    store.write(store.begin(), make_exchange(), scenario=None, operation="GetTask")
+    time.sleep(0.1)  # the pool makes more
+    assert Path(held[0]).parent.parent == tmp_path / TMP
+    assert _visible(tmp_path) == ["01-get-task.http"]  # nothing else a user sees
+    store.release(held)
+    store.close()
+    assert os.listdir(tmp_path) == ["01-get-task.http"]
+
+
+_KILLED_MID_WRITE = """
+import os, sys
+from pathlib import Path
+from recorder.httpfile import write_text_atomic
+def killed(*args, **kwargs):
+    os._exit(9)  # like kill -9 between the temporary file and its rename
+os.replace = killed
+write_text_atomic(Path(sys.argv[1]), "# recorder-format: 1\\n")
+"""
+
+
+def test_temporaries_of_a_killed_writer_are_removed_by_the_next(tmp_path: Path) -> None:
+    golden = tmp_path / "01-a.http"
+    golden.write_text("# recorder-format: 1\n")
+    # `play --update` killed mid-write, twice
+    for _ in range(2):
+        killed = subprocess.run(
+            [sys.executable, "-c", _KILLED_MID_WRITE, str(golden)], timeout=30, check=False
+        )
+        assert killed.returncode == 9
+    # a temporary a recorder of an earlier version left under this process's id (a recorder
+    # that is PID 1 in its container has the same id every run)
+    (tmp_path / f".recorder.{os.getpid()}.3.tmp").write_text("")
+    # the next writer (another `play --update`, a recorder) cleans up what it can lock
+    write_text_atomic(golden, "# recorder-format: 1\n")
+    TranscriptStore(tmp_path).prepare()
+    release_scratch(tmp_path)  # (what this process does when it exits)
+    assert os.listdir(tmp_path) == ["01-a.http"]
+
+
+def test_a_running_writers_temporaries_are_left_alone(tmp_path: Path) -> None:
+    code = (
+        "import sys, time; from pathlib import Path; from recorder.atomic import open_temporary;"
+        "t = open_temporary(Path(sys.argv[1])); print(t[0], flush=True); time.sleep(30)"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    ) as other:
+        try:
+            assert other.stdout is not None
+            theirs = other.stdout.readline().strip()
+            assert os.path.exists(theirs)
+            TranscriptStore(tmp_path).prepare()
+            assert os.path.exists(theirs)  # its lock is held: not stale
+        finally:
+            other.kill()
+            other.wait(10)
+    TranscriptStore(tmp_path).prepare()
+    assert not os.path.exists(theirs)
+
+
+def test_in_order_exchanges_are_appended_not_rewritten(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    path = store.write(store.begin("s"), make_exchange(title="one"), scenario="s", operation="x")
+    inode = path.stat().st_ino
+    store.write(store.begin("s"), make_exchange(title="two"), scenario="s", operation="x")
+    assert path.stat().st_ino == inode  # the same file, grown: no rename of a new one
+    assert [e.title for e in load(path)] == ["one", "two"]
+
+
+def test_appended_files_are_what_a_rewrite_would_write(tmp_path: Path) -> None:
+    # property: whatever the order the requests finish in, the @during tags and the secrets
+    # learned on the way, the file is `dumps` of its exchanges (scrubbed), byte for byte
+    rng = random.Random(13)
+    for trial in range(30):
+        folder = tmp_path / str(trial)
+        store = TranscriptStore(folder, scrub=scrub_text)
+        count = rng.randint(1, 12)
+        tickets = [store.begin("s") for _ in range(count)]
+        order = list(range(count))
+        # mostly in order, a few swapped (concurrent requests finishing out of order)
+        for _ in range(rng.randint(0, 3)):
+            a, b = rng.randrange(count), rng.randrange(count)
+            order[a], order[b] = order[b], order[a]
+        secrets: dict[str, str] = {}
+        written: list[tuple[int, object, tuple[int, int] | None]] = []
+        path = None
+        for n in order:
+            token = f"secret-value-{rng.randrange(4)}"
+            exchange = make_exchange(title=f"e{n} {token}")
+            during = (tickets[n - 1], rng.randint(0, 3)) if n and rng.random() < 0.3 else None
+            learned = {token: "TOKEN"} if rng.random() < 0.2 else {}
+            secrets.update(learned)
+            path = store.write(
+                tickets[n],
+                exchange,
+                scenario="s",
+                operation="x",
+                secrets=learned,
+                sent_secrets=learned,
+                during=during,
+            )
+            written.append((tickets[n], exchange, during))
+            expected = dumps(Transcript(exchanges=during_tagged(written)))  # type: ignore[arg-type]
+            assert path.read_text() == scrub_text(expected, secrets), (trial, order)
+        assert path is not None
+        assert len(load(path)) == count
+        store.close()
