@@ -19,6 +19,7 @@ BENCH = Path(__file__).parent.parent / "bench"
         ("bench_compare.py", ["--quick"], "4-frame stream"),
         ("bench_format.py", ["--mb", "0.2", "--repeat", "1"], "json.loads of the JSON bodies"),
         ("bench_kit_start.py", ["--runs", "1"], "recorder kit start: median"),
+        ("bench_store.py", ["--smoke"], '"bench": "store"'),
         (
             "bench_proxy.py",
             ["--smoke", "--variants", "per-connection"],
