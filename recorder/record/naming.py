@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from recorder.model import Request
 
 __all__ = [
+    "NUMBERED",
     "exchange_title",
     "file_name",
     "header_case",
@@ -25,7 +26,8 @@ __all__ = [
     "slugify",
 ]
 
-_NUMBERED = re.compile(r"^(\d+)-.*\.http$")
+# a transcript's name: `NN-slug.http`, its number first
+NUMBERED = re.compile(r"^(\d+)-.*\.http$")
 _MAX_SLUG = 60
 
 _PUSH = r"/tasks/[^/]+/pushNotificationConfigs"
@@ -132,7 +134,7 @@ def next_number(names: Iterable[str]) -> int:
     """One more than the highest `NN` of the `NN-slug.http` names given (1 when there is none)."""
     highest = 0
     for name in names:
-        match = _NUMBERED.match(name)
+        match = NUMBERED.match(name)
         if match:
             highest = max(highest, int(match.group(1)))
     return highest + 1

@@ -52,6 +52,7 @@ from recorder.atomic import (
 from recorder.httpfile import dumps, dumps_exchange, loads
 from recorder.model import Exchange, Transcript
 from recorder.record.naming import (
+    NUMBERED,
     exchange_title,
     file_name,
     header_case,
@@ -556,6 +557,16 @@ class TranscriptStore:
                 path = candidate
                 self.out.mkdir(parents=True, exist_ok=True)  # removed while recording
                 continue
+            if candidate != record.path and self._number_shared(candidate):
+                # another writer claimed this number under another name at the same moment:
+                # this file takes another. (Of two such, the second to link always sees the
+                # first; the first may see the second and yield too: a number is then left
+                # out, never given twice.)
+                with contextlib.suppress(OSError):
+                    os.unlink(candidate)
+                path, temporary = None, None
+                taken += 1
+                continue
             if record.path is not None and candidate != record.path:
                 # deleted, and its name taken by another writer since: this file moved
                 with self._lock:
@@ -564,6 +575,22 @@ class TranscriptStore:
             record.path = candidate
             return
         raise FileExistsError(f"no free number for a transcript in {self.out}")
+
+    def _number_shared(self, path: Path) -> bool:
+        """Whether a file of another name has the number of `path` (numbers are claimed by
+        name: two recorders may claim one number for two names at once)."""
+        match = NUMBERED.match(path.name)
+        if match is None:
+            return False
+        prefix = match.group(1) + "-"
+        try:
+            names = os.listdir(self.out)
+        except OSError:
+            return False
+        return any(
+            name.startswith(prefix) and name.endswith(".http") and name != path.name
+            for name in names
+        )
 
     def _rescrub(self, paths: Iterable[Path], secrets: Mapping[str, str], skip: Path) -> None:
         """Scrub newly learned secrets from files already written (each under its lock)."""

@@ -260,3 +260,34 @@ def test_appended_files_are_what_a_rewrite_would_write(tmp_path: Path) -> None:
         assert path is not None
         assert len(load(path)) == count
         store.close()
+
+
+def test_two_stores_never_give_one_number_to_two_files(tmp_path: Path) -> None:
+    # each exchange its own file, under names that differ between the stores: numbers are
+    # claimed by name on disk, so both may link one number at once; the later name yields
+    stores = [TranscriptStore(tmp_path), TranscriptStore(tmp_path)]
+    barrier = threading.Barrier(2, timeout=10)
+
+    def record(which: int) -> None:
+        store = stores[which]
+        for n in range(30):
+            if n % 10 == 0:
+                barrier.wait()
+            store.write(
+                store.begin(),
+                make_exchange(title=f"store{which}-{n}"),
+                scenario=None,
+                operation=f"Op{which}",
+            )
+
+    threads = [threading.Thread(target=record, args=(which,)) for which in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    for store in stores:
+        store.close()
+    names = sorted(p.name for p in tmp_path.glob("*.http"))
+    numbers = [name.split("-", 1)[0] for name in names]
+    assert len(names) == 60
+    assert len(set(numbers)) == 60, [n for n in names if numbers.count(n.split("-", 1)[0]) > 1]
