@@ -9,11 +9,15 @@ them; `DEFAULT_SECRET_HEADERS` are the defaults), each mapped to the placeholder
   `Set-Cookie: sid=abc; Path=/; HttpOnly` -> `Set-Cookie: sid={{SET_COOKIE}}; Path=/; HttpOnly`
   (the attributes after the first `;` are not secret, RFC 6265 §4.1.1). Any other secret header
   becomes the placeholder alone.
-- A secret JSON member (by name, at any depth) gets the placeholder as its value; so does a
-  secret query parameter.
+- A secret JSON member (by name, in any case, at any depth) gets the placeholder as its value;
+  so does a secret query parameter or form field. With no rules file the names are
+  `DEFAULT_SECRET_FIELDS`: the A2A push config's `token` and `authentication.credentials`, and
+  the usual names of secrets (`api_key`, `password` ...).
 - Every secret value seen on the way (`Redactor.seen`) is also scrubbed from the whole text of
   a transcript before it is written (`scrub_text`): an agent that echoes a token in a body or
-  an error message does not leak it either.
+  an error message does not leak it either. Inside longer text only from 6 characters (a
+  shorter one would match at random); where it is a whole value (a JSON string, a header
+  value, a query or form value), whatever its length.
 
 The player fills `{{NAME}}` from the environment variable NAME.
 """

@@ -64,6 +64,7 @@ from recorder.replay.variables import (
     secret_placeholders,
     secret_values,
     stand_ins,
+    transcript_placeholders,
     unset_variable,
 )
 from recorder.rules import DEFAULT_RULES, Rules
@@ -123,8 +124,14 @@ class FilePlayer:
         self._filled: Mapping[str, str] = (
             {**self._stand_ins, **self.variables} if self._stand_ins else self.variables
         )
-        # (a stand-in too: --update writes an echoed one back as its placeholder)
-        self._secrets = secret_values(self._filled, self._secret_names)
+        # (a stand-in too: --update writes an echoed one back as its placeholder). The secret
+        # headers' always (an agent may echo the token); a secret field's (TOKEN, PASSWORD)
+        # only when this file uses it: such a name may be set in the environment for another
+        # purpose, and its value scrubbed from the --update of an unrelated reply
+        scrubbed = {*self.rules.secret_headers.values()} | (
+            self._secret_names & transcript_placeholders(self.transcript)
+        )
+        self._secrets = secret_values(self._filled, scrubbed)
         # the placeholders a recorded reply may hold for the values the requests sent
         self._reply_names = self._secret_names | {
             name

@@ -46,6 +46,7 @@ __all__ = [
     "secret_values",
     "stand_in",
     "stand_ins",
+    "transcript_placeholders",
     "unset_variable",
 ]
 
@@ -278,6 +279,21 @@ def _is_json_text(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def transcript_placeholders(transcript: Transcript) -> set[str]:
+    """The NAME of each `{{NAME}}` in the transcript's requests and replies."""
+    names: set[str] = set()
+    for exchange in transcript.exchanges:
+        names.update(request_placeholders(exchange.request))
+        response = exchange.response
+        texts = [value for _, value in response.headers]
+        if response.events is not None:
+            texts.extend(e.data for e in response.events if e.data and "{{" in e.data)
+        elif b"{{" in response.body:
+            texts.append(response.body.decode("utf-8", errors="replace"))
+        names.update(m.group(1) for text in texts for m in PLACEHOLDER.finditer(text))
+    return names
 
 
 def secret_values(variables: Mapping[str, str], names: Iterable[str]) -> dict[str, str]:

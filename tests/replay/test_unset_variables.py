@@ -119,7 +119,10 @@ def test_an_unset_a2a_token_fails_only_the_exchange_that_sends_it(kit: KitServer
 
 async def echo(request: Request) -> Response:
     body = await request.json()
-    return JSONResponse({"got": body.get("token"), "version": body.get("version", 1)})
+    reply = {"got": body.get("token"), "version": body.get("version", 1)}
+    if "user" in body:
+        reply["user"] = body["user"]
+    return JSONResponse(reply)
 
 
 @pytest.fixture(scope="module")
@@ -180,6 +183,25 @@ def test_update_writes_an_echoed_stand_in_back_as_its_placeholder(
     text = path.read_text(encoding="utf-8")
     assert "recorder-stand-in" not in text
     assert '"got": "{{TOKEN}}"' in text and '"version": 2' in text
+
+
+def test_update_scrubs_no_value_of_a_secret_name_the_file_does_not_use(
+    echo_agent: ServerThread, tmp_path: Path
+) -> None:
+    # PASSWORD set in the environment for something else: not this file's secret
+    path = write(
+        tmp_path / "01-a.http",
+        exchange(
+            "echo",
+            "",
+            '{"user": "ada", "version": 2}',
+            '{"got": null, "version": 1, "user": "ada"}',
+        ),
+    )
+    result = play([path], agent=echo_agent.url, environ={"PASSWORD": "ada"}, update=True)
+    assert result.transcripts[0].updated
+    text = path.read_text(encoding="utf-8")
+    assert '"user": "ada"' in text and "{{PASSWORD}}" not in text
 
 
 def test_an_unset_credential_or_plain_variable_fails_only_its_exchanges(
