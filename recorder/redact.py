@@ -9,11 +9,15 @@ them; `DEFAULT_SECRET_HEADERS` are the defaults), each mapped to the placeholder
   `Set-Cookie: sid=abc; Path=/; HttpOnly` -> `Set-Cookie: sid={{SET_COOKIE}}; Path=/; HttpOnly`
   (the attributes after the first `;` are not secret, RFC 6265 §4.1.1). Any other secret header
   becomes the placeholder alone.
-- A secret JSON member (by name, at any depth) gets the placeholder as its value; so does a
-  secret query parameter.
+- A secret JSON member (by name, in any case, at any depth) gets the placeholder as its value;
+  so does a secret query parameter or form field. With no rules file the names are
+  `DEFAULT_SECRET_FIELDS`: the A2A push config's `token` and `authentication.credentials`, and
+  the usual names of secrets (`api_key`, `password` ...).
 - Every secret value seen on the way (`Redactor.seen`) is also scrubbed from the whole text of
   a transcript before it is written (`scrub_text`): an agent that echoes a token in a body or
-  an error message does not leak it either.
+  an error message does not leak it either. Inside longer text only from 6 characters (a
+  shorter one would match at random); where it is a whole value (a JSON string, a header
+  value, a query or form value), whatever its length.
 
 The player fills `{{NAME}}` from the environment variable NAME.
 """
@@ -54,8 +58,19 @@ DEFAULT_SECRET_HEADERS: Mapping[str, str] = {
     "set-cookie": "SET_COOKIE",
     "x-api-key": "X_API_KEY",
 }
-# JSON member / query parameter name (exact) -> placeholder name
-DEFAULT_SECRET_FIELDS: Mapping[str, str] = {}
+# JSON member / query or form parameter name (any case) -> placeholder name: the A2A places
+# (a push config's `token` and `authentication.credentials`) and the usual names of secrets
+DEFAULT_SECRET_FIELDS: Mapping[str, str] = {
+    "token": "TOKEN",
+    "credentials": "CREDENTIALS",
+    "api_key": "API_KEY",
+    "apikey": "APIKEY",
+    "access_token": "ACCESS_TOKEN",
+    "refresh_token": "REFRESH_TOKEN",
+    "client_secret": "CLIENT_SECRET",
+    "password": "PASSWORD",
+    "secret": "SECRET",
+}
 
 # the schemes whose parameter is one credential that the placeholder stands for
 _SCHEMED_HEADERS = frozenset({"authorization", "proxy-authorization"})
@@ -68,8 +83,12 @@ _SCHEMES = frozenset(
 # `"name": "value"` in JSON text: 1 the part before the value, 2 the name, 4 the value (its
 # escapes as written), 5 the closing quote
 _JSON_MEMBER = re.compile(r'("((?:[^"\\]|\\.)*)"\s*:\s*")(((?:[^"\\]|\\.)*))(")')
-# secrets shorter than this are not scrubbed from free text: they would match at random
+# secrets shorter than this are not scrubbed from free text: they would match at random (a
+# secret of any length is scrubbed where it is a whole value: `_scrub_whole_values`)
 _MIN_SCRUB_LENGTH = 6
+# where a value is whole in a transcript: a header line's value, a query or form parameter's
+_HEADER_LINE = r"(?m)^([!#$%&'*+.^_`|~0-9A-Za-z-]+:[ \t]*)({})(?=[ \t]*\r?$)"
+_PARAMETER = r"""(?m)((?:^|[?&])[^=&#\s"?]*=)({})(?=[&#\s"]|$)"""
 # a cookie value is scrubbed from free text only from this length, and not when it is letters
 # only: cookies carry preferences (`theme=review`) as well as sessions
 _MIN_COOKIE_SCRUB_LENGTH = 8
@@ -108,13 +127,50 @@ def scrub_text(text: str, secrets: Mapping[str, str]) -> str:
     """Replace every occurrence of each secret value (long enough to be one) by its placeholder,
     in each spelling it may have in a transcript (`with_spellings`).
 
-    Longer secrets first, so that a secret containing another is replaced whole.
+    Longer secrets first, so that a secret containing another is replaced whole. A secret of
+    any length is replaced where it is a whole value (`_scrub_whole_values`): `text` itself, a
+    JSON string, a header line's value, a query or form parameter's value.
     """
+    if not secrets:
+        return text
     spelled = with_spellings(secrets)
+    if text in spelled:
+        return placeholder(spelled[text])
+    short: dict[str, str] = {}
     for value in sorted(spelled, key=len, reverse=True):
-        if len(value) >= _MIN_SCRUB_LENGTH and value in text:
-            text = text.replace(value, placeholder(spelled[value]))
+        if len(value) >= _MIN_SCRUB_LENGTH:
+            if value in text:
+                text = text.replace(value, placeholder(spelled[value]))
+        elif value.strip():
+            short[value] = spelled[value]
+    if short:
+        text = _scrub_whole_values(text, short)
     return text
+
+
+def _scrub_whole_values(text: str, secrets: Mapping[str, str]) -> str:
+    """The `secrets` (too short to be looked for inside text) where each is a whole value: a
+    JSON string (`"abcde"`), a header line's value (`X-Echo: abcde`), a query or form
+    parameter's value (`?echo=abcde&`, also percent-encoded)."""
+    ordered = sorted(secrets, key=len, reverse=True)
+    alternatives = "|".join(map(re.escape, ordered))
+    if any(f'"{value}"' in text for value in ordered):
+
+        def in_json(match: re.Match[str]) -> str:
+            return f'"{placeholder(secrets[match.group(1)])}"'
+
+        text = re.sub(rf'(?<!\\)"({alternatives})"', in_json, text)
+
+    def after_prefix(match: re.Match[str]) -> str:
+        return match.group(1) + placeholder(names[match.group(2)])
+
+    names = dict(secrets)
+    text = re.sub(_HEADER_LINE.format(alternatives), after_prefix, text)
+    for value, name in secrets.items():
+        for encoded in (urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value)):
+            names.setdefault(encoded, name)
+    encoded_alternatives = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+    return re.sub(_PARAMETER.format(encoded_alternatives), after_prefix, text)
 
 
 def is_form(content_type: str | None) -> bool:
@@ -191,7 +247,8 @@ class Redactor:
 
     def __post_init__(self) -> None:
         self.headers = secret_names(self.headers, fold=True)
-        self.fields = secret_names(self.fields, fold=False)
+        # field names match in any case: `Password`, `API_KEY`
+        self.fields = secret_names(self.fields, fold=True)
 
     def fresh(self) -> Redactor:
         """A Redactor with the same secret names and nothing seen yet (one per exchange; the
@@ -258,7 +315,7 @@ class Redactor:
         changed = False
         for n, part in enumerate(parts):
             raw_name, eq, raw_value = part.partition("=")
-            env = self.fields.get(urllib.parse.unquote_plus(raw_name))
+            env = self.fields.get(urllib.parse.unquote_plus(raw_name).lower())
             if env is None or not eq:
                 continue
             # both spellings: the agent may echo the value decoded or as it was sent
@@ -276,13 +333,13 @@ class Redactor:
         if isinstance(value, dict):
             out: dict[str, Any] = {}
             for key, item in value.items():
-                env = self.fields.get(key)
+                env = self.fields.get(key.lower()) if isinstance(key, str) else None
                 if env is not None and item is not None and not isinstance(item, dict | list):
-                    self._remember(item if isinstance(item, str) else json.dumps(item), env)
+                    self._remember_scalar(item, env)
                     out[key] = placeholder(env)
                 elif env is not None and isinstance(item, dict | list):
                     # a structured secret: every scalar inside it is secret
-                    out[key] = _replace_scalars(item, env, self._remember)
+                    out[key] = _replace_scalars(item, env, self._remember_scalar)
                 else:
                     out[key] = self.redact_json_value(item)
             return out
@@ -335,7 +392,7 @@ class Redactor:
 
         def replace_value(match: re.Match[str]) -> str:
             name = match.group(2)
-            env = self.fields.get(name)
+            env = self.fields.get(name.lower())
             if env is None:
                 return match.group()
             raw = match.group(4)
@@ -380,8 +437,18 @@ class Redactor:
             return response
         return response.with_content(headers, body=body)
 
+    def _remember_scalar(self, value: Any, env: str) -> None:
+        """A secret member's scalar value: a string, or (as its JSON text, from where it is
+        long enough to be looked for in text) a number; `true` is no secret."""
+        if isinstance(value, str):
+            self._remember(value, env)
+        elif not isinstance(value, bool):
+            text = json.dumps(value)
+            if len(text) >= _MIN_SCRUB_LENGTH:
+                self._remember(text, env)
+
     def _remember(self, value: str, env: str) -> None:
-        if value and "{{" not in value:
+        if value.strip() and "{{" not in value:
             self.seen[value] = env
 
 
@@ -392,5 +459,5 @@ def _replace_scalars(value: Any, env: str, remember: Any) -> Any:
         return [_replace_scalars(v, env, remember) for v in value]
     if value is None or isinstance(value, bool):
         return value
-    remember(value if isinstance(value, str) else json.dumps(value), env)
+    remember(value, env)
     return placeholder(env)

@@ -8,6 +8,12 @@ it over the defaults, key by key:
 - a mapping key takes a mapping merged over the default; a `null` value removes an entry
   (`secret_headers` and `secret_fields` also take a list of names: placeholders are derived,
   `x-api-key` -> `X_API_KEY`);
+- secrets: the default `secret_fields` (the A2A push config's `token` and `credentials`, and
+  `api_key`, `apikey`, `access_token`, `refresh_token`, `client_secret`, `password`, `secret`)
+  are secret in JSON bodies, query strings and form bodies, in any case. A rules file adds a
+  name with `secret_fields: [session_key]` or `{session_key: SESSION_KEY}`, and makes a default
+  one plain again with `null`: `secret_fields: {token: null}` (any case: `Token: null` too);
+  `secret_headers: {cookie: null}` does the same for a header;
 - a boolean key takes a boolean.
 
 Unknown keys, wrong types, bad JSONPaths and bad regular expressions raise `RulesError` naming the
@@ -232,10 +238,14 @@ class _Loader:
         if not isinstance(value, Mapping):
             raise self.error(key, f"expected a mapping, got {_describe(value)}")
         merged = dict(default)
+        fold = key in ("secret_headers", "secret_fields")  # names matched in any case
         for name, item in value.items():
             if not isinstance(name, str):
                 raise self.error(key, f"expected string names, got {name!r}")
-            if item is None:
+            if item is None and fold:
+                for known in [k for k in merged if k.lower() == name.lower()]:
+                    del merged[known]
+            elif item is None:
                 merged.pop(name, None)
             else:
                 merged[name] = item

@@ -157,8 +157,11 @@ def play(
     """Replay the .http transcripts in PATHS (files, or folders searched for *.http).
 
     Requests are sent in order, with generated values (task ids …) carried forward and
-    {{NAME}} placeholders filled from the environment; each reply is compared with the
-    recorded one. Exit status: 0 all match, 1 mismatches, 2 usage, parse or connection errors.
+    {{NAME}} placeholders filled from the environment (an unset secret gets a made-up stand-in,
+    except in a credential header such as Authorization: the exchanges that send one fail,
+    naming the variable, and the others play); each reply is compared with the recorded one.
+    Exit status: 0 all match, 1 mismatches, 2 usage, parse or connection errors, or an exchange
+    without a reply or with an unset credential variable.
     """
     report = TerminalReport(sys.stdout, update=update)
     try:

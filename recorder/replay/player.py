@@ -21,9 +21,12 @@ Files run one after another or in parallel (`recorder.replay.jobs`); the verdict
 
 A mismatch is a result (`ExchangeResult.mismatches`), and so is an exchange that got no whole
 reply (`ExchangeResult.error`: a timeout, a dropped connection): the rest of its file is then
-not played (its requests need that reply's ids), and the other files are. Exceptions are for
-broken input and broken environments: `TranscriptErrors` (files that do not parse),
-`MissingVariableError`, `UpstreamError` (the agent cannot be reached at all).
+not played (its requests need that reply's ids), and the other files are. So is an exchange
+that needs an environment variable that is not set (`recorder.replay.variables`: a credential
+header's `{{A2A_TOKEN}}`; a secret elsewhere gets a stand-in): it is not sent, its error names
+the variable, and the rest of its file plays. Exceptions are for broken input and broken
+environments: `TranscriptErrors` (files that do not parse), `UpstreamError` (the agent cannot
+be reached at all).
 
 The player starts no agent of its own: with no `agent`, `play` calls the `start_agent` it is
 given (the entry points pass the bundled kit's).
@@ -56,11 +59,13 @@ from recorder.replay.update import blessed_exchanges, why_not_updated, write_exc
 from recorder.replay.variables import (
     fill_placeholders,
     fill_reply_placeholders,
-    missing_variables,
     request_placeholders,
     scrub_mismatch,
     secret_placeholders,
     secret_values,
+    stand_ins,
+    transcript_placeholders,
+    unset_variable,
 )
 from recorder.rules import DEFAULT_RULES, Rules
 
@@ -114,7 +119,19 @@ class FilePlayer:
             live_base=self.live_base or self.base_url,
             secret_placeholders=self._secret_names,
         )
-        self._secrets = secret_values(self.variables, self._secret_names)
+        # secret placeholders whose variable is unset get stand-ins (not in credential headers)
+        self._stand_ins = stand_ins(self.transcript, self.variables, self.rules)
+        self._filled: Mapping[str, str] = (
+            {**self._stand_ins, **self.variables} if self._stand_ins else self.variables
+        )
+        # (a stand-in too: --update writes an echoed one back as its placeholder). The secret
+        # headers' always (an agent may echo the token); a secret field's (TOKEN, PASSWORD)
+        # only when this file uses it: such a name may be set in the environment for another
+        # purpose, and its value scrubbed from the --update of an unrelated reply
+        scrubbed = {*self.rules.secret_headers.values()} | (
+            self._secret_names & transcript_placeholders(self.transcript)
+        )
+        self._secrets = secret_values(self._filled, scrubbed)
         # the placeholders a recorded reply may hold for the values the requests sent
         self._reply_names = self._secret_names | {
             name
@@ -159,12 +176,24 @@ class FilePlayer:
                 played=False,
             )
             return
+        unset = unset_variable(
+            golden.request,
+            self.variables,
+            self.rules,
+            path=self.path,
+            line=golden.line,
+            stand_ins=self._stand_ins,
+        )
+        if unset is not None:
+            # not sent; the rest of the file plays (it may mismatch where it needed this reply)
+            self.results[index] = self._result(index, error=str(unset))
+            return
         if tag is not None:
             self._catch_up(*tag)
         started = time.perf_counter()
         request = self.state.prepare(golden.request)
         self._notes[index] = self._unpaired_notes(index, golden.request)
-        request = fill_placeholders(request, self.variables, path=self.path, line=golden.line)
+        request = fill_placeholders(request, self._filled, path=self.path, line=golden.line)
         max_events = None
         if golden.truncated and golden.response.events is not None:
             # the data frames the client read: keep-alive pings are not waited for
@@ -244,7 +273,7 @@ class FilePlayer:
     def _expected(self, index: int) -> Exchange:
         """The recorded exchange, with the placeholders of its reply filled."""
         golden = self.transcript.exchanges[index]
-        expected = fill_reply_placeholders(golden.response, self.variables, self._reply_names)
+        expected = fill_reply_placeholders(golden.response, self._filled, self._reply_names)
         return golden if expected is golden.response else replace(golden, response=expected)
 
     def _record(self, index: int, live: LiveReply, started: float) -> None:
@@ -398,9 +427,9 @@ def play(
     `start_agent` starts (only when there is something to play; stopped at the end). A
     started agent's token fills `{{A2A_TOKEN}}` unless `environ` sets it.
 
-    Raises `TranscriptErrors`, `MissingVariableError`, `UpstreamError`, or ValueError for a
-    bad agent URL or when neither `agent` nor `start_agent` is given; mismatches are in the
-    result.
+    Raises `TranscriptErrors`, `UpstreamError`, or ValueError for a bad agent URL or when
+    neither `agent` nor `start_agent` is given; mismatches, and the exchanges that need a
+    variable that is not set, are in the result.
     """
     loaded = load_transcripts(paths)
     items = plan(loaded, pattern=pattern, shard=shard)
@@ -421,9 +450,6 @@ def play(
     else:
         base_url = "http://127.0.0.1"  # nothing to play: no agent started for nothing
     try:
-        missing = missing_variables(items, variables)
-        if missing is not None:
-            raise missing
         if listener is not None:
             listener.started(items)
         settings = _Settings(

@@ -1,25 +1,42 @@
 """`{{NAME}}` placeholders: which variables a run needs, filling requests (and the recorded
 replies that echo a request's value) from them, and keeping the values of the secret ones off
-the terminal and the disk."""
+the terminal and the disk.
+
+An unset variable:
+
+- a secret placeholder (`secret_placeholders`: a push config's `{{TOKEN}}`, a `{{PASSWORD}}`
+  field) gets a stand-in the player makes up, `recorder-stand-in-<NAME>-<run>`, the same in
+  every file of a run (`stand_ins`): an agent that echoes it is compared against the recorded
+  placeholder filled with the same stand-in, and `--update` writes it back as the placeholder;
+- except in a header that carries a credential the agent checks (Authorization,
+  Proxy-Authorization, X-API-Key, Cookie and the rules' secret headers,
+  `credential_headers`): a made-up value there would only get a 401, so the exchanges that
+  use it fail with a message naming the variable (`unset_variable`) and the others play;
+- a placeholder that stands for no secret fails the exchanges that use it the same way.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
-from urllib.parse import quote, quote_plus
+from urllib.parse import parse_qsl, quote, quote_plus
 
 from recorder.errors import RecorderError
 from recorder.model import Headers, Request, Response, Transcript
 from recorder.redact import PLACEHOLDER, is_form, scrub_text
 from recorder.replay.diff import Mismatch
 from recorder.replay.plan import PlanItem
-from recorder.rules import Rules
+from recorder.rules import DEFAULT_RULES, Rules
 
 __all__ = [
+    "CREDENTIAL_HEADERS",
     "MissingVariableError",
+    "credential_headers",
     "fill_placeholders",
     "fill_reply_placeholders",
     "missing_variables",
@@ -27,33 +44,113 @@ __all__ = [
     "scrub_mismatch",
     "secret_placeholders",
     "secret_values",
+    "stand_in",
+    "stand_ins",
+    "transcript_placeholders",
+    "unset_variable",
 ]
+
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie"})
+"""Request headers whose placeholder must be filled with a real value (lower case)."""
+
+# one per process (a run): a stand-in is the same in every file, and differs from run to run
+_RUN = secrets.token_hex(4)
 
 
 class MissingVariableError(RecorderError):
     """A transcript uses `{{NAME}}` and the environment has no NAME."""
 
-    def __init__(self, name: str, *, path: str, line: int | None) -> None:
+    def __init__(
+        self, name: str, *, path: str, line: int | None, header: str | None = None
+    ) -> None:
         self.name = name
         self.path = path
         self.line = line
+        self.header = header
         where = path if line is None else f"{path}:{line}"
+        uses = f"the request uses {{{{{name}}}}}"
+        if header is not None:
+            uses += f" in {header}, a credential the agent checks: no stand-in is made up"
         super().__init__(
-            f"{where}: the environment variable {name} is not set "
-            f"(the request uses {{{{{name}}}}}); set it and run again"
+            f"{where}: the environment variable {name} is not set ({uses}); set it and run again"
         )
 
 
-def missing_variables(
-    items: Iterable[PlanItem], variables: Mapping[str, str]
+def stand_in(name: str) -> str:
+    """The value the player makes up for the secret placeholder NAME whose variable is unset:
+    the same for a name throughout a run, different from one run to the next."""
+    return f"recorder-stand-in-{name}-{_RUN}"
+
+
+def credential_headers(rules: Rules) -> frozenset[str]:
+    """The request headers (lower case) whose placeholders get no stand-in."""
+    return CREDENTIAL_HEADERS | frozenset(rules.secret_headers)
+
+
+def stand_ins(transcript: Transcript, variables: Mapping[str, str], rules: Rules) -> dict[str, str]:
+    """NAME -> stand-in, for each secret placeholder (`secret_placeholders`) a request of
+    `transcript` uses outside a credential header and `variables` does not set."""
+    secret = secret_placeholders(transcript, rules)
+    credentials = credential_headers(rules)
+    names: dict[str, str] = {}
+    for exchange in transcript.exchanges:
+        for name, header in _request_uses(exchange.request, credentials):
+            if header is None and name in secret and name not in variables:
+                names[name] = stand_in(name)
+    return names
+
+
+def unset_variable(
+    request: Request,
+    variables: Mapping[str, str],
+    rules: Rules,
+    *,
+    path: str,
+    line: int | None,
+    stand_ins: Mapping[str, str] = MappingProxyType({}),
 ) -> MissingVariableError | None:
-    """The first `{{NAME}}` used by a request to be played that `variables` lacks, if any."""
-    for item in items:
-        for exchange in item.transcript.exchanges[: item.play_count]:
-            for name in request_placeholders(exchange.request):
-                if name not in variables:
-                    return MissingVariableError(name, path=item.path, line=exchange.line)
+    """Why `request` cannot be sent, if so: a placeholder in a credential header whose variable
+    is unset, or one elsewhere that neither a variable nor a stand-in fills."""
+    for name, header in _request_uses(request, credential_headers(rules)):
+        if name in variables or (header is None and name in stand_ins):
+            continue
+        return MissingVariableError(name, path=path, line=line, header=header)
     return None
+
+
+def missing_variables(
+    items: Iterable[PlanItem], variables: Mapping[str, str], rules: Rules = DEFAULT_RULES
+) -> MissingVariableError | None:
+    """The first `{{NAME}}` used by a request to be played that neither `variables` nor a
+    stand-in (`stand_ins`) fills, if any: the exchanges that use it will fail."""
+    for item in items:
+        made_up = stand_ins(item.transcript, variables, rules)
+        for exchange in item.transcript.exchanges[: item.play_count]:
+            error = unset_variable(
+                exchange.request,
+                variables,
+                rules,
+                path=item.path,
+                line=exchange.line,
+                stand_ins=made_up,
+            )
+            if error is not None:
+                return error
+    return None
+
+
+def _request_uses(request: Request, credentials: Iterable[str]) -> list[tuple[str, str | None]]:
+    """(NAME, the credential header it is in, or None) for each `{{NAME}}` of `request`."""
+    uses: list[tuple[str, str | None]] = []
+    for name, value in request.headers:
+        if "{{" in value:
+            header = name if name.lower() in credentials else None
+            uses.extend((m.group(1), header) for m in PLACEHOLDER.finditer(value))
+    texts = [request.target]
+    if b"{{" in request.body:
+        texts.append(request.body.decode("utf-8", errors="replace"))
+    uses.extend((m.group(1), None) for text in texts for m in PLACEHOLDER.finditer(text))
+    return uses
 
 
 def request_placeholders(request: Request) -> list[str]:
@@ -184,6 +281,21 @@ def _is_json_text(text: str) -> bool:
     return True
 
 
+def transcript_placeholders(transcript: Transcript) -> set[str]:
+    """The NAME of each `{{NAME}}` in the transcript's requests and replies."""
+    names: set[str] = set()
+    for exchange in transcript.exchanges:
+        names.update(request_placeholders(exchange.request))
+        response = exchange.response
+        texts = [value for _, value in response.headers]
+        if response.events is not None:
+            texts.extend(e.data for e in response.events if e.data and "{{" in e.data)
+        elif b"{{" in response.body:
+            texts.append(response.body.decode("utf-8", errors="replace"))
+        names.update(m.group(1) for text in texts for m in PLACEHOLDER.finditer(text))
+    return names
+
+
 def secret_values(variables: Mapping[str, str], names: Iterable[str]) -> dict[str, str]:
     """value -> placeholder name, for `scrub_text` (which looks for each spelling of a value):
     the values the environment sets for `names`."""
@@ -216,31 +328,44 @@ def secret_placeholders(transcript: Transcript, rules: Rules) -> set[str]:
     transcript's requests use where a secret goes (a secret header, a secret member's value,
     a secret query parameter)."""
     names = {*rules.secret_headers.values(), *rules.secret_fields.values()}
-    secret_headers, secret_fields = rules.secret_headers.keys(), rules.secret_fields.keys()
+    secret_headers = rules.secret_headers.keys()
+    # (field names match in any case, as the recorder matches them)
+    secret_fields = frozenset(name.lower() for name in rules.secret_fields)
     for exchange in transcript.exchanges:
         request = exchange.request
         for name, value in request.headers:
             if name.lower() in secret_headers and "{{" in value:
                 names.update(m.group(1) for m in PLACEHOLDER.finditer(value))
         if "{{" in request.target and secret_fields:
-            query = request.target.partition("?")[2]
-            for item in query.split("&"):
-                key, _, value = item.partition("=")
-                if key in secret_fields:
-                    names.update(m.group(1) for m in PLACEHOLDER.finditer(value))
-        if b"{{" in request.body and secret_fields and request.json is not None:
+            names.update(
+                _secret_parameter_placeholders(request.target.partition("?")[2], secret_fields)
+            )
+        if b"{{" not in request.body or not secret_fields:
+            continue
+        if request.json is not None:
             names.update(_secret_member_placeholders(request.json, secret_fields))
+        elif is_form(request.headers.get("Content-Type")):
+            form = request.body.decode("utf-8", errors="replace")
+            names.update(_secret_parameter_placeholders(form, secret_fields))
     return names
 
 
-def _secret_member_placeholders(value: Any, fields: Iterable[str]) -> set[str]:
+def _secret_parameter_placeholders(query: str, fields: frozenset[str]) -> set[str]:
+    found: set[str] = set()
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key.lower() in fields:
+            found.update(m.group(1) for m in PLACEHOLDER.finditer(value))
+    return found
+
+
+def _secret_member_placeholders(value: Any, fields: frozenset[str]) -> set[str]:
     found: set[str] = set()
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             for key, member in item.items():
-                if key in fields and isinstance(member, str):
+                if key.lower() in fields and isinstance(member, str):
                     found.update(m.group(1) for m in PLACEHOLDER.finditer(member))
                 else:
                     stack.append(member)

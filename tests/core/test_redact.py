@@ -200,3 +200,61 @@ def test_a_secret_parameter_of_a_form_body_is_redacted() -> None:
     assert out == b"user=ann&password={{PASSWORD}}&keep=%2B1"
     assert redactor.seen == {"s=cret-123": "PASSWORD", "s%3Dcret-123": "PASSWORD"}
     assert redactor.redact_body(body, "text/plain") == body  # not a form: left to scrubbing
+
+
+def test_default_fields_are_the_a2a_places_and_the_usual_names_in_any_case() -> None:
+    redactor = Redactor()
+    body = {
+        "params": {
+            "token": "push-tok",
+            "authentication": {"scheme": "Bearer", "credentials": "cred"},
+            "Password": "pw",
+            "API_KEY": "ak",
+            "nextPageToken": "not-a-secret",
+        }
+    }
+    out = json.loads(redactor.redact_body(json.dumps(body).encode(), "application/json"))
+    assert out["params"] == {
+        "token": "{{TOKEN}}",
+        "authentication": {"scheme": "Bearer", "credentials": "{{CREDENTIALS}}"},
+        "Password": "{{PASSWORD}}",
+        "API_KEY": "{{API_KEY}}",
+        "nextPageToken": "not-a-secret",
+    }
+    assert (
+        redactor.redact_target("/t?Access_Token=a%2Bb&page=2")
+        == "/t?Access_Token={{ACCESS_TOKEN}}&page=2"
+    )
+    form = redactor.redact_body(
+        b"user=ada&client_secret=cs&x=1", "application/x-www-form-urlencoded"
+    )
+    assert form == b"user=ada&client_secret={{CLIENT_SECRET}}&x=1"
+
+
+def test_a_short_secret_is_scrubbed_where_it_is_a_whole_value_only() -> None:
+    secrets = {"k9Zq2": "TOKEN"}
+    text = (
+        "GET /t?echo=k9Zq2&other=k9Zq2x HTTP/1.1\r\n"
+        "X-Echo: k9Zq2\r\n"
+        "X-Other: k9Zq2 and more\r\n\r\n"
+        '{"a": "k9Zq2", "b": "the k9Zq2 token", "c": ["k9Zq2"]}\n'
+        "password=k9Zq2&q=1\n"
+    )
+    assert scrub_text(text, secrets) == (
+        "GET /t?echo={{TOKEN}}&other=k9Zq2x HTTP/1.1\r\n"
+        "X-Echo: {{TOKEN}}\r\n"
+        "X-Other: k9Zq2 and more\r\n\r\n"
+        '{"a": "{{TOKEN}}", "b": "the k9Zq2 token", "c": ["{{TOKEN}}"]}\n'
+        "password={{TOKEN}}&q=1\n"
+    )
+    # a value that is the secret itself (a header value, a string a mismatch shows)
+    assert scrub_text("k9Zq2", secrets) == "{{TOKEN}}"
+    # JSON-escaped and percent-encoded spellings
+    assert scrub_text('{"a": "q\\"1"}', {'q"1': "PW"}) == '{"a": "{{PW}}"}'
+    assert scrub_text("/t?x=a%20b", {"a b": "PW"}) == "/t?x={{PW}}"
+
+
+def test_a_secret_number_or_boolean_is_scrubbed_elsewhere_only_when_long() -> None:
+    redactor = Redactor(fields=["pin", "secret"])
+    redactor.redact_json_value({"pin": 1234, "secret": True, "other": {"pin": 12345678}})
+    assert redactor.seen == {"12345678": "PIN"}

@@ -9,6 +9,7 @@ import pytest
 
 from recorder.errors import RulesError
 from recorder.jsonpath import JsonPathError, PathMatcher, format_path, parse_path
+from recorder.redact import DEFAULT_SECRET_FIELDS, DEFAULT_SECRET_HEADERS
 from recorder.rules import DEFAULT_RULES, Rules, load_rules, placeholder_name
 
 
@@ -79,7 +80,23 @@ def test_default_ignored_headers_and_secrets() -> None:
         "set-cookie": "SET_COOKIE",
         "x-api-key": "X_API_KEY",
     }
-    assert dict(DEFAULT_RULES.secret_fields) == {}
+    # the A2A places and the usual names (in any case, as the recorder matches them)
+    assert (
+        dict(DEFAULT_RULES.secret_fields)
+        == dict(DEFAULT_SECRET_FIELDS)
+        == {
+            "token": "TOKEN",
+            "credentials": "CREDENTIALS",
+            "api_key": "API_KEY",
+            "apikey": "APIKEY",
+            "access_token": "ACCESS_TOKEN",
+            "refresh_token": "REFRESH_TOKEN",
+            "client_secret": "CLIENT_SECRET",
+            "password": "PASSWORD",
+            "secret": "SECRET",
+        }
+    )
+    assert dict(DEFAULT_RULES.secret_headers) == dict(DEFAULT_SECRET_HEADERS)
     assert DEFAULT_RULES.placeholder_for_header("Authorization") == "A2A_TOKEN"
     assert DEFAULT_RULES.placeholder_for_header("Accept") is None
 
@@ -153,8 +170,25 @@ def test_secret_names_as_a_list_derive_placeholders(tmp_path: Path) -> None:
     rules = load_rules(
         write(tmp_path, "secret_fields: [apiKey, client_secret]\nsecret_headers: [X-Auth-Token]\n")
     )
-    assert dict(rules.secret_fields) == {"apiKey": "APIKEY", "client_secret": "CLIENT_SECRET"}
+    assert dict(rules.secret_fields) == {
+        **DEFAULT_RULES.secret_fields,
+        "apiKey": "APIKEY",
+        "client_secret": "CLIENT_SECRET",
+    }
     assert rules.secret_headers["x-auth-token"] == "X_AUTH_TOKEN"
+
+
+def test_a_rules_file_makes_a_default_secret_name_plain_with_null_in_any_case(
+    tmp_path: Path,
+) -> None:
+    rules = load_rules(
+        write(tmp_path, "secret_fields:\n  Token: null\n  PASSWORD: null\n  pin: PIN\n")
+    )
+    assert "token" not in rules.secret_fields and "password" not in rules.secret_fields
+    assert rules.secret_fields["pin"] == "PIN"
+    assert rules.secret_fields["credentials"] == "CREDENTIALS"  # the other defaults stay
+    headers = load_rules(write(tmp_path, "secret_headers: {X-API-KEY: null}\n"))
+    assert "x-api-key" not in headers.secret_headers
 
 
 def test_booleans(tmp_path: Path) -> None:

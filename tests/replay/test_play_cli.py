@@ -124,20 +124,30 @@ def test_a_transcript_that_does_not_parse_is_named_with_its_line_and_exit_2(
     )
 
 
-def test_a_missing_environment_variable_is_named_with_file_and_line(
+def test_an_unset_credential_variable_fails_only_the_exchange_that_sends_it(
     goldens: Path, kit: KitServer
 ) -> None:
-    result = run("transcripts/04-cards.http", "--agent", kit.base_url)
-    assert result.exit_code == 2
+    # no A2A_TOKEN, and an agent the player did not start (so no token of its own): the
+    # exchange that sends `Authorization: Bearer {{A2A_TOKEN}}` fails, naming the variable and
+    # its file:line; every other exchange, of that file and the others, plays and passes
+    result = run("transcripts", "--agent", kit.base_url)
+    assert result.exit_code == 2, result.output
     line = next(
         n
         for n, text in enumerate((goldens / "04-cards.http").read_text().splitlines(), start=1)
         if text.startswith("### GetExtendedAgentCard")
     )
-    assert result.stderr == (
-        f"transcripts/04-cards.http:{line}: the environment variable A2A_TOKEN is not set "
-        "(the request uses {{A2A_TOKEN}}); set it and run again\n"
-    )
+    lines = result.stdout.splitlines()
+    assert [n for n in lines if "✓" in n] == [n for n in PASSING if "04-cards" not in n]
+    [failed] = [n for n in lines if n.startswith("transcripts/04-cards")]
+    assert "✗ exchange 2 (GetExtendedAgentCard" in failed
+    assert (
+        f"    error: transcripts/04-cards.http:{line}: the environment variable A2A_TOKEN is not"
+        " set (the request uses {{A2A_TOKEN}} in Authorization, a credential the agent checks:"
+        " no stand-in is made up); set it and run again"
+    ) in lines
+    assert lines[-1] == "6 transcripts, 10 exchanges: 9 passed, 0 failed, 1 error"
+    assert result.stderr == ""
 
 
 def test_k_selects_exchanges_by_file_and_title(goldens: Path, kit: KitServer) -> None:

@@ -173,8 +173,9 @@ def test_a_missing_variable_names_itself_and_the_file_and_line() -> None:
     error = missing_variables(items, {})
     assert isinstance(error, MissingVariableError)
     assert str(error) == (
-        "t/04-cards.http:3: the environment variable A2A_TOKEN is not set "
-        "(the request uses {{A2A_TOKEN}}); set it and run again"
+        "t/04-cards.http:3: the environment variable A2A_TOKEN is not set (the request uses"
+        " {{A2A_TOKEN}} in Authorization, a credential the agent checks: no stand-in is made"
+        " up); set it and run again"
     )
     assert missing_variables(items, {"A2A_TOKEN": "x"}) is None
 
