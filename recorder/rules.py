@@ -397,7 +397,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
             return super().construct_object(node, deep=deep)
-        except (ValueError, TypeError, ArithmeticError, RecursionError) as exc:
+        except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as exc:
             tag = str(node.tag).rpartition(":")[2]
             value = _SHORT.repr(node.value) if isinstance(node.value, str) else "value"
             raise yaml.constructor.ConstructorError(
@@ -447,7 +447,7 @@ def load_rules(path: str | os.PathLike[str] | None) -> Rules:
         )
     try:
         return _rules_from_mapping(data, DEFAULT_RULES, source, _key_lines(node))
-    except (ValueError, TypeError, ArithmeticError, RecursionError) as exc:
+    except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as exc:
         # (a check that missed a shape: still the file's fault, never a traceback)
         raise RulesError(f"{source}: cannot use the rules: {exc}") from None
 
@@ -468,7 +468,7 @@ def _parse_yaml(text: str, source: str) -> tuple[yaml.Node | None, Any]:
         line = (mark or loader.get_mark()).line + 1
         problem = getattr(exc, "problem", None) or str(exc)
         raise RulesError(f"{source}:{line}: not valid YAML: {problem}") from None
-    except (ValueError, TypeError, ArithmeticError, RecursionError) as exc:
+    except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as exc:
         line = loader.get_mark().line + 1
         raise RulesError(f"{source}:{line}: not valid YAML: {exc}") from None
     finally:

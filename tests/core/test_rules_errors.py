@@ -25,6 +25,7 @@ BOMB = (
 ESCAPED = [
     # (name, content, line, words): each raised ValueError, RecursionError or TypeError before
     ("!!int abc", "version: 1\nx: !!int abc\n", 2, "not valid YAML: cannot read the int 'abc'"),
+    ("an empty !!int", "version: 1\nx: !!int\n", 2, "cannot read the int ''"),  # IndexError
     ("!!float", "version: 1\n\nignored_paths:\n  - !!float xyz\n", 4, "cannot read the float"),
     ("!!timestamp", "ignored_paths: [!!timestamp 2020-13-45]\n", 1, "cannot read the timestamp"),
     ("an int of 5,000 digits", f"version: {HUGE}\n", 1, "cannot read the int '999"),
