@@ -1,4 +1,5 @@
-"""The `.http` transcript format: `loads`, `dumps`, `load`, `dump`.
+"""The `.http` transcript format: `loads`, `dumps`, `load`, `dump` (`loads` lives in
+`recorder.httpread`, the reading half, linear in any shape of input).
 
 Grammar (version 1). Lines end in LF (CRLF and a missing final line break are read too); a
 line is split only at LF, never at other Unicode line separators.
@@ -49,42 +50,29 @@ every transcript `t`.
 from __future__ import annotations
 
 import base64
-import binascii
-import gc
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 
-from recorder import sse
 from recorder.atomic import write_text_atomic as write_text_atomic  # (re-exported)
 from recorder.errors import ParseError
-from recorder.model import (
-    Exchange,
-    Headers,
-    Request,
-    Response,
-    Transcript,
-    is_event_stream,
+from recorder.httpread import (
+    BODY_MARKER,
+    DURING_TAG,
+    FORMAT_VERSION,
+    MARKER_PREFIX,
+    TRUNCATED_TAG,
+    loads,
 )
+from recorder.model import Exchange, Transcript, is_event_stream
 
-__all__ = ["FORMAT_VERSION", "dump", "dumps", "load", "loads"]
+__all__ = ["DURING_TAG", "FORMAT_VERSION", "dump", "dumps", "load", "loads"]
 
-FORMAT_VERSION = 1
-MARKER_PREFIX = "# recorder-format:"
-BODY_MARKER = "# recorder-body:"
-TRUNCATED_TAG = "@truncated"
-DURING_TAG = re.compile(r"^@during exchange (\d+) frame (\d+)$")
-
-_MARKER = re.compile(r"^# recorder-format:\s*(\S*)\s*$")
-_REQUEST_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*) (\S+)(?: (HTTP/\d+(?:\.\d+)?))?$")
-_STATUS_LINE = re.compile(r"^(HTTP/\d+(?:\.\d+)?) (\d{3})(?: (.*))?$")
 # a body line that would end the body: "###" (next exchange) or a status line
 _AMBIGUOUS_LINE = re.compile(r"^(?:###|HTTP/\d)", re.MULTILINE)
 _SAFE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"
-_HEADER_LINE = re.compile(r"^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*$")
 # control characters (TAB and LF excepted) and the characters editors take as line breaks
 _UNSAFE_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _BASE64_WIDTH = 76
@@ -208,316 +196,6 @@ def _has_ambiguous_line(text: str) -> bool:
     if text.startswith("###") or "\n###" in text:
         return True
     return "HTTP/" in text and _AMBIGUOUS_LINE.search(text) is not None
-
-
-# --------------------------------------------------------------------------- reading
-
-
-@dataclass
-class _Cursor:
-    lines: list[str]
-    path: str | None
-    index: int = 0
-    comments: list[str] = field(default_factory=list)
-
-    @property
-    def line_number(self) -> int:
-        """1-based number of the current line (one past the end at the end)."""
-        return self.index + 1
-
-    def at_end(self) -> bool:
-        return self.index >= len(self.lines)
-
-    def peek(self) -> str:
-        return self.lines[self.index]
-
-    def error(self, message: str, line_number: int | None = None) -> ParseError:
-        number = self.line_number if line_number is None else line_number
-        return ParseError(message, path=self.path, line=number)
-
-
-def loads(text: str, source: str | os.PathLike[str] | None = None) -> Transcript:
-    """Parse `.http` text. `source` names it in errors (`source:line: message`)."""
-    path = None if source is None else os.fspath(source)
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    text = text.replace("\r\n", "\n")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the final line break ends the last line; it starts no new one
-    cursor = _Cursor(lines, path)
-    version, comments = _read_preamble(cursor)
-    exchanges: list[Exchange] = []
-    # Parsing allocates many objects that live on (the models, their parsed JSON) and make no
-    # reference cycles; the cyclic collector's passes over them would cost a third of the time
-    # on large files. Paused for the parse, restored as it was.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        while not cursor.at_end():
-            exchanges.append(_read_exchange(cursor, exchanges))
-    finally:
-        if collecting:
-            gc.enable()
-    return Transcript(
-        exchanges=tuple(exchanges), comments=tuple(comments), format_version=version, source=path
-    )
-
-
-def _read_preamble(cursor: _Cursor) -> tuple[int, list[str]]:
-    version = FORMAT_VERSION
-    comments: list[str] = []
-    first = True
-    while not cursor.at_end():
-        line = cursor.peek()
-        if line.startswith("###"):
-            break
-        match = _MARKER.match(line)
-        if match and first:
-            raw = match.group(1)
-            if not raw.isdigit():
-                raise cursor.error(f"the format marker needs a version number, got {raw!r}")
-            version = int(raw)
-            if version != FORMAT_VERSION:
-                raise cursor.error(
-                    f"unsupported transcript format version {version}: this recorder reads "
-                    f"version {FORMAT_VERSION} (upgrade recorder to read it)"
-                )
-        elif line.startswith("#"):
-            comments.append(_comment_text(cursor, line))
-        elif line.strip():
-            if _REQUEST_LINE.match(line):
-                raise cursor.error('expected "###" (and a title) before the first request')
-            raise cursor.error(f'expected "###" to start an exchange, got {_show(line)}')
-        first = False
-        cursor.index += 1
-    return version, comments
-
-
-def _comment_text(cursor: _Cursor, line: str) -> str:
-    text = line[1:]
-    return _one_line(cursor, text[1:] if text.startswith(" ") else text, "a comment")
-
-
-def _one_line(cursor: _Cursor, text: str, what: str) -> str:
-    if "\r" in text:
-        raise cursor.error(f"{what} holds a carriage return (CR) alone: lines end in LF or CRLF")
-    return text
-
-
-def _show(line: str, limit: int = 60) -> str:
-    return json.dumps(line if len(line) <= limit else line[:limit] + "…", ensure_ascii=False)
-
-
-def _read_exchange(cursor: _Cursor, earlier: Sequence[Exchange]) -> Exchange:
-    start = cursor.line_number
-    title = _one_line(cursor, cursor.peek()[3:].strip(), "a title")
-    cursor.index += 1
-    comments: list[str] = []
-    truncated = False
-    while not cursor.at_end():
-        line = cursor.peek()
-        if line.startswith("###"):
-            break
-        if line.startswith("#"):
-            text = _comment_text(cursor, line)
-            if text == TRUNCATED_TAG:
-                truncated = True
-            else:
-                if text.strip().startswith("@during"):
-                    _check_during(cursor, text, earlier)
-                comments.append(text)
-        elif line.strip():
-            break
-        cursor.index += 1
-    if cursor.at_end() or cursor.peek().startswith("###"):
-        raise cursor.error(
-            'expected a request line such as "POST /a2a/jsonrpc HTTP/1.1" after the "###" '
-            f"at line {start}"
-        )
-    request = _read_request(cursor)
-    response = _read_response(cursor, start)
-    try:
-        return Exchange(
-            request=request,
-            response=response,
-            title=title,
-            comments=tuple(comments),
-            truncated=truncated,
-            line=start,
-        )
-    except ValueError as exc:
-        raise cursor.error(str(exc), start) from None
-
-
-def _check_during(cursor: _Cursor, tag: str, earlier: Sequence[Exchange]) -> None:
-    # (an earlier exchange, whatever its reply: a stream the recorder could not parse as SSE
-    # is kept raw, and its file must still load)
-    match = DURING_TAG.match(tag.strip())
-    if match is None:
-        raise cursor.error(f'a @during tag reads "@during exchange N frame K", got {_show(tag)}')
-    number = int(match.group(1))
-    if not 1 <= number <= len(earlier):
-        raise cursor.error(
-            f"@during exchange {number}: no earlier exchange {number}"
-            f" (this is exchange {len(earlier) + 1})"
-        )
-
-
-def _read_request(cursor: _Cursor) -> Request:
-    line_number = cursor.line_number
-    line = cursor.peek()
-    match = _REQUEST_LINE.match(line)
-    if not match:
-        raise cursor.error(
-            f'expected a request line such as "POST /a2a/jsonrpc HTTP/1.1", got {_show(line)}'
-        )
-    method, target, version = match.groups()
-    cursor.index += 1
-    headers = _read_headers(cursor, stop_at_status=True)
-    body_start = cursor.line_number
-    region: list[str] = []
-    while not cursor.at_end():
-        line = cursor.peek()
-        if _STATUS_LINE.match(line) or line.startswith("###"):
-            break
-        region.append(line)
-        cursor.index += 1
-    if cursor.at_end() or cursor.peek().startswith("###"):
-        raise cursor.error(
-            'expected a status line such as "HTTP/1.1 200 OK" after the request body '
-            f"(the request starts at line {line_number})"
-        )
-    if region and region[-1] == "":
-        region.pop()  # the blank line before the status line
-    body = _decode_body(cursor, region, body_start)
-    try:
-        return Request(
-            method=method,
-            target=target,
-            headers=headers,
-            body=body,
-            http_version=version or "HTTP/1.1",
-        )
-    except ValueError as exc:
-        raise cursor.error(str(exc), line_number) from None
-
-
-def _read_response(cursor: _Cursor, exchange_start: int) -> Response:
-    line_number = cursor.line_number
-    match = _STATUS_LINE.match(cursor.peek())
-    assert match is not None  # _read_request stops only at a status line
-    version, status, reason = match.groups()
-    if status.startswith("0"):
-        raise cursor.error(f"invalid status code {status}: expected 100 to 999")
-    cursor.index += 1
-    headers = _read_headers(cursor, stop_at_status=False)
-    body_start = cursor.line_number
-    region: list[str] = []
-    while not cursor.at_end() and not cursor.peek().startswith("###"):
-        region.append(cursor.peek())
-        cursor.index += 1
-    followed_by_exchange = not cursor.at_end()
-    content_type = headers.get("Content-Type")
-    if is_event_stream(content_type) and not (region and region[0].startswith(BODY_MARKER)):
-        while region and region[-1] == "":
-            region.pop()
-        try:
-            events = sse.parse_lines(region, require_final_blank=False)
-        except sse.SseSyntaxError as exc:
-            raise cursor.error(str(exc), body_start + exc.offset) from None
-        except ValueError as exc:
-            raise cursor.error(f"invalid SSE frame: {exc}", body_start) from None
-        try:
-            return Response(
-                status=int(status),
-                reason=reason or "",
-                headers=headers,
-                events=tuple(events),
-                http_version=version,
-            )
-        except ValueError as exc:
-            raise cursor.error(str(exc), line_number) from None
-    if followed_by_exchange and region and region[-1] == "":
-        region.pop()  # the blank line before the next "###"
-    body = _decode_body(cursor, region, body_start)
-    try:
-        return Response(
-            status=int(status),
-            reason=reason or "",
-            headers=headers,
-            body=body,
-            http_version=version,
-        )
-    except ValueError as exc:
-        raise cursor.error(str(exc), line_number) from None
-
-
-def _read_headers(cursor: _Cursor, *, stop_at_status: bool) -> Headers:
-    pairs: list[tuple[str, str]] = []
-    while not cursor.at_end():
-        line = cursor.peek()
-        if line == "":
-            cursor.index += 1
-            break
-        if line.startswith("###") or (stop_at_status and _STATUS_LINE.match(line)):
-            break  # no blank line and no body: the next part starts right away
-        if line[:1] in (" ", "\t"):
-            raise cursor.error(
-                "a header line may not start with whitespace (obsolete line folding is not "
-                "supported): put the whole value on one line"
-            )
-        match = _HEADER_LINE.match(line)
-        if not match:
-            raise cursor.error(
-                f'expected a header line such as "Content-Type: application/json" or a blank '
-                f"line before the body, got {_show(line)}"
-            )
-        pairs.append((match.group(1), match.group(2)))
-        cursor.index += 1
-    try:
-        return Headers(pairs)
-    except ValueError as exc:
-        raise cursor.error(str(exc)) from None
-
-
-def _decode_body(cursor: _Cursor, region: Sequence[str], start: int) -> bytes:
-    if not region:
-        return b""
-    first = region[0]
-    if not first.startswith(BODY_MARKER):
-        return "\n".join(region).encode()
-    encoding = first[len(BODY_MARKER) :].strip()
-    payload = [line.strip() for line in region[1:]]
-    if encoding == "base64":
-        try:
-            return base64.b64decode("".join(payload), validate=True)
-        except (binascii.Error, ValueError):
-            raise cursor.error(
-                "the base64 body has characters outside the base64 alphabet or bad padding",
-                start + 1,
-            ) from None
-    if encoding == "escaped":
-        lines = [line for line in payload if line]
-        if len(lines) != 1:
-            raise cursor.error(
-                "an escaped body is one line holding a JSON string after its marker", start + 1
-            )
-        try:
-            value = json.loads(lines[0])
-        except ValueError as exc:
-            raise cursor.error(f"the escaped body is not a JSON string: {exc}", start + 1) from None
-        if not isinstance(value, str):
-            raise cursor.error("the escaped body must be a JSON string", start + 1)
-        try:
-            return value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise cursor.error("the escaped body holds a lone surrogate", start + 1) from None
-    raise cursor.error(
-        f'unknown body encoding {encoding!r}: expected "{BODY_MARKER} base64" or '
-        f'"{BODY_MARKER} escaped"',
-        start,
-    )
 
 
 # --------------------------------------------------------------------------- files

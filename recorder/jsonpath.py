@@ -92,7 +92,9 @@ def parse_path(text: str) -> tuple[Step, ...]:
             selector: Selector
             if inner == "*":
                 selector = ANY
-            elif inner.isdigit():
+            elif inner.isascii() and inner.isdigit():
+                if len(inner) > 18:  # (int() refuses 4,300 digits; no array is that long)
+                    raise JsonPathError(f"index [{inner[:12]}…] too large at column {i + 1}")
                 selector = int(inner)
             elif len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "'\"":
                 selector = inner[1:-1]

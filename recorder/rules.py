@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -202,11 +203,16 @@ _KNOWN_KEYS = frozenset(("version", *_LIST_KEYS, *_MAP_KEYS, *_BOOL_KEYS))
 
 
 class _Loader:
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, lines: Mapping[str, int] | None = None) -> None:
         self.source = source
+        self.lines = lines or {}
 
     def error(self, key: str, problem: str) -> RulesError:
-        return RulesError(f"{self.source}: {key}: {problem}")
+        """`file:line: key: problem`, the line of `key` in the file (or of the top key it is
+        under), when the rules came from a file."""
+        line = self.lines.get(key) or self.lines.get(key.partition(".")[0])
+        where = f"{self.source}:{line}" if line else self.source
+        return RulesError(f"{where}: {key}: {problem}")
 
     def string_list(self, key: str, value: Any) -> list[str]:
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
@@ -271,7 +277,8 @@ class _Loader:
                 )
             try:
                 compiled = re.compile(regex)
-            except re.error as exc:
+            except (re.error, OverflowError, RecursionError) as exc:
+                # (a repetition past 2**32 is an OverflowError, 10,000 nested groups recurse)
                 raise self.error(
                     f"generated_shapes.{kind}", f"bad regular expression: {exc}"
                 ) from None
@@ -296,7 +303,7 @@ class _Loader:
                     )
         try:
             _ = rules.shape_pattern, rules.token_pattern, rules.compact_token_pattern
-        except re.error as exc:
+        except (re.error, OverflowError, RecursionError) as exc:
             raise self.error("generated_shapes", f"the expressions do not combine: {exc}") from None
 
     def kind(self, key: str, kind: Any, *, as_key: bool = False) -> None:
@@ -310,17 +317,24 @@ class _Loader:
         try:
             parse_path(path)
         except JsonPathError as exc:
-            raise self.error(key, f"bad path {path!r}: {exc}") from None
+            raise self.error(key, f"bad path {_SHORT.repr(path)}: {exc}") from None
+
+
+_SHORT = reprlib.Repr()  # (keyword arguments only from Python 3.12)
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 3, 60, 60, 40
 
 
 def _describe(value: Any) -> str:
     if value is None:
         return "nothing (null)"
-    return f"{type(value).__name__} {value!r}"[:80]
+    # (reprlib: a YAML alias bomb or deep nesting makes a repr of any size)
+    return f"{type(value).__name__} {_SHORT.repr(value)}"[:80]
 
 
-def _rules_from_mapping(data: Mapping[str, Any], base: Rules | None, source: str) -> Rules:
-    loader = _Loader(source)
+def _rules_from_mapping(
+    data: Mapping[str, Any], base: Rules | None, source: str, lines: Mapping[str, int] | None = None
+) -> Rules:
+    loader = _Loader(source, lines)
     unknown = sorted(str(k) for k in data if k not in _KNOWN_KEYS)
     if unknown:
         known = ", ".join(sorted(_KNOWN_KEYS))
@@ -364,9 +378,41 @@ DEFAULT_RULES: Rules = _load_defaults()
 """The A2A 1.0 defaults (recorder/default_rules.yaml)."""
 
 
+_MAX_DEPTH = 64  # rules nest 3 deep; the composer recurses (10,000 levels: RecursionError)
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """`yaml.SafeLoader` that refuses a key given twice in one mapping (YAML 1.2 §3.2.1.1):
-    the safe loader would keep the last one without a word."""
+    the safe loader would keep the last one without a word. It also refuses nesting deeper
+    than `_MAX_DEPTH`, and turns a value its tag cannot read (`!!int abc`, an integer of
+    5,000 digits, `!!timestamp 2020-13-45`) into a YAML error at the value's line, where
+    the safe loader raises a bare ValueError."""
+
+    depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self.depth += 1
+        try:
+            if self.depth > _MAX_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"nested deeper than {_MAX_DEPTH} levels",
+                    self.peek_event().start_mark,  # type: ignore[no-untyped-call]
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as exc:
+            tag = str(node.tag).rpartition(":")[2]
+            value = _SHORT.repr(node.value) if isinstance(node.value, str) else "value"
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read the {tag} {value}: {exc}", node.start_mark
+            ) from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -392,23 +438,65 @@ def load_rules(path: str | os.PathLike[str] | None) -> Rules:
         return DEFAULT_RULES
     source = os.fspath(path)
     try:
-        with open(source, encoding="utf-8") as handle:
-            text = handle.read()
+        with open(source, "rb") as handle:
+            raw = handle.read()
     except OSError as exc:
         raise RulesError(f"{source}: cannot read the rules file: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise RulesError(f"{source}: the rules file is not UTF-8 text") from None
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise RulesError(f"{where}: not valid YAML: {problem}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise RulesError(f"{source}:{line}: the rules file is not UTF-8 text") from None
+    node, data = _parse_yaml(text, source)
     if data is None:
         return replace(DEFAULT_RULES, source=source)
     if not isinstance(data, Mapping):
+        line = node.start_mark.line + 1 if node is not None else 1
         raise RulesError(
-            f"{source}: expected a mapping of rule keys at the top, got {_describe(data)}"
+            f"{source}:{line}: expected a mapping of rule keys at the top, got {_describe(data)}"
         )
-    return _rules_from_mapping(data, DEFAULT_RULES, source)
+    try:
+        return _rules_from_mapping(data, DEFAULT_RULES, source, _key_lines(node))
+    except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as exc:
+        # (a check that missed a shape: still the file's fault, never a traceback)
+        raise RulesError(f"{source}: cannot use the rules: {exc}") from None
+
+
+def _parse_yaml(text: str, source: str) -> tuple[yaml.Node | None, Any]:
+    """The document's node (for the lines of its keys) and its value; RulesError at the line
+    of any problem."""
+    try:
+        loader = _UniqueKeyLoader(text)  # a SafeLoader; its reader checks the characters
+    except yaml.reader.ReaderError as exc:  # one that YAML does not allow (a control character)
+        line = text.count("\n", 0, exc.position) + 1
+        raise RulesError(f"{source}:{line}: not valid YAML: {exc.reason}") from None
+    try:
+        node = loader.get_single_node()
+        return node, (loader.construct_document(node) if node is not None else None)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = (mark or loader.get_mark()).line + 1
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise RulesError(f"{source}:{line}: not valid YAML: {problem}") from None
+    except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as exc:
+        line = loader.get_mark().line + 1
+        raise RulesError(f"{source}:{line}: not valid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+
+
+def _key_lines(node: yaml.Node | None) -> dict[str, int]:
+    """`key` and `key.name` (a name in a mapping under a top key) -> the line it is on."""
+    lines: dict[str, int] = {}
+    if not isinstance(node, yaml.MappingNode):
+        return lines
+    for key_node, value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            continue
+        key = str(key_node.value)
+        lines.setdefault(key, key_node.start_mark.line + 1)
+        if isinstance(value_node, yaml.MappingNode):
+            for name_node, _ in value_node.value:
+                if isinstance(name_node, yaml.ScalarNode):
+                    lines.setdefault(f"{key}.{name_node.value}", name_node.start_mark.line + 1)
+    return lines

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 __all__ = ["SseDecoder", "SseEvent", "SseSyntaxError", "parse_lines", "parse_lossless", "serialize"]
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_BYTE_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 
 
 class SseSyntaxError(ValueError):
@@ -203,7 +204,7 @@ class SseDecoder:
     """
 
     def __init__(self) -> None:
-        self._pending = b""
+        self._pending: list[bytes] = []  # the start of an unfinished line, in pieces
         self._chunks: list[bytes] = []
         self._frame = _FrameBuilder()
         self._offset = 0
@@ -216,30 +217,27 @@ class SseDecoder:
         return b"".join(self._chunks)
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
-        """Consume a chunk; return the frames it completed."""
+        """Consume a chunk; return the frames it completed. Only the new bytes are searched
+        for line breaks (a long line used to be scanned again, byte by byte in Python, with
+        every chunk: 400 KB in 1 KB chunks took 28 s)."""
         self._chunks.append(chunk)
-        if not self.lossless:
+        if not self.lossless or not chunk:
             return []
-        data = self._pending + chunk
         completed: list[SseEvent] = []
         start = 0
-        index = 0
-        size = len(data)
-        while index < size:
-            byte = data[index]
-            if byte == 0x0A and self._last_was_cr and index == start:
-                # the LF of a CRLF whose CR ended the previous line
-                self._last_was_cr = False
-                start = index = index + 1
-                continue
-            if byte in (0x0A, 0x0D):
-                self._last_was_cr = byte == 0x0D
-                self._line(data[start:index], completed)
-                start = index = index + 1
-                continue
-            self._last_was_cr = False
-            index += 1
-        self._pending = data[start:]
+        if self._last_was_cr and chunk[:1] == b"\n":
+            start = 1  # the LF of a CRLF whose CR ended the previous line
+        for match in _BYTE_LINE_BREAK.finditer(chunk, start):
+            piece = chunk[start : match.start()]
+            if self._pending:
+                piece = b"".join((*self._pending, piece))
+                self._pending.clear()
+            self._line(piece, completed)
+            start = match.end()
+        if start < len(chunk):
+            self._pending.append(chunk[start:])
+        # a CR at the very end may be the first half of a CRLF split between two chunks
+        self._last_was_cr = start == len(chunk) and chunk[-1:] == b"\r"
         return completed
 
     def _line(self, raw_line: bytes, completed: list[SseEvent]) -> None:

@@ -251,7 +251,7 @@ def test_bad_rules_name_file_and_key(tmp_path: Path, text: str, message: str) ->
     path = write(tmp_path, text)
     with pytest.raises(RulesError) as caught:
         load_rules(path)
-    assert str(caught.value).startswith(f"{path}: "), str(caught.value)
+    assert str(caught.value).startswith(f"{path}:1: "), str(caught.value)
     assert message in str(caught.value), str(caught.value)
 
 
