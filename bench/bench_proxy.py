@@ -125,7 +125,7 @@ def serve_recorder(port: int, upstream: str, out: str, variant: str) -> None:
     proxy = create_proxy_app(upstream, out=Path(out), pool=pool)  # type: ignore[arg-type]
     if variant == "forward-only":
         recording = proxy.recording
-        recording.prepare = lambda call: None  # type: ignore[method-assign]
+        recording.submit = lambda call, *a: None  # type: ignore[method-assign]
         recording.exchange = lambda call, *a, **k: None  # type: ignore[method-assign]
         recording.write = lambda call, exchange: None  # type: ignore[method-assign]
     stack = ("h11", "asyncio") if variant == "h11-asyncio" else None
