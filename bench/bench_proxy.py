@@ -18,6 +18,11 @@ Then, with the targets interleaved so that drift hits all alike:
         recorded request (utime+stime from /proc, the steadiest figure on a shared machine)
   sse   time to the first SSE frame: p50, and how much later than direct
 
+`--baseline DIR` adds "recorder/baseline": the default variant run from another source tree
+(DIR holds a `recorder` package, e.g. `git archive <commit> recorder | tar -x -C DIR`), so that
+a change is measured before/after in one run, interleaved. Throughput is measured for direct
+too (`rps_vs_direct`: a target's requests/s over direct's).
+
 Every request through the proxy is recorded (one transcript file per exchange); the bench
 reports the count of files next to the count of requests that were answered. Prints a table
 and one JSON line per target. For the comparison with mitmdump use
@@ -125,7 +130,7 @@ def serve_recorder(port: int, upstream: str, out: str, variant: str) -> None:
     proxy = create_proxy_app(upstream, out=Path(out), pool=pool)  # type: ignore[arg-type]
     if variant == "forward-only":
         recording = proxy.recording
-        recording.prepare = lambda call: None  # type: ignore[method-assign]
+        recording.submit = lambda call, *a: None  # type: ignore[method-assign]
         recording.exchange = lambda call, *a, **k: None  # type: ignore[method-assign]
         recording.write = lambda call, exchange: None  # type: ignore[method-assign]
     stack = ("h11", "asyncio") if variant == "h11-asyncio" else None
@@ -231,6 +236,9 @@ def main() -> None:
         default="per-connection,shared,h11-asyncio",
         help="comma-separated: per-connection, shared, h11-asyncio, forward-only",
     )
+    parser.add_argument(
+        "--baseline", help="a folder holding another `recorder` package: measured beside"
+    )
     parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-recorder", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -255,13 +263,18 @@ def main() -> None:
         upstream = f"http://127.0.0.1:{up_port}"
         targets: dict[str, str] = {"direct": upstream}
         pids: dict[str, int] = {}
-        for variant in args.variants.split(","):
+        variants = [(v, f"recorder/{v}", None) for v in args.variants.split(",")]
+        if args.baseline:
+            variants.append(("per-connection", "recorder/baseline", args.baseline))
+        for variant, name, source in variants:
             port = free_port()
             folder = tempfile.mkdtemp(prefix=f"bench-proxy-{variant}-")
             command = [sys.executable, str(HERE), "--serve-recorder", str(port), upstream]
-            process = subprocess.Popen([*command, folder, variant])
+            env = dict(os.environ)
+            if source is not None:
+                env["PYTHONPATH"] = str(Path(source).resolve())
+            process = subprocess.Popen([*command, folder, variant], env=env)
             processes.append(process)
-            name = f"recorder/{variant}"
             targets[name] = f"http://127.0.0.1:{port}"
             pids[name] = process.pid
             folders[name] = folder
@@ -297,17 +310,16 @@ def main() -> None:
 
         print(f"[cpu] 32 in flight, {cpu_s}s per target", file=sys.stderr)
         for name, url in targets.items():
-            if name not in pids:
-                continue
-            before = cpu_seconds(pids[name])
+            before = cpu_seconds(pids[name]) if name in pids else 0.0
             t0 = time.monotonic()
             done, errors = asyncio.run(load_phase(url, 32, cpu_s))
             elapsed = time.monotonic() - t0
-            used = cpu_seconds(pids[name]) - before
             results[name]["rps"] = round(done / elapsed, 1)
             results[name]["errors"] = errors
-            results[name]["cpu_us_per_request"] = round(used / max(done, 1) * 1e6, 1)
-            answered[name] += done
+            if name in pids:
+                used = cpu_seconds(pids[name]) - before
+                results[name]["cpu_us_per_request"] = round(used / max(done, 1) * 1e6, 1)
+                answered[name] += done
         for client in clients.values():
             client.close()
     finally:
@@ -329,11 +341,12 @@ def main() -> None:
         results[name]["sse_first_later_ms"] = round(
             results[name]["sse_first_p50_ms"] - direct["sse_first_p50_ms"], 3
         )
-    columns = ("p50 ms", "+p50", "p99 ms", "sse1 ms", "+sse1", "req/s", "cpu us/req")
+        results[name]["rps_vs_direct"] = round(results[name]["rps"] / max(direct["rps"], 1), 2)
+    columns = ("p50 ms", "+p50", "p99 ms", "sse1 ms", "+sse1", "req/s", "x direct", "cpu us/req")
     print(f"{'target':24} " + " ".join(f"{c:>10}" for c in columns))
     for name, row in results.items():
         keys = ("lat_p50_ms", "added_p50_ms", "lat_p99_ms", "sse_first_p50_ms")
-        keys += ("sse_first_later_ms", "rps", "cpu_us_per_request")
+        keys += ("sse_first_later_ms", "rps", "rps_vs_direct", "cpu_us_per_request")
         print(f"{name:24} " + " ".join(f"{row.get(k, 0):10.3f}" for k in keys))
     for row in results.values():
         print(json.dumps(row))

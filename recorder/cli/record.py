@@ -75,6 +75,10 @@ def record(
     to one file. Without one, an exchange joins the file of the exchange that generated an id
     its request carries (a GetTask goes with the SendMessage that made the task), else starts
     a new file. Agent cards are rewritten for the client so that every call goes through.
+
+    Replies reach the clients as soon as they come; recording follows. An exchange that cannot
+    be written is logged with its reason, counted in GET /_recorder/status, and at shutdown
+    the count is printed and the exit status is 1.
     """
     import httpx
 
@@ -108,3 +112,11 @@ def record(
     finally:
         # a second `record` in one process (tests) must not log twice, nor to a closed stderr
         proxy_log.removeHandler(handler)
+    if proxy.not_recorded:
+        # each one was logged above with its reason; the clients got the agent's replies
+        click.echo(
+            f"recorder: {proxy.recorded} exchanges recorded, {proxy.not_recorded} not recorded "
+            "(see above)",
+            err=True,
+        )
+        raise SystemExit(1)

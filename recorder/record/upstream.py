@@ -84,6 +84,11 @@ def tls_context(scheme: str) -> ssl.SSLContext | None:
 
 # --------------------------------------------------------------------------- httptools
 
+# seconds an idle upstream connection is kept for reuse: below the idle timeouts of common
+# servers (uvicorn, Node, Apache: 5 s), so that the proxy rarely sends on a connection the
+# upstream is closing (and when it does, the request is sent again: `Http11Upstream.send`)
+IDLE_LIMIT = 4.0
+
 
 def _expire(waiter: asyncio.Future[None], error: type[Exception]) -> None:
     if not waiter.done():
@@ -114,6 +119,7 @@ class _Connection(asyncio.Protocol):
         self.writing_paused = False
         self.reading_paused = False
         self.active = False  # a request was sent and its reply is not done
+        self.idle_since = 0.0  # loop time it was put on the free list
         self.head_only = False
         self._reset(head_only=False)
 
@@ -122,6 +128,7 @@ class _Connection(asyncio.Protocol):
             # llhttp still waits for the body the HEAD reply's head announced: a new parser
             self.parser = httptools.HttpResponseParser(self)
         self.head_only = head_only
+        self.got_data = False  # a byte of this request's reply came
         self.status = 0
         self.reason = b""
         self.headers: Headers = []
@@ -138,6 +145,7 @@ class _Connection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
+        self.got_data = True
         if not self.active or self.complete:
             # nothing was asked: a connection that talks out of turn is not reused
             self._fail(httpx.RemoteProtocolError("the upstream sent data out of turn"))
@@ -316,12 +324,22 @@ class Http11Upstream:
         self._idle: list[_Connection] = []
         self._open: set[_Connection] = set()
 
-    async def _connection(self) -> _Connection:
-        while self._idle:
-            connection = self._idle.pop()
-            if not connection.closed:
-                return connection
+    async def _connection(self, *, fresh: bool = False) -> tuple[_Connection, bool]:
+        """An idle connection (True: reused), or a new one. Connections idle for more than
+        `IDLE_LIMIT` seconds are closed rather than reused: servers close idle keep-alive
+        connections after a few seconds (uvicorn and Node after 5 s), and a request sent as
+        the server closes is lost in the race."""
         loop = asyncio.get_running_loop()
+        if not fresh:
+            now = loop.time()
+            while self._idle:
+                connection = self._idle.pop()
+                if connection.closed:
+                    continue
+                if now - connection.idle_since > IDLE_LIMIT:
+                    connection.close()
+                    continue
+                return connection, True
         try:
             async with asyncio.timeout(self._timeout.connect):
                 _, protocol = await loop.create_connection(
@@ -339,7 +357,7 @@ class Http11Upstream:
             raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
         self._open.add(protocol)
         protocol.lost.add_done_callback(lambda _: self._open.discard(protocol))
-        return protocol
+        return protocol, False
 
     async def send(
         self, method: str, target: bytes, headers: Headers, body: bytes
@@ -356,7 +374,40 @@ class Http11Upstream:
         breaks = 3 + len(headers) + length
         if head.count(b"\n") != breaks or head.count(b"\r") != breaks:
             raise httpx.LocalProtocolError("a header or the target holds a line break")
-        connection = await self._connection()
+        connection, reused = await self._connection()
+        try:
+            await self._start(connection, method, head, body)
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+            if not reused or connection.got_data:
+                raise
+            # A kept-alive connection the upstream closed (EOF, reset, broken pipe) before a
+            # byte of the reply came: sent again, once, on a new connection, whatever the
+            # method. This is the race of a server's idle timeout (RFC 9112 §9.3.1, RFC 9110
+            # §9.2.2): the server closes a connection only between requests, so one it
+            # closed as idle was closed before this request arrived, unread and unanswered:
+            # even a POST (not idempotent) was not acted on. A new connection that fails
+            # the same way is an error (a 502), as is any failure after the first byte.
+            connection, _ = await self._connection(fresh=True)
+            await self._start(connection, method, head, body)
+
+        async def close() -> None:
+            connection.active = False
+            if connection.reusable() and len(self._idle) < self._max_idle:
+                connection.idle_since = connection.loop.time()
+                self._idle.append(connection)
+            else:
+                connection.close()
+
+        return UpstreamReply(
+            connection.status,
+            connection.reason.decode("latin-1"),
+            connection.headers,
+            _Body(connection, self._timeout.read),
+            close,
+        )
+
+    async def _start(self, connection: _Connection, method: str, head: bytes, body: bytes) -> None:
+        """Send the request on `connection` and wait for the head of its reply."""
         connection._reset(head_only=method == "HEAD")
         connection.active = True
         transport = connection.transport
@@ -378,21 +429,6 @@ class Http11Upstream:
         except BaseException:
             connection.close()
             raise
-
-        async def close() -> None:
-            connection.active = False
-            if connection.reusable() and len(self._idle) < self._max_idle:
-                self._idle.append(connection)
-            else:
-                connection.close()
-
-        return UpstreamReply(
-            connection.status,
-            connection.reason.decode("latin-1"),
-            connection.headers,
-            _Body(connection, self._timeout.read),
-            close,
-        )
 
     async def aclose(self) -> None:
         """Close every connection, and wait (at most 1 s) until their sockets are closed, so

@@ -6,7 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
+import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -112,10 +115,15 @@ def make_proxy(agent: FakeAgent, out: Path, **options: Any) -> RecordingProxy:
     )
 
 
-def client_for(proxy: RecordingProxy) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
+@asynccontextmanager
+async def client_for(proxy: RecordingProxy) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the proxy; on leaving, the exchanges answered so far are on disk (they are
+    written after their replies, by the proxy's writer)."""
+    async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=proxy), base_url="http://127.0.0.1:41241"
-    )
+    ) as client:
+        yield client
+    assert await proxy.flush(10.0)
 
 
 def rpc(method: str, params: Any = None, id: Any = 1) -> dict[str, Any]:
@@ -347,16 +355,144 @@ async def test_upstream_down_gives_502_naming_it(tmp_path: Path) -> None:
     assert proxy.store._reserved == 0  # each temporary file made for a write was given back
 
 
-async def test_write_failure_becomes_an_error_reply(agent: FakeAgent, tmp_path: Path) -> None:
+async def test_a_failed_write_changes_nothing_the_client_gets_and_is_counted(
+    agent: FakeAgent, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     out = tmp_path / "out"
-    out.write_text("a file where the folder should be")
     proxy = make_proxy(agent, out)
+    direct = httpx.AsyncClient(transport=httpx.ASGITransport(app=agent.app), base_url=UPSTREAM)
+    async with direct, client_for(proxy) as client:
+        expected = await direct.post("/a2a/jsonrpc", json=rpc("GetTask"))
+        first = await client.post("/a2a/jsonrpc", json=rpc("GetTask"))
+        assert await proxy.flush(10.0)
+        out.rename(tmp_path / "moved")  # mid-run: a file where the folder was
+        out.write_text("a file where the folder should be")
+        with caplog.at_level(logging.ERROR, logger="recorder.record.proxy"):
+            reply = await client.post("/a2a/jsonrpc", json=rpc("GetTask"))
+            assert await proxy.flush(10.0)
+        status = (await client.get("/_recorder/status")).json()
+    for got in (first, reply):
+        assert (got.status_code, got.content) == (200, expected.content)
+    assert "could not write the transcript of POST /a2a/jsonrpc" in caplog.text
+    assert "Not a directory" in caplog.text or "File exists" in caplog.text
+    assert status["recorded"] == 1 and status["failed"] == 1 and status["pending"] == 0
+    assert status["out"] == str(out)
+    assert "Not a directory" in status["last_error"] or "File exists" in status["last_error"]
+    assert proxy.not_recorded == 1
+
+
+async def test_a_store_whose_write_raises_reaches_the_log_and_the_status_not_the_client(
+    agent: FakeAgent, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    proxy = make_proxy(agent, tmp_path)
+
+    def broken_write(*args: Any, **kwargs: Any) -> Path:
+        raise OSError(28, "No space left on device")
+
+    proxy.store.write = broken_write  # type: ignore[method-assign]
+    with caplog.at_level(logging.ERROR, logger="recorder.record.proxy"):
+        async with client_for(proxy) as client:
+            replies = [
+                await client.post("/a2a/jsonrpc", json=rpc("GetTask", id=n)) for n in range(3)
+            ]
+            assert await proxy.flush(10.0)
+            status = (await client.get("/_recorder/status")).json()
+    assert [r.status_code for r in replies] == [200, 200, 200]
+    assert [r.json()["id"] for r in replies] == [0, 1, 2]
+    assert caplog.text.count("No space left on device") == 3
+    assert status == {
+        "recorded": 0,
+        "failed": 3,
+        "pending": 0,
+        "out": str(tmp_path),
+        "last_error": "No space left on device",
+    }
+
+
+async def test_replies_go_out_before_their_recording(agent: FakeAgent, tmp_path: Path) -> None:
+    proxy = make_proxy(agent, tmp_path)
+    release = threading.Event()
+    writes_done: list[Path] = []
+    real_write = proxy.store.write
+
+    def blocked_write(*args: Any, **kwargs: Any) -> Path:
+        release.wait(5.0)  # bounded: on a proxy that records first, the reply waits this long
+        path = real_write(*args, **kwargs)
+        writes_done.append(path)
+        return path
+
+    proxy.store.write = blocked_write  # type: ignore[method-assign]
+    try:
+        async with client_for(proxy) as client:
+            started = time.monotonic()
+            reply = await client.post("/a2a/jsonrpc", json=rpc("GetTask"))
+            waited = time.monotonic() - started
+            assert reply.status_code == 200
+            assert writes_done == [] and waited < 4.0  # the write is still blocked
+            status = (await client.get("/_recorder/status")).json()
+            assert (status["pending"], status["recorded"]) == (1, 0)
+            release.set()
+        assert len(writes_done) == 1 and proxy.status()["pending"] == 0
+    finally:
+        release.set()
+        await proxy.aclose()
+
+
+async def test_recordings_land_in_request_order_when_replies_finish_out_of_order(
+    tmp_path: Path,
+) -> None:
+    arrived, release = asyncio.Event(), asyncio.Event()
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        if scope["path"] == "/first":
+            arrived.set()
+            await release.wait()
+        body = scope["path"].encode()
+        headers = [(b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    proxy = create_proxy_app(UPSTREAM, out=tmp_path, transport=httpx.ASGITransport(app=app))
+    scenario = {"Recorder-Scenario": "order"}
     async with client_for(proxy) as client:
-        reply = await client.post("/a2a/jsonrpc", json=rpc("GetTask"))
-    assert reply.status_code == 500
-    message = reply.json()["error"]["message"]
-    assert "could not write the transcript" in message
-    assert "Not a directory" in message or "exists" in message
+        first = asyncio.ensure_future(client.get("/first", headers=scenario))
+        await asyncio.wait_for(arrived.wait(), 10)
+        for n in range(5):  # each answered, and handed to the writer, before the first
+            assert (await client.get(f"/later-{n}", headers=scenario)).status_code == 200
+        release.set()
+        assert (await asyncio.wait_for(first, 10)).text == "/first"
+    await proxy.aclose()
+    [path] = tmp_path.glob("*.http")
+    targets = [e.request.target for e in load(path)]
+    assert targets == ["/first"] + [f"/later-{n}" for n in range(5)]
+
+
+async def test_shutdown_counts_a_recording_still_pending_as_not_recorded(
+    agent: FakeAgent, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    proxy = make_proxy(agent, tmp_path, drain_timeout=0.2)
+    release = threading.Event()
+    real_write = proxy.store.write
+
+    def blocked_write(*args: Any, **kwargs: Any) -> Path:
+        release.wait(5.0)
+        return real_write(*args, **kwargs)
+
+    proxy.store.write = blocked_write  # type: ignore[method-assign]
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=proxy), base_url="http://127.0.0.1:41241"
+        ) as client:
+            assert (await client.post("/a2a/jsonrpc", json=rpc("GetTask"))).status_code == 200
+        with caplog.at_level(logging.ERROR, logger="recorder.record.proxy"):
+            started = time.monotonic()
+            await proxy.aclose()
+        assert time.monotonic() - started < 2.0  # bounded by drain_timeout
+    finally:
+        release.set()
+    assert proxy.status()["failed"] == 1 and proxy.status()["pending"] == 0
+    assert "1 exchanges were still waiting to be written" in caplog.text
 
 
 async def test_upstream_cookies_are_not_replayed_to_other_requests(
@@ -398,10 +534,10 @@ async def test_logs_name_the_request_without_its_secret_query_values(
     unwritable.write_text("a file where the folder should be")
     broken = make_proxy(agent, unwritable, secret_fields=["api_key"])
     with caplog.at_level(logging.INFO, logger="recorder.record.proxy"):
-        for proxy in (down, broken):
+        for proxy, status in ((down, 502), (broken, 200)):
             async with client_for(proxy) as client:
                 reply = await client.post("/a2a/jsonrpc?api_key=key-Vq3Zt8", json=rpc("GetTask"))
-            assert reply.status_code in (500, 502)
+            assert reply.status_code == status
             await proxy.aclose()
     assert "could not write the transcript" in caplog.text and "failed" in caplog.text
     assert "api_key={{API_KEY}}" in caplog.text

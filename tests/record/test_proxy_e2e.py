@@ -198,7 +198,7 @@ def test_slow_upstream_gives_504_and_the_proxy_keeps_serving(
     assert [p.name for p in tmp_path.glob("*.http")] == ["01-post-fast.http"]
 
 
-def test_stream_whose_transcript_cannot_be_written_ends_abnormally(
+def test_a_stream_whose_transcript_cannot_be_written_still_reaches_its_client_whole(
     controlled: tuple[ControlledUpstream, ServerThread],
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
@@ -212,11 +212,13 @@ def test_stream_whose_transcript_cannot_be_written_ends_abnormally(
         with (
             caplog.at_level(logging.ERROR, logger="recorder.record.proxy"),
             httpx.Client(timeout=LIMIT) as client,
-            pytest.raises(httpx.RemoteProtocolError),
-            client.stream("POST", proxy.url + "/stream", json={}) as reply,
         ):
-            reply.read()
-    assert "could not write the transcript" in caplog.text
+            with client.stream("POST", proxy.url + "/stream", json={}) as reply:
+                lines = [line for line in reply.iter_lines() if line]
+            assert lines == ['data: {"n": 1}', 'data: {"n": 2}', 'data: {"n": 3}']
+            wait_until(lambda: "could not write the transcript" in caplog.text, "the error")
+            status = client.get(proxy.url + "/_recorder/status").json()
+    assert status["failed"] == 1 and status["recorded"] == 0
     assert str(out) in caplog.text
 
 
@@ -374,6 +376,47 @@ def test_cli_prints_where_it_listens_and_stops_cleanly_on_ctrl_c(tmp_path: Path)
         files = sorted((tmp_path / "out").iterdir())
         # the three transcripts, and none of the temporary files opened ahead is left
         assert [f.suffix for f in files] == [".http"] * 3
+
+
+def test_cli_exits_1_at_ctrl_c_with_a_summary_when_an_exchange_was_not_recorded(
+    tmp_path: Path,
+) -> None:
+    """The folder becomes a file mid-run: the client still gets the agent's reply, the log
+    names the failed write, and Ctrl-C ends with the count on stderr and exit status 1."""
+    upstream = ControlledUpstream()
+    out = tmp_path / "out"
+    with ServerThread(upstream.app) as server:
+        command = [sys.executable, "-c", "from recorder.cli import main; main()", "record"]
+        command += ["--upstream", server.url, "--listen", "127.0.0.1:0", "--out", str(out)]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        ) as process:
+            try:
+                assert process.stdout is not None
+                url = process.stdout.readline().split()[3].rstrip(",")
+                with httpx.Client(timeout=LIMIT) as client:
+                    first = client.post(url + "/fast", json={"jsonrpc": "2.0", "id": 1})
+                    assert first.status_code == 200
+                    wait_until(lambda: len(list(out.glob("*.http"))) == 1, "the first file")
+                    out.rename(tmp_path / "moved")
+                    out.write_text("a file where the folder was")
+                    second = client.post(url + "/fast", json={"jsonrpc": "2.0", "id": 2})
+                    assert second.status_code == 200
+                    assert second.json() == {"jsonrpc": "2.0", "id": 2, "result": {"ok": True}}
+                    wait_until(
+                        lambda: client.get(url + "/_recorder/status").json()["failed"] == 1,
+                        "the failed write to be counted",
+                    )
+                process.send_signal(signal.SIGINT)
+                _, err = process.communicate(timeout=LIMIT)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+    assert process.returncode == 1, err
+    assert "could not write the transcript of POST /fast" in err
+    assert "recorder: 1 exchanges recorded, 1 not recorded (see above)" in err
+    assert "Traceback" not in err
 
 
 def test_ctrl_c_ends_an_open_stream_at_once_and_keeps_it_truncated(tmp_path: Path) -> None:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx
 import pytest
 
+from recorder.record import upstream as upstream_module
 from recorder.record.upstream import Http11Upstream, UpstreamReply
-from recorder.servers import bind_socket
+from recorder.servers import ServerThread, bind_socket
 
 pytestmark = pytest.mark.anyio
 
@@ -183,3 +185,71 @@ async def test_a_line_break_in_a_header_value_is_refused_before_anything_is_sent
             with pytest.raises(httpx.LocalProtocolError):
                 await client.send("GET", target, headers, b"")
     assert raw.requests == []
+
+
+async def _small_json(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    await receive()
+    body = b'{"ok":true}'
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"11")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def test_requests_timed_onto_the_upstreams_keep_alive_timeout_never_fail() -> None:
+    """uvicorn closes a connection idle for `timeout_keep_alive`; requests sent on kept
+    connections just as it does (300 of them, in ~2 s) are sent again on a new connection,
+    never failed (a spurious 502 through the proxy)."""
+    keep_alive = 0.05
+    with ServerThread(_small_json, timeout_keep_alive=keep_alive) as server:
+        client = Http11Upstream(httpx.URL(server.url), httpx.Timeout(5.0))
+        failures: list[str] = []
+        statuses: list[int] = []
+
+        async def worker(k: int) -> None:
+            for n in range(30):
+                # idle times spread around the server's keep-alive timeout
+                await asyncio.sleep(keep_alive + ((k * 30 + n) % 3 - 1) / 1000)
+                try:
+                    reply = await client.send("POST", b"/a2a/jsonrpc", [], b"{}")
+                    try:
+                        body = b"".join([chunk async for chunk in reply.aiter_raw()])
+                    finally:
+                        await reply.aclose()
+                    statuses.append(reply.status_code)
+                    assert body == b'{"ok":true}'
+                except httpx.HTTPError as exc:
+                    failures.append(repr(exc))
+
+        try:
+            async with asyncio.timeout(30):
+                await asyncio.gather(*(worker(k) for k in range(10)))
+        finally:
+            await client.aclose()
+    assert failures == [], f"{len(failures)} of 300 failed: {failures[:3]}"
+    assert statuses == [200] * 300
+
+
+async def test_a_connection_idle_past_the_limit_is_not_reused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(upstream_module, "IDLE_LIMIT", 0.05)
+    async with upstream() as (client, raw):
+        assert await fetch(client, b"/json") == (200, b'{"a":1}')
+        assert await fetch(client, b"/json") == (200, b'{"a":1}')
+        assert raw.connections == 1
+        await asyncio.sleep(0.1)
+        assert await fetch(client, b"/json") == (200, b'{"a":1}')
+        assert raw.connections == 2
+
+
+async def test_a_kept_connection_the_upstream_closed_is_replaced_once_not_more() -> None:
+    """A reused connection that closes without a reply is sent again once; a new connection
+    that does the same is an error."""
+    async with upstream() as (client, raw):
+        assert await fetch(client, b"/json") == (200, b'{"a":1}')
+        with pytest.raises(httpx.RemoteProtocolError):
+            await fetch(client, b"/hang-up")
+        # the reused connection, then one new connection: two requests, no third
+        assert [r.split(b" ")[1] for r in raw.requests] == [b"/json", b"/hang-up", b"/hang-up"]

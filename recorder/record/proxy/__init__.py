@@ -8,17 +8,19 @@
 the rooms it uses:
 
 - `forwarding` (`Forwarder`): reads the request, forwards it (hop-by-hop and the proxy's own
-  headers dropped, a body over `max_body` answered 413), answers a small reply after its
-  recording, and the upstream's failures with 502/504;
+  headers dropped, a body over `max_body` answered 413), answers a small reply as soon as it
+  is whole (its recording follows, off the reply path), and the upstream's failures with
+  502/504;
 - `relay` (`StreamRelay`): event streams and large or unsized bodies, chunk by chunk as they
   arrive, recorded when they end (truncated when the client leaves, the upstream breaks off,
   or the server shuts down);
 - `agent_cards` (`AgentCards`): agent cards reach the client with their URLs pointing at the
   proxy (`recorder.record.cards`), with their own ETag;
 - `scenarios` (`Scenarios`): `Recorder-Scenario` / `Recorder-Title` and the control endpoint
-  `/_recorder/scenario`: which file an exchange goes to;
+  `/_recorder/scenario`: which file an exchange goes to; and `GET /_recorder/status`;
 - `recording` (`Recording`): the exchange as the upstream got and sent it, secrets replaced by
-  `{{PLACEHOLDER}}`s (`recorder.redact`), written through the `TranscriptStore`;
+  `{{PLACEHOLDER}}`s (`recorder.redact`), written through the `TranscriptStore` by one writer
+  thread, after the client has its reply;
 - `call` (`Call`): one request while it is handled, and the ASGI helpers the rooms share;
 - `server`: `serve` under uvicorn, `parse_listen`, `listening_socket`, `fast_server_options`.
 
@@ -28,10 +30,13 @@ scenario's, else by id lineage, `recorder.record.lineage`) and its place there, 
 forwarder forwards it and answers (or the relay streams the reply).
 
 Failures are never silent: upstream refused / reset: 502, timed out: 504 (forwarding); a
-transcript that cannot be written: a buffered reply becomes a 500, a streamed one is cut
-(recording, relay); a stream cut by the client, the upstream or shutdown is recorded
+transcript that cannot be written changes nothing the client gets: it is logged as an error,
+counted (`GET /_recorder/status`; `recorder record` prints the count and exits 1 at
+shutdown) (recording); a stream cut by the client, the upstream or shutdown is recorded
 truncated (relay); anything else the proxy fails at is a 500 naming it (here), or, once the
-reply has started, a connection closed without the final chunk.
+reply has started, a connection closed without the final chunk. At shutdown (`aclose`) the
+pending recordings are written, for at most `drain_timeout` seconds; those still pending then
+are counted as not recorded.
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ from recorder.record.proxy.forwarding import (
 )
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import STREAM_GRACE, StreamRelay
-from recorder.record.proxy.scenarios import CONTROL_PATH, Scenarios
+from recorder.record.proxy.scenarios import CONTROL_PATH, STATUS_PATH, Scenarios
 from recorder.record.proxy.server import (
     fast_server_options,
     listening_socket,
@@ -76,6 +81,7 @@ from recorder.rules import DEFAULT_RULES, Rules
 
 __all__ = [
     "CONTROL_PATH",
+    "STATUS_PATH",
     "RecordingProxy",
     "create_proxy_app",
     "fast_server_options",
@@ -85,6 +91,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# seconds the shutdown waits for the recordings still pending
+DRAIN_TIMEOUT = 10.0
 
 
 class RecordingProxy:
@@ -96,7 +105,8 @@ class RecordingProxy:
     atomic: a reader, or a restart after the recorder crashed, sees whole files.
     `max_body`: the longest request body forwarded (bytes; a longer one gets a 413).
     `buffer_limit`: replies with a Content-Length up to this are read whole before the
-    client gets them (so that a failed write can still become an error reply).
+    client gets them (so that a card can be rewritten and their ids learned).
+    `drain_timeout`: seconds the shutdown waits for the recordings still pending.
     `stream_grace`: seconds the upstream is still read after a client left a stream.
     `rules`: what is generated (for grouping unscripted traffic by id lineage)."""
 
@@ -115,6 +125,7 @@ class RecordingProxy:
         fsync: bool = False,
         stream_grace: float = STREAM_GRACE,
         rules: Rules = DEFAULT_RULES,
+        drain_timeout: float = DRAIN_TIMEOUT,
     ) -> None:
         if "@" in urllib.parse.urlsplit(upstream).netloc:
             # httpx would send them as Basic auth; this proxy forwards the client's headers
@@ -123,6 +134,7 @@ class RecordingProxy:
                 "the upstream URL holds credentials (user:password@): they are not sent; "
                 "let the client send its Authorization header through the proxy instead"
             )
+        self.drain_timeout = drain_timeout
         self.upstream = Origin.parse(upstream)
         self.upstream_url = self.upstream.base
         parts = httpx.URL(self.upstream_url)
@@ -164,6 +176,19 @@ class RecordingProxy:
         """How many exchanges were written."""
         return self.recording.recorded
 
+    @property
+    def not_recorded(self) -> int:
+        """How many exchanges could not be written (or were still pending at shutdown)."""
+        return self.recording.failed
+
+    def status(self) -> dict[str, object]:
+        """What `GET /_recorder/status` reports: recorded, failed, pending, out, last_error."""
+        return self.recording.status()
+
+    async def flush(self, timeout: float = DRAIN_TIMEOUT) -> bool:
+        """Wait (bounded) until every exchange answered so far is written or has failed."""
+        return await self.recording.flush(timeout)
+
     # ---------------------------------------------------------------- ASGI entry
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -189,7 +214,10 @@ class RecordingProxy:
                 return
 
     async def aclose(self) -> None:
+        """Close the upstream connections, write the pending recordings (at most
+        `drain_timeout` seconds; those still pending then are counted as not recorded)."""
         await self.forwarder.aclose()
+        await self.recording.drain(self.drain_timeout)
         self.store.close()
 
     def stop_streams(self) -> None:
@@ -221,9 +249,14 @@ class RecordingProxy:
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         """One request, through the rooms."""
-        if scope["path"] == CONTROL_PATH:
-            await self.scenarios.control(scope, receive, send)
-            return
+        path = scope["path"]
+        if path.startswith("/_recorder/"):
+            if path == CONTROL_PATH:
+                await self.scenarios.control(scope, receive, send)
+                return
+            if path == STATUS_PATH:
+                await self.scenarios.status(scope, receive, send, self.recording.status())
+                return
         call = await self.forwarder.take(scope, receive, send)
         if call is None:
             return
@@ -237,7 +270,7 @@ class RecordingProxy:
         try:
             await self.forwarder.forward(call, receive, send)
         except asyncio.CancelledError:
-            if not call.written:  # e.g. the server's shutdown grace period ran out
+            if not call.queued:  # e.g. the server's shutdown grace period ran out
                 log.warning("%s was cancelled before its reply was recorded", call.shown)
             raise
         finally:

@@ -54,6 +54,7 @@ class Call:
     recorded_title: str = ""
     recorded_operation: str = ""
     written: bool = False  # the exchange is in its transcript
+    queued: bool = False  # handed to the recording writer (`Recording.submit` / `write`)
     finished: bool = False  # the proxy is done with it
     # a temporary file made for the write while the upstream answers (`TranscriptStore.reserve`)
     temporary: tuple[str, int] | None = None

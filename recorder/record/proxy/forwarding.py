@@ -7,9 +7,10 @@
    (recomputed), Accept-Encoding (so the recorded body is the body, not gzip), and the
    proxy's own `Recorder-Scenario` / `Recorder-Title`.
 2. Reply. An event stream, or a body of unknown or large size (no Content-Length, or more
-   than `buffer_limit`), goes to the stream relay. A small body is read whole, recorded, and
-   then sent, so that a failed write can still become an error reply (a 500 naming the
-   reason). The reply loses its hop-by-hop fields.
+   than `buffer_limit`), goes to the stream relay. A small body is read whole (its generated
+   values learned, `Recording.learn`), sent, and then handed to the recording writer
+   (`Recording.submit`): the client never waits for the recording, and a failed write never
+   changes its reply (it is logged and counted). The reply loses its hop-by-hop fields.
 
 Upstream refused / reset: 502, timed out: 504, with a JSON body naming the upstream (not
 recorded: it is not the agent's reply); so is a buffered reply the upstream breaks off.
@@ -22,7 +23,6 @@ request); an injected httpx transport (tests) or `pool="shared"` goes through ht
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Literal
 
@@ -41,7 +41,7 @@ from recorder.record.proxy.call import (
     read_body,
     send_error,
 )
-from recorder.record.proxy.recording import Recording, WriteFailed
+from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import StreamRelay
 from recorder.record.proxy.scenarios import SCENARIO_HEADER, TITLE_HEADER
 from recorder.record.upstream import Http11Upstream, HttpxUpstream, UpstreamReply
@@ -157,7 +157,6 @@ class Forwarder:
     async def forward(self, call: Call, receive: Receive, send: Send) -> None:
         """Send the request upstream; relay and record the reply, or answer 502/504."""
         method, target = call.method, call.target
-        asyncio.get_running_loop().call_soon(self.recording.prepare, call)
         try:
             upstream = await self._upstream.send(
                 method, (self._path_prefix + target).encode("latin-1"), call.headers, call.body
@@ -232,18 +231,21 @@ class Forwarder:
         # not look concurrent
         recording.learn(call, body)
         recording.close(call)
-        exchange = recording.exchange(call, upstream, kept, body=body)
         try:
-            recording.write(call, exchange)
-        except WriteFailed as exc:
-            await self._error(
-                send,
-                500,
-                f"recorder could not write the transcript: {exc}; the upstream's reply was "
-                "not recorded",
-            )
-            return
+            await self._send_buffered(call, upstream, kept, body, send)
+        finally:
+            # after the client has it (or has gone): off the reply path, in the writer
+            recording.submit(call, upstream, kept, body)
 
+    async def _send_buffered(
+        self,
+        call: Call,
+        upstream: UpstreamReply,
+        kept: list[tuple[bytes, bytes]],
+        body: bytes,
+        send: Send,
+    ) -> None:
+        """The buffered reply to the client (a card's URLs pointed at the proxy)."""
         client_headers = [(n, v) for n, v in kept if n.lower() != b"content-length"]
         if call.operation in CARD_OPERATIONS and upstream.status_code == 200:
             body, client_headers, not_modified = self.cards.rewrite(call, body, client_headers)

@@ -18,28 +18,34 @@ frames of N that had arrived by then (comment-only frames, keep-alive pings, do 
 0 when N's head had not come). An exchange is closed (`close`) before the client gets the
 end of its reply, so a client that waits for each reply never gets a tag.
 
-The recorded request is built while the upstream answers (`prepare`), and the file the
-reply's recording will fill is taken from those the store's thread opens ahead
-(`TranscriptStore.reserve`: file creation is most of a small write's cost, and a busy disk can
-stall it for a millisecond); the rest of the recording (model, text, write, rename) is what a
-buffered reply waits for. Writes are not fsynced unless `fsync=True` (`recorder record
---fsync`): the rename already makes them atomic for readers and for a crash of the recorder;
-fsync adds durability across a power loss.
+Recording happens off the reply path (`RecordingWriter`: one thread per proxy): the client
+gets the agent's reply as soon as it comes, and the exchange is then handed to the writer
+(`submit` for a buffered reply, `write` for a relayed stream's), which builds the recorded
+exchange (secrets replaced) and writes it through the store, one exchange at a time in the
+order they were handed in; the store puts each exchange at its place in its file by ticket
+(request order). What must hold before the client gets a reply stays on the path and is cheap:
+its file and `@during` tag (`begin`), the values it generates (`learn`), and its close
+(`close`). Writes are not fsynced unless `fsync=True` (`recorder record --fsync`): the rename
+already makes them atomic for readers and for a crash of the recorder; fsync adds durability
+across a power loss.
 
-A transcript that cannot be written is logged as an error and raised as `WriteFailed`: the
-forwarding room turns a buffered reply into a 500 naming the reason; the stream relay closes
-the client's connection without the final chunk, so the client sees an incomplete reply
-rather than a complete one.
+A transcript that cannot be written never changes what the client gets: it is logged as an
+error naming the exchange and the reason, counted (`failed`, `last_error`: the status
+endpoint, and the summary and exit status of `recorder record`), and the exchange is not
+recorded. `drain` (at shutdown) waits, bounded, for the writes still pending; those still
+pending then are counted as not recorded.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
+import queue
+import threading
+import time
 from collections.abc import Hashable
-from typing import cast
+from typing import Any, cast
 
 from recorder.model import Exchange, Headers, Request, Response, SseEvent
 from recorder.record.lineage import Lineage
@@ -61,7 +67,12 @@ log = logging.getLogger(__name__)
 
 
 class WriteFailed(Exception):
-    """A transcript could not be written (the reason is the message)."""
+    """A transcript could not be written (the reason is the message). No longer raised to the
+    rooms: a failed write is logged and counted (`Recording.failed`), never an error reply."""
+
+
+# (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream
+_Job = tuple[Call, UpstreamReply | None, list[tuple[bytes, bytes]] | None, Any]
 
 
 class Recording:
@@ -78,7 +89,16 @@ class Recording:
         self._redactor = redactor  # the secret names; each call gets a fresh copy
         self._host_header = host_header
         self.lineage = lineage if lineage is not None else Lineage()
-        self.recorded = 0
+        self.recorded = 0  # exchanges written
+        self.failed = 0  # exchanges that could not be written (or were pending at shutdown)
+        self.last_error: str | None = None
+        self._pending = 0  # handed to the writer, not yet written
+        self._counts = threading.Lock()
+        self._idle = threading.Event()  # set while nothing is pending
+        self._idle.set()
+        self._closed = False  # shut down: what is still pending is not recorded
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
         self._conversations = itertools.count(1)
         # file key -> {ticket of an open exchange: its data frames arrived so far}
         self._open: dict[Hashable, dict[int, int]] = {}
@@ -139,24 +159,12 @@ class Recording:
             self.lineage.learn_body(event.data.encode("utf-8"), call.file_key, call.client_values)
 
     def finish(self, call: Call) -> None:
-        """The proxy is done with `call`: drop what a write that did not come left behind."""
+        """The proxy is done with `call`: let go of a request whose exchange will not be
+        recorded (an upstream error)."""
         self.close(call)
-        self.store.forget(call.ticket)  # a request that was not written (upstream error)
+        if not call.queued:
+            self.store.forget(call.ticket)
         call.finished = True
-        if call.temporary is not None:  # made for a write that did not come
-            self.store.release(call.temporary)
-            call.temporary = None
-
-    def prepare(self, call: Call) -> None:
-        """Record the request while the upstream works on the reply (scheduled when the
-        request is forwarded), so that it adds nothing to the client's wait. A failure here
-        is left to `exchange`, which records the request again and reports it."""
-        if call.recorded_request is None:
-            with contextlib.suppress(Exception):
-                self._record_request(call)
-        if not call.finished and call.temporary is None:
-            # the file the reply's write will fill: opening it is a third of the write's cost
-            call.temporary = self.store.reserve()
 
     # ---------------------------------------------------------------- the exchange
 
@@ -232,12 +240,55 @@ class Recording:
         call.recorded_request = request
         return request
 
-    # ---------------------------------------------------------------- the write
+    # ---------------------------------------------------------------- the writer
+
+    def submit(
+        self, call: Call, upstream: UpstreamReply, kept: list[tuple[bytes, bytes]], body: bytes
+    ) -> None:
+        """Record a buffered reply off the reply path (called once the client has it)."""
+        self._hand_over((call, upstream, kept, body))
 
     def write(self, call: Call, exchange: Exchange) -> None:
-        """Write `exchange` to the file of `call`'s scenario; `WriteFailed` when it cannot."""
-        temporary, call.temporary = call.temporary, None  # (the store's from here on)
+        """Record `exchange` (a relayed stream's) off the reply path. Never raises: a write
+        that fails is logged and counted."""
+        self._hand_over((call, None, None, exchange))
+
+    def _hand_over(self, job: _Job) -> None:
+        call = job[0]
+        call.queued = True
+        with self._counts:
+            if self._closed:
+                self.failed += 1
+                self.last_error = "the exchange ended after the recorder shut down"
+                log.error("%s ended after shutdown: not recorded", call.shown)
+                return
+            self._pending += 1
+            self._idle.clear()
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="recorder-writer", daemon=True
+                )
+                self._thread.start()
+        self._jobs.put(job)
+
+    def _run(self) -> None:
+        """The writer thread: one exchange at a time, in the order they were handed in."""
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            if self._closed:  # counted as not recorded by `drain`
+                continue
+            self._record(job)
+
+    def _record(self, job: _Job) -> None:
+        call, upstream, kept, payload = job
         try:
+            if upstream is None:
+                exchange: Exchange = payload
+            else:
+                assert kept is not None
+                exchange = self.exchange(call, upstream, kept, body=payload)
             path = self.store.write(
                 call.ticket,
                 exchange,
@@ -246,25 +297,82 @@ class Recording:
                 secrets=call.redactor.seen,
                 sent_secrets=call.sent_secrets,
                 during=call.during,
-                temporary=temporary,
             )
         except Exception as exc:
+            self.store.forget(call.ticket)
             reason = describe_error(exc)
             log.error(
-                "recorder could not write the transcript of %s to %s: %s",
+                "recorder could not write the transcript of %s to %s: %s; the exchange is "
+                "not recorded (the client got the agent's reply)",
                 call.shown,
                 self.store.out,
                 reason,
             )
-            raise WriteFailed(reason) from exc
-        self.recorded += 1
+            self._done(error=reason)
+            return
         call.written = True
-        if log.isEnabledFor(logging.INFO):
-            # after the reply has gone to the client (the loop runs it when this request's
-            # task next yields or ends): a log line costs a write to the terminal
-            asyncio.get_running_loop().call_soon(
-                log.info, "recorded %s -> %s", exchange.title, path
+        self._done(error=None)
+        log.info("recorded %s -> %s", exchange.title, path)
+
+    def _done(self, error: str | None) -> None:
+        with self._counts:
+            if self._closed:
+                return  # counted as not recorded when the shutdown gave up waiting
+            self._pending -= 1
+            if error is None:
+                self.recorded += 1
+            else:
+                self.failed += 1
+                self.last_error = error
+            if self._pending == 0:
+                self._idle.set()
+
+    @property
+    def pending(self) -> int:
+        """Exchanges handed to the writer and not yet written."""
+        return self._pending
+
+    def status(self) -> dict[str, Any]:
+        """What `GET /_recorder/status` reports."""
+        with self._counts:
+            return {
+                "recorded": self.recorded,
+                "failed": self.failed,
+                "pending": self._pending,
+                "out": str(self.store.out),
+                "last_error": self.last_error,
+            }
+
+    async def flush(self, timeout: float) -> bool:
+        """Wait (at most `timeout` seconds) until every exchange handed over is written or
+        failed; True when none is pending."""
+        deadline = time.monotonic() + timeout
+        while not self._idle.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            await asyncio.sleep(min(0.005, left))
+        return True
+
+    async def drain(self, timeout: float) -> None:
+        """At shutdown: wait (at most `timeout` seconds) for the pending writes, then stop the
+        writer; an exchange still pending then is counted as not recorded."""
+        await self.flush(timeout)
+        with self._counts:
+            self._closed = True
+            left, self._pending = self._pending, 0
+            if left:
+                self.failed += left
+                self.last_error = f"still being written {timeout:g} s after shutdown began"
+            self._idle.set()
+        if left:
+            log.error(
+                "%d exchanges were still waiting to be written %g s after shutdown began: "
+                "not recorded",
+                left,
+                timeout,
             )
+        self._jobs.put(None)
 
     def write_truncated(
         self,
@@ -281,7 +389,11 @@ class Recording:
             exchange = self.exchange(
                 call, upstream, kept, body=body, decoder=decoder, truncated=True
             )
-            self.write(call, exchange)
-            log.warning("%s during %s: exchange kept as truncated", why, call.shown)
-        except Exception:
+        except Exception as exc:
             log.exception("%s during %s: could not record it", why, call.shown)
+            with self._counts:
+                self.failed += 1
+                self.last_error = describe_error(exc)
+            return
+        self.write(call, exchange)
+        log.warning("%s during %s: exchange kept as truncated", why, call.shown)

@@ -6,12 +6,17 @@ a request goes to (`TranscriptStore` numbers it `NN-slug.http`); a request witho
 gets a file of its own. `Recorder-Title: <text>` adds a description to the exchange's title.
 An empty `Recorder-Scenario` header means no scenario, whatever the control endpoint set; a
 name that makes no file name is answered 400 and not forwarded. Neither header is forwarded.
+
+`GET /_recorder/status` tells how the recording goes: `{"recorded": N, "failed": M,
+"pending": K, "out": "...", "last_error": "..." or null}` (`failed`: exchanges that could not
+be written; their clients got the agent's replies all the same).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+from typing import Any
 
 from recorder.record.proxy.call import (
     BodyTooLarge,
@@ -27,6 +32,7 @@ from recorder.record.proxy.call import (
 from recorder.record.store import TranscriptStore, slugify
 
 CONTROL_PATH = "/_recorder/scenario"
+STATUS_PATH = "/_recorder/status"
 SCENARIO_HEADER = b"recorder-scenario"
 TITLE_HEADER = b"recorder-title"
 _MAX_CONTROL_BODY = 64 * 1024
@@ -93,6 +99,22 @@ class Scenarios:
                 self.store.end(self.current)
         self.current = name
         await send_json(send, 200, {"scenario": name, "slug": slug})
+
+    async def status(
+        self, scope: Scope, receive: Receive, send: Send, report: dict[str, Any]
+    ) -> None:
+        """`GET /_recorder/status`: `report` (`Recording.status`) as JSON."""
+        try:
+            body = await read_body(receive, _MAX_CONTROL_BODY)
+        except BodyTooLarge:
+            await self._error(send, 413, "the status takes no body")
+            return
+        if body is None:
+            return
+        if scope["method"] not in ("GET", "HEAD"):
+            await self._error(send, 405, "use GET")
+            return
+        await send_json(send, 200, report)
 
     async def _error(self, send: Send, status: int, message: str) -> None:
         await send_error(send, status, message, self.upstream_url)
