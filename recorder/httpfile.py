@@ -49,7 +49,7 @@ every transcript `t`.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import json
 import os
 import re
@@ -93,7 +93,9 @@ def dumps(transcript: Transcript) -> str:
 def dumps_exchange(exchange: Exchange) -> str:
     """The text of one exchange as `dumps` writes it in a file: `dumps` joins the file's head
     and these blocks with blank lines."""
-    return "\n".join(_exchange_lines(exchange)) + "\n"
+    lines = _exchange_lines(exchange)
+    lines.append("")  # the final line break, in the join: `+ "\n"` would copy the text again
+    return "\n".join(lines)
 
 
 def splice(text: str, transcript: Transcript, replaced: Mapping[int, Exchange]) -> str | None:
@@ -151,7 +153,7 @@ def _exchange_lines(exchange: Exchange) -> list[str]:
     lines.append(f"{status} {response.reason}" if response.reason else status)
     lines.extend(_header_line(n, v) for n, v in response.headers)
     if response.events is not None:
-        body = response.body.decode().rstrip("\n").split("\n") if response.events else []
+        body = [response.body.decode().rstrip("\n")] if response.events else []
     else:
         body = _body_lines(response.body, raw_stream=is_event_stream(response.content_type))
     if body:  # an empty response body needs no blank line: "###" or the end follows
@@ -165,23 +167,37 @@ def _header_line(name: str, value: str) -> str:
 
 
 def _body_lines(body: bytes, *, raw_stream: bool) -> list[str]:
-    """The lines that stand for `body`; [] for an empty body."""
+    """The lines that stand for `body` ([] for none); a body's lines are one item holding its
+    line breaks (a list of a million short strings would cost twice the text)."""
     if not body:
         return []
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        encoded = base64.b64encode(body).decode("ascii")
-        chunks = [encoded[i : i + _BASE64_WIDTH] for i in range(0, len(encoded), _BASE64_WIDTH)]
-        return [f"{BODY_MARKER} base64", *chunks]
-    lines = text.split("\n")
-    if raw_stream or not _verbatim_safe(text, lines):
+        return [f"{BODY_MARKER} base64", _base64_text(body)]
+    if raw_stream or not _verbatim_safe(text):
         return [f"{BODY_MARKER} escaped", json.dumps(text, ensure_ascii=False)]
-    return lines
+    return [text]
 
 
-def _verbatim_safe(text: str, lines: list[str]) -> bool:
-    if lines[0].startswith(BODY_MARKER) or _has_ambiguous_line(text):
+def _base64_text(body: bytes) -> str:
+    """`body` as base64 lines of 76 characters joined by LF, made in blocks of about 1 MiB
+    (`base64.encodebytes` holds a bytes object per line: 1.4 times the text on top)."""
+    width, block, size = _BASE64_WIDTH, _BASE64_WIDTH * 3 // 4 * 16384, -(-len(body) // 3) * 4
+    encoded = bytearray(size + max(-(-size // width) - 1, 0))  # made once, at its size
+    view, at = memoryview(body), 0
+    for start in range(0, len(body), block):
+        text = binascii.b2a_base64(view[start : start + block], newline=False)
+        part = b"\n".join([text[i : i + width] for i in range(0, len(text), width)])
+        encoded[at : at + len(part)] = part
+        at += len(part)
+        if at < len(encoded):
+            encoded[at], at = 0x0A, at + 1
+    return encoded.decode("ascii")
+
+
+def _verbatim_safe(text: str) -> bool:
+    if text.startswith(BODY_MARKER) or _has_ambiguous_line(text):
         return False
     if text.isascii():
         # C-speed scan: delete every safe byte; anything left is a control character

@@ -22,6 +22,11 @@ BENCH = Path(__file__).parent.parent / "bench"
         ("bench_kit_start.py", ["--runs", "1"], "recorder kit start: median"),
         ("bench_store.py", ["--smoke"], '"bench": "store"'),
         (
+            "bench_memory.py",
+            ["--idle", "50", "--mb", "5", "--keep-alive", "1"],
+            '"target": "reply-text"',
+        ),
+        (
             "bench_proxy.py",
             ["--smoke", "--variants", "per-connection"],
             '"target": "recorder/per-connection"',

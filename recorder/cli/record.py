@@ -58,6 +58,20 @@ from recorder.errors import RecorderError
     help="Seconds the agent's event stream is still read after the client left it, so that a "
     "stream about to end is recorded whole (only one still open then is marked @truncated).",
 )
+@click.option(
+    "--client-timeout",
+    type=click.FloatRange(min=0, min_open=True, max=86400),
+    default=30.0,
+    show_default=True,
+    help="Seconds a client's request head, then its body, may take (408, connection closed).",
+)
+@click.option(
+    "--keep-alive",
+    type=click.FloatRange(min=0, min_open=True, max=86400),
+    default=5.0,
+    show_default=True,
+    help="Seconds a client connection may stay idle before or between requests.",
+)
 def record(
     upstream: str,
     listen: str,
@@ -67,6 +81,8 @@ def record(
     max_body: int,
     fsync: bool,
     stream_grace: float,
+    client_timeout: float,
+    keep_alive: float,
 ) -> None:
     """Record every exchange between clients and the agent at UPSTREAM.
 
@@ -101,11 +117,12 @@ def record(
             max_body=max_body * 1024 * 1024,
             fsync=fsync,
             stream_grace=stream_grace,
+            client_timeout=client_timeout,
             rules=loaded,
             secret_headers=loaded.secret_headers,
             secret_fields=loaded.secret_fields,
         )
-        serve(proxy, host=host, port=port, announce=click.echo)
+        serve(proxy, host=host, port=port, announce=click.echo, keep_alive=keep_alive)
     except (ValueError, RecorderError, OSError) as exc:
         click.echo(f"recorder record: {exc}", err=True)
         raise SystemExit(2) from None

@@ -55,6 +55,7 @@ from recorder.record.proxy.agent_cards import AgentCards
 from recorder.record.proxy.call import Message, Receive, Scope, Send, send_error
 from recorder.record.proxy.forwarding import (
     BUFFER_LIMIT,
+    CLIENT_TIMEOUT,
     DEFAULT_TIMEOUT,
     MAX_REQUEST_BODY,
     Forwarder,
@@ -108,6 +109,7 @@ class RecordingProxy:
     client gets them (so that a card can be rewritten and their ids learned).
     `drain_timeout`: seconds the shutdown waits for the recordings still pending.
     `stream_grace`: seconds the upstream is still read after a client left a stream.
+    `client_timeout`: seconds a request's head, and then its body, may take (a 408 after).
     `rules`: what is generated (for grouping unscripted traffic by id lineage)."""
 
     def __init__(
@@ -126,6 +128,7 @@ class RecordingProxy:
         stream_grace: float = STREAM_GRACE,
         rules: Rules = DEFAULT_RULES,
         drain_timeout: float = DRAIN_TIMEOUT,
+        client_timeout: float = CLIENT_TIMEOUT,
     ) -> None:
         if "@" in urllib.parse.urlsplit(upstream).netloc:
             # httpx would send them as Basic auth; this proxy forwards the client's headers
@@ -137,6 +140,7 @@ class RecordingProxy:
         self.drain_timeout = drain_timeout
         self.upstream = Origin.parse(upstream)
         self.upstream_url = self.upstream.base
+        self.client_timeout = client_timeout
         parts = httpx.URL(self.upstream_url)
         self.store = TranscriptStore(Path(out), scrub=scrub_text, fsync=fsync)
         redactor = Redactor(
@@ -157,6 +161,7 @@ class RecordingProxy:
             transport=transport,
             buffer_limit=buffer_limit,
             max_body=max_body,
+            client_timeout=client_timeout,
             recording=self.recording,
             relay=self.relay,
             cards=self.cards,

@@ -4,6 +4,7 @@ words for an upstream's failure."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, Hashable, MutableMapping
 from dataclasses import dataclass, field
@@ -70,22 +71,31 @@ class BodyTooLarge(Exception):
     """A request body longer than the proxy holds."""
 
 
-async def read_body(receive: Receive, limit: int) -> bytes | None:
+class BodyTimedOut(Exception):
+    """A request body that did not come whole in the time the proxy waits for it."""
+
+
+async def read_body(receive: Receive, limit: int, timeout: float | None = None) -> bytes | None:
     """The whole request body, or None when the client disconnects first. Raises
-    `BodyTooLarge` as soon as more than `limit` bytes came."""
+    `BodyTooLarge` as soon as more than `limit` bytes came, and `BodyTimedOut` when it has not
+    come whole within `timeout` seconds (None: no bound)."""
     parts: list[bytes] = []
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        part = message.get("body", b"")
-        size += len(part)
-        if size > limit:
-            raise BodyTooLarge
-        parts.append(part)
-        if not message.get("more_body", False):
-            return b"".join(parts) if len(parts) != 1 else parts[0]
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None
+                part = message.get("body", b"")
+                size += len(part)
+                if size > limit:
+                    raise BodyTooLarge
+                parts.append(part)
+                if not message.get("more_body", False):
+                    return b"".join(parts) if len(parts) != 1 else parts[0]
+    except TimeoutError:
+        raise BodyTimedOut from None
 
 
 def header_text(value: bytes) -> str:
@@ -100,6 +110,7 @@ def header_text(value: bytes) -> str:
 _ERROR_STATUS = {
     400: "INVALID_ARGUMENT",
     405: "METHOD_NOT_ALLOWED",
+    408: "REQUEST_TIMEOUT",
     413: "CONTENT_TOO_LARGE",
     500: "INTERNAL",
     502: "BAD_GATEWAY",
@@ -107,29 +118,29 @@ _ERROR_STATUS = {
 }
 
 
-async def send_error(send: Send, status: int, message: str, upstream: str) -> None:
-    """The proxy's own error reply: a JSON body naming the upstream."""
+async def send_error(
+    send: Send, status: int, message: str, upstream: str, *, close: bool = False
+) -> None:
+    """The proxy's own error reply: a JSON body naming the upstream; `close`: the connection
+    closes after it (the client's request was not read to its end)."""
     error = {
         "code": status,
         "status": _ERROR_STATUS[status],
         "message": message,
         "upstream": upstream,
     }
-    await send_json(send, status, {"error": error})
+    await send_json(send, status, {"error": error}, close=close)
 
 
-async def send_json(send: Send, status: int, value: Any) -> None:
+async def send_json(send: Send, status: int, value: Any, *, close: bool = False) -> None:
     body = json.dumps(value, ensure_ascii=False).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 

@@ -32,6 +32,7 @@ from recorder.model import is_event_stream
 from recorder.record.cards import Origin
 from recorder.record.proxy.agent_cards import CARD_OPERATIONS, AgentCards
 from recorder.record.proxy.call import (
+    BodyTimedOut,
     BodyTooLarge,
     Call,
     Receive,
@@ -64,6 +65,9 @@ _NOT_FORWARDED = HOP_BY_HOP | {
 BUFFER_LIMIT = 4 * 1024 * 1024
 # request bodies are held whole (forwarded with a Content-Length, recorded): at most this much
 MAX_REQUEST_BODY = 64 * 1024 * 1024
+# seconds a request's body may take after its head (`recorder record --client-timeout`; the
+# head gets as long, `server.guarded_protocol`)
+CLIENT_TIMEOUT = 30.0
 
 Pool = Literal["per-connection", "shared"]
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=60.0)
@@ -83,6 +87,7 @@ class Forwarder:
         transport: httpx.AsyncBaseTransport | None,
         buffer_limit: int,
         max_body: int,
+        client_timeout: float | None = CLIENT_TIMEOUT,
         recording: Recording,
         relay: StreamRelay,
         cards: AgentCards,
@@ -96,6 +101,7 @@ class Forwarder:
         )
         self._buffer_limit = buffer_limit
         self._max_body = max_body
+        self.client_timeout = client_timeout
         self.recording = recording
         self.relay = relay
         self.cards = cards
@@ -111,7 +117,23 @@ class Forwarder:
         aside; None when it was answered here (413) or the client went away."""
         path: str = scope["path"]
         try:
-            body = await read_body(receive, self._max_body)
+            body = await read_body(receive, self._max_body, self.client_timeout)
+        except BodyTimedOut:
+            log.warning(
+                "the body of %s %s did not come whole within %g s: answered 408, not forwarded",
+                scope["method"],
+                path,
+                self.client_timeout,
+            )
+            await send_error(
+                send,
+                408,
+                f"the request body did not come whole within {self.client_timeout:g} s "
+                "(recorder record --client-timeout); not forwarded",
+                self.upstream_url,
+                close=True,
+            )
+            return None
         except BodyTooLarge:
             log.warning(
                 "request body of %s %s larger than %d bytes: answered 413, not forwarded",

@@ -20,6 +20,10 @@ A stream ends in one of four ways, and is recorded in each:
 A transcript that cannot be written (headers already sent) is logged as an error and the
 connection closed without the final chunk, so the client sees an incomplete reply rather
 than a complete one.
+
+Memory: the copy of a body that is no event stream is kept in a `BodySpool`: in memory up to
+`SPOOL_AT` bytes, then in an anonymous temporary file (removed when closed, never seen in a
+folder) as it streams, and read back whole, once, when the reply has ended, for the record.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import tempfile
+from typing import Any
 
 from recorder.model import is_event_stream
 from recorder.record.proxy.call import Call, Receive, Send, describe_http_error
@@ -38,6 +44,76 @@ log = logging.getLogger(__name__)
 
 # seconds the upstream is still read after the client left a stream (`record --stream-grace`)
 STREAM_GRACE = 2.0
+# a streamed body's copy past this many bytes goes to a temporary file while it streams
+SPOOL_AT = 1024 * 1024
+
+
+class BodySpool:
+    """A streamed body's copy for the record: chunks in memory up to `spool_at` bytes, then an
+    anonymous temporary file (`tempfile.TemporaryFile`: unlinked at once, gone when closed),
+    so that a long body is held once (when read back for the record), not chunk by chunk and
+    then joined. A file that cannot be written (a full disk) keeps the rest in memory."""
+
+    def __init__(self, spool_at: int = SPOOL_AT) -> None:
+        self._spool_at = spool_at
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._file: Any = None  # an unbuffered FileIO once spooled
+
+    def add(self, chunk: bytes) -> None:
+        if self._file is not None:
+            try:
+                view = memoryview(chunk)
+                while view:  # (a write to a regular file is whole unless the disk is full)
+                    view = view[self._file.write(view) :]
+                return
+            except OSError as exc:
+                log.warning("cannot spool a streamed body to a temporary file: %s", exc)
+                self._unspool()
+        self._chunks.append(chunk)
+        self._size += len(chunk)
+        if self._size > self._spool_at and self._file is None:
+            try:
+                # (closed by `read` or `close`: it outlives this call)
+                self._file = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115
+                for part in self._chunks:
+                    self._file.write(part)
+            except OSError as exc:
+                log.warning("cannot spool a streamed body to a temporary file: %s", exc)
+                self.close()
+                self._spool_at = 1 << 62  # kept in memory from here on
+                return
+            self._chunks.clear()
+
+    def _unspool(self) -> None:
+        """Back to memory: what the file holds, then the chunks to come."""
+        file, self._file = self._file, None
+        try:
+            file.seek(0)
+            self._chunks = [file.readall()]
+        finally:
+            file.close()
+        self._spool_at = 1 << 62  # kept in memory from here on
+
+    def read(self) -> bytes:
+        """The whole body (one allocation when spooled); the spool is empty after it."""
+        if self._file is not None:
+            file, self._file = self._file, None
+            try:
+                file.seek(0)
+                data: bytes = file.readall()
+            finally:
+                file.close()
+        else:
+            data = b"".join(self._chunks)  # (one chunk: itself, no copy)
+        self._chunks = []
+        return data
+
+    def close(self) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
 
 
 class StreamRelay:
@@ -75,7 +151,7 @@ class StreamRelay:
         client_headers = [(n, v) for n, v in kept if n.lower() != b"content-length"]
         content_type = next((v for n, v in kept if n.lower() == b"content-type"), b"")
         decoder = SseDecoder() if is_event_stream(content_type.decode("latin-1")) else None
-        chunks: list[bytes] = []
+        spool = BodySpool()
         client_gone = False
         upstream_error: BaseException | None = None
         recording = self.recording
@@ -106,7 +182,7 @@ class StreamRelay:
                                 recording.learn_frame(call, event)
                         recording.frames_arrived(call, frames)
                 else:
-                    chunks.append(chunk)
+                    spool.add(chunk)
                 if not gone:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
 
@@ -149,7 +225,9 @@ class StreamRelay:
             pump_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await pump_task
-            recording.write_truncated(call, upstream, kept, decoder, chunks, "the proxy shut down")
+            recording.write_truncated(
+                call, upstream, kept, decoder, [spool.read()], "the proxy shut down"
+            )
             raise
         finally:
             self._stream_stops.discard(stop)
@@ -160,7 +238,9 @@ class StreamRelay:
         if shut_down:
             # returning without the final chunk: the server closes the connection, so the
             # client sees a reply cut short, not a complete one
-            recording.write_truncated(call, upstream, kept, decoder, chunks, "the proxy shut down")
+            recording.write_truncated(
+                call, upstream, kept, decoder, [spool.read()], "the proxy shut down"
+            )
             return
         if gone and not client_gone and upstream_error is None:
             log.info(
@@ -170,10 +250,11 @@ class StreamRelay:
             )
 
         truncated = client_gone or upstream_error is not None
-        body = decoder.raw if decoder is not None else b"".join(chunks)
+        body = decoder.raw if decoder is not None else spool.read()
         exchange = recording.exchange(
             call, upstream, kept, body=body, decoder=decoder, truncated=truncated
         )
+        del body  # (the exchange holds it)
         if client_gone:
             log.warning(
                 "client went away during %s: upstream stream closed, exchange kept as truncated",

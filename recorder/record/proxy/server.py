@@ -4,17 +4,34 @@ Speed (bench/bench_proxy.py measures it): uvicorn runs with httptools and uvloop
 installed (`fast_server_options`), on a socket whose connections get TCP_NODELAY
 (`listening_socket`). `serve` ends open streams as soon as Ctrl-C comes
 (`RecordingProxy.stop_streams`), so that an endless stream does not hold the shutdown.
+
+Slow clients (`guarded_protocol`): uvicorn bounds the idle time between two requests of a
+connection (`timeout_keep_alive`) but not a connection that never sends a request, nor a
+request head that never ends. The proxy's protocol closes a new connection that sends nothing
+for `keep_alive` seconds, and one whose request head has not ended `client_timeout` seconds
+after its first byte (a `408 Request Timeout` first, then the close). The body is the app's:
+`read_body` answers 408 when it has not come `client_timeout` seconds after the head.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import logging
 import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from recorder.record.proxy import RecordingProxy
+
+log = logging.getLogger(__name__)
+
+# seconds a connection may stay idle: before its first request, and between two requests
+KEEP_ALIVE = 5.0
+_HEAD_TIMEOUT_REPLY = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+)
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -67,6 +84,75 @@ def fast_server_options() -> tuple[Literal["httptools", "h11"], Literal["uvloop"
     return http, loop
 
 
+def guarded_protocol(
+    http: Literal["httptools", "h11"], *, client_timeout: float, keep_alive: float = KEEP_ALIVE
+) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP/1.1 protocol (`http`) with a bound on a client's silence and on its
+    request head: a new connection that sends nothing for `keep_alive` seconds is closed; a
+    request head that has not ended `client_timeout` seconds after its first byte is answered
+    `408 Request Timeout` and its connection closed. Between requests uvicorn's own
+    `timeout_keep_alive` applies (`serve` sets it to `keep_alive`)."""
+    from uvicorn.config import HTTP_PROTOCOLS
+    from uvicorn.importer import import_from_string
+
+    base: Any = import_from_string(HTTP_PROTOCOLS[http])
+
+    class GuardedProtocol(base):  # type: ignore[misc]
+        # one timer per connection: the idle bound until the first byte, then the head's
+        _guard: asyncio.TimerHandle | None = None
+        _head_started = False
+
+        def connection_made(self, transport: asyncio.Transport) -> None:
+            super().connection_made(transport)
+            self._guard = self.loop.call_later(keep_alive, self._idle_expired)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._cancel_guard()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            cycle = self.cycle
+            if not self._head_started and (cycle is None or cycle.response_complete):
+                # the first byte of a request head: from now on it has `client_timeout`
+                self._cancel_guard()
+                self._head_started = True
+                self._guard = self.loop.call_later(client_timeout, self._head_expired)
+            super().data_received(data)
+            if self.cycle is not cycle and self._head_started:
+                self._cancel_guard()  # the head ended: the body is the app's to bound
+                self._head_started = False
+
+        def _cancel_guard(self) -> None:
+            if self._guard is not None:
+                self._guard.cancel()
+                self._guard = None
+
+        def _idle_expired(self) -> None:
+            self._guard = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def _head_expired(self) -> None:
+            self._guard = None
+            if self.transport.is_closing():
+                return
+            log.warning(
+                "a request head from %s did not end within %g s: answered 408, connection "
+                "closed (recorder record --client-timeout)",
+                _address(self.client),
+                client_timeout,
+            )
+            self.transport.write(_HEAD_TIMEOUT_REPLY)
+            self.transport.close()
+
+    GuardedProtocol.__name__ = GuardedProtocol.__qualname__ = f"Guarded{base.__name__}"
+    return GuardedProtocol
+
+
+def _address(client: tuple[str, int] | None) -> str:
+    return f"{client[0]}:{client[1]}" if client else "a client"
+
+
 def _server_class() -> Any:
     import uvicorn
 
@@ -84,6 +170,29 @@ def _server_class() -> Any:
     return Server
 
 
+def server_options(
+    proxy: RecordingProxy,
+    http: Literal["httptools", "h11"],
+    loop: Literal["uvloop", "asyncio"],
+    *,
+    keep_alive: float = KEEP_ALIVE,
+) -> dict[str, Any]:
+    """uvicorn's options for the proxy (`serve`, and the tests that run it in a thread)."""
+    return {
+        "log_level": "warning",
+        "access_log": False,
+        "lifespan": "on",
+        "server_header": False,  # the upstream's Server and Date headers are relayed
+        "date_header": False,
+        "proxy_headers": False,  # X-Forwarded-* are forwarded to the agent, not obeyed here
+        "timeout_graceful_shutdown": 5,
+        "http": guarded_protocol(http, client_timeout=proxy.client_timeout, keep_alive=keep_alive),
+        # typed int, used as call_later's delay: a fraction of a second works
+        "timeout_keep_alive": keep_alive,
+        "loop": loop,
+    }
+
+
 def serve(
     proxy: RecordingProxy,
     *,
@@ -91,10 +200,12 @@ def serve(
     port: int = 41241,
     announce: Callable[[str], None] = print,
     stack: tuple[Literal["httptools", "h11"], Literal["uvloop", "asyncio"]] | None = None,
+    keep_alive: float = KEEP_ALIVE,
 ) -> None:
     """Run the proxy under uvicorn until Ctrl-C (SIGINT) or SIGTERM; every finished exchange
     is on disk when it returns (writes happen before each reply completes). `stack` (http,
-    loop) overrides `fast_server_options()`."""
+    loop) overrides `fast_server_options()`. `keep_alive`: seconds a client connection may
+    stay idle (`guarded_protocol`; request heads and bodies get `proxy.client_timeout`)."""
     import uvicorn
 
     proxy.store.prepare()
@@ -103,18 +214,7 @@ def serve(
     sock = listening_socket(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    config = uvicorn.Config(
-        proxy,
-        log_level="warning",
-        access_log=False,
-        lifespan="on",
-        server_header=False,  # the upstream's Server and Date headers are relayed
-        date_header=False,
-        proxy_headers=False,  # X-Forwarded-* are forwarded to the agent, not obeyed here
-        timeout_graceful_shutdown=5,
-        http=http,
-        loop=loop,
-    )
+    config = uvicorn.Config(proxy, **server_options(proxy, http, loop, keep_alive=keep_alive))
     where = f"http://{shown}:{bound_port}"
     announce(f"recorder: listening on {where}, forwarding to {proxy.upstream_url}")
     announce(f"recorder: writing transcripts to {proxy.store.out}/ (Ctrl-C stops)")
