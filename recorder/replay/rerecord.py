@@ -8,8 +8,10 @@ the fresh recording is laid over the previous one through the player's aliasing
 recording the live side.
 
 - A request is kept as previously recorded when it is that request with the previously
-  learned values carried forward (what the player would send); otherwise the fresh one is
-  taken, and the files stop being matched from there on (a changed scenario is a new file).
+  learned values carried forward (what the player would send). When one is not (the
+  scenario changed), the fresh recording is taken whole: keeping the earlier exchanges' ids
+  while the later ones name the fresh ids would give a file whose requests carry ids its
+  replies never gave (a GetTask of a task no reply in the file made), which fails to replay.
 - A reply that matches the previous one (no mismatch) is kept byte for byte; a reply that
   differs gets the previous values back wherever the alias mapping holds (`bless`).
 - Titles and comments come from the fresh recording.
@@ -35,15 +37,11 @@ def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) 
         return fresh
     state = ReplayState(rules, recorded_base=previous.recorded_base_url, live_base=live_base)
     compared: list[tuple[Exchange, Exchange, bool]] = []
-    rest: tuple[Exchange, ...] = ()
-    for index, new in enumerate(fresh.exchanges):
-        if index >= len(previous.exchanges):
-            rest = fresh.exchanges[index:]
-            break
-        old = previous.exchanges[index]
+    if len(fresh.exchanges) != len(previous.exchanges):
+        return fresh
+    for old, new in zip(previous.exchanges, fresh.exchanges, strict=True):
         if state.prepare(old.request) != new.request:
-            rest = fresh.exchanges[index:]
-            break
+            return fresh
         compared.append((old, new, not state.compare(old, new.response)))
     # blessed once all are compared: a value a later exchange pairs is put back everywhere
     kept = [
@@ -54,4 +52,4 @@ def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) 
         )
         for old, new, matched in compared
     ]
-    return dataclasses.replace(fresh, exchanges=(*kept, *rest))
+    return dataclasses.replace(fresh, exchanges=tuple(kept))
