@@ -45,7 +45,8 @@ class Walk:
         self._ignored = self.rules.ignored_matcher
         self._unordered = self.rules.unordered_matcher
         self._generated_paths = rules.generated_paths
-        self._secret_fields = frozenset(self.rules.secret_fields)
+        # rule 8: secret member names in any case, as the recorder redacts them
+        self._secret_fields = {k.lower(): v for k, v in self.rules.secret_fields.items()}
         self._client = aliases.client
         self._golden_to_live = aliases.golden_to_live
         self._live_to_golden = aliases.live_to_golden
@@ -111,12 +112,12 @@ class Walk:
                 if name not in actual:
                     golden_members[name] = (
                         self._secret_placeholder(name)
-                        if name in self._secret_fields
+                        if name.lower() in self._secret_fields
                         else self._display(expected_value)
                     )
                     differs = True
                     continue
-                if name in self._secret_fields:  # rule 8: there, not compared
+                if name.lower() in self._secret_fields:  # rule 8: there, not compared
                     golden_members[name] = live_members[name] = expected_value
                     continue
                 golden_members[name], live_members[name] = pair = self._normalize(
@@ -139,7 +140,7 @@ class Walk:
                     continue
                 live_members[name] = (
                     self._secret_placeholder(name)
-                    if name in self._secret_fields
+                    if name.lower() in self._secret_fields
                     else self._display_live(actual_value)
                 )
                 differs = True
@@ -320,7 +321,7 @@ class Walk:
         if isinstance(value, dict):
             return {
                 name: self._secret_placeholder(name)
-                if name in self._secret_fields
+                if name.lower() in self._secret_fields
                 else self._mask_secrets(item)
                 for name, item in value.items()
             }
@@ -329,7 +330,7 @@ class Walk:
         return value
 
     def _secret_placeholder(self, name: str) -> str:
-        return "{{" + self.rules.secret_fields[name] + "}}"
+        return "{{" + self._secret_fields[name.lower()] + "}}"
 
     def _display_live(self, value: Any) -> Any:
         return self._display(value, live=True)

@@ -1124,8 +1124,19 @@ def test_a_secret_member_is_compared_for_presence_only() -> None:
     assert [(m.path, m.actual) for m in s.compare(golden, reply({"n": 1}))] == [
         ("$.apiKey", ABSENT)
     ]
-    plain = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
+    # a member no rule names secret is compared (apiKey is secret by default: none here)
+    unnamed = replace(DEFAULT_RULES, secret_fields={})
+    plain = ReplayState(unnamed, recorded_base=RECORDED, live_base=LIVE)
     assert [m.path for m in plain.compare(golden, reply({"apiKey": "x", "n": 1}))] == ["$.apiKey"]
+
+
+def test_a_secret_member_is_one_in_any_case_as_the_recorder_redacts_it() -> None:
+    rules = replace(DEFAULT_RULES, secret_fields={"apikey": "API_KEY"})
+    s = ReplayState(rules, recorded_base=RECORDED, live_base=LIVE)
+    golden = Exchange(rpc("GetKey", {}), reply({"ApiKey": "{{API_KEY}}", "n": 1}))
+    assert s.compare(golden, reply({"ApiKey": "live-secret-123", "n": 1})) == []
+    [missing] = s.compare(golden, reply({"n": 1}))
+    assert (missing.path, missing.expected) == ("$.ApiKey", "{{API_KEY}}")
 
 
 def test_a_secret_member_inside_an_unordered_array_is_compared_for_presence_only() -> None:
