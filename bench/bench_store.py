@@ -6,9 +6,9 @@
     .venv/bin/python bench/bench_store.py --smoke      # 300: does it still run
 
 Each exchange is a JSON-RPC GetTask with a ~1 KB reply, written into a temporary folder as the
-proxy writes it (the secret scrub on, one temporary file reserved ahead). Goal (issue 13): the
-last 100 cost at most 1.5x the first 100 (appended, not rewritten). Prints the medians and the
-ratio, then one JSON line.
+proxy's writer thread writes it (the secret scrub on). Goal (issue 13): the last 100 cost at
+most 1.5x the first 100 (appended, not rewritten). Prints the medians and the ratio, then one
+JSON line.
 """
 
 from __future__ import annotations
@@ -51,7 +51,6 @@ def run(count: int, fsync: bool) -> tuple[list[float], int]:
         path = None
         for n in range(count):
             item = exchange(n)
-            temporary = store.reserve()
             ticket = store.begin("long scenario")
             start = time.perf_counter()
             path = store.write(
@@ -60,7 +59,6 @@ def run(count: int, fsync: bool) -> tuple[list[float], int]:
                 scenario="long scenario",
                 operation="GetTask",
                 secrets=secrets,
-                temporary=temporary,
             )
             times.append(time.perf_counter() - start)
         assert path is not None

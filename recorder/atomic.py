@@ -36,9 +36,7 @@ __all__ = [
     "SCRATCH",
     "append_text",
     "create_exclusive",
-    "discard_temporary",
     "hold_scratch",
-    "open_temporary",
     "release_scratch",
     "remove_stale_scratch",
     "write_text_atomic",
@@ -246,23 +244,6 @@ def _create_temporary(folder: str, name: str, mode: int | None = None) -> tuple[
     raise AssertionError("unreachable")
 
 
-def open_temporary(folder: Path) -> tuple[str, int]:
-    """A new temporary file for a write to come in `folder`, opened for writing (made ahead,
-    e.g. while waiting for the text). Its mode is 0666 less the umask. Give it to
-    `write_text_atomic` or `create_exclusive`, or to `discard_temporary`. The caller holds
-    the folder (`hold_scratch`) while it keeps the file."""
-    return _create_temporary(os.path.abspath(folder), "recorder")
-
-
-def discard_temporary(temporary: tuple[str, int]) -> None:
-    """Close and remove a file from `open_temporary` that will not be used."""
-    tmp, fd = temporary
-    with contextlib.suppress(OSError):
-        os.close(fd)
-    with contextlib.suppress(OSError):
-        os.unlink(tmp)
-
-
 def _fill(fd: int, data: bytes, fsync: bool) -> None:
     try:
         view = memoryview(data)
@@ -280,7 +261,6 @@ def write_text_atomic(
     *,
     fsync: bool = True,
     keep_mode: bool = True,
-    temporary: tuple[str, int] | None = None,
 ) -> None:
     """Write `text` (or UTF-8 bytes) to `path` so that readers see the old file or the new one,
     never half: a temporary file (see the module's note), then a rename over `path`.
@@ -289,9 +269,8 @@ def write_text_atomic(
     before the rename, so that the new file survives a power loss or a kernel crash (not
     needed against a crash of this process); it costs a disk flush, 0.2 ms to several ms.
     `keep_mode=False` skips looking up the mode of a file at `path` (the caller knows there
-    is none): the new file gets 0666 less the umask. `temporary`: a file from
-    `open_temporary` for the same folder, used (and closed, and removed on failure) instead
-    of a new one. A symbolic link at `path` stays one: the file it points to is written.
+    is none): the new file gets 0666 less the umask. A symbolic link at `path` stays one: the
+    file it points to is written.
     A temporary file removed before its rename (a user cleaning up) is made again, once.
     """
     data = text.encode("utf-8") if isinstance(text, str) else text
@@ -299,7 +278,7 @@ def write_text_atomic(
         path = Path(os.path.realpath(path))
     folder, name = os.path.split(os.path.abspath(path))
     with _using(folder):
-        _replace(path, folder, name, data, fsync, keep_mode, temporary)
+        _replace(path, folder, name, data, fsync, keep_mode)
 
 
 def _replace(
@@ -309,20 +288,13 @@ def _replace(
     data: bytes,
     fsync: bool,
     keep_mode: bool,
-    temporary: tuple[str, int] | None,
 ) -> None:
     for attempt in range(2):
         mode: int | None = None
         if keep_mode:
             with contextlib.suppress(OSError):
                 mode = os.stat(path).st_mode & 0o7777
-        if temporary is None:
-            tmp, fd = _create_temporary(folder, name, mode)
-        else:
-            (tmp, fd), temporary = temporary, None
-            if mode is not None:
-                with contextlib.suppress(OSError):
-                    os.fchmod(fd, mode)
+        tmp, fd = _create_temporary(folder, name, mode)
         try:
             _fill(fd, data, fsync)
             os.replace(tmp, path)
@@ -343,16 +315,14 @@ def create_exclusive(
     text: str | bytes,
     *,
     fsync: bool = False,
-    temporary: tuple[str, int] | None = None,
 ) -> None:
     """Make the new file `path` holding `text`, whole from the start (a temporary file, then
     a hard link to `path`). FileExistsError, writing nothing, when `path` exists: whoever
-    made it (another process) keeps it. FileNotFoundError when the folder is gone.
-    `temporary`: as for `write_text_atomic`."""
+    made it (another process) keeps it. FileNotFoundError when the folder is gone."""
     data = text.encode("utf-8") if isinstance(text, str) else text
     folder, name = os.path.split(os.path.abspath(path))
     with _using(folder):
-        _link(path, folder, name, data, fsync, temporary)
+        _link(path, folder, name, data, fsync)
 
 
 def _link(
@@ -361,13 +331,9 @@ def _link(
     name: str,
     data: bytes,
     fsync: bool,
-    temporary: tuple[str, int] | None,
 ) -> None:
     for attempt in range(2):
-        if temporary is None:
-            tmp, fd = _create_temporary(folder, name)
-        else:
-            (tmp, fd), temporary = temporary, None
+        tmp, fd = _create_temporary(folder, name)
         try:
             _fill(fd, data, fsync)
             os.link(tmp, path)

@@ -19,16 +19,20 @@ may see the last exchange half written while it is appended; a write that fails 
 back; a recorder killed inside an append (or a power loss without `fsync`) may leave the
 start of one exchange at the end of a file, which `recorder check` reports.
 
-Temporary files live in a hidden folder of the process (`FOLDER/.recorder-tmp/RANDOM/`,
-`recorder.atomic`), removed when the process exits or, after a crash, by the next recorder or
-`play --update` writing to the folder.
+Temporary files are made when a write needs one (a rewrite, a new file), in a hidden folder
+of the process (`FOLDER/.recorder-tmp/RANDOM/`, `recorder.atomic`) that the store keeps from
+write to write until `close` (or the process exits); the folder of a process that crashed is
+removed by the next recorder or `play --update` writing to the folder.
+
+The proxy writes from one thread, its recording writer, after the client has its reply
+(`recorder.record.proxy.recording`), so no write's cost is on a reply's path; the store is
+thread-safe all the same (tests and benchmarks write from several threads, several stores
+may share a folder).
 """
 
 from __future__ import annotations
 
-import atexit
 import bisect
-import collections
 import contextlib
 import dataclasses
 import json
@@ -42,9 +46,7 @@ from pathlib import Path
 from recorder.atomic import (
     append_text,
     create_exclusive,
-    discard_temporary,
     hold_scratch,
-    open_temporary,
     release_scratch,
     remove_stale_scratch,
     write_text_atomic,
@@ -124,9 +126,6 @@ def _running(pid: int) -> bool:
 # --------------------------------------------------------------------------- writer
 
 
-# temporary files `TranscriptStore.reserve` hands out at most at once (each holds a descriptor)
-MAX_RESERVED = 64
-
 _FILE_HEAD = dumps(Transcript())  # "# recorder-format: 1\n"
 
 
@@ -184,64 +183,8 @@ class _OpenFile:
         return "".join(entry.block for entry in self.entries[: self.written])
 
 
-class _TemporaryPool:
-    """Temporary files opened ahead in a folder by a daemon thread: up to SIZE are kept
-    ready, and the thread is woken to make more when half are gone. File creation releases
-    the GIL, so the thread's waits on the disk cost the event loop nothing."""
-
-    SIZE = 16
-
-    def __init__(self, folder: Path) -> None:
-        self._folder = folder
-        self._ready: collections.deque[tuple[str, int]] = collections.deque()
-        self._wake = threading.Event()
-        self._closed = False
-        self._thread = threading.Thread(target=self._fill, name="recorder-tmpfiles", daemon=True)
-        self._thread.start()
-        self._wake.set()
-        # a store nobody closes (an app served without lifespan events) still takes its
-        # files away when the interpreter exits
-        atexit.register(self.close)
-
-    def take(self) -> tuple[str, int] | None:
-        try:
-            temporary: tuple[str, int] | None = self._ready.popleft()
-        except IndexError:
-            temporary = None
-        if len(self._ready) <= self.SIZE // 2 and not self._wake.is_set():
-            self._wake.set()
-        return temporary
-
-    def _fill(self) -> None:
-        while True:
-            self._wake.wait()
-            self._wake.clear()
-            if self._closed:
-                break
-            while len(self._ready) < self.SIZE and not self._closed:
-                try:
-                    self._ready.append(open_temporary(self._folder))
-                except OSError:
-                    break  # e.g. the folder is gone: the writes will say so; try when woken
-        self._discard()
-
-    def _discard(self) -> None:
-        while True:
-            try:
-                discard_temporary(self._ready.popleft())
-            except IndexError:
-                return
-
-    def close(self) -> None:
-        atexit.unregister(self.close)
-        self._closed = True
-        self._wake.set()
-        self._thread.join(5.0)
-        self._discard()
-
-
 class TranscriptStore:
-    """Writes recorded exchanges under `out`. Thread-safe; every write is atomic.
+    """Writes recorded exchanges under `out`. Thread-safe; every rewrite is atomic.
 
     `begin(scenario)` is called when a request starts and returns a ticket (its place in the
     request order); `write(ticket, exchange, secrets)` puts the finished exchange in its file,
@@ -278,8 +221,6 @@ class TranscriptStore:
         self._next: int | None = None
         self.written: list[Path] = []
         self._locks: dict[Path, threading.Lock] = {}  # each written file's lock
-        self._reserved = 0  # temporary files handed out by `reserve`
-        self._pool: _TemporaryPool | None = None
         self._holding = False  # this process's temporary folder in `out` (`recorder.atomic`)
 
     def prepare(self) -> None:
@@ -356,37 +297,8 @@ class TranscriptStore:
             number, self._next = self._next, self._next + 1
         return self.out / file_name(number, slug)
 
-    def reserve(self) -> tuple[str, int] | None:
-        """A temporary file in `out` for a `write` to come, so that the write has less to do:
-        taken from files a background thread opens ahead (creating a file is most of a small
-        write's cost, and on a busy disk it can take a millisecond: not in the caller's
-        thread). None when none is ready, or when `MAX_RESERVED` are out already (each holds
-        a file descriptor): the write then makes its own, and reports what fails. Give it to
-        `write`, or back to `release`. `close` stops the thread."""
-        with self._lock:
-            if self._reserved >= MAX_RESERVED:
-                return None
-            if self._pool is None:
-                self._hold()
-                self._pool = _TemporaryPool(self.out)
-            temporary = self._pool.take()
-            if temporary is not None:
-                self._reserved += 1
-            return temporary
-
-    def release(self, temporary: tuple[str, int]) -> None:
-        """Give back a file from `reserve` that no write used (it is closed and removed)."""
-        discard_temporary(temporary)
-        with self._lock:
-            self._reserved -= 1
-
     def close(self) -> None:
-        """Stop opening temporary files ahead, and remove those not handed out, and this
-        process's temporary folder (made again if a write comes)."""
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
+        """Remove this process's temporary folder in `out` (made again if a write comes)."""
         with self._lock:
             holding, self._holding = self._holding, False
         if holding:
@@ -408,11 +320,9 @@ class TranscriptStore:
         secrets: Mapping[str, str] = {},
         sent_secrets: Mapping[str, str] = {},
         during: tuple[int, int] | None = None,
-        temporary: tuple[str, int] | None = None,
     ) -> Path:
         """Record one finished exchange; returns the file it went to. Raises OSError when the
         file cannot be written (the file stays as it was).
-        `temporary` (from `reserve`) is used for the write, or discarded: it is this call's.
 
         `during` = (ticket, frames): the request was sent while the event stream of the
         exchange with that ticket (same scenario) was open, after `frames` of its frames had
@@ -424,52 +334,43 @@ class TranscriptStore:
         (a token a login returned, then sent as `Authorization`). Only these: secrets an
         agent sends (a new Set-Cookie on every reply) are in the reply they come with, and
         rescanning every file for each of them would cost more with every exchange."""
-        reserved = temporary is not None
-        try:
-            with self._lock:
-                self._hold()
-                new = [value for value in sent_secrets if value not in self._secrets]
-                earlier = list(self.written) if new else []
-                for value, name in secrets.items():
-                    if self._secrets.get(value) != name:
-                        self._secrets[value] = name
-                        self._secret_log.append((value, name))
-                all_secrets = dict(self._secrets) if self._secrets else {}
-                version = len(self._secret_log)
-                key = self._pending.pop(ticket, None)
-                if key is None and scenario is not None:
-                    slug = slugify(scenario)
-                    key = (slug, self._generation.get(slug, 0))
-                if key is None:
-                    record = _OpenFile(operation_slug(operation))
-                else:
-                    found = self._open.get(key)
-                    if found is None:
-                        found = _OpenFile(self._slugs.get(key, key[0]))
-                        self._open[key] = found
-                    self._release(key)
-                    record = found
-            with record.lock:
-                entry = _Entry(ticket, exchange, during)
-                bisect.insort(record.entries, entry, key=lambda item: item.ticket)
-                first = record.path is None
-                try:
-                    given, temporary = temporary, None  # (`_put` closes or uses it)
-                    self._put(record, entry, all_secrets, version, given)
-                except BaseException:
-                    record.entries.remove(entry)
-                    raise
-                assert record.path is not None
-                if first:
-                    with self._lock:
-                        self.written.append(record.path)
-                        self._locks[record.path] = record.lock
-        finally:
-            if reserved:
-                if temporary is not None:
-                    discard_temporary(temporary)
+        with self._lock:
+            self._hold()
+            new = [value for value in sent_secrets if value not in self._secrets]
+            earlier = list(self.written) if new else []
+            for value, name in secrets.items():
+                if self._secrets.get(value) != name:
+                    self._secrets[value] = name
+                    self._secret_log.append((value, name))
+            all_secrets = dict(self._secrets) if self._secrets else {}
+            version = len(self._secret_log)
+            key = self._pending.pop(ticket, None)
+            if key is None and scenario is not None:
+                slug = slugify(scenario)
+                key = (slug, self._generation.get(slug, 0))
+            if key is None:
+                record = _OpenFile(operation_slug(operation))
+            else:
+                found = self._open.get(key)
+                if found is None:
+                    found = _OpenFile(self._slugs.get(key, key[0]))
+                    self._open[key] = found
+                self._release(key)
+                record = found
+        with record.lock:
+            entry = _Entry(ticket, exchange, during)
+            bisect.insort(record.entries, entry, key=lambda item: item.ticket)
+            first = record.path is None
+            try:
+                self._put(record, entry, all_secrets, version)
+            except BaseException:
+                record.entries.remove(entry)
+                raise
+            assert record.path is not None
+            if first:
                 with self._lock:
-                    self._reserved -= 1
+                    self.written.append(record.path)
+                    self._locks[record.path] = record.lock
         if new and self._scrub is not None:
             self._rescrub(earlier, {value: sent_secrets[value] for value in new}, record.path)
         return record.path
@@ -480,7 +381,6 @@ class TranscriptStore:
         entry: _Entry,
         secrets: Mapping[str, str],
         version: int,
-        temporary: tuple[str, int] | None,
     ) -> None:
         """Write `record`'s new last entry or changed entries (its lock held): appended when
         the new entry is the last and the text on disk stays as a rewrite would write it."""
@@ -505,8 +405,6 @@ class TranscriptStore:
             except FileNotFoundError:
                 pass  # deleted: made again whole, below
             else:
-                if temporary is not None:
-                    discard_temporary(temporary)
                 record.written, record.secrets = count, version
                 return
         text = record.text()
@@ -515,7 +413,7 @@ class TranscriptStore:
             if scrubbed != text:
                 loads(scrubbed, source=record.path)  # the file must still parse
                 text = scrubbed
-        self._write_whole(record, text, temporary)
+        self._write_whole(record, text)
         record.written, record.secrets = count, version
 
     def _unchanged(self, record: _OpenFile) -> bool:
@@ -529,31 +427,29 @@ class TranscriptStore:
         text = record.written_text()
         return self._scrub(text, learned) == text
 
-    def _write_whole(self, record: _OpenFile, text: str, temporary: tuple[str, int] | None) -> None:
+    def _write_whole(self, record: _OpenFile, text: str) -> None:
         """Write the whole file: over the file when it is there (atomically), else as a new
         file whose name is claimed on disk (a number found taken is passed over)."""
         path = record.path
         if path is not None and os.path.lexists(path):
             try:
-                write_text_atomic(path, text, fsync=self._fsync, temporary=temporary)
+                write_text_atomic(path, text, fsync=self._fsync)
                 return
             except FileNotFoundError:
                 if os.path.isdir(self.out):
-                    raise
-                temporary = None  # the folder is gone: made again below
+                    raise  # (else the folder is gone: made again below)
         taken = 0
         for attempt in range(_MAX_CLAIMS):
             candidate = path or self._allocate(record.slug, rescan=taken >= _RESCAN_AFTER)
             try:
-                create_exclusive(candidate, text, fsync=self._fsync, temporary=temporary)
+                create_exclusive(candidate, text, fsync=self._fsync)
             except FileExistsError:
-                path, temporary = None, None
+                path = None
                 taken = 0 if taken >= _RESCAN_AFTER else taken + 1
                 continue
             except FileNotFoundError:
                 if attempt >= 3:
                     raise
-                temporary = None
                 path = candidate
                 self.out.mkdir(parents=True, exist_ok=True)  # removed while recording
                 continue
@@ -564,7 +460,7 @@ class TranscriptStore:
                 # out, never given twice.)
                 with contextlib.suppress(OSError):
                     os.unlink(candidate)
-                path, temporary = None, None
+                path = None
                 taken += 1
                 continue
             if record.path is not None and candidate != record.path:

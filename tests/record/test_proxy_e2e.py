@@ -374,7 +374,7 @@ def test_cli_prints_where_it_listens_and_stops_cleanly_on_ctrl_c(tmp_path: Path)
         assert process.returncode == 0, err
         assert "3 exchanges recorded in 3 files" in out
         files = sorted((tmp_path / "out").iterdir())
-        # the three transcripts, and none of the temporary files opened ahead is left
+        # the three transcripts, and no temporary file or folder is left
         assert [f.suffix for f in files] == [".http"] * 3
 
 

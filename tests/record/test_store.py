@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ from recorder import Headers, Request, Transcript, dumps, load
 from recorder.checking import find_transcripts
 from recorder.record.store import (
     CONVERSATION,
-    MAX_RESERVED,
     TranscriptStore,
     during_tagged,
     exchange_title,
@@ -337,71 +335,49 @@ def _entries(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
 
 
-def _reserve(store: TranscriptStore) -> tuple[str, int]:
-    """A file from `reserve`, once the background thread has made some (at most 5 s)."""
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        temporary = store.reserve()
-        if temporary is not None:
-            return temporary
-        time.sleep(0.01)
-    raise AssertionError("no temporary file was made ahead")
+def test_a_new_transcript_is_made_in_the_hidden_temporary_folder_then_linked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[str] = []
+    real_link = os.link
 
+    def watching_link(src: str, dst: str) -> None:
+        made.append(src)
+        real_link(src, dst)
 
-def test_a_reserved_temporary_file_becomes_the_transcript(tmp_path: Path) -> None:
+    monkeypatch.setattr(os, "link", watching_link)
     store = TranscriptStore(tmp_path)
-    temporary = _reserve(store)
-    tmp, fd = temporary
+    path = store.write(store.begin("s"), make_exchange(), scenario="s", operation="x")
     # in the process's hidden temporary folder, not among the transcripts
-    assert Path(tmp).parent.parent == tmp_path / ".recorder-tmp"
-    inode = os.fstat(fd).st_ino
-    path = store.write(
-        store.begin(), make_exchange(), scenario="s", operation="x", temporary=temporary
-    )
-    assert not os.path.exists(tmp)
-    assert os.stat(path).st_ino == inode  # that very file, renamed: not a new one
+    assert [Path(tmp).parent.parent for tmp in made] == [tmp_path / ".recorder-tmp"]
+    assert not os.path.exists(made[0])
     assert os.stat(path).st_mode & 0o777 == 0o666 & ~_umask()
     assert len(load(path)) == 1
-    # a scenario file written again keeps the mode it was given
-    os.chmod(path, 0o640)
-    store.write(
-        store.begin(), make_exchange(), scenario="s", operation="x", temporary=_reserve(store)
-    )
-    assert (os.stat(path).st_mode & 0o777, len(load(path))) == (0o640, 2)
-    assert store._reserved == 0
-    store.close()  # the files made ahead and not used are removed
+    store.close()
     assert _entries(tmp_path) == ["01-s.http"]
 
 
-def test_reserved_files_are_removed_when_released_or_when_the_write_fails(
-    tmp_path: Path,
-) -> None:
+def test_a_rewritten_transcript_keeps_its_mode(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    first, second = store.begin("s"), store.begin("s")
+    path = store.write(second, make_exchange(title="second"), scenario="s", operation="x")
+    os.chmod(path, 0o640)
+    # an exchange that lands before one already written: the file is rewritten whole
+    store.write(first, make_exchange(title="first"), scenario="s", operation="x")
+    assert os.stat(path).st_mode & 0o777 == 0o640
+    assert [e.title for e in load(path)] == ["first", "second"]
+    store.close()
+    assert _entries(tmp_path) == ["01-s.http"]
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path) -> None:
     out = tmp_path / "out"
     store = TranscriptStore(out)
     store.prepare()
-    released = _reserve(store)
-    store.release(released)
-    assert not os.path.exists(released[0])
-    failing = _reserve(store)
     with pytest.raises(ValueError):  # a scenario name that cannot be a file name
-        store.write(store.begin(), make_exchange(), scenario="..", operation="x", temporary=failing)
-    assert not os.path.exists(failing[0])
-    assert store._reserved == 0
+        store.write(store.begin(), make_exchange(), scenario="..", operation="x")
     store.close()
     assert _entries(out) == []
-
-
-def test_at_most_max_reserved_temporary_files_are_out_at_once(tmp_path: Path) -> None:
-    store = TranscriptStore(tmp_path)
-    taken = [_reserve(store) for _ in range(MAX_RESERVED)]
-    assert store.reserve() is None  # the write then makes its own
-    path = store.write(store.begin(), make_exchange(), scenario=None, operation="GetTask")
-    assert path.exists()
-    for temporary in taken:
-        store.release(temporary)
-    store.release(_reserve(store))  # there are some again
-    store.close()
-    assert _entries(tmp_path) == [path.name]
 
 
 def _umask() -> int:

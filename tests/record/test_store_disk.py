@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -55,7 +54,6 @@ def test_two_stores_on_one_folder_overwrite_nothing(tmp_path: Path) -> None:
                     make_exchange(title=title),
                     scenario=scenario,
                     operation="GetTask",
-                    temporary=store.reserve(),
                 )
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
@@ -105,7 +103,6 @@ def test_removing_files_temporaries_and_the_folder_while_recording_loses_nothing
                     make_exchange(title=title),
                     scenario=scenario,
                     operation="GetTask",
-                    temporary=store.reserve(),
                 )
     store.close()
     # a file deleted is made again whole; the files deleted with the folder are lost with
@@ -147,19 +144,15 @@ def test_a_deleted_transcript_does_not_stop_the_scrub_of_the_others(tmp_path: Pa
 def test_temporary_files_are_not_among_the_transcripts(tmp_path: Path) -> None:
     store = TranscriptStore(tmp_path)
     store.prepare()
-    deadline = time.monotonic() + 5
-    held = store.reserve()
-    while held is None and time.monotonic() < deadline:  # the pool fills in the background
-        time.sleep(0.01)
-        held = store.reserve()
-    assert held is not None
-    store.write(store.begin(), make_exchange(), scenario=None, operation="GetTask")
-    time.sleep(0.1)  # the pool makes more
-    assert Path(held[0]).parent.parent == tmp_path / TMP
-    assert _visible(tmp_path) == ["01-get-task.http"]  # nothing else a user sees
-    store.release(held)
+    first, second = store.begin("s"), store.begin("s")
+    store.write(second, make_exchange(), scenario="s", operation="GetTask")
+    store.write(first, make_exchange(), scenario="s", operation="GetTask")  # a rewrite
+    assert _visible(tmp_path) == ["01-s.http"]  # nothing else a user sees
+    # the store keeps its hidden temporary folder (its lock held) between writes
+    (mine,) = (tmp_path / TMP).iterdir()
+    assert os.listdir(mine) == ["lock"]
     store.close()
-    assert os.listdir(tmp_path) == ["01-get-task.http"]
+    assert os.listdir(tmp_path) == ["01-s.http"]
 
 
 _KILLED_MID_WRITE = """
@@ -192,13 +185,21 @@ def test_temporaries_of_a_killed_writer_are_removed_by_the_next(tmp_path: Path) 
     assert os.listdir(tmp_path) == ["01-a.http"]
 
 
+_WRITING_SLOWLY = """
+import os, sys, time
+from pathlib import Path
+from recorder.httpfile import write_text_atomic
+def slow(src, dst):
+    print(src, flush=True)  # a writer between its temporary file and its rename
+    time.sleep(30)
+os.replace = slow
+write_text_atomic(Path(sys.argv[1]) / "01-a.http", "# recorder-format: 1\\n")
+"""
+
+
 def test_a_running_writers_temporaries_are_left_alone(tmp_path: Path) -> None:
-    code = (
-        "import sys, time; from pathlib import Path; from recorder.atomic import open_temporary;"
-        "t = open_temporary(Path(sys.argv[1])); print(t[0], flush=True); time.sleep(30)"
-    )
     with subprocess.Popen(
-        [sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", _WRITING_SLOWLY, str(tmp_path)], stdout=subprocess.PIPE, text=True
     ) as other:
         try:
             assert other.stdout is not None

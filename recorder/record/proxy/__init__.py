@@ -30,13 +30,13 @@ scenario's, else by id lineage, `recorder.record.lineage`) and its place there, 
 forwarder forwards it and answers (or the relay streams the reply).
 
 Failures are never silent: upstream refused / reset: 502, timed out: 504 (forwarding); a
-transcript that cannot be written changes nothing the client gets: it is logged as an error,
-counted (`GET /_recorder/status`; `recorder record` prints the count and exits 1 at
-shutdown) (recording); a stream cut by the client, the upstream or shutdown is recorded
-truncated (relay); anything else the proxy fails at is a 500 naming it (here), or, once the
-reply has started, a connection closed without the final chunk. At shutdown (`aclose`) the
-pending recordings are written, for at most `drain_timeout` seconds; those still pending then
-are counted as not recorded.
+transcript that cannot be written (by the writer thread, after the client has its reply)
+changes nothing the client gets: it is logged as an error, counted (`GET /_recorder/status`;
+`recorder record` prints the count and exits 1 at shutdown) (recording); a stream cut by the
+client, the upstream or shutdown is recorded truncated (relay); anything else the proxy fails
+at is a 500 naming it (here), or, once the reply has started, a connection closed without the
+final chunk. At shutdown (`aclose`) the pending recordings are written, for at most
+`drain_timeout` seconds; those still pending then are counted as not recorded.
 """
 
 from __future__ import annotations

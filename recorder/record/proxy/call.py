@@ -57,8 +57,6 @@ class Call:
     written: bool = False  # the exchange is in its transcript
     queued: bool = False  # handed to the recording writer (`Recording.submit` / `write`)
     finished: bool = False  # the proxy is done with it
-    # a temporary file made for the write while the upstream answers (`TranscriptStore.reserve`)
-    temporary: tuple[str, int] | None = None
     sent_secrets: dict[str, str] = field(default_factory=dict)  # those in the request
 
     @property

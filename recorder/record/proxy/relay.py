@@ -5,21 +5,21 @@ as it arrives (never buffered; chunked to the client even when the upstream gave
 that a reply cut short never looks complete) while a copy is kept for the record (an event
 stream's frames through `SseDecoder`).
 
-A stream ends in one of four ways, and is recorded in each:
-- the upstream finishes it: recorded, then the final chunk sent;
+Each data frame's generated values are learned (`Recording.learn_frame`, id lineage) and
+counted (`@during` tags) before the client gets it. A stream ends in one of four ways, and is
+recorded in each:
+- the upstream finishes it: the exchange handed to the recording, then the final chunk sent;
 - the client goes away: the upstream is still read for a bounded grace time (`grace`,
   `recorder record --stream-grace`, 2 s), so that a stream about to end (an SDK client closes
   it as soon as it has the final event) is recorded whole; one that has not ended by then is
   closed and recorded with `truncated=True`. Nothing more goes to the client meanwhile;
-- frames arrive: each data frame's generated values are learned (`Recording.learn_frame`,
-  id lineage) and counted (`@during` tags) before the client gets it;
 - the upstream breaks it off: recorded with `truncated=True`, logged as an error, and the
   client's connection closed without the final chunk;
 - shutdown (`serve` ends open streams as soon as Ctrl-C comes, `StreamRelay.stop_all`): recorded
   with `truncated=True` and the client's connection closed without the final chunk.
-A transcript that cannot be written (headers already sent) is logged as an error and the
-connection closed without the final chunk, so the client sees an incomplete reply rather
-than a complete one.
+The recording is queued, never waited for: the exchange goes to the writer thread
+(`Recording.write`), which records it in request order after the client has its reply. A
+transcript that cannot be written is logged and counted there; it never cuts the stream.
 
 Memory: the copy of a body that is no event stream is kept in a `BodySpool`: in memory up to
 `SPOOL_AT` bytes, then in an anonymous temporary file (removed when closed, never seen in a
@@ -36,7 +36,7 @@ from typing import Any
 
 from recorder.model import is_event_stream
 from recorder.record.proxy.call import Call, Receive, Send, describe_http_error
-from recorder.record.proxy.recording import Recording, WriteFailed
+from recorder.record.proxy.recording import Recording
 from recorder.record.upstream import UpstreamReply, settle
 from recorder.sse import SseDecoder
 
@@ -267,13 +267,7 @@ class StreamRelay:
                 call.shown,
                 describe_http_error(upstream_error),
             )
-        try:
-            recording.write(call, exchange)
-        except WriteFailed as exc:
-            raise RuntimeError(
-                f"recorder could not write the transcript of {call.shown}: {exc}; "
-                "closing the client connection without finishing the reply"
-            ) from None
+        recording.write(call, exchange)
         if upstream_error is not None:
             raise RuntimeError(
                 f"the upstream {self.upstream_url} broke off the reply: "

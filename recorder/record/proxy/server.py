@@ -202,10 +202,13 @@ def serve(
     stack: tuple[Literal["httptools", "h11"], Literal["uvloop", "asyncio"]] | None = None,
     keep_alive: float = KEEP_ALIVE,
 ) -> None:
-    """Run the proxy under uvicorn until Ctrl-C (SIGINT) or SIGTERM; every finished exchange
-    is on disk when it returns (writes happen before each reply completes). `stack` (http,
-    loop) overrides `fast_server_options()`. `keep_alive`: seconds a client connection may
-    stay idle (`guarded_protocol`; request heads and bodies get `proxy.client_timeout`)."""
+    """Run the proxy under uvicorn until Ctrl-C (SIGINT) or SIGTERM. Replies go out first and
+    the writer thread records them after (`recorder.record.proxy.recording`); at shutdown
+    (`RecordingProxy.aclose`) it is given `proxy.drain_timeout` seconds to write what is
+    pending, so every finished exchange is on disk when this returns, or counted in
+    `proxy.not_recorded`. `stack` (http, loop) overrides `fast_server_options()`.
+    `keep_alive`: seconds a client connection may stay idle (`guarded_protocol`; request
+    heads and bodies get `proxy.client_timeout`)."""
     import uvicorn
 
     proxy.store.prepare()
