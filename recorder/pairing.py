@@ -33,6 +33,7 @@ import functools
 import itertools
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
 
@@ -45,6 +46,10 @@ __all__ = ["JSON_STRING", "AliasMap", "PairingRules", "string_value"]
 JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 """A JSON string literal, escapes included."""
 _NOT_SCANNED = frozenset({"host", "content-length"})
+# `shape_matches`: texts this long are searched around their dashes only, in windows reaching
+# this far before a dash and after the last dash of a run (default shapes only)
+_WINDOWED = 4096
+_BEFORE, _AFTER = 64, 128
 
 # the default shapes (uuid, RFC 3339 time): every match holds a "-" and no '"'
 _DEFAULT_SHAPES: dict[str, str] = {
@@ -211,9 +216,39 @@ class PairingRules:
             dashed_parts = [part for part in parts if "-" in part] if self.dashed else parts
             if dashed_parts or body_text:
                 everything = body_text + "\n" + "\n".join(dashed_parts)
-                values.update([match.group() for match in self.shapes.finditer(everything)])
+                values.update([match.group() for match in self.shape_matches(everything)])
         values.discard("")
         return frozenset(values)
+
+    def shape_matches(self, text: str) -> Iterator[re.Match[str]]:
+        """The generated shapes in `text`, as `shapes.finditer` finds them, in order.
+
+        A long text with the default shapes, each of which holds a "-", is searched only
+        around its dashes: a regex tried at every position of a 1 MB text costs ~30 ms, a
+        look at the few places that can hold a match almost nothing. A window starts well
+        before a run of dashes (a uuid's first dash is 8 characters in) and ends well after
+        (its last part is 12 characters, a time's tail under 30); a match that ends at a
+        window's edge, where the lookahead could not see on, is not taken.
+        """
+        shapes = self.shapes
+        if shapes is None:
+            return
+        if not self.dashed or len(text) < _WINDOWED:
+            if not self.dashed or "-" in text:
+                yield from shapes.finditer(text)
+            return
+        size = len(text)
+        find = text.find
+        dash = find("-")
+        while dash != -1:
+            start, end = max(0, dash - _BEFORE), dash + _AFTER
+            dash = find("-", dash + 1)
+            while dash != -1 and dash - _BEFORE <= end:
+                end, dash = dash + _AFTER, find("-", dash + 1)
+            end = min(size, end)
+            for match in shapes.finditer(text, start, end):
+                if match.end() < end or end == size:
+                    yield match
 
     def generated_values(self, value: Any) -> list[tuple[str, str]]:
         """Rule 1 over a parsed JSON tree: every (string, kind) it calls generated, in document
@@ -244,7 +279,7 @@ class PairingRules:
                 if kind is not None:
                     found.setdefault((item, kind), None)
                 elif shapes is not None:
-                    for match in shapes.finditer(item):
+                    for match in self.shape_matches(item):
                         if match.lastgroup is not None:
                             found.setdefault((match.group(), match.lastgroup[2:]), None)
             elif isinstance(item, dict):

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from recorder.model import Request
 from recorder.pairing import AliasMap, PairingRules
 from recorder.rules import DEFAULT_RULES
@@ -138,3 +141,34 @@ def test_an_alias_map_pairs_one_to_one_and_numbers_by_first_sight() -> None:
     # rule 2: a live value the client sent is no generated value
     aliases.client.add("mine")
     assert aliases.pair("other-golden", "mine", "id") is not None
+
+
+_PIECES = st.sampled_from(
+    [
+        "-",
+        "--",
+        " ",
+        "a",
+        "0f",
+        "deadbeef",
+        "12345678-1234-4234-8234-123456789abc",
+        "x12345678-1234-4234-8234-123456789abc",
+        "2026-11-30T10:00:00.123456Z",
+        "12026-11-30T10:00:00Z",
+        "2026-11-30t10:00:00+01:00",
+        "lorem ipsum dolor sit amet ",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_PIECES, min_size=0, max_size=60), st.integers(min_value=0, max_value=6000))
+def test_a_long_text_is_searched_around_its_dashes_with_the_same_matches(
+    pieces: list[str], padding: int
+) -> None:
+    # long texts take the windowed search; it must find what a scan of every position finds
+    rules = PairingRules(DEFAULT_RULES)
+    assert rules.shapes is not None
+    text = "a" * padding + "".join(pieces) + "b" * (padding // 2) + "".join(reversed(pieces))
+    found = [(m.start(), m.group()) for m in rules.shape_matches(text)]
+    assert found == [(m.start(), m.group()) for m in rules.shapes.finditer(text)]
