@@ -1,0 +1,65 @@
+"""Whether the agent is still there: what lets a run go on, and end quickly, when the agent
+goes away mid-run (CI's commonest failure).
+
+An agent that cannot be reached before any reply came stops the run (`UpstreamError`: a
+wrong address). Once it has answered, losing it is a result: the exchange that lost its reply
+is an error, the rest of its file is not played, and each later file first makes one quick
+connection attempt (`probe`) instead of waiting for a timeout per exchange.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import httpx
+
+__all__ = ["AgentWatch"]
+
+PROBE_SECONDS = 1.0
+
+
+class AgentWatch:
+    """Shared by the files of one run (and their worker threads)."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self._lock = threading.Lock()
+        self._reached = False
+        self._down: str | None = None
+
+    @property
+    def reached(self) -> bool:
+        """The agent has answered at least once in this run."""
+        return self._reached
+
+    @property
+    def down(self) -> str | None:
+        """Why the agent is known down, or None."""
+        return self._down
+
+    def answered(self) -> None:
+        with self._lock:
+            self._reached = True
+            self._down = None
+
+    def lost(self, reason: str) -> None:
+        with self._lock:
+            self._down = reason
+
+    def probe(self, seconds: float = PROBE_SECONDS) -> str | None:
+        """When the agent is known down: one connection attempt of at most `seconds`; None
+        when it accepts (it is back), else why the agent is still down. None at once when the
+        agent is not known down."""
+        if self._down is None:
+            return None
+        url = httpx.URL(self.base_url)
+        port = url.port or (443 if url.scheme == "https" else 80)
+        try:
+            with socket.create_connection((url.host, port), timeout=seconds):
+                pass
+        except OSError:
+            return self._down
+        with self._lock:
+            self._down = None
+        return None
