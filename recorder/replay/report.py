@@ -89,7 +89,7 @@ def exchange_lines(result: ExchangeResult) -> tuple[str, list[str]]:
     if result.error is not None:
         lines.append(INDENT + printable(f"error: {result.error}"))
     lines.extend(INDENT + printable(f"note: {note}") for note in result.notes)
-    lines.extend(INDENT + printable(line) for line in result.details)
+    lines.extend((INDENT + printable(line)).rstrip() for line in result.details)
     return header, lines
 
 
