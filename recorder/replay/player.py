@@ -330,6 +330,8 @@ class FilePlayer:
 
     def _failed(self, index: int, error: UpstreamError, started: float) -> None:
         self._no_reply = index if self._no_reply is None else min(self._no_reply, index)
+        if self.watch is not None and isinstance(error, NoReplyError):
+            self.watch.contacted()  # reached, if not whole: losing it later is a result
         # the message names the request's target: a secret query parameter is in it
         message = scrub_text(str(error), self._secrets)
         self.results[index] = self._result(

@@ -24,6 +24,7 @@ class AgentWatch:
 
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
+        self._where = f"cannot reach the agent at {base_url}"
         self._lock = threading.Lock()
         self._reached = False
         self._down: str | None = None
@@ -43,6 +44,11 @@ class AgentWatch:
             self._reached = True
             self._down = None
 
+    def contacted(self) -> None:
+        """The agent was reached, though no whole reply came (it may be going away)."""
+        with self._lock:
+            self._reached = True
+
     def lost(self, reason: str) -> None:
         with self._lock:
             self._down = reason
@@ -58,8 +64,12 @@ class AgentWatch:
         try:
             with socket.create_connection((url.host, port), timeout=seconds):
                 pass
-        except OSError:
-            return self._down
+        except TimeoutError:
+            return f"{self._where}: it did not accept a connection within {seconds:g} s"
+        except ConnectionRefusedError:
+            return f"{self._where}: connection refused"
+        except OSError as exc:
+            return f"{self._where}: {(exc.strerror or str(exc)).lower()}"
         with self._lock:
             self._down = None
         return None

@@ -470,3 +470,27 @@ def test_plurals_in_the_report(exchanges: tuple[ExchangeResult, ...], line: str)
     assert summary_line(PlayResult((one_error,))) == (
         "1 transcript, 2 exchanges: 0 passed, 0 failed, 1 error, 1 not played"
     )
+
+
+def test_the_watch_probes_once_when_the_agent_is_known_down() -> None:
+    import socket
+
+    from helpers import closed_port
+
+    from recorder.replay.watch import AgentWatch
+
+    with closed_port() as port:
+        watch = AgentWatch(f"http://127.0.0.1:{port}")
+        assert watch.probe() is None  # not known down: no attempt
+        watch.lost("gone")
+        assert (
+            watch.probe()
+            == f"cannot reach the agent at http://127.0.0.1:{port}: connection refused"
+        )
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        back = AgentWatch(f"http://127.0.0.1:{listener.getsockname()[1]}")
+        back.lost("gone")
+        assert back.probe() is None  # it accepts again: no longer down
+        assert back.down is None
