@@ -494,3 +494,56 @@ def test_the_watch_probes_once_when_the_agent_is_known_down() -> None:
         back.lost("gone")
         assert back.probe() is None  # it accepts again: no longer down
         assert back.down is None
+
+
+def _play_on_a_pty(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """`recorder play ARGS` in a subprocess whose stdout is a pseudo-terminal (bounded)."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    command = [sys.executable, "-c", "from recorder.cli import main; main()", "play", *args]
+    process = subprocess.Popen(
+        command, stdout=slave, stderr=subprocess.PIPE, env={**os.environ, **env}
+    )
+    os.close(slave)
+    output = b""
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                output += chunk
+            elif process.poll() is not None:
+                break
+        code = process.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(master)
+        if process.stderr is not None:
+            process.stderr.close()
+    return code, output.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize(
+    ("env", "coloured"), [({}, True), ({"NO_COLOR": "1"}, False), ({"TERM": "dumb"}, False)]
+)
+def test_on_a_real_terminal_no_color_and_term_dumb_mean_no_escape_codes(
+    goldens: Path, kit: KitServer, env: dict[str, str], coloured: bool
+) -> None:
+    base = {"A2A_TOKEN": kit.token, "NO_COLOR": "", "TERM": "xterm"}
+    code, output = _play_on_a_pty(["transcripts", "--agent", kit.base_url], {**base, **env})
+    assert code == 0, output
+    assert ("\x1b" in output) is coloured
+    assert "6 transcripts, 10 exchanges: 10 passed, 0 failed" in output
