@@ -307,7 +307,7 @@ def _read_env_files(paths: tuple[str, ...]) -> list[dict[str, str]]:
     files = []
     for path in paths:
         try:
-            with open(path, encoding="utf-8") as file:
+            with open(path, encoding="utf-8-sig") as file:
                 text = file.read()
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

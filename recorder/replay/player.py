@@ -549,7 +549,7 @@ def play(
             update,
             listener,
             Origins(loaded, rules),
-            AgentWatch(base_url),
+            AgentWatch(base_url, probe_seconds=min(1.0, timeout)),
             verbose=verbose,
             exitfirst=exitfirst,
         )

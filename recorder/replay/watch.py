@@ -22,8 +22,9 @@ PROBE_SECONDS = 1.0
 class AgentWatch:
     """Shared by the files of one run (and their worker threads)."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, *, probe_seconds: float = PROBE_SECONDS) -> None:
         self.base_url = base_url
+        self.probe_seconds = probe_seconds
         self._where = f"cannot reach the agent at {base_url}"
         self._lock = threading.Lock()
         self._reached = False
@@ -53,12 +54,14 @@ class AgentWatch:
         with self._lock:
             self._down = reason
 
-    def probe(self, seconds: float = PROBE_SECONDS) -> str | None:
-        """When the agent is known down: one connection attempt of at most `seconds`; None
+    def probe(self, seconds: float | None = None) -> str | None:
+        """When the agent is known down: one connection attempt of at most `seconds` (by
+        default `probe_seconds`); None
         when it accepts (it is back), else why the agent is still down. None at once when the
         agent is not known down."""
         if self._down is None:
             return None
+        seconds = self.probe_seconds if seconds is None else seconds
         url = httpx.URL(self.base_url)
         port = url.port or (443 if url.scheme == "https" else 80)
         try:
