@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import click
 
 from recorder.errors import RecorderError
+from recorder.replay.envfile import EnvFileError, merge_variables, parse_env_file, parse_var
 from recorder.replay.plan import TranscriptErrors, parse_shard
 from recorder.replay.player import AgentHandle
 from recorder.replay.player import play as play_transcripts
@@ -21,6 +22,7 @@ from recorder.replay.report import (
     write_junit_error,
     write_junit_xml,
 )
+from recorder.replay.report_json import write_json_error, write_json_report
 from recorder.replay.results import PlayResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url
 from recorder.replay.variables import MissingVariableError
@@ -77,6 +79,29 @@ def _report_path(ctx: click.Context, param: click.Parameter, value: str | None) 
     if value.endswith(".http") or (os.path.exists(value) and _is_transcript(value)):
         raise click.BadParameter(f"{value} is a transcript: the report would overwrite it")
     return value
+
+
+def _vars(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> dict[str, str]:
+    variables: dict[str, str] = {}
+    for text in value:
+        try:
+            name, var = parse_var(text)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+        variables[name] = var
+    return variables
+
+
+def _color(no_color: bool, color: str) -> bool | None:
+    """True, False, or None (colour on a terminal): --no-color and --color never are False;
+    in auto mode, so are a non-empty NO_COLOR (no-color.org) and TERM=dumb."""
+    if no_color or color == "never":
+        return False
+    if color == "always":
+        return True
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return None
 
 
 def _is_transcript(path: str) -> bool:
@@ -143,6 +168,53 @@ def _is_transcript(path: str) -> bool:
     show_default=True,
     help="Seconds allowed for each reply (a whole event stream included).",
 )
+@click.option(
+    "--report-json",
+    "json_path",
+    metavar="FILE",
+    callback=_report_path,
+    help="Also write a JSON report: one record per exchange (file, exchange, title, verdict, "
+    "mismatches, duration) and a summary.",
+)
+@click.option(
+    "--var",
+    "variables",
+    metavar="NAME=VALUE",
+    multiple=True,
+    callback=_vars,
+    help="A value for {{NAME}} placeholders (repeatable); over --env-file and the environment.",
+)
+@click.option(
+    "--env-file",
+    "env_files",
+    metavar="FILE",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="A dotenv file of NAME=VALUE lines for placeholders (repeatable, later files win); "
+    "over the environment.",
+)
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the report: auto is on a terminal, unless NO_COLOR is set or TERM=dumb.",
+)
+@click.option("--no-color", is_flag=True, help="Same as --color never.")
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="On a mismatch, show the recorded and the live reply whole, normalized (generated "
+    "values as aliases); -vv also the request as sent.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print the failures and the summary only.")
+@click.option(
+    "-x",
+    "--exitfirst",
+    is_flag=True,
+    help="Stop after the first file with a failure or error (the rest are not played).",
+)
 def play(
     paths: tuple[str, ...],
     agent: str | None,
@@ -153,18 +225,31 @@ def play(
     jobs: int,
     shard: tuple[int, int] | None,
     timeout: float,
+    json_path: str | None,
+    variables: dict[str, str],
+    env_files: tuple[str, ...],
+    color: str,
+    no_color: bool,
+    verbose: int,
+    quiet: bool,
+    exitfirst: bool,
 ) -> None:
     """Replay the .http transcripts in PATHS (files, or folders searched for *.http).
 
     Requests are sent in order, with generated values (task ids …) carried forward and
-    {{NAME}} placeholders filled from the environment (an unset secret gets a made-up stand-in,
+    {{NAME}} placeholders filled from --var, --env-file and the environment, in that order of
+    precedence (an unset secret gets a made-up stand-in,
     except in a credential header such as Authorization: the exchanges that send one fail,
     naming the variable, and the others play); each reply is compared with the recorded one.
+    An agent that goes away mid-run fails the exchange that lost its reply; the rest of its
+    file is not played, each later file fails fast, and the summary and reports are complete.
     Exit status: 0 all match, 1 mismatches, 2 usage, parse or connection errors, or an exchange
     without a reply or with an unset credential variable.
     """
-    report = TerminalReport(sys.stdout, update=update)
+    report = TerminalReport(sys.stdout, color=_color(no_color, color), update=update, quiet=quiet)
+    reports = (junit_path, json_path)
     try:
+        environ = merge_variables(os.environ, _read_env_files(env_files), variables)
         rules = load_rules(rules_path)
         with _quiet_embedded_kit(agent is None):
             result = play_transcripts(
@@ -178,57 +263,81 @@ def play(
                 timeout=timeout,
                 listener=report,
                 start_agent=_start_embedded_kit,
+                environ=environ,
+                verbose=verbose,
+                exitfirst=exitfirst,
             )
     except TranscriptErrors as exc:
         for error in exc.errors:
-            click.echo(str(error), err=True)
-        _write_junit_error(junit_path, str(exc))
+            click.echo(f"{PREFIX}{error}", err=True)
+        _write_error_reports(reports, str(exc))
         raise SystemExit(2) from None
-    except MissingVariableError as exc:
-        click.echo(str(exc), err=True)
-        _write_junit_error(junit_path, str(exc))
-        raise SystemExit(2) from None
-    except RecorderError as exc:
-        click.echo(f"recorder: {exc}", err=True)
-        _write_junit_error(junit_path, str(exc))
+    except (MissingVariableError, RecorderError) as exc:
+        click.echo(f"{PREFIX}{exc}", err=True)
+        _write_error_reports(reports, str(exc))
         raise SystemExit(2) from None
     except KeyboardInterrupt:
-        click.echo("\nrecorder: interrupted", err=True)
-        _write_junit_error(junit_path, "interrupted")
+        click.echo(f"\n{PREFIX}interrupted", err=True)
+        _write_error_reports(reports, "interrupted")
         raise SystemExit(130) from None
     if not result.transcripts:
         if shard is not None and result.selected_files:
             # another shard has them: nothing wrong with this machine's share
             click.echo(
-                f"recorder: shard {shard[0]}/{shard[1]} has nothing to play"
+                f"{PREFIX}shard {shard[0]}/{shard[1]} has nothing to play"
                 f" ({plural(result.selected_files, 'file')} to play in all shards)",
                 err=True,
             )
-            _write_junit(junit_path, result)
+            _write_reports(junit_path, json_path, result, report)
             raise SystemExit(0)
-        click.echo("recorder: no exchange to play (no transcript, or -k matched nothing)", err=True)
-        _write_junit_error(junit_path, "no exchange to play (no transcript, or -k matched nothing)")
+        nothing = "no exchange to play (no transcript, or -k matched nothing)"
+        click.echo(f"{PREFIX}{nothing}", err=True)
+        _write_error_reports(reports, nothing)
         raise SystemExit(2)
     report.summary(result)
-    _write_junit(junit_path, result)
+    _write_reports(junit_path, json_path, result, report)
     sys.stdout.flush()
     raise SystemExit(exit_status(result))
 
 
-def _write_junit(path: str | None, result: PlayResult) -> None:
-    if path is None:
-        return
-    try:
-        write_junit_xml(result, path)
-    except OSError as exc:
-        click.echo(f"recorder: cannot write {path}: {exc.strerror or exc}", err=True)
-        raise SystemExit(2) from None
+PREFIX = "recorder play: "
 
 
-def _write_junit_error(path: str | None, message: str) -> None:
-    """A run that stopped before any verdict still leaves a report saying why (not the last
-    run's file, which would show passes)."""
-    if path is None:
-        return
+def _read_env_files(paths: tuple[str, ...]) -> list[dict[str, str]]:
+    files = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8-sig") as file:
+                text = file.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise EnvFileError(f"cannot read the env file {path}: {reason}") from None
+        files.append(parse_env_file(text, path))
+    return files
+
+
+def _write_reports(
+    junit_path: str | None, json_path: str | None, result: PlayResult, report: TerminalReport
+) -> None:
+    for junit, path in ((True, junit_path), (False, json_path)):
+        if path is None:
+            continue
+        try:
+            if junit:
+                write_junit_xml(result, path)
+            else:
+                write_json_report(result, path, report.items)
+        except OSError as exc:
+            click.echo(f"{PREFIX}cannot write {path}: {exc.strerror or exc}", err=True)
+            raise SystemExit(2) from None
+
+
+def _write_error_reports(paths: tuple[str | None, str | None], message: str) -> None:
+    """A run that stopped before any verdict still leaves reports saying why (not the last
+    run's files, which would show passes)."""
+    junit_path, json_path = paths
     with contextlib.suppress(OSError):
-        write_junit_error(message, path)
+        if junit_path is not None:
+            write_junit_error(message, junit_path)
+        if json_path is not None:
+            write_json_error(message, json_path)

@@ -44,7 +44,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from recorder.errors import NoReplyError
+from recorder.errors import NoReplyError, UpstreamError
 from recorder.model import Exchange, Request, Transcript
 from recorder.redact import scrub_text
 from recorder.replay.during import BackgroundExchange, during_tags
@@ -67,6 +67,8 @@ from recorder.replay.variables import (
     transcript_placeholders,
     unset_variable,
 )
+from recorder.replay.verbose import verbose_lines
+from recorder.replay.watch import AgentWatch
 from recorder.rules import DEFAULT_RULES, Rules
 
 __all__ = ["AgentHandle", "FilePlayer", "play"]
@@ -105,6 +107,11 @@ class FilePlayer:
     origins: Origins | None = None
     """Where recorded generated values come from, over the run's files (built on first use);
     None: this file's own (`recorder.replay.origins`)."""
+    watch: AgentWatch | None = None
+    """The run's view of the agent (`recorder.replay.watch`): with it, an agent lost after it
+    answered is this exchange's error, not an exception; None: `UpstreamError` is raised."""
+    verbose: int = 0
+    """1: a mismatch's result holds both replies, normalized; 2: the request as sent too."""
     state: ReplayState = field(init=False)
     results: dict[int, ExchangeResult] = field(init=False, default_factory=dict)
 
@@ -144,6 +151,7 @@ class FilePlayer:
         # exchange -> the exchange that generated an unpaired recorded value it sent
         self._unpaired: dict[int, tuple[str | None, int]] = {}
         self._no_reply: int | None = None  # the first exchange that got no whole reply
+        self._sent: dict[int, Request] = {}  # -vv: the requests as sent
         self._next = 0
         self._open: dict[int, BackgroundExchange] = {}
         # exchange -> (the exchange it is sent during, frames); the exchanges read meanwhile
@@ -188,6 +196,12 @@ class FilePlayer:
             # not sent; the rest of the file plays (it may mismatch where it needed this reply)
             self.results[index] = self._result(index, error=str(unset))
             return
+        if self.watch is not None and self.watch.down is not None:
+            down = self.watch.probe()
+            if down is not None:
+                # known down, and one quick attempt failed: no timeout waited for
+                self._failed(index, UpstreamError(down), time.perf_counter())
+                return
         if tag is not None:
             self._catch_up(*tag)
         started = time.perf_counter()
@@ -213,6 +227,8 @@ class FilePlayer:
                 )
 
             self._open[index] = BackgroundExchange(start, self.timeout)
+            if self.verbose > 1:
+                self._sent[index] = request
             return
         try:
             live = send_raw(
@@ -221,7 +237,20 @@ class FilePlayer:
         except NoReplyError as exc:
             self._failed(index, exc, started)
             return
+        except UpstreamError as exc:
+            self._lost(index, exc, started)
+            return
+        if self.verbose > 1:
+            self._sent[index] = request
         self._record(index, live, started)
+
+    def _lost(self, index: int, error: UpstreamError, started: float) -> None:
+        """The agent could not be reached: an exception before it ever answered (a wrong
+        address stops the run), this exchange's error once it had (it went away)."""
+        if self.watch is None or not self.watch.reached:
+            raise error
+        self.watch.lost(str(error))
+        self._failed(index, error, started)
 
     def _catch_up(self, during: int, frames: int) -> None:
         """Before an exchange tagged `@during exchange {during+1} frame {frames}`: wait until
@@ -247,6 +276,9 @@ class FilePlayer:
             live = background.result()
         except NoReplyError as exc:
             self._failed(index, exc, background.started)
+            return
+        except UpstreamError as exc:
+            self._lost(index, exc, background.started)
             return
         self._record(index, live, background.started)
 
@@ -279,6 +311,12 @@ class FilePlayer:
     def _record(self, index: int, live: LiveReply, started: float) -> None:
         golden = self._expected(index)
         mismatches = tuple(self.state.compare(golden, live))
+        if self.watch is not None:
+            self.watch.answered()
+        details: tuple[str, ...] = ()
+        if mismatches and self.verbose:
+            sent = self._sent.get(index) if self.verbose > 1 else None
+            details = verbose_lines(self.state, golden, live, self._secrets, sent=sent)
         if self._secrets and mismatches:
             # a report must not print a secret (nor write it into a JUnit file)
             mismatches = tuple(scrub_mismatch(m, self._secrets) for m in mismatches)
@@ -287,11 +325,13 @@ class FilePlayer:
             # a GetTask names) is put back in this reply too
             self._to_bless[index] = live
         self.results[index] = self._result(
-            index, mismatches=mismatches, seconds=time.perf_counter() - started
+            index, mismatches=mismatches, seconds=time.perf_counter() - started, details=details
         )
 
-    def _failed(self, index: int, error: NoReplyError, started: float) -> None:
+    def _failed(self, index: int, error: UpstreamError, started: float) -> None:
         self._no_reply = index if self._no_reply is None else min(self._no_reply, index)
+        if self.watch is not None and isinstance(error, NoReplyError):
+            self.watch.contacted()  # reached, if not whole: losing it later is a result
         # the message names the request's target: a secret query parameter is in it
         message = scrub_text(str(error), self._secrets)
         self.results[index] = self._result(
@@ -348,9 +388,48 @@ class _Settings:
     update: bool
     listener: Listener | None
     origins: Origins
+    watch: AgentWatch
+    verbose: int = 0
+    exitfirst: bool = False
+    halt: threading.Event = field(default_factory=threading.Event)
+    """-x: set once a file failed; the files not yet started are not played."""
+
+
+HALTED = "not played: the run stopped at the first failing file (-x)"
 
 
 def _play_item(
+    settings: _Settings, item: PlanItem, transport: httpx.BaseTransport, stop: threading.Event
+) -> TranscriptResult:
+    if settings.halt.is_set():
+        exchanges = item.transcript.exchanges
+        return TranscriptResult(
+            item.path,
+            tuple(
+                ExchangeResult(
+                    index + 1,
+                    exchanges[index].title,
+                    exchanges[index].line,
+                    error=HALTED,
+                    played=False,
+                )
+                for index in sorted(item.selected)
+            ),
+        )
+    result = _play_file(settings, item, transport, stop)
+    if settings.exitfirst and _stops_exitfirst(result, update=settings.update):
+        settings.halt.set()
+    return result
+
+
+def _stops_exitfirst(result: TranscriptResult, *, update: bool) -> bool:
+    """A file that makes the run fail: an error, or a mismatch (--update: a file left)."""
+    if any(e.error is not None for e in result.exchanges):
+        return True
+    return bool(result.not_updated) if update else not result.passed
+
+
+def _play_file(
     settings: _Settings, item: PlanItem, transport: httpx.BaseTransport, stop: threading.Event
 ) -> TranscriptResult:
     player = FilePlayer(
@@ -364,6 +443,8 @@ def _play_item(
         update=settings.update,
         live_base=settings.live_base,
         origins=settings.origins,
+        watch=settings.watch,
+        verbose=settings.verbose,
     )
     reported: list[ExchangeResult] = []
     for index in range(item.play_count):
@@ -422,14 +503,21 @@ def play(
     environ: Mapping[str, str] | None = None,
     listener: Listener | None = None,
     start_agent: Callable[[], AgentHandle] | None = None,
+    verbose: int = 0,
+    exitfirst: bool = False,
 ) -> PlayResult:
     """Replay the transcripts under `paths` against `agent`, or against the agent that
     `start_agent` starts (only when there is something to play; stopped at the end). A
     started agent's token fills `{{A2A_TOKEN}}` unless `environ` sets it.
 
-    Raises `TranscriptErrors`, `UpstreamError`, or ValueError for a bad agent URL or when
-    neither `agent` nor `start_agent` is given; mismatches, and the exchanges that need a
-    variable that is not set, are in the result.
+    `verbose` (1, 2) keeps both replies of a mismatch, normalized (and the request as sent) in
+    its result; `exitfirst` plays no file after the first that fails (their exchanges are
+    "not played"). An agent that goes away after it answered is a result too (the exchange
+    that lost it is an error, each later file fails fast: `recorder.replay.watch`).
+
+    Raises `TranscriptErrors`, `UpstreamError` (the agent never answered), or ValueError for
+    a bad agent URL or when neither `agent` nor `start_agent` is given; mismatches, and the
+    exchanges that need a variable that is not set, are in the result.
     """
     loaded = load_transcripts(paths)
     items = plan(loaded, pattern=pattern, shard=shard)
@@ -453,7 +541,17 @@ def play(
         if listener is not None:
             listener.started(items)
         settings = _Settings(
-            base_url, live_base, rules, variables, timeout, update, listener, Origins(loaded, rules)
+            base_url,
+            live_base,
+            rules,
+            variables,
+            timeout,
+            update,
+            listener,
+            Origins(loaded, rules),
+            AgentWatch(base_url, probe_seconds=min(1.0, timeout)),
+            verbose=verbose,
+            exitfirst=exitfirst,
         )
         results = run_files(
             items,

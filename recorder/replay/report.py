@@ -10,8 +10,10 @@ The terminal report (the look is in DESIGN.md, "What a user sees"):
 One line per transcript, then one indented line per mismatch; a further failing exchange of
 the same file gets its own header line under the first. When every mismatch of an exchange is
 in one SSE frame, the frame is named in the header, else on each line. Colour only on a
-terminal; on a terminal a progress line (`[12/40] transcripts/05-cancel.http`) shows while a
-long run goes on, erased before each report line.
+terminal (or as `--color` says); on a terminal a progress line
+(`[12/40] transcripts/05-cancel.http`) shows while a long run goes on, erased before each
+report line (with spaces: no escape codes).
+`quiet` (`-q`) leaves out the files that passed, and the progress line.
 
 The formatting functions are pure (values in, lines out); `TerminalReport` does the writing.
 """
@@ -87,6 +89,7 @@ def exchange_lines(result: ExchangeResult) -> tuple[str, list[str]]:
     if result.error is not None:
         lines.append(INDENT + printable(f"error: {result.error}"))
     lines.extend(INDENT + printable(f"note: {note}") for note in result.notes)
+    lines.extend((INDENT + printable(line)).rstrip() for line in result.details)
     return header, lines
 
 
@@ -197,12 +200,14 @@ class TerminalReport:
         progress: bool | None = None,
         update: bool = False,
         progress_after: float = 1.0,
+        quiet: bool = False,
     ) -> None:
         tty = _isatty(stream)
         self.stream = stream
         self.color = tty if color is None else color
-        self.progress = tty if progress is None else progress
+        self.progress = (tty if progress is None else progress) and not quiet
         self.update = update
+        self.quiet = quiet
         self.progress_after = progress_after
         self._lock = threading.Lock()
         self._width = 0
@@ -210,11 +215,13 @@ class TerminalReport:
         self._done = 0
         self._started = time.monotonic()
         self._last_draw = 0.0
-        self._progress_shown = False
+        self._progress_shown = 0  # the length of the progress line on the screen
+        self.items: list[PlanItem] = []  # the plan, as `started` told it
 
     # Listener
     def started(self, items: Sequence[PlanItem]) -> None:
         with self._lock:
+            self.items = list(items)
             self._width = max((len(item.path) for item in items), default=0)
             self._total = sum(item.selected_count for item in items)
             self._started = time.monotonic()
@@ -228,12 +235,15 @@ class TerminalReport:
             if now - self._started < self.progress_after or now - self._last_draw < 0.1:
                 return
             self._last_draw = now
-            text = f"[{self._done}/{self._total}] {item.path}"
-            self.stream.write("\r\x1b[K" + text)
+            text = f"[{self._done}/{self._total}] {printable(item.path)}"
+            self._clear_progress()
+            self.stream.write(text)
             self.stream.flush()
-            self._progress_shown = True
+            self._progress_shown = len(text)
 
     def transcript_done(self, result: TranscriptResult) -> None:
+        if self.quiet and result.passed:
+            return
         lines = transcript_lines(result, width=self._width, color=self.color, update=self.update)
         with self._lock:
             self._clear_progress()
@@ -252,8 +262,8 @@ class TerminalReport:
 
     def _clear_progress(self) -> None:
         if self._progress_shown:
-            self.stream.write("\r\x1b[K")
-            self._progress_shown = False
+            self.stream.write("\r" + " " * self._progress_shown + "\r")
+            self._progress_shown = 0
 
 
 def _isatty(stream: TextIO) -> bool:

@@ -30,6 +30,9 @@ class ExchangeResult:
     error: str | None = None
     played: bool = True
     notes: tuple[str, ...] = ()
+    details: tuple[str, ...] = ()
+    """-v: the recorded and the live reply of a mismatch, normalized (-vv: the request as
+    sent too), as lines to print under it."""
 
     @property
     def passed(self) -> bool:

@@ -92,6 +92,10 @@ class ReplayState:
         """Recorded generated value -> live value, as learned so far (a copy)."""
         return self._aliases.mapping
 
+    def aliases(self) -> dict[str, str]:
+        """Recorded generated value -> its alias (`<id:1>`), for each value paired so far."""
+        return {golden: self._aliases.alias_of(golden) or "<?>" for golden in self._aliases.mapping}
+
     def alias(self, golden: str, kind: str) -> str:
         """The alias of a recorded generated value, numbered by first sight per kind (rule 4)."""
         return self._aliases.alias(golden, kind)

@@ -86,7 +86,7 @@ def test_play_exits_2_naming_the_rules_file_and_line(tmp_path: Path) -> None:
     transcript.write_text("### x\nGET / HTTP/1.1\n\nHTTP/1.1 200 OK\n", encoding="utf-8")
     result = CliRunner().invoke(main, ["play", "--rules", str(rules), str(transcript)])
     assert result.exit_code == 2, result.output
-    assert f"recorder: {rules}:3: not valid YAML: cannot read the int 'abc'" in result.output
+    assert f"recorder play: {rules}:3: not valid YAML: cannot read the int 'abc'" in result.output
     assert "Traceback" not in result.output
 
 

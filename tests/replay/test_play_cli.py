@@ -107,7 +107,7 @@ def test_an_unreachable_agent_is_one_line_and_exit_2(goldens: Path) -> None:
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr == (
-        f"recorder: cannot reach the agent at http://127.0.0.1:{port}: connection refused\n"
+        f"recorder play: cannot reach the agent at http://127.0.0.1:{port}: connection refused\n"
     )
 
 
@@ -119,8 +119,8 @@ def test_a_transcript_that_does_not_parse_is_named_with_its_line_and_exit_2(
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr == (
-        'transcripts/06-broken.http:3: expected a status line such as "HTTP/1.1 200 OK" after '
-        "the request body (the request starts at line 2)\n"
+        "recorder play: transcripts/06-broken.http:3: expected a status line such as "
+        '"HTTP/1.1 200 OK" after the request body (the request starts at line 2)\n'
     )
 
 
@@ -387,7 +387,7 @@ def test_ctrl_c_stops_parallel_jobs_at_once_with_exit_130(tmp_path: Path) -> Non
                 process.kill()
                 process.communicate()
     assert process.returncode == 130, stderr
-    assert stderr.endswith("recorder: interrupted\n"), stderr
+    assert stderr.endswith("recorder play: interrupted\n"), stderr
     assert "Traceback" not in stderr
     # not the 3 s of the replies in flight, nor the rest (over a minute)
     assert stopped_after < 2
@@ -401,7 +401,8 @@ def test_an_empty_shard_is_no_error_but_a_selection_that_matches_nothing_is(
     empty = run(*args, "--shard", "1/2", "--junit-xml", "report.xml", env=env)
     assert empty.exit_code == 0, empty.output
     assert (
-        empty.stderr == "recorder: shard 1/2 has nothing to play (1 file to play in all shards)\n"
+        empty.stderr
+        == "recorder play: shard 1/2 has nothing to play (1 file to play in all shards)\n"
     )
     assert ET.parse("report.xml").getroot().get("tests") == "0"
     other = run(*args, "--shard", "2/2", env=env)
