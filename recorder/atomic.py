@@ -37,6 +37,7 @@ __all__ = [
     "append_text",
     "create_exclusive",
     "hold_scratch",
+    "other_writers",
     "release_scratch",
     "remove_stale_scratch",
     "write_text_atomic",
@@ -55,6 +56,7 @@ _guard = threading.Lock()
 @dataclass
 class _Scratch:
     users: int = 0  # writes under way and holders (`hold_scratch`)
+    holders: int = 0  # `hold_scratch`es: writers of many files (stores)
     path: str | None = None  # made when first needed, again when removed under us
     fd: int = -1  # its lock file, locked
 
@@ -77,13 +79,35 @@ def hold_scratch(folder: Path) -> None:
     """Keep this process's temporary folder of `folder` between writes (a writer of many
     files, such as the recorder's store), until `release_scratch`; without it, the folder
     goes after each write."""
-    _use(os.path.abspath(folder))
+    key = os.path.abspath(folder)
+    _use(key)
+    with _guard:
+        _scratch[key].holders += 1
+
+
+def other_writers(folder: Path) -> bool:
+    """Whether a writer besides this process's one holder may be making files in `folder`:
+    another temporary folder under `folder/.recorder-tmp` (another process; or one a killed
+    process left, until it is cleaned), or a second holder in this process. Cheap: a listing
+    of `.recorder-tmp`, which holds a folder per writing process."""
+    key = os.path.abspath(folder)
+    with _guard:
+        found = _scratch.get(key)
+        holders = found.holders if found is not None else 0
+        mine = os.path.basename(found.path) if found is not None and found.path else None
+    if holders > 1:
+        return True
+    try:
+        names = os.listdir(os.path.join(key, SCRATCH))
+    except OSError:
+        return False
+    return any(name != mine for name in names)
 
 
 def release_scratch(folder: Path) -> None:
     """Let go of a `hold_scratch`: the temporary folder is removed once no write uses it
     (and `.recorder-tmp` when it is left empty)."""
-    _unuse(os.path.abspath(folder))
+    _unuse(os.path.abspath(folder), holder=True)
 
 
 def _use(folder: str) -> None:
@@ -91,12 +115,14 @@ def _use(folder: str) -> None:
         _scratch.setdefault(folder, _Scratch()).users += 1
 
 
-def _unuse(folder: str) -> None:
+def _unuse(folder: str, *, holder: bool = False) -> None:
     with _guard:
         found = _scratch.get(folder)
         if found is None:
             return
         found.users -= 1
+        if holder:
+            found.holders -= 1
         if found.users > 0:
             return
         del _scratch[folder]

@@ -37,8 +37,10 @@ import contextlib
 import dataclasses
 import json
 import os
+import random
 import re
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +49,7 @@ from recorder.atomic import (
     append_text,
     create_exclusive,
     hold_scratch,
+    other_writers,
     release_scratch,
     remove_stale_scratch,
     write_text_atomic,
@@ -222,6 +225,7 @@ class TranscriptStore:
         self.written: list[Path] = []
         self._locks: dict[Path, threading.Lock] = {}  # each written file's lock
         self._holding = False  # this process's temporary folder in `out` (`recorder.atomic`)
+        self._shared = False  # another writer was seen on `out`: check each new number
 
     def prepare(self) -> None:
         """Create the folder (and fail early, with the reason, if it cannot be written), and
@@ -438,7 +442,7 @@ class TranscriptStore:
             except FileNotFoundError:
                 if os.path.isdir(self.out):
                     raise  # (else the folder is gone: made again below)
-        taken = 0
+        taken = yielded = 0
         for attempt in range(_MAX_CLAIMS):
             candidate = path or self._allocate(record.slug, rescan=taken >= _RESCAN_AFTER)
             try:
@@ -461,7 +465,10 @@ class TranscriptStore:
                 with contextlib.suppress(OSError):
                     os.unlink(candidate)
                 path = None
-                taken += 1
+                taken = _RESCAN_AFTER  # the numbers the other writer took: read the folder
+                yielded += 1
+                # both may have yielded: a random pause, so they do not meet again
+                time.sleep(random.uniform(0, 0.001 * min(yielded, 20)))
                 continue
             if record.path is not None and candidate != record.path:
                 # deleted, and its name taken by another writer since: this file moved
@@ -478,6 +485,13 @@ class TranscriptStore:
         match = NUMBERED.match(path.name)
         if match is None:
             return False
+        if not self._shared:
+            # alone on the folder (the common case): no listing of it per new file. Once
+            # another writer was seen, every new file is checked (its last files may come
+            # after its temporary folder is gone)
+            if not other_writers(self.out):
+                return False
+            self._shared = True
         prefix = match.group(1) + "-"
         try:
             names = os.listdir(self.out)

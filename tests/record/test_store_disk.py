@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -292,3 +293,43 @@ def test_two_stores_never_give_one_number_to_two_files(tmp_path: Path) -> None:
     numbers = [name.split("-", 1)[0] for name in names]
     assert len(names) == 60
     assert len(set(numbers)) == 60, [n for n in names if numbers.count(n.split("-", 1)[0]) > 1]
+
+
+_ONE_STORE = """
+import sys, time
+from pathlib import Path
+from factories import make_exchange
+from recorder.record.store import TranscriptStore
+which, start, folder = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
+store = TranscriptStore(folder)
+while time.time() < start:
+    time.sleep(0.001)
+for n in range(100):
+    store.write(store.begin(), make_exchange(title=f"p{which}-{n}"), scenario=None,
+                operation=f"Op{which}")
+store.close()
+"""
+
+
+def test_two_recorder_processes_never_give_one_number_to_two_files(tmp_path: Path) -> None:
+    # as two `recorder record`s on one --out: each process's store alone, started together;
+    # one that finishes first takes its temporary folder away while the other still writes
+    out = tmp_path / "out"
+    out.mkdir()
+    start = time.time() + 1.0
+    tests = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), *sys.path])}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _ONE_STORE, str(which), str(start), str(out)], env=env
+        )
+        for which in (0, 1)
+    ]
+    assert [proc.wait(timeout=60) for proc in procs] == [0, 0]
+    names = sorted(p.name for p in out.glob("*.http"))
+    numbers = [name.split("-", 1)[0] for name in names]
+    assert len(names) == 200
+    assert len(set(numbers)) == 200, sorted(n for n in numbers if numbers.count(n) > 1)
+    assert {e.title for name in names for e in load(out / name)} == {
+        f"p{which}-{n}" for which in (0, 1) for n in range(100)
+    }
