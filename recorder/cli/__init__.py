@@ -62,6 +62,7 @@ _COMMANDS: dict[str, str] = {
     "render": "recorder.cli.docs:render",
     "docs": "recorder.cli.docs:docs",
     "export": "recorder.cli.docs:export",
+    "rules": "recorder.cli.rules:rules",
 }
 
 
