@@ -80,7 +80,8 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            click.echo(f"\n{_command_path(ctx)}: interrupted", err=True)
+            name = " ".join(["recorder", *filter(None, [ctx.invoked_subcommand])])
+            click.echo(f"\n{name}: interrupted", err=True)
             ctx.exit(130)
 
     def main(
