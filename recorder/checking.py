@@ -122,9 +122,11 @@ def _json_error(text: str | bytes) -> tuple[int, str] | None:
     return None
 
 
-def _rejected_as_not_json(reply: object) -> bool:
-    """Whether a reply is a JSON-RPC parse error (-32700) or an HTTP+JSON error naming a body
-    that is not JSON (status INVALID_ARGUMENT with a parse message is too loose to tell)."""
+def _rejected(status: int, reply: object) -> bool:
+    """Whether the agent rejected the request: a 4xx status (HTTP+JSON's 400), or a JSON-RPC
+    parse error (-32700, sent with status 200)."""
+    if 400 <= status < 500:
+        return True
     if not isinstance(reply, dict):
         return False
     error = reply.get("error")
@@ -136,8 +138,9 @@ def json_problems(name: str, text: str) -> list[Problem]:
     frame's `data:` that starts with `{` or `[` that is not JSON, at the line of the mistake
     (the body's first line for a base64 or escaped body). `text` parses (`check_paths`).
 
-    A request body that is not JSON passes when the recorded reply is a JSON-RPC parse error
-    (-32700): the client sent it so on purpose (an error scenario), and the agent said so."""
+    A request body that is not JSON passes when the recorded reply rejects it (a 4xx status,
+    or a JSON-RPC parse error -32700): the client sent it so on purpose (an error scenario),
+    and the agent said so."""
     starts: list[int] = []
     transcript: Transcript = loads(text, name, body_lines=starts)
     lines = text.replace("\r\n", "\n").split("\n")
@@ -151,7 +154,7 @@ def json_problems(name: str, text: str) -> list[Problem]:
         for what, message, line in parts:
             if not message.is_json or not message.body:
                 continue
-            if what == "request" and _rejected_as_not_json(exchange.response.json):
+            if what == "request" and _rejected(exchange.response.status, exchange.response.json):
                 continue  # sent malformed on purpose, and the agent said so: a recording of that
             found = _json_error(message.body)
             if found is None:

@@ -66,9 +66,10 @@ _BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS", "TRACE"})
 def agent_base_url(url: str) -> str:
     """`http://127.0.0.1:8000/` -> `http://127.0.0.1:8000`; raises ValueError on a bad URL.
 
-    The URL is the agent's base (scheme, host, port): a path is refused, since the recorded
-    request paths (`/a2a/jsonrpc`) are sent as they are, and `http://host:port/a2a` would
-    otherwise send `/a2a/a2a/jsonrpc`. An invalid port is said as such.
+    A path in the URL (an agent mounted under a prefix) is kept and put before every recorded
+    request path: `http://host:port/a2a` sends `/a2a/a2a/jsonrpc` for a recorded
+    `/a2a/jsonrpc` (give the agent's base URL unless it is mounted under a prefix). An invalid
+    port is said as such.
     """
     try:
         parsed = httpx.URL(url)
@@ -87,13 +88,7 @@ def agent_base_url(url: str) -> str:
         raise ValueError(f"invalid port {parsed.port} in {url!r} (ports are 1-65535)")
     host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
     port = f":{parsed.port}" if parsed.port is not None else ""
-    base = f"{parsed.scheme}://{host}{port}"
-    if parsed.path.rstrip("/") or parsed.query or parsed.fragment:
-        raise ValueError(
-            "--agent takes the agent's base URL (scheme, host, port), not a path: "
-            f"{base} (got {url!r})"
-        )
-    return base
+    return f"{parsed.scheme}://{host}{port}{parsed.path.rstrip('/')}"
 
 
 def recorded_base_url(transcript: Transcript) -> str | None:

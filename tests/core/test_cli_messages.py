@@ -56,24 +56,12 @@ def test_rules_check_of_good_and_bad_files(tmp_path: Path) -> None:
     assert result.stderr.startswith(f"recorder rules check: {bad}:1: versoin: unknown key")
 
 
-@pytest.mark.parametrize(
-    ("url", "message"),
-    [
-        (
-            "http://127.0.0.1:41242/a2a",
-            "--agent takes the agent's base URL (scheme, host, port), not a path: "
-            "http://127.0.0.1:41242 (got 'http://127.0.0.1:41242/a2a')",
-        ),
-        (
-            "http://127.0.0.1:99999",
-            "invalid port 99999 in 'http://127.0.0.1:99999' (ports are 1-65535)",
-        ),
-    ],
-)
-def test_agent_urls_with_a_path_or_a_bad_port_are_refused(url: str, message: str) -> None:
+def test_an_agent_url_with_an_invalid_port_is_refused_as_such() -> None:
     with pytest.raises(ValueError) as caught:
-        agent_base_url(url)
-    assert str(caught.value) == message
+        agent_base_url("http://127.0.0.1:99999")
+    assert str(caught.value) == (
+        "invalid port 99999 in 'http://127.0.0.1:99999' (ports are 1-65535)"
+    )
 
 
 def test_agent_base_url_keeps_scheme_host_and_port() -> None:
