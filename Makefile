@@ -7,10 +7,12 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo test lint typecheck unit record bench docs-check docs-sync clean
 
 $(STAMP): pyproject.toml
+	@echo "setting up $(VENV) (first run: about a minute)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
+	@echo "$(VENV) ready"
 
 ## demo: replay the golden transcripts against the bundled kit agent
 demo: $(STAMP)

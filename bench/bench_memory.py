@@ -80,15 +80,24 @@ def proc_status(pid: int, field: str) -> int:
 
 
 @contextmanager
-def running(command: list[str], what: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """A child process and the first line it prints (its port or its address)."""
+def running(
+    command: list[str], what: str, *, status_on_stderr: bool = False
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """A child process and the first line it prints (its port or its address), on stdout or,
+    with `status_on_stderr` (the recorder's status lines), on stderr."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    quiet, piped = subprocess.DEVNULL, subprocess.PIPE
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+        command,
+        stdout=quiet if status_on_stderr else piped,
+        stderr=piped if status_on_stderr else quiet,
+        text=True,
+        env=env,
     )
     try:
-        assert process.stdout is not None
-        first = process.stdout.readline()
+        stream = process.stderr if status_on_stderr else process.stdout
+        assert stream is not None
+        first = stream.readline()
         if not first:
             raise SystemExit(f"{what} did not start")
         yield process, first
@@ -106,8 +115,8 @@ def recorder(upstream_port: int, out: Path, *options: str) -> Iterator[tuple[int
     command = [sys.executable, "-c", "from recorder.cli import main; main()", "record"]
     command += ["--upstream", f"http://127.0.0.1:{upstream_port}", "--listen", "127.0.0.1:0"]
     command += ["--out", str(out), *options]
-    with running(command, "the recorder") as (process, first):
-        url = first.split()[3].rstrip(",")  # "recorder: listening on http://…, forwarding …"
+    with running(command, "the recorder", status_on_stderr=True) as (process, first):
+        url = first.split()[4].rstrip(",")  # "recorder record: listening on http://…, …"
         httpx.get(url + "/_recorder/scenario", timeout=10)  # up and serving
         yield process.pid, url
 

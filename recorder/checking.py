@@ -5,6 +5,7 @@ Pure apart from reading files: `check_paths` returns problems as values; the CLI
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -13,6 +14,8 @@ from pathlib import Path
 
 from recorder.errors import ParseError
 from recorder.httpfile import dumps, load
+from recorder.httpread import BODY_MARKER, loads
+from recorder.model import Transcript
 
 __all__ = ["Problem", "check_paths", "find_files", "find_transcripts", "natural_key"]
 
@@ -90,6 +93,7 @@ def check_paths(
         if not transcript.exchanges:
             problems.append(Problem(name, None, "no exchanges: a transcript holds at least one"))
             continue
+        problems.extend(json_problems(name, path.read_text(encoding="utf-8")))
         if canonical:
             text = path.read_text(encoding="utf-8")
             expected = dumps(transcript)
@@ -99,6 +103,88 @@ def check_paths(
                     Problem(name, line, "not in canonical form (rewrite it with recorder's writer)")
                 )
     return count, problems
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON (JSON has no NaN or Infinity)")
+
+
+def _json_error(text: str | bytes) -> tuple[int, str] | None:
+    """(line within the text, from 1; the reason) when `text` is not strict JSON."""
+    try:
+        json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        return exc.lineno, f"{exc.msg} (column {exc.colno})"
+    except UnicodeDecodeError:
+        return 1, "not UTF-8 text"
+    except (ValueError, RecursionError) as exc:
+        return 1, str(exc) or "nested too deep"
+    return None
+
+
+def _rejected(status: int, reply: object) -> bool:
+    """Whether the agent rejected the request: a 4xx status (HTTP+JSON's 400), or a JSON-RPC
+    parse error (-32700, sent with status 200)."""
+    if 400 <= status < 500:
+        return True
+    if not isinstance(reply, dict):
+        return False
+    error = reply.get("error")
+    return isinstance(error, dict) and error.get("code") == -32700
+
+
+def json_problems(name: str, text: str) -> list[Problem]:
+    """Every JSON body (a request or reply under a JSON media type) and every event-stream
+    frame's `data:` that starts with `{` or `[` that is not JSON, at the line of the mistake
+    (the body's first line for a base64 or escaped body). `text` parses (`check_paths`).
+
+    A request body that is not JSON passes when the recorded reply rejects it (a 4xx status,
+    or a JSON-RPC parse error -32700): the client sent it so on purpose (an error scenario),
+    and the agent said so."""
+    starts: list[int] = []
+    transcript: Transcript = loads(text, name, body_lines=starts)
+    lines = text.replace("\r\n", "\n").split("\n")
+    problems: list[Problem] = []
+    for number, exchange in enumerate(transcript.exchanges):
+        request_line, response_line = starts[2 * number], starts[2 * number + 1]
+        parts = (
+            ("request", exchange.request, request_line),
+            ("reply", exchange.response, response_line),
+        )
+        for what, message, line in parts:
+            if not message.is_json or not message.body:
+                continue
+            if what == "request" and _rejected(exchange.response.status, exchange.response.json):
+                continue  # sent malformed on purpose, and the agent said so: a recording of that
+            found = _json_error(message.body)
+            if found is None:
+                continue
+            encoded = line <= len(lines) and lines[line - 1].startswith(BODY_MARKER)
+            at = line if encoded else line + found[0] - 1
+            problems.append(Problem(name, at, f"the {what} body is not JSON: {found[1]}"))
+        position = response_line - 1  # where the search for the next frame's data starts
+        for frame, event in enumerate(exchange.response.events or (), start=1):
+            data = event.data
+            if data is None:
+                continue
+            first = data.split("\n", 1)[0]
+            for index in range(position, len(lines)):
+                if lines[index].startswith("data:") and lines[index][5:].lstrip(" ") == first:
+                    position = index
+                    break
+            if not data.lstrip().startswith(("{", "[")):
+                continue
+            found = _json_error(data)
+            if found is not None:
+                problems.append(
+                    Problem(
+                        name,
+                        position + found[0],
+                        f"the data of event-stream frame {frame} is not JSON: {found[1]}",
+                    )
+                )
+            position += 1
+    return problems
 
 
 def _first_difference(actual: str, expected: str) -> int:

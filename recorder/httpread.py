@@ -34,6 +34,7 @@ DURING_TAG = re.compile(r"^@during exchange (\d+) frame (\d+)$")
 
 _REQUEST_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*) (\S+)(?: (HTTP/\d+(?:\.\d+)?))?$")
 _STATUS_LINE = re.compile(r"^(HTTP/\d+(?:\.\d+)?) (\d{3})(?: (.*))?$")
+_LIKE_STATUS = re.compile(r"^HTTP/\d")  # what a status line starts with, typo or not
 # a header line's name and colon; the value is the rest, stripped of spaces and tabs by
 # `str.strip` (a regular expression that strips them, `[ \t]*(.*?)[ \t]*$`, is quadratic in
 # the spaces inside a value: 40,000 took 4 s)
@@ -53,6 +54,8 @@ class _Cursor:
     a body ends at one of them, found by bisection instead of a look at each line."""
     index: int = 0
     comments: list[str] = field(default_factory=list)
+    body_lines: list[int] | None = None
+    """When a list: each request's, then each reply's, first body line is appended."""
 
     @property
     def line_number(self) -> int:
@@ -81,8 +84,16 @@ class _Cursor:
         return ParseError(message, path=self.path, line=number)
 
 
-def loads(text: str, source: str | os.PathLike[str] | None = None) -> Transcript:
-    """Parse `.http` text. `source` names it in errors (`source:line: message`)."""
+def loads(
+    text: str,
+    source: str | os.PathLike[str] | None = None,
+    *,
+    body_lines: list[int] | None = None,
+) -> Transcript:
+    """Parse `.http` text. `source` names it in errors (`source:line: message`).
+
+    `body_lines`, when given, gets the number of the first line of each body (or stream): the
+    request's, then the reply's, exchange by exchange (`recorder check` names them)."""
     path = None if source is None else os.fspath(source)
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -90,7 +101,7 @@ def loads(text: str, source: str | os.PathLike[str] | None = None) -> Transcript
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the final line break ends the last line; it starts no new one
-    cursor = _Cursor(lines, path, _boundary_lines(text))
+    cursor = _Cursor(lines, path, _boundary_lines(text), body_lines=body_lines)
     version, comments = _read_preamble(cursor)
     exchanges: list[Exchange] = []
     # Parsing allocates many objects that live on (the models, their parsed JSON) and make no
@@ -254,6 +265,13 @@ def _read_request(cursor: _Cursor) -> Request:
     region = cursor.lines[cursor.index : end]
     cursor.index = end
     if cursor.at_end() or cursor.peek().startswith("###"):
+        for offset, text in enumerate(region):
+            if _LIKE_STATUS.match(text):  # a status line with a typo: said at its own line
+                raise cursor.error(
+                    f"invalid status line {_show(text)}: expected the HTTP version, a 3-digit "
+                    'status code and a reason, such as "HTTP/1.1 200 OK"',
+                    body_start + offset,
+                )
         raise cursor.error(
             'expected a status line such as "HTTP/1.1 200 OK" after the request body '
             f"(the request starts at line {line_number})"
@@ -261,6 +279,8 @@ def _read_request(cursor: _Cursor) -> Request:
     if region and region[-1] == "":
         region.pop()  # the blank line before the status line
     body = _decode_body(cursor, region, body_start)
+    if cursor.body_lines is not None:
+        cursor.body_lines.append(body_start)
     try:
         return Request(
             method=method,
@@ -287,6 +307,8 @@ def _read_response(cursor: _Cursor, exchange_start: int) -> Response:
     region = cursor.lines[cursor.index : end]
     cursor.index = end
     followed_by_exchange = not cursor.at_end()
+    if cursor.body_lines is not None:
+        cursor.body_lines.append(body_start)
     content_type = headers.get("Content-Type")
     if is_event_stream(content_type) and not (region and region[0].startswith(BODY_MARKER)):
         if region and region[-1] == "":

@@ -22,6 +22,7 @@ file and the key.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import reprlib
@@ -37,7 +38,7 @@ import yaml
 from recorder.errors import RulesError
 from recorder.jsonpath import JsonPathError, PathMatcher, parse_path
 
-__all__ = ["DEFAULT_RULES", "Rules", "load_rules", "placeholder_name"]
+__all__ = ["DEFAULT_RULES", "Rules", "load_rules", "placeholder_name", "rules_warnings"]
 
 _KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -500,3 +501,66 @@ def _key_lines(node: yaml.Node | None) -> dict[str, int]:
                 if isinstance(name_node, yaml.ScalarNode):
                     lines.setdefault(f"{key}.{name_node.value}", name_node.start_mark.line + 1)
     return lines
+
+
+# --- rules that can never apply ----------------------------------------------------------------
+
+# JSON-RPC request members: what is under them is the client's (rule 2 of recorder.pairing:
+# a value the client sent is never generated), and no reply has them
+_CLIENT_MEMBERS = frozenset(("jsonrpc", "method", "params"))
+_CLIENT_PATH = re.compile(r"""^\$(?:\.|\[\s*['"])(jsonrpc|method|params)(?![A-Za-z0-9_])""")
+
+
+def rules_warnings(path: str | os.PathLike[str]) -> list[str]:
+    """`file:line: key: why` for each rule of the rules file at `path` that can never apply:
+    a `generated_fields` name or `generated_paths` path naming what only the client sends
+    (`params`, `$.params.message.messageId`: client values are never generated), and a kind
+    that is neither a known one (id, time, token) nor declared in the file (a key of
+    `generated_shapes`, or in `loose_kinds`), most likely a typo (`tme`). Raises RulesError
+    when the file is not valid rules (as `load_rules`). Reads the file; prints nothing."""
+    rules = load_rules(path)
+    source = os.fspath(path)
+    with open(source, encoding="utf-8") as handle:
+        node, data = _parse_yaml(handle.read(), source)
+    if not isinstance(data, Mapping):
+        return []
+    lines = _key_lines(node)
+    known = {*DEFAULT_RULES.generated_fields.values(), *DEFAULT_RULES.generated_shapes}
+    known |= {*DEFAULT_RULES.generated_paths.values(), *DEFAULT_RULES.loose_kinds}
+    known |= {*rules.generated_shapes, *rules.loose_kinds}
+    warnings: list[str] = []
+
+    def warn(key: str, why: str) -> None:
+        line = lines.get(key) or lines.get(key.partition(".")[0])
+        warnings.append(f"{source}:{line}: {key}: {why}" if line else f"{source}: {key}: {why}")
+
+    def kind(key: str, value: str) -> None:
+        if value not in known:
+            close = difflib.get_close_matches(value, sorted(known), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            warn(
+                key,
+                f"unknown kind {value!r}{hint}: kinds are {', '.join(sorted(known))}; declare a "
+                "new one under generated_shapes or loose_kinds",
+            )
+
+    for key in ("generated_fields", "generated_paths"):
+        mine = data.get(key)
+        if not isinstance(mine, Mapping):
+            continue
+        current = getattr(rules, key)
+        for name in mine:
+            if name not in current:
+                continue  # (removed with null)
+            entry = f"{key}.{name}"
+            client = name in _CLIENT_MEMBERS if key == "generated_fields" else None
+            if client is None:
+                client = bool(_CLIENT_PATH.match(name))
+            if client:
+                warn(
+                    entry,
+                    "can never apply: it names what the client sends (a JSON-RPC request's "
+                    "jsonrpc, method or params), and a value the client sent is never generated",
+                )
+            kind(entry, current[name])
+    return warnings

@@ -15,7 +15,19 @@ from typing import Any
 
 import uvicorn
 
-__all__ = ["ServerThread", "bind_socket"]
+__all__ = ["ServerThread", "bind_socket", "listen_problem"]
+
+
+def listen_problem(host: str, port: int, error: BaseException) -> str:
+    """`cannot listen on 127.0.0.1:41241: address already in use`: why `bind_socket` failed."""
+    shown = f"[{host}]" if ":" in host else host
+    if isinstance(error, OverflowError):
+        reason = f"invalid port {port}"
+    elif isinstance(error, OSError) and error.strerror:
+        reason = error.strerror[:1].lower() + error.strerror[1:]
+    else:
+        reason = str(error)
+    return f"cannot listen on {shown}:{port}: {reason}"
 
 
 def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:

@@ -9,8 +9,49 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
+from typing import Any, NoReturn
 
 import click
+
+__all__ = ["fail", "main", "plural", "warn"]
+
+
+def fail(command: str, message: str, code: int = 2) -> NoReturn:
+    """Print `recorder <command>: <message>` on stderr and exit `code` (2: usage or input)."""
+    click.echo(f"recorder {command}: {message}", err=True)
+    raise SystemExit(code)
+
+
+def warn(command: str, message: str) -> None:
+    """Print `recorder <command>: warning: <message>` on stderr; the exit status is unchanged."""
+    click.echo(f"recorder {command}: warning: {message}", err=True)
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """`1 file`, `2 files`, `0 files` (`words`: an irregular plural)."""
+    return f"{count} {word if count == 1 else (words or word + 's')}"
+
+
+def _command_path(ctx: click.Context | None) -> str:
+    """`recorder docs check` for a context, whatever the program was called (tests: `main`)."""
+    names: list[str] = []
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(["recorder", *reversed(names)])
+
+
+def _show_usage_error(exc: click.UsageError) -> None:
+    """`recorder check: Missing argument 'PATHS...'.` then the usage line and the help hint."""
+    ctx = exc.ctx
+    path = _command_path(ctx)
+    click.echo(f"{path}: {exc.format_message()}", err=True)
+    if ctx is not None:
+        pieces = " ".join(ctx.command.collect_usage_pieces(ctx))
+        click.echo(f"Usage: {path} {pieces}".rstrip(), err=True)
+        click.echo(f"Try '{path} --help' for help.", err=True)
+
 
 # name -> "module:attribute" of a click command
 _COMMANDS: dict[str, str] = {
@@ -21,6 +62,7 @@ _COMMANDS: dict[str, str] = {
     "render": "recorder.cli.docs:render",
     "docs": "recorder.cli.docs:docs",
     "export": "recorder.cli.docs:export",
+    "rules": "recorder.cli.rules:rules",
 }
 
 
@@ -38,8 +80,35 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            click.echo("\nrecorder: interrupted", err=True)
+            name = " ".join(["recorder", *filter(None, [ctx.invoked_subcommand])])
+            click.echo(f"\n{name}: interrupted", err=True)
             ctx.exit(130)
+
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """click's main, but its errors in the recorder's style: `recorder <command>: ...` on
+        stderr; usage errors exit 2, Ctrl-C 130."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            result = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            _show_usage_error(exc)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            click.echo(f"{_command_path(None)}: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("recorder: interrupted", err=True)
+            sys.exit(130)
+        # (standalone_mode=False returns the code of a ctx.exit(), else the command's value)
+        sys.exit(result if isinstance(result, int) else 0)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(name for name, target in _COMMANDS.items() if _available(target))

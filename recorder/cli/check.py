@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from recorder.checking import check_paths
+from recorder.cli import fail, plural
 
 
 @click.command(short_help="Check that .http transcripts parse (exit 2 naming file:line).")
@@ -19,14 +20,17 @@ from recorder.checking import check_paths
 def check(paths: tuple[str, ...], canonical: bool) -> None:
     """Parse every .http file in PATHS (files or folders).
 
-    Exits 0 when all are valid, 2 with one `path:line: message` line per problem otherwise.
+    Exits 0 when all are valid, 2 with one `recorder check: path:line: message` line per
+    problem otherwise. JSON bodies (requests and replies whose media type says JSON) and the
+    JSON `data:` of event-stream frames must be JSON.
     """
     count, problems = check_paths(paths, canonical=canonical)
     for problem in problems:
-        click.echo(str(problem), err=True)
+        click.echo(f"recorder check: {problem}", err=True)
     if problems:
         bad = len({p.path for p in problems if not Path(p.path).is_dir()})
-        if bad:  # (a folder without transcripts is a problem of its own, said above)
-            click.echo(f"{bad} of {count} transcripts have problems", err=True)
-        raise SystemExit(2)
-    click.echo(f"{count} transcripts OK" if count != 1 else "1 transcript OK")
+        if not bad:  # (a folder without transcripts is a problem of its own, said above)
+            raise SystemExit(2)
+        verb = "has" if bad == 1 else "have"
+        fail("check", f"{bad} of {plural(count, 'transcript')} {verb} problems")
+    click.echo(f"{plural(count, 'transcript')} OK")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from recorder.cli import fail, plural
 from recorder.docs.export import ExportError, export_curl, export_http
 from recorder.docs.render import (
     DEFAULT_MAX_LINES,
@@ -24,14 +25,13 @@ from recorder.docs.sync import (
 from recorder.model import Exchange
 
 
-def _load(reference: str) -> tuple[Exchange, ...]:
+def _load(command: str, reference: str) -> tuple[Exchange, ...]:
     """FILE or FILE#N -> exchanges; exit 2 with the reason when they cannot be had."""
     try:
         path, index = parse_reference(reference)
         return load_exchanges(path, index)
     except (ValueError, SourceError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        raise SystemExit(2) from None
+        fail(command, str(exc))
 
 
 @click.command(short_help="Print an exchange as a documentation block.")
@@ -79,7 +79,7 @@ def render(
         full=full,
         only="both" if only is None else only,  # type: ignore[arg-type]
     )
-    click.echo(render_exchanges(_load(reference), options), nl=False)
+    click.echo(render_exchanges(_load("render", reference), options), nl=False)
 
 
 @click.group(short_help="Keep Markdown blocks in sync with their transcripts.")
@@ -92,10 +92,10 @@ def docs() -> None:
     """
 
 
-def _print_problems(reports: list[FileReport]) -> bool:
+def _print_problems(command: str, reports: list[FileReport]) -> bool:
     problems = [problem for report in reports for problem in report.problems]
     for problem in problems:
-        click.echo(f"{problem}", err=True)
+        click.echo(f"recorder {command}: {problem}", err=True)
     return bool(problems)
 
 
@@ -110,9 +110,8 @@ def sync(paths: tuple[str, ...]) -> None:
     reports = sync_paths(paths, write=True)
     for report in reports:
         if report.written:
-            count = len(report.outdated)
-            click.echo(f"{report.path}: {count} block{'s' if count != 1 else ''} updated")
-    if _print_problems(reports):
+            click.echo(f"{report.path}: {plural(len(report.outdated), 'block')} updated")
+    if _print_problems("docs sync", reports):
         raise SystemExit(2)
     if not any(report.written for report in reports):
         click.echo("all blocks up to date")
@@ -136,12 +135,12 @@ def check(paths: tuple[str, ...]) -> None:
                 f"{report.path}:{marker.line}: the block from {marker.reference} {what} "
                 f"(run: recorder docs sync {report.path})"
             )
-    if _print_problems(reports):
+    if _print_problems("docs check", reports):
         raise SystemExit(2)
     if stale:
         raise SystemExit(1)
     blocks = sum(report.markers for report in reports)
-    click.echo(f"{blocks} block{'s' if blocks != 1 else ''} up to date")
+    click.echo(f"{plural(blocks, 'block')} up to date")
 
 
 @click.command(short_help="Print the requests as curl commands or a .http file.")
@@ -171,23 +170,21 @@ def export(reference: str, target: str, base_url: str | None, output: str | None
     Secrets recorded as {{NAME}} become "$NAME" shell variables in curl commands and stay
     {{NAME}} variables in the .http file.
     """
-    exchanges = _load(reference)
+    exchanges = _load("export", reference)
     source, index = parse_reference(reference)
     if output is not None and Path(output).resolve() == Path(source).resolve():
-        click.echo(f"error: -o {output} would overwrite the transcript it exports", err=True)
-        raise SystemExit(2)
+        fail("export", f"-o {output} would overwrite the transcript it exports")
     convert = export_curl if target == "curl" else export_http
     try:
         text = convert(exchanges, base_url=base_url, source=source, start=index or 1)
     except ExportError as exc:
-        click.echo(f"error: {exc}", err=True)
-        raise SystemExit(2) from None
+        fail("export", str(exc))
     if output is None:
         click.echo(text, nl=False)
         return
     try:
         write_text_file(Path(output), text)
     except OSError as exc:
-        click.echo(f"error: cannot write {output}: {exc.strerror or exc}", err=True)
-        raise SystemExit(2) from None
-    click.echo(f"wrote {output}")
+        fail("export", f"cannot write {output}: {exc.strerror or exc}")
+    # (the result is the file: nothing on stdout, which may be piped; the status on stderr)
+    click.echo(f"recorder export: wrote {output}", err=True)

@@ -40,15 +40,15 @@ def kit(host: str, port: int, token: str | None, log_level: str) -> None:
 
     import uvicorn
 
+    from recorder.cli import fail
     from recorder.kit import DEFAULT_TOKEN, create_app
     from recorder.kit.serve import public_base_url
-    from recorder.servers import bind_socket
+    from recorder.servers import bind_socket, listen_problem
 
     try:
         sock = bind_socket(host, port)
-    except OSError as error:
-        click.echo(f"recorder kit: cannot listen on {host}:{port}: {error.strerror}", err=True)
-        raise SystemExit(2) from error
+    except (OSError, OverflowError) as error:
+        fail("kit", listen_problem(host, port, error))
     bound_port = int(sock.getsockname()[1])
     base_url = public_base_url(host, bound_port)
     app = create_app(base_url, token=token or os.environ.get("RECORDER_KIT_TOKEN") or DEFAULT_TOKEN)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from recorder.cli import fail, plural
 from recorder.errors import RecorderError
 
 
@@ -101,7 +102,7 @@ def record(
     from recorder.record.proxy import create_proxy_app, parse_listen, serve
 
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("recorder: %(message)s"))
+    handler.setFormatter(logging.Formatter("recorder record: %(message)s"))
     proxy_log = logging.getLogger("recorder.record.proxy")
     proxy_log.addHandler(handler)
     proxy_log.setLevel(logging.INFO)
@@ -122,18 +123,25 @@ def record(
             secret_headers=loaded.secret_headers,
             secret_fields=loaded.secret_fields,
         )
-        serve(proxy, host=host, port=port, announce=click.echo, keep_alive=keep_alive)
-    except (ValueError, RecorderError, OSError) as exc:
-        click.echo(f"recorder record: {exc}", err=True)
-        raise SystemExit(2) from None
+        serve(proxy, host=host, port=port, announce=_status, keep_alive=keep_alive)
+    except (ValueError, RecorderError) as exc:
+        fail("record", str(exc))
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        fail("record", f"{where}{exc.strerror or exc}")
     finally:
         # a second `record` in one process (tests) must not log twice, nor to a closed stderr
         proxy_log.removeHandler(handler)
     if proxy.not_recorded:
         # each one was logged above with its reason; the clients got the agent's replies
-        click.echo(
-            f"recorder: {proxy.recorded} exchanges recorded, {proxy.not_recorded} not recorded "
+        fail(
+            "record",
+            f"{plural(proxy.recorded, 'exchange')} recorded, {proxy.not_recorded} not recorded "
             "(see above)",
-            err=True,
+            code=1,
         )
-        raise SystemExit(1)
+
+
+def _status(line: str) -> None:
+    """Status and progress go to stderr (stdout is for results; `record` has none)."""
+    click.echo(f"recorder record: {line}", err=True)

@@ -130,11 +130,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     with tempfile.TemporaryDirectory(prefix="recorder-planner-") as tmp:
+        # the error scenarios are deliberate: the SDK's logs of the errors it answers
+        # (-32700, task not found ...) are expected, not news; the planner's own errors still show
+        sdk_log = logging.getLogger("a2a")
+        level = sdk_log.level
+        sdk_log.setLevel(logging.CRITICAL)
         try:
             paths = record_scenarios(Path(tmp))
         except Exception as exc:
             print(f"planner: {exc}; {out} is unchanged", file=sys.stderr)
             return 1
+        finally:
+            sdk_log.setLevel(level)
         out.mkdir(parents=True, exist_ok=True)
         previous = {}
         for old in out.iterdir():

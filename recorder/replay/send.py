@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import functools
 import importlib.util
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -66,16 +67,25 @@ def agent_base_url(url: str) -> str:
     """`http://127.0.0.1:8000/` -> `http://127.0.0.1:8000`; raises ValueError on a bad URL.
 
     A path in the URL (an agent mounted under a prefix) is kept and put before every recorded
-    request path.
+    request path: `http://host:port/a2a` sends `/a2a/a2a/jsonrpc` for a recorded
+    `/a2a/jsonrpc` (give the agent's base URL unless it is mounted under a prefix). An invalid
+    port is said as such.
     """
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:
+        bad = re.search(r"^[a-zA-Z]+://[^/?#]*:(\d+)(?:[/?#]|$)", url)
+        if bad and int(bad.group(1)) > 65535:
+            raise ValueError(
+                f"invalid port {bad.group(1)} in {url!r} (ports are 1-65535)"
+            ) from None
         raise ValueError(f"not a URL: {url!r} ({exc})") from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
         raise ValueError(
             f"expected an http:// or https:// URL such as http://127.0.0.1:41242, got {url!r}"
         )
+    if parsed.port is not None and not 0 < parsed.port <= 65535:
+        raise ValueError(f"invalid port {parsed.port} in {url!r} (ports are 1-65535)")
     host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
     port = f":{parsed.port}" if parsed.port is not None else ""
     return f"{parsed.scheme}://{host}{port}{parsed.path.rstrip('/')}"

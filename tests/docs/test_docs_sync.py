@@ -216,7 +216,10 @@ def test_a_missing_transcript_exits_2_naming_the_marker(project: Path) -> None:
     code, out, err = run("docs", "check", str(page))
     assert code == 2
     assert out == ""
-    assert err == f"{page}:3: {page.parent / '../transcripts/99-nope.http'}: no such transcript\n"
+    assert err == (
+        f"recorder docs check: {page}:3: {page.parent / '../transcripts/99-nope.http'}: "
+        "no such transcript\n"
+    )
 
 
 def test_a_missing_exchange_exits_2_naming_the_marker(project: Path) -> None:
@@ -225,8 +228,8 @@ def test_a_missing_exchange_exits_2_naming_the_marker(project: Path) -> None:
     code, _, err = run("docs", "check", str(page))
     assert code == 2
     assert err == (
-        f"{page}:1: {page.parent / '../transcripts/11-errors.http'} has 5 exchanges: "
-        "there is no #6\n"
+        f"recorder docs check: {page}:1: {page.parent / '../transcripts/11-errors.http'} "
+        "has 5 exchanges: there is no #6\n"
     )
 
 
@@ -236,7 +239,7 @@ def test_sync_with_a_broken_marker_still_syncs_the_others_and_exits_2(project: P
     code, out, err = run("docs", "sync", str(page))
     assert code == 2
     assert out == f"{page}: 2 blocks updated\n"
-    assert err.startswith(f"{page}:20: ")
+    assert err.startswith(f"recorder docs sync: {page}:20: ")
     assert run("docs", "check", str(page))[0] == 2  # still broken, but the good blocks are synced
     assert page.read_text().startswith(expected_page())
 
@@ -247,7 +250,8 @@ def test_a_transcript_that_does_not_parse_exits_2_with_its_own_line(project: Pat
     page.write_text("<!-- recorder: ../transcripts/bad.http -->\n")
     code, _, err = run("docs", "check", str(page))
     assert code == 2
-    assert err.startswith(f"{page}:1: {page.parent / '../transcripts/bad.http'}:")
+    bad = page.parent / "../transcripts/bad.http"
+    assert err.startswith(f"recorder docs check: {page}:1: {bad}:")
 
 
 def test_sync_keeps_the_file_mode(project: Path) -> None:
@@ -261,7 +265,8 @@ def test_a_folder_without_markdown_is_a_problem_not_a_pass(project: Path) -> Non
     empty = project / "doc"  # a typo for docs/
     empty.mkdir()
     code, out, err = run("docs", "check", str(empty))
-    assert (code, out, err) == (2, "", f"{empty}: no .md files in this folder\n")
+    assert (code, out) == (2, "")
+    assert err == f"recorder docs check: {empty}: no .md files in this folder\n"
 
 
 def test_sync_that_cannot_write_says_so_and_exits_2(
@@ -274,7 +279,11 @@ def test_sync_that_cannot_write_says_so_and_exits_2(
 
     monkeypatch.setattr("recorder.docs.sync.tempfile.mkstemp", refuse)
     code, out, err = run("docs", "sync", str(page))
-    assert (code, out, err) == (2, "", f"{page}: cannot write: Permission denied\n")
+    assert (code, out, err) == (
+        2,
+        "",
+        f"recorder docs sync: {page}: cannot write: Permission denied\n",
+    )
     assert page.read_text() == PAGE
 
 

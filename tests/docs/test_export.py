@@ -96,10 +96,14 @@ def test_cli_export_of_exchange_n_numbers_it_n(tmp_path: Path) -> None:
     # an error names the exchange by its number in the file, and its line
     result = CliRunner().invoke(main, ["export", f"{source}#3", "--to", "http"])
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"error: {source}:{lines[2]}: exchange 3: "), result.stderr
+    assert result.stderr.startswith(f"recorder export: {source}:{lines[2]}: exchange 3: "), (
+        result.stderr
+    )
     result = CliRunner().invoke(main, ["export", f"{source}#4", "--to", "curl"])
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"error: {source}:{lines[3]}: exchange 4: "), result.stderr
+    assert result.stderr.startswith(f"recorder export: {source}:{lines[3]}: exchange 4: "), (
+        result.stderr
+    )
 
 
 def test_http_export_without_any_host_names_the_file(tmp_path: Path) -> None:
@@ -117,7 +121,7 @@ def test_cli_export_to_an_unwritable_place_is_one_line_and_exit_2(tmp_path: Path
     args = ["export", str(SEED / "02-message-reply.http"), "--to", "http", "-o", str(out)]
     result = CliRunner().invoke(main, args)
     assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr == f"error: cannot write {out}: No such file or directory\n"
+    assert result.stderr == f"recorder export: cannot write {out}: No such file or directory\n"
 
 
 def test_cli_export_never_overwrites_the_transcript_it_reads(tmp_path: Path) -> None:
@@ -126,7 +130,9 @@ def test_cli_export_never_overwrites_the_transcript_it_reads(tmp_path: Path) -> 
     before = source.read_bytes()
     result = CliRunner().invoke(main, ["export", f"{source}#1", "--to", "http", "-o", str(source)])
     assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr == f"error: -o {source} would overwrite the transcript it exports\n"
+    assert result.stderr == (
+        f"recorder export: -o {source} would overwrite the transcript it exports\n"
+    )
     assert source.read_bytes() == before
 
 
@@ -175,7 +181,7 @@ def test_cli_export_without_host_exits_2_naming_file_and_line(tmp_path: Path) ->
     result = CliRunner().invoke(main, ["export", str(path), "--to", "curl"])
     assert result.exit_code == 2
     assert result.stderr == (
-        f"error: {path}:1: exchange 1: GET /a has no Host header: pass a base URL "
+        f"recorder export: {path}:1: exchange 1: GET /a has no Host header: pass a base URL "
         "(--base-url http://127.0.0.1:41242)\n"
     )
 
@@ -366,7 +372,8 @@ def test_cli_export_to_http_writes_the_file(tmp_path: Path) -> None:
         str(out),
     ]
     result = CliRunner().invoke(main, args)
-    assert (result.exit_code, result.stdout) == (0, f"wrote {out}\n")
+    assert (result.exit_code, result.stdout) == (0, "")
+    assert result.stderr == f"recorder export: wrote {out}\n"
     assert out.read_text() == export_http(
         load(source).exchanges, base_url="http://127.0.0.1:9", source=str(source)
     )

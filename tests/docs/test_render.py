@@ -367,14 +367,14 @@ def test_cli_render_names_a_missing_exchange_and_exits_2() -> None:
     path = SEED / "02-message-reply.http"
     result = CliRunner().invoke(main, ["render", f"{path}#2"])
     assert result.exit_code == 2
-    assert result.stderr == f"error: {path} has 1 exchange: there is no #2\n"
+    assert result.stderr == f"recorder render: {path} has 1 exchange: there is no #2\n"
 
 
 def test_cli_render_names_a_missing_file_and_exits_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["render", str(tmp_path / "nope.http")])
     assert (result.exit_code, result.stderr) == (
         2,
-        f"error: {tmp_path / 'nope.http'}: no such transcript\n",
+        f"recorder render: {tmp_path / 'nope.http'}: no such transcript\n",
     )
 
 
@@ -383,7 +383,7 @@ def test_cli_render_reports_a_parse_error_with_its_line(tmp_path: Path) -> None:
     bad.write_text("### x\nPOST /a2a/jsonrpc HTTP/1.1\n\n{}\n")
     result = CliRunner().invoke(main, ["render", str(bad)])
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"error: {bad}:")
+    assert result.stderr.startswith(f"recorder render: {bad}:")
 
 
 @pytest.mark.parametrize(
@@ -397,14 +397,14 @@ def test_cli_render_explains_a_reference_that_is_not_a_number(suffix: str, messa
     path = SEED / "11-errors.http"
     result = CliRunner().invoke(main, ["render", f"{path}{suffix}"])
     assert result.exit_code == 2
-    assert result.stderr == f"error: {path}{message.format(path=path)}\n"
+    assert result.stderr == f"recorder render: {path}{message.format(path=path)}\n"
 
 
 def test_cli_render_of_a_folder_says_to_name_a_file() -> None:
     result = CliRunner().invoke(main, ["render", str(SEED)])
     assert result.exit_code == 2
-    assert (
-        result.stderr == f"error: {SEED}: is a folder; name one transcript file (FILE or FILE#N)\n"
+    assert result.stderr == (
+        f"recorder render: {SEED}: is a folder; name one transcript file (FILE or FILE#N)\n"
     )
 
 
@@ -416,4 +416,6 @@ def test_cli_a_transcript_without_exchanges_is_an_error_not_empty_output(
     empty.write_text("# recorder-format: 1\n")
     result = CliRunner().invoke(main, [*command, str(empty)])
     assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr == f"error: {empty}: no exchanges: a transcript holds at least one\n"
+    assert result.stderr == (
+        f"recorder {command[0]}: {empty}: no exchanges: a transcript holds at least one\n"
+    )

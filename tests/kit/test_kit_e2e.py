@@ -838,7 +838,7 @@ def test_recorder_kit_command_reports_a_busy_port(kit: KitServer) -> None:
     )
     assert result.returncode == 2
     assert result.stderr == (
-        f"recorder kit: cannot listen on 127.0.0.1:{kit.port}: Address already in use\n"
+        f"recorder kit: cannot listen on 127.0.0.1:{kit.port}: address already in use\n"
     )
 
 

@@ -355,12 +355,12 @@ def test_cli_prints_where_it_listens_and_stops_cleanly_on_ctrl_c(tmp_path: Path)
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         ) as process:
             try:
-                assert process.stdout is not None
-                first = process.stdout.readline()
-                assert first.startswith("recorder: listening on http://127.0.0.1:")
+                assert process.stderr is not None
+                first = process.stderr.readline()
+                assert first.startswith("recorder record: listening on http://127.0.0.1:")
                 assert server.url in first
-                url = first.split()[3].rstrip(",")
-                second = process.stdout.readline()
+                url = first.split()[4].rstrip(",")
+                second = process.stderr.readline()
                 assert str(tmp_path / "out") in second
                 with httpx.Client(timeout=LIMIT) as client:
                     for n in range(3):
@@ -372,7 +372,8 @@ def test_cli_prints_where_it_listens_and_stops_cleanly_on_ctrl_c(tmp_path: Path)
                 if process.poll() is None:
                     process.kill()
         assert process.returncode == 0, err
-        assert "3 exchanges recorded in 3 files" in out
+        assert "recorder record: stopped; 3 exchanges recorded in 3 files" in err
+        assert out == ""
         files = sorted((tmp_path / "out").iterdir())
         # the three transcripts, and no temporary file or folder is left
         assert [f.suffix for f in files] == [".http"] * 3
@@ -393,8 +394,8 @@ def test_cli_exits_1_at_ctrl_c_with_a_summary_when_an_exchange_was_not_recorded(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         ) as process:
             try:
-                assert process.stdout is not None
-                url = process.stdout.readline().split()[3].rstrip(",")
+                assert process.stderr is not None
+                url = process.stderr.readline().split()[4].rstrip(",")
                 with httpx.Client(timeout=LIMIT) as client:
                     first = client.post(url + "/fast", json={"jsonrpc": "2.0", "id": 1})
                     assert first.status_code == 200
@@ -415,7 +416,7 @@ def test_cli_exits_1_at_ctrl_c_with_a_summary_when_an_exchange_was_not_recorded(
                     process.kill()
     assert process.returncode == 1, err
     assert "could not write the transcript of POST /fast" in err
-    assert "recorder: 1 exchanges recorded, 1 not recorded (see above)" in err
+    assert "recorder record: 1 exchange recorded, 1 not recorded (see above)" in err
     assert "Traceback" not in err
 
 
@@ -432,8 +433,8 @@ def test_ctrl_c_ends_an_open_stream_at_once_and_keeps_it_truncated(tmp_path: Pat
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         ) as process:
             try:
-                assert process.stdout is not None
-                url = process.stdout.readline().split()[3].rstrip(",")
+                assert process.stderr is not None
+                url = process.stderr.readline().split()[4].rstrip(",")
                 with (
                     httpx.Client(timeout=LIMIT) as client,
                     client.stream("POST", url + "/stream", json={}) as reply,

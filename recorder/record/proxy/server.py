@@ -45,7 +45,7 @@ def parse_listen(listen: str) -> tuple[str, int]:
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     number = int(port)
     if not 0 <= number <= 65535:
-        raise ValueError(f"port {number} is out of range (0-65535)")
+        raise ValueError(f"invalid port {number} (ports are 0-65535)")
     return host, number
 
 
@@ -214,13 +214,19 @@ def serve(
     proxy.store.prepare()
     http, loop = stack or fast_server_options()
     _Server = _server_class()
-    sock = listening_socket(host, port)
+    try:
+        sock = listening_socket(host, port)
+    except OSError as error:
+        from recorder.errors import RecorderError
+        from recorder.servers import listen_problem
+
+        raise RecorderError(listen_problem(host, port, error)) from None
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     config = uvicorn.Config(proxy, **server_options(proxy, http, loop, keep_alive=keep_alive))
     where = f"http://{shown}:{bound_port}"
-    announce(f"recorder: listening on {where}, forwarding to {proxy.upstream_url}")
-    announce(f"recorder: writing transcripts to {proxy.store.out}/ (Ctrl-C stops)")
+    announce(f"listening on {where}, forwarding to {proxy.upstream_url}")
+    announce(f"writing transcripts to {proxy.store.out}/ (Ctrl-C stops)")
     try:
         _Server(config, proxy).run(sockets=[sock])
     except KeyboardInterrupt:
@@ -228,4 +234,5 @@ def serve(
     finally:
         sock.close()
     files = len(proxy.store.written)
-    announce(f"recorder: stopped; {proxy.recorded} exchanges recorded in {files} files")
+    exchanges = f"{proxy.recorded} exchange{'' if proxy.recorded == 1 else 's'}"
+    announce(f"stopped; {exchanges} recorded in {files} file{'' if files == 1 else 's'}")
