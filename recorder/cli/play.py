@@ -26,7 +26,7 @@ from recorder.replay.report_json import write_json_error, write_json_report
 from recorder.replay.results import PlayResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url
 from recorder.replay.variables import MissingVariableError
-from recorder.rules import load_rules
+from recorder.rules import load_rules, rules_warnings
 
 
 def _shard(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
@@ -251,6 +251,10 @@ def play(
     try:
         environ = merge_variables(os.environ, _read_env_files(env_files), variables)
         rules = load_rules(rules_path)
+        if rules_path is not None:
+            # rules that can never apply (a kind typo, a place only the client fills)
+            for warning in rules_warnings(rules_path):
+                click.echo(f"recorder play: warning: {warning}", err=True)
         with _quiet_embedded_kit(agent is None):
             result = play_transcripts(
                 paths,

@@ -97,3 +97,16 @@ def test_export_to_a_file_prints_nothing_on_stdout(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["export", str(source), "--to", "http", "-o", str(out)])
     assert (result.exit_code, result.stdout) == (0, "")
     assert result.stderr == f"recorder export: wrote {out}\n"
+
+
+def test_play_warns_of_rules_that_can_never_apply_and_plays_on(tmp_path: Path) -> None:
+    path = tmp_path / "rules.yaml"
+    path.write_text("version: 1\ngenerated_fields:\n  startedAt: tme\n")
+    missing = tmp_path / "none.http"  # the run itself then stops on its input, exit 2
+    result = CliRunner().invoke(
+        main, ["play", str(missing), "--rules", str(path), "--agent", "http://127.0.0.1:9"]
+    )
+    assert result.stderr.startswith(
+        f"recorder play: warning: {path}:3: generated_fields.startedAt: unknown kind 'tme'"
+    )
+    assert result.exit_code == 2
