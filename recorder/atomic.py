@@ -270,13 +270,17 @@ def _create_temporary(folder: str, name: str, mode: int | None = None) -> tuple[
     raise AssertionError("unreachable")
 
 
+def _write_all(fd: int, data: bytes, fsync: bool) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    if fsync:
+        os.fsync(fd)
+
+
 def _fill(fd: int, data: bytes, fsync: bool) -> None:
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if fsync:
-            os.fsync(fd)
+        _write_all(fd, data, fsync)
     finally:
         os.close(fd)
 
@@ -383,11 +387,7 @@ def append_text(path: Path, text: str | bytes, *, fsync: bool = False) -> None:
     try:
         size = os.fstat(fd).st_size
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if fsync:
-                os.fsync(fd)
+            _write_all(fd, data, fsync)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)

@@ -41,7 +41,7 @@ from recorder.jsonpath import PathMatcher, State
 from recorder.model import Request
 from recorder.rules import Rules
 
-__all__ = ["JSON_STRING", "AliasMap", "PairingRules", "string_value"]
+__all__ = ["JSON_STRING", "AliasMap", "PairingRules", "one_to_one_conflict", "string_value"]
 
 JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 """A JSON string literal, escapes included."""
@@ -372,20 +372,31 @@ class AliasMap:
             if mapped == live:
                 return None
             other = self.live_to_golden.get(live)
-            if other is not None:
-                return (
-                    f"recorded {golden} is live {mapped}, but the reply names {live}, which is"
-                    f" {self.alias(other, kind)} (recorded {other})"
-                )
-            return f"recorded {golden} is live {mapped}, but the reply names {live}"
+            known = None if other is None else (self.alias(other, kind), other)
+            return one_to_one_conflict(golden, mapped, live, known)
         other = self.live_to_golden.get(live)
         if other is not None and other != golden:
-            return (
-                f"live {live} already stands for {self.alias(other, kind)} (recorded {other}),"
-                f" but here the recording has {golden}"
-            )
+            return one_to_one_conflict(golden, None, live, (self.alias(other, kind), other))
         self.golden_to_live[golden] = live
         self.live_to_golden[live] = golden
         if golden != live and self._shape_kind(golden) is None:
             self.literal_danger.update((golden, live))
         return None
+
+
+def one_to_one_conflict(
+    recorded: str, mapped: str | None, live: str, other: tuple[str, str] | None
+) -> str:
+    """Why `recorded` and `live` do not pair one to one (rule 3): `recorded` is already live
+    `mapped` (None: not yet paired), and `live` already stands for `other` = (its alias, its
+    recorded value), if it does."""
+    if mapped is None:
+        assert other is not None
+        return (
+            f"live {live} already stands for {other[0]} (recorded {other[1]}),"
+            f" but here the recording has {recorded}"
+        )
+    message = f"recorded {recorded} is live {mapped}, but the reply names {live}"
+    if other is not None:
+        message += f", which is {other[0]} (recorded {other[1]})"
+    return message

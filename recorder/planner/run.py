@@ -29,8 +29,8 @@ from recorder.errors import ParseError
 from recorder.httpfile import dump, load
 from recorder.kit import KitServer, start_kit
 from recorder.planner.scenarios import SCENARIOS, Scenario, Session
+from recorder.record.naming import file_name
 from recorder.record.proxy import create_proxy_app, listening_socket
-from recorder.record.store import file_name
 from recorder.replay.rerecord import keep_recorded_values
 from recorder.rules import DEFAULT_RULES
 from recorder.servers import ServerThread

@@ -58,11 +58,8 @@ from recorder.httpfile import dumps, dumps_exchange, loads
 from recorder.model import Exchange, Transcript
 from recorder.record.naming import (
     NUMBERED,
-    exchange_title,
     file_name,
-    header_case,
     next_number,
-    operation_name,
     operation_slug,
     slugify,
 )
@@ -72,13 +69,6 @@ __all__ = [
     "FileKey",
     "TranscriptStore",
     "during_tagged",
-    "exchange_title",
-    "file_name",
-    "header_case",
-    "next_number",
-    "operation_name",
-    "operation_slug",
-    "slugify",
 ]
 
 # the first part of the file key of a conversation of unscripted traffic (no slug has a "#")

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
-from recorder.pairing import JSON_STRING, AliasMap, PairingRules, string_value
+from recorder.pairing import JSON_STRING, AliasMap, PairingRules, one_to_one_conflict, string_value
 from recorder.redact import PLACEHOLDER
 
 __all__ = ["AGENT", "Addresses", "Strings", "address_key", "map_json_strings"]
@@ -221,23 +221,20 @@ class Addresses:
         if mapped is not None:
             if mapped == current:
                 return None
-            other = self._backward.get(current)
             shown = self._live_spelling.get(mapped, mapped)
-            if other is not None:
-                return (
-                    f"recorded {recorded} is live {shown}, but the reply names {live}, which is"
-                    f" {self._aliases[other]} (recorded {self._recorded_spellings[other][0]})"
-                )
-            return f"recorded {recorded} is live {shown}, but the reply names {live}"
-        other = self._backward.get(current)
-        if other is not None:
-            return (
-                f"live {live} already stands for {self._aliases[other]}"
-                f" (recorded {self._recorded_spellings[other][0]}), but here the recording has"
-                f" {recorded}"
-            )
+            return one_to_one_conflict(recorded, shown, live, self._known(current))
+        known = self._known(current)
+        if known is not None:
+            return one_to_one_conflict(recorded, None, live, known)
         self._learn(recorded, live)
         return None
+
+    def _known(self, current: str) -> tuple[str, str] | None:
+        """(alias, recorded spelling) of the recorded address live `current` stands for."""
+        other = self._backward.get(current)
+        if other is None:
+            return None
+        return self._aliases[other], self._recorded_spellings[other][0]
 
     def would_pair(self, pairs: list[tuple[str, str]]) -> bool:
         """Whether every (recorded, live) address of `pairs` pairs, with what is known and

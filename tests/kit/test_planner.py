@@ -17,7 +17,7 @@ import pytest
 
 from recorder import Exchange, load
 from recorder.planner.scenarios import SCENARIOS, UNKNOWN_TASK
-from recorder.record.store import file_name
+from recorder.record.naming import file_name
 
 TRANSCRIPTS = Path(__file__).parent.parent.parent / "transcripts"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

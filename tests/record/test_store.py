@@ -13,10 +13,7 @@ from factories import make_exchange, make_request
 
 from recorder import Headers, Request, Transcript, dumps, load
 from recorder.checking import find_transcripts
-from recorder.record.store import (
-    CONVERSATION,
-    TranscriptStore,
-    during_tagged,
+from recorder.record.naming import (
     exchange_title,
     file_name,
     header_case,
@@ -24,6 +21,7 @@ from recorder.record.store import (
     operation_name,
     slugify,
 )
+from recorder.record.store import CONVERSATION, TranscriptStore, during_tagged
 
 JSON = Headers([("Content-Type", "application/json")])
 PUSH = "/a2a/rest/tasks/t-1/pushNotificationConfigs"

@@ -50,16 +50,9 @@ from typing import Any, cast
 
 from recorder.model import Exchange, Headers, Request, Response, SseEvent
 from recorder.record.lineage import Lineage
+from recorder.record.naming import exchange_title, header_case, operation_name
 from recorder.record.proxy.call import Call
-from recorder.record.store import (
-    CONVERSATION,
-    FileKey,
-    TranscriptStore,
-    describe_error,
-    exchange_title,
-    header_case,
-    operation_name,
-)
+from recorder.record.store import CONVERSATION, FileKey, TranscriptStore, describe_error
 from recorder.record.upstream import UpstreamReply
 from recorder.redact import Redactor
 from recorder.sse import SseDecoder

@@ -18,6 +18,7 @@ import contextlib
 import json
 from typing import Any
 
+from recorder.record.naming import slugify
 from recorder.record.proxy.call import (
     BodyTooLarge,
     Call,
@@ -29,7 +30,7 @@ from recorder.record.proxy.call import (
     send_error,
     send_json,
 )
-from recorder.record.store import TranscriptStore, slugify
+from recorder.record.store import TranscriptStore
 
 CONTROL_PATH = "/_recorder/scenario"
 STATUS_PATH = "/_recorder/status"
