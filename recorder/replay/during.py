@@ -65,7 +65,8 @@ class BackgroundExchange:
         self._changed = threading.Condition()
         self._sent = False
         self._frames = -1  # -1: the reply's head has not arrived
-        self._chunks: list[bytes] = []
+        self._chunks: list[bytes] = []  # the stream's bytes not yet decoded (`new_frames`)
+        self._decoder = SseDecoder()  # what `new_frames` decoded so far
         self._learned = 0  # frames handed out by `new_frames`
         self._done = False
         self._live: LiveReply | None = None
@@ -115,10 +116,9 @@ class BackgroundExchange:
         """(n, the data frames arrived so far): the frames from n on were not handed out
         before. Whole frames only, decoded from the bytes that arrived."""
         with self._changed:
-            data = b"".join(self._chunks)
-        decoder = SseDecoder()
-        decoder.feed(data)
-        frames = real_frames(decoder.events)
+            data, self._chunks = b"".join(self._chunks), []
+        self._decoder.feed(data)  # only what came since the last call
+        frames = real_frames(self._decoder.events)
         start, self._learned = self._learned, max(self._learned, len(frames))
         return start, frames
 
