@@ -194,7 +194,7 @@ class FilePlayer:
         )
         if unset is not None:
             # not sent; the rest of the file plays (it may mismatch where it needed this reply)
-            self.results[index] = self._result(index, error=str(unset))
+            self.results[index] = self._result(index, error=str(unset), error_type="unset-variable")
             return
         if self.watch is not None and self.watch.down is not None:
             down = self.watch.probe()

@@ -325,7 +325,9 @@ def junit_xml(result: PlayResult) -> str:
                 ET.SubElement(case, "skipped", {"message": _xml_text(exchange.error or "")})
             elif exchange.error is not None:
                 error = ET.SubElement(
-                    case, "error", {"type": "no-reply", "message": _xml_text(exchange.error)}
+                    case,
+                    "error",
+                    {"type": exchange.error_type, "message": _xml_text(exchange.error)},
                 )
                 error.text = text
             else:

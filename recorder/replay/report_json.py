@@ -6,13 +6,14 @@
                     "mismatches": [{"path": "$.result.task.status.state", "frame": null,
                                     "expected": "TASK_STATE_FAILED",
                                     "actual": "TASK_STATE_COMPLETED", "message": "…"}],
-                    "error": null, "notes": []}, …],
+                    "error": null, "error_type": null, "notes": []}, …],
      "summary": {"files": 6, "exchanges": 10, "passed": 9, "failed": 1, "errors": 0,
                  "not_played": 0, "skipped": 0, "exit_status": 1, "line": "6 transcripts, …"}}
 
 A verdict is `passed`, `failed` (mismatches), `error` (no whole reply, the agent gone, an
 unset credential variable), `not played` (an earlier exchange of its file got no reply, or -x
-stopped the run) or `skipped` (not selected by -k; only when the plan is given). Values are the
+stopped the run) or `skipped` (not selected by -k; only when the plan is given). An error's
+`error_type` is `no-reply` or `unset-variable` (the JUnit report's error type too). Values are the
 normalized ones the terminal shows (a generated value as its alias); a member or item that is
 absent on one side has no `expected` or `actual` key.
 """
@@ -78,6 +79,7 @@ def _exchange(path: str, result: ExchangeResult) -> dict[str, Any]:
         "duration": round(result.seconds, 6),
         "mismatches": [_mismatch(m) for m in result.mismatches],
         "error": result.error,
+        "error_type": result.error_type if result.error is not None and result.played else None,
         "notes": list(result.notes),
     }
 
@@ -111,6 +113,7 @@ def json_report(result: PlayResult, items: Sequence[PlanItem] = ()) -> dict[str,
                     "duration": 0.0,
                     "mismatches": [],
                     "error": None,
+                    "error_type": None,
                     "notes": [],
                 }
             )

@@ -28,6 +28,9 @@ class ExchangeResult:
     mismatches: tuple[Mismatch, ...] = ()
     seconds: float = 0.0
     error: str | None = None
+    error_type: str = "no-reply"
+    """What kind of error `error` is: `no-reply` (the agent gave no whole reply) or
+    `unset-variable` (not sent: a credential's variable is not set)."""
     played: bool = True
     notes: tuple[str, ...] = ()
     details: tuple[str, ...] = ()

@@ -72,7 +72,8 @@ class MissingVariableError(RecorderError):
         if header is not None:
             uses += f" in {header}, a credential the agent checks: no stand-in is made up"
         super().__init__(
-            f"{where}: the environment variable {name} is not set ({uses}); set it and run again"
+            f"{where}: the variable {name} is not set ({uses}); set it in the environment, "
+            f"with --var {name}=VALUE or in an --env-file, and run again"
         )
 
 

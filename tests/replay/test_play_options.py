@@ -292,6 +292,37 @@ def test_report_json_of_a_run_that_stopped_before_any_verdict_says_why(goldens: 
     assert report["error"].startswith("transcripts/07-broken.http:3: ")
 
 
+def test_an_unset_credential_is_an_unset_variable_error_in_junit_and_json(
+    goldens: Path, kit: KitServer
+) -> None:
+    # no A2A_TOKEN: the extended card's exchange is not sent, the others play
+    result = run(
+        "transcripts",
+        "--agent",
+        kit.base_url,
+        "--junit-xml",
+        "report.xml",
+        "--report-json",
+        "report.json",
+        env={},
+    )
+    assert result.exit_code == 2, result.output
+    errors = [
+        (case.get("name"), error.get("type"), error.get("message"))
+        for case in ET.parse("report.xml").getroot().iter("testcase")
+        for error in case.iter("error")
+    ]
+    assert len(errors) == 1
+    name, kind, message = errors[0]
+    assert kind == "unset-variable"
+    assert message is not None and "the variable A2A_TOKEN is not set" in message
+    assert "--var A2A_TOKEN=VALUE" in message
+    records = json.loads(Path("report.json").read_text())["exchanges"]
+    assert [(r["verdict"], r["error_type"]) for r in records if r["verdict"] != "passed"] == [
+        ("error", "unset-variable")
+    ]
+
+
 # --------------------------------------------------------------------------- variables
 
 

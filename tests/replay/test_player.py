@@ -173,9 +173,10 @@ def test_a_missing_variable_names_itself_and_the_file_and_line() -> None:
     error = missing_variables(items, {})
     assert isinstance(error, MissingVariableError)
     assert str(error) == (
-        "t/04-cards.http:3: the environment variable A2A_TOKEN is not set (the request uses"
+        "t/04-cards.http:3: the variable A2A_TOKEN is not set (the request uses"
         " {{A2A_TOKEN}} in Authorization, a credential the agent checks: no stand-in is made"
-        " up); set it and run again"
+        " up); set it in the environment, with --var A2A_TOKEN=VALUE or in an --env-file, and"
+        " run again"
     )
     assert missing_variables(items, {"A2A_TOKEN": "x"}) is None
 

@@ -104,9 +104,11 @@ def test_an_unset_a2a_token_fails_only_the_exchange_that_sends_it(kit: KitServer
         (
             "10-extended-card.http",
             number,
-            f"{card}:{line}: the environment variable A2A_TOKEN is not set (the request uses"
+            f"{card}:{line}: the variable A2A_TOKEN is not set (the request uses"
             " {{A2A_TOKEN}} in Authorization, a credential the agent checks: no stand-in is made"
-            " up); set it and run again",
+            " up);"
+            " set it in the environment, with --var A2A_TOKEN=VALUE or in an --env-file,"
+            " and run again",
         )
     ]
     assert len(result.transcripts) == len(list(SHIPPED.glob("*.http")))
@@ -221,20 +223,26 @@ def test_an_unset_credential_or_plain_variable_fails_only_its_exchanges(
     assert [(number, error) for _, number, error in failed] == [
         (
             2,
-            f"{path}:{line_of(path, 'own header')}: the environment variable MY_TOKEN is not set"
+            f"{path}:{line_of(path, 'own header')}: the variable MY_TOKEN is not set"
             " (the request uses {{MY_TOKEN}} in X-My-Token, a credential the agent checks: no"
-            " stand-in is made up); set it and run again",
+            " stand-in is made up);"
+            " set it in the environment, with --var MY_TOKEN=VALUE or in an --env-file,"
+            " and run again",
         ),
         (
             3,
-            f"{path}:{line_of(path, 'cookie')}: the environment variable COOKIE is not set"
+            f"{path}:{line_of(path, 'cookie')}: the variable COOKIE is not set"
             " (the request uses {{COOKIE}} in Cookie, a credential the agent checks: no"
-            " stand-in is made up); set it and run again",
+            " stand-in is made up);"
+            " set it in the environment, with --var COOKIE=VALUE or in an --env-file,"
+            " and run again",
         ),
         (
             4,
-            f"{path}:{line_of(path, 'plain')}: the environment variable USER_ID is not set"
-            " (the request uses {{USER_ID}}); set it and run again",
+            f"{path}:{line_of(path, 'plain')}: the variable USER_ID is not set"
+            " (the request uses {{USER_ID}});"
+            " set it in the environment, with --var USER_ID=VALUE or in an --env-file,"
+            " and run again",
         ),
     ]
     assert result.passed_count == 2  # the first and the last: the file went on
