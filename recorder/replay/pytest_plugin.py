@@ -27,7 +27,9 @@ With pytest-xdist use `--dist loadfile` (or `loadscope`): each file then runs on
 order. Other modes stay correct but replay setup exchanges more than once.
 
 A mismatch is reported as `recorder play` reports it (file, exchange, frame, JSON path,
-expected and actual).
+expected and actual). An agent that goes away mid-session (once it has answered) fails the
+exchange that lost its reply; the rest of that file is skipped, and each later file fails its
+first exchange after one quick connection attempt, not a timeout per exchange.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 
     from recorder.replay.player import FilePlayer
     from recorder.replay.results import ExchangeResult
+    from recorder.replay.watch import AgentWatch
     from recorder.rules import Rules
 
 MARKER = b"# recorder-format:"
@@ -164,11 +167,13 @@ class _Agent:
         self.base_url = ""
         self.live_base: str | None = None
         self.variables: dict[str, str] = {}
+        self.watch: AgentWatch | None = None
 
     def ensure(self) -> None:
         if self._transport is not None:
             return
         from recorder.replay.send import agent_base_url, make_transport
+        from recorder.replay.watch import AgentWatch
         from recorder.rules import load_rules
 
         self._rules = load_rules(_rules_setting(self.config))
@@ -184,6 +189,9 @@ class _Agent:
             self.live_base = agent_base_url(self._handle.base_url)
             self.variables.setdefault("A2A_TOKEN", self._handle.token)
         self._transport = make_transport(self.base_url)
+        # the agent going away mid-session: the exchange that lost its reply fails, the rest
+        # of its file is skipped, each later file fails fast (`recorder.replay.watch`)
+        self.watch = AgentWatch(self.base_url, probe_seconds=min(1.0, self.timeout))
 
     @property
     def timeout(self) -> float:
@@ -203,6 +211,7 @@ class _Agent:
             variables=self.variables,
             timeout=self.timeout,
             live_base=self.live_base,
+            watch=self.watch,
         )
 
     def close(self) -> None:

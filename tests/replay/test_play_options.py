@@ -314,6 +314,7 @@ def test_an_unset_credential_is_an_unset_variable_error_in_junit_and_json(
     ]
     assert len(errors) == 1
     name, kind, message = errors[0]
+    assert name == "02 GetExtendedAgentCard: with the bearer token"
     assert kind == "unset-variable"
     assert message is not None and "the variable A2A_TOKEN is not set" in message
     assert "--var A2A_TOKEN=VALUE" in message

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 from helpers import closed_port, edit, record_goldens, stream_that_never_ends
 
-from recorder.kit import KitServer
+from recorder.kit import KitServer, start_kit
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.e2e
@@ -187,6 +188,51 @@ def test_an_exchange_without_reply_fails_and_the_rest_of_its_file_is_skipped(
             "    error: the * did not * within 1 s*",
             "SKIPPED * not played: exchange 2 got no reply",
         ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+class StopAfter:
+    """A pytest plugin that stops the agent once the named item has run."""
+
+    def __init__(self, agent: KitServer, item: str) -> None:
+        self.agent = agent
+        self.item = item
+
+    def pytest_runtest_teardown(self, item: pytest.Item) -> None:
+        if item.nodeid.endswith(self.item):
+            self.agent.stop()
+
+
+def test_an_agent_killed_mid_session_fails_fast_and_skips_the_rest_of_each_file(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = start_kit()
+    try:
+        monkeypatch.setenv("A2A_TOKEN", agent.token)
+        started = time.monotonic()
+        result = project.runpytest(
+            "transcripts",
+            "--recorder-agent",
+            agent.base_url,
+            "-rs",
+            plugins=[StopAfter(agent, "02-review.http::01 SendMessage: review a diff")],
+        )
+        elapsed = time.monotonic() - started
+    finally:
+        agent.stop()
+    assert elapsed < 10  # not a timeout per exchange
+    # 01 and 02#1 pass; 02#2 loses its reply; 03, 04, 05, 06 fail their first exchange and
+    # skip the rest of their file (04: 1, 06: 2)
+    result.assert_outcomes(passed=2, failed=5, skipped=3)
+    gone = f"    error: cannot reach the agent at {agent.base_url}: connection refused"
+    result.stdout.fnmatch_lines(
+        [
+            "transcripts/03-streaming.http  ✗ exchange 1 (*):",
+            gone,
+            "SKIPPED * not played: exchange 1 got no reply",
+        ],
+        consecutive=False,
     )
     assert "Traceback" not in result.stdout.str()
 
