@@ -7,6 +7,7 @@ embedded default agent, and the end-to-end tests.
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -15,7 +16,27 @@ from typing import Any
 
 import uvicorn
 
-__all__ = ["ServerThread", "bind_socket", "listen_problem"]
+__all__ = ["ServerThread", "bind_socket", "listen_problem", "quiet_shutdown"]
+
+# what uvicorn logs as an ERROR when an app returns before its reply ended: at shutdown, an
+# event stream that the shutdown cut (the client sees it cut); at any other time, a bug
+_INCOMPLETE = "ASGI callable returned without completing response."
+
+
+class _QuietShutdown(logging.Filter):
+    def __init__(self, server: uvicorn.Server) -> None:
+        super().__init__()
+        self.server = server
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.server.should_exit and record.getMessage() == _INCOMPLETE)
+
+
+def quiet_shutdown(server: uvicorn.Server) -> None:
+    """Keep uvicorn from printing `ERROR: ASGI callable returned without completing
+    response.` for the streams still open when Ctrl-C (or SIGTERM) stops `server`: ending
+    them is what was asked. The same line before the shutdown still shows."""
+    logging.getLogger("uvicorn.error").addFilter(_QuietShutdown(server))
 
 
 def listen_problem(host: str, port: int, error: BaseException) -> str:

@@ -43,7 +43,7 @@ def kit(host: str, port: int, token: str | None, log_level: str) -> None:
     from recorder.cli import fail
     from recorder.kit import DEFAULT_TOKEN, create_app
     from recorder.kit.serve import public_base_url
-    from recorder.servers import bind_socket, listen_problem
+    from recorder.servers import bind_socket, listen_problem, quiet_shutdown
 
     try:
         sock = bind_socket(host, port)
@@ -64,6 +64,7 @@ def kit(host: str, port: int, token: str | None, log_level: str) -> None:
     # answer such requests, so by default only the SDK's errors reach the console.
     logging.getLogger("a2a").setLevel(level if level <= logging.INFO else logging.ERROR)
     server = uvicorn.Server(uvicorn.Config(app, log_level=log_level))
+    quiet_shutdown(server)  # the streams open at Ctrl-C end without an ERROR line
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:

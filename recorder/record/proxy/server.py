@@ -160,8 +160,11 @@ def _server_class() -> Any:
         """uvicorn's server, telling the proxy to end its open streams when it shuts down."""
 
         def __init__(self, config: uvicorn.Config, proxy: RecordingProxy) -> None:
+            from recorder.servers import quiet_shutdown
+
             super().__init__(config)
             self.proxy = proxy
+            quiet_shutdown(self)  # the streams open at Ctrl-C end without an ERROR line
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             self.proxy.stop_streams()

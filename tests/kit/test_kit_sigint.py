@@ -1,0 +1,131 @@
+"""Ctrl-C of `recorder kit`, and of `recorder record` in front of it, while an event stream
+is open: quick, quiet (no uvicorn ERROR line, no traceback), exit 0 (issue 14)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from recorder.kit import KitServer
+
+pytestmark = pytest.mark.e2e
+
+HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+SLOW = "please review slowly\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
+LIMIT = 10.0  # seconds, for every wait
+
+
+@contextmanager
+def command(*args: str) -> Iterator[subprocess.Popen[str]]:
+    with subprocess.Popen(
+        [sys.executable, "-c", "from recorder.cli import main; main()", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate(timeout=LIMIT)
+
+
+def wait_until_serving(url: str) -> None:
+    deadline = time.monotonic() + LIMIT
+    while True:
+        try:
+            httpx.get(url + "/.well-known/agent-card.json", timeout=1)
+            return
+        except httpx.HTTPError:
+            assert time.monotonic() < deadline, f"nothing serves {url}"
+            time.sleep(0.05)
+
+
+class OpenStream:
+    """A slow review's event stream, read in a thread until it ends or is cut."""
+
+    def __init__(self, url: str) -> None:
+        self.frames: list[str] = []
+        self.ended: str | None = None
+        self._thread = threading.Thread(target=self._read, args=(url,), daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + LIMIT
+        while len(self.frames) < 2:  # the task, and WORKING: the review now waits
+            assert self.ended is None and time.monotonic() < deadline, self.ended
+            time.sleep(0.02)
+
+    def _read(self, url: str) -> None:
+        message = {"messageId": "sigint-1", "role": "ROLE_USER", "parts": [{"text": SLOW}]}
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendStreamingMessage",
+            "params": {"message": message},
+        }
+        try:
+            with httpx.stream(
+                "POST", url + "/a2a/jsonrpc", json=body, headers=HEADERS, timeout=LIMIT
+            ) as reply:
+                self.frames.extend(line for line in reply.iter_lines() if line.startswith("data:"))
+            self.ended = "ended"
+        except httpx.HTTPError as error:
+            self.ended = type(error).__name__
+
+    def join(self) -> None:
+        self._thread.join(LIMIT)
+
+
+def interrupt(process: subprocess.Popen[str]) -> tuple[str, str, float]:
+    started = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=LIMIT)
+    return out, err, time.monotonic() - started
+
+
+def test_ctrl_c_of_the_kit_with_an_open_stream_is_quick_and_quiet() -> None:
+    with command("kit", "--port", "0") as kit:
+        assert kit.stdout is not None
+        url = kit.stdout.readline().split()[-1]
+        wait_until_serving(url)
+        stream = OpenStream(url)
+        out, err, took = interrupt(kit)
+        stream.join()
+    assert kit.returncode == 0, err
+    # sse-starlette notices a shutdown by polling every 0.5 s; 0.66 s measured here
+    assert took < 1.5
+    assert err == ""  # no "ERROR: ASGI callable returned without completing response."
+    assert out.endswith("code-reviewer stopped.\n")
+    assert stream.ended == "RemoteProtocolError"  # the client sees the stream cut
+
+
+def test_ctrl_c_of_the_recorder_with_an_open_stream_keeps_it_as_truncated(
+    kit: KitServer, tmp_path: Path
+) -> None:
+    out_dir = tmp_path / "out"
+    args = ["--upstream", kit.base_url, "--listen", "127.0.0.1:0", "--out", str(out_dir)]
+    with command("record", *args) as recorder:
+        assert recorder.stderr is not None
+        url = recorder.stderr.readline().split()[4].rstrip(",")
+        wait_until_serving(url)
+        stream = OpenStream(url)
+        out, err, took = interrupt(recorder)
+        stream.join()
+    assert recorder.returncode == 0, err
+    assert took < 1.0
+    assert out == ""
+    assert "ERROR" not in err and "Traceback" not in err, err
+    assert "the proxy shut down during POST /a2a/jsonrpc: exchange kept as truncated" in err
+    assert err.endswith("stopped; 2 exchanges recorded in 2 files\n"), err
+    assert stream.ended == "RemoteProtocolError"
+    (streamed,) = out_dir.glob("02-*.http")
+    assert "TASK_STATE_WORKING" in streamed.read_text()
