@@ -1,0 +1,369 @@
+"""Every command the README and docs/ show is run by a test (issue 14).
+
+The commands are read from the Markdown: each line of a ```sh block (continuation lines
+joined, `# comments` dropped) and each inline code span that is a whole command line
+(`recorder render transcripts/02-message-reply.http#1`, `make docs-sync`; not a bare command
+name, a synopsis such as `recorder export -o FILE`, nor a message such as
+`recorder play: cannot reach …`). `RUNS` says how each is run;
+a command the docs show and `RUNS` does not know fails `test_every_documented_command_is_run`,
+so a new one cannot slip in untested.
+
+Each is run for real, in a copy of the repository's transcripts, README and docs, with the
+venv's `recorder`: the documented ports (41242 the kit, 41241 the recorder) become free
+loopback ports; a server (`recorder kit`, `recorder record`) is started, checked to serve,
+and stopped with Ctrl-C. A `make` target is checked against the Makefile recipe, and its
+recipe is one of the commands run here (`make test` is what CI runs: this very suite).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from recorder.kit import KitServer, start_kit
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parent.parent.parent
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+BIN = Path(sys.executable).parent
+LIMIT = 30.0  # seconds, for every command and wait
+
+_FENCE = re.compile(r"^```(\w*)\s*$")
+_COMMAND = re.compile(r"^(recorder|make|python -m|curl)\s")
+
+
+def documented_commands() -> dict[str, str]:
+    """command -> where it is shown (`README.md:33`)."""
+    found: dict[str, str] = {}
+    for path in DOCS:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        fence: str | None = None
+        pending = ""
+        prose: list[tuple[int, str]] = []
+        for number, line in enumerate(lines, start=1):
+            match = _FENCE.match(line)
+            if match:
+                fence = None if fence is not None else match.group(1)
+                continue
+            where = f"{path.relative_to(REPO)}:{number}"
+            if fence in ("sh", "bash", "console", "shell"):
+                text = pending + line.strip()
+                if text.endswith("\\"):
+                    pending = text[:-1].strip() + " "
+                    continue
+                if not _whole(text):  # a quoted argument goes on to the next line
+                    pending = text + " "
+                    continue
+                pending = ""
+                command = re.sub(r"\s+#\s.*$", "", text).strip()
+                if command:
+                    found.setdefault(command, where)
+            elif fence is None:
+                prose.append((number, line))
+        found.update(
+            (span, where) for span, where in _inline_commands(path, prose) if span not in found
+        )
+    return found
+
+
+def _inline_commands(path: Path, prose: list[tuple[int, str]]) -> Iterator[tuple[str, str]]:
+    """The code spans of the prose that are whole command lines (a span may wrap a line)."""
+    text = "\n".join(line for _, line in prose)
+    starts = [0]
+    for _, line in prose:
+        starts.append(starts[-1] + len(line) + 1)
+    for match in re.finditer(r"`([^`]+)`", text):
+        span = " ".join(match.group(1).split())
+        words = span.split()
+        if (
+            _COMMAND.match(span)
+            and len(words) >= 2
+            and not any(word.endswith(":") for word in words)
+            and "<" not in span
+            and not any(re.fullmatch(r"[A-Z_]+", word) for word in words)  # a synopsis: FILE
+            and not (words[0] == "recorder" and len(words) == 2)
+        ):
+            index = max(n for n, start in enumerate(starts) if start <= match.start())
+            yield span, f"{path.relative_to(REPO)}:{prose[min(index, len(prose) - 1)][0]}"
+
+
+def _whole(text: str) -> bool:
+    try:
+        shlex.split(text)
+    except ValueError:  # no closing quotation
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- running them
+
+
+@dataclass
+class Place:
+    """A scratch copy of what the commands read, and the agent they talk to."""
+
+    root: Path
+    kit: KitServer
+    env: dict[str, str]
+
+    def command(self, text: str) -> str:
+        """The documented command as run here: free ports, optional parts `[...]` given."""
+        text = re.sub(r"\[(--[^\]]*)\]", r"\1", text)
+        text = text.replace("41242", str(self.kit.port))
+        return text.replace("41241", str(free_port()))
+
+    def run(self, text: str, *, expect: int = 0) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            self.command(text),
+            shell=True,
+            cwd=self.root,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=LIMIT,
+        )
+        assert result.returncode == expect, (text, result.stdout[-2000:], result.stderr)
+        return result
+
+    def serve(self, text: str, *, ready: Callable[[str], bool]) -> str:
+        """Start a server command, wait until `ready(first lines)`, Ctrl-C it: its output."""
+        argv = shlex.split(self.command(text))
+        with subprocess.Popen(
+            argv,
+            cwd=self.root,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        ) as process:
+            try:
+                assert process.stdout is not None
+                seen = ""
+                deadline = time.monotonic() + LIMIT
+                while not ready(seen):
+                    assert time.monotonic() < deadline, seen
+                    line = process.stdout.readline()
+                    assert line, f"{text} ended early: {seen}"
+                    seen += line
+                process.send_signal(signal.SIGINT)
+                rest, _ = process.communicate(timeout=LIMIT)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+        assert process.returncode == 0, seen + rest
+        return seen + rest
+
+
+def free_port() -> int:
+    from recorder.servers import bind_socket
+
+    sock = bind_socket("127.0.0.1", 0)
+    try:
+        return int(sock.getsockname()[1])
+    finally:
+        sock.close()
+
+
+def serving(url_word: int) -> Callable[[str], bool]:
+    """Ready when a line's word `url_word` is a URL that answers."""
+
+    def ready(seen: str) -> bool:
+        for line in seen.splitlines():
+            words = line.split()
+            if len(words) > url_word and words[url_word].startswith("http://"):
+                url = words[url_word].rstrip(",")
+                try:
+                    httpx.get(url + "/.well-known/agent-card.json", timeout=2)
+                    return True
+                except httpx.HTTPError:
+                    return False
+        return False
+
+    return ready
+
+
+def make_recipe(target: str) -> list[str]:
+    """The recipe lines of a Makefile target, `$(BIN)/` dropped."""
+    lines = (REPO / "Makefile").read_text().splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith(f"{target}:"))
+    recipe: list[str] = []
+    for line in lines[start + 1 :]:
+        if not line.startswith("\t"):
+            break
+        recipe.append(line.strip().replace("$(BIN)/", ""))
+    return recipe
+
+
+def run_play(place: Place, text: str) -> None:
+    result = place.run(text)
+    assert result.stdout.splitlines()[-1].endswith("0 failed"), result.stdout
+
+
+def run_make(place: Place, text: str) -> None:
+    target = text.split()[1]
+    recipe = make_recipe(target)
+    if target == "test":
+        # what CI runs (.ci/run), and what runs this suite
+        assert "make test" in (REPO / ".ci" / "run").read_text()
+        prerequisites = next(
+            line
+            for line in (REPO / "Makefile").read_text().splitlines()
+            if line.startswith("test:")
+        )
+        assert recipe == [] and "unit" in prerequisites.split(), prerequisites
+        return
+    if target == "bench":
+        bench = REPO / "tests" / "test_benches.py"
+        for line in recipe:
+            script = Path(line.split()[1]).name
+            assert script in bench.read_text(), f"{script} is not run by {bench.name}"
+        return
+    for line in recipe:
+        if line.startswith("python -m recorder.planner"):
+            run_planner(place, line)
+        elif line.startswith("recorder play"):
+            run_play(place, line)
+        else:
+            place.run(line)
+
+
+def run_planner(place: Place, text: str) -> None:
+    # `make record`: re-recording an unchanged kit leaves every golden file as it was
+    before = {p.name: p.read_bytes() for p in (place.root / "transcripts").glob("*.http")}
+    place.run(text.replace("python ", f"{sys.executable} ", 1))
+    after = {p.name: p.read_bytes() for p in (place.root / "transcripts").glob("*.http")}
+    if "--fresh" in text:
+        assert after.keys() == before.keys() and after != before  # new ids everywhere
+    else:
+        assert after == before
+
+
+def run_kit(place: Place, text: str) -> None:
+    if "--port" not in text:
+        text += f" --port {free_port()}"
+    out = place.serve(text, ready=serving(3))
+    assert out.rstrip().endswith("code-reviewer stopped."), out
+
+
+def run_record(place: Place, text: str) -> None:
+    out = place.serve(text, ready=serving(4))
+    assert "recorder record: stopped" in out, out
+
+
+def run_curl(place: Place, text: str) -> None:
+    reply = json.loads(place.run(text).stdout)
+    assert reply["result"]["message"]["role"] == "ROLE_AGENT", reply
+
+
+def run_render(place: Place, text: str) -> None:
+    assert "HTTP/1.1 200 OK" in place.run(text).stdout
+
+
+def run_export_curl(place: Place, text: str) -> None:
+    assert "curl " in place.run(text).stdout
+
+
+def run_rules(place: Place, text: str) -> None:
+    (place.root / "rules.yaml").write_text("generated_fields: {sessionId: id}\n")
+    if text.startswith("recorder play"):
+        run_play(place, text + " transcripts/")
+    else:
+        place.run(text)
+
+
+def run_docs(place: Place, text: str) -> None:
+    place.run(text)
+    if " sync " in text:
+        # the docs are current: syncing changes nothing
+        for path in DOCS:
+            copy = place.root / path.relative_to(REPO)
+            assert copy.read_text() == path.read_text(), copy
+
+
+def run_record_with_rules(place: Place, text: str) -> None:
+    run_rules(place, "recorder rules check rules.yaml")
+    run_record(place, text)
+
+
+def run_planner_fresh(place: Place, text: str) -> None:
+    run_planner(place, text + " --out transcripts/")
+
+
+def run_check(place: Place, text: str) -> None:
+    assert place.run(text).stdout.strip(), "recorder check printed nothing"
+
+
+RUNS: dict[str, Callable[[Place, str], None]] = {
+    "make demo": run_make,
+    "make test": run_make,
+    "make record": run_make,
+    "make docs-sync": run_make,
+    "make docs-check": run_make,
+    "make bench": run_make,
+    "recorder kit": run_kit,
+    "recorder kit --port 0 --token s3cret": run_kit,
+    "curl -s localhost:41242/a2a/jsonrpc -H 'Content-Type: application/json' -H "
+    '\'A2A-Version: 1.0\' -d \'{"jsonrpc":"2.0","id":1,"method":"SendMessage",'
+    '"params":{"message":{"messageId":"m1", "role":"ROLE_USER","parts":[{"text":'
+    '"What languages can you review?"}]}}}\'': run_curl,
+    "recorder record --upstream http://localhost:41242 [--listen 127.0.0.1:41241] "
+    "[--out transcripts/] [--rules rules.yaml]": run_record_with_rules,
+    "python -m recorder.planner --fresh": run_planner_fresh,
+    "recorder play transcripts/": run_play,
+    "recorder play transcripts/ --agent http://localhost:41242": run_play,
+    "recorder play --rules rules.yaml": run_rules,
+    "recorder rules check rules.yaml": run_rules,
+    "recorder check transcripts/": run_check,
+    "recorder render transcripts/02-message-reply.http#1": run_render,
+    "recorder export transcripts/02-message-reply.http --to curl": run_export_curl,
+    "recorder docs check README.md docs/": run_docs,
+    "recorder docs sync docs/": run_docs,
+}
+
+
+@pytest.fixture(scope="module")
+def agent() -> Iterator[KitServer]:
+    with start_kit() as server:
+        yield server
+
+
+@pytest.fixture
+def place(tmp_path: Path, agent: KitServer) -> Place:
+    for name in ("transcripts", "docs"):
+        shutil.copytree(REPO / name, tmp_path / name)
+    shutil.copy(REPO / "README.md", tmp_path / "README.md")
+    shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "A2A_TOKEN": agent.token,
+        "NO_COLOR": "1",
+    }
+    return Place(tmp_path, agent, env)
+
+
+def test_every_documented_command_is_run() -> None:
+    shown = documented_commands()
+    untested = {command: where for command, where in shown.items() if command not in RUNS}
+    assert not untested, f"add these to RUNS in {Path(__file__).name}: {untested}"
+    stale = sorted(set(RUNS) - set(shown))
+    assert not stale, f"no longer in the docs, remove from RUNS: {stale}"
+
+
+@pytest.mark.parametrize("command", sorted(RUNS))
+def test_a_documented_command_runs(command: str, place: Place) -> None:
+    RUNS[command](place, command)
