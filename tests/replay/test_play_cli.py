@@ -142,9 +142,10 @@ def test_an_unset_credential_variable_fails_only_the_exchange_that_sends_it(
     [failed] = [n for n in lines if n.startswith("transcripts/04-cards")]
     assert "✗ exchange 2 (GetExtendedAgentCard" in failed
     assert (
-        f"    error: transcripts/04-cards.http:{line}: the environment variable A2A_TOKEN is not"
+        f"    error: transcripts/04-cards.http:{line}: the variable A2A_TOKEN is not"
         " set (the request uses {{A2A_TOKEN}} in Authorization, a credential the agent checks:"
-        " no stand-in is made up); set it and run again"
+        " no stand-in is made up); set it in the environment, with --var A2A_TOKEN=VALUE or in"
+        " an --env-file, and run again"
     ) in lines
     assert lines[-1] == "6 transcripts, 10 exchanges: 9 passed, 0 failed, 1 error"
     assert result.stderr == ""
