@@ -1,0 +1,245 @@
+"""Which recorded exchange answers a live request: conversations and their branches (pure).
+
+The strategy (docs/serve.md says it for users):
+
+1. **A request that carries an id the stand-in handed out** (a task id, a contextId, a
+   push-config id from an earlier reply, as `recorder.pairing` calls values generated) belongs
+   to the conversation that was handed that id. It is answered by the first unused exchange of
+   that conversation's transcript whose request matches (`recorder.serve.match`): exchanges
+   are used once each, so the same GetTask gets its recorded answers in order (in progress
+   before the cancel, canceled after).
+2. **A request that carries none** starts a new conversation. Its candidates are the exchanges,
+   in every transcript (in file order), whose recorded request matches and carries no id an
+   earlier reply handed out: the first of each transcript.
+3. A conversation may have several **branches**: when the first request matches in several
+   transcripts (the same SendMessage opens four of the goldens), every one is kept, and the
+   first answers. Each later request keeps only the branches where it matches; the others'
+   recorded ids are paired with the ids actually handed out, value by value, so whichever
+   branch answers next speaks of the same task. A branch whose reply does not pair is dropped.
+4. **Ids handed out** are the recorded ones, unless another conversation holds that value
+   already (two clients running the same scenario at once) or `fresh` is set: then a new one
+   of the same shape (a uuid4 for a uuid). Loose kinds (timestamps) are always as recorded.
+
+Every conversation and every id handed out stays in memory while the stand-in runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from recorder.pairing import PairingRules
+from recorder.serve.match import LiveRequest, Matching
+from recorder.serve.steps import Step
+
+__all__ = ["Book", "Branch", "Conversation", "Found", "NotFound"]
+
+
+@dataclass
+class Branch:
+    """One transcript a conversation may be playing, with its pairings."""
+
+    file: int
+    used: set[int] = field(default_factory=set)
+    to_live: dict[str, str] = field(default_factory=dict)
+    """recorded generated value -> the value handed out."""
+    echo: dict[str, str] = field(default_factory=dict)
+    """recorded client value -> the client's live value."""
+
+
+@dataclass
+class Conversation:
+    number: int
+    branches: list[Branch]
+
+
+@dataclass
+class Found:
+    """The answer: `step` of `branch` in `conversation`, with the client's JSON-RPC id."""
+
+    conversation: Conversation
+    branch: Branch
+    step: Step
+    rpc_id: Any
+
+
+@dataclass
+class NotFound:
+    """No recorded request matches: the closest one and what differs (empty: none at all)."""
+
+    closest: Step | None
+    differences: list[str]
+
+
+@dataclass
+class _Candidate:
+    branch: Branch
+    step: Step
+    echoes: dict[str, str]
+
+
+class Book:
+    """The served transcripts' steps and the live conversations (not thread-safe: the ASGI
+    app calls it from its one event loop)."""
+
+    def __init__(
+        self,
+        files: list[list[Step]],
+        rules: PairingRules,
+        *,
+        fresh: bool = False,
+        new_id: Callable[[str, str], str] | None = None,
+    ) -> None:
+        self.files = files
+        self.rules = rules
+        self.fresh = fresh
+        self.new_id = new_id or _new_id
+        self.owner: dict[str, Conversation] = {}
+        """Every value handed out -> the conversation it was handed to."""
+        self._numbers = itertools.count(1)
+        self._starters = [[step for step in steps if not step.needs] for steps in files]
+
+    # ------------------------------------------------------------------ matching
+
+    def _try(self, branch: Branch, step: Step, live: LiveRequest) -> _Candidate | list[str]:
+        matching = Matching(self.rules, step.needs, branch.to_live, branch.echo)
+        differences = matching.compare(
+            step.exchange.request.method,
+            step.pieces,
+            step.significant,
+            step.json,
+            step.exchange.request.body,
+            live,
+        )
+        return differences or _Candidate(branch, step, matching.echoes)
+
+    def find(self, live: LiveRequest) -> Found | NotFound:
+        """The recorded exchange that answers `live` (and the ids its reply hands out are
+        chosen), or the closest recorded request and what differs."""
+        owners: list[Conversation] = []
+        for value in live.strings():
+            owner = self.owner.get(value)
+            if owner is not None and owner not in owners:
+                owners.append(owner)
+        if owners:
+            return self._continue(sorted(owners, key=lambda c: c.number), live)
+        return self._start(live)
+
+    def _continue(self, owners: list[Conversation], live: LiveRequest) -> Found | NotFound:
+        closest: tuple[tuple[int, int], Step, list[str]] | None = None
+        for conversation in owners:
+            chosen: list[_Candidate] = []
+            for branch in conversation.branches:
+                for step in self.files[branch.file]:
+                    if step.index in branch.used:
+                        continue
+                    outcome = self._try(branch, step, live)
+                    if isinstance(outcome, _Candidate):
+                        chosen.append(outcome)
+                        break
+                    rank = _rank(step, live, outcome)
+                    if closest is None or rank < closest[0]:
+                        closest = (rank, step, outcome)
+            if chosen:
+                return self._answer(conversation, chosen, live)
+        if closest is None:
+            return NotFound(None, ["the conversation has no exchange left"])
+        return NotFound(closest[1], closest[2])
+
+    def _start(self, live: LiveRequest) -> Found | NotFound:
+        chosen: list[_Candidate] = []
+        for starters in self._starters:
+            for step in starters:
+                outcome = self._try(Branch(step.file), step, live)
+                if isinstance(outcome, _Candidate):
+                    chosen.append(outcome)
+                    break
+        if chosen:
+            conversation = Conversation(next(self._numbers), [c.branch for c in chosen])
+            return self._answer(conversation, chosen, live)
+        return self.closest(live)
+
+    def closest(self, live: LiveRequest) -> NotFound:
+        """The recorded request nearest `live`: same method, path and JSON-RPC method first,
+        then the fewest differences."""
+        best: tuple[tuple[int, int], Step, list[str]] | None = None
+        for steps in self.files:
+            for step in steps:
+                outcome = self._try(Branch(step.file), step, live)
+                differences = outcome if isinstance(outcome, list) else []
+                rank = _rank(step, live, differences)
+                if best is None or rank < best[0]:
+                    best = (rank, step, differences)
+        if best is None:
+            return NotFound(None, ["no transcript is served"])
+        return NotFound(best[1], best[2])
+
+    # ------------------------------------------------------------------ answering
+
+    def _answer(
+        self, conversation: Conversation, chosen: list[_Candidate], live: LiveRequest
+    ) -> Found:
+        first = chosen[0]
+        branch, step = first.branch, first.step
+        branch.used.add(step.index)
+        branch.echo.update(first.echoes)
+        handed: list[str] = []
+        for value, kind in step.hands_out:
+            given = branch.to_live.get(value)
+            if given is None:
+                taken = self.owner.get(value)
+                if self.fresh or (taken is not None and taken is not conversation):
+                    given = self.new_id(value, kind)
+                else:
+                    given = value
+                branch.to_live[value] = given
+            handed.append(given)
+            self.owner.setdefault(given, conversation)
+        kept = [branch]
+        for other in chosen[1:]:
+            if _pair(other.step.hands_out, handed, other.branch.to_live):
+                other.branch.used.add(other.step.index)
+                other.branch.echo.update(other.echoes)
+                kept.append(other.branch)
+        conversation.branches = kept
+        return Found(conversation, branch, step, live.rpc_id)
+
+
+def _pair(recorded: list[tuple[str, str]], handed: list[str], to_live: dict[str, str]) -> bool:
+    """Pair another branch's recorded values with the values handed out, in order; False when
+    they do not pair one to one (the branch is dropped)."""
+    if len(recorded) != len(handed):
+        return False
+    pairs = dict(to_live)
+    for (value, _), given in zip(recorded, handed, strict=True):
+        if pairs.setdefault(value, given) != given:
+            return False
+    to_live.update(pairs)
+    return True
+
+
+def _rank(step: Step, live: LiveRequest, differences: list[str]) -> tuple[int, int]:
+    request = step.exchange.request
+    same = (
+        request.method == live.method
+        and request.path == live.target.partition("?")[0]
+        and step.rpc_method == live.rpc_method
+    )
+    shape = (
+        request.method == live.method
+        and len(step.pieces) == len(live.pieces)
+        and step.rpc_method == live.rpc_method
+    )
+    return (0 if same else 1 if shape else 2, len(differences))
+
+
+def _new_id(value: str, kind: str) -> str:
+    """A fresh value of the same shape as `value`: a uuid4 for a uuid, else `value` with a
+    short random suffix."""
+    if len(value) == 36 and value.count("-") == 4:
+        fresh = str(uuid.uuid4())
+        return fresh.upper() if value.isupper() else fresh
+    return f"{value}-{uuid.uuid4().hex[:8]}"

@@ -1,0 +1,298 @@
+"""Matching a live request to a recorded one: the player's pairing rules, in reverse (pure).
+
+The player turns a recorded request into a live one and checks the agent's reply; the stand-in
+gets the live request from a client and must find the recorded request it stands for. The
+rules (`recorder.pairing`), read the other way:
+
+- A value the recorded request carried that an earlier reply of its file had generated (rule 1
+  and 2: a task id, a contextId) is one the stand-in handed out: the live request must carry
+  the value the stand-in handed out for it (`mapped`), nothing else.
+- A value the client made up (rule 2: the JSON-RPC `id`, a `messageId`, any uuid or timestamp
+  shape that no reply gave) matches any value of its kind: any JSON-RPC id, any messageId, any
+  string wholly of the same shape. The pairing is kept (`echo`), so that the reply can carry
+  the client's own value where the recording carried the recorded one, and so that a value
+  the client made up once is the same value wherever the recording repeats it.
+- A secret placeholder (`{{A2A_TOKEN}}`) matches any text.
+- Everything else compares exactly: the HTTP method, the path and query, the JSON-RPC method,
+  the rest of the body, and the A2A service headers (`A2A-*`, `Authorization`): a request
+  without `A2A-Version` is not one with it.
+
+`differences` gives every place that differs, as the player names them (`$.params.id`), so a
+request that matches nothing can be told which recorded request came closest and where.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+import orjson
+
+from recorder.pairing import PairingRules
+from recorder.redact import PLACEHOLDER
+
+__all__ = [
+    "NOT_JSON",
+    "LiveRequest",
+    "Matching",
+    "parse_json",
+    "significant_headers",
+    "split_target",
+]
+
+NOT_JSON: Any = object()
+"""What `parse_json` gives for a body that is not JSON."""
+# members whose value the client makes up, whatever its shape
+_CLIENT_MEMBERS = frozenset({"messageId"})
+_TARGET_SEPARATORS = re.compile(r"([/?&=:])")
+_MAX_DIFFERENCES = 20
+
+
+def parse_json(body: bytes) -> Any:
+    """The JSON value of `body`, or `NOT_JSON` (empty, or not JSON)."""
+    if not body:
+        return NOT_JSON
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return NOT_JSON
+
+
+def split_target(target: str) -> list[str]:
+    """`/a2a/rest/tasks/ID:cancel?x=1` -> its pieces and separators, pieces percent-decoded."""
+    return [
+        piece if index % 2 else unquote(piece)
+        for index, piece in enumerate(_TARGET_SEPARATORS.split(target))
+    ]
+
+
+def significant_headers(headers: Any) -> dict[str, str]:
+    """The headers that choose an answer: the A2A service parameters and Authorization,
+    names lower-cased (a repeated header: its values joined by ", ")."""
+    found: dict[str, str] = {}
+    for name, value in headers:
+        lower = name.lower()
+        if lower.startswith("a2a-") or lower == "authorization":
+            found[lower] = f"{found[lower]}, {value}" if lower in found else value
+    return found
+
+
+@dataclass
+class LiveRequest:
+    """A request as a client sent it to the stand-in."""
+
+    method: str
+    target: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    json: Any = field(init=False)
+    pieces: list[str] = field(init=False)
+    significant: dict[str, str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.json = parse_json(self.body)
+        self.pieces = split_target(self.target)
+        self.significant = significant_headers(self.headers)
+
+    @property
+    def rpc_method(self) -> str | None:
+        value = self.json
+        if isinstance(value, dict) and isinstance(value.get("method"), str):
+            return str(value["method"])
+        return None
+
+    @property
+    def rpc_id(self) -> Any:
+        value = self.json
+        return value.get("id") if isinstance(value, dict) and "jsonrpc" in value else None
+
+    def strings(self) -> list[str]:
+        """Every string the request carries where a handed-out id could be: the JSON
+        strings of its body, its path pieces, its significant header values."""
+        found: list[str] = [piece for piece in self.pieces[::2] if piece]
+        stack = [self.json]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                found.append(item)
+            elif isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+        found.extend(self.significant.values())
+        return found
+
+
+class Matching:
+    """One comparison of a recorded request with a live one.
+
+    `needs`: the recorded generated values the recorded request carried (handed out by earlier
+    replies of its file); `mapped`: recorded -> live values handed out so far in the
+    conversation; `echo`: recorded -> live client values paired so far. After `compare`,
+    `differences` lists what differs and `echoes` the client values newly paired.
+    """
+
+    def __init__(
+        self,
+        rules: PairingRules,
+        needs: frozenset[str],
+        mapped: Mapping[str, str],
+        echo: Mapping[str, str],
+    ) -> None:
+        self.rules = rules
+        self.needs = needs
+        self.mapped = mapped
+        self.echo = echo
+        self.echoes: dict[str, str] = {}
+        self.differences: list[str] = []
+
+    def _differ(self, where: str, why: str) -> None:
+        if len(self.differences) < _MAX_DIFFERENCES:
+            self.differences.append(f"{where}: {why}")
+
+    def compare(
+        self,
+        method: str,
+        pieces: list[str],
+        significant: Mapping[str, str],
+        recorded_json: Any,
+        recorded_body: bytes,
+        live: LiveRequest,
+    ) -> list[str]:
+        """Every difference between the recorded request (given by its parts) and `live`."""
+        if method != live.method:
+            self._differ("method", f"recorded {method}, got {live.method}")
+        self._target(pieces, live.pieces)
+        for name in sorted(set(significant) | set(live.significant)):
+            recorded, got = significant.get(name), live.significant.get(name)
+            if recorded is None:
+                self._differ(f"header {name}", f"not recorded, got {got!r}")
+            elif got is None:
+                self._differ(f"header {name}", f"recorded {recorded!r}, got none")
+            else:
+                self._string(recorded, got, f"header {name}", None)
+        if recorded_json is NOT_JSON:
+            if recorded_body != live.body:
+                self._differ("body", "differs from the recorded body (not JSON)")
+        elif live.json is NOT_JSON:
+            self._differ("body", "recorded JSON, got a body that is not JSON")
+        else:
+            self._value(recorded_json, live.json, "$", None, top=True)
+        return self.differences
+
+    def _target(self, recorded: list[str], live: list[str]) -> None:
+        if len(recorded) != len(live) or recorded[1::2] != live[1::2]:
+            self._differ("target", f"recorded {''.join(recorded)}, got {''.join(live)}")
+            return
+        for index in range(0, len(recorded), 2):
+            self._string(recorded[index], live[index], "target", None)
+
+    def _value(self, recorded: Any, live: Any, where: str, name: str | None, top: bool) -> None:
+        if (
+            top
+            and name == "id"
+            and isinstance(recorded, str | int)
+            and not isinstance(recorded, bool)
+        ):
+            if not isinstance(live, str | int) or isinstance(live, bool):
+                self._differ(where, f"expected a JSON-RPC id, got {_show(live)}")
+            return
+        if isinstance(recorded, dict):
+            if not isinstance(live, dict):
+                self._differ(where, f"recorded an object, got {_show(live)}")
+                return
+            for key in recorded.keys() - live.keys():
+                self._differ(f"{where}.{key}", "missing")
+            for key in live.keys() - recorded.keys():
+                self._differ(f"{where}.{key}", f"not recorded, got {_show(live[key])}")
+            is_rpc = top and "jsonrpc" in recorded
+            for key, item in recorded.items():
+                if key in live:
+                    self._value(item, live[key], f"{where}.{key}", key, is_rpc)
+        elif isinstance(recorded, list):
+            if not isinstance(live, list) or len(live) != len(recorded):
+                self._differ(where, f"recorded {_show(recorded)}, got {_show(live)}")
+                return
+            for index, (one, other) in enumerate(zip(recorded, live, strict=True)):
+                self._value(one, other, f"{where}[{index}]", None, False)
+        elif isinstance(recorded, str):
+            if not isinstance(live, str):
+                self._differ(where, f"recorded {_show(recorded)}, got {_show(live)}")
+            else:
+                self._string(recorded, live, where, name)
+        elif recorded != live or type(recorded) is not type(live):
+            self._differ(where, f"recorded {_show(recorded)}, got {_show(live)}")
+
+    def _string(self, recorded: str, live: str, where: str, name: str | None) -> None:
+        if recorded in self.needs:
+            expected = self.mapped.get(recorded)
+            if expected is None:
+                self._differ(where, f"recorded {recorded}, an id this conversation was not given")
+            elif live != expected:
+                self._differ(where, f"expected {expected} (handed out for recorded {recorded})")
+            return
+        if name in _CLIENT_MEMBERS or self.rules.shape_kind(recorded) is not None:
+            kind = self.rules.shape_kind(recorded)
+            if kind is not None and self.rules.shape_kind(live) != kind:
+                self._differ(where, f"expected a {kind} value such as {recorded}, got {live!r}")
+                return
+            self._echo(recorded, live, where)
+            return
+        if recorded == live:
+            return
+        if "{{" in recorded and PLACEHOLDER.search(recorded):
+            if _placeholder_pattern(recorded).fullmatch(live):
+                return
+        elif self.rules.shapes is not None and self._shaped(recorded, live):
+            return
+        self._differ(where, f"recorded {_show(recorded)}, got {_show(live)}")
+
+    def _echo(self, recorded: str, live: str, where: str) -> None:
+        paired = self.echo.get(recorded, self.echoes.get(recorded))
+        if paired is None:
+            self.echoes[recorded] = live
+        elif paired != live:
+            self._differ(where, f"expected {paired} (the value the client sent for {recorded})")
+
+    def _shaped(self, recorded: str, live: str) -> bool:
+        """Whether `live` is `recorded` with each generated shape inside it replaced by a value
+        of the same kind (a handed-out one where the recording had a handed-out one)."""
+        parts: list[str] = []
+        last = 0
+        assert self.rules.shapes is not None
+        for match in self.rules.shape_matches(recorded):
+            parts.append(re.escape(recorded[last : match.start()]))
+            value = match.group()
+            if value in self.needs and value in self.mapped:
+                parts.append(re.escape(self.mapped[value]))
+            else:
+                group = f"k_{match.lastgroup[2:]}" if match.lastgroup else ""
+                pattern = self.rules.rules.generated_shapes.get(group[2:], ".+?")
+                parts.append(f"(?:{pattern})")
+            last = match.end()
+        if not parts:
+            return False
+        parts.append(re.escape(recorded[last:]))
+        try:
+            return re.fullmatch("".join(parts), live) is not None
+        except re.error:
+            return False
+
+
+def _placeholder_pattern(text: str) -> re.Pattern[str]:
+    pieces: list[str] = []
+    last = 0
+    for match in PLACEHOLDER.finditer(text):
+        pieces.append(re.escape(text[last : match.start()]))
+        pieces.append(".+?")
+        last = match.end()
+    pieces.append(re.escape(text[last:]))
+    return re.compile("".join(pieces), re.DOTALL)
+
+
+def _show(value: Any) -> str:
+    text = orjson.dumps(value).decode() if value is not NOT_JSON else "no JSON"
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,147 @@
+"""The recorded reply, made this conversation's (pure).
+
+- Values the recording's reply handed out are the ones handed out live (`Branch.to_live`:
+  as recorded, or fresh).
+- Values the recorded client sent and the reply echoed (a `messageId` in the history, a uuid
+  the client made up) are the live client's (`Branch.echo`); the JSON-RPC `id` of the reply is
+  the live request's when the recorded reply's was the recorded request's.
+- The recorded agent's address (`http://localhost:41242` in card interface URLs) is the
+  stand-in's, as the client reached it.
+- A stream's frames are rendered one by one; `pacing` gives the waits between them that the
+  frames' own timestamps show.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from recorder.pairing import PairingRules
+from recorder.serve.book import Branch
+from recorder.serve.match import NOT_JSON, parse_json
+from recorder.serve.steps import Step
+from recorder.sse import SseEvent, serialize
+
+__all__ = ["Renderer", "pacing"]
+
+_DROPPED = frozenset({"date", "server", "content-length", "transfer-encoding", "connection"})
+
+
+class Renderer:
+    """Renders one step's reply for one branch and one live request."""
+
+    def __init__(
+        self, rules: PairingRules, step: Step, branch: Branch, rpc_id: Any, address: str | None
+    ) -> None:
+        self.rules = rules
+        self.step = step
+        self.values = {**branch.echo, **branch.to_live}
+        host = step.host
+        self.address = (
+            (f"//{host}", f"//{address}") if host and address and host != address else None
+        )
+        request_json = step.json
+        self.recorded_id = request_json.get("id") if isinstance(request_json, dict) else None
+        self.rpc_id = rpc_id
+
+    def headers(self) -> list[tuple[str, str]]:
+        """The recorded reply's headers, less those the server sets itself."""
+        return [
+            (name, value)
+            for name, value in self.step.exchange.response.headers
+            if name.lower() not in _DROPPED
+        ]
+
+    def body(self) -> bytes:
+        """The whole body of a reply that is no stream."""
+        response = self.step.exchange.response
+        value = parse_json(response.body) if response.is_json else NOT_JSON
+        if value is NOT_JSON:
+            return self._text(response.body.decode("utf-8", "replace")).encode()
+        return orjson.dumps(self._value(value, top=True))
+
+    def frame(self, number: int) -> bytes:
+        """Frame `number` of a stream, as SSE bytes."""
+        events = self.step.exchange.response.events or ()
+        event = events[number]
+        parsed = self.step.frames[number] if number < len(self.step.frames) else NOT_JSON
+        if parsed is NOT_JSON:
+            data = None if event.data is None else self._text(event.data)
+        else:
+            data = orjson.dumps(self._value(parsed, top=True)).decode()
+        return serialize(
+            [
+                SseEvent(
+                    data=data,
+                    event=event.event,
+                    id=event.id,
+                    retry=event.retry,
+                    comments=event.comments,
+                )
+            ]
+        )
+
+    # ------------------------------------------------------------------ values
+
+    def _value(self, value: Any, *, top: bool = False) -> Any:
+        if isinstance(value, str):
+            return self._text(value)
+        if isinstance(value, dict):
+            rpc = top and "jsonrpc" in value
+            out = {key: self._value(item) for key, item in value.items()}
+            if (
+                rpc
+                and "id" in value
+                and value["id"] == self.recorded_id
+                and self.rpc_id is not None
+            ):
+                out["id"] = self.rpc_id
+            return out
+        if isinstance(value, list):
+            return [self._value(item) for item in value]
+        return value
+
+    def _text(self, text: str) -> str:
+        values = self.values
+        whole = values.get(text)
+        if whole is not None:
+            return whole
+        if values and "-" in text and self.rules.shapes is not None:
+            pieces: list[str] = []
+            last = 0
+            for match in self.rules.shape_matches(text):
+                found = values.get(match.group())
+                if found is not None:
+                    pieces.extend((text[last : match.start()], found))
+                    last = match.end()
+            if pieces:
+                pieces.append(text[last:])
+                text = "".join(pieces)
+        if self.address is not None and self.address[0] in text:
+            text = text.replace(*self.address)
+        return text
+
+
+def pacing(step: Step, rules: PairingRules, *, limit: float) -> list[float]:
+    """The seconds to wait before each frame of a stream (0 for the first): the difference of
+    the first RFC 3339 time in each frame and in the one before, 0 when either has none or
+    time went back, at most `limit`."""
+    times: list[datetime | None] = []
+    for event in step.exchange.response.events or ():
+        when = None
+        for match in rules.shape_matches(event.data or ""):
+            if match.lastgroup == "k_time":
+                try:
+                    when = datetime.fromisoformat(match.group().replace("z", "Z"))
+                except ValueError:
+                    when = None
+                break
+        times.append(when)
+    waits = [0.0]
+    for before, after in itertools.pairwise(times):
+        seconds = (after - before).total_seconds() if before and after else 0.0
+        waits.append(min(limit, max(0.0, seconds)))
+    return waits

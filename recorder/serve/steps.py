@@ -1,0 +1,125 @@
+"""The recorded exchanges, prepared once for serving (pure).
+
+A `Step` is one recorded exchange with what matching and replying need computed up front: its
+request's pieces, the generated values it carries that earlier replies of its file handed out
+(`needs`), the generated values its reply hands out (`hands_out`, in document order), and its
+`@during` links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from recorder.httpfile import DURING_TAG
+from recorder.model import Exchange, Transcript
+from recorder.pairing import PairingRules
+from recorder.serve.match import NOT_JSON, parse_json, significant_headers, split_target
+
+__all__ = ["Step", "prepare"]
+
+
+@dataclass
+class Step:
+    """One recorded exchange, ready to be matched and answered."""
+
+    file: int
+    """The transcript's number among those served (0-based)."""
+    index: int
+    """The exchange's number in its file (0-based)."""
+    path: str
+    exchange: Exchange
+    pieces: list[str]
+    significant: dict[str, str]
+    json: Any
+    needs: frozenset[str]
+    hands_out: list[tuple[str, str]]
+    """(recorded generated value, kind) of the reply (every frame), client values excluded."""
+    frames: list[Any] = field(default_factory=list)
+    """A stream's frames' data parsed (NOT_JSON: sent as recorded); empty for other replies."""
+    during: tuple[int, int] | None = None
+    """(the exchange this one arrived during, that exchange's frames sent by then)."""
+    waited: dict[int, list[int]] = field(default_factory=dict)
+    """frames sent -> the later exchanges that arrived then (this reply waits for them)."""
+
+    @property
+    def where(self) -> str:
+        line = self.exchange.line
+        return f"{self.path}:{line}" if line is not None else f"{self.path} #{self.index + 1}"
+
+    @property
+    def title(self) -> str:
+        return self.exchange.title
+
+    @property
+    def rpc_method(self) -> str | None:
+        if isinstance(self.json, dict) and isinstance(self.json.get("method"), str):
+            return str(self.json["method"])
+        return None
+
+    @property
+    def host(self) -> str | None:
+        return self.exchange.request.headers.get("Host")
+
+
+def _reply_values(exchange: Exchange) -> tuple[list[Any], Any]:
+    """(the parsed frames of a stream, or [] ; the parsed body of another reply)."""
+    response = exchange.response
+    if response.events is not None:
+        frames = [
+            parse_json(event.data.encode()) if event.data is not None else NOT_JSON
+            for event in response.events
+        ]
+        return frames, NOT_JSON
+    return [], parse_json(response.body) if response.body else NOT_JSON
+
+
+def prepare(transcripts: list[Transcript], rules: PairingRules) -> list[list[Step]]:
+    """Each transcript's steps, in order."""
+    files: list[list[Step]] = []
+    loose = rules.loose
+    for number, transcript in enumerate(transcripts):
+        learned: set[str] = set()
+        client: set[str] = set()
+        steps: list[Step] = []
+        for index, exchange in enumerate(transcript.exchanges):
+            request = exchange.request
+            carried = rules.request_values(request)
+            needs = frozenset(carried & learned)
+            client.update(carried - learned)
+            frames, body = _reply_values(exchange)
+            found: dict[tuple[str, str], None] = {}
+            for value in frames or [body]:
+                if value is not NOT_JSON:
+                    found.update(dict.fromkeys(rules.generated_values(value)))
+            hands_out = [
+                (value, kind)
+                for value, kind in found
+                if kind not in loose and value not in client and value not in learned
+            ]
+            learned.update(value for value, _ in hands_out)
+            steps.append(
+                Step(
+                    file=number,
+                    index=index,
+                    path=transcript.source or f"transcript {number + 1}",
+                    exchange=exchange,
+                    pieces=split_target(request.target),
+                    significant=significant_headers(request.headers),
+                    json=parse_json(request.body),
+                    needs=needs,
+                    hands_out=hands_out,
+                    frames=frames,
+                )
+            )
+        for step in steps:
+            for comment in step.exchange.comments:
+                match = DURING_TAG.match(comment.strip())
+                if match is not None:
+                    stream, frames_sent = int(match.group(1)) - 1, int(match.group(2))
+                    if 0 <= stream < step.index:
+                        step.during = (stream, frames_sent)
+                        steps[stream].waited.setdefault(frames_sent, []).append(step.index)
+                        break
+        files.append(steps)
+    return files
