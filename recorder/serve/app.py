@@ -82,6 +82,8 @@ class StandIn:
         self.during_wait = during_wait
         self.matched = 0
         self.unmatched = 0
+        self.problems: list[str] = []
+        """The no-match messages so far (the first 100)."""
         self.transcripts = len(transcripts)
         self.exchanges = sum(len(steps) for steps in self.steps)
         self._arrived: dict[tuple[int, int, int], asyncio.Event] = {}
@@ -100,6 +102,16 @@ class StandIn:
             await self._no_match(live, found, send)
             return
         self.matched += 1
+        if logger.isEnabledFor(logging.INFO):
+            logger.info(
+                "%s %s%s: %s (%s), conversation %d",
+                live.method,
+                live.target,
+                f" {live.rpc_method}" if live.rpc_method else "",
+                found.step.where,
+                found.step.title,
+                found.conversation.number,
+            )
         key = (found.conversation.number, found.step.file, found.step.index)
         self._arrival(key).set()
         host = next((value for name, value in live.headers if name.lower() == "host"), None)
@@ -162,6 +174,8 @@ class StandIn:
         self.unmatched += 1
         message = no_match_message(live, found)
         logger.warning("%s", message)
+        if len(self.problems) < 100:
+            self.problems.append(message)
         detail: dict[str, Any] = {"differences": found.differences}
         if found.closest is not None:
             detail["closest"] = {"exchange": found.closest.where, "title": found.closest.title}

@@ -1,0 +1,105 @@
+"""`recorder serve`: golden transcripts served as a stand-in agent."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from recorder.cli import fail, plural
+from recorder.errors import RecorderError
+
+
+@click.command(short_help="Serve transcripts as a stand-in agent for client tests.")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--listen",
+    default="127.0.0.1:41242",
+    show_default=True,
+    help="Where the stand-in listens (HOST:PORT, or a port; 0: any free port).",
+)
+@click.option(
+    "--rules",
+    type=click.Path(dir_okay=False),
+    help="Rules file (YAML): what is generated (the ids handed out, the values a client makes up).",
+)
+@click.option(
+    "--fresh-ids",
+    is_flag=True,
+    help="Hand out a fresh id (a uuid4 for a uuid) for every id a reply generates, per "
+    "conversation. Without it, ids are the recorded ones unless another conversation has one.",
+)
+@click.option(
+    "--pace",
+    is_flag=True,
+    help="Space a stream's frames as the timestamps in them say (at most 5 s apart).",
+)
+@click.option(
+    "--during-wait",
+    type=click.FloatRange(min=0, max=3600),
+    default=10.0,
+    show_default=True,
+    help="Seconds a reply recorded as still open when a later request came (@during) waits "
+    "for that request before it goes on.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 1 at shutdown when any request matched no recorded exchange (for CI).",
+)
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Log every request and the exchange it matched."
+)
+def serve(
+    paths: tuple[str, ...],
+    listen: str,
+    rules: str | None,
+    fresh_ids: bool,
+    pace: bool,
+    during_wait: float,
+    strict: bool,
+    verbose: bool,
+) -> None:
+    """Answer requests as the agent did in the transcripts under PATHS (files, folders).
+
+    A request is matched to a recorded one by method, path, JSON-RPC method and body, with
+    the values a client makes up (JSON-RPC id, messageId, uuids) matching any value of their
+    kind and the ids the stand-in handed out read back as the recorded ones. Each conversation
+    gets its recorded replies in order. A request that matches nothing gets an error naming
+    the closest recorded request and what differs (a JSON-RPC error, else 404).
+    """
+    from recorder.record.proxy import parse_listen
+    from recorder.rules import load_rules
+    from recorder.serve import load_stand_in
+    from recorder.serve.server import serve as run
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("recorder serve: %(message)s"))
+    log = logging.getLogger("recorder.serve")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO if verbose else logging.WARNING)
+    try:
+        host, port = parse_listen(listen)
+        stand_in = load_stand_in(
+            list(paths),
+            load_rules(rules),
+            fresh_ids=fresh_ids,
+            pace=pace,
+            during_wait=during_wait,
+        )
+        run(stand_in, host=host, port=port, announce=_status)
+    except (ValueError, RecorderError) as exc:
+        fail("serve", str(exc))
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        fail("serve", f"{where}{exc.strerror or exc}")
+    finally:
+        log.removeHandler(handler)
+    if strict and stand_in.unmatched:
+        fail(
+            "serve", f"{plural(stand_in.unmatched, 'request')} matched no recorded exchange", code=1
+        )
+
+
+def _status(line: str) -> None:
+    click.echo(f"recorder serve: {line}", err=True)

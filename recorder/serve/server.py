@@ -1,0 +1,57 @@
+"""Run the stand-in under uvicorn on a loopback socket bound first, until Ctrl-C."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from recorder.errors import RecorderError
+from recorder.serve.app import StandIn
+from recorder.servers import bind_socket, listen_problem, quiet_shutdown
+
+__all__ = ["serve", "server_options"]
+
+
+def server_options() -> dict[str, Any]:
+    """uvicorn's options for the stand-in (the CLI, the pytest fixture, the benchmark)."""
+    return {
+        "log_level": "warning",
+        "access_log": False,
+        "lifespan": "off",
+        "server_header": False,
+        "date_header": False,
+        # streams held for @during end at once at Ctrl-C; no shutdown waits on them
+        "timeout_graceful_shutdown": 1,
+    }
+
+
+def serve(
+    stand_in: StandIn,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 41242,
+    announce: Callable[[str], None] = print,
+) -> None:
+    """Serve `stand_in` on host:port until Ctrl-C (SIGINT) or SIGTERM. Raises RecorderError
+    when the address cannot be listened on."""
+    import uvicorn
+
+    try:
+        sock = bind_socket(host, port)
+    except (OSError, OverflowError) as error:
+        raise RecorderError(listen_problem(host, port, error)) from None
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    announce(
+        f"serving {stand_in.exchanges} exchanges of {stand_in.transcripts} transcripts "
+        f"on http://{shown}:{bound_port} (Ctrl-C stops)"
+    )
+    server = uvicorn.Server(uvicorn.Config(stand_in, **server_options()))
+    quiet_shutdown(server)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # uvicorn re-raises the Ctrl-C it handled: the shutdown already happened
+    finally:
+        sock.close()
+    announce(f"stopped; {stand_in.matched} requests answered, {stand_in.unmatched} unmatched")
