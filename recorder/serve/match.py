@@ -13,6 +13,8 @@ rules (`recorder.pairing`), read the other way:
   the client's own value where the recording carried the recorded one, and so that a value
   the client made up once is the same value wherever the recording repeats it.
 - A secret placeholder (`{{A2A_TOKEN}}`) matches any text.
+- A URL on a loopback address (a webhook the client listens on) matches the same URL on any
+  loopback address and port, and is echoed like a value the client made up.
 - Everything else compares exactly: the HTTP method, the path and query, the JSON-RPC method,
   the rest of the body, and the A2A service headers (`A2A-*`, `Authorization`): a request
   without `A2A-Version` is not one with it.
@@ -49,6 +51,9 @@ NOT_JSON: Any = object()
 _CLIENT_MEMBERS = frozenset({"messageId"})
 _TARGET_SEPARATORS = re.compile(r"([/?&=:])")
 _MAX_DIFFERENCES = 20
+_LOOPBACK_URL = re.compile(
+    r"//(?:localhost|127(?:\.[0-9]{1,3}){3}|\[::1\])(?::[0-9]+)?(?![0-9])", re.IGNORECASE
+)
 
 
 def parse_json(body: bytes) -> Any:
@@ -248,6 +253,9 @@ class Matching:
                 return
         elif self.rules.shapes is not None and self._shaped(recorded, live):
             return
+        if "//" in recorded and _loopback(recorded) == _loopback(live) != recorded:
+            self._echo(recorded, live, where)
+            return
         self._differ(where, f"recorded {_show(recorded)}, got {_show(live)}")
 
     def _echo(self, recorded: str, live: str, where: str) -> None:
@@ -280,6 +288,11 @@ class Matching:
             return re.fullmatch("".join(parts), live) is not None
         except re.error:
             return False
+
+
+def _loopback(text: str) -> str:
+    """`text` with every loopback URL authority (`//127.0.0.1:41999`) spelled `//loopback`."""
+    return _LOOPBACK_URL.sub("//loopback", text)
 
 
 def _placeholder_pattern(text: str) -> re.Pattern[str]:

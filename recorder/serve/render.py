@@ -13,7 +13,9 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
+import re
 from datetime import datetime
 from typing import Any
 
@@ -27,6 +29,7 @@ from recorder.sse import SseEvent, serialize
 
 __all__ = ["Renderer", "pacing"]
 
+_LOOPBACK = ("localhost", "127.0.0.1", "[::1]")
 _DROPPED = frozenset({"date", "server", "content-length", "transfer-encoding", "connection"})
 
 
@@ -39,10 +42,8 @@ class Renderer:
         self.rules = rules
         self.step = step
         self.values = {**branch.echo, **branch.to_live}
-        host = step.host
-        self.address = (
-            (f"//{host}", f"//{address}") if host and address and host != address else None
-        )
+        self.address = _address_pattern(step.host) if address else None
+        self.live_address = f"//{address}"
         request_json = step.json
         self.recorded_id = request_json.get("id") if isinstance(request_json, dict) else None
         self.rpc_id = rpc_id
@@ -120,9 +121,23 @@ class Renderer:
             if pieces:
                 pieces.append(text[last:])
                 text = "".join(pieces)
-        if self.address is not None and self.address[0] in text:
-            text = text.replace(*self.address)
+        if self.address is not None and "//" in text:
+            text = self.address.sub(self.live_address, text)
         return text
+
+
+@functools.lru_cache(maxsize=64)
+def _address_pattern(host: str | None) -> re.Pattern[str] | None:
+    """The recorded agent's address in URLs (`//localhost:41242`), in any loopback spelling of
+    its port (a card recorded as `localhost` while the requests went to `127.0.0.1`)."""
+    if not host:
+        return None
+    name, _, port = host.rpartition(":")
+    if not port.isdigit() or not name:
+        return re.compile(f"//{re.escape(host)}(?![A-Za-z0-9.:-])")
+    names = {name.lower(), *_LOOPBACK}
+    spelled = "|".join(re.escape(n) for n in sorted(names))
+    return re.compile(f"//(?:{spelled}):{port}(?![0-9])", re.IGNORECASE)
 
 
 def pacing(step: Step, rules: PairingRules, *, limit: float) -> list[float]:
