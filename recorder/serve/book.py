@@ -38,6 +38,9 @@ from recorder.serve.steps import Step
 __all__ = ["Book", "Branch", "Conversation", "Found", "NotFound"]
 
 
+_ANSWERED = "answered already: each recorded exchange answers once per conversation"
+
+
 @dataclass
 class Branch:
     """One transcript a conversation may be playing, with its pairings."""
@@ -134,10 +137,11 @@ class Book:
             chosen: list[_Candidate] = []
             for branch in conversation.branches:
                 for step in self.files[branch.file]:
-                    if step.index in branch.used:
-                        continue
                     outcome = self._try(branch, step, live)
-                    if isinstance(outcome, _Candidate):
+                    if step.index in branch.used:
+                        if isinstance(outcome, _Candidate):
+                            outcome = [_ANSWERED]
+                    elif isinstance(outcome, _Candidate):
                         chosen.append(outcome)
                         break
                     rank = _rank(step, live, outcome)
@@ -146,7 +150,7 @@ class Book:
             if chosen:
                 return self._answer(conversation, chosen, live)
         if closest is None:
-            return NotFound(None, ["the conversation has no exchange left"])
+            return self.closest(live)
         return NotFound(closest[1], closest[2])
 
     def _start(self, live: LiveRequest) -> Found | NotFound:
