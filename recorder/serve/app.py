@@ -87,6 +87,17 @@ class StandIn:
         self.transcripts = len(transcripts)
         self.exchanges = sum(len(steps) for steps in self.steps)
         self._arrived: dict[tuple[int, int, int], asyncio.Event] = {}
+        self._closing: asyncio.Event | None = None
+
+    def stop_streams(self) -> None:
+        """End every reply held for `@during` now (the server is shutting down). Called on
+        the server's event loop."""
+        self._closing_event().set()
+
+    def _closing_event(self) -> asyncio.Event:
+        if self._closing is None:
+            self._closing = asyncio.Event()
+        return self._closing
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -124,24 +135,37 @@ class StandIn:
             event = self._arrived[key] = asyncio.Event()
         return event
 
-    async def _wait_for_later(self, found: Found, frames: int) -> None:
-        """Hold the reply where the recording shows later requests arrived during it."""
+    async def _wait_for_later(self, found: Found, frames: int) -> bool:
+        """Hold the reply where the recording shows later requests arrived during it; False
+        when the server is shutting down (the reply ends there)."""
+        closing = self._closing_event()
         for later in found.step.waited.get(frames, ()):
+            if closing.is_set():
+                return False
             key = (found.conversation.number, found.step.file, later)
-            try:
-                await asyncio.wait_for(self._arrival(key).wait(), self.during_wait)
-            except TimeoutError:
+            arrived = asyncio.ensure_future(self._arrival(key).wait())
+            stopped = asyncio.ensure_future(closing.wait())
+            done, pending = await asyncio.wait(
+                {arrived, stopped}, timeout=self.during_wait, return_when=asyncio.FIRST_COMPLETED
+            )
+            for task in pending:
+                task.cancel()
+            if stopped in done:
+                return False
+            if not done:
                 logger.warning(
                     "%s: the request recorded during this reply did not come within %g s; "
                     "the reply goes on",
                     found.step.where,
                     self.during_wait,
                 )
+        return True
 
     async def _reply(self, found: Found, renderer: Renderer, send: Send) -> None:
         step = found.step
         response = step.exchange.response
-        await self._wait_for_later(found, 0)
+        if not await self._wait_for_later(found, 0):
+            return
         headers = renderer.headers()
         if response.events is None:
             body = renderer.body()
@@ -167,7 +191,8 @@ class StandIn:
             )
             if event.data is not None:
                 sent += 1
-                await self._wait_for_later(found, sent)
+                if not await self._wait_for_later(found, sent):
+                    break
         await send({"type": "http.response.body", "body": b""})
 
     async def _no_match(self, live: LiveRequest, found: NotFound, send: Send) -> None:

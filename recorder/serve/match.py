@@ -12,7 +12,8 @@ rules (`recorder.pairing`), read the other way:
   string wholly of the same shape. The pairing is kept (`echo`), so that the reply can carry
   the client's own value where the recording carried the recorded one, and so that a value
   the client made up once is the same value wherever the recording repeats it.
-- A secret placeholder (`{{A2A_TOKEN}}`) matches any text.
+- A secret placeholder (`{{A2A_TOKEN}}`) matches any text, and the text is echoed where the
+  recorded reply has the placeholder (a push config's token read back).
 - A URL on a loopback address (a webhook the client listens on) matches the same URL on any
   loopback address and port, and is echoed like a value the client made up.
 - Everything else compares exactly: the HTTP method, the path and query, the JSON-RPC method,
@@ -249,7 +250,12 @@ class Matching:
         if recorded == live:
             return
         if "{{" in recorded and PLACEHOLDER.search(recorded):
-            if _placeholder_pattern(recorded).fullmatch(live):
+            names, pattern = _placeholder_pattern(recorded)
+            match = pattern.fullmatch(live)
+            if match is not None:
+                # the client's secret, given back where the recorded reply has the placeholder
+                for number, placeholder in enumerate(names):
+                    self.echoes.setdefault(placeholder, match.group(number + 1))
                 return
         elif self.rules.shapes is not None and self._shaped(recorded, live):
             return
@@ -295,15 +301,19 @@ def _loopback(text: str) -> str:
     return _LOOPBACK_URL.sub("//loopback", text)
 
 
-def _placeholder_pattern(text: str) -> re.Pattern[str]:
+def _placeholder_pattern(text: str) -> tuple[list[str], re.Pattern[str]]:
+    """(the placeholders of `text` in order, a pattern whose groups capture what each stands
+    for in a live value)."""
+    names: list[str] = []
     pieces: list[str] = []
     last = 0
     for match in PLACEHOLDER.finditer(text):
         pieces.append(re.escape(text[last : match.start()]))
-        pieces.append(".+?")
+        pieces.append("(.+?)")
+        names.append(match.group())
         last = match.end()
     pieces.append(re.escape(text[last:]))
-    return re.compile("".join(pieces), re.DOTALL)
+    return names, re.compile("".join(pieces), re.DOTALL)
 
 
 def _show(value: Any) -> str:

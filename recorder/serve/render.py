@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from recorder.pairing import PairingRules
+from recorder.redact import PLACEHOLDER
 from recorder.serve.book import Branch
 from recorder.serve.match import NOT_JSON, parse_json
 from recorder.serve.steps import Step
@@ -121,6 +122,8 @@ class Renderer:
             if pieces:
                 pieces.append(text[last:])
                 text = "".join(pieces)
+        if "{{" in text:
+            text = PLACEHOLDER.sub(lambda m: values.get(m.group(), m.group()), text)
         if self.address is not None and "//" in text:
             text = self.address.sub(self.live_address, text)
         return text

@@ -46,7 +46,13 @@ def serve(
         f"serving {stand_in.exchanges} exchanges of {stand_in.transcripts} transcripts "
         f"on http://{shown}:{bound_port} (Ctrl-C stops)"
     )
-    server = uvicorn.Server(uvicorn.Config(stand_in, **server_options()))
+
+    class _Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            stand_in.stop_streams()  # replies held for @during end now
+            await super().shutdown(sockets)
+
+    server = _Server(uvicorn.Config(stand_in, **server_options()))
     quiet_shutdown(server)
     try:
         server.run(sockets=[sock])
