@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_format.py
 	$(BIN)/python bench/bench_play.py
 	$(BIN)/python bench/bench_kit_start.py
+	$(BIN)/python bench/bench_serve.py
 
 ## docs-check: fail (naming file:line) when a Markdown block made from a transcript is out of date
 docs-check: $(STAMP)

@@ -20,6 +20,7 @@ BENCH = Path(__file__).parent.parent / "bench"
         ("bench_format.py", ["--mb", "0.2", "--repeat", "1"], "json.loads of the JSON bodies"),
         ("bench_parse_shapes.py", ["--mb", "0.05", "--repeat", "1"], "slowest shape:"),
         ("bench_kit_start.py", ["--runs", "1"], "recorder kit start: median"),
+        ("bench_serve.py", ["--quick"], '"bench": "serve"'),
         ("bench_store.py", ["--smoke"], '"bench": "store"'),
         (
             "bench_memory.py",

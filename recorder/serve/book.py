@@ -107,8 +107,12 @@ class Book:
 
     # ------------------------------------------------------------------ matching
 
-    def _try(self, branch: Branch, step: Step, live: LiveRequest) -> _Candidate | list[str]:
-        matching = Matching(self.rules, step.needs, branch.to_live, branch.echo)
+    def _try(
+        self, branch: Branch, step: Step, live: LiveRequest, *, first_only: bool = True
+    ) -> _Candidate | list[str]:
+        matching = Matching(
+            self.rules, step.needs, branch.to_live, branch.echo, first_only=first_only
+        )
         differences = matching.compare(
             step.exchange.request.method,
             step.pieces,
@@ -132,31 +136,41 @@ class Book:
         return self._start(live)
 
     def _continue(self, owners: list[Conversation], live: LiveRequest) -> Found | NotFound:
-        closest: tuple[tuple[int, int], Step, list[str]] | None = None
+        key = live.key
         for conversation in owners:
             chosen: list[_Candidate] = []
             for branch in conversation.branches:
                 for step in self.files[branch.file]:
+                    if step.key != key or step.index in branch.used:
+                        continue
                     outcome = self._try(branch, step, live)
-                    if step.index in branch.used:
-                        if isinstance(outcome, _Candidate):
-                            outcome = [_ANSWERED]
-                    elif isinstance(outcome, _Candidate):
+                    if isinstance(outcome, _Candidate):
                         chosen.append(outcome)
                         break
+            if chosen:
+                return self._answer(conversation, chosen, live)
+        # the closest exchange of the conversations' transcripts, all differences named
+        closest: tuple[tuple[int, int], Step, list[str]] | None = None
+        for conversation in owners:
+            for branch in conversation.branches:
+                for step in self.files[branch.file]:
+                    outcome = self._try(branch, step, live, first_only=False)
+                    if isinstance(outcome, _Candidate):
+                        outcome = [_ANSWERED]  # it matches, but it was used
                     rank = _rank(step, live, outcome)
                     if closest is None or rank < closest[0]:
                         closest = (rank, step, outcome)
-            if chosen:
-                return self._answer(conversation, chosen, live)
         if closest is None:
             return self.closest(live)
         return NotFound(closest[1], closest[2])
 
     def _start(self, live: LiveRequest) -> Found | NotFound:
         chosen: list[_Candidate] = []
+        key = live.key
         for starters in self._starters:
             for step in starters:
+                if step.key != key:
+                    continue
                 outcome = self._try(Branch(step.file), step, live)
                 if isinstance(outcome, _Candidate):
                     chosen.append(outcome)
@@ -172,7 +186,7 @@ class Book:
         best: tuple[tuple[int, int], Step, list[str]] | None = None
         for steps in self.files:
             for step in steps:
-                outcome = self._try(Branch(step.file), step, live)
+                outcome = self._try(Branch(step.file), step, live, first_only=False)
                 differences = outcome if isinstance(outcome, list) else []
                 rank = _rank(step, live, differences)
                 if best is None or rank < best[0]:

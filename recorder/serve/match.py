@@ -26,6 +26,7 @@ request that matches nothing can be told which recorded request came closest and
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -104,6 +105,11 @@ class LiveRequest:
         self.significant = significant_headers(self.headers)
 
     @property
+    def key(self) -> tuple[str, tuple[str, ...], str | None]:
+        """The method, the target's separators, the JSON-RPC method (`Step.key`)."""
+        return (self.method, tuple(self.pieces[1::2]), self.rpc_method)
+
+    @property
     def rpc_method(self) -> str | None:
         value = self.json
         if isinstance(value, dict) and isinstance(value.get("method"), str):
@@ -132,6 +138,10 @@ class LiveRequest:
         return found
 
 
+class _Differs(Exception):
+    """A difference was found and only the first was asked for."""
+
+
 class Matching:
     """One comparison of a recorded request with a live one.
 
@@ -147,8 +157,11 @@ class Matching:
         needs: frozenset[str],
         mapped: Mapping[str, str],
         echo: Mapping[str, str],
+        *,
+        first_only: bool = False,
     ) -> None:
         self.rules = rules
+        self.first_only = first_only
         self.needs = needs
         self.mapped = mapped
         self.echo = echo
@@ -158,6 +171,8 @@ class Matching:
     def _differ(self, where: str, why: str) -> None:
         if len(self.differences) < _MAX_DIFFERENCES:
             self.differences.append(f"{where}: {why}")
+        if self.first_only:
+            raise _Differs
 
     def compare(
         self,
@@ -168,7 +183,21 @@ class Matching:
         recorded_body: bytes,
         live: LiveRequest,
     ) -> list[str]:
-        """Every difference between the recorded request (given by its parts) and `live`."""
+        """Every difference between the recorded request (given by its parts) and `live`
+        (with `first_only`, the first one)."""
+        with contextlib.suppress(_Differs):
+            self._compare(method, pieces, significant, recorded_json, recorded_body, live)
+        return self.differences
+
+    def _compare(
+        self,
+        method: str,
+        pieces: list[str],
+        significant: Mapping[str, str],
+        recorded_json: Any,
+        recorded_body: bytes,
+        live: LiveRequest,
+    ) -> None:
         if method != live.method:
             self._differ("method", f"recorded {method}, got {live.method}")
         self._target(pieces, live.pieces)
@@ -187,7 +216,6 @@ class Matching:
             self._differ("body", "recorded JSON, got a body that is not JSON")
         else:
             self._value(recorded_json, live.json, "$", None, top=True)
-        return self.differences
 
     def _target(self, recorded: list[str], live: list[str]) -> None:
         if len(recorded) != len(live) or recorded[1::2] != live[1::2]:

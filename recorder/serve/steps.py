@@ -8,6 +8,7 @@ request's pieces, the generated values it carries that earlier replies of its fi
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,12 @@ class Step:
     """(the exchange this one arrived during, that exchange's frames sent by then)."""
     waited: dict[int, list[int]] = field(default_factory=dict)
     """frames sent -> the later exchanges that arrived then (this reply waits for them)."""
+
+    @functools.cached_property
+    def key(self) -> tuple[str, tuple[str, ...], str | None]:
+        """What a matching live request has the same (`LiveRequest.key`): the method, the
+        target's separators, the JSON-RPC method. Compared first, as a cheap filter."""
+        return (self.exchange.request.method, tuple(self.pieces[1::2]), self.rpc_method)
 
     @property
     def where(self) -> str:
