@@ -18,7 +18,8 @@ rules (`recorder.pairing`), read the other way:
   loopback address and port, and is echoed like a value the client made up.
 - Everything else compares exactly: the HTTP method, the path and query, the JSON-RPC method,
   the rest of the body, and the A2A service headers (`A2A-*`, `Authorization`): a request
-  without `A2A-Version` is not one with it.
+  without `A2A-Version` is not one with it. An agent card fetch (`GET .../agent-card.json`)
+  is discovery, not an A2A operation: its headers do not matter.
 
 `differences` gives every place that differs, as the player names them (`$.params.id`), so a
 request that matches nothing can be told which recorded request came closest and where.
@@ -53,6 +54,7 @@ NOT_JSON: Any = object()
 _CLIENT_MEMBERS = frozenset({"messageId"})
 _TARGET_SEPARATORS = re.compile(r"([/?&=:])")
 _MAX_DIFFERENCES = 20
+_CARD = "/agent-card.json"
 _LOOPBACK_URL = re.compile(
     r"//(?:localhost|127(?:\.[0-9]{1,3}){3}|\[::1\])(?::[0-9]+)?(?![0-9])", re.IGNORECASE
 )
@@ -201,7 +203,9 @@ class Matching:
         if method != live.method:
             self._differ("method", f"recorded {method}, got {live.method}")
         self._target(pieces, live.pieces)
-        for name in sorted(set(significant) | set(live.significant)):
+        # the agent card is discovery, not an A2A operation: fetched with or without them
+        card = live.method == "GET" and live.target.partition("?")[0].endswith(_CARD)
+        for name in sorted(set(significant) | set(live.significant)) if not card else ():
             recorded, got = significant.get(name), live.significant.get(name)
             if recorded is None:
                 self._differ(f"header {name}", f"not recorded, got {got!r}")

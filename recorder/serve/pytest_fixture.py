@@ -1,15 +1,15 @@
-"""The `recorder_agent` pytest fixture: a stand-in agent on a free loopback port for one test.
+"""The `recorder_stand_in` pytest fixture: a stand-in agent on a free loopback port for one test.
 
 An entry point of its own (`[project.entry-points.pytest11]`, `recorder-serve`), so that the
 player's plugin (`recorder.replay.pytest_plugin`) does not import this job.
 
-    def test_my_planner(recorder_agent: str) -> None:
-        assert my_planner.run(recorder_agent) == "done"   # http://127.0.0.1:PORT
+    def test_my_planner(recorder_stand_in: str) -> None:
+        assert my_planner.run(recorder_stand_in) == "done"   # http://127.0.0.1:PORT
 
-The transcripts are the ini option `recorder_agent_transcripts` (default `transcripts`,
+The transcripts are the ini option `recorder_stand_in_transcripts` (default `transcripts`,
 relative to the rootdir), or the test's marker:
 
-    @pytest.mark.recorder_agent("tests/goldens/", fresh_ids=True, strict=False)
+    @pytest.mark.recorder_stand_in("tests/goldens/", fresh_ids=True, strict=False)
 
 `strict` (default True): the test fails at teardown when any request matched no recorded
 exchange, with the stand-in's message for each.
@@ -27,15 +27,15 @@ from recorder.serve.app import load_stand_in
 from recorder.serve.server import server_options
 from recorder.servers import ServerThread
 
-__all__ = ["recorder_agent"]
+__all__ = ["recorder_stand_in"]
 
-_INI = "recorder_agent_transcripts"
+_INI = "recorder_stand_in_transcripts"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         _INI,
-        "Transcripts (files or folders) the recorder_agent fixture serves.",
+        "Transcripts (files or folders) the recorder_stand_in fixture serves.",
         type="args",
         default=["transcripts"],
     )
@@ -44,15 +44,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "recorder_agent(*paths, fresh_ids=False, pace=False, rules=None, strict=True): what "
-        "the recorder_agent fixture serves, and how",
+        "recorder_stand_in(*paths, fresh_ids=False, pace=False, rules=None, strict=True): what "
+        "the recorder_stand_in fixture serves, and how",
     )
 
 
 @pytest.fixture
-def recorder_agent(request: pytest.FixtureRequest) -> Iterator[str]:
+def recorder_stand_in(request: pytest.FixtureRequest) -> Iterator[str]:
     """The URL of a stand-in agent (`recorder serve`) for this test."""
-    marker = request.node.get_closest_marker("recorder_agent")
+    marker = request.node.get_closest_marker("recorder_stand_in")
     args: tuple[str, ...] = tuple(marker.args) if marker else ()
     options = dict(marker.kwargs) if marker else {}
     root = Path(str(request.config.rootpath))
@@ -65,7 +65,7 @@ def recorder_agent(request: pytest.FixtureRequest) -> Iterator[str]:
     if strict and stand_in.unmatched:
         shown = "\n".join(f"  {problem}" for problem in stand_in.problems)
         pytest.fail(
-            f"recorder_agent: {stand_in.unmatched} request(s) matched no recorded exchange:\n"
+            f"recorder_stand_in: {stand_in.unmatched} request(s) matched no recorded exchange:\n"
             f"{shown}",
             pytrace=False,
         )

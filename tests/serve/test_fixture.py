@@ -1,4 +1,4 @@
-"""The `recorder_agent` pytest fixture (entry point `recorder-serve`): used here directly on
+"""The `recorder_stand_in` pytest fixture (entry point `recorder-serve`): used here directly on
 the goldens, and through pytester for its marker, its ini option and its strictness."""
 
 from __future__ import annotations
@@ -28,16 +28,18 @@ QUESTION = {
 }
 
 
-def test_the_fixture_serves_the_goldens_on_a_free_port(recorder_agent: str) -> None:
+def test_the_fixture_serves_the_goldens_on_a_free_port(recorder_stand_in: str) -> None:
     card = httpx.get(
-        f"{recorder_agent}/.well-known/agent-card.json", headers={"A2A-Version": "1.0"}, timeout=10
+        f"{recorder_stand_in}/.well-known/agent-card.json",
+        headers={"A2A-Version": "1.0"},
+        timeout=10,
     ).json()
-    assert card["supportedInterfaces"][0]["url"] == f"{recorder_agent}/a2a/jsonrpc"
+    assert card["supportedInterfaces"][0]["url"] == f"{recorder_stand_in}/a2a/jsonrpc"
 
 
 def _project(pytester: pytest.Pytester) -> pytest.Pytester:
     shutil.copytree(GOLDENS, pytester.path / "goldens")
-    pytester.makeini("[pytest]\nrecorder_agent_transcripts = goldens/02-message-reply.http\n")
+    pytester.makeini("[pytest]\nrecorder_stand_in_transcripts = goldens/02-message-reply.http\n")
     return pytester
 
 
@@ -50,20 +52,20 @@ def test_a_client_test_passes_and_an_unmatched_request_fails_it(pytester: pytest
         QUESTION = {QUESTION!r}
         HEADERS = {{"A2A-Version": "1.0"}}
 
-        def test_asks(recorder_agent):
-            reply = httpx.post(recorder_agent + "/a2a/jsonrpc", json=QUESTION, headers=HEADERS)
+        def test_asks(recorder_stand_in):
+            reply = httpx.post(recorder_stand_in + "/a2a/jsonrpc", json=QUESTION, headers=HEADERS)
             assert reply.json()["id"] == "q-1"
             assert "Python" in reply.json()["result"]["message"]["parts"][0]["text"]
 
-        def test_asks_something_else(recorder_agent):
+        def test_asks_something_else(recorder_stand_in):
             other = dict(QUESTION, method="GetTask", params={{"id": "x"}})
-            reply = httpx.post(recorder_agent + "/a2a/jsonrpc", json=other, headers=HEADERS)
+            reply = httpx.post(recorder_stand_in + "/a2a/jsonrpc", json=other, headers=HEADERS)
             assert reply.json()["error"]["code"] == -32099
 
-        @pytest.mark.recorder_agent("goldens/11-errors.http", strict=False)
-        def test_not_strict(recorder_agent):
+        @pytest.mark.recorder_stand_in("goldens/11-errors.http", strict=False)
+        def test_not_strict(recorder_stand_in):
             other = dict(QUESTION, method="GetTask", params={{"id": "x"}})
-            reply = httpx.post(recorder_agent + "/a2a/jsonrpc", json=other, headers=HEADERS)
+            reply = httpx.post(recorder_stand_in + "/a2a/jsonrpc", json=other, headers=HEADERS)
             assert "11-errors.http" in reply.json()["error"]["data"]["closest"]["exchange"]
         """
     )
@@ -71,7 +73,7 @@ def test_a_client_test_passes_and_an_unmatched_request_fails_it(pytester: pytest
     result.assert_outcomes(passed=3, errors=1)
     result.stdout.fnmatch_lines(
         [
-            "*recorder_agent: 1 request(s) matched no recorded exchange:",
+            "*recorder_stand_in: 1 request(s) matched no recorded exchange:",
             "*no recorded exchange matches POST /a2a/jsonrpc GetTask; closest: *02-message-reply*",
         ]
     )
