@@ -303,6 +303,13 @@ def run_planner_fresh(place: Place, text: str) -> None:
     run_planner(place, text + " --out transcripts/")
 
 
+def run_serve(place: Place, text: str) -> None:
+    listen = f"--listen 127.0.0.1:{free_port()}"
+    text = re.sub(r"--listen \S+", listen, text) if "--listen" in text else f"{text} {listen}"
+    out = place.serve(text, ready=serving(9))
+    assert "recorder serve: stopped; " in out and " 0 unmatched" in out, out
+
+
 def run_check(place: Place, text: str) -> None:
     assert place.run(text).stdout.strip(), "recorder check printed nothing"
 
@@ -328,6 +335,8 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "recorder play --rules rules.yaml": run_rules,
     "recorder rules check rules.yaml": run_rules,
     "recorder check transcripts/": run_check,
+    "recorder serve transcripts/": run_serve,
+    "recorder serve transcripts/ --fresh-ids --strict": run_serve,
     "recorder render transcripts/02-message-reply.http#1": run_render,
     "recorder export transcripts/02-message-reply.http --to curl": run_export_curl,
     "recorder docs check README.md docs/": run_docs,
