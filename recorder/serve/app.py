@@ -259,10 +259,10 @@ def _raw(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
 def load_stand_in(paths: list[str], rules: Rules, **options: Any) -> StandIn:
     """A `StandIn` over every transcript under `paths` (files and folders). Raises
     RecorderError (a file that does not parse, or none at all)."""
-    found: list[Path] = list(find_transcripts(paths))
     for raw in paths:
         if not Path(raw).exists():
             raise RecorderError(f"{raw}: no such file or folder")
+    found: list[Path] = list(find_transcripts(paths))
     if not found:
         raise RecorderError(f"no .http transcripts in {', '.join(paths)}")
     transcripts = [load(path) for path in found]
