@@ -37,6 +37,7 @@ import yaml
 
 from recorder.errors import RulesError
 from recorder.jsonpath import JsonPathError, PathMatcher, parse_path
+from recorder.kinds import VALUE_KINDS
 
 __all__ = ["DEFAULT_RULES", "Rules", "load_rules", "placeholder_name", "rules_warnings"]
 
@@ -527,7 +528,7 @@ def rules_warnings(path: str | os.PathLike[str]) -> list[str]:
     lines = _key_lines(node)
     known = {*DEFAULT_RULES.generated_fields.values(), *DEFAULT_RULES.generated_shapes}
     known |= {*DEFAULT_RULES.generated_paths.values(), *DEFAULT_RULES.loose_kinds}
-    known |= {*rules.generated_shapes, *rules.loose_kinds}
+    known |= {*rules.generated_shapes, *rules.loose_kinds, *VALUE_KINDS}
     warnings: list[str] = []
 
     def warn(key: str, why: str) -> None:

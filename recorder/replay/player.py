@@ -112,6 +112,9 @@ class FilePlayer:
     answered is this exchange's error, not an exception; None: `UpstreamError` is raised."""
     verbose: int = 0
     """1: a mismatch's result holds both replies, normalized; 2: the request as sent too."""
+    on_reply: Callable[[int, LiveReply], None] | None = None
+    """Told each whole live reply (the exchange's 0-based index, the reply), before it is
+    compared (`recorder learn` keeps them)."""
     state: ReplayState = field(init=False)
     results: dict[int, ExchangeResult] = field(init=False, default_factory=dict)
 
@@ -309,6 +312,8 @@ class FilePlayer:
         return golden if expected is golden.response else replace(golden, response=expected)
 
     def _record(self, index: int, live: LiveReply, started: float) -> None:
+        if self.on_reply is not None:
+            self.on_reply(index, live)
         golden = self._expected(index)
         mismatches = tuple(self.state.compare(golden, live))
         if self.watch is not None:
