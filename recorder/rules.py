@@ -39,7 +39,14 @@ from recorder.errors import RulesError
 from recorder.jsonpath import JsonPathError, PathMatcher, parse_path
 from recorder.kinds import VALUE_KINDS
 
-__all__ = ["DEFAULT_RULES", "Rules", "load_rules", "placeholder_name", "rules_warnings"]
+__all__ = [
+    "DEFAULT_RULES",
+    "Rules",
+    "load_rules",
+    "placeholder_name",
+    "rules_from_text",
+    "rules_warnings",
+]
 
 _KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -449,6 +456,12 @@ def load_rules(path: str | os.PathLike[str] | None) -> Rules:
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise RulesError(f"{source}:{line}: the rules file is not UTF-8 text") from None
+    return rules_from_text(text, source)
+
+
+def rules_from_text(text: str, source: str) -> Rules:
+    """The rules of a rules file's `text` merged over the defaults, as `load_rules` reads
+    them; `source` names the file in errors. Raises RulesError."""
     node, data = _parse_yaml(text, source)
     if data is None:
         return replace(DEFAULT_RULES, source=source)

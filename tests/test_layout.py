@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "recorder"
-JOBS = ("record", "replay", "docs", "kit", "planner")
+JOBS = ("record", "replay", "docs", "kit", "planner", "learn")
 # which rooms each room may import, besides itself and the core
 ALLOWED: dict[str, frozenset[str]] = {
     "core": frozenset(),
@@ -22,6 +22,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "kit": frozenset(),
     # the planner drives the kit through the recorder and keeps recorded ids on re-record
     "planner": frozenset({"kit", "record", "replay"}),
+    # learn plays the transcripts with the replay's player, N times, and keeps the live replies
+    "learn": frozenset({"replay"}),
     "cli": frozenset(JOBS),
 }
 # entry points other tools load (pytest), which start the embedded default agent like the CLI

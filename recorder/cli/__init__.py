@@ -63,6 +63,7 @@ _COMMANDS: dict[str, str] = {
     "docs": "recorder.cli.docs:docs",
     "export": "recorder.cli.docs:export",
     "rules": "recorder.cli.rules:rules",
+    "learn": "recorder.cli.learn:learn",
 }
 
 
