@@ -101,9 +101,10 @@ def learn(
     Exit status: 0 when that run passes, 1 with likely regressions, 2 usage, parse or
     connection errors.
     """
-    from recorder.learn import learn as learn_noise
+    from recorder.learn.run import learn as learn_noise
 
-    out = click.get_text_stream("stderr" if output is None and rules_path is None else "stdout")
+    # the rules on stdout (no file to write): the report on stderr
+    to_stderr = output is None and rules_path is None
     try:
         environ = merge_variables(os.environ, _read_env_files(env_files), variables)
         rules = load_rules(rules_path)
@@ -138,10 +139,10 @@ def learn(
     if not quiet:
         for proposal in proposals.rules:
             rule = proposal.rule_text()
-            click.echo(f"  {rule}  # {proposal.reason}: {'; '.join(proposal.where)}", file=out)
+            click.echo(f"  {rule}  # {proposal.reason}: {'; '.join(proposal.where)}", err=to_stderr)
         if verbose:
             for note in proposals.notes:
-                click.echo(f"  not learned: {note}", file=out)
+                click.echo(f"  not learned: {note}", err=to_stderr)
     if learned.verify is not None:
         for transcript in learned.verify.transcripts:
             for exchange in transcript.exchanges:
@@ -149,11 +150,11 @@ def learn(
                     continue
                 where = f"{transcript.path} exchange {exchange.number} ({exchange.title})"
                 if exchange.error is not None:
-                    click.echo(f"likely regression: {where}: {exchange.error}", file=out)
+                    click.echo(f"likely regression: {where}: {exchange.error}", err=to_stderr)
                 for mismatch in exchange.mismatches:
                     frame = f" frame {mismatch.frame}" if mismatch.frame else ""
                     click.echo(
-                        f"likely regression: {where}{frame}: {mismatch.describe()}", file=out
+                        f"likely regression: {where}{frame}: {mismatch.describe()}", err=to_stderr
                     )
     target = output or rules_path
     written = f", written to {target}" if target is not None and (output or proposals.rules) else ""
@@ -163,5 +164,5 @@ def learn(
         f"{plural(learned.files, 'file')}{written}; "
         f"{plural(learned.regressions, 'likely regression')}"
     )
-    click.echo(summary, file=out)
+    click.echo(summary, err=to_stderr)
     raise SystemExit(1 if learned.regressions else 0)
