@@ -11,7 +11,8 @@ counters, host names, random tokens, page cursors, a model's sampled text.
 - `text`: any JSON string (the empty one too): a type check only;
 - `hex`: a string of hex digits, all of one letter case (`9f86d081`);
 - `base64`: a string of the base64 or base64url alphabet, padded or not (`eyJ0IjoxfQ==`);
-- `hostname`: a DNS host name with at least one dot, optionally `:port` (`worker-3.local`);
+- `hostname`: a DNS host name with at least one dot, whose last label starts with a letter,
+  optionally `:port` (`worker-3.local`, `api.example.com:8443`);
 - `duration`: a duration written as text: `1.5s`, `250ms`, `1m30s`, or ISO 8601 `PT1.5S`.
 
 Design: a value kind is loose (rule 3 of `recorder.pairing`): recorded and live values need not
@@ -33,7 +34,8 @@ __all__ = ["VALUE_KINDS", "describe_kind", "is_of_kind"]
 _HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
 _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]+|[A-Za-z0-9_-]+)={0,2}")
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_HOSTNAME = re.compile(rf"(?=[^:]{{1,253}}(?::|$)){_LABEL}(?:\.{_LABEL})+(?::[0-9]{{1,5}})?")
+_TOP = r"[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"  # a top label starts with a letter
+_HOSTNAME = re.compile(rf"(?=[^:]{{1,253}}(?::|$))(?:{_LABEL}\.)+{_TOP}(?::[0-9]{{1,5}})?")
 _DURATION = re.compile(
     r"(?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|ms|s|m|h))+"
     r"|P(?=[0-9T])(?:[0-9]+D)?(?:T(?=[0-9])(?:[0-9]+H)?(?:[0-9]+M)?(?:[0-9]+(?:\.[0-9]+)?S)?)?"

@@ -10,7 +10,7 @@ rules the replay would use (a place they already absorb proposes nothing):
 
 - a scalar whose live values differ becomes a `generated_paths` entry of a value kind
   (`recorder.kinds`), chosen over every live value seen at that place in any exchange, so that
-  a type regression still fails: `integer`, `number`, `hex`, `hostname`, `duration`, `base64`,
+  a type regression still fails: `integer`, `number`, `hex`, `duration`, `hostname`, `base64`,
   else `text` for strings; values of several types (a number and a string, null) make the place
   `ignored_paths`;
 - a member present in some live replies and not in others, an array whose length differs, or
@@ -321,10 +321,10 @@ def classify(values: Sequence[Any]) -> str | None:
         return None
     if all(is_of_kind("hex", v) for v in values) and max(map(len, values)) >= 8:
         return "hex"
-    if all(is_of_kind("hostname", v) for v in values):
-        return "hostname"
     if all(is_of_kind("duration", v) for v in values):
         return "duration"
+    if all(is_of_kind("hostname", v) for v in values):
+        return "hostname"
     if all(_token_like(v) for v in values):
         return "base64"
     return "text"
