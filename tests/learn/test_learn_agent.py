@@ -1,6 +1,7 @@
-"""`recorder learn` against a real agent made noisy on purpose (the kit behind `noisy_agent.NoisyAgent`):
-play fails before, learn writes the narrowest rules, play passes after, and regressions at a
-learned place's neighbour, at a learned value's type and at a stable place are still caught."""
+"""`recorder learn` against a real agent made noisy on purpose (the kit behind
+`noisy_agent.NoisyAgent`): play fails before, learn writes the narrowest rules, play passes
+after, and regressions at a learned place's neighbour, at a learned value's type and at a
+stable place are still caught."""
 
 from __future__ import annotations
 
