@@ -5,6 +5,7 @@ stable place are still caught."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,35 @@ def test_learn_cli_reports_a_stable_place_as_a_likely_regression(
         "recorder learn: 8 rules learned from 2 live runs of 4 exchanges in 3 files, written to"
         f" {output}; 3 likely regressions\n"
     )
+
+
+def test_update_refuses_to_bless_noise_and_names_the_rule_to_add(
+    clean: NoisyAgent, goldens: Path, tmp_path: Path
+) -> None:
+    env = {"A2A_TOKEN": clean.token}
+    shutil.copytree(goldens, tmp_path / "g")
+    path = tmp_path / "g" / "02-languages.http"
+    recorded = path.read_bytes()
+    result = play([path], agent=clean.url, update=True, environ=env)
+    (transcript,) = result.transcripts
+    assert not transcript.updated
+    assert transcript.not_updated == (
+        "exchange 1 differs between two live runs at $.result.served.at (7 more such places):"
+        ' noise, not a change; add `generated_paths: {"$.result.served.at": integer}` to the'
+        " rules, or run `recorder learn`"
+    )
+    assert path.read_bytes() == recorded
+
+    # with the rules learned, a real change is blessed, and the noise is not written
+    learn([path], agent=clean.url, output=str(tmp_path / "rules.yaml"), environ=env)
+    rules = load_rules(tmp_path / "rules.yaml")
+
+    def neighbour(body: dict[str, Any]) -> None:
+        body["result"]["served"]["region"] = "us-east-2"
+
+    clean.rewrite = neighbour
+    result = play([path], agent=clean.url, rules=rules, update=True, environ=env)
+    assert result.transcripts[0].updated, result.transcripts[0].not_updated
+    assert '"region": "us-east-2"' in path.read_text()
+    for _ in range(3):
+        assert play([path], agent=clean.url, rules=rules, environ=env).passed
