@@ -30,6 +30,7 @@ import httpx
 from recorder.kit import KitServer
 from recorder.servers import ServerThread
 
+_ORDERS = list(itertools.permutations(["alpha", "beta", "gamma", "delta"]))
 _HOP = {b"host", b"content-length", b"connection", b"transfer-encoding"}
 
 
@@ -40,7 +41,7 @@ class NoisyAgent:
         self.kit = kit
         self.token = kit.token
         self.rewrite: Callable[[dict[str, Any]], None] | None = None
-        self._counter = itertools.count(random.randrange(1000))
+        self._counter = itertools.count(random.randrange(1000) * 24)
         self._server = ServerThread(self._app, interface="asgi3")
 
     @property
@@ -60,9 +61,9 @@ class NoisyAgent:
 
     def noise(self) -> dict[str, Any]:
         n = next(self._counter)
-        shards = ["alpha", "beta", "gamma", "delta"]
-        while shards == ["alpha", "beta", "gamma", "delta"]:
-            random.shuffle(shards)  # never the same order twice in a row
+        # another order for each reply (24 orders in turn: two runs of one exchange, a few
+        # replies apart, never see the same one)
+        shards = list(_ORDERS[n % len(_ORDERS)])
         cursor = json.dumps({"t": time.time_ns(), "n": n}).encode()
         return {
             "at": time.time_ns() // 1000 + n,

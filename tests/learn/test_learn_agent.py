@@ -201,3 +201,27 @@ def test_update_refuses_to_bless_noise_and_names_the_rule_to_add(
     assert '"region": "us-east-2"' in path.read_text()
     for _ in range(3):
         assert play([path], agent=clean.url, rules=rules, environ=env).passed
+
+
+def test_learn_merges_into_the_rules_file_it_is_given(
+    clean: NoisyAgent, goldens: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "rules.yaml"
+    mine = "# my rules\nversion: 1\nignored_paths: ['$..totalSize']  # state-dependent\n"
+    path.write_text(mine)
+    result = CliRunner().invoke(
+        main,
+        ["learn", str(goldens), "--agent", clean.url, "--rules", str(path), "--runs", "3"],
+        env={"A2A_TOKEN": clean.token},
+    )
+    assert result.exit_code == 0, result.output
+    assert "8 rules learned from 3 live runs" in result.stdout
+    text = path.read_text()
+    assert text.startswith(mine)  # every line kept; the learned keys appended
+    rules = load_rules(path)
+    assert "$..totalSize" in rules.ignored_paths
+    assert {(k, p) for k, p, _ in EXPECTED_RULES if k == "generated_paths"} <= {
+        ("generated_paths", p) for p in rules.generated_paths
+    }
+    assert rules_warnings(path) == []
+    assert play([goldens], agent=clean.url, rules=rules, environ={"A2A_TOKEN": clean.token}).passed
