@@ -5,13 +5,14 @@ Each JSON reply whose body has a `result` object gets `result.served`:
 
 - `at`: an epoch in microseconds (integer), `took`: a duration text (`"1.234ms"`),
 - `host`: a host name from a pool (`worker-7.pool.internal`), `trace`: a random hex token,
-- `cursor`: a base64 page cursor holding a time, `shards`: the same four names shuffled,
+- `cursor`: a base64 page cursor holding a time, `shards`: four names in another order,
 - `items`: two objects whose `seq` is a random integer and whose `name` is stable,
 - `region` and `version`: stable (the neighbours a regression is injected at).
 
-and the reply gets an `X-Served-By` header that changes. Event streams pass through as they
-come, chunk by chunk. `rewrite` (settable) edits each JSON body after the noise is added: a
-regression injected on purpose.
+and the reply gets an `X-Served-By` header that changes. Event streams go through event by
+event as they come, each frame's JSON-RPC result made noisy the same way. `rewrite`
+(settable) edits each JSON body and frame after the noise is added: a regression injected on
+purpose.
 """
 
 from __future__ import annotations
@@ -117,11 +118,27 @@ class NoisyAgent:
                 await send(
                     {"type": "http.response.start", "status": reply.status_code, "headers": out}
                 )
+                pending = b""
                 async for chunk in reply.aiter_raw():
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                await send({"type": "http.response.body", "body": b""})
+                    # each whole event (up to a blank line) as it comes, its data made noisy
+                    pending += chunk.replace(b"\r\n", b"\n")
+                    *events, pending = pending.split(b"\n\n")
+                    if events:
+                        data = b"".join(self._noisy_event(e) + b"\n\n" for e in events)
+                        await send({"type": "http.response.body", "body": data, "more_body": True})
+                await send({"type": "http.response.body", "body": pending})
             finally:
                 await reply.aclose()
+
+    def _noisy_event(self, event: bytes) -> bytes:
+        lines = event.split(b"\n")
+        data = [line[5:].lstrip() for line in lines if line.startswith(b"data:")]
+        if len(data) != 1:
+            return event
+        noisy = self._noisy(data[0])
+        return b"\n".join(
+            b"data: " + noisy if line.startswith(b"data:") else line for line in lines
+        )
 
     def _noisy(self, data: bytes) -> bytes:
         try:

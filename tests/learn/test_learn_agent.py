@@ -105,6 +105,8 @@ def test_learn_makes_a_noisy_agent_replay_and_keeps_real_regressions(
     assert not before.passed
     failing = "\n".join(_failures(before))
     assert "$.result.served.trace" in failing and "$.result.served.at" in failing
+    stream = next(t for t in before.transcripts if t.path.endswith("03-stream.http"))
+    assert {1, 2, 3, 4} <= {m.frame for m in stream.exchanges[0].mismatches}  # noisy frames
 
     output = tmp_path / "rules.yaml"
     learned = learn([goldens], agent=clean.url, output=str(output), environ=env, runs=2)
@@ -164,10 +166,9 @@ def test_learn_cli_reports_a_stable_place_as_a_likely_regression(
     assert "likely regression: " in result.stdout
     assert '$.result.served.version: expected "1.0", got "2.0"' in result.stdout
     assert "version" not in output.read_text().replace("version: 1", "")  # not learned
-    # the three exchanges with a JSON-RPC result object (the stream passes through as it is)
     assert result.stdout.endswith(
         "recorder learn: 8 rules learned from 2 live runs of 4 exchanges in 3 files, written to"
-        f" {output}; 3 likely regressions\n"
+        f" {output}; 4 likely regressions\n"
     )
 
 
