@@ -68,6 +68,8 @@ class Proposal:
     reason: str
     where: tuple[str, ...]
     samples: tuple[str, ...] = ()
+    places: int = 0
+    """How many exchanges (or frames) made it necessary (`where` names the first few)."""
 
     def rule_text(self) -> str:
         """The rule as one line of YAML: `generated_paths: {'$.a': integer}`."""
@@ -261,7 +263,7 @@ class _Learner:
     def proposals(self) -> Proposals:
         out: list[Proposal] = []
         for (key, target), (reason, where) in self.structural.items():
-            out.append(Proposal(key, target, None, reason, _first(where)))
+            out.append(Proposal(key, target, None, reason, _first(where), (), _count(where)))
         for target, place in self.places.items():
             if not place.noisy:
                 continue
@@ -271,17 +273,41 @@ class _Learner:
             if kind is None:
                 reason = "differs between live runs, in type too"
                 out.append(
-                    Proposal("ignored_paths", target, None, reason, _first(place.noisy), samples)
+                    Proposal(
+                        "ignored_paths",
+                        target,
+                        None,
+                        reason,
+                        _first(place.noisy),
+                        samples,
+                        _count(place.noisy),
+                    )
                 )
             else:
                 reason = f"differs between live runs; {kind} every time"
                 out.append(
-                    Proposal("generated_paths", target, kind, reason, _first(place.noisy), samples)
+                    Proposal(
+                        "generated_paths",
+                        target,
+                        kind,
+                        reason,
+                        _first(place.noisy),
+                        samples,
+                        _count(place.noisy),
+                    )
                 )
         for name, (seen, values) in self.headers.items():
             reason = "the header differs between live runs"
             out.append(
-                Proposal("ignored_headers", name, None, reason, _first(seen), _first(values))
+                Proposal(
+                    "ignored_headers",
+                    name,
+                    None,
+                    reason,
+                    _first(seen),
+                    _first(values),
+                    _count(seen),
+                )
             )
         ignored = [p.target for p in out if p.key == "ignored_paths"]
         kept = [
@@ -346,6 +372,10 @@ def _under(path: str, ancestor: str) -> bool:
 def _all_same(values: Sequence[Any]) -> bool:
     first = values[0]
     return all(type(v) is type(first) and v == first for v in values[1:])
+
+
+def _count(items: Sequence[str]) -> int:
+    return len(set(items))
 
 
 def _first(items: Sequence[str]) -> tuple[str, ...]:

@@ -139,7 +139,9 @@ def learn(
     if not quiet:
         for proposal in proposals.rules:
             rule = proposal.rule_text()
-            click.echo(f"  {rule}  # {proposal.reason}: {'; '.join(proposal.where)}", err=to_stderr)
+            first = proposal.where[0] if proposal.where else ""
+            more = f" and {proposal.places - 1} more" if proposal.places > 1 else ""
+            click.echo(f"  {rule}  # {proposal.reason}: {first}{more}", err=to_stderr)
         if verbose:
             for note in proposals.notes:
                 click.echo(f"  not learned: {note}", err=to_stderr)

@@ -31,11 +31,18 @@ def _quote(text: str) -> str:
 
 
 def _comment(proposal: Proposal, indent: str, scrub: Scrub) -> list[str]:
-    lines = [f"{indent}# {proposal.reason}: {'; '.join(proposal.where)}"]
+    lines = [
+        f"{indent}# {proposal.reason} ({_places(proposal.places)})",
+        f"{indent}#   in: {'; '.join(proposal.where)}",
+    ]
     if proposal.samples:
         seen = ", ".join(scrub(sample) for sample in proposal.samples)
         lines.append(f"{indent}#   seen: {seen}")
     return [line.replace("\n", " ").replace("\r", " ") for line in lines]
+
+
+def _places(count: int) -> str:
+    return "1 exchange" if count == 1 else f"{count} exchanges or frames"
 
 
 def _entries(key: str, proposals: Sequence[Proposal], indent: str, scrub: Scrub) -> list[str]:

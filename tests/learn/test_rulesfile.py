@@ -17,7 +17,9 @@ from recorder.noise import Proposal
 from recorder.rules import DEFAULT_RULES, rules_from_text, rules_warnings
 
 PROPOSALS = [
-    Proposal("generated_paths", "$.result.at", "integer", "why at", ("f exchange 1",), ("1", "2")),
+    Proposal(
+        "generated_paths", "$.result.at", "integer", "why at", ("f exchange 1",), ("1", "2"), 1
+    ),
     Proposal("unordered_paths", "$.result.tags", None, "why tags", ("f exchange 2",)),
     Proposal("ignored_paths", "$.result['odd name']", None, "why odd", ("f exchange 2",)),
     Proposal("ignored_headers", "x-served-by", None, "why header", ("f exchange 3",), ("a",)),
@@ -35,7 +37,7 @@ def learned_in(text: str) -> None:
 def test_render_writes_commented_rules_that_keep_the_defaults(tmp_path: Path) -> None:
     text = render(PROPOSALS, ["learned by a test"], scrub=lambda s: s.replace("2", "{{X}}"))
     assert text.startswith("# learned by a test\nversion: 1\n")
-    assert "  # why at: f exchange 1\n  #   seen: 1, {{X}}\n" in text
+    assert "  # why at (1 exchange)\n  #   in: f exchange 1\n  #   seen: 1, {{X}}\n" in text
     learned_in(text)
     rules = rules_from_text(text, "rules.yaml")
     assert DEFAULT_RULES.ignored_headers < rules.ignored_headers
