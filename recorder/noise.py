@@ -8,7 +8,11 @@ is a likely regression (never learned here: the player reports it).
 For each exchange, the live replies (two or more) are walked together, place by place, with the
 rules the replay would use (a place they already absorb proposes nothing):
 
-- a scalar whose live values differ becomes a `generated_paths` entry of a value kind
+- a string whose live values differ, and each of whose values recurs elsewhere in its file's
+  replies at the same places in every run (a later reply names it again), is an id: a
+  `generated_paths` entry of kind `id`, paired one to one (a reply naming the wrong one
+  fails);
+- any other scalar whose live values differ becomes a `generated_paths` entry of a value kind
   (`recorder.kinds`), chosen over every live value seen at that place in any exchange, so that
   a type regression still fails: `integer`, `number`, `hex`, `duration`, `hostname`, `base64`,
   else `text` for strings; values of several types (a number and a string, null) make the place
@@ -42,6 +46,7 @@ from recorder.sse import SseEvent
 __all__ = ["Proposal", "Proposals", "Replies", "propose"]
 
 _Keys = tuple[str | int, ...]
+_Occurrence = tuple[str, _Keys]  # (exchange and frame, the place in its JSON)
 _ABSENT = object()
 _SAMPLES = 3
 _WHERE = 3
@@ -54,6 +59,8 @@ class Replies:
     where: str
     recorded: Response
     lives: tuple[Response, ...]
+    group: str = ""
+    """The transcript file: a value that recurs within one file's replies may be an id."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,8 @@ class _Place:
 
     lives: list[tuple[Any, ...]] = field(default_factory=list)
     noisy: list[str] = field(default_factory=list)
+    occurrences: list[tuple[str, _Occurrence, tuple[Any, ...]]] = field(default_factory=list)
+    """(file, occurrence, live values) of each time the place was seen."""
 
 
 def pattern(keys: _Keys) -> str:
@@ -111,6 +120,9 @@ class _Learner:
         self.structural: dict[tuple[str, str], tuple[str, list[str]]] = {}
         self.headers: dict[str, tuple[list[str], list[str]]] = {}
         self.notes: list[str] = []
+        self.group = ""
+        # (file, live run) -> string value -> the occurrences of it in that run's replies
+        self.values: dict[tuple[str, int], dict[str, list[_Occurrence]]] = {}
 
     # --- the walk ----------------------------------------------------------------------------
 
@@ -119,6 +131,7 @@ class _Learner:
         if len(lives) < 2:
             return
         where = replies.where
+        self.group = replies.group
         if len({live.status for live in lives}) > 1:
             statuses = ", ".join(str(live.status) for live in lives)
             self.notes.append(f"{where}: the status differs between live runs ({statuses})")
@@ -198,6 +211,12 @@ class _Learner:
             return
         place = self.places.setdefault(pattern(keys), _Place())
         place.lives.append(lives)
+        occurrence = (where, keys)
+        place.occurrences.append((self.group, occurrence, lives))
+        for run, value in enumerate(lives):
+            if isinstance(value, str) and value:
+                seen = self.values.setdefault((self.group, run), {})
+                seen.setdefault(value, []).append(occurrence)
         if _all_same(lives) or self.absorbed(lives, kind):
             return
         place.noisy.append(where)
@@ -258,6 +277,22 @@ class _Learner:
 
         return json.dumps(walk(value, None), sort_keys=True)
 
+    def recurs(self, place: _Place) -> bool:
+        """Whether the strings of a place are ids: in every live run, a value of it recurs
+        elsewhere in its file's replies (a later reply names it again), and the places where
+        each value recurs are the same in every run (so they pair one to one)."""
+        recurs = False
+        for group, _, lives in place.occurrences:
+            if not all(isinstance(v, str) and v for v in lives):
+                return False
+            classes = {
+                frozenset(self.values[(group, run)][value]) for run, value in enumerate(lives)
+            }
+            if len(classes) > 1:
+                return False
+            recurs = recurs or any(len(c) > 1 for c in classes)
+        return recurs
+
     # --- the proposals -------------------------------------------------------------------------
 
     def proposals(self) -> Proposals:
@@ -270,6 +305,8 @@ class _Learner:
             values = [v for lives in place.lives for v in lives]
             kind = classify(values)
             samples = _samples(values)
+            if kind is not None and self.recurs(place):
+                kind = "id"
             if kind is None:
                 reason = "differs between live runs, in type too"
                 out.append(
@@ -284,7 +321,12 @@ class _Learner:
                     )
                 )
             else:
-                reason = f"differs between live runs; {kind} every time"
+                reason = (
+                    "differs between live runs, and each value recurs at the same places in"
+                    " every run: an id, paired one to one"
+                    if kind == "id"
+                    else f"differs between live runs; {kind} every time"
+                )
                 out.append(
                     Proposal(
                         "generated_paths",

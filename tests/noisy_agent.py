@@ -7,7 +7,8 @@ Each JSON reply whose body has a `result` object gets `result.served`:
 - `host`: a host name from a pool (`worker-7.pool.internal`), `trace`: a random hex token,
 - `cursor`: a base64 page cursor holding a time, `shards`: four names in another order,
 - `items`: two objects whose `seq` is a random integer and whose `name` is stable,
-- `region` and `version`: stable (the neighbours a regression is injected at).
+- `region` and `version`: stable (the neighbours a regression is injected at),
+- `ticket`: a random hex id per conversation (contextId), named again by every reply about it.
 
 and the reply gets an `X-Served-By` header that changes. Event streams go through event by
 event as they come, each frame's JSON-RPC result made noisy the same way. `rewrite`
@@ -42,6 +43,7 @@ class NoisyAgent:
         self.kit = kit
         self.token = kit.token
         self.rewrite: Callable[[dict[str, Any]], None] | None = None
+        self._tickets: dict[str, str] = {}
         self._counter = itertools.count(random.randrange(1000) * 24)
         self._server = ServerThread(self._app, interface="asgi3")
 
@@ -147,6 +149,27 @@ class NoisyAgent:
             return data
         if isinstance(value, dict) and isinstance(value.get("result"), dict):
             value["result"]["served"] = self.noise()
+            # one ticket per conversation, named again by each reply about it: an id
+            context = _first_context_id(value["result"])
+            if context is not None:
+                ticket = self._tickets.setdefault(context, secrets.token_hex(12))
+                value["result"]["served"]["ticket"] = ticket
             if self.rewrite is not None:
                 self.rewrite(value)
         return json.dumps(value).encode()
+
+
+def _first_context_id(value: Any) -> str | None:
+    if isinstance(value, dict):
+        if isinstance(value.get("contextId"), str):
+            return str(value["contextId"])
+        items = list(value.values())
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    for item in items:
+        found = _first_context_id(item)
+        if found is not None:
+            return found
+    return None

@@ -92,7 +92,8 @@ def learn(
 ) -> None:
     """Play the transcripts in PATHS --runs times against the agent, compare each live reply
     with the other live replies, and propose the narrowest rules that absorb what differs
-    between them: a value kind at a place whose value changes (`integer`, `hex`, `text` …),
+    between them: `id` at a place whose text changes and recurs in later replies (paired one
+    to one), a value kind at a place whose value changes (`integer`, `hex`, `text` …),
     `unordered_paths` for an array whose order changes, `ignored_paths` for a member that comes
     and goes or changes type, `ignored_headers` for a header that changes. A place that is the
     same in every live run is never learned: a difference from the recording there is reported

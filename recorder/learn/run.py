@@ -141,6 +141,7 @@ def learn(
                 f"{path} exchange {index + 1}",
                 transcript.exchanges[index].response,
                 tuple(live.response for live in lives.get((number, index), ())),
+                path,
             )
             for number, (path, transcript) in enumerate(loaded)
             for index in range(len(transcript.exchanges))

@@ -31,6 +31,7 @@ EXPECTED_RULES = {
     ("generated_paths", "$.result.served.trace", "hex"),
     ("generated_paths", "$.result.served.cursor", "base64"),
     ("generated_paths", "$.result.served.items[*].seq", "integer"),
+    ("generated_paths", "$.result.served.ticket", "id"),  # named again by later replies
     ("unordered_paths", "$.result.served.shards", None),
     ("ignored_headers", "x-served-by", None),
 }
@@ -132,6 +133,11 @@ def test_learn_makes_a_noisy_agent_replay_and_keeps_real_regressions(
     def item_type(body: dict[str, Any]) -> None:
         body["result"]["served"]["items"][1]["seq"] = "7"
 
+    def wrong_id(body: dict[str, Any]) -> None:
+        # a reply about the review that names another conversation's ticket
+        if "task" not in body["result"] and "served" in body["result"]:
+            body["result"]["served"]["ticket"] = "0123456789abcdef01234567"
+
     def stable(body: dict[str, Any]) -> None:
         task = body["result"].get("task", body["result"])
         if "status" in task:
@@ -141,6 +147,7 @@ def test_learn_makes_a_noisy_agent_replay_and_keeps_real_regressions(
         (neighbour, "$.result.served.region"),
         (learned_type, "$.result.served.at"),
         (item_type, "$.result.served.items[1].seq"),
+        (wrong_id, "01-review.http 2: $.result.served.ticket"),
         (stable, ".status.state"),
     ):
         clean.rewrite = rewrite
@@ -167,7 +174,7 @@ def test_learn_cli_reports_a_stable_place_as_a_likely_regression(
     assert '$.result.served.version: expected "1.0", got "2.0"' in result.stdout
     assert "version" not in output.read_text().replace("version: 1", "")  # not learned
     assert result.stdout.endswith(
-        "recorder learn: 8 rules learned from 2 live runs of 4 exchanges in 3 files, written to"
+        "recorder learn: 9 rules learned from 2 live runs of 4 exchanges in 3 files, written to"
         f" {output}; 4 likely regressions\n"
     )
 
@@ -183,7 +190,7 @@ def test_update_refuses_to_bless_noise_and_names_the_rule_to_add(
     (transcript,) = result.transcripts
     assert not transcript.updated
     assert transcript.not_updated == (
-        "exchange 1 differs between two live runs at $.result.served.at (7 more such places):"
+        "exchange 1 differs between two live runs at $.result.served.at (8 more such places):"
         ' noise, not a change; add `generated_paths: {"$.result.served.at": integer}` to the'
         " rules, or run `recorder learn`"
     )
@@ -216,7 +223,7 @@ def test_learn_merges_into_the_rules_file_it_is_given(
         env={"A2A_TOKEN": clean.token},
     )
     assert result.exit_code == 0, result.output
-    assert "8 rules learned from 3 live runs" in result.stdout
+    assert "9 rules learned from 3 live runs" in result.stdout
     text = path.read_text()
     assert text.startswith(mine)  # every line kept; the learned keys appended
     rules = load_rules(path)

@@ -204,3 +204,42 @@ def test_rule_text_is_one_line_of_yaml() -> None:
     assert Proposal("ignored_paths", "$.a", None, "", ()).rule_text() == (
         'ignored_paths: {add: ["$.a"]}'
     )
+
+
+def test_a_value_that_recurs_at_the_same_places_in_every_run_is_an_id() -> None:
+    def file(ticket_1: str, ticket_2: str, trace: str) -> list[dict[str, Any]]:
+        return [
+            {"result": {"ticket": ticket_1, "trace": trace}},
+            {"result": {"ticket": ticket_1, "trace": trace + "0"}},
+            {"result": {"ticket": ticket_2}},
+        ]
+
+    runs = [file("aaaa1111", "bbbb2222", "c0ffee01"), file("cccc3333", "dddd4444", "c0ffee02")]
+    replies = [
+        Replies(
+            f"f.http exchange {n + 1}",
+            reply(runs[0][n]),
+            (reply(runs[0][n]), reply(runs[1][n])),
+            "f.http",
+        )
+        for n in range(3)
+    ]
+    found = {(p.key, p.target, p.kind) for p in propose(replies, DEFAULT_RULES).rules}
+    assert found == {
+        ("generated_paths", "$.result.ticket", "id"),  # recurs in exchanges 1 and 2
+        ("generated_paths", "$.result.trace", "hex"),  # never named again
+    }
+    # a value that recurs in one run and not in the other is no id: a loose kind
+    other = [file("aaaa1111", "bbbb2222", "c0ffee01"), file("cccc3333", "cccc3333", "c0ffee02")]
+    other[1][1]["result"]["ticket"] = "eeee5555"
+    replies = [
+        Replies(
+            f"f.http exchange {n + 1}",
+            reply(other[0][n]),
+            (reply(other[0][n]), reply(other[1][n])),
+            "f.http",
+        )
+        for n in range(3)
+    ]
+    found = {(p.key, p.target, p.kind) for p in propose(replies, DEFAULT_RULES).rules}
+    assert ("generated_paths", "$.result.ticket", "hex") in found
