@@ -24,6 +24,18 @@ from recorder.rules import load_rules, rules_warnings
 _NAME = "learn"
 
 
+def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A rules file path whose folder exists, and that is not a transcript: checked before the
+    runs, not after."""
+    if value is None:
+        return None
+    if not os.path.isdir(os.path.dirname(value) or "."):
+        raise click.BadParameter(f"the folder of {value} does not exist")
+    if value.endswith(".http"):
+        raise click.BadParameter(f"{value} is a transcript: the rules would overwrite it")
+    return value
+
+
 @click.command(short_help="Learn an agent's noise from live runs; write the rules for it.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option(
@@ -50,6 +62,7 @@ _NAME = "learn"
     "-o",
     "--output",
     metavar="FILE",
+    callback=_output,
     help="Write the rules (with --rules: FILE merged with the learned ones) to FILE. Without "
     "-o and --rules they are printed on stdout.",
 )

@@ -103,3 +103,7 @@ def test_learn_cli_usage_errors_exit_2(tmp_path: Path) -> None:
     rules = CliRunner().invoke(main, ["learn", str(TRANSCRIPTS), "--rules", str(bad)])
     assert rules.exit_code == 2
     assert rules.stderr.startswith(f"recorder learn: {bad}:1: versoin: unknown key")
+
+    for output in (str(tmp_path / "no" / "rules.yaml"), str(TRANSCRIPTS / "01-agent-card.http")):
+        refused = CliRunner().invoke(main, ["learn", str(TRANSCRIPTS), "-o", output])
+        assert refused.exit_code == 2 and "-o" in refused.stderr, refused.stderr
