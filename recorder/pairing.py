@@ -20,8 +20,9 @@ replay's own: see `recorder.replay.state`):
    kinds (ids) pairs must form a one-to-one mapping across the whole transcript: a recorded
    value already paired with another live value, or a live value already paired with another
    recorded value, is a mismatch at that path (a reply that names the wrong task). For loose
-   kinds (`rules.loose_kinds`, timestamps) any value of the kind matches; the first pairing is
-   kept for carry-forward and bless.
+   kinds (`rules.loose_kinds`, timestamps, and the value kinds of `recorder.kinds`: `integer`,
+   `hex`, `text` ...) any value of the kind matches; the first pairing is kept for carry-forward
+   and bless.
 4. Aliases are numbered by first appearance of the recorded value in the transcript, per kind:
    `<id:1>`, `<time:1>`. Reports show aliases, and the real values in the message.
 """
@@ -38,6 +39,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from recorder.jsonpath import PathMatcher, State
+from recorder.kinds import VALUE_KINDS, describe_kind, is_of_kind
 from recorder.model import Request
 from recorder.rules import Rules
 
@@ -137,7 +139,9 @@ class PairingRules:
         self.rules = rules
         self.shapes = compiled.shapes
         """One regex for every shape (`match.lastgroup` is `k_<kind>`), or None."""
-        self.loose = rules.loose_kinds
+        self.value_kinds = frozenset(VALUE_KINDS.keys() - rules.generated_shapes.keys())
+        """The value kinds (`recorder.kinds`) these rules use as such: any value of the kind."""
+        self.loose = rules.loose_kinds | self.value_kinds
         self.fields = compiled.fields
         self.beside = compiled.beside
         self.generated_paths: PathMatcher = rules.generated_matcher
@@ -305,6 +309,7 @@ class AliasMap:
 
     def __init__(self, rules: PairingRules) -> None:
         self._loose = rules.loose
+        self._value_kinds = rules.value_kinds
         self._shape_kind = rules.shape_kind
         # rule 3: the mapping, both ways
         self.golden_to_live: dict[str, str] = {}
@@ -352,6 +357,8 @@ class AliasMap:
     def pair(self, golden: str, live: str, kind: str) -> str | None:
         """Pair a recorded and a live generated value (rule 3). None, or why they do not pair."""
         if kind in self._loose:
+            if kind in self._value_kinds and not is_of_kind(kind, live):
+                return f"expected {describe_kind(kind)}, such as {golden!r}"
             golden_kind = self._shape_kind(golden)
             if golden_kind is not None and self._shape_kind(live) != golden_kind:
                 return f"expected a {kind} value such as {golden!r}"

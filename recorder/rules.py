@@ -37,8 +37,16 @@ import yaml
 
 from recorder.errors import RulesError
 from recorder.jsonpath import JsonPathError, PathMatcher, parse_path
+from recorder.kinds import VALUE_KINDS
 
-__all__ = ["DEFAULT_RULES", "Rules", "load_rules", "placeholder_name", "rules_warnings"]
+__all__ = [
+    "DEFAULT_RULES",
+    "Rules",
+    "load_rules",
+    "placeholder_name",
+    "rules_from_text",
+    "rules_warnings",
+]
 
 _KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -448,6 +456,12 @@ def load_rules(path: str | os.PathLike[str] | None) -> Rules:
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise RulesError(f"{source}:{line}: the rules file is not UTF-8 text") from None
+    return rules_from_text(text, source)
+
+
+def rules_from_text(text: str, source: str) -> Rules:
+    """The rules of a rules file's `text` merged over the defaults, as `load_rules` reads
+    them; `source` names the file in errors. Raises RulesError."""
     node, data = _parse_yaml(text, source)
     if data is None:
         return replace(DEFAULT_RULES, source=source)
@@ -527,7 +541,7 @@ def rules_warnings(path: str | os.PathLike[str]) -> list[str]:
     lines = _key_lines(node)
     known = {*DEFAULT_RULES.generated_fields.values(), *DEFAULT_RULES.generated_shapes}
     known |= {*DEFAULT_RULES.generated_paths.values(), *DEFAULT_RULES.loose_kinds}
-    known |= {*rules.generated_shapes, *rules.loose_kinds}
+    known |= {*rules.generated_shapes, *rules.loose_kinds, *VALUE_KINDS}
     warnings: list[str] = []
 
     def warn(key: str, why: str) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "recorder"
-JOBS = ("record", "replay", "docs", "kit", "planner", "serve")
+JOBS = ("record", "replay", "docs", "kit", "planner", "serve", "learn")
 # which rooms each room may import, besides itself and the core
 ALLOWED: dict[str, frozenset[str]] = {
     "core": frozenset(),
@@ -23,6 +23,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "serve": frozenset(),
     # the planner drives the kit through the recorder and keeps recorded ids on re-record
     "planner": frozenset({"kit", "record", "replay"}),
+    # learn plays the transcripts with the replay's player, N times, and keeps the live replies
+    "learn": frozenset({"replay"}),
     "cli": frozenset(JOBS),
 }
 # entry points other tools load (pytest), which start the embedded default agent like the CLI

@@ -64,6 +64,7 @@ _COMMANDS: dict[str, str] = {
     "export": "recorder.cli.docs:export",
     "rules": "recorder.cli.rules:rules",
     "serve": "recorder.cli.serve:serve",
+    "learn": "recorder.cli.learn:learn",
 }
 
 

@@ -44,6 +44,7 @@ from typing import Any
 import orjson
 
 from recorder import sse
+from recorder.kinds import is_of_kind
 from recorder.model import Response, SseEvent
 from recorder.pairing import AliasMap, PairingRules
 from recorder.replay.live import EMPTY, NOT_JSON, body_value
@@ -115,6 +116,7 @@ class FastPath:
         self._generated_shapes = rules.rules.generated_shapes
         self._shape_kind = rules.shape_kind
         self._loose = rules.loose
+        self._value_kinds = rules.value_kinds
         self._tokens = rules.tokens
         self._compact_tokens = rules.compact_tokens
         self._token_kinds = rules.token_kinds
@@ -281,6 +283,10 @@ class FastPath:
             if "" in backward or not client.isdisjoint(backward):
                 return False  # an empty or client-sent live value: let the walk explain
             if kind in self._loose:
+                if kind in self._value_kinds and not all(
+                    is_of_kind(kind, live) for live in backward
+                ):
+                    return False  # not of its value kind: let the walk explain
                 # a recorded value of a shape (a timestamp) must meet a live value of it
                 if from_field and not (
                     len(forward) > _BULK
@@ -376,6 +382,8 @@ class FastPath:
                 return False  # an empty or client-sent live value: let the walk explain
             seen.append((golden, kind))
             if kind in self._loose:
+                if kind in self._value_kinds and not is_of_kind(kind, live):
+                    return False
                 if from_field:
                     golden_kind = self._shape_kind(golden)
                     if golden_kind is not None and self._shape_kind(live) != golden_kind:

@@ -55,7 +55,12 @@ from recorder.replay.plan import PlanItem, load_transcripts, plan
 from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
 from recorder.replay.state import LiveReply, ReplayState
-from recorder.replay.update import blessed_exchanges, why_not_updated, write_exchanges
+from recorder.replay.update import (
+    blessed_exchanges,
+    noise_refusal,
+    why_not_updated,
+    write_exchanges,
+)
 from recorder.replay.variables import (
     fill_placeholders,
     fill_reply_placeholders,
@@ -112,6 +117,9 @@ class FilePlayer:
     answered is this exchange's error, not an exception; None: `UpstreamError` is raised."""
     verbose: int = 0
     """1: a mismatch's result holds both replies, normalized; 2: the request as sent too."""
+    on_reply: Callable[[int, LiveReply], None] | None = None
+    """Told each whole live reply (the exchange's 0-based index, the reply), before it is
+    compared (`recorder learn` keeps them)."""
     state: ReplayState = field(init=False)
     results: dict[int, ExchangeResult] = field(init=False, default_factory=dict)
 
@@ -309,6 +317,8 @@ class FilePlayer:
         return golden if expected is golden.response else replace(golden, response=expected)
 
     def _record(self, index: int, live: LiveReply, started: float) -> None:
+        if self.on_reply is not None:
+            self.on_reply(index, live)
         golden = self._expected(index)
         mismatches = tuple(self.state.compare(golden, live))
         if self.watch is not None:
@@ -429,10 +439,15 @@ def _stops_exitfirst(result: TranscriptResult, *, update: bool) -> bool:
     return bool(result.not_updated) if update else not result.passed
 
 
-def _play_file(
-    settings: _Settings, item: PlanItem, transport: httpx.BaseTransport, stop: threading.Event
-) -> TranscriptResult:
-    player = FilePlayer(
+def _file_player(
+    settings: _Settings,
+    item: PlanItem,
+    transport: httpx.BaseTransport,
+    lives: dict[int, LiveReply] | None,
+    *,
+    update: bool,
+) -> FilePlayer:
+    return FilePlayer(
         item.path,
         item.transcript,
         transport,
@@ -440,12 +455,37 @@ def _play_file(
         rules=settings.rules,
         variables=settings.variables,
         timeout=settings.timeout,
-        update=settings.update,
+        update=update,
         live_base=settings.live_base,
         origins=settings.origins,
         watch=settings.watch,
         verbose=settings.verbose,
+        on_reply=None if lives is None else lives.__setitem__,
     )
+
+
+def _noise(
+    settings: _Settings,
+    item: PlanItem,
+    transport: httpx.BaseTransport,
+    first: dict[int, LiveReply],
+    results: Sequence[ExchangeResult],
+) -> str | None:
+    """--update: the file played once more; why its mismatched replies must not be blessed
+    (they differ between the two live runs where the rules do not absorb it), or None."""
+    second: dict[int, LiveReply] = {}
+    again = _file_player(settings, item, transport, second, update=False)
+    for index in range(item.play_count):
+        again.play_until(index)
+    mismatched = [r.number - 1 for r in results if r.mismatches]
+    return noise_refusal(item.transcript, first, second, mismatched, settings.rules)
+
+
+def _play_file(
+    settings: _Settings, item: PlanItem, transport: httpx.BaseTransport, stop: threading.Event
+) -> TranscriptResult:
+    lives: dict[int, LiveReply] | None = {} if settings.update else None
+    player = _file_player(settings, item, transport, lives, update=settings.update)
     reported: list[ExchangeResult] = []
     for index in range(item.play_count):
         if stop.is_set():
@@ -461,6 +501,8 @@ def _play_file(
     not_updated = None
     if settings.update and not all(r.passed for r in reported):
         not_updated = player.not_updated(item.selected)
+        if not_updated is None and lives is not None:
+            not_updated = _noise(settings, item, transport, lives, reported)
         updated = not_updated is None and player.write_update(item.selected)
         if not updated and player.changed_on_disk:
             not_updated = "the file changed while it was played (run the update again)"

@@ -15,12 +15,13 @@ from pathlib import Path
 from recorder.errors import ParseError
 from recorder.httpfile import dumps, loads, splice, write_text_atomic
 from recorder.model import Exchange, Response, Transcript
+from recorder.noise import Replies, propose
 from recorder.redact import Redactor, scrub_response
 from recorder.replay.results import ExchangeResult
 from recorder.replay.state import LiveReply, ReplayState
 from recorder.rules import Rules
 
-__all__ = ["blessed_exchanges", "why_not_updated", "write_exchanges"]
+__all__ = ["blessed_exchanges", "noise_refusal", "why_not_updated", "write_exchanges"]
 
 
 def blessed_exchanges(
@@ -122,3 +123,34 @@ def why_not_updated(
                 " fix the exchange before it, or record this scenario again"
             )
     return None
+
+
+def noise_refusal(
+    transcript: Transcript,
+    first: Mapping[int, LiveReply],
+    second: Mapping[int, LiveReply],
+    indices: Iterable[int],
+    rules: Rules,
+) -> str | None:
+    """Why --update must not bless the exchanges `indices`, or None: their live replies in two
+    runs (`first`, `second`) differ at a place the rules do not absorb (`recorder.noise`, as
+    `recorder learn` would see it). Blessing it would write a volatile value into the golden
+    file, and the next replay would fail there without a hint. The reason names the rule."""
+    replies = [
+        Replies(
+            f"exchange {index + 1}",
+            transcript.exchanges[index].response,
+            (first[index].response, second[index].response),
+        )
+        for index in sorted(indices)
+        if index in first and index in second
+    ]
+    found = propose(replies, rules).rules
+    if not found:
+        return None
+    noise = found[0]
+    more = f" ({len(found) - 1} more such places)" if len(found) > 1 else ""
+    return (
+        f"{noise.where[0]} differs between two live runs at {noise.target}{more}: noise, not a"
+        f" change; add `{noise.rule_text()}` to the rules, or run `recorder learn`"
+    )

@@ -26,6 +26,7 @@ from operator import itemgetter
 from typing import Any
 
 from recorder.jsonpath import State, format_path
+from recorder.kinds import describe_kind, is_of_kind
 from recorder.pairing import AliasMap, PairingRules
 from recorder.replay.diff import ABSENT, Mismatch, align
 from recorder.replay.text import Strings
@@ -41,6 +42,7 @@ class Walk:
     def __init__(self, rules: PairingRules, aliases: AliasMap, strings: Strings) -> None:
         self.rules = rules.rules
         self._shapes = rules.shapes
+        self._value_kinds = rules.value_kinds
         self._field_kind = rules.field_kind
         self._ignored = self.rules.ignored_matcher
         self._unordered = self.rules.unordered_matcher
@@ -201,6 +203,12 @@ class Walk:
                 return expected, expected
             notes.messages[place] = text_problem[2]
             return text_problem[0], text_problem[1]
+        if kind in self._value_kinds and not isinstance(expected, dict | list | str):
+            # a value kind (`integer`, `number`) at a number's place: any value of the kind
+            if is_of_kind(kind, actual):
+                return expected, expected
+            notes.messages[place] = f"expected {describe_kind(kind)}"
+            return self._display(expected), self._display_live(actual)
         if isinstance(actual, dict | list) or not _same_scalar(expected, actual):
             return self._display(expected), self._display_live(actual)
         return expected, expected

@@ -91,7 +91,18 @@ def test_every_command_has_a_whole_one_line_summary_in_the_help() -> None:
         .stdout.split("Commands:\n", 1)[1]
         .splitlines()
     ]
-    assert names == ["check", "docs", "export", "kit", "play", "record", "render", "rules", "serve"]
+    assert names == [
+        "check",
+        "docs",
+        "export",
+        "kit",
+        "learn",
+        "play",
+        "record",
+        "render",
+        "rules",
+        "serve",
+    ]
 
 
 def test_ctrl_c_that_a_command_does_not_handle_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,8 +35,9 @@ def test_rules_check_warns_with_file_and_line(tmp_path: Path) -> None:
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr == (
         f"recorder rules check: warning: {path}:3: generated_fields.startedAt: unknown kind "
-        "'tme' (did you mean time?): kinds are id, label, time, token; declare a new one under "
-        "generated_shapes or loose_kinds\n"
+        "'tme' (did you mean time?): kinds are base64, duration, hex, hostname, id, integer, "
+        "label, number, text, time, token; declare a new one under generated_shapes or "
+        "loose_kinds\n"
         f"recorder rules check: warning: {path}:4: generated_fields.params: {client}\n"
         f"recorder rules check: warning: {path}:6: generated_paths.$.params.message.messageId: "
         f"{client}\n"

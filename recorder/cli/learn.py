@@ -1,0 +1,184 @@
+"""`recorder learn`: learn an agent's noise from live runs, and write the rules that absorb it."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from recorder.cli import fail, plural
+from recorder.cli.play import (
+    _agent,
+    _quiet_embedded_kit,
+    _read_env_files,
+    _start_embedded_kit,
+    _vars,
+)
+from recorder.errors import RecorderError
+from recorder.replay.envfile import merge_variables
+from recorder.replay.plan import TranscriptErrors
+from recorder.replay.send import DEFAULT_TIMEOUT
+from recorder.replay.variables import MissingVariableError
+from recorder.rules import load_rules, rules_warnings
+
+_NAME = "learn"
+
+
+def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A rules file path whose folder exists, and that is not a transcript: checked before the
+    runs, not after."""
+    if value is None:
+        return None
+    if not os.path.isdir(os.path.dirname(value) or "."):
+        raise click.BadParameter(f"the folder of {value} does not exist")
+    if value.endswith(".http"):
+        raise click.BadParameter(f"{value} is a transcript: the rules would overwrite it")
+    return value
+
+
+@click.command(short_help="Learn an agent's noise from live runs; write the rules for it.")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--agent",
+    metavar="URL",
+    callback=_agent,
+    help="The agent to learn from. Default: start the bundled kit agent on a free loopback port.",
+)
+@click.option(
+    "--runs",
+    type=click.IntRange(min=2, max=100),
+    default=2,
+    show_default=True,
+    help="Live runs of every transcript to compare with one another.",
+)
+@click.option(
+    "--rules",
+    "rules_path",
+    metavar="FILE",
+    help="A YAML rules file to learn over; the learned rules are merged into it (every line "
+    "of it kept) unless -o is given.",
+)
+@click.option(
+    "-o",
+    "--output",
+    metavar="FILE",
+    callback=_output,
+    help="Write the rules (with --rules: FILE merged with the learned ones) to FILE. Without "
+    "-o and --rules they are printed on stdout.",
+)
+@click.option(
+    "--var",
+    "variables",
+    metavar="NAME=VALUE",
+    multiple=True,
+    callback=_vars,
+    help="A value for {{NAME}} placeholders (repeatable); over --env-file and the environment.",
+)
+@click.option(
+    "--env-file",
+    "env_files",
+    metavar="FILE",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="A dotenv file of NAME=VALUE lines for placeholders (repeatable, later files win).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True, max=86400),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    help="Seconds allowed for each reply.",
+)
+@click.option("-v", "--verbose", count=True, help="Also print what could not be learned.")
+@click.option("-q", "--quiet", is_flag=True, help="Print the likely regressions and the summary.")
+def learn(
+    paths: tuple[str, ...],
+    agent: str | None,
+    runs: int,
+    rules_path: str | None,
+    output: str | None,
+    variables: dict[str, str],
+    env_files: tuple[str, ...],
+    timeout: float,
+    verbose: int,
+    quiet: bool,
+) -> None:
+    """Play the transcripts in PATHS --runs times against the agent, compare each live reply
+    with the other live replies, and propose the narrowest rules that absorb what differs
+    between them: `id` at a place whose text changes and recurs in later replies (paired one
+    to one), a value kind at a place whose value changes (`integer`, `hex`, `text` …),
+    `unordered_paths` for an array whose order changes, `ignored_paths` for a member that comes
+    and goes or changes type, `ignored_headers` for a header that changes. A place that is the
+    same in every live run is never learned: a difference from the recording there is reported
+    as a likely regression, after one more run with the learned rules.
+
+    Exit status: 0 when that run passes, 1 with likely regressions, 2 usage, parse or
+    connection errors.
+    """
+    from recorder.learn.run import learn as learn_noise
+
+    # the rules on stdout (no file to write): the report on stderr
+    to_stderr = output is None and rules_path is None
+    try:
+        environ = merge_variables(os.environ, _read_env_files(env_files), variables)
+        rules = load_rules(rules_path)
+        if rules_path is not None:
+            for warning in rules_warnings(rules_path):
+                click.echo(f"recorder {_NAME}: warning: {warning}", err=True)
+        with _quiet_embedded_kit(agent is None):
+            learned = learn_noise(
+                paths,
+                agent=agent,
+                rules=rules,
+                rules_file=rules_path,
+                output=output,
+                runs=runs,
+                environ=environ,
+                timeout=timeout,
+                start_agent=_start_embedded_kit,
+            )
+    except TranscriptErrors as exc:
+        for error in exc.errors:
+            click.echo(f"recorder {_NAME}: {error}", err=True)
+        raise SystemExit(2) from None
+    except (MissingVariableError, RecorderError, OSError) as exc:
+        fail(_NAME, str(exc))
+    except KeyboardInterrupt:
+        fail(_NAME, "interrupted", code=130)
+    proposals = learned.proposals
+    for problem in learned.errors:
+        click.echo(f"recorder {_NAME}: not learned from: {problem}", err=True)
+    if output is None and rules_path is None:
+        click.echo(learned.text, nl=False)
+    if not quiet:
+        for proposal in proposals.rules:
+            rule = proposal.rule_text()
+            first = proposal.where[0] if proposal.where else ""
+            more = f" and {proposal.places - 1} more" if proposal.places > 1 else ""
+            click.echo(f"  {rule}  # {proposal.reason}: {first}{more}", err=to_stderr)
+        if verbose:
+            for note in proposals.notes:
+                click.echo(f"  not learned: {note}", err=to_stderr)
+    if learned.verify is not None:
+        for transcript in learned.verify.transcripts:
+            for exchange in transcript.exchanges:
+                if exchange.passed:
+                    continue
+                where = f"{transcript.path} exchange {exchange.number} ({exchange.title})"
+                if exchange.error is not None:
+                    click.echo(f"likely regression: {where}: {exchange.error}", err=to_stderr)
+                for mismatch in exchange.mismatches:
+                    frame = f" frame {mismatch.frame}" if mismatch.frame else ""
+                    click.echo(
+                        f"likely regression: {where}{frame}: {mismatch.describe()}", err=to_stderr
+                    )
+    target = output or rules_path
+    written = f", written to {target}" if target is not None and (output or proposals.rules) else ""
+    summary = (
+        f"recorder {_NAME}: {plural(len(proposals.rules), 'rule')} learned from "
+        f"{plural(learned.runs, 'live run')} of {plural(learned.exchanges, 'exchange')} in "
+        f"{plural(learned.files, 'file')}{written}; "
+        f"{plural(learned.regressions, 'likely regression')}"
+    )
+    click.echo(summary, err=to_stderr)
+    raise SystemExit(1 if learned.regressions else 0)
