@@ -39,6 +39,9 @@ from recorder.rules import Rules
 
 __all__ = ["align_client_values", "keep_recorded_values"]
 
+# a request target's parts: path segments, query names and values, `:cancel` suffixes
+_TARGET_PARTS = re.compile(r"([/?&=:])")
+
 
 def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) -> Transcript:
     """`fresh` with the values `previous` recorded wherever the two say the same thing."""
@@ -91,7 +94,7 @@ def _pair_requests(
 ) -> bool:
     if old.method != new.method:
         return False
-    old_parts, new_parts = old.target.split("/"), new.target.split("/")
+    old_parts, new_parts = _TARGET_PARTS.split(old.target), _TARGET_PARTS.split(new.target)
     if len(old_parts) != len(new_parts):
         return False
     for a, b in zip(old_parts, new_parts, strict=True):
