@@ -142,3 +142,24 @@ def test_keep_in_place_leaves_a_file_that_does_not_parse(tmp_path: Path) -> None
     assert path.read_text() == fresh
     assert keep_in_place(path, fresh, lambda p, f: p) is False
     assert keep_in_place(tmp_path / "gone.http", fresh, lambda p, f: p) is False
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--scenario", "..."], "recorder record: --scenario: cannot make a file name from '...'"),
+        (["--mode", "all"], "'all' is not one of 'new', 'replace', 'once'"),
+    ],
+)
+def test_cli_rejects_a_bad_scenario_or_mode(
+    tmp_path: Path, options: list[str], message: str
+) -> None:
+    from click.testing import CliRunner
+
+    from recorder.cli import main
+
+    command = ["record", "--upstream", "http://127.0.0.1:9", "--listen", "127.0.0.1:0"]
+    result = CliRunner().invoke(main, [*command, "--out", str(tmp_path / "out"), *options])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert not (tmp_path / "out").exists()
