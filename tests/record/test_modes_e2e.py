@@ -43,9 +43,15 @@ def out(tmp_path: Path) -> Path:
     return folder
 
 
-def record(kit: KitServer, out: Path, *options: str, scenario: str = "ask-and-review") -> str:
+def record(
+    kit: KitServer,
+    out: Path,
+    *options: str,
+    scenario: str = "ask-and-review",
+    stop: signal.Signals = signal.SIGINT,
+) -> str:
     """`recorder record --scenario ask-and-review OPTIONS` while the client runs once through
-    it, then Ctrl-C; returns its stderr (exit status 0 checked)."""
+    it, then Ctrl-C (or `stop`); returns its stderr (exit status 0 checked)."""
     command = [sys.executable, "-c", "from recorder.cli import main; main()", "record"]
     command += ["--upstream", kit.base_url, "--listen", "127.0.0.1:0", "--out", str(out)]
     command += ["--scenario", scenario, *options]
@@ -72,7 +78,7 @@ def record(kit: KitServer, out: Path, *options: str, scenario: str = "ask-and-re
             )
             assert client.returncode == 0, client.stderr
             assert "Reviewed 1 file" in client.stdout
-            process.send_signal(signal.SIGINT)
+            process.send_signal(stop)
             _, err = process.communicate(timeout=LIMIT)
         finally:
             if process.poll() is None:
@@ -91,9 +97,10 @@ def test_re_recording_a_scenario_keeps_its_file_name_and_bytes(kit: KitServer, o
     first = (out / NAME).read_bytes()
     operations = [exchange.title for exchange in load(out / NAME)]
     assert operations == ["GetAgentCard", "SendMessage", "SendMessage", "GetTask"]
-    for _ in range(2):  # twice: the default mode is replace
-        err = record(kit, out)
+    for stop in (signal.SIGINT, signal.SIGTERM):  # twice: the default mode is replace
+        err = record(kit, out, stop=stop)
         assert f"{out / NAME} recorded again in place (unchanged)" in err
+        assert "stopped; 4 exchanges recorded in 1 file" in err
         assert names(out) == ["01-agent-card.http", "02-message-reply.http", NAME]
         assert (out / NAME).read_bytes() == first  # git diff: empty
 
