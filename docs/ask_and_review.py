@@ -9,9 +9,9 @@ review back with GetTask. The SDK picks a fresh uuid for every JSON-RPC id and m
 import asyncio
 import sys
 
-from a2a.client import ClientConfig, create_client
+from a2a.client import Client, ClientConfig, create_client
 from a2a.helpers import new_text_message
-from a2a.types import GetTaskRequest, Role, SendMessageRequest
+from a2a.types import GetTaskRequest, Role, SendMessageRequest, StreamResponse
 
 DIFF = """--- a/src/cart.py
 +++ b/src/cart.py
@@ -22,7 +22,7 @@ DIFF = """--- a/src/cart.py
 """
 
 
-async def ask(client, text):
+async def ask(client: Client, text: str) -> list[StreamResponse]:
     request = SendMessageRequest(message=new_text_message(text, role=Role.ROLE_USER))
     return [event async for event in client.send_message(request)]
 

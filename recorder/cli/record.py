@@ -119,7 +119,8 @@ def record(
     file's ids, timestamps and Date headers where the agent's behaviour did not change, so
     `git diff` shows only real changes (the file is final when the recorder stops, Ctrl-C
     or SIGTERM); new gives it a new file, numbered after the highest; once keeps the file
-    and records nothing of the scenario. Traffic without a scenario always gets new files.
+    and records nothing of the scenario. A scenario with no file yet, and traffic without a
+    scenario (grouped by id lineage), are recorded into new files in every mode.
 
     Replies reach the clients as soon as they come; recording follows. An exchange that cannot
     be written is logged with its reason, counted in GET /_recorder/status, and at shutdown
