@@ -163,3 +163,21 @@ def test_cli_rejects_a_bad_scenario_or_mode(
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_once_keeps_an_unscripted_follow_up_of_a_kept_scenario_out_too(tmp_path: Path) -> None:
+    # by id lineage a request carrying an id a kept scenario's reply gave joins its file key
+    out = previous_folder(tmp_path)
+    store = TranscriptStore(out, mode="once")
+    ticket = store.begin("ask")
+    key = store.file_key(ticket)
+    assert key is not None
+    assert store.write(ticket, make_exchange(), scenario="ask", operation="GetTask") is None
+    follow_up = store.begin(into=key, operation="GetTask")
+    assert store.write(follow_up, make_exchange(), scenario=None, operation="GetTask") is None
+    store.close()
+    assert sorted(p.name for p in out.iterdir()) == [
+        "01-other.http",
+        "02-ask.http",
+        "03-later.http",
+    ]
