@@ -9,6 +9,8 @@ import click
 
 from recorder.cli import fail, plural
 from recorder.errors import RecorderError
+from recorder.model import Transcript
+from recorder.record.modes import MODES
 
 
 @click.command(short_help="Record the traffic to an agent as .http transcripts.")
@@ -73,6 +75,23 @@ from recorder.errors import RecorderError
     show_default=True,
     help="Seconds a client connection may stay idle before or between requests.",
 )
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="replace",
+    show_default=True,
+    help="What a scenario whose file NN-name.http is already in --out does: replace: it is "
+    "recorded again into that file (same number, same name; the recorded ids are kept where "
+    "the agent's behaviour did not change, final when the recorder stops); new: it gets a new "
+    "file; once: its file is kept, its traffic forwarded but not recorded.",
+)
+@click.option(
+    "--scenario",
+    "scenario",
+    metavar="NAME",
+    help="The scenario of every request without a Recorder-Scenario header (for clients that "
+    "cannot send one), as if POSTed to /_recorder/scenario at the start.",
+)
 def record(
     upstream: str,
     listen: str,
@@ -84,6 +103,8 @@ def record(
     stream_grace: float,
     client_timeout: float,
     keep_alive: float,
+    mode: str,
+    scenario: str | None,
 ) -> None:
     """Record every exchange between clients and the agent at UPSTREAM.
 
@@ -93,13 +114,23 @@ def record(
     its request carries (a GetTask goes with the SendMessage that made the task), else starts
     a new file. Agent cards are rewritten for the client so that every call goes through.
 
+    Record modes (--mode), for a scenario whose file is already in --out: replace (the
+    default) records it again into that file, same number and name, keeping the previous
+    file's ids, timestamps and Date headers where the agent's behaviour did not change, so
+    `git diff` shows only real changes (the file is final when the recorder stops, Ctrl-C
+    or SIGTERM); new gives it a new file, numbered after the highest; once keeps the file
+    and records nothing of the scenario. A scenario with no file yet, and traffic without a
+    scenario (grouped by id lineage), are recorded into new files in every mode.
+
     Replies reach the clients as soon as they come; recording follows. An exchange that cannot
     be written is logged with its reason, counted in GET /_recorder/status, and at shutdown
     the count is printed and the exit status is 1.
     """
     import httpx
 
+    from recorder.record.naming import slugify
     from recorder.record.proxy import create_proxy_app, parse_listen, serve
+    from recorder.replay.rerecord import keep_recorded_values
 
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("recorder record: %(message)s"))
@@ -111,6 +142,15 @@ def record(
         from recorder.rules import load_rules
 
         loaded = load_rules(rules)
+        if scenario is not None:
+            try:
+                slugify(scenario)
+            except ValueError as exc:
+                fail("record", f"--scenario: {exc}")
+
+        def keep(previous: Transcript, fresh: Transcript) -> Transcript:
+            return keep_recorded_values(previous, fresh, loaded)
+
         proxy = create_proxy_app(
             upstream,
             out=Path(out),
@@ -122,7 +162,10 @@ def record(
             rules=loaded,
             secret_headers=loaded.secret_headers,
             secret_fields=loaded.secret_fields,
+            mode=mode,
+            keep=keep,
         )
+        proxy.scenario = scenario
         serve(proxy, host=host, port=port, announce=_status, keep_alive=keep_alive)
     except (ValueError, RecorderError) as exc:
         fail("record", str(exc))
@@ -132,6 +175,10 @@ def record(
     finally:
         # a second `record` in one process (tests) must not log twice, nor to a closed stderr
         proxy_log.removeHandler(handler)
+    for path, changed in proxy.replaced.items():
+        _status(f"{path} recorded again in place ({'changed' if changed else 'unchanged'})")
+    if proxy.kept:
+        _status(f"{plural(proxy.kept, 'exchange')} not recorded: --mode once kept their files")
     if proxy.not_recorded:
         # each one was logged above with its reason; the clients got the agent's replies
         fail(

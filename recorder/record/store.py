@@ -19,6 +19,9 @@ may see the last exchange half written while it is appended; a write that fails 
 back; a recorder killed inside an append (or a power loss without `fsync`) may leave the
 start of one exchange at the end of a file, which `recorder check` reports.
 
+Record modes (`mode`: `new`, `replace`, `once`) say what a scenario that already has a file
+does: `recorder.record.modes`.
+
 Temporary files are made when a write needs one (a rewrite, a new file), in a hidden folder
 of the process (`FOLDER/.recorder-tmp/RANDOM/`, `recorder.atomic`) that the store keeps from
 write to write until `close` (or the process exits); the folder of a process that crashed is
@@ -56,6 +59,7 @@ from recorder.atomic import (
 )
 from recorder.httpfile import dumps, dumps_exchange, loads
 from recorder.model import Exchange, Transcript
+from recorder.record.modes import MODES, Keep, existing_file, keep_in_place
 from recorder.record.naming import (
     NUMBERED,
     file_name,
@@ -66,7 +70,9 @@ from recorder.record.naming import (
 
 __all__ = [
     "CONVERSATION",
+    "MODES",
     "FileKey",
+    "Keep",
     "TranscriptStore",
     "during_tagged",
 ]
@@ -74,6 +80,8 @@ __all__ = [
 # the first part of the file key of a conversation of unscripted traffic (no slug has a "#")
 CONVERSATION = "#conversation"
 FileKey = tuple[str, Hashable]
+# the generation of a scenario whose file `once` keeps: its exchanges are not written
+_KEPT = "#kept"
 
 # `.NAME.PID.N.tmp`: a temporary file that recorders before `recorder.atomic` made in the folder
 _TEMPORARY = re.compile(r"^\..+\.(\d+)\.\d+\.tmp$")
@@ -144,6 +152,8 @@ class _Entry:
 class _OpenFile:
     slug: str
     path: Path | None = None  # claimed on disk by its first write
+    # `path` is an earlier file of its scenario (`replace`): its first write replaces it
+    replacing: bool = False
     entries: list[_Entry] = field(default_factory=list)  # sorted by ticket
     lock: threading.Lock = field(default_factory=threading.Lock)
     # entries[:written] are the file on disk, scrubbed with the store's first `secrets` secrets
@@ -196,8 +206,22 @@ class TranscriptStore:
         *,
         scrub: Callable[[str, Mapping[str, str]], str] | None = None,
         fsync: bool = False,
+        mode: str = "new",
+        keep: Keep | None = None,
     ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown record mode {mode!r}: use one of {', '.join(MODES)}")
         self.out = Path(out)
+        self.mode = mode
+        self._keep = keep
+        # slug -> its file on disk when the store first saw the scenario (replace, once)
+        self._found: dict[str, Path | None] = {}
+        # slug -> the file this store wrote its scenario to (replace: the next run's file)
+        self._paths: dict[str, Path] = {}
+        # a file `replace` rewrites -> its text before this store wrote it
+        self._previous: dict[Path, str] = {}
+        # a file `replace` rewrote -> whether `close` found it changed (after the keep pass)
+        self.replaced: dict[Path, bool] = {}
         self._scrub = scrub
         self._fsync = fsync
         self._lock = threading.Lock()
@@ -241,13 +265,27 @@ class TranscriptStore:
         with self._lock:
             self._order += 1
             if scenario is not None:
-                slug = slugify(scenario)
-                self._pending[self._order] = (slug, self._generation.get(slug, 0))
+                self._pending[self._order] = self._scenario_key(slugify(scenario))
             elif into is not None:
                 if into[0] == CONVERSATION:
                     self._slugs.setdefault(into, operation_slug(operation))
                 self._pending[self._order] = into
             return self._order
+
+    def _scenario_key(self, slug: str) -> FileKey:
+        # called with self._lock held: the key of a scenario's request (`_KEPT` under `once`
+        # for a scenario whose file was there when the store first saw it)
+        if self.mode == "once" and self._existing(slug) is not None:
+            return (slug, _KEPT)
+        return (slug, self._generation.get(slug, 0))
+
+    def _existing(self, slug: str) -> Path | None:
+        """The file named for `slug` in the folder when the store first asked (the lowest
+        number when there are several; None when there is none, or the folder cannot be
+        read). Read once per scenario."""
+        if slug not in self._found:
+            self._found[slug] = existing_file(self.out, slug)
+        return self._found[slug]
 
     def file_key(self, ticket: int) -> FileKey | None:
         """The key of the file a request begun with `ticket` goes to (None: a file of its
@@ -275,7 +313,7 @@ class TranscriptStore:
         # request may carry one of its ids
         slug, generation = key
         if slug == CONVERSATION or not isinstance(generation, int):
-            return
+            return  # (nor is a scenario's that `once` keeps: it has no file in memory)
         if generation < self._generation.get(slug, 0) and key not in self._pending.values():
             self._open.pop(key, None)
 
@@ -292,11 +330,27 @@ class TranscriptStore:
         return self.out / file_name(number, slug)
 
     def close(self) -> None:
-        """Remove this process's temporary folder in `out` (made again if a write comes)."""
+        """Finish the files `replace` rewrote (`finish_replaced`), and remove this process's
+        temporary folder in `out` (made again if a write comes)."""
+        self.finish_replaced()
         with self._lock:
             holding, self._holding = self._holding, False
         if holding:
             release_scratch(self.out)
+
+    def finish_replaced(self) -> dict[Path, bool]:
+        """Lay each file `replace` rewrote over its text before this store wrote it, through
+        `keep` (recorded generated values back where the behaviour did not change), and write
+        it when that changes it. Returns the files, each with whether it now differs from
+        its text before (also kept in `replaced`). Raises OSError when a file cannot be
+        written; a file that does not parse, before or now, is left as recorded."""
+        with self._lock:
+            previous, self._previous = self._previous, {}
+        for path, before in previous.items():
+            lock = self._locks.get(path)
+            with lock if lock is not None else contextlib.nullcontext():
+                self.replaced[path] = keep_in_place(path, before, self._keep, fsync=self._fsync)
+        return dict(self.replaced)
 
     def _hold(self) -> None:
         # called with self._lock held: keep the temporary folder from write to write
@@ -314,9 +368,10 @@ class TranscriptStore:
         secrets: Mapping[str, str] = {},
         sent_secrets: Mapping[str, str] = {},
         during: tuple[int, int] | None = None,
-    ) -> Path:
-        """Record one finished exchange; returns the file it went to. Raises OSError when the
-        file cannot be written (the file stays as it was).
+    ) -> Path | None:
+        """Record one finished exchange; returns the file it went to (None: not written, its
+        scenario's file is kept, `once`). Raises OSError when the file cannot be written (the
+        file stays as it was).
 
         `during` = (ticket, frames): the request was sent while the event stream of the
         exchange with that ticket (same scenario) was open, after `frames` of its frames had
@@ -340,21 +395,22 @@ class TranscriptStore:
             version = len(self._secret_log)
             key = self._pending.pop(ticket, None)
             if key is None and scenario is not None:
-                slug = slugify(scenario)
-                key = (slug, self._generation.get(slug, 0))
+                key = self._scenario_key(slugify(scenario))
             if key is None:
                 record = _OpenFile(operation_slug(operation))
+            elif key[1] == _KEPT:
+                return None
             else:
                 found = self._open.get(key)
                 if found is None:
-                    found = _OpenFile(self._slugs.get(key, key[0]))
+                    found = self._new_file(key)
                     self._open[key] = found
                 self._release(key)
                 record = found
         with record.lock:
             entry = _Entry(ticket, exchange, during)
             bisect.insort(record.entries, entry, key=lambda item: item.ticket)
-            first = record.path is None
+            first = record.path is None or record.replacing
             try:
                 self._put(record, entry, all_secrets, version)
             except BaseException:
@@ -363,11 +419,31 @@ class TranscriptStore:
             assert record.path is not None
             if first:
                 with self._lock:
-                    self.written.append(record.path)
+                    if record.path not in self._locks:
+                        self.written.append(record.path)
                     self._locks[record.path] = record.lock
+                    if key is not None and key[0] != CONVERSATION:
+                        self._paths.setdefault(key[0], record.path)
         if new and self._scrub is not None:
             self._rescrub(earlier, {value: sent_secrets[value] for value in new}, record.path)
         return record.path
+
+    def _new_file(self, key: FileKey) -> _OpenFile:
+        # called with self._lock held: the file of a scenario's run, or of a conversation.
+        # Under `replace`, a scenario's earlier file (on disk when first seen, or written by
+        # an earlier run of it here) is written again in place
+        slug = key[0]
+        if self.mode != "replace" or slug == CONVERSATION:
+            return _OpenFile(self._slugs.get(key, slug))
+        path = self._existing(slug) or self._paths.get(slug)
+        if path is None:
+            return _OpenFile(slug)
+        for other in self._open.values():
+            if other.path == path:
+                # an earlier run of the scenario with a request still on the way: what it
+                # still writes goes to a new file, not over this run's
+                other.path, other.written = None, 0
+        return _OpenFile(slug, path=path, replacing=True)
 
     def _put(
         self,
@@ -380,8 +456,15 @@ class TranscriptStore:
         the new entry is the last and the text on disk stays as a rewrite would write it."""
         scrub = self._scrub if secrets else None
         count = len(record.entries)
+        if record.replacing:
+            assert record.path is not None
+            with self._lock:
+                if record.path not in self._previous and record.path not in self.replaced:
+                    with contextlib.suppress(FileNotFoundError, UnicodeDecodeError):
+                        self._previous[record.path] = record.path.read_bytes().decode("utf-8")
         if (
-            record.path is not None
+            not record.replacing
+            and record.path is not None
             and record.entries[-1] is entry
             and record.written == count - 1
             and self._unchanged(record)
@@ -409,6 +492,7 @@ class TranscriptStore:
                 text = scrubbed
         self._write_whole(record, text)
         record.written, record.secrets = count, version
+        record.replacing = False
 
     def _unchanged(self, record: _OpenFile) -> bool:
         """Whether the secrets learned since `record` was last written leave its text on

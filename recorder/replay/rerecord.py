@@ -7,6 +7,11 @@ the fresh recording is laid over the previous one through the player's aliasing
 (`recorder.replay.state.ReplayState`): the previous file plays the recorded side, the fresh
 recording the live side.
 
+- Ids a client picks afresh for every run (an SDK client's uuid JSON-RPC `id` and
+  `messageId`) are laid back first (`align_client_values`): where a fresh request differs
+  from the previous one only in values wholly of a generated shape (a uuid), at the same
+  places, each such fresh value is replaced by the previous one throughout the fresh
+  recording (its replies echo them), provided the pairs are one-to-one.
 - A request is kept as previously recorded when it is that request with the previously
   learned values carried forward (what the player would send). When one is not (the
   scenario changed), the fresh recording is taken whole: keeping the earlier exchanges' ids
@@ -22,12 +27,20 @@ Pure: transcripts in, transcript out.
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
+from typing import Any
 
-from recorder.model import Exchange, Transcript
+from recorder.httpfile import dumps, loads
+from recorder.model import Exchange, Request, Transcript
+from recorder.pairing import PairingRules
 from recorder.replay.state import ReplayState
 from recorder.rules import Rules
 
-__all__ = ["keep_recorded_values"]
+__all__ = ["align_client_values", "keep_recorded_values"]
+
+# a request target's parts: path segments, query names and values, `:cancel` suffixes
+_TARGET_PARTS = re.compile(r"([/?&=:])")
 
 
 def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) -> Transcript:
@@ -35,10 +48,11 @@ def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) 
     live_base = fresh.recorded_base_url
     if live_base is None:
         return fresh
-    state = ReplayState(rules, recorded_base=previous.recorded_base_url, live_base=live_base)
-    compared: list[tuple[Exchange, Exchange, bool]] = []
     if len(fresh.exchanges) != len(previous.exchanges):
         return fresh
+    fresh = align_client_values(previous, fresh, rules)
+    state = ReplayState(rules, recorded_base=previous.recorded_base_url, live_base=live_base)
+    compared: list[tuple[Exchange, Exchange, bool]] = []
     for old, new in zip(previous.exchanges, fresh.exchanges, strict=True):
         if state.prepare(old.request) != new.request:
             return fresh
@@ -53,3 +67,74 @@ def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) 
         for old, new, matched in compared
     ]
     return dataclasses.replace(fresh, exchanges=tuple(kept))
+
+
+def align_client_values(previous: Transcript, fresh: Transcript, rules: Rules) -> Transcript:
+    """`fresh` with the generated-shape values its requests carry where `previous`'s requests
+    carry others, at the same places (request path segments, JSON body members), replaced by
+    those throughout (requests and replies). `fresh` as it is when the requests differ in
+    anything else at those places' level, when a pair is not one-to-one, or when nothing
+    differs."""
+    if len(fresh.exchanges) != len(previous.exchanges):
+        return fresh
+    pairing = PairingRules(rules)
+    pairs: dict[str, str] = {}  # fresh -> previous
+    for old, new in zip(previous.exchanges, fresh.exchanges, strict=True):
+        if not _pair_requests(old.request, new.request, pairing, pairs):
+            return fresh
+    if not pairs or len(set(pairs.values())) != len(pairs):
+        return fresh
+    pattern = re.compile("|".join(re.escape(value) for value in sorted(pairs, key=len)[::-1]))
+    text = pattern.sub(lambda match: pairs[match.group()], dumps(fresh))
+    return loads(text)
+
+
+def _pair_requests(
+    old: Request, new: Request, pairing: PairingRules, pairs: dict[str, str]
+) -> bool:
+    if old.method != new.method:
+        return False
+    old_parts, new_parts = _TARGET_PARTS.split(old.target), _TARGET_PARTS.split(new.target)
+    if len(old_parts) != len(new_parts):
+        return False
+    for a, b in zip(old_parts, new_parts, strict=True):
+        if a != b and not _pair(a, b, pairing, pairs):
+            return False
+    if old.body == new.body:
+        return True
+    if not (old.is_json and new.is_json):
+        return False
+    try:
+        old_value, new_value = json.loads(old.body), json.loads(new.body)
+    except (ValueError, RecursionError):
+        return False
+    return _pair_values(old_value, new_value, pairing, pairs)
+
+
+def _pair_values(old: Any, new: Any, pairing: PairingRules, pairs: dict[str, str]) -> bool:
+    stack = [(old, new)]
+    while stack:
+        a, b = stack.pop()
+        if isinstance(a, dict) and isinstance(b, dict):
+            if list(a) != list(b):
+                return False
+            stack.extend((a[name], b[name]) for name in a)
+        elif isinstance(a, list) and isinstance(b, list):
+            if len(a) != len(b):
+                return False
+            stack.extend(zip(a, b, strict=True))
+        elif isinstance(a, str) and isinstance(b, str):
+            if a != b and not _pair(a, b, pairing, pairs):
+                return False
+        elif a != b or type(a) is not type(b):
+            return False
+    return True
+
+
+def _pair(old: str, new: str, pairing: PairingRules, pairs: dict[str, str]) -> bool:
+    """Pair the fresh `new` with the previous `old` when both are wholly of one generated
+    shape (a uuid) and `new` is not already paired with another value."""
+    kind = pairing.shape_kind(old)
+    if kind is None or kind in pairing.loose or pairing.shape_kind(new) != kind:
+        return False
+    return pairs.setdefault(new, old) == old

@@ -321,6 +321,12 @@ def run_learn(place: Place, text: str) -> None:
     assert "\nversion: 1\n" in (place.root / "rules.yaml").read_text()
 
 
+def run_client(place: Place, text: str) -> None:
+    # the page's a2a-sdk client, here straight to the agent (through the recorder: the page's
+    # own test, tests/docs/test_live_traffic_page.py)
+    assert "Reviewed 1 file" in place.run(text.replace("41241", "41242")).stdout
+
+
 def run_check(place: Place, text: str) -> None:
     assert place.run(text).stdout.strip(), "recorder check printed nothing"
 
@@ -354,6 +360,13 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "recorder export transcripts/02-message-reply.http --to curl": run_export_curl,
     "recorder docs check README.md docs/": run_docs,
     "recorder docs sync docs/": run_docs,
+    # docs/live-traffic.md (its whole flow, in order: tests/docs/test_live_traffic_page.py)
+    "recorder record --upstream http://localhost:41242 --out docs/examples/ "
+    "--scenario ask-and-review": run_record,
+    "recorder record --upstream http://localhost:41242 --out docs/examples/ "
+    "--scenario ask-and-review --mode replace": run_record,
+    "recorder docs check docs/": run_docs,
+    "python docs/ask_and_review.py http://127.0.0.1:41241": run_client,
 }
 
 

@@ -402,6 +402,7 @@ async def test_a_store_whose_write_raises_reaches_the_log_and_the_status_not_the
     assert status == {
         "recorded": 0,
         "failed": 3,
+        "kept": 0,
         "pending": 0,
         "out": str(tmp_path),
         "last_error": "No space left on device",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from recorder import Transcript, dumps, load, loads
-from recorder.replay.rerecord import keep_recorded_values
+from recorder.replay.rerecord import align_client_values, keep_recorded_values
 from recorder.rules import DEFAULT_RULES
 
 TRANSCRIPTS = Path(__file__).parent.parent.parent / "transcripts"
@@ -85,3 +85,55 @@ def test_a_value_only_a_later_exchange_pairs_is_kept_in_an_earlier_reply_too() -
     previous = loads(text.replace(line + "\n", "", 1))
     kept = keep_recorded_values(previous, loads(fresh_run(text)), DEFAULT_RULES)
     assert dumps(kept) == text
+
+
+def sdk_run(text: str) -> str:
+    """A new run by a client that picks its own ids afresh too (an a2a-sdk client's uuid
+    JSON-RPC ids and messageIds): every uuid regenerated, the client's included."""
+    mapping: dict[str, str] = {}
+    text = UUID.sub(lambda match: mapping.setdefault(match.group(), str(uuid.uuid4())), text)
+    return fresh_run(text)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in TRANSCRIPTS.glob("*.http")))
+def test_ids_the_client_picks_afresh_are_laid_back(name: str) -> None:
+    previous = load(TRANSCRIPTS / name)
+    fresh = loads(sdk_run(dumps(previous)))
+    assert dumps(keep_recorded_values(previous, fresh, DEFAULT_RULES)) == dumps(previous)
+
+
+def client_ids(ids: list[str]) -> Transcript:
+    """GetTask requests whose JSON-RPC ids are `ids` (uuids the client chose)."""
+    return loads(
+        "# recorder-format: 1\n"
+        + "".join(
+            "\n### GetTask\nPOST /a2a/jsonrpc HTTP/1.1\nHost: localhost:41242\n"
+            "Content-Type: application/json\n\n"
+            f'{{"jsonrpc": "2.0", "id": "{value}", "method": "GetTask"}}\n\n'
+            "HTTP/1.1 200 OK\nContent-Type: application/json\n\n"
+            f'{{"jsonrpc": "2.0", "id": "{value}", "result": {{}}}}\n'
+            for value in ids
+        )
+    )
+
+
+def test_client_ids_are_laid_back_where_they_pair_one_to_one() -> None:
+    a, b, c, d = (str(uuid.uuid4()) for _ in range(4))
+    previous = client_ids([a, b])
+    assert align_client_values(previous, client_ids([c, d]), DEFAULT_RULES) == previous
+    # one previous id, two fresh ones (or two previous ids, one fresh): not one-to-one
+    fresh = client_ids([c, d])
+    assert align_client_values(client_ids([a, a]), fresh, DEFAULT_RULES) == fresh
+    fresh = client_ids([c, c])
+    assert align_client_values(client_ids([a, b]), fresh, DEFAULT_RULES) == fresh
+
+
+def test_client_values_other_than_ids_are_not_laid_back() -> None:
+    a, b = str(uuid.uuid4()), str(uuid.uuid4())
+    previous, fresh = client_ids([a]), client_ids([b])
+    other = dumps(fresh).replace('"method": "GetTask"', '"method": "ListTasks"', 1)
+    assert align_client_values(previous, loads(other), DEFAULT_RULES) == loads(other)
+    # a time is loose, not an id: a request that differs in one is not the same request
+    timed = dumps(previous).replace(a, "2031-01-02T03:04:05Z", 1)
+    retimed = dumps(previous).replace(a, "2032-01-02T03:04:05Z", 1)
+    assert align_client_values(loads(timed), loads(retimed), DEFAULT_RULES) == loads(retimed)

@@ -51,6 +51,7 @@ import httpx
 
 from recorder.record.cards import Origin
 from recorder.record.lineage import Lineage
+from recorder.record.modes import Keep
 from recorder.record.proxy.agent_cards import AgentCards
 from recorder.record.proxy.call import Message, Receive, Scope, Send, send_error
 from recorder.record.proxy.forwarding import (
@@ -110,7 +111,10 @@ class RecordingProxy:
     `drain_timeout`: seconds the shutdown waits for the recordings still pending.
     `stream_grace`: seconds the upstream is still read after a client left a stream.
     `client_timeout`: seconds a request's head, and then its body, may take (a 408 after).
-    `rules`: what is generated (for grouping unscripted traffic by id lineage)."""
+    `rules`: what is generated (for grouping unscripted traffic by id lineage).
+    `mode` (`new`, `replace`, `once`): what a scenario that already has a file in `out` does,
+    and `keep` the pass `replace` lays a re-recorded file over its previous text with when
+    the proxy stops (`recorder.record.modes`; the CLI hands in `recorder.replay.rerecord`)."""
 
     def __init__(
         self,
@@ -129,6 +133,8 @@ class RecordingProxy:
         rules: Rules = DEFAULT_RULES,
         drain_timeout: float = DRAIN_TIMEOUT,
         client_timeout: float = CLIENT_TIMEOUT,
+        mode: str = "new",
+        keep: Keep | None = None,
     ) -> None:
         if "@" in urllib.parse.urlsplit(upstream).netloc:
             # httpx would send them as Basic auth; this proxy forwards the client's headers
@@ -142,7 +148,7 @@ class RecordingProxy:
         self.upstream_url = self.upstream.base
         self.client_timeout = client_timeout
         parts = httpx.URL(self.upstream_url)
-        self.store = TranscriptStore(Path(out), scrub=scrub_text, fsync=fsync)
+        self.store = TranscriptStore(Path(out), scrub=scrub_text, fsync=fsync, mode=mode, keep=keep)
         redactor = Redactor(
             headers=secret_names(secret_headers, fold=True),
             fields=secret_names(secret_fields, fold=False),
@@ -186,8 +192,20 @@ class RecordingProxy:
         """How many exchanges could not be written (or were still pending at shutdown)."""
         return self.recording.failed
 
+    @property
+    def kept(self) -> int:
+        """How many exchanges were not written because `mode="once"` kept their file."""
+        return self.recording.kept
+
+    @property
+    def replaced(self) -> dict[Path, bool]:
+        """The files `mode="replace"` wrote again in place, each with whether it changed
+        (known once the proxy stopped)."""
+        return dict(self.store.replaced)
+
     def status(self) -> dict[str, object]:
-        """What `GET /_recorder/status` reports: recorded, failed, pending, out, last_error."""
+        """What `GET /_recorder/status` reports: recorded, failed, kept, pending, out,
+        last_error."""
         return self.recording.status()
 
     async def flush(self, timeout: float = DRAIN_TIMEOUT) -> bool:

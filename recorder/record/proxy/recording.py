@@ -79,6 +79,7 @@ class Recording:
         self._host_header = host_header
         self.lineage = lineage if lineage is not None else Lineage()
         self.recorded = 0  # exchanges written
+        self.kept = 0  # exchanges not written: `--mode once` keeps their scenario's file
         self.failed = 0  # exchanges that could not be written (or were pending at shutdown)
         self.last_error: str | None = None
         self._pending = 0  # handed to the writer, not yet written
@@ -300,15 +301,21 @@ class Recording:
             self._done(error=reason)
             return
         call.written = True
+        if path is None:  # `--mode once`: its scenario's file is kept
+            self._done(error=None, kept=True)
+            log.info("not recorded (--mode once keeps its scenario's file): %s", exchange.title)
+            return
         self._done(error=None)
         log.info("recorded %s -> %s", exchange.title, path)
 
-    def _done(self, error: str | None) -> None:
+    def _done(self, error: str | None, *, kept: bool = False) -> None:
         with self._counts:
             if self._closed:
                 return  # counted as not recorded when the shutdown gave up waiting
             self._pending -= 1
-            if error is None:
+            if kept:
+                self.kept += 1
+            elif error is None:
                 self.recorded += 1
             else:
                 self.failed += 1
@@ -327,6 +334,7 @@ class Recording:
             return {
                 "recorded": self.recorded,
                 "failed": self.failed,
+                "kept": self.kept,
                 "pending": self._pending,
                 "out": str(self.store.out),
                 "last_error": self.last_error,

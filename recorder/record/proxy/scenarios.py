@@ -8,8 +8,9 @@ An empty `Recorder-Scenario` header means no scenario, whatever the control endp
 name that makes no file name is answered 400 and not forwarded. Neither header is forwarded.
 
 `GET /_recorder/status` tells how the recording goes: `{"recorded": N, "failed": M,
-"pending": K, "out": "...", "last_error": "..." or null}` (`failed`: exchanges that could not
-be written; their clients got the agent's replies all the same).
+"kept": J, "pending": K, "out": "...", "last_error": "..." or null}` (`failed`: exchanges that
+could not be written; their clients got the agent's replies all the same; `kept`: exchanges
+not written because `--mode once` keeps their scenario's file, `recorder.record.modes`).
 """
 
 from __future__ import annotations

@@ -18,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
+import signal
 import socket
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,6 +34,14 @@ KEEP_ALIVE = 5.0
 _HEAD_TIMEOUT_REPLY = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 )
+
+
+class _Terminated(Exception):
+    """SIGTERM, raised once uvicorn's shutdown is done (`serve`)."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise _Terminated
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -230,12 +240,20 @@ def serve(
     where = f"http://{shown}:{bound_port}"
     announce(f"listening on {where}, forwarding to {proxy.upstream_url}")
     announce(f"writing transcripts to {proxy.store.out}/ (Ctrl-C stops)")
+    # uvicorn re-raises the signal it stopped on once its shutdown is done: SIGTERM then
+    # raises `_Terminated` here, as Ctrl-C raises KeyboardInterrupt, so that a SIGTERM ends
+    # as orderly as a Ctrl-C (the summary below, the exit status)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         _Server(config, proxy).run(sockets=[sock])
-    except KeyboardInterrupt:
-        pass  # uvicorn re-raises the Ctrl-C it handled: the shutdown already happened
+    except (KeyboardInterrupt, _Terminated):
+        pass  # the shutdown already happened
     finally:
         sock.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     files = len(proxy.store.written)
     exchanges = f"{proxy.recorded} exchange{'' if proxy.recorded == 1 else 's'}"
     announce(f"stopped; {exchanges} recorded in {files} file{'' if files == 1 else 's'}")
