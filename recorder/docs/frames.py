@@ -165,7 +165,9 @@ def _elided_tokens(
         yield ("value", _flat(value))
         return
     is_dict = isinstance(value, dict)
-    items: list[tuple[Step, Any]] = list(value.items()) if is_dict else list(enumerate(value))
+    items: list[tuple[Step, Any]] = (
+        list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+    )
     yield ("open", "{" if is_dict else "[")
     first = True
     gap = False
