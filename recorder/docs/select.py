@@ -154,8 +154,6 @@ class JsonPath:
                 raise ValueError(f"expected a member name in JSON path {text!r} at {at + 1}")
             tokens.append(("name", match.group()))
             at = match.end()
-        if tokens and tokens[-1] == _DESCENDANTS:
-            raise ValueError(f"a JSON path cannot end with '..': {text!r}")
         return cls(source, tuple(tokens))
 
 
