@@ -62,8 +62,8 @@ def _load(command: str, reference: str) -> tuple[Exchange, ...]:
     "--pick",
     default=None,
     metavar="PATHS",
-    help="Comma-separated JSON paths always shown whole ($.a.b, $..name, [N], [*]); "
-    f"'none' for the plain line budget.  [default: {','.join(DEFAULT_PICK)}]",
+    help="Comma-separated JSON paths always shown whole ($.a.b, $..name, [N], [*]), "
+    "instead of the default ones below; 'none' for the plain line budget.",
 )
 @click.option(
     "--ids",
@@ -102,10 +102,13 @@ def render(
     line budget at a line boundary, then the reply the same way; SSE frames as 'data:' lines cut
     with '…'. JSON-RPC envelope members (jsonrpc, id, method, params/result/error) come first.
     Whatever the budget, the picked members are shown whole: by default the parts of every
-    message (the question, the answer), every task state and every artifact.
+    message (the question, the answer), every task state and every artifact, that is
+
+    \b
+    --pick '{pick}'
     """
     exchanges = _load("render", reference)
-    if list_:
+    if list_:  # (the other options do not apply)
         start = parse_reference(reference)[1] or 1
         for number, exchange in enumerate(exchanges, start):
             click.echo(f"#{number}  {exchange.title}".rstrip())
@@ -123,6 +126,9 @@ def render(
     except ValueError as exc:
         fail("render", f"--pick: {exc}")
     click.echo(render_exchanges(exchanges, options), nl=False)
+
+
+render.help = (render.help or "").replace("{pick}", ",".join(DEFAULT_PICK))  # one source
 
 
 @click.group(short_help="Keep Markdown blocks in sync with their transcripts.")
