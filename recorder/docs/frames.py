@@ -116,7 +116,8 @@ def cut_data_line(data: str, width: int, full: bool = False, picks: Sequence[Jso
         return whole
     kept = {piece.path for piece in pieces[: best + 1] if piece.boundary}
     kept.update(picked_paths(value, picks))
-    tokens = list(_elided_tokens(value, (), frozenset(kept)))
+    above = frozenset(path[:depth] for path in kept for depth in range(len(path)))
+    tokens = list(_elided_tokens(value, (), frozenset(kept), above))
     return _join_tokens(tokens)
 
 
@@ -156,10 +157,13 @@ def _flat(value: Any) -> str:
 
 
 def _elided_tokens(
-    value: Any, path: tuple[Step, ...], kept: frozenset[tuple[Step, ...]]
+    value: Any,
+    path: tuple[Step, ...],
+    kept: frozenset[tuple[Step, ...]],
+    above: frozenset[tuple[Step, ...]],
 ) -> Iterator[_Token]:
     """`value` with every node outside `kept` (and not above a kept node) written as a gap."""
-    if any(path[: len(k)] == k for k in kept if len(k) <= len(path)) or not (
+    if any(path[:depth] in kept for depth in range(len(path) + 1)) or not (
         isinstance(value, (dict, list)) and value
     ):
         yield ("value", _flat(value))
@@ -173,7 +177,7 @@ def _elided_tokens(
     gap = False
     for key, member in items:
         child = (*path, key)
-        if not any(k[: len(child)] == child for k in kept):
+        if child not in kept and child not in above:
             gap = True
             continue
         if gap:
@@ -183,7 +187,7 @@ def _elided_tokens(
         yield ("sep", "" if first else ", ")
         if is_dict:
             yield ("key", dumps_scalar(key) + ": ")
-        yield from _elided_tokens(member, child, kept)
+        yield from _elided_tokens(member, child, kept, above)
         first = False
     if gap:
         yield ("sep", "" if first else ", ")

@@ -380,12 +380,13 @@ def cut_json_lines(
     )
     budget = max(max_lines, floor)
     shown = [index < budget for index in range(len(lines))]
-    picked = picked_paths(value, picks)
+    picked = set(picked_paths(value, picks))
     if picked:
         ancestors = {path[:depth] for path in picked for depth in range(len(path))}
         for index, line in enumerate(lines):
-            if (line.opener and line.path in ancestors) or any(
-                line.path[: len(path)] == path for path in picked
+            path = line.path
+            if (line.opener and path in ancestors) or any(
+                path[:depth] in picked for depth in range(len(path) + 1)
             ):
                 shown[index] = True
     last = max(index for index, show in enumerate(shown) if show)

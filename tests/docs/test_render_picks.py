@@ -18,8 +18,14 @@ from hypothesis import strategies as st
 
 from recorder import Headers, Response, SseEvent, load
 from recorder.cli import main
-from recorder.docs.render import ELLIPSIS, RenderOptions, cut_json_lines, render_exchange
-from recorder.docs.select import IdShortener, JsonPath, parse_pick
+from recorder.docs.render import (
+    ELLIPSIS,
+    RenderOptions,
+    cut_data_line,
+    cut_json_lines,
+    render_exchange,
+)
+from recorder.docs.select import IdShortener, JsonPath, parse_pick, picked_paths
 from recorder.docs.sync import parse_marker_options
 from recorder.model import pretty_json
 
@@ -247,7 +253,10 @@ def test_pick_on_the_command_line_and_in_a_marker() -> None:
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(st.characters(exclude_categories=("Cc", "Cs", "Zl", "Zp")), max_size=5),
     lambda children: (
         st.lists(children, max_size=4)
         | st.dictionaries(st.sampled_from("abcs"), children, max_size=4)
@@ -358,3 +367,23 @@ def test_cli_list_prints_numbers_and_titles() -> None:
     assert result.stdout.splitlines() == [f"#{n}  {title}" for n, title in enumerate(titles, 1)]
     one = CliRunner().invoke(main, ["render", f"{path}#3", "--list"])
     assert one.stdout == f"#3  {titles[2]}\n"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    JSON_VALUES,
+    st.integers(min_value=10, max_value=80),
+    st.sampled_from(["$..a", "$..s.c", "$.result.b[*]"]),
+)
+def test_a_cut_data_line_shows_every_picked_member_whole(value: Any, width: int, pick: str) -> None:
+    value = {"jsonrpc": "2.0", "id": 1, "result": value}
+    picks = parse_pick([pick])
+    shown = cut_data_line(json.dumps(value), width, picks=picks)
+    for path in picked_paths(value, picks):
+        node: Any = value
+        for step in path:
+            node = node[step]
+        key = f"{json.dumps(path[-1])}: " if isinstance(path[-1], str) else ""
+        assert key + json.dumps(node, ensure_ascii=False) in shown
+    if ELLIPSIS not in shown:  # nothing left out: the whole line
+        assert json.loads(shown) == value
