@@ -10,6 +10,7 @@ from recorder.cli import fail, plural
 from recorder.docs.export import ExportError, export_curl, export_http
 from recorder.docs.render import (
     DEFAULT_MAX_LINES,
+    DEFAULT_PICK,
     DEFAULT_WIDTH,
     RenderOptions,
     parse_reference,
@@ -47,14 +48,29 @@ def _load(command: str, reference: str) -> tuple[Exchange, ...]:
     type=click.IntRange(min=1),
     default=DEFAULT_MAX_LINES,
     show_default=True,
-    help="Lines of each body (or of a stream's frames) before the rest is elided.",
+    help="Lines of each body (or of a stream's frames) before the rest is elided; "
+    "picked members are shown whatever the budget.",
 )
 @click.option(
     "--width",
     type=click.IntRange(min=20),
     default=DEFAULT_WIDTH,
     show_default=True,
-    help="Longest SSE 'data:' line before it is cut with '…'.",
+    help="Longest SSE 'data:' line before members are elided with '…' (picked members stay).",
+)
+@click.option(
+    "--pick",
+    default=None,
+    metavar="PATHS",
+    help="Comma-separated JSON paths always shown whole ($.a.b, $..name, [N], [*]), "
+    "instead of the default ones below; 'none' for the plain line budget.",
+)
+@click.option(
+    "--ids",
+    type=click.Choice(["full", "short"]),
+    default="full",
+    show_default=True,
+    help="short: UUIDs as their first 8 hex digits and '…', the same UUID the same way.",
 )
 @click.option("--full", is_flag=True, help="Elide nothing.")
 @click.option(
@@ -63,23 +79,56 @@ def _load(command: str, reference: str) -> tuple[Exchange, ...]:
     default=None,
     help="Show only the request or only the response.",
 )
+@click.option(
+    "--list",
+    "list_",
+    is_flag=True,
+    help="List the exchanges (#N and title, one a line) instead of rendering them.",
+)
 def render(
-    reference: str, headers: str, max_lines: int, width: int, full: bool, only: str | None
+    reference: str,
+    headers: str,
+    max_lines: int,
+    width: int,
+    pick: str | None,
+    ids: str,
+    full: bool,
+    only: str | None,
+    list_: bool,
 ) -> None:
     """Print exchange N of FILE (numbered from 1), or every exchange, as a documentation block.
 
     The request line, the chosen headers, '…' for the other headers, the JSON body cut to a
     line budget at a line boundary, then the reply the same way; SSE frames as 'data:' lines cut
     with '…'. JSON-RPC envelope members (jsonrpc, id, method, params/result/error) come first.
+    Whatever the budget, the picked members are shown whole: by default the parts of every
+    message (the question, the answer), every task state and every artifact, that is
+
+    \b
+    --pick '{pick}'
     """
-    options = RenderOptions(
-        headers=tuple(headers.split(",")),
-        max_lines=max_lines,
-        width=width,
-        full=full,
-        only="both" if only is None else only,  # type: ignore[arg-type]
-    )
-    click.echo(render_exchanges(_load("render", reference), options), nl=False)
+    exchanges = _load("render", reference)
+    if list_:  # (the other options do not apply)
+        start = parse_reference(reference)[1] or 1
+        for number, exchange in enumerate(exchanges, start):
+            click.echo(f"#{number}  {exchange.title}".rstrip())
+        return
+    try:
+        options = RenderOptions(
+            headers=tuple(headers.split(",")),
+            max_lines=max_lines,
+            width=width,
+            full=full,
+            only="both" if only is None else only,  # type: ignore[arg-type]
+            pick=None if pick is None else tuple(pick.split(",")),
+            ids=ids,  # type: ignore[arg-type]
+        )
+    except ValueError as exc:
+        fail("render", f"--pick: {exc}")
+    click.echo(render_exchanges(exchanges, options), nl=False)
+
+
+render.help = (render.help or "").replace("{pick}", ",".join(DEFAULT_PICK))  # one source
 
 
 @click.group(short_help="Keep Markdown blocks in sync with their transcripts.")
@@ -88,7 +137,8 @@ def docs() -> None:
 
     Mark a fenced block with a comment on the line above it, for example
     `<!-- recorder: ../transcripts/02-message-reply.http#1 max-lines=12 -->` (the path is
-    relative to the Markdown file's folder; options: headers=, max-lines=, width=, only=, full).
+    relative to the Markdown file's folder; options: headers=, max-lines=, width=, only=,
+    pick=, ids=, full).
     """
 
 

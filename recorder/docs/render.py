@@ -1,13 +1,13 @@
 """Exchanges as documentation: the request and the reply with the parts a reader needs.
 
 Pure: `render_exchange(exchange, options) -> str`; no files, no clock. The shape is the one the
-guide in shared/seed/ publishes:
+guide in shared/seed/ publishes, with the question and the answer always in view:
 
     POST /a2a/jsonrpc HTTP/1.1          the request line, as recorded
     Content-Type: application/json      the chosen headers (default: Content-Type)
     …                                   one line for every other header left out
-    {                                   the JSON body, pretty, cut to a line budget
-      "jsonrpc": "2.0",
+    {                                   the JSON body, pretty, cut to a line budget, but
+      "jsonrpc": "2.0",                 the picked members (the message parts) always shown
       …
     HTTP/1.1 200 OK                     the reply the same way
     Content-Type: text/event-stream
@@ -30,34 +30,62 @@ The rules, numbered so tests and docs can point at them:
    `jsonrpc`; JSON member order carries no meaning (RFC 8259 §4), and the reordering is applied
    everywhere, elided or `full`, so every block reads the same way. Nothing else is reordered.
 3. JSON bodies are pretty-printed as in the transcript and cut at a line boundary (so never
-   inside a token) after `max_lines` lines, followed by one `…` line. The cut never hides the
-   envelope nor the chain of first members from `params`/`result`/`error` down to the first
-   plain value (`"result": {`, `"message": {`, `"messageId": …`): the budget grows to show it.
-   A body whose hidden part would be only closing brackets is shown whole.
-4. Streams. Each SSE frame is shown with its fields; frames are shown whole while the line
-   budget (`max_lines`, counting the blank lines between frames) allows, then one `…` line. A
-   `data:` line longer than `width` characters is cut after a complete JSON member or element
-   and ended with `, …` (rule 2 applies to it; it is written with `", "` and `": "` as the SDK
-   writes SSE data); the cut never hides the chain of rule 3. Non-JSON data is cut at a space.
-5. Request and reply follow each other with no blank line between; trailing blank lines are
-   dropped. A reply recorded incompletely (`Exchange.truncated`) ends with a line saying so.
-   `full` turns rules 1 (except the header spelling), 3 and 4 off: every header, every line,
-   every frame.
+   inside a token) after `max_lines` lines. The cut never hides the envelope nor the chain of
+   first members from `params`/`result`/`error` down to the first plain value (`"result": {`,
+   `"message": {`, `"messageId": …`): the budget grows to show it. It never hides a picked
+   member either (`pick`, JSON paths; by default every message's `parts`, every task state,
+   every artifact: see `recorder.docs.select.DEFAULT_PICK`): a picked member is shown whole,
+   with the lines that open its enclosing objects and, when more is shown after it, the lines
+   that close them. Each run of two or more hidden lines is one `…` line, indented as the first
+   of them; a hidden end is one `…` at the margin, unless it would hide only closing brackets,
+   which are then shown.
+4. Streams. Each SSE frame is shown with its fields, a blank line between frames. Frames are
+   shown whole while the line budget (`max_lines`, counting the blank lines between frames)
+   allows; after that a frame is still shown when it holds a picked member (so every task state
+   and artifact of a stream shows), and each run of other frames is one `…` line. A `data:` line
+   longer than `width` characters is cut after a complete JSON member or element (rule 2 applies
+   to it; it is written with `", "` and `": "` as the SDK writes SSE data): what the width
+   leaves out is `…`, inside the line (`"taskId": "…", …, "status": {"state": …`) or at its end
+   (`, …`, the closing brackets dropped). The cut never hides the chain of rule 3 (which names
+   the frame's kind: `task`, `message`, `statusUpdate`, `artifactUpdate`) nor a picked member.
+   Non-JSON data is cut at a space.
+5. Request and reply are separated by a blank line, except after a request ending in `…` (the
+   seed's shape); trailing blank lines are dropped. A reply recorded incompletely
+   (`Exchange.truncated`) ends with a line saying so.
+6. Ids. With `ids="short"`, every UUID in the block (the SDK's generated message, task, context
+   and artifact ids, in bodies, targets and headers) is shortened to its first 8 hex digits and
+   `…`, the same UUID the same way throughout the block (`recorder.docs.select.IdShortener`).
+
+`full` turns rules 1 (except the header spelling), 3 and 4 off: every header, every line, every
+frame (rule 6 still applies when asked).
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from recorder.model import Exchange, Headers, Request, Response, SseEvent
+from recorder.docs.frames import cut_data_line, stream_lines
+from recorder.docs.select import (
+    DEFAULT_PICK,
+    ELLIPSIS,
+    IdShortener,
+    JsonPath,
+    Step,
+    dumps_scalar,
+    envelope_first,
+    first_leaf_path,
+    parse_pick,
+    picked_paths,
+)
+from recorder.model import Exchange, Headers, Request, Response
 
 __all__ = [
     "DEFAULT_HEADERS",
     "DEFAULT_MAX_LINES",
+    "DEFAULT_PICK",
     "DEFAULT_WIDTH",
     "ELLIPSIS",
     "TRUNCATED_NOTE",
@@ -65,12 +93,12 @@ __all__ = [
     "cut_data_line",
     "cut_json_lines",
     "envelope_first",
+    "exchange_ids",
     "parse_reference",
     "render_exchange",
     "render_exchanges",
 ]
 
-ELLIPSIS = "…"
 TRUNCATED_NOTE = "… (the reply was cut off here when it was recorded)"
 DEFAULT_HEADERS: tuple[str, ...] = ("Content-Type",)
 DEFAULT_MAX_LINES = 8
@@ -106,25 +134,28 @@ _UNSHOWN_HEADERS = frozenset(
         "User-Agent",
     )
 )
-# Rule 2: the JSON-RPC 2.0 members, in the order the spec's examples write them.
-_ENVELOPE = ("jsonrpc", "id", "method", "params", "result", "error")
-_PAYLOADS = ("params", "result", "error")
-# Characters that JSON allows raw in strings but editors show as line breaks or not at all.
-_INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029]")
 
 Part = Literal["both", "request", "response"]
+Ids = Literal["full", "short"]
 
 
 @dataclass(frozen=True)
 class RenderOptions:
-    """How much to show. The defaults give the seed's shape."""
+    """How much to show. The defaults give the seed's shape with the payload in view.
+
+    `pick`: JSON paths of the members always shown (None: `DEFAULT_PICK`; `()` or `("none",)`:
+    none, the plain line budget). `ids`: "short" shortens UUIDs (rule 6).
+    """
 
     headers: tuple[str, ...] = DEFAULT_HEADERS
     max_lines: int = DEFAULT_MAX_LINES
     width: int = DEFAULT_WIDTH
     full: bool = False
     only: Part = "both"
+    pick: tuple[str, ...] | None = None
+    ids: Ids = "full"
     _keep: frozenset[str] = field(init=False, repr=False, compare=False)
+    picks: tuple[JsonPath, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         headers = tuple(h.strip() for h in self.headers if h.strip())
@@ -136,6 +167,10 @@ class RenderOptions:
             raise ValueError(f"width must be at least 20, got {self.width}")
         if self.only not in ("both", "request", "response"):
             raise ValueError(f"only must be request or response, got {self.only!r}")
+        if self.ids not in ("full", "short"):
+            raise ValueError(f"ids must be full or short, got {self.ids!r}")
+        pick = DEFAULT_PICK if self.pick is None else tuple(self.pick)
+        object.__setattr__(self, "picks", parse_pick(pick))
 
     def spelling(self, name: str) -> str:
         """The name as the options spell it (rule 1), else as recorded."""
@@ -166,13 +201,36 @@ def parse_reference(reference: str) -> tuple[str, int | None]:
 # --------------------------------------------------------------------------- whole blocks
 
 
+@dataclass(frozen=True)
+class _Context:
+    options: RenderOptions
+    ids: IdShortener | None
+
+    def text(self, text: str) -> str:
+        return self.ids.text(text) if self.ids else text
+
+
+def exchange_ids(exchange: Exchange) -> IdShortener:
+    """Rule 6: the shortener for every UUID of the exchange (request and reply)."""
+    texts = [exchange.request.target]
+    for message in (exchange.request, exchange.response):
+        texts.extend(value for _, value in message.headers)
+        texts.append(message.body.decode("utf-8", "replace"))
+    for event in exchange.response.events or ():
+        texts.extend(event.lines())
+    return IdShortener(texts)
+
+
 def render_exchange(exchange: Exchange, options: RenderOptions = RenderOptions()) -> str:
     """One exchange as a documentation block (rule 5), ending in a line break."""
+    context = _Context(options, exchange_ids(exchange) if options.ids == "short" else None)
     lines: list[str] = []
     if options.only in ("both", "request"):
-        lines.extend(request_lines(exchange.request, options))
+        lines.extend(_request_lines(exchange.request, context))
     if options.only in ("both", "response"):
-        lines.extend(response_lines(exchange.response, options))
+        if lines and lines[-1] not in ("", ELLIPSIS):
+            lines.append("")
+        lines.extend(_response_lines(exchange.response, context))
     while lines and lines[-1] == "":
         lines.pop()
     if exchange.truncated and options.only != "request":
@@ -193,39 +251,51 @@ def render_exchanges(
     return "\n".join(blocks)
 
 
-def request_lines(request: Request, options: RenderOptions) -> list[str]:
-    lines = [f"{request.method} {request.target} {request.http_version}"]
-    lines.extend(_header_lines(request.headers, options))
-    lines.extend(_body_lines(request.body, request.is_json, options))
+def _request_lines(request: Request, context: _Context) -> list[str]:
+    lines = [context.text(f"{request.method} {request.target} {request.http_version}")]
+    lines.extend(_header_lines(request.headers, context))
+    lines.extend(_body_lines(request.body, request.is_json, context))
     return lines
 
 
-def response_lines(response: Response, options: RenderOptions) -> list[str]:
+def _response_lines(response: Response, context: _Context) -> list[str]:
     status = f"{response.http_version} {response.status}"
     lines = [f"{status} {response.reason}" if response.reason else status]
-    lines.extend(_header_lines(response.headers, options))
+    lines.extend(_header_lines(response.headers, context))
     if response.events is not None:
-        lines.extend(_stream_lines(response.events, options))
+        options = context.options
+        lines.extend(
+            stream_lines(
+                response.events,
+                max_lines=options.max_lines,
+                width=options.width,
+                full=options.full,
+                picks=options.picks,
+                ids=context.ids,
+            )
+        )
     else:
-        lines.extend(_body_lines(response.body, response.is_json, options))
+        lines.extend(_body_lines(response.body, response.is_json, context))
     return lines
 
 
-def _header_lines(headers: Headers, options: RenderOptions) -> list[str]:
+def _header_lines(headers: Headers, context: _Context) -> list[str]:
     """Rule 1: the kept headers, then `…` or the blank line that ends the section."""
+    options = context.options
     lines: list[str] = []
     elided = False
     for name, value in headers:
         if options.full or options.keeps(name):
             shown = options.spelling(name)
-            lines.append(f"{shown}: {value}" if value else f"{shown}:")
+            lines.append(context.text(f"{shown}: {value}" if value else f"{shown}:"))
         elif name.lower() not in _UNSHOWN_HEADERS:
             elided = True
     lines.append(ELLIPSIS if elided else "")
     return lines
 
 
-def _body_lines(body: bytes, is_json: bool, options: RenderOptions) -> list[str]:
+def _body_lines(body: bytes, is_json: bool, context: _Context) -> list[str]:
+    options = context.options
     if not body:
         return []
     if is_json:
@@ -234,10 +304,13 @@ def _body_lines(body: bytes, is_json: bool, options: RenderOptions) -> list[str]
         except (ValueError, RecursionError):
             pass
         else:
-            lines, cut = cut_json_lines(envelope_first(value), options.max_lines, options.full)
-            return [*lines, ELLIPSIS] if cut else lines
+            value = envelope_first(value)
+            if context.ids:
+                value = context.ids.value(value)
+            lines, _ = cut_json_lines(value, options.max_lines, options.full, options.picks)
+            return lines
     try:
-        text = body.decode("utf-8")
+        text = context.text(body.decode("utf-8"))
     except UnicodeDecodeError:
         return [f"{ELLIPSIS} ({len(body)} bytes of binary data)"]
     lines = text.split("\n")
@@ -251,25 +324,12 @@ def _body_lines(body: bytes, is_json: bool, options: RenderOptions) -> list[str]
 # --------------------------------------------------------------------------- JSON
 
 
-def envelope_first(value: Any) -> Any:
-    """Rule 2: a JSON-RPC object with its envelope members first; anything else unchanged."""
-    if not isinstance(value, dict) or "jsonrpc" not in value:
-        return value
-    ordered = {key: value[key] for key in _ENVELOPE if key in value}
-    ordered.update((key, member) for key, member in value.items() if key not in ordered)
-    return ordered
-
-
-def _dumps_scalar(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
 @dataclass(frozen=True)
 class _Line:
     text: str
-    path: tuple[str | int, ...]
+    path: tuple[Step, ...]
     closer: bool = False
+    opener: bool = False
 
 
 def _pretty_lines(value: Any) -> list[_Line]:
@@ -283,161 +343,77 @@ def _pretty_into(
     value: Any,
     depth: int,
     prefix: str,
-    path: tuple[str | int, ...],
+    path: tuple[Step, ...],
     trailing: str,
     out: list[_Line],
 ) -> None:
     pad = "  " * depth
     if isinstance(value, dict) and value:
-        out.append(_Line(f"{pad}{prefix}{{", path))
+        out.append(_Line(f"{pad}{prefix}{{", path, opener=True))
         last = len(value) - 1
         for i, (key, member) in enumerate(value.items()):
-            key_text = _dumps_scalar(key) + ": "
+            key_text = dumps_scalar(key) + ": "
             _pretty_into(member, depth + 1, key_text, (*path, key), "," if i < last else "", out)
         out.append(_Line(f"{pad}}}{trailing}", path, closer=True))
     elif isinstance(value, list) and value:
-        out.append(_Line(f"{pad}{prefix}[", path))
+        out.append(_Line(f"{pad}{prefix}[", path, opener=True))
         last = len(value) - 1
         for i, element in enumerate(value):
             _pretty_into(element, depth + 1, "", (*path, i), "," if i < last else "", out)
         out.append(_Line(f"{pad}]{trailing}", path, closer=True))
     else:
-        out.append(_Line(f"{pad}{prefix}{_dumps_scalar(value)}{trailing}", path))
+        out.append(_Line(f"{pad}{prefix}{dumps_scalar(value)}{trailing}", path))
 
 
-def _first_leaf_path(value: Any) -> tuple[str | int, ...]:
-    """The path down the chain that rules 3 and 4 never hide.
-
-    In a JSON-RPC object: the payload member (`params`, `result`, `error`), then its first
-    member, and so on, down to the first value that is not a non-empty container. Elsewhere the
-    same chain from the top.
-    """
-    path: tuple[str | int, ...] = ()
-    node = value
-    if isinstance(value, dict) and "jsonrpc" in value:
-        payload = next((key for key in _PAYLOADS if key in value), None)
-        if payload is None:
-            return (next(reversed(value)),) if value else ()
-        path, node = (payload,), value[payload]
-    while True:
-        if isinstance(node, dict) and node:
-            key = next(iter(node))
-            path, node = (*path, key), node[key]
-        elif isinstance(node, list) and node:
-            path, node = (*path, 0), node[0]
-        else:
-            return path
-
-
-def cut_json_lines(value: Any, max_lines: int, full: bool = False) -> tuple[list[str], bool]:
-    """Rule 3: the pretty lines to show and whether anything was cut."""
+def cut_json_lines(
+    value: Any, max_lines: int, full: bool = False, picks: Sequence[JsonPath] = ()
+) -> tuple[list[str], bool]:
+    """Rule 3: the pretty lines to show (`…` lines included) and whether anything was cut."""
     lines = _pretty_lines(value)
     texts = [line.text for line in lines]
     if full or len(lines) <= max_lines:
         return texts, False
-    keep_path = _first_leaf_path(value)
+    keep_path = first_leaf_path(value)
     floor = next(
         (i + 1 for i, line in enumerate(lines) if line.path == keep_path and not line.closer),
         1,
     )
     budget = max(max_lines, floor)
-    if all(line.closer for line in lines[budget:]):
-        return texts, False
-    return texts[:budget], True
-
-
-# --------------------------------------------------------------------------- SSE
-
-
-def _stream_lines(events: Sequence[SseEvent], options: RenderOptions) -> list[str]:
-    """Rule 4: frames while the line budget allows, each data line cut to the width."""
-    lines: list[str] = []
-    for number, event in enumerate(events):
-        frame = [_frame_line(line, options) for line in event.lines()]
-        needed = len(frame) + (1 if lines else 0)
-        if not options.full and lines and len(lines) + needed > options.max_lines:
-            lines.extend(["", ELLIPSIS])
-            return lines
-        if number:
-            lines.append("")
-        lines.extend(frame)
-    return lines
-
-
-def _frame_line(line: str, options: RenderOptions) -> str:
-    if not line.startswith("data:"):
-        return line
-    data = line[len("data:") :].removeprefix(" ")
-    return "data: " + cut_data_line(data, options.width - len("data: "), options.full)
-
-
-def cut_data_line(data: str, width: int, full: bool = False) -> str:
-    """Rule 4 for one `data:` value: JSON reordered and cut at a member boundary, ending `, …`."""
-    try:
-        value = json.loads(data)
-    except (ValueError, RecursionError):
-        return data if full or len(data) <= width else _cut_text(data, width)
-    value = envelope_first(value)
-    pieces = list(_flat_pieces(value, ()))
-    whole = "".join(piece.text for piece in pieces)
-    if full or len(whole) <= width:
-        return whole
-    keep_path = _first_leaf_path(value)
-    marker = ", " + ELLIPSIS
-    best: int | None = None  # index of the last piece kept
-    floor: int | None = None
-    length = 0
-    for index, piece in enumerate(pieces):
-        length += len(piece.text)
-        if not piece.boundary:
+    shown = [index < budget for index in range(len(lines))]
+    picked = set(picked_paths(value, picks))
+    if picked:
+        ancestors = {path[:depth] for path in picked for depth in range(len(path))}
+        for index, line in enumerate(lines):
+            path = line.path
+            if (line.opener and path in ancestors) or any(
+                path[:depth] in picked for depth in range(len(path) + 1)
+            ):
+                shown[index] = True
+    last = max(index for index, show in enumerate(shown) if show)
+    if all(line.closer for line in lines[last + 1 :]):
+        for index in range(last + 1, len(lines)):
+            shown[index] = True
+    else:  # rule 3: the enclosing objects of what is shown are closed before more is shown
+        opened = {line.path for line, show in zip(lines, shown, strict=True) if show}
+        for index, line in enumerate(lines[:last]):
+            if line.closer and line.path in opened:
+                shown[index] = True
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        if shown[index]:
+            out.append(texts[index])
+            index += 1
             continue
-        if floor is None and piece.path == keep_path:
-            floor = index
-        if floor is not None and (best is None or length + len(marker) <= width):
-            best = index
-        if length + len(marker) > width and floor is not None:
-            break
-    if best is None:  # unreachable: every value ends at a boundary
-        return whole
-    # a cut right after a container's last member takes its closing brackets along: that
-    # container is complete, and what follows begins with ", " at an outer level
-    while best + 1 < len(pieces) and pieces[best + 1].closer:
-        best += 1
-    if best + 1 >= len(pieces):
-        return whole
-    return "".join(piece.text for piece in pieces[: best + 1]) + marker
-
-
-@dataclass(frozen=True)
-class _Piece:
-    text: str
-    path: tuple[str | int, ...]
-    boundary: bool = False  # a complete value ends here
-    closer: bool = False
-
-
-def _flat_pieces(value: Any, path: tuple[str | int, ...]) -> Iterator[_Piece]:
-    """`json.dumps(value)` (", " and ": " separators) in pieces, marking where values end."""
-    if isinstance(value, dict) and value:
-        yield _Piece("{", path)
-        for i, (key, member) in enumerate(value.items()):
-            yield _Piece((", " if i else "") + _dumps_scalar(key) + ": ", path)
-            yield from _flat_pieces(member, (*path, key))
-        yield _Piece("}", path, boundary=True, closer=True)
-    elif isinstance(value, list) and value:
-        yield _Piece("[", path)
-        for i, element in enumerate(value):
-            if i:
-                yield _Piece(", ", path)
-            yield from _flat_pieces(element, (*path, i))
-        yield _Piece("]", path, boundary=True, closer=True)
-    else:
-        yield _Piece(_dumps_scalar(value), path, boundary=True)
-
-
-def _cut_text(text: str, width: int) -> str:
-    """Plain text cut at the last space that fits, then ` …` (never inside a word)."""
-    limit = max(width - 2, 1)
-    space = text.rfind(" ", 0, limit + 1)
-    cut = text[:space] if space > 0 else text[:limit]
-    return cut.rstrip() + " " + ELLIPSIS
+        end = index
+        while end < len(lines) and not shown[end]:
+            end += 1
+        if end == len(lines):
+            out.append(ELLIPSIS)
+        elif end - index == 1:
+            out.append(texts[index])
+        else:
+            text = texts[index]
+            out.append(text[: len(text) - len(text.lstrip(" "))] + ELLIPSIS)
+        index = end
+    return out, ELLIPSIS in (line.strip() for line in out)

@@ -17,6 +17,9 @@ Marker grammar (one line, outside any fenced block):
               / "max-lines=" N               ; line budget of each body (render's --max-lines)
               / "width=" N                   ; width of SSE data lines (render's --width)
               / "only=" ("request" / "response")
+              / "pick=" path *("," path)     ; JSON paths always shown (render's --pick)
+              / "pick=none"                  ; nothing picked: the plain line budget
+              / "ids=" ("short" / "full")    ; UUIDs shortened or not (render's --ids)
               / "full"                       ; nothing elided (render's --full)
 
 The path is relative to the folder of the Markdown file, the same rule as a Markdown link, so
@@ -123,13 +126,20 @@ def parse_marker_options(words: Iterable[str]) -> RenderOptions:
             if not value.isascii() or not value.isdigit():
                 raise ValueError(f"{key} needs a whole number, got {value!r}")
             settings[key.replace("-", "_")] = int(value)
+        elif key == "pick" and equals:
+            settings["pick"] = tuple(value.split(","))
+        elif key == "ids" and equals:
+            if value not in ("short", "full"):
+                raise ValueError(f"ids= takes short or full, got {value!r}")
+            settings["ids"] = value
         elif key == "only" and equals:
             if value not in ("request", "response"):
                 raise ValueError(f"only= takes request or response, got {value!r}")
             settings["only"] = value
         else:
             raise ValueError(
-                f"unknown option {word!r} (expected headers=, max-lines=, width=, only=, full)"
+                f"unknown option {word!r} "
+                "(expected headers=, max-lines=, width=, only=, pick=, ids=, full)"
             )
     return RenderOptions(**settings)  # type: ignore[arg-type]
 

@@ -29,9 +29,13 @@ from recorder.docs.render import (
 from recorder.model import pretty_json
 
 SEED = Path(__file__).parent.parent / "fixtures" / "seed"
+# The seed guide's blocks are the plain line budget: nothing picked.
+PLAIN = RenderOptions(pick=())
 FORMAT_FIXTURES = Path(__file__).parent.parent / "fixtures" / "format"
 
 # "The kit answers the old name message/send with -32601, as exchange 3 of 11-errors.http shows."
+# The request is shown whole (its hidden part would be only closing brackets once the picked
+# parts are in), so a blank line separates it from the reply.
 OLD_METHOD_NAME = """\
 POST /a2a/jsonrpc HTTP/1.1
 Content-Type: application/json
@@ -44,7 +48,17 @@ Content-Type: application/json
     "message": {
       "messageId": "msg-3",
       "role": "user",
-…
+      "kind": "message",
+      "parts": [
+        {
+          "kind": "text",
+          "text": "What languages can you review?"
+        }
+      ]
+    }
+  }
+}
+
 HTTP/1.1 200 OK
 Content-Type: application/json
 
@@ -59,6 +73,49 @@ Content-Type: application/json
 """
 
 
+MESSAGE_REPLY_WITH_PARTS = """\
+POST /a2a/jsonrpc HTTP/1.1
+Content-Type: application/json
+…
+{
+  "jsonrpc": "2.0",
+  "id": 1,
+  "method": "SendMessage",
+  "params": {
+    "message": {
+      "messageId": "d95bafc8-f2a4-427b-9cf4-bb99f4bea973",
+      "role": "ROLE_USER",
+      "parts": [
+        {
+          "text": "What languages can you review?"
+        }
+      ]
+    }
+  }
+}
+
+HTTP/1.1 200 OK
+Content-Type: application/json
+
+{
+  "jsonrpc": "2.0",
+  "id": 1,
+  "result": {
+    "message": {
+      "messageId": "3b4b1206-4b6f-467f-b735-2d7e4f7f4bcd",
+      "contextId": "dc423c62-d5f4-48e5-82c0-4963b9bc4334",
+      "role": "ROLE_AGENT",
+      "parts": [
+        {
+          "text": "I review unified diffs in Python, TypeScript, Go and Rust."
+        }
+      ]
+    }
+  }
+}
+"""
+
+
 def seed_exchange(name: str, number: int = 1) -> Any:
     return load(SEED / name).exchanges[number - 1]
 
@@ -68,18 +125,43 @@ def seed_exchange(name: str, number: int = 1) -> Any:
 
 def test_seed_message_reply_is_reproduced_from_the_transcript() -> None:
     # the fixture is SDK-shaped: lowercase reply headers with Date/Server, `result` before `id`
-    assert render_exchange(seed_exchange("02-message-reply.http")) == SEED_MESSAGE_REPLY
+    assert render_exchange(seed_exchange("02-message-reply.http"), PLAIN) == SEED_MESSAGE_REPLY
 
 
 def test_seed_message_reply_is_reproduced_from_the_format_fixture_too() -> None:
     # the format tests' fixture, written independently in the guide's own member order
     exchange = load(FORMAT_FIXTURES / "02-message-reply.http").exchanges[0]
-    assert render_exchange(exchange) == SEED_MESSAGE_REPLY
+    assert render_exchange(exchange, PLAIN) == SEED_MESSAGE_REPLY
 
 
 def test_seed_stream_is_reproduced_from_the_transcript() -> None:
     exchange = seed_exchange("04-streaming-review.http")
-    assert render_exchange(exchange, RenderOptions(only="response")) == SEED_STREAM
+    options = RenderOptions(only="response", pick=())
+    assert render_exchange(exchange, options) == SEED_STREAM
+
+
+def test_by_default_the_seed_block_shows_the_question_and_the_answer() -> None:
+    # the seed's shape with the message parts the seed cut off; what would still be hidden is
+    # only closing brackets, so both bodies are whole and a blank line precedes the reply
+    text = render_exchange(seed_exchange("02-message-reply.http"))
+    assert text == MESSAGE_REPLY_WITH_PARTS
+    assert text.startswith(SEED_MESSAGE_REPLY.split('      "role": "ROLE_USER",')[0])
+
+
+def test_by_default_stream_frames_show_their_kind_and_state() -> None:
+    exchange = seed_exchange("04-streaming-review.http")
+    text = render_exchange(exchange, RenderOptions(only="response", ids="short"))
+    assert text == (
+        "HTTP/1.1 200 OK\n"
+        "Content-Type: text/event-stream\n"
+        "\n"
+        'data: {"jsonrpc": "2.0", "id": 1, "result": {"task": {"id": "728ba084…", '
+        '"contextId": "0b6f3c1e…", "status": {"state": "TASK_STATE_SUBMITTED"}, …\n'
+        "\n"
+        'data: {"jsonrpc": "2.0", "id": 1, "result": {"statusUpdate": {"taskId": "728ba084…", '
+        '…, "status": {"state": "TASK_STATE_INPUT_REQUIRED", "message": {…, '
+        '"parts": [{"text": "Which file is this diff for?"}]}, …\n'
+    )
 
 
 def test_exchange_3_of_the_errors_transcript_is_the_old_method_name() -> None:
@@ -87,14 +169,15 @@ def test_exchange_3_of_the_errors_transcript_is_the_old_method_name() -> None:
 
 
 def test_cli_render_prints_the_seed_block_exactly() -> None:
-    result = CliRunner().invoke(main, ["render", f"{SEED / '02-message-reply.http'}#1"])
+    ref = f"{SEED / '02-message-reply.http'}#1"
+    result = CliRunner().invoke(main, ["render", ref, "--pick", "none"])
     assert result.exit_code == 0, result.output
     assert result.stdout == SEED_MESSAGE_REPLY
 
 
 def test_cli_render_only_response() -> None:
     ref = f"{SEED / '04-streaming-review.http'}#1"
-    result = CliRunner().invoke(main, ["render", ref, "--only", "response"])
+    result = CliRunner().invoke(main, ["render", ref, "--only", "response", "--pick", "none"])
     assert (result.exit_code, result.stdout) == (0, SEED_STREAM)
 
 
@@ -179,6 +262,7 @@ def test_the_budget_grows_to_show_the_discriminating_chain() -> None:
         '  "result": {',
         '    "task": {',
         '      "id": "t-1",',
+        ELLIPSIS,
     ]
 
 
@@ -201,7 +285,7 @@ def test_error_chain_keeps_the_code() -> None:
     }
     lines, cut = cut_json_lines(envelope_first(body), max_lines=1)
     assert cut
-    assert lines[-1] == '    "code": -32001,'
+    assert lines[-2:] == ['    "code": -32001,', ELLIPSIS]
 
 
 JSON_VALUES = st.recursive(
@@ -223,8 +307,9 @@ def test_json_cut_is_a_prefix_of_the_transcript_lines(value: Any, max_lines: int
     pretty = pretty_json(value).split("\n")  # the lines of the transcript
     lines, cut = cut_json_lines(value, max_lines)
     if cut:
-        assert max_lines <= len(lines) < len(pretty)
-        assert lines == pretty[: len(lines)]
+        assert lines[-1] == ELLIPSIS
+        assert max_lines <= len(lines) - 1 < len(pretty)
+        assert lines[:-1] == pretty[: len(lines) - 1]
     else:
         assert lines == pretty
 
