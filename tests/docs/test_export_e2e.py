@@ -192,9 +192,9 @@ SEQUENTIAL_ONLY = {("08-subscribe.http", 2), ("08-subscribe.http", 3)}
 @pytest.mark.skipif(not HTTPYAC.exists(), reason="httpyac not installed in .tools/ (make test)")
 def test_every_golden_exported_to_http_runs_in_httpyac(tmp_path: Path) -> None:
     def run(path: Path, kit: KitServer) -> dict[int, Outcome]:
+        variables = ["--var", f"A2A_TOKEN={kit.token}", "--var", "TOKEN=push-token-1"]
         completed = subprocess.run(
-            [str(HTTPYAC), "send", str(path), "--all", "--json", "--var", f"A2A_TOKEN={kit.token}"]
-            + ["--var", "TOKEN=push-token-1"],
+            [str(HTTPYAC), "send", str(path), "--all", "--json", *variables],
             capture_output=True,
             text=True,
             timeout=90,
