@@ -386,3 +386,51 @@ def test_exchange_curl_command_is_what_export_curl_sends() -> None:
     assert command.startswith("curl -sS -i -N ")
     assert command in export_curl(exchanges)
     assert exchange_curl_command(exchange).startswith("curl -sS -i -N http://localhost:41242/")
+
+
+# --------------------------------------------------------------------------- chains, folders
+
+
+def test_chains_capture_the_task_id_a_later_request_sends() -> None:
+    from recorder.docs.chains import find_chains, templated_request
+
+    exchanges = load(ROOT / "transcripts" / "08-subscribe.http").exchanges
+    chains = find_chains(exchanges)
+    (capture,) = chains.captures  # the context id is never sent back: not captured
+    assert (capture.name, capture.exchange, capture.frame) == ("task_id_1", 0, None)
+    assert capture.path == ("result", "task", "id")
+    assert chains.uses == ((), (capture,), (capture,))
+    assert chains.during == {2: (1, 1)}
+    sent = templated_request(exchanges[2].request, chains.uses[2])
+    assert sent.json["params"]["id"] == "{{task_id_1}}"
+    assert capture.value not in sent.body.decode()
+
+
+def test_http_export_dialects_refer_to_the_earlier_reply() -> None:
+    exchanges = load(ROOT / "transcripts" / "05-input-required.http").exchanges
+    jetbrains = export_http(exchanges)
+    assert '    client.global.set("task_id_1", response.body.result.task.id);\n' in jetbrains
+    assert '"taskId": "{{task_id_1}}"' in jetbrains
+    vscode = export_http(exchanges, dialect="vscode")
+    assert '"taskId": "{{send_message_1.response.body.$.result.task.id}}"' in vscode
+    assert "client.global" not in vscode and "# @name send_message_1\n" in vscode
+
+
+def test_a_folder_exports_to_a_folder_and_play_and_check_skip_exports(tmp_path: Path) -> None:
+    folder = tmp_path / "transcripts"
+    folder.mkdir()
+    shutil.copy(ROOT / "transcripts" / "02-message-reply.http", folder)
+    out = tmp_path / "exported"
+    result = CliRunner().invoke(main, ["export", str(folder), "--to", "http", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["02-message-reply.http"]
+    result = CliRunner().invoke(main, ["export", str(folder), "--to", "curl"])
+    assert result.exit_code == 2 and "pass -o FOLDER" in result.stderr
+    # an export dropped among the transcripts: noted and skipped, not a failure
+    shutil.copy(out / "02-message-reply.http", folder / "03-exported.http")
+    result = CliRunner().invoke(main, ["check", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert f"skipping {folder / '03-exported.http'}: an export" in result.stderr
+    from recorder.replay.plan import load_transcripts
+
+    assert [Path(p).name for p, _ in load_transcripts([folder])] == ["02-message-reply.http"]
