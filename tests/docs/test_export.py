@@ -434,3 +434,27 @@ def test_a_folder_exports_to_a_folder_and_play_and_check_skip_exports(tmp_path: 
     from recorder.replay.plan import load_transcripts
 
     assert [Path(p).name for p, _ in load_transcripts([folder])] == ["02-message-reply.http"]
+
+
+@pytest.mark.skipif(BASH is None, reason="bash is not installed")
+def test_the_scripts_frame_helpers_read_multi_line_data_and_crlf(tmp_path: Path) -> None:
+    from recorder.docs.curlscript import _HELPERS, jq_path
+
+    reply = (
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+        'data: {"a":\r\ndata: 1}\r\n\r\n'
+        ": a comment\r\n\r\n"
+        'data:{"b": 2}\r\n\r\n'
+        'data: {"c": 3}\n'  # the last frame, its blank line not come yet
+    )
+    script = _HELPERS.replace("out=$(mktemp -d)", f"out={tmp_path}")
+    script = script.replace("trap 'rm -rf \"$out\"' EXIT", "")
+    script += 'printf \'%s\\n\' "$(frame 1 1)" "$(frame 1 2)" "$(frame 1 3)" "$(frames 1)"\n'
+    (tmp_path / "1").write_text(reply)
+    assert BASH is not None
+    completed = subprocess.run(
+        [BASH, "-c", script], capture_output=True, text=True, timeout=30, check=True
+    )
+    assert completed.stdout == '{"a":\n1}\n{"b": 2}\n{"c": 3}\n2\n'
+    assert jq_path(("result", "task", "id")) == ".result.task.id"
+    assert jq_path(("a-b", 0, "x")) == '.["a-b"][0].x'
