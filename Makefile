@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit record bench docs-check docs-sync clean
+.PHONY: demo test lint typecheck unit tools record bench docs-check docs-sync clean
 
 $(STAMP): pyproject.toml
 	@echo "setting up $(VENV) (first run: about a minute)..."
@@ -28,8 +28,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) tools
 	$(BIN)/pytest -q
+
+## tools: httpyac in .tools/ for the export tests (skipped without npm or offline)
+tools:
+	@command -v npm > /dev/null && { test -x .tools/node_modules/.bin/httpyac || \
+	  npm install --prefix .tools --no-audit --no-fund --silent httpyac@6.16.7 > /dev/null 2>&1 || \
+	  echo "httpyac not installed (npm offline?): its export test is skipped"; } || true
 
 ## record: regenerate transcripts/ from the kit through the recorder
 record: $(STAMP)

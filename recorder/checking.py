@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,18 @@ from recorder.httpfile import dumps, load
 from recorder.httpread import BODY_MARKER, loads
 from recorder.model import Transcript
 
-__all__ = ["Problem", "check_paths", "find_files", "find_transcripts", "natural_key"]
+__all__ = [
+    "EXPORT_MARK",
+    "Problem",
+    "check_paths",
+    "find_files",
+    "find_transcripts",
+    "is_export",
+    "natural_key",
+]
+
+EXPORT_MARK = "# exported by recorder"
+"""The first line of every file `recorder export` writes; play and check skip such files."""
 
 _DIGITS = re.compile(r"(\d+)")
 
@@ -62,9 +74,32 @@ def find_files(paths: Iterable[str | os.PathLike[str]], pattern: str) -> Iterato
             yield path
 
 
-def find_transcripts(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
-    """Each file named, and every `*.http` file under each folder named, in name order."""
-    return find_files(paths, "*.http")
+def is_export(path: Path) -> bool:
+    """Whether `path` is an export (`recorder export`): its first line starts with EXPORT_MARK."""
+    try:
+        with open(path, "rb") as file:
+            first = file.readline(len(EXPORT_MARK) + 1)
+    except OSError:
+        return False
+    return first.startswith(EXPORT_MARK.encode())
+
+
+def _note_skipped(path: Path) -> None:
+    sys.stderr.write(f"recorder: skipping {path}: an export (recorder export), not a transcript\n")
+
+
+def find_transcripts(
+    paths: Iterable[str | os.PathLike[str]],
+    on_export: Callable[[Path], None] | None = _note_skipped,
+) -> Iterator[Path]:
+    """Each file named, and every `*.http` file under each folder named, in name order; an
+    export (`is_export`) is left out and passed to `on_export` (default: a note on stderr).
+    `on_export=None` keeps exports in."""
+    for path in find_files(paths, "*.http"):
+        if on_export is not None and is_export(path):
+            on_export(path)
+            continue
+        yield path
 
 
 def check_paths(
@@ -75,8 +110,14 @@ def check_paths(
     count = 0
     found: list[Path] = []
     for raw in paths:
-        files = list(find_transcripts([raw]))
-        if not files:  # a folder without transcripts: a typo must not pass as "all valid"
+        skipped: list[Path] = []
+
+        def skip(path: Path, skipped: list[Path] = skipped) -> None:
+            skipped.append(path)
+            _note_skipped(path)
+
+        files = list(find_transcripts([raw], on_export=skip))
+        if not files and not skipped:  # a folder without transcripts must not pass as valid
             problems.append(Problem(os.fspath(raw), None, "no .http files in this folder"))
         found.extend(files)
     for path in found:

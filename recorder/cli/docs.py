@@ -6,8 +6,10 @@ from pathlib import Path
 
 import click
 
+from recorder.checking import find_transcripts, is_export
 from recorder.cli import fail, plural
-from recorder.docs.export import ExportError, export_curl, export_http
+from recorder.docs.curlscript import export_curl
+from recorder.docs.export import DIALECTS, ExportError, export_http
 from recorder.docs.render import (
     DEFAULT_MAX_LINES,
     DEFAULT_PICK,
@@ -193,14 +195,22 @@ def check(paths: tuple[str, ...]) -> None:
     click.echo(f"{plural(blocks, 'block')} up to date")
 
 
-@click.command(short_help="Print the requests as curl commands or a .http file.")
-@click.argument("reference", metavar="FILE[#N]")
+@click.command(short_help="Export the requests as a bash script (curl) or a .http file.")
+@click.argument("reference", metavar="FILE[#N]|FOLDER")
 @click.option(
     "--to",
     "target",
     type=click.Choice(["curl", "http"]),
     required=True,
-    help="curl: print curl commands; http: a requests-only .http file.",
+    help="curl: a bash script of curl commands; http: a requests-only .http file.",
+)
+@click.option(
+    "--dialect",
+    type=click.Choice(DIALECTS),
+    default="jetbrains",
+    show_default=True,
+    help="With --to http: how requests refer to earlier replies. jetbrains: JetBrains HTTP "
+    "Client and httpyac; vscode: VS Code REST Client.",
 )
 @click.option(
     "--base-url",
@@ -210,31 +220,85 @@ def check(paths: tuple[str, ...]) -> None:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     default=None,
-    help="Write to this file instead of standard output.",
+    help="Write to this file (a folder when exporting a folder) instead of standard output.",
 )
-def export(reference: str, target: str, base_url: str | None, output: str | None) -> None:
-    """Export the requests of FILE (or exchange N) as curl commands or a .http file.
+def export(
+    reference: str, target: str, dialect: str, base_url: str | None, output: str | None
+) -> None:
+    """Export the requests of FILE (or exchange N), or of every transcript in FOLDER, as a bash
+    script of curl commands or a .http file, in which later requests send the ids earlier
+    replies generated.
 
-    Secrets recorded as {{NAME}} become "$NAME" shell variables in curl commands and stay
-    {{NAME}} variables in the .http file.
+    Secrets recorded as {{NAME}} become "${NAME:?}" in the script (it stops when one is unset)
+    and stay {{NAME}} variables in the .http file. A folder is exported to the folder -o names,
+    one NN-name.sh or NN-name.http per transcript. Exports start with a line `# exported by
+    recorder`, and `recorder play` and `recorder check` skip them.
     """
+    if Path(reference).is_dir():
+        _export_folder(Path(reference), target, dialect, base_url, output)
+        return
     exchanges = _load("export", reference)
     source, index = parse_reference(reference)
     if output is not None and Path(output).resolve() == Path(source).resolve():
         fail("export", f"-o {output} would overwrite the transcript it exports")
-    convert = export_curl if target == "curl" else export_http
-    try:
-        text = convert(exchanges, base_url=base_url, source=source, start=index or 1)
-    except ExportError as exc:
-        fail("export", str(exc))
+    text = _exported(exchanges, target, dialect, base_url, source, index or 1)
     if output is None:
         click.echo(text, nl=False)
         return
-    try:
-        write_text_file(Path(output), text)
-    except OSError as exc:
-        fail("export", f"cannot write {output}: {exc.strerror or exc}")
+    _write_export(Path(output), text)
     # (the result is the file: nothing on stdout, which may be piped; the status on stderr)
     click.echo(f"recorder export: wrote {output}", err=True)
+
+
+def _exported(
+    exchanges: tuple[Exchange, ...],
+    target: str,
+    dialect: str,
+    base_url: str | None,
+    source: str,
+    start: int,
+) -> str:
+    try:
+        if target == "curl":
+            return export_curl(exchanges, base_url=base_url, source=source, start=start)
+        return export_http(
+            exchanges, base_url=base_url, source=source, start=start, dialect=dialect
+        )
+    except ExportError as exc:
+        fail("export", str(exc))
+
+
+def _write_export(path: Path, text: str) -> None:
+    try:
+        write_text_file(path, text)
+    except OSError as exc:
+        fail("export", f"cannot write {path}: {exc.strerror or exc}")
+
+
+def _export_folder(
+    folder: Path, target: str, dialect: str, base_url: str | None, output: str | None
+) -> None:
+    if output is None:
+        fail("export", f"{folder} is a folder: pass -o FOLDER to export it to")
+    destination = Path(output)
+    if destination.resolve() == folder.resolve():
+        fail("export", f"-o {output} is the folder it exports: choose another")
+    if destination.exists() and not destination.is_dir():
+        fail("export", f"-o {output} is a file: a folder exports to a folder")
+    paths = [path for path in find_transcripts([folder]) if not is_export(path)]
+    if not paths:
+        fail("export", f"{folder}: no .http transcripts in this folder")
+    try:
+        destination.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail("export", f"cannot create {output}: {exc.strerror or exc}")
+    suffix = ".sh" if target == "curl" else ".http"
+    for path in paths:
+        exchanges = _load("export", str(path))
+        name = path.relative_to(folder).with_suffix(suffix)
+        text = _exported(exchanges, target, dialect, base_url, str(path), 1)
+        (destination / name).parent.mkdir(parents=True, exist_ok=True)
+        _write_export(destination / name, text)
+    click.echo(f"recorder export: wrote {plural(len(paths), 'file')} to {output}", err=True)

@@ -33,20 +33,30 @@ import shlex
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
+from recorder.checking import EXPORT_MARK
+from recorder.docs.chains import JsonPath, find_chains, templated_request
 from recorder.errors import RecorderError
 from recorder.model import Exchange, Request, is_event_stream
 from recorder.redact import PLACEHOLDER
 
 __all__ = [
+    "DIALECTS",
+    "EXPORT_MARK",
     "ExportError",
     "curl_command",
     "exchange_curl_command",
-    "export_curl",
+    "export_base",
     "export_http",
     "is_streaming_request",
     "placeholders",
     "request_url",
+    "sent_placeholders",
+    "where",
 ]
+
+DIALECTS = ("jetbrains", "vscode")
+"""The `.http` dialects of chained requests: JetBrains HTTP Client and httpyac; VS Code REST
+Client."""
 
 _NOT_SENT = frozenset(
     name.lower()
@@ -106,6 +116,14 @@ def request_url(request: Request, base_url: str | None = None) -> str:
     return f"http://{host}{target}"
 
 
+def _origin_form(target: str) -> str:
+    """The path and query of a request target (an absolute-form one loses its authority)."""
+    if "://" in target:
+        parts = urlsplit(target)
+        return parts.path + (f"?{parts.query}" if parts.query else "")
+    return target if target.startswith("/") else "/" + target
+
+
 def _sent_headers(request: Request) -> list[tuple[str, str]]:
     return [(n, v) for n, v in request.headers if n.lower() not in _NOT_SENT]
 
@@ -125,14 +143,17 @@ def is_streaming_request(request: Request) -> bool:
 # --------------------------------------------------------------------------- curl
 
 
-def _shell_word(text: str) -> str:
-    """One shell word: literal parts single-quoted, `{{NAME}}` as `"$NAME"` (rule 3)."""
+def _shell_word(text: str, local: frozenset[str] = frozenset()) -> str:
+    """One shell word: literal parts single-quoted, `{{NAME}}` as `"${NAME:?set NAME}"` (rule 3:
+    an unset or empty variable stops the script) or, for a name in `local` (a script's own
+    variable), `"$NAME"`."""
     parts: list[str] = []
     position = 0
     for match in PLACEHOLDER.finditer(text):
         if match.start() > position:
             parts.append(shlex.quote(text[position : match.start()]))
-        parts.append(f'"${match.group(1)}"')
+        name = match.group(1)
+        parts.append(f'"${name}"' if name in local else f'"${{{name}:?set {name}}}"')
         position = match.end()
     if position < len(text) or not parts:
         parts.append(shlex.quote(text[position:]))
@@ -161,10 +182,22 @@ def _curl_body(request: Request) -> tuple[str | None, bytes | None]:
 
 
 def curl_command(
-    request: Request, *, base_url: str | None = None, stream: bool | None = None
+    request: Request,
+    *,
+    base_url: str | None = None,
+    stream: bool | None = None,
+    local: frozenset[str] = frozenset(),
+    base_variable: str | None = None,
 ) -> str:
-    """One runnable curl command (lines joined with ` \\` continuations). Rules 1-4."""
-    url = request_url(request, base_url)
+    """One runnable curl command (lines joined with ` \\` continuations). Rules 1-4.
+
+    `local` names the `{{NAME}}`s that are the script's own variables (`"$NAME"`, not checked);
+    `base_variable` sends to `"$BASE_VARIABLE"` + the recorded path instead of rule 1's URL."""
+    if base_variable is not None:
+        url = "{{" + base_variable + "}}" + _origin_form(request.target)
+        local = local | {base_variable}
+    else:
+        url = request_url(request, base_url)
     text_body, binary_body = _curl_body(request)
     has_body = text_body is not None or binary_body is not None
     if stream is None:
@@ -172,23 +205,23 @@ def curl_command(
     first = ["curl", "-sS", "-i"]
     if stream:
         first.append("-N")
-    if _CURL_GLOB.search(url):
+    if _CURL_GLOB.search(PLACEHOLDER.sub("", url)):
         first.append("-g")  # brackets and braces in the URL are literal, not a curl glob
     method = request.method
     if method == "HEAD":
         first.append("--head")
     elif not ((method == "GET" and not has_body) or (method == "POST" and has_body)):
         first.extend(["-X", method])
-    first.append(_shell_word(url))
+    first.append(_shell_word(url, local))
     lines = [" ".join(first)]
     for name, value in _sent_headers(request):
         # `-H 'Name:'` would remove the header; `-H 'Name;'` sends it empty
-        lines.append("-H " + _shell_word(f"{name}: {value}" if value else f"{name};"))
+        lines.append("-H " + _shell_word(f"{name}: {value}" if value else f"{name};", local))
     if has_body and request.headers.get("Content-Type") is None:
         lines.append("-H 'Content-Type:'")
     prefix = ""
     if text_body is not None:
-        lines.append("--data-binary " + _shell_word(text_body))
+        lines.append("--data-binary " + _shell_word(text_body, local))
     elif binary_body is not None:
         encoded = base64.b64encode(binary_body).decode("ascii")
         prefix = f"printf '%s' {encoded} | base64 --decode | "
@@ -203,49 +236,62 @@ def exchange_curl_command(exchange: Exchange, *, base_url: str | None = None) ->
     return curl_command(request, base_url=base_url, stream=stream)
 
 
-def export_curl(
-    exchanges: Sequence[Exchange],
-    *,
-    base_url: str | None = None,
-    source: str | None = None,
-    start: int = 1,
-) -> str:
-    """Every request as a curl command, each under a `# N. title` comment.
-
-    `start` is the number of the first exchange in its file (`FILE#4` exports exchange 4)."""
-    blocks = []
-    names: list[str] = []
-    for number, exchange in enumerate(exchanges, start=start):
-        try:
-            command = exchange_curl_command(exchange, base_url=base_url)
-        except ExportError as exc:
-            raise ExportError(_where(source, exchange, number) + str(exc)) from None
-        names.extend(_request_placeholders(exchange.request))
-        title = f"# {number}. {exchange.title}" if exchange.title else f"# {number}."
-        blocks.append(f"{title}\n{command}\n")
-    head = []
-    if source:
-        head.append(f"# curl commands for the requests of {source}")
-    variables = list(dict.fromkeys(names))
-    if variables:
-        head.append("# set in the environment first: " + ", ".join(variables))
-    text = "\n".join(blocks)
-    return ("\n".join(head) + "\n\n" + text) if head else text
-
-
 # --------------------------------------------------------------------------- .http
 
 
-def _http_base(exchanges: Iterable[Exchange], base_url: str | None, source: str | None) -> str:
+def export_base(exchanges: Iterable[Exchange], base_url: str | None, source: str | None) -> str:
+    """The base URL an export sends to: `base_url`, else `http://` + the first recorded Host."""
     if base_url is not None:
         _check_base_url(base_url)
         return base_url.rstrip("/")
+    first: Exchange | None = None
     for exchange in exchanges:
+        first = first or exchange
         host = exchange.request.headers.get("Host")
         if host:
             return f"http://{host}"
-    where = f"{source}: " if source else ""
-    raise ExportError(f"{where}no request has a Host header: pass a base URL (--base-url URL)")
+    where_ = ""
+    if source:
+        line = "" if first is None or first.line is None else f":{first.line}"
+        where_ = f"{source}{line}: "
+    raise ExportError(
+        f"{where_}no request has a Host header: pass a base URL (--base-url http://127.0.0.1:41242)"
+    )
+
+
+def _js_path(path: JsonPath) -> str:
+    """`response.body` + a JSON path, as JavaScript (JetBrains and httpyac handler scripts)."""
+    parts = ["response.body"]
+    for key in path:
+        if isinstance(key, int):
+            parts.append(f"[{key}]")
+        elif key.isidentifier() and key.isascii():
+            parts.append(f".{key}")
+        else:
+            parts.append("[" + json.dumps(key) + "]")
+    return "".join(parts)
+
+
+def _json_path(path: JsonPath) -> str:
+    """A JSONPath (`$.result.task.id`, `$['a-b'][0]`): VS Code REST Client references."""
+    parts = ["$"]
+    for key in path:
+        if isinstance(key, int):
+            parts.append(f"[{key}]")
+        elif key.isidentifier() and key.isascii():
+            parts.append(f".{key}")
+        else:
+            parts.append("['" + key.replace("\\", "\\\\").replace("'", "\\'") + "']")
+    return "".join(parts)
+
+
+def _request_name(exchange: Exchange, number: int) -> str:
+    operation = exchange.title.partition(":")[0]
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", operation)
+    stem = re.sub(r"[^0-9A-Za-z]+", "_", words).strip("_").lower()
+    if not stem or stem[0].isdigit():
+        stem = "request"
+    return f"{stem}_{number}"
 
 
 def export_http(
@@ -254,21 +300,46 @@ def export_http(
     base_url: str | None = None,
     source: str | None = None,
     start: int = 1,
+    dialect: str = "jetbrains",
 ) -> str:
-    """A requests-only `.http` file (rule 5), sendable by the common `.http` clients.
+    """A requests-only `.http` file (rule 5), whose requests chain (`recorder.docs.chains`).
 
-    `start` numbers the first exchange in error messages, as in `export_curl`."""
-    base = _http_base(exchanges, base_url, source)
+    Each request is named (`# @name`). `dialect` says how a later request gets a value an
+    earlier reply generated: "jetbrains" (JetBrains HTTP Client and httpyac) sets a global
+    variable in a response handler (`> {% client.global.set("task_id_1",
+    response.body.result.task.id); %}`) and sends `{{task_id_1}}`; "vscode" (VS Code REST
+    Client) sends a request variable `{{send_message_1.response.body.$.result.task.id}}`.
+    A value a stream frame generated is sent as recorded (noted). `start` numbers the first
+    exchange in error messages, as in `export_curl`."""
+    if dialect not in DIALECTS:
+        raise ExportError(f"unknown .http dialect {dialect!r}: one of {', '.join(DIALECTS)}")
+    base = export_base(exchanges, base_url, source)
+    chains = find_chains(exchanges)
+    names = [_request_name(e, n) for n, e in enumerate(exchanges, start=start)]
     blocks: list[str] = []
-    names: list[str] = []
-    for number, exchange in enumerate(exchanges, start=start):
-        request = exchange.request
-        where = _where(source, exchange, number)
-        target = request.target
-        if "://" in target:
-            parts = urlsplit(target)
-            target = parts.path + (f"?{parts.query}" if parts.query else "")
-        lines = [f"### {exchange.title}" if exchange.title else "###"]
+    variables: list[str] = []
+    for index, exchange in enumerate(exchanges):
+        number = index + start
+        where_ = where(source, exchange, number)
+        usable = [c for c in chains.uses[index] if c.frame is None]
+        request = templated_request(exchange.request, usable)
+        target = _origin_form(request.target)
+        local = {c.name for c in usable}
+        lines = [f"### {number}. {exchange.title}" if exchange.title else f"### {number}."]
+        lines.append(f"# @name {names[index]}")
+        for capture in chains.uses[index]:
+            if capture.frame is not None:
+                lines.append(
+                    f"# sends {capture.value} as recorded: exchange {capture.exchange + start}'s"
+                    f" stream frame {capture.frame} generated it, which .http clients cannot read"
+                )
+        if index in chains.during:
+            open_index, frame = chains.during[index]
+            lines.append(
+                f"# recorded while exchange {open_index + start}'s stream was open (after frame"
+                f" {frame}): .http clients send one request at a time, so it goes after that"
+                " stream ends"
+            )
         lines.append(f"{request.method} {{{{host}}}}{target} {request.http_version}")
         for name, value in _sent_headers(request):
             lines.append(f"{name}: {value}")
@@ -277,40 +348,57 @@ def export_http(
                 text = request.body.decode("utf-8")
             except UnicodeDecodeError:
                 raise ExportError(
-                    f"{where}the request body is binary: .http clients cannot send it inline"
+                    f"{where_}the request body is binary: .http clients cannot send it inline"
                 ) from None
             body_lines = text.split("\n")
             if body_lines[-1] == "":
                 body_lines.pop()
             for line in body_lines:
-                if line.startswith("###") or line.startswith("< "):
+                if line.startswith(("###", "< ", "> {%")):
                     raise ExportError(
-                        f"{where}a body line starts with {line[:3]!r}, which .http clients "
-                        "read as a separator or a file include"
+                        f"{where_}a body line starts with {line[:3]!r}, which .http clients "
+                        "read as a separator, a file include or a handler script"
                     )
             lines.append("")
             lines.extend(body_lines)
         block = "\n".join(lines) + "\n"
-        names.extend(placeholders(block))
+        variables.extend(n for n in placeholders(block) if n not in local and n != "host")
+        if dialect == "vscode":
+            for capture in usable:
+                reference = f"{names[capture.exchange]}.response.body.{_json_path(capture.path)}"
+                block = block.replace("{{" + capture.name + "}}", "{{" + reference + "}}")
+        else:
+            sets = [c for c in chains.of(index) if c.frame is None]
+            if sets:
+                block += "\n> {%\n"
+                for capture in sets:
+                    block += f'    client.global.set("{capture.name}", {_js_path(capture.path)});\n'
+                block += "%}\n"
         blocks.append(block)
-    head = []
-    if source:
-        head.append(f"# The requests of {source}, for JetBrains HTTP Client,")
-        head.append("# VS Code REST Client, httpyac and other .http clients.")
-    variables = [name for name in dict.fromkeys(names) if name != "host"]
-    if variables:
-        head.append("# Define in your client's environment: " + ", ".join(variables))
+    head = [EXPORT_MARK + (f" from {source}" if source else "")]
+    if dialect == "vscode":
+        head.append("# For VS Code REST Client: later requests read earlier replies through")
+        head.append("# request variables ({{name.response.body.$.path}}); run them in order.")
+    else:
+        head.append("# For JetBrains HTTP Client and httpyac (`httpyac send FILE --all`): response")
+        head.append("# handlers keep generated ids in global variables for the later requests.")
+    names_to_define = list(dict.fromkeys(variables))
+    if names_to_define:
+        head.append("# Define in your client's environment: " + ", ".join(names_to_define))
     head.append(f"@host = {base}")
     return "\n".join(head) + "\n\n" + "\n".join(blocks)
 
 
-def _request_placeholders(request: Request) -> list[str]:
+def sent_placeholders(request: Request, exclude: Iterable[str] = ()) -> list[str]:
+    """The `{{NAME}}`s a request sends (target, sent headers, body), but those in `exclude`."""
     words = [request.target, *(value for _, value in _sent_headers(request))]
     words.append(request.body.decode("utf-8", errors="replace"))
-    return placeholders("\n".join(words))
+    skip = set(exclude)
+    return [name for name in placeholders("\n".join(words)) if name not in skip]
 
 
-def _where(source: str | None, exchange: Exchange, number: int) -> str:
+def where(source: str | None, exchange: Exchange, number: int) -> str:
+    """`FILE:LINE: exchange N: `, the start of an error message about one exchange."""
     if source is None:
         return f"exchange {number}: "
     line = f":{exchange.line}" if exchange.line is not None else ""

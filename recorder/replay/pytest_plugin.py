@@ -126,6 +126,10 @@ def _timeout_setting(config: pytest.Config) -> float:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if file_path.suffix != ".http" or not _wanted(file_path, parent.config):
         return None
+    from recorder.checking import is_export
+
+    if is_export(file_path):
+        return None  # a `recorder export` among the transcripts: not a transcript
     collector: TranscriptFile = TranscriptFile.from_parent(parent, path=file_path)
     return collector
 

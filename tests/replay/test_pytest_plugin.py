@@ -42,6 +42,25 @@ def test_each_exchange_is_a_passing_test(project: pytest.Pytester, kit: KitServe
     )
 
 
+def test_an_export_among_the_transcripts_is_not_collected(
+    project: pytest.Pytester, kit: KitServer
+) -> None:
+    from click.testing import CliRunner
+
+    from recorder.cli import main
+
+    folder = project.path / "transcripts"
+    result = CliRunner().invoke(
+        main,
+        ["export", str(folder / "02-review.http"), "--to", "http", "-o", str(folder / "99-x.http")],
+    )
+    assert result.exit_code == 0, result.output
+    # the folders of `recorder_transcripts` are collected whole (no format marker needed)
+    project.makeini("[pytest]\nrecorder_transcripts = transcripts\n")
+    result = project.runpytest("--recorder-agent", kit.base_url)
+    result.assert_outcomes(passed=10)
+
+
 def test_a_mismatch_fails_its_item_with_the_players_report(
     project: pytest.Pytester, kit: KitServer
 ) -> None:
