@@ -27,7 +27,7 @@ import json
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from recorder.model import Request
+from recorder.model import Request, canonical_json_body, is_json_media_type
 from recorder.pairing import PairingRules
 from recorder.rules import DEFAULT_RULES, Rules
 
@@ -53,6 +53,18 @@ class Lineage:
         """Every value the request carries (its body's strings, path segments, query and
         header values, and the shapes inside them): rule 2 of `recorder.pairing`."""
         return self._pairing.request_values(request)
+
+    def values_of(
+        self, target: str, headers: list[tuple[str, str]], body: bytes, content_type: str | None
+    ) -> frozenset[str]:
+        """`request_values` of the request as the recorder models it (`recorder.model.Request`
+        with these parts), without building the model: a JSON body is put in its canonical
+        form only when that can change a string in it (escapes, non-ASCII, DEL); otherwise
+        only the layout between the strings differs, which no value depends on."""
+        is_json = is_json_media_type(content_type)
+        if is_json and body and not (body.isascii() and b"\\" not in body and b"\x7f" not in body):
+            body = canonical_json_body(body)
+        return self._pairing.values_of(target, headers, body, is_json)
 
     def home_of(self, values: Iterable[str]) -> Hashable | None:
         """The file a request carrying `values` joins: the home of the first value that has

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import queue
 import threading
@@ -48,9 +49,9 @@ import time
 from collections.abc import Hashable
 from typing import Any, cast
 
-from recorder.model import Exchange, Headers, Request, Response, SseEvent
+from recorder.model import Exchange, Headers, Request, Response, SseEvent, is_json_media_type
 from recorder.record.lineage import Lineage
-from recorder.record.naming import exchange_title, header_case, operation_name
+from recorder.record.naming import exchange_title, header_case, operation_name, operation_of
 from recorder.record.proxy.call import Call
 from recorder.record.store import CONVERSATION, FileKey, TranscriptStore, describe_error
 from recorder.record.upstream import UpstreamReply
@@ -58,6 +59,22 @@ from recorder.redact import Redactor
 from recorder.sse import SseDecoder
 
 log = logging.getLogger(__name__)
+
+
+def _operation(call: Call, content_type: str | None) -> str:
+    """`operation_name` of `call`'s request as recorded, without building its model."""
+    value = None
+    if call.method == "POST" and call.body and is_json_media_type(content_type):
+        try:
+            value = json.loads(call.body.decode("utf-8"))
+        except UnicodeDecodeError:
+            try:
+                value = json.loads(call.body)  # (what `Request.json` reads then)
+            except (ValueError, RecursionError):
+                value = None
+        except (ValueError, RecursionError):
+            value = None
+    return operation_of(call.method, call.target.partition("?")[0], value)
 
 
 # (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream
@@ -98,14 +115,17 @@ class Recording:
         """On arrival (its scenario chosen): the call's file (its scenario's, else by id
         lineage, else a new one), its place in the file, its redactor, and the open exchange
         of its file it arrived during, if any."""
-        request = Request(
-            call.method,
-            call.target,
-            Headers([(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.headers]),
-            call.body,
-        )
+        # the values of the request as recorded (`Request` of these parts), from its parts
+        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.headers]
+        content_type = None
+        for name, value in call.headers:
+            if name == b"content-type":
+                content_type = value.decode("latin-1")
+                break
         lineage = self.lineage
-        call.client_values = values = lineage.request_values(request)
+        call.client_values = values = lineage.values_of(
+            call.target, headers, call.body, content_type
+        )
         store = self.store
         if call.scenario is not None:
             call.ticket = store.begin(call.scenario)
@@ -113,9 +133,10 @@ class Recording:
             home = lineage.home_of(values)
             if home is None:
                 home = (CONVERSATION, next(self._conversations))
-            call.ticket = store.begin(
-                into=cast(FileKey, home), operation=call.operation or operation_name(request)
-            )
+                operation = call.operation or _operation(call, content_type)
+            else:
+                operation = ""  # (the file has its name)
+            call.ticket = store.begin(into=cast(FileKey, home), operation=operation)
         call.file_key = key = store.file_key(call.ticket)
         call.redactor = self._redactor.fresh()
         opened = self._open.setdefault(key, {})
