@@ -47,7 +47,7 @@ import queue
 import threading
 import time
 from collections.abc import Hashable
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from recorder.model import Exchange, Headers, Request, Response, SseEvent, is_json_media_type
 from recorder.record.lineage import Lineage
@@ -80,7 +80,17 @@ def _operation(call: Call, content_type: str | None) -> str:
 # seconds the writer, woken by an exchange, waits for more to come before it writes
 GATHER = 0.002
 
-# (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream
+
+class _StreamEnd(NamedTuple):
+    """What a relayed stream left for its record."""
+
+    body: bytes
+    decoder: SseDecoder | None
+    truncated: bool
+
+
+# (call, upstream, kept, body) of a buffered reply, (call, upstream, kept, _StreamEnd) of a
+# relayed stream, or (call, None, None, exchange) of an exchange built already
 _Job = tuple[Call, UpstreamReply | None, list[tuple[bytes, bytes]] | None, Any]
 
 
@@ -261,6 +271,19 @@ class Recording:
         """Record a buffered reply off the reply path (called once the client has it)."""
         self._hand_over((call, upstream, kept, body))
 
+    def submit_stream(
+        self,
+        call: Call,
+        upstream: UpstreamReply,
+        kept: list[tuple[bytes, bytes]],
+        body: bytes,
+        decoder: SseDecoder | None,
+        truncated: bool,
+    ) -> None:
+        """Record a relayed stream that ended (its frames in `decoder`, else its `body`) off
+        the reply path: the exchange is built by the writer, not in the event loop."""
+        self._hand_over((call, upstream, kept, _StreamEnd(body, decoder, truncated)))
+
     def write(self, call: Call, exchange: Exchange) -> None:
         """Record `exchange` (a relayed stream's) off the reply path. Never raises: a write
         that fails is logged and counted."""
@@ -309,6 +332,16 @@ class Recording:
         try:
             if upstream is None:
                 exchange: Exchange = payload
+            elif isinstance(payload, _StreamEnd):
+                assert kept is not None
+                exchange = self.exchange(
+                    call,
+                    upstream,
+                    kept,
+                    body=payload.body,
+                    decoder=payload.decoder,
+                    truncated=payload.truncated,
+                )
             else:
                 assert kept is not None
                 exchange = self.exchange(call, upstream, kept, body=payload)

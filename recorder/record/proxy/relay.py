@@ -250,11 +250,6 @@ class StreamRelay:
             )
 
         truncated = client_gone or upstream_error is not None
-        body = decoder.raw if decoder is not None else spool.read()
-        exchange = recording.exchange(
-            call, upstream, kept, body=body, decoder=decoder, truncated=truncated
-        )
-        del body  # (the exchange holds it)
         if client_gone:
             log.warning(
                 "client went away during %s: upstream stream closed, exchange kept as truncated",
@@ -267,7 +262,10 @@ class StreamRelay:
                 call.shown,
                 describe_http_error(upstream_error),
             )
-        recording.write(call, exchange)
+        # the exchange is built and written by the recording's writer, off the reply path
+        body = decoder.raw if decoder is not None else spool.read()
+        recording.submit_stream(call, upstream, kept, body, decoder, truncated)
+        del body  # (the writer holds it)
         if upstream_error is not None:
             raise RuntimeError(
                 f"the upstream {self.upstream_url} broke off the reply: "
