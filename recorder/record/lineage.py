@@ -27,15 +27,31 @@ import json
 from collections.abc import Hashable, Iterable
 from typing import Any
 
+import orjson
+
 from recorder.model import Request, canonical_json_body, is_json_media_type
 from recorder.pairing import PairingRules
 from recorder.rules import DEFAULT_RULES, Rules
 
-__all__ = ["MAX_SCANNED_BODY", "Lineage"]
+__all__ = ["MAX_SCANNED_BODY", "Lineage", "parse_json"]
 
 # reply bodies larger than this are not parsed to learn their values (bytes): a 100 MB reply
 # is no conversation's first exchange, and parsing it would double the recorder's memory
 MAX_SCANNED_BODY = 8 * 1024 * 1024
+
+
+def parse_json(body: bytes) -> Any:
+    """`json.loads(body)`, or None when it raises: read by orjson first (6-7x faster, the same
+    values for the JSON both read), by `json` when orjson refuses (NaN, integers past 64 bits,
+    lone surrogates, UTF-16, a byte order mark, deep nesting)."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
 
 
 class Lineage:
@@ -92,8 +108,6 @@ class Lineage:
         """`learn` from a JSON text (a reply body, a frame's data); anything else is skipped."""
         if not body or len(body) > MAX_SCANNED_BODY or body.lstrip()[:1] not in (b"{", b"["):
             return
-        try:
-            value = json.loads(body)
-        except (ValueError, RecursionError):
-            return
-        self.learn(value, key, client)
+        value = parse_json(body)
+        if value is not None:
+            self.learn(value, key, client)

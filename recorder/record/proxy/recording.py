@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 import queue
 import threading
@@ -50,7 +49,7 @@ from collections.abc import Hashable
 from typing import Any, NamedTuple, cast
 
 from recorder.model import Exchange, Headers, Request, Response, SseEvent, is_json_media_type
-from recorder.record.lineage import Lineage
+from recorder.record.lineage import Lineage, parse_json
 from recorder.record.naming import exchange_title, header_case, operation_name, operation_of
 from recorder.record.proxy.call import Call
 from recorder.record.store import CONVERSATION, FileKey, TranscriptStore, describe_error
@@ -65,15 +64,7 @@ def _operation(call: Call, content_type: str | None) -> str:
     """`operation_name` of `call`'s request as recorded, without building its model."""
     value = None
     if call.method == "POST" and call.body and is_json_media_type(content_type):
-        try:
-            value = json.loads(call.body.decode("utf-8"))
-        except UnicodeDecodeError:
-            try:
-                value = json.loads(call.body)  # (what `Request.json` reads then)
-            except (ValueError, RecursionError):
-                value = None
-        except (ValueError, RecursionError):
-            value = None
+        value = parse_json(call.body)  # (what `Request.json` holds)
     return operation_of(call.method, call.target.partition("?")[0], value)
 
 
