@@ -24,7 +24,6 @@ The player fills `{{NAME}}` from the environment variable NAME.
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import re
@@ -254,7 +253,8 @@ class Redactor:
     def fresh(self) -> Redactor:
         """A Redactor with the same secret names and nothing seen yet (one per exchange; the
         names are not normalized again)."""
-        clone = copy.copy(self)
+        clone = Redactor.__new__(Redactor)  # (copy.copy goes through __reduce_ex__: slower)
+        clone.__dict__.update(self.__dict__)
         clone.seen = {}
         return clone
 
