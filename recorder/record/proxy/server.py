@@ -19,6 +19,7 @@ import asyncio
 import importlib.util
 import logging
 import socket
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,6 +30,8 @@ log = logging.getLogger(__name__)
 
 # seconds a connection may stay idle: before its first request, and between two requests
 KEEP_ALIVE = 5.0
+# seconds a thread holding the GIL keeps it once another asks (Python's default: 0.005)
+SWITCH_INTERVAL = 0.0005
 _HEAD_TIMEOUT_REPLY = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 )
@@ -230,12 +233,17 @@ def serve(
     where = f"http://{shown}:{bound_port}"
     announce(f"listening on {where}, forwarding to {proxy.upstream_url}")
     announce(f"writing transcripts to {proxy.store.out}/ (Ctrl-C stops)")
+    # the writer thread holds the GIL while it builds and renders an exchange: the event
+    # loop, woken by a request meanwhile, gets it back within SWITCH_INTERVAL, not 5 ms
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL))
     try:
         _Server(config, proxy).run(sockets=[sock])
     except KeyboardInterrupt:
         pass  # uvicorn re-raises the Ctrl-C it handled: the shutdown already happened
     finally:
         sock.close()
+        sys.setswitchinterval(switch_interval)
     files = len(proxy.store.written)
     exchanges = f"{proxy.recorded} exchange{'' if proxy.recorded == 1 else 's'}"
     announce(f"stopped; {exchanges} recorded in {files} file{'' if files == 1 else 's'}")
