@@ -256,7 +256,10 @@ def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
         # already canonical (no key repeats either: pretty has each once)
         return body, value, strict
     # few objects for the size (a long text): the hook below runs rarely and beats encoding
-    if body.count(b"{") * 512 >= len(body) and _same_as_encoded(value, body):
+    # with `json`, not with orjson (compact layouts: ~7x faster than the hook on 1 MiB)
+    head = body[:256]
+    compact = b'": ' not in head and b", " not in head
+    if (compact or body.count(b"{") * 512 >= len(body)) and _same_as_encoded(value, body):
         return pretty, value, strict  # no key repeats (see `_same_as_encoded`)
     try:
         json.loads(body, object_pairs_hook=_reject_duplicate_keys)
