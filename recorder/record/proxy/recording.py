@@ -68,10 +68,6 @@ def _operation(call: Call, content_type: str | None) -> str:
     return operation_of(call.method, call.target.partition("?")[0], value)
 
 
-# seconds the writer, woken by an exchange, waits for more to come before it writes
-GATHER = 0.002
-
-
 class _StreamEnd(NamedTuple):
     """What a relayed stream left for its record."""
 
@@ -299,24 +295,14 @@ class Recording:
         self._jobs.put(job)
 
     def _run(self) -> None:
-        """The writer thread: one exchange at a time, in the order they were handed in.
-        Woken by the first exchange after a pause, it lets the next ones gather for
-        `GATHER` seconds before it starts: under load it wakes once per batch rather than
-        once per exchange (each wake-up takes the GIL from the event loop)."""
-        jobs = self._jobs
+        """The writer thread: one exchange at a time, in the order they were handed in."""
         while True:
-            job = jobs.get()
-            if job is not None and not self._closed:
-                time.sleep(GATHER)
-            while True:
-                if job is None:
-                    return
-                if not self._closed:  # (else counted as not recorded by `drain`)
-                    self._record(job)
-                try:
-                    job = jobs.get_nowait()
-                except queue.Empty:
-                    break
+            job = self._jobs.get()
+            if job is None:
+                return
+            if self._closed:  # counted as not recorded by `drain`
+                continue
+            self._record(job)
 
     def _record(self, job: _Job) -> None:
         call, upstream, kept, payload = job
