@@ -41,9 +41,9 @@ MAX_SCANNED_BODY = 8 * 1024 * 1024
 
 
 def parse_json(body: bytes) -> Any:
-    """`json.loads(body)`, or None when it raises: read by orjson first (6-7x faster, the same
-    values for the JSON both read), by `json` when orjson refuses (NaN, integers past 64 bits,
-    lone surrogates, UTF-16, a byte order mark, deep nesting)."""
+    """`json.loads(body)`, or None when it raises, for readers of its strings (an integer past
+    64 bits may come as a float): read by orjson first (6-7x faster), by `json` when orjson
+    refuses (NaN, lone surrogates, UTF-16, a byte order mark, deep nesting)."""
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError:

@@ -55,7 +55,8 @@ class Call:
     recorded_title: str = ""
     recorded_operation: str = ""
     written: bool = False  # the exchange is in its transcript
-    queued: bool = False  # handed to the recording writer (`Recording.submit` / `write`)
+    # handed to the recording writer (`Recording.submit` / `submit_stream` / `write`)
+    queued: bool = False
     finished: bool = False  # the proxy is done with it
     sent_secrets: dict[str, str] = field(default_factory=dict)  # those in the request
 

@@ -10,7 +10,9 @@
    than `buffer_limit`), goes to the stream relay. A small body is read whole (its generated
    values learned, `Recording.learn`), sent, and then handed to the recording writer
    (`Recording.submit`): the client never waits for the recording, and a failed write never
-   changes its reply (it is logged and counted). The reply loses its hop-by-hop fields.
+   changes its reply (it is logged and counted). A sized body over `PASS_THROUGH_AT` (not a
+   card) passes on as it arrives, with its Content-Length, all but its last chunk, which
+   follows once the body is whole and learned. The reply loses its hop-by-hop fields.
 
 Upstream refused / reset: 502, timed out: 504, with a JSON body naming the upstream (not
 recorded: it is not the agent's reply); so is a buffered reply the upstream breaks off.

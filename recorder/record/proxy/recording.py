@@ -21,14 +21,14 @@ end of its reply, so a client that waits for each reply never gets a tag.
 Recording happens off the reply path (one writer thread per proxy, `_run`, started by the
 first exchange): the client gets the agent's reply as soon as it comes and never waits for
 its recording; the exchange is then queued for the writer (`submit` for a buffered reply,
-`write` for a relayed stream's), which builds the recorded exchange (secrets replaced) and
-writes it through the store, one exchange at a time in the order they were queued; the store
-puts each exchange at its place in its file by ticket (request order). What must hold before
-the client gets a reply stays on the path and is cheap: its file and `@during` tag (`begin`),
-the values it generates (`learn`), and its close (`close`). Writes are not fsynced unless
-`fsync=True` (`recorder record --fsync`): a rewrite's rename already makes it atomic for
-readers and for a crash of the recorder (`recorder.record.store`); fsync adds durability
-across a power loss.
+`submit_stream` for a relayed stream's), which builds the recorded exchange (secrets
+replaced) and writes it through the store, one exchange at a time in the order they were
+queued; the store puts each exchange at its place in its file by ticket (request order). What
+must hold before the client gets a reply stays on the path and is cheap: its file and
+`@during` tag (`begin`), the values it generates (`learn`), and its close (`close`). Writes
+are not fsynced unless `fsync=True` (`recorder record --fsync`): a rewrite's rename already
+makes it atomic for readers and for a crash of the recorder (`recorder.record.store`); fsync
+adds durability across a power loss.
 
 A transcript that cannot be written never changes what the client gets: it is logged as an
 error naming the exchange and the reason, counted (`failed`, `last_error`: the status

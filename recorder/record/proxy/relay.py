@@ -17,9 +17,10 @@ recorded in each:
   client's connection closed without the final chunk;
 - shutdown (`serve` ends open streams as soon as Ctrl-C comes, `StreamRelay.stop_all`): recorded
   with `truncated=True` and the client's connection closed without the final chunk.
-The recording is queued, never waited for: the exchange goes to the writer thread
-(`Recording.write`), which records it in request order after the client has its reply. A
-transcript that cannot be written is logged and counted there; it never cuts the stream.
+The recording is queued, never waited for: the stream goes to the writer thread
+(`Recording.submit_stream`), which builds its exchange and records it in request order
+after the client has its reply. A transcript that cannot be written is logged and counted
+there; it never cuts the stream.
 
 Memory: the copy of a body that is no event stream is kept in a `BodySpool`: in memory up to
 `SPOOL_AT` bytes, then in an anonymous temporary file (removed when closed, never seen in a
