@@ -55,8 +55,7 @@ class Call:
     recorded_title: str = ""
     recorded_operation: str = ""
     written: bool = False  # the exchange is in its transcript
-    # handed to the recording writer (`Recording.submit` / `submit_stream` / `write`)
-    queued: bool = False
+    queued: bool = False  # handed to the recording writer (`Recording.submit` / `write`)
     finished: bool = False  # the proxy is done with it
     sent_secrets: dict[str, str] = field(default_factory=dict)  # those in the request
 

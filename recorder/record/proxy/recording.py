@@ -21,8 +21,8 @@ end of its reply, so a client that waits for each reply never gets a tag.
 Recording happens off the reply path (one writer thread per proxy, `_run`, started by the
 first exchange): the client gets the agent's reply as soon as it comes and never waits for
 its recording; the exchange is then queued for the writer (`submit` for a buffered reply,
-`submit_stream` for a relayed stream's), which builds the recorded exchange (secrets
-replaced) and writes it through the store, one exchange at a time in the order they were
+which the writer builds, secrets replaced; `write` for a relayed stream's, built when it
+ends), which writes it through the store, one exchange at a time in the order they were
 queued; the store puts each exchange at its place in its file by ticket (request order). What
 must hold before the client gets a reply stays on the path and is cheap: its file and
 `@during` tag (`begin`), the values it generates (`learn`), and its close (`close`). Writes
@@ -46,7 +46,7 @@ import queue
 import threading
 import time
 from collections.abc import Hashable
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 from recorder.model import Exchange, Headers, Request, Response, SseEvent, is_json_media_type
 from recorder.record.lineage import Lineage, parse_json
@@ -68,16 +68,7 @@ def _operation(call: Call, content_type: str | None) -> str:
     return operation_of(call.method, call.target.partition("?")[0], value)
 
 
-class _StreamEnd(NamedTuple):
-    """What a relayed stream left for its record."""
-
-    body: bytes
-    decoder: SseDecoder | None
-    truncated: bool
-
-
-# (call, upstream, kept, body) of a buffered reply, (call, upstream, kept, _StreamEnd) of a
-# relayed stream, or (call, None, None, exchange) of an exchange built already
+# (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream
 _Job = tuple[Call, UpstreamReply | None, list[tuple[bytes, bytes]] | None, Any]
 
 
@@ -258,19 +249,6 @@ class Recording:
         """Record a buffered reply off the reply path (called once the client has it)."""
         self._hand_over((call, upstream, kept, body))
 
-    def submit_stream(
-        self,
-        call: Call,
-        upstream: UpstreamReply,
-        kept: list[tuple[bytes, bytes]],
-        body: bytes,
-        decoder: SseDecoder | None,
-        truncated: bool,
-    ) -> None:
-        """Record a relayed stream that ended (its frames in `decoder`, else its `body`) off
-        the reply path: the exchange is built by the writer, not in the event loop."""
-        self._hand_over((call, upstream, kept, _StreamEnd(body, decoder, truncated)))
-
     def write(self, call: Call, exchange: Exchange) -> None:
         """Record `exchange` (a relayed stream's) off the reply path. Never raises: a write
         that fails is logged and counted."""
@@ -309,16 +287,6 @@ class Recording:
         try:
             if upstream is None:
                 exchange: Exchange = payload
-            elif isinstance(payload, _StreamEnd):
-                assert kept is not None
-                exchange = self.exchange(
-                    call,
-                    upstream,
-                    kept,
-                    body=payload.body,
-                    decoder=payload.decoder,
-                    truncated=payload.truncated,
-                )
             else:
                 assert kept is not None
                 exchange = self.exchange(call, upstream, kept, body=payload)

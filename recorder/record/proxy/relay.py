@@ -17,10 +17,9 @@ recorded in each:
   client's connection closed without the final chunk;
 - shutdown (`serve` ends open streams as soon as Ctrl-C comes, `StreamRelay.stop_all`): recorded
   with `truncated=True` and the client's connection closed without the final chunk.
-The recording is queued, never waited for: the stream goes to the writer thread
-(`Recording.submit_stream`), which builds its exchange and records it in request order
-after the client has its reply. A transcript that cannot be written is logged and counted
-there; it never cuts the stream.
+The recording is queued, never waited for: the exchange goes to the writer thread
+(`Recording.write`), which records it in request order after the client has its reply. A
+transcript that cannot be written is logged and counted there; it never cuts the stream.
 
 Memory: the copy of a body that is no event stream is kept in a `BodySpool`: in memory up to
 `SPOOL_AT` bytes, then in an anonymous temporary file (removed when closed, never seen in a
@@ -251,6 +250,11 @@ class StreamRelay:
             )
 
         truncated = client_gone or upstream_error is not None
+        body = decoder.raw if decoder is not None else spool.read()
+        exchange = recording.exchange(
+            call, upstream, kept, body=body, decoder=decoder, truncated=truncated
+        )
+        del body  # (the exchange holds it)
         if client_gone:
             log.warning(
                 "client went away during %s: upstream stream closed, exchange kept as truncated",
@@ -263,10 +267,7 @@ class StreamRelay:
                 call.shown,
                 describe_http_error(upstream_error),
             )
-        # the exchange is built and written by the recording's writer, off the reply path
-        body = decoder.raw if decoder is not None else spool.read()
-        recording.submit_stream(call, upstream, kept, body, decoder, truncated)
-        del body  # (the writer holds it)
+        recording.write(call, exchange)
         if upstream_error is not None:
             raise RuntimeError(
                 f"the upstream {self.upstream_url} broke off the reply: "
