@@ -15,7 +15,8 @@
    follows once the body is whole and learned. The reply loses its hop-by-hop fields.
 
 Upstream refused / reset: 502, timed out: 504, with a JSON body naming the upstream (not
-recorded: it is not the agent's reply); so is a buffered reply the upstream breaks off.
+recorded: it is not the agent's reply); so is a buffered reply the upstream breaks off (one
+passed through has its head sent: its client connection is closed, the reply cut short).
 
 Upstream connections are kept on a free list, one request at a time each, their replies parsed
 by httptools (`recorder.record.upstream.Http11Upstream`: no pool lock, no httpx objects per
