@@ -4,6 +4,7 @@ is recorded, and a follow-up by an id it carried joins its file."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -77,3 +78,36 @@ async def test_a_large_sized_reply_passes_through_whole_and_its_follow_up_joins_
     assert [e.title for e in exchanges] == ["SendMessage", "GetTask"]
     assert exchanges[0].response.json == first.json()
     await proxy.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_pass_through_reply_the_upstream_breaks_off_is_cut_short_and_not_recorded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    size = 3 * PASS_THROUGH_AT
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        head = (
+            f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n"
+        )
+        writer.write(head.encode() + b"[" + b" " * (size // 2))  # half the body, then gone
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    proxy = create_proxy_app(f"http://127.0.0.1:{port}", out=tmp_path)
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=proxy), base_url="http://127.0.0.1:41241"
+        ) as client:
+            with pytest.raises(RuntimeError, match="broke off the reply"):
+                await client.post("/a2a/jsonrpc", json={"jsonrpc": "2.0", "id": 1})
+        assert await proxy.flush(10.0)
+        assert "the client's reply is cut short, not recorded" in caplog.text
+        assert list(tmp_path.glob("*.http")) == []
+    finally:
+        await proxy.aclose()
+        server.close()
+        await server.wait_closed()
