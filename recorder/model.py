@@ -225,17 +225,27 @@ def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
     if not body:
         return body, _UNPARSED, False
     floats: list[str] = []  # the text of each float, NaN or Infinity read
-
-    def read_float(text: str) -> float:
-        floats.append(text)
-        return float(text)
-
+    # orjson reads UTF-8 JSON 5-7x faster, to the value `json` reads when it holds no float
+    # (orjson refuses NaN, Infinity, a byte order mark, lone surrogates and deep nesting, and
+    # reads integers past 64 bits as floats): those go to `json`, below
     try:
-        # UTF-8 only: json.loads would also read UTF-16/32, which re-encoding would change
-        value = json.loads(body.decode("utf-8"), parse_float=read_float, parse_constant=read_float)
-    except (ValueError, RecursionError):
-        # not JSON, or not UTF-8: keep the bytes as they are
-        return body, _UNPARSED, False
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        value = _UNPARSED
+    if value is _UNPARSED or _holds_float(value):
+
+        def read_float(text: str) -> float:
+            floats.append(text)
+            return float(text)
+
+        try:
+            # UTF-8 only: json.loads would also read UTF-16/32, which re-encoding would change
+            value = json.loads(
+                body.decode("utf-8"), parse_float=read_float, parse_constant=read_float
+            )
+        except (ValueError, RecursionError):
+            # not JSON, or not UTF-8: keep the bytes as they are
+            return body, _UNPARSED, False
     text, strict = _pretty_json(value, float_free=not floats)
     try:
         pretty = text.encode()
@@ -246,7 +256,10 @@ def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
         # already canonical (no key repeats either: pretty has each once)
         return body, value, strict
     # few objects for the size (a long text): the hook below runs rarely and beats encoding
-    if body.count(b"{") * 512 >= len(body) and _same_as_encoded(value, body):
+    # with `json`, not with orjson (compact layouts: ~7x faster than the hook on 1 MiB)
+    head = body[:256]
+    compact = b'": ' not in head and b", " not in head
+    if (compact or body.count(b"{") * 512 >= len(body)) and _same_as_encoded(value, body):
         return pretty, value, strict  # no key repeats (see `_same_as_encoded`)
     try:
         json.loads(body, object_pairs_hook=_reject_duplicate_keys)
@@ -254,6 +267,21 @@ def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
         # json.loads kept only the last of a repeated key: reformatting would lose the others
         return body, value, strict
     return pretty, value, strict
+
+
+def _holds_float(value: Any) -> bool:
+    """Whether a parsed JSON value holds a float anywhere."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float:
+            return True
+    return False
 
 
 # the layouts agents send: compact (Starlette's JSONResponse), and json.dumps's default

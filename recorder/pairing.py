@@ -34,7 +34,7 @@ import functools
 import itertools
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import unquote
 
@@ -178,14 +178,25 @@ class PairingRules:
     def request_values(self, request: Request) -> frozenset[str]:
         """Rule 2: every string a recorded request carries (JSON strings, path segments, query
         values, header values but Host and Content-Length) and every shape inside them."""
+        return self.values_of(request.target, request.headers, request.body, request.is_json)
+
+    def values_of(
+        self,
+        target: str,
+        headers: Iterable[tuple[str, str]],
+        body: bytes,
+        is_json: bool,
+    ) -> frozenset[str]:
+        """`request_values` of a request given by its parts: its target, headers, body (as
+        recorded: a JSON body in the model's canonical form) and whether it is JSON."""
         values: set[str] = set()
         body_text = ""
-        if request.body:
+        if body:
             try:
-                body_text = request.body.decode("utf-8")
+                body_text = body.decode("utf-8")
             except UnicodeDecodeError:
                 body_text = ""
-            if request.is_json:
+            if is_json:
                 tokens = JSON_STRING.findall(body_text)
                 if "\\" in body_text:
                     # a string that is no valid JSON string counts as the text it holds
@@ -201,7 +212,6 @@ class PairingRules:
                         body_text = "\n".join(dashed)
             else:
                 values.add(body_text)
-        target = request.target
         if "%" in target or "+" in target:
             path, _, query = target.partition("?")
             parts = [unquote(segment) for segment in path.split("/")]
@@ -212,7 +222,7 @@ class PairingRules:
             parts = target.replace("?", "/").replace("&", "/").replace("=", "/").split("/")
         # AIP-136 custom methods: /tasks/{id}:cancel
         parts.extend([segment.partition(":")[0] for segment in parts if ":" in segment])
-        parts.extend([value for name, value in request.headers if name.lower() not in _NOT_SCANNED])
+        parts.extend([value for name, value in headers if name.lower() not in _NOT_SCANNED])
         values.update(parts)
         if self.shapes is not None:
             # one pass over everything; a line break cannot sit inside a shape match, and the
@@ -267,6 +277,12 @@ class PairingRules:
         found: dict[tuple[str, str], None] = {}
         shapes = self.shapes
         paths = self.generated_paths
+        if not paths:
+            try:
+                self._walk(value, None, found)
+                return list(found)
+            except RecursionError:  # nested deeper than the recursion allows: the loop below
+                found.clear()
         generated_path_kind = self.rules.generated_path_kind
         field_kind = self.field_kind
         # (value, its keys, its kind, its generated_paths state); children pushed reversed
@@ -297,6 +313,36 @@ class PairingRules:
                     for index, member in reversed(list(enumerate(item)))
                 )
         return list(found)
+
+    def _walk(self, item: Any, kind: str | None, found: dict[tuple[str, str], None]) -> None:
+        """`generated_values` without `generated_paths` (the common case): the same values
+        in the same order, by a plain recursion (no path state, no keys per node)."""
+        if isinstance(item, str):
+            if not item:
+                return
+            if kind is not None:
+                found.setdefault((item, kind), None)
+            elif self.shapes is not None and (not self.dashed or "-" in item):
+                for match in self.shape_matches(item):
+                    if match.lastgroup is not None:
+                        found.setdefault((match.group(), match.lastgroup[2:]), None)
+        elif isinstance(item, dict):
+            fields = self.fields
+            beside = self.beside
+            walk = self._walk
+            for name, member in item.items():
+                if isinstance(member, str | dict | list):
+                    member_kind = fields.get(name)
+                    if member_kind is None:
+                        near = beside.get(name)
+                        if near is not None and not near.isdisjoint(item):
+                            member_kind = "id"
+                    walk(member, member_kind, found)
+        elif isinstance(item, list):
+            walk = self._walk
+            for member in item:
+                if isinstance(member, str | dict | list):
+                    walk(member, kind, found)
 
 
 class AliasMap:

@@ -27,15 +27,31 @@ import json
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from recorder.model import Request
+import orjson
+
+from recorder.model import Request, canonical_json_body, is_json_media_type
 from recorder.pairing import PairingRules
 from recorder.rules import DEFAULT_RULES, Rules
 
-__all__ = ["MAX_SCANNED_BODY", "Lineage"]
+__all__ = ["MAX_SCANNED_BODY", "Lineage", "parse_json"]
 
 # reply bodies larger than this are not parsed to learn their values (bytes): a 100 MB reply
 # is no conversation's first exchange, and parsing it would double the recorder's memory
 MAX_SCANNED_BODY = 8 * 1024 * 1024
+
+
+def parse_json(body: bytes) -> Any:
+    """`json.loads(body)`, or None when it raises, for readers of its strings (an integer past
+    64 bits may come as a float): read by orjson first (6-7x faster), by `json` when orjson
+    refuses (NaN, lone surrogates, UTF-16, a byte order mark, deep nesting)."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
 
 
 class Lineage:
@@ -53,6 +69,18 @@ class Lineage:
         """Every value the request carries (its body's strings, path segments, query and
         header values, and the shapes inside them): rule 2 of `recorder.pairing`."""
         return self._pairing.request_values(request)
+
+    def values_of(
+        self, target: str, headers: list[tuple[str, str]], body: bytes, content_type: str | None
+    ) -> frozenset[str]:
+        """`request_values` of the request as the recorder models it (`recorder.model.Request`
+        with these parts), without building the model: a JSON body is put in its canonical
+        form only when that can change a string in it (escapes, non-ASCII, DEL); otherwise
+        only the layout between the strings differs, which no value depends on."""
+        is_json = is_json_media_type(content_type)
+        if is_json and body and not (body.isascii() and b"\\" not in body and b"\x7f" not in body):
+            body = canonical_json_body(body)
+        return self._pairing.values_of(target, headers, body, is_json)
 
     def home_of(self, values: Iterable[str]) -> Hashable | None:
         """The file a request carrying `values` joins: the home of the first value that has
@@ -80,8 +108,6 @@ class Lineage:
         """`learn` from a JSON text (a reply body, a frame's data); anything else is skipped."""
         if not body or len(body) > MAX_SCANNED_BODY or body.lstrip()[:1] not in (b"{", b"["):
             return
-        try:
-            value = json.loads(body)
-        except (ValueError, RecursionError):
-            return
-        self.learn(value, key, client)
+        value = parse_json(body)
+        if value is not None:
+            self.learn(value, key, client)

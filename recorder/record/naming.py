@@ -1,9 +1,9 @@
 """Naming and numbering of transcript files (pure, no I/O).
 
-`operation_name` (the A2A operation a request calls), `exchange_title`, `slugify` (a scenario
-name made safe as a file name), `next_number` and `file_name` (`NN-slug.http`, numbering
-after the highest number already in the folder), and `header_case` (conventional spelling of
-lowercase header names).
+`operation_name` (the A2A operation a request calls; `operation_of` from its parts),
+`exchange_title`, `slugify` (a scenario name made safe as a file name), `next_number` and
+`file_name` (`NN-slug.http`, numbering after the highest number already in the folder), and
+`header_case` (conventional spelling of lowercase header names).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import functools
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import Any
 
 from recorder.model import Request
 
@@ -22,6 +23,7 @@ __all__ = [
     "header_case",
     "next_number",
     "operation_name",
+    "operation_of",
     "operation_slug",
     "slugify",
 ]
@@ -82,17 +84,21 @@ def header_case(name: str) -> str:
 def operation_name(request: Request) -> str:
     """The A2A operation a request calls: the JSON-RPC `method`, the REST route's operation,
     `GetAgentCard` for the card, else `METHOD /path`."""
-    if request.method == "POST" and request.is_json:
-        value = request.json
-        if isinstance(value, dict):
-            method = value.get("method")
-            if isinstance(method, str) and _JSONRPC_METHOD.match(method):
-                return method
-    path = request.path
-    for method, pattern, name in _REST_ROUTES:
-        if request.method == method and pattern.search(path):
+    value = request.json if request.method == "POST" and request.is_json else None
+    return operation_of(request.method, request.path, value)
+
+
+def operation_of(method: str, path: str, value: Any) -> str:
+    """`operation_name` of a request given by its parts: `value` is its body parsed (None
+    unless a POST with a JSON body)."""
+    if isinstance(value, dict):
+        called = value.get("method")
+        if isinstance(called, str) and _JSONRPC_METHOD.match(called):
+            return called
+    for verb, pattern, name in _REST_ROUTES:
+        if method == verb and pattern.search(path):
             return name
-    return f"{request.method} {path}"
+    return f"{method} {path}"
 
 
 def exchange_title(request: Request, description: str | None = None) -> str:

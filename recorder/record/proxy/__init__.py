@@ -107,7 +107,8 @@ class RecordingProxy:
     atomic: a reader, or a restart after the recorder crashed, sees whole files.
     `max_body`: the longest request body forwarded (bytes; a longer one gets a 413).
     `buffer_limit`: replies with a Content-Length up to this are read whole before the
-    client gets them (so that a card can be rewritten and their ids learned).
+    client gets the end of them (so that a card can be rewritten and their ids learned;
+    over 64 KiB all but their last chunk pass on as they arrive); longer ones are relayed.
     `drain_timeout`: seconds the shutdown waits for the recordings still pending.
     `stream_grace`: seconds the upstream is still read after a client left a stream.
     `client_timeout`: seconds a request's head, and then its body, may take (a 408 after).

@@ -10,10 +10,13 @@
    than `buffer_limit`), goes to the stream relay. A small body is read whole (its generated
    values learned, `Recording.learn`), sent, and then handed to the recording writer
    (`Recording.submit`): the client never waits for the recording, and a failed write never
-   changes its reply (it is logged and counted). The reply loses its hop-by-hop fields.
+   changes its reply (it is logged and counted). A sized body over `PASS_THROUGH_AT` (not a
+   card) passes on as it arrives, with its Content-Length, all but its last chunk, which
+   follows once the body is whole and learned. The reply loses its hop-by-hop fields.
 
 Upstream refused / reset: 502, timed out: 504, with a JSON body naming the upstream (not
-recorded: it is not the agent's reply); so is a buffered reply the upstream breaks off.
+recorded: it is not the agent's reply); so is a buffered reply the upstream breaks off (one
+passed through has its head sent: its client connection is closed, the reply cut short).
 
 Upstream connections are kept on a free list, one request at a time each, their replies parsed
 by httptools (`recorder.record.upstream.Http11Upstream`: no pool lock, no httpx objects per
@@ -63,6 +66,9 @@ _NOT_FORWARDED = HOP_BY_HOP | {
 }
 # bodies up to this size with a Content-Length are read whole before the client gets them
 BUFFER_LIMIT = 4 * 1024 * 1024
+# ... and passed on as they arrive (but for their last chunk) past this size: a 1 MiB reply
+# held whole would reach the client only after it has all come (`Forwarder._pass_through`)
+PASS_THROUGH_AT = 64 * 1024
 # request bodies are held whole (forwarded with a Content-Length, recorded): at most this much
 MAX_REQUEST_BODY = 64 * 1024 * 1024
 # seconds a request's body may take after its head (`recorder record --client-timeout`; the
@@ -209,6 +215,7 @@ class Forwarder:
         connection_tokens: set[bytes] = set()
         content_type: bytes | None = None
         content_length: int | None = None
+        lengths = 0  # 1: one Content-Length frames the body
         for name, value in raw_headers:
             lower = name.lower()
             if lower == b"connection":
@@ -217,6 +224,9 @@ class Forwarder:
                 content_type = value
             elif lower == b"content-length" and value.strip().isdigit():
                 content_length = int(value)
+                lengths += 1
+            elif lower == b"transfer-encoding":
+                lengths += 2  # (the length does not frame the body)
         kept = [
             (name, value)
             for name, value in raw_headers
@@ -232,6 +242,16 @@ class Forwarder:
             await self.relay.relay(call, upstream, kept, receive, send)
             return
 
+        if (
+            content_length is not None
+            and content_length > PASS_THROUGH_AT
+            and lengths == 1
+            and call.operation not in CARD_OPERATIONS
+            and call.method != "HEAD"
+            and upstream.status_code not in (204, 304)
+        ):
+            await self._pass_through(call, upstream, kept, send)
+            return
         try:
             body = b"".join([chunk async for chunk in upstream.aiter_raw()])
         except httpx.HTTPError as exc:
@@ -257,6 +277,49 @@ class Forwarder:
             await self._send_buffered(call, upstream, kept, body, send)
         finally:
             # after the client has it (or has gone): off the reply path, in the writer
+            recording.submit(call, upstream, kept, body)
+
+    async def _pass_through(
+        self,
+        call: Call,
+        upstream: UpstreamReply,
+        kept: list[tuple[bytes, bytes]],
+        send: Send,
+    ) -> None:
+        """A sized reply too large to hold back whole (over `PASS_THROUGH_AT`): its chunks go
+        to the client as they arrive, with the upstream's Content-Length, all but the last;
+        the last goes once the body is whole and its values are learned (so the client never
+        has the reply before its follow-up can find its file). The upstream breaking off
+        after the head: the client's connection is closed with the reply cut short (fewer
+        bytes than its length), and nothing is recorded."""
+        await send({"type": "http.response.start", "status": upstream.status_code, "headers": kept})
+        call.response_started = True
+        parts: list[bytes] = []
+        held: bytes | None = None
+        try:
+            async for chunk in upstream.aiter_raw():
+                if held is not None:
+                    await send({"type": "http.response.body", "body": held, "more_body": True})
+                parts.append(chunk)
+                held = chunk
+        except httpx.HTTPError as exc:
+            log.warning(
+                "upstream %s broke off %s: %s; the client's reply is cut short, not recorded",
+                self.upstream_url,
+                call.shown,
+                describe_http_error(exc),
+            )
+            raise RuntimeError(
+                f"the upstream {self.upstream_url} broke off the reply: {describe_http_error(exc)}"
+            ) from None
+        body = b"".join(parts)
+        del parts
+        recording = self.recording
+        recording.learn(call, body)
+        recording.close(call)
+        try:
+            await send({"type": "http.response.body", "body": held or b"", "more_body": False})
+        finally:
             recording.submit(call, upstream, kept, body)
 
     async def _send_buffered(

@@ -21,14 +21,14 @@ end of its reply, so a client that waits for each reply never gets a tag.
 Recording happens off the reply path (one writer thread per proxy, `_run`, started by the
 first exchange): the client gets the agent's reply as soon as it comes and never waits for
 its recording; the exchange is then queued for the writer (`submit` for a buffered reply,
-`write` for a relayed stream's), which builds the recorded exchange (secrets replaced) and
-writes it through the store, one exchange at a time in the order they were queued; the store
-puts each exchange at its place in its file by ticket (request order). What must hold before
-the client gets a reply stays on the path and is cheap: its file and `@during` tag (`begin`),
-the values it generates (`learn`), and its close (`close`). Writes are not fsynced unless
-`fsync=True` (`recorder record --fsync`): a rewrite's rename already makes it atomic for
-readers and for a crash of the recorder (`recorder.record.store`); fsync adds durability
-across a power loss.
+which the writer builds, secrets replaced; `write` for a relayed stream's, built when it
+ends), which writes it through the store, one exchange at a time in the order they were
+queued; the store puts each exchange at its place in its file by ticket (request order). What
+must hold before the client gets a reply stays on the path and is cheap: its file and
+`@during` tag (`begin`), the values it generates (`learn`), and its close (`close`). Writes
+are not fsynced unless `fsync=True` (`recorder record --fsync`): a rewrite's rename already
+makes it atomic for readers and for a crash of the recorder (`recorder.record.store`); fsync
+adds durability across a power loss.
 
 A transcript that cannot be written never changes what the client gets: it is logged as an
 error naming the exchange and the reason, counted (`failed`, `last_error`: the status
@@ -48,9 +48,9 @@ import time
 from collections.abc import Hashable
 from typing import Any, cast
 
-from recorder.model import Exchange, Headers, Request, Response, SseEvent
-from recorder.record.lineage import Lineage
-from recorder.record.naming import exchange_title, header_case, operation_name
+from recorder.model import Exchange, Headers, Request, Response, SseEvent, is_json_media_type
+from recorder.record.lineage import Lineage, parse_json
+from recorder.record.naming import exchange_title, header_case, operation_name, operation_of
 from recorder.record.proxy.call import Call
 from recorder.record.store import CONVERSATION, FileKey, TranscriptStore, describe_error
 from recorder.record.upstream import UpstreamReply
@@ -58,6 +58,14 @@ from recorder.redact import Redactor
 from recorder.sse import SseDecoder
 
 log = logging.getLogger(__name__)
+
+
+def _operation(call: Call, content_type: str | None) -> str:
+    """`operation_name` of `call`'s request as recorded, without building its model."""
+    value = None
+    if call.method == "POST" and call.body and is_json_media_type(content_type):
+        value = parse_json(call.body)  # (what `Request.json` holds)
+    return operation_of(call.method, call.target.partition("?")[0], value)
 
 
 # (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream
@@ -99,14 +107,17 @@ class Recording:
         """On arrival (its scenario chosen): the call's file (its scenario's, else by id
         lineage, else a new one), its place in the file, its redactor, and the open exchange
         of its file it arrived during, if any."""
-        request = Request(
-            call.method,
-            call.target,
-            Headers([(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.headers]),
-            call.body,
-        )
+        # the values of the request as recorded (`Request` of these parts), from its parts
+        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.headers]
+        content_type = None
+        for name, value in call.headers:
+            if name == b"content-type":
+                content_type = value.decode("latin-1")
+                break
         lineage = self.lineage
-        call.client_values = values = lineage.request_values(request)
+        call.client_values = values = lineage.values_of(
+            call.target, headers, call.body, content_type
+        )
         store = self.store
         if call.scenario is not None:
             call.ticket = store.begin(call.scenario)
@@ -114,9 +125,10 @@ class Recording:
             home = lineage.home_of(values)
             if home is None:
                 home = (CONVERSATION, next(self._conversations))
-            call.ticket = store.begin(
-                into=cast(FileKey, home), operation=call.operation or operation_name(request)
-            )
+                operation = call.operation or _operation(call, content_type)
+            else:
+                operation = ""  # (the file has its name)
+            call.ticket = store.begin(into=cast(FileKey, home), operation=operation)
         call.file_key = key = store.file_key(call.ticket)
         call.redactor = self._redactor.fresh()
         opened = self._open.setdefault(key, {})
