@@ -12,7 +12,7 @@ from recorder.cli.play import (
     _quiet_embedded_kit,
     _read_env_files,
     _start_embedded_kit,
-    _vars,
+    variable_options,
 )
 from recorder.errors import RecorderError
 from recorder.replay.envfile import merge_variables
@@ -66,22 +66,7 @@ def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> st
     help="Write the rules (with --rules: FILE merged with the learned ones) to FILE. Without "
     "-o and --rules they are printed on stdout.",
 )
-@click.option(
-    "--var",
-    "variables",
-    metavar="NAME=VALUE",
-    multiple=True,
-    callback=_vars,
-    help="A value for {{NAME}} placeholders (repeatable); over --env-file and the environment.",
-)
-@click.option(
-    "--env-file",
-    "env_files",
-    metavar="FILE",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="A dotenv file of NAME=VALUE lines for placeholders (repeatable, later files win).",
-)
+@variable_options
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True, max=86400),

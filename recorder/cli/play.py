@@ -6,7 +6,8 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import click
 
@@ -90,6 +91,34 @@ def _vars(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) ->
             raise click.BadParameter(str(exc)) from None
         variables[name] = var
     return variables
+
+
+def variable_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--var NAME=VALUE` and `--env-file FILE` (play, learn): values for placeholders."""
+    for option in reversed(_VARIABLE_OPTIONS):
+        command = option(command)
+    return command
+
+
+_VARIABLE_OPTIONS = [
+    click.option(
+        "--var",
+        "variables",
+        metavar="NAME=VALUE",
+        multiple=True,
+        callback=_vars,
+        help="A value for {{NAME}} placeholders (repeatable); over --env-file and the environment.",
+    ),
+    click.option(
+        "--env-file",
+        "env_files",
+        metavar="FILE",
+        multiple=True,
+        type=click.Path(dir_okay=False),
+        help="A dotenv file of NAME=VALUE lines for placeholders (repeatable, later files win); "
+        "over the environment.",
+    ),
+]
 
 
 def _color(no_color: bool, color: str) -> bool | None:
@@ -176,23 +205,7 @@ def _is_transcript(path: str) -> bool:
     help="Also write a JSON report: one record per exchange (file, exchange, title, verdict, "
     "mismatches, duration) and a summary.",
 )
-@click.option(
-    "--var",
-    "variables",
-    metavar="NAME=VALUE",
-    multiple=True,
-    callback=_vars,
-    help="A value for {{NAME}} placeholders (repeatable); over --env-file and the environment.",
-)
-@click.option(
-    "--env-file",
-    "env_files",
-    metavar="FILE",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="A dotenv file of NAME=VALUE lines for placeholders (repeatable, later files win); "
-    "over the environment.",
-)
+@variable_options
 @click.option(
     "--color",
     type=click.Choice(["auto", "always", "never"]),

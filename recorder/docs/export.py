@@ -30,7 +30,7 @@ import base64
 import json
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from urllib.parse import urlsplit
 
 from recorder.checking import EXPORT_MARK
@@ -261,27 +261,26 @@ def export_base(exchanges: Iterable[Exchange], base_url: str | None, source: str
 
 def _js_path(path: JsonPath) -> str:
     """`response.body` + a JSON path, as JavaScript (JetBrains and httpyac handler scripts)."""
-    parts = ["response.body"]
-    for key in path:
-        if isinstance(key, int):
-            parts.append(f"[{key}]")
-        elif key.isidentifier() and key.isascii():
-            parts.append(f".{key}")
-        else:
-            parts.append("[" + json.dumps(key) + "]")
-    return "".join(parts)
+    return _path_text("response.body", path, json.dumps)
 
 
 def _json_path(path: JsonPath) -> str:
     """A JSONPath (`$.result.task.id`, `$['a-b'][0]`): VS Code REST Client references."""
-    parts = ["$"]
+    return _path_text(
+        "$", path, lambda key: "'" + key.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    )
+
+
+def _path_text(root: str, path: JsonPath, quote: Callable[[str], str]) -> str:
+    """`root.name[0]['other-name']`: a member that is no identifier quoted by `quote`."""
+    parts = [root]
     for key in path:
         if isinstance(key, int):
             parts.append(f"[{key}]")
         elif key.isidentifier() and key.isascii():
             parts.append(f".{key}")
         else:
-            parts.append("['" + key.replace("\\", "\\\\").replace("'", "\\'") + "']")
+            parts.append(f"[{quote(key)}]")
     return "".join(parts)
 
 
