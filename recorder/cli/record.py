@@ -92,6 +92,12 @@ from recorder.record.modes import MODES
     help="The scenario of every request without a Recorder-Scenario header (for clients that "
     "cannot send one), as if POSTed to /_recorder/scenario at the start.",
 )
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="No line per recorded exchange: errors, warnings and the summary only.",
+)
 def record(
     upstream: str,
     listen: str,
@@ -105,6 +111,7 @@ def record(
     keep_alive: float,
     mode: str,
     scenario: str | None,
+    quiet: bool,
 ) -> None:
     """Record every exchange between clients and the agent at UPSTREAM.
 
@@ -136,7 +143,7 @@ def record(
     handler.setFormatter(logging.Formatter("recorder record: %(message)s"))
     proxy_log = logging.getLogger("recorder.record.proxy")
     proxy_log.addHandler(handler)
-    proxy_log.setLevel(logging.INFO)
+    proxy_log.setLevel(logging.WARNING if quiet else logging.INFO)
     try:
         host, port = parse_listen(listen)
         from recorder.rules import load_rules
