@@ -29,10 +29,10 @@ import argparse
 import hashlib
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
-import random
 import time
 import uuid
 from pathlib import Path
@@ -57,7 +57,8 @@ def inputs(case: str, count: int) -> list[tuple[bytes, list[tuple[bytes, bytes]]
     out = []
     for i in range(count):
         message = {"messageId": f"m-{i}", "role": "ROLE_USER", "parts": [{"text": text}]}
-        request = {"jsonrpc": "2.0", "id": i, "method": "SendMessage", "params": {"message": message}}
+        params = {"message": message}
+        request = {"jsonrpc": "2.0", "id": i, "method": "SendMessage", "params": params}
         headers = [
             (b"accept", b"application/json, text/event-stream"),
             (b"user-agent", b"python-httpx/0.28.1"),
@@ -130,9 +131,9 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
 
 def run_tree(tree: Path, case: str, count: int, repeat: int) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=str(tree))
+    command = [sys.executable, str(HERE), "--worker", case, "--exchanges", str(count)]
     result = subprocess.run(
-        [sys.executable, str(HERE), "--worker", case, "--exchanges", str(count)]
-        + ["--repeat", str(repeat)],
+        [*command, "--repeat", str(repeat)],
         capture_output=True,
         text=True,
         env=env,

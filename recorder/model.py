@@ -20,6 +20,8 @@ Edits go through `dataclasses.replace`, which runs the same canonicalization.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -53,6 +55,7 @@ _METHOD = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 _HTTP_VERSION = re.compile(r"^HTTP/\d+(?:\.\d+)?$")
 _REQUEST_TARGET = re.compile(r"^\S+$")
 _JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
+_COMMON_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 
 
 class _DuplicateKeyError(ValueError):
@@ -73,10 +76,13 @@ def media_type(content_type: str | None) -> str:
     return content_type.partition(";")[0].strip().lower()
 
 
+# (the same few Content-Type values come in every exchange, several times: remembered)
+@functools.lru_cache(maxsize=256)
 def is_json_media_type(content_type: str | None) -> bool:
     return _JSON_MEDIA_TYPE.match(media_type(content_type)) is not None
 
 
+@functools.lru_cache(maxsize=256)
 def is_event_stream(content_type: str | None) -> bool:
     return media_type(content_type) == "text/event-stream"
 
@@ -221,17 +227,49 @@ def canonical_json_body(body: bytes) -> bytes:
 
 def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
     """(canonical body, its parsed value, strict: see `_pretty_json`), or
-    (body, _UNPARSED, False) when it is not JSON."""
+    (body, _UNPARSED, False) when it is not JSON.
+
+    The common body first: one orjson reads and writes whole (no float, nothing orjson
+    refuses), already canonical or in the compact layout orjson writes itself (so it repeats
+    no key). That is what `_canonical_json_general` gives for it, with no text decoded or
+    encoded on the way (tests/record/test_fast_paths.py holds the two to the same answers);
+    any other body goes there."""
+    if not body:
+        return body, _UNPARSED, False
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return _canonical_json_general(body)
+    if _holds_float(value):
+        return _canonical_json_general(body)
+    try:
+        pretty = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    except orjson.JSONEncodeError:
+        return _canonical_json_general(body)
+    if pretty.isascii():
+        if b"\x7f" in pretty:
+            pretty = pretty.replace(b"\x7f", b"\\u007f")
+    else:
+        pretty = _escape_invisible_text(pretty.decode()).encode()
+    if pretty == body:
+        return body, value, True
+    head = body[:256]
+    if b'": ' not in head and b", " not in head and orjson.dumps(value) == body:
+        return pretty, value, True
+    return _canonical_json_general(body, value)
+
+
+def _canonical_json_general(body: bytes, value: Any = _UNPARSED) -> tuple[bytes, Any, bool]:
+    """`_canonical_json` of any body; `value`: the body read by orjson already, if it was."""
     if not body:
         return body, _UNPARSED, False
     floats: list[str] = []  # the text of each float, NaN or Infinity read
     # orjson reads UTF-8 JSON 5-7x faster, to the value `json` reads when it holds no float
     # (orjson refuses NaN, Infinity, a byte order mark, lone surrogates and deep nesting, and
     # reads integers past 64 bits as floats): those go to `json`, below
-    try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        value = _UNPARSED
+    if value is _UNPARSED:
+        with contextlib.suppress(orjson.JSONDecodeError):
+            value = orjson.loads(body)
     if value is _UNPARSED or _holds_float(value):
 
         def read_float(text: str) -> float:
@@ -316,12 +354,19 @@ def _set_json_body(message: _Message, body: bytes) -> None:
         message.__dict__["_strict_json"] = strict
 
 
+# header names already found valid (the same few come in every exchange): not checked again
+_VALID_NAMES: set[str] = set()
+_MAX_VALID_NAMES = 4096
+
+
 class Headers(Sequence[tuple[str, str]]):
     """Ordered (name, value) pairs; names keep their case and compare case-insensitively."""
 
-    __slots__ = ("_items",)
+    __slots__ = ("_first", "_items")
 
     _items: tuple[tuple[str, str], ...]
+    # lowercase name -> its first value, made at the first look-up (`get`, `in`)
+    _first: dict[str, str] | None
 
     def __init__(self, items: HeadersLike = ()) -> None:
         if isinstance(items, Headers):
@@ -329,19 +374,27 @@ class Headers(Sequence[tuple[str, str]]):
         else:
             source = items.items() if isinstance(items, Mapping) else items
             checked = []
+            valid = _VALID_NAMES
             for name, value in source:
-                name = str(name)
-                value = str(value).strip()
-                if not _TOKEN.match(name):
-                    raise ValueError(f"invalid header name {name!r}")
-                if name.startswith("#"):
-                    # a .http line starting with "#" is a comment, "###" a new exchange
-                    raise ValueError(f"a header name may not start with '#': {name!r}")
+                if type(name) is not str:
+                    name = str(name)
+                if type(value) is not str:
+                    value = str(value)
+                value = value.strip()
+                if name not in valid:
+                    if not _TOKEN.match(name):
+                        raise ValueError(f"invalid header name {name!r}")
+                    if name.startswith("#"):
+                        # a .http line starting with "#" is a comment, "###" a new exchange
+                        raise ValueError(f"a header name may not start with '#': {name!r}")
+                    if len(valid) < _MAX_VALID_NAMES:
+                        valid.add(name)
                 if "\r" in value or "\n" in value or "\0" in value:
                     raise ValueError(f"header {name} has a line break or NUL in its value")
                 checked.append((name, value))
             pairs = tuple(checked)
         object.__setattr__(self, "_items", pairs)
+        object.__setattr__(self, "_first", None)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Headers are immutable")
@@ -375,19 +428,23 @@ class Headers(Sequence[tuple[str, str]]):
     def __repr__(self) -> str:
         return f"Headers({list(self._items)!r})"
 
+    def _first_values(self) -> dict[str, str]:
+        first = self._first
+        if first is None:
+            first = {}
+            for n, v in self._items:
+                first.setdefault(n.lower(), v)
+            object.__setattr__(self, "_first", first)
+        return first
+
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False
-        wanted = name.lower()
-        return any(n.lower() == wanted for n, _ in self._items)
+        return name.lower() in self._first_values()
 
     def get(self, name: str, default: str | None = None) -> str | None:
         """The first value of `name` (case-insensitive), or `default`."""
-        wanted = name.lower()
-        for n, v in self._items:
-            if n.lower() == wanted:
-                return v
-        return default
+        return self._first_values().get(name.lower(), default)
 
     def get_all(self, name: str) -> list[str]:
         wanted = name.lower()
@@ -477,15 +534,19 @@ class Request(_Message):
     http_version: str = "HTTP/1.1"
 
     def __post_init__(self) -> None:
-        if not _METHOD.match(self.method):
+        if self.method not in _COMMON_METHODS and not _METHOD.match(self.method):
             raise ValueError(f"invalid request method {self.method!r}")
         if not _REQUEST_TARGET.match(self.target):
             raise ValueError(f"invalid request target {self.target!r} (empty or has whitespace)")
-        if not _HTTP_VERSION.match(self.http_version):
+        if self.http_version != "HTTP/1.1" and not _HTTP_VERSION.match(self.http_version):
             raise ValueError(f"invalid HTTP version {self.http_version!r}")
-        headers = _to_headers(self.headers)
-        object.__setattr__(self, "headers", headers)
-        body = _to_bytes(self.body)
+        headers = self.headers
+        if type(headers) is not Headers:
+            headers = _to_headers(headers)
+            object.__setattr__(self, "headers", headers)
+        body = self.body
+        if type(body) is not bytes:
+            body = _to_bytes(body)
         if is_json_media_type(headers.get("Content-Type")):
             _set_json_body(self, body)
         else:
@@ -511,14 +572,19 @@ class Response(_Message):
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 999:
             raise ValueError(f"invalid status code {self.status}")
-        if any(ch in self.reason for ch in "\r\n\0"):
+        reason = self.reason
+        if "\r" in reason or "\n" in reason or "\0" in reason:
             raise ValueError("the reason phrase has a line break or NUL")
-        object.__setattr__(self, "reason", self.reason.strip())
-        if not _HTTP_VERSION.match(self.http_version):
+        object.__setattr__(self, "reason", reason.strip())
+        if self.http_version != "HTTP/1.1" and not _HTTP_VERSION.match(self.http_version):
             raise ValueError(f"invalid HTTP version {self.http_version!r}")
-        headers = _to_headers(self.headers)
-        object.__setattr__(self, "headers", headers)
-        body = _to_bytes(self.body)
+        headers = self.headers
+        if type(headers) is not Headers:
+            headers = _to_headers(headers)
+            object.__setattr__(self, "headers", headers)
+        body = self.body
+        if type(body) is not bytes:
+            body = _to_bytes(body)
         events = self.events
         content_type = headers.get("Content-Type")
         if events is not None:
@@ -576,10 +642,13 @@ class Exchange:
     line: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if any(ch in self.title for ch in "\r\n"):
+        title = self.title
+        if "\r" in title or "\n" in title:
             raise ValueError("an exchange title is one line")
-        object.__setattr__(self, "title", self.title.strip())
-        comments = tuple(self.comments)
+        object.__setattr__(self, "title", title.strip())
+        comments = self.comments
+        if type(comments) is not tuple:
+            comments = tuple(comments)
         for comment in comments:
             if any(ch in comment for ch in "\r\n"):
                 raise ValueError("a comment is one line")

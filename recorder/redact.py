@@ -261,7 +261,11 @@ class Redactor:
     # ---------------------------------------------------------------- headers
 
     def redact_headers(self, headers: Headers) -> Headers:
-        if not any(name.lower() in self.headers for name in headers.names()):
+        secret = self.headers
+        for name, _ in headers:
+            if name.lower() in secret:
+                break
+        else:
             return headers
         return Headers([(n, self._header_value(n, v)) for n, v in headers])
 
@@ -380,7 +384,13 @@ class Redactor:
         quotes, in any case. Saves parsing and walking the JSON of nearly every body."""
         if not body.isascii() or b"\\" in body:
             return True
-        return _field_names_pattern(tuple(self.fields)).search(body) is not None
+        # (the pattern is kept with the names it was made of: `fresh` copies share it)
+        cached = self.__dict__.get("_names_pattern")
+        if cached is None or cached[0] is not self.fields:
+            cached = (self.fields, _field_names_pattern(tuple(self.fields)))
+            self.__dict__["_names_pattern"] = cached
+        # lowercase names in lowercased ASCII: what a case-blind search finds, ~2x faster
+        return cached[1].search(body.lower()) is not None
 
     def _redact_json_body(self, body: bytes) -> bytes:
         try:
@@ -464,12 +474,12 @@ class Redactor:
 
 @functools.lru_cache(maxsize=8)
 def _field_names_pattern(names: tuple[str, ...]) -> re.Pattern[bytes]:
-    """`"name"` for any of the (lowercase) secret field `names`, in any ASCII case; a name
-    that is no ASCII matches any quote (the body is then always parsed)."""
+    """`"name"` for any of the secret field `names` in lowercase, to search in lowercased
+    text; a name that is no ASCII matches any quote (the body is then always parsed)."""
     if not all(name.isascii() for name in names):
         return re.compile(b'"')
-    alternatives = b"|".join(re.escape(name.encode("ascii")) for name in names)
-    return re.compile(b'"(?:' + alternatives + b')"', re.IGNORECASE)
+    alternatives = b"|".join(re.escape(name.lower().encode("ascii")) for name in names)
+    return re.compile(b'"(?:' + alternatives + b')"')
 
 
 def _replace_scalars(value: Any, env: str, remember: Any) -> Any:
