@@ -48,12 +48,13 @@ SseEvent = sse.SseEvent
 
 HeadersLike: TypeAlias = "Headers | Mapping[str, str] | Iterable[tuple[str, str]]"
 
+# (`\Z`, not `$`: `$` also matches before a final line break, which would end the line early)
 # RFC 9110 §5.1: field-name = token; token = 1*tchar
-_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 # Methods are tokens; recorder takes the common subset a .http line can hold unambiguously.
-_METHOD = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
-_HTTP_VERSION = re.compile(r"^HTTP/\d+(?:\.\d+)?$")
-_REQUEST_TARGET = re.compile(r"^\S+$")
+_METHOD = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*\Z")
+_HTTP_VERSION = re.compile(r"^HTTP/\d+(?:\.\d+)?\Z")
+_REQUEST_TARGET = re.compile(r"^\S+\Z")
 _JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
 _COMMON_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 

@@ -22,6 +22,7 @@ BENCH = Path(__file__).parent.parent / "bench"
         ("bench_kit_start.py", ["--runs", "1"], "recorder kit start: median"),
         ("bench_serve.py", ["--quick"], '"bench": "serve"'),
         ("bench_store.py", ["--smoke"], '"bench": "store"'),
+        ("bench_build.py", ["--smoke"], '"bench": "build"'),
         (
             "bench_memory.py",
             ["--idle", "50", "--mb", "5", "--keep-alive", "1"],
