@@ -379,17 +379,20 @@ class Redactor:
         return body
 
     def _may_name_a_field(self, body: bytes) -> bool:
-        """False when `body` cannot hold a secret member: ASCII without escapes (so a member
-        name is written as it is, and `str.lower` folds ASCII only) and no secret name in
-        quotes, in any case. Saves parsing and walking the JSON of nearly every body."""
-        if not body.isascii() or b"\\" in body:
+        """False when `body` cannot hold a secret member: no escape (so a member name is
+        written as it is), no NUL (so it is no UTF-16 or UTF-32, which `json` reads too), no
+        KELVIN SIGN (the one character besides ASCII that `str.lower` folds to ASCII: `K`),
+        and no secret name in quotes, in any ASCII case. Saves parsing and walking the JSON of
+        nearly every body, in any language."""
+        if b"\\" in body or b"\x00" in body or (not body.isascii() and _KELVIN in body):
             return True
         # (the pattern is kept with the names it was made of: `fresh` copies share it)
         cached = self.__dict__.get("_names_pattern")
         if cached is None or cached[0] is not self.fields:
             cached = (self.fields, _field_names_pattern(tuple(self.fields)))
             self.__dict__["_names_pattern"] = cached
-        # lowercase names in lowercased ASCII: what a case-blind search finds, ~2x faster
+        # lowercase names in bytes lowercased (ASCII only, the rest is kept): what a
+        # case-blind search finds, ~2x faster
         return cached[1].search(body.lower()) is not None
 
     def _redact_json_body(self, body: bytes) -> bytes:
@@ -470,6 +473,9 @@ class Redactor:
     def _remember(self, value: str, env: str) -> None:
         if value.strip() and "{{" not in value:
             self.seen[value] = env
+
+
+_KELVIN = "\u212a".encode()  # "\u212a".lower() == "k"
 
 
 @functools.lru_cache(maxsize=8)

@@ -190,6 +190,48 @@ def test_the_secret_name_pre_check_finds_what_the_case_blind_search_finds(
     assert redactor._may_name_a_field(body) == case_blind_may_name(redactor, body)
 
 
+_KEYS = st.sampled_from(
+    ["token", "TOKEN", "Api_Key", "api_\u212aey", "tök", "tøken", "id", "text", "\u0130d", "é"]
+)
+_MEMBERS = st.recursive(
+    st.text(st.sampled_from("aé✓\u212a tok"), max_size=6) | st.integers(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_MEMBERS, st.booleans(), st.sampled_from(["utf-8", "utf-16", "utf-16-le", "utf-32"]))
+def test_a_body_the_pre_check_passes_holds_no_secret_member(
+    value: Any, ensure_ascii: bool, encoding: str
+) -> None:
+    # any language, escapes or not, any encoding `json` reads: when the pre-check says no
+    # secret name is there, parsing and walking the body finds none either
+    body = json.dumps(value, ensure_ascii=ensure_ascii).encode(encoding)
+    redactor = Redactor()
+    full = redactor._redact_json_body(body)
+    if not Redactor()._may_name_a_field(body):
+        assert full is body
+        assert redactor.seen == {}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"api_\u212aey": "k-123456"}'.encode(),  # KELVIN SIGN: lowercases to "k"
+        '{"TOKEN": "tok-123456", "note": "caf\u00e9 ✓"}'.encode(),
+        '{"token": "tok-123456"}'.encode("utf-16"),
+        '{"token": "tok-123456"}'.encode("utf-16-le"),  # (no byte order mark)
+        b'{"to\\u006ben": "tok-123456"}',
+    ],
+)
+def test_a_secret_member_in_any_spelling_passes_the_pre_check(body: bytes) -> None:
+    redactor = Redactor()
+    assert redactor._may_name_a_field(body)
+    redacted = redactor.redact_body(body, "application/json")
+    assert b"123456" not in redacted and redactor.seen
+
+
 def test_the_pre_check_follows_names_changed_after_the_redactor_was_made() -> None:
     redactor = Redactor()
     body = b'{"SessionKey": "abc"}'

@@ -246,8 +246,10 @@ class Recording:
         request = self._request_model(call)
         if call.redactor.seen:
             call.sent_secrets = dict(call.redactor.seen)
-        call.recorded_title = exchange_title(request, call.description)
-        call.recorded_operation = operation_name(request)
+        call.recorded_operation = operation = operation_name(request)
+        # (without a description the title is the operation: not worked out twice)
+        description = call.description
+        call.recorded_title = exchange_title(request, description) if description else operation
         call.recorded_request = request
         return request
 
