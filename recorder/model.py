@@ -231,9 +231,10 @@ def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
     (body, _UNPARSED, False) when it is not JSON.
 
     The common body first: one orjson reads and writes whole (no float, nothing orjson
-    refuses), already canonical or in the compact layout orjson writes itself (so it repeats
-    no key). That is what `_canonical_json_general` gives for it, with no text decoded or
-    encoded on the way (tests/record/test_fast_paths.py holds the two to the same answers);
+    refuses), already canonical, or in the compact layout orjson writes itself, or in any
+    layout without escapes, where its keys can be counted (either way it repeats no key).
+    That is what `_canonical_json_general` gives for it, with no text decoded or
+    encoded on the way (tests/record/test_build_fast_paths.py holds them to the same answers);
     any other body goes there."""
     if not body:
         return body, _UNPARSED, False
@@ -257,7 +258,30 @@ def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
     head = body[:256]
     if b'": ' not in head and b", " not in head and orjson.dumps(value) == body:
         return pretty, value, True
+    if b"\\" not in body and len(_KEY_END.findall(body)) == _count_keys(value):
+        # no key repeats: without escapes every `"` opens or closes a string, so each key in
+        # the text is a `"` then `:` (whitespace between); a string that starts with `:` only
+        # adds to the count. As many as the value's keys: none was merged (any layout)
+        return pretty, value, True
     return _canonical_json_general(body, value)
+
+
+_KEY_END = re.compile(rb'"[ \t\r\n]*:')
+
+
+def _count_keys(value: Any) -> int:
+    """The number of members of all the objects in a parsed JSON value."""
+    count = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            count += len(item)
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+    return count
 
 
 def _canonical_json_general(body: bytes, value: Any = _UNPARSED) -> tuple[bytes, Any, bool]:

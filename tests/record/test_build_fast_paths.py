@@ -83,6 +83,14 @@ TRICKY_BODIES = [
     b'{"a":1,"a":2}',
     b'{"a": 1, "a": 2}',
     b'{"a":{"b":1,"b":1}}',
+    b'{"a": {"b": 1, "b": 1}}',
+    b'{"a" : 1, "a" : 2}',
+    b'{\n  "a": 1,\n  "a": 1\n}',
+    b'{"a": {"b": 1}, "b": 2}',  # the same key in two objects: no repeat
+    b'{"a": ":x", "b": "  :"}',  # strings that start with a colon
+    b'{"a": ":x", "a": ":x"}',
+    b'{"x": "\\"a\\": 1", "x": 2}',  # an escaped quote before a colon
+    b'{"a": [{"k": 1}, {"k": 2}], "n": {"k": {"k": null}}}',
     b'{"x":1.50,"y":1e2,"z":-0.0}',
     b'{"t":1e-7,"u":1e16,"v":0.1}',
     b'{"n":18446744073709551615}',
