@@ -18,12 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recorder.httpfile import dumps_exchange, loads
+from recorder.jsonbody import _canonical_json, _canonical_json_general
 from recorder.model import (
     _JSON_MEDIA_TYPE,
     Headers,
     Request,
-    _canonical_json,
-    _canonical_json_general,
     is_event_stream,
     is_json_media_type,
     media_type,
