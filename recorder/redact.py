@@ -249,6 +249,16 @@ class Redactor:
         self.headers = secret_names(self.headers, fold=True)
         # field names match in any case: `Password`, `API_KEY`
         self.fields = secret_names(self.fields, fold=True)
+        self._names_pattern()  # made once: each `fresh` copy has it
+
+    def _names_pattern(self) -> re.Pattern[bytes]:
+        """`_field_names_pattern` of the field names, kept with the names it was made of."""
+        cached = self.__dict__.get("_names_cache")
+        if cached is None or cached[0] is not self.fields:
+            cached = (self.fields, _field_names_pattern(tuple(self.fields)))
+            self.__dict__["_names_cache"] = cached
+        pattern: re.Pattern[bytes] = cached[1]
+        return pattern
 
     def fresh(self) -> Redactor:
         """A Redactor with the same secret names and nothing seen yet (one per exchange; the
@@ -386,14 +396,9 @@ class Redactor:
         nearly every body, in any language."""
         if b"\\" in body or b"\x00" in body or (not body.isascii() and _KELVIN in body):
             return True
-        # (the pattern is kept with the names it was made of: `fresh` copies share it)
-        cached = self.__dict__.get("_names_pattern")
-        if cached is None or cached[0] is not self.fields:
-            cached = (self.fields, _field_names_pattern(tuple(self.fields)))
-            self.__dict__["_names_pattern"] = cached
         # lowercase names in bytes lowercased (ASCII only, the rest is kept): what a
         # case-blind search finds, ~2x faster
-        return cached[1].search(body.lower()) is not None
+        return self._names_pattern().search(body.lower()) is not None
 
     def _redact_json_body(self, body: bytes) -> bytes:
         try:
