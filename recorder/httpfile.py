@@ -143,7 +143,7 @@ def _exchange_lines(exchange: Exchange) -> list[str]:
     if exchange.truncated:
         lines.append(_comment(TRUNCATED_TAG))
     lines.append(f"{request.method} {request.target} {request.http_version}")
-    lines.extend(_header_line(n, v) for n, v in request.headers)
+    lines.extend([f"{n}: {v}" if v else f"{n}:" for n, v in request.headers])
     lines.append("")
     request_body = _body_lines(request.body, raw_stream=False)
     if request_body:
@@ -151,7 +151,7 @@ def _exchange_lines(exchange: Exchange) -> list[str]:
         lines.append("")
     status = f"{response.http_version} {response.status}"
     lines.append(f"{status} {response.reason}" if response.reason else status)
-    lines.extend(_header_line(n, v) for n, v in response.headers)
+    lines.extend([f"{n}: {v}" if v else f"{n}:" for n, v in response.headers])
     if response.events is not None:
         body = [response.body.decode().rstrip("\n")] if response.events else []
     else:
@@ -160,10 +160,6 @@ def _exchange_lines(exchange: Exchange) -> list[str]:
         lines.append("")
         lines.extend(body)
     return lines
-
-
-def _header_line(name: str, value: str) -> str:
-    return f"{name}: {value}" if value else f"{name}:"
 
 
 def _body_lines(body: bytes, *, raw_stream: bool) -> list[str]:

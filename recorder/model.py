@@ -20,18 +20,18 @@ Edits go through `dataclasses.replace`, which runs the same canonicalization.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from json.encoder import INFINITY as _INFINITY
-from json.encoder import encode_basestring as _encode_json_string
 from typing import Any, TypeAlias, overload
 
-import orjson
-
 from recorder import sse
+from recorder.jsonbody import _UNPARSED, _canonical_json
+from recorder.jsonbody import canonical_json_body as canonical_json_body  # (re-exported)
+from recorder.jsonbody import pretty_json as pretty_json  # (re-exported)
 
 __all__ = [
     "Exchange",
@@ -46,24 +46,15 @@ SseEvent = sse.SseEvent
 
 HeadersLike: TypeAlias = "Headers | Mapping[str, str] | Iterable[tuple[str, str]]"
 
+# (`\Z`, not `$`: `$` also matches before a final line break, which would end the line early)
 # RFC 9110 §5.1: field-name = token; token = 1*tchar
-_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 # Methods are tokens; recorder takes the common subset a .http line can hold unambiguously.
-_METHOD = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
-_HTTP_VERSION = re.compile(r"^HTTP/\d+(?:\.\d+)?$")
-_REQUEST_TARGET = re.compile(r"^\S+$")
+_METHOD = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*\Z")
+_HTTP_VERSION = re.compile(r"^HTTP/\d+(?:\.\d+)?\Z")
+_REQUEST_TARGET = re.compile(r"^\S+\Z")
 _JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
-
-
-class _DuplicateKeyError(ValueError):
-    pass
-
-
-def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        raise _DuplicateKeyError
-    return result
+_COMMON_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 
 
 def media_type(content_type: str | None) -> str:
@@ -73,238 +64,15 @@ def media_type(content_type: str | None) -> str:
     return content_type.partition(";")[0].strip().lower()
 
 
+# (the same few Content-Type values come in every exchange, several times: remembered)
+@functools.lru_cache(maxsize=256)
 def is_json_media_type(content_type: str | None) -> bool:
     return _JSON_MEDIA_TYPE.match(media_type(content_type)) is not None
 
 
+@functools.lru_cache(maxsize=256)
 def is_event_stream(content_type: str | None) -> bool:
     return media_type(content_type) == "text/event-stream"
-
-
-# Characters that JSON allows raw inside strings but that editors show as line breaks or not at
-# all (DEL, C1 controls, U+2028/U+2029): written as \uXXXX escapes so JSON bodies stay verbatim.
-_INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029]")
-
-
-def _escape_invisible(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
-
-
-def _escape_invisible_text(text: str) -> str:
-    """`text` with DEL, the C1 controls and U+2028/U+2029 written as `\\uXXXX` escapes."""
-    if text.isascii():
-        # O(1) test; DEL is the only ASCII character to escape, and `in` on ASCII text is a
-        # memchr, where the regular expression walks the text character by character (about
-        # 6 ms per MiB)
-        return text.replace("\x7f", "\\u007f") if "\x7f" in text else text
-    return _INVISIBLE.sub(_escape_invisible, text)
-
-
-def pretty_json(value: Any) -> str:
-    """The canonical JSON text of a body: 2-space indent, key order kept, unicode kept.
-
-    That is `json.dumps(value, indent=2, ensure_ascii=False)` with the invisible characters
-    escaped. With an indent, `json` encodes in pure Python through nested generators; values
-    made only of the types `json.loads` returns are written here instead, 2-3x faster and
-    byte for byte the same (tests/test_model_pretty.py); anything else goes to `json.dumps`.
-    """
-    return _pretty_json(value)[0]
-
-
-def _pretty_json(value: Any, *, float_free: bool = False) -> tuple[str, bool]:
-    """(`pretty_json(value)`, strict): strict when `value` holds only plain JSON types and
-    finite numbers (NaN and infinities, which `json` reads and writes but JSON has not, go to
-    `json.dumps`), so that any JSON encoder writes it as `json` would, floats aside.
-
-    `float_free`: the caller knows `value` came from `json.loads` and held no number with a
-    fraction or exponent (nor NaN or Infinity): then orjson writes it, byte for byte as
-    `json.dumps(indent=2)` would (tests/test_model_pretty.py), ~10x faster. orjson spells
-    some floats otherwise (`1e-7`), and refuses integers past 64 bits, lone surrogates and
-    deep nesting: those go to the writers below."""
-    if float_free:
-        try:
-            text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
-        except orjson.JSONEncodeError:
-            pass
-        else:
-            return _escape_invisible_text(text), True
-    parts: list[str] = []
-    try:
-        _write_plain_json(value, "\n", parts)
-        text = "".join(parts)
-        strict = True
-    except (_NotPlainJson, RecursionError):
-        # subclasses, non-string keys, cycles, deep nesting: json's own rules and errors
-        text = json.dumps(value, indent=2, ensure_ascii=False)
-        strict = False
-    return _escape_invisible_text(text), strict
-
-
-class _NotPlainJson(Exception):
-    pass
-
-
-def _plain_scalar(value: Any, kind: type) -> str:
-    """A scalar as `json.dumps` writes it (floats and ints by their exact types' repr)."""
-    if kind is str:
-        return _encode_json_string(value)
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if kind is int:
-        return int.__repr__(value)
-    if kind is float:
-        if value != value or value == _INFINITY or value == -_INFINITY:
-            raise _NotPlainJson  # written by json.dumps (NaN, Infinity), and not strict
-        return float.__repr__(value)
-    raise _NotPlainJson
-
-
-def _write_plain_json(value: Any, indent: str, parts: list[str]) -> None:
-    """Append the indented JSON text of `value` (exact dict, list, str, int, float, bool,
-    None; string keys) to `parts`; `indent` is the newline and indentation of its level."""
-    kind = type(value)
-    append = parts.append
-    if kind is dict:
-        if not value:
-            append("{}")
-            return
-        inner = indent + "  "
-        append("{" + inner)
-        first = True
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _NotPlainJson
-            if first:
-                first = False
-            else:
-                append("," + inner)
-            item_kind = type(item)
-            if item_kind is dict or item_kind is list:
-                append(_encode_json_string(key) + ": ")
-                _write_plain_json(item, inner, parts)
-            else:
-                append(_encode_json_string(key) + ": " + _plain_scalar(item, item_kind))
-        append(indent + "}")
-    elif kind is list:
-        if not value:
-            append("[]")
-            return
-        inner = indent + "  "
-        append("[" + inner)
-        first = True
-        for item in value:
-            if first:
-                first = False
-            else:
-                append("," + inner)
-            item_kind = type(item)
-            if item_kind is dict or item_kind is list:
-                _write_plain_json(item, inner, parts)
-            else:
-                append(_plain_scalar(item, item_kind))
-        append(indent + "]")
-    else:
-        append(_plain_scalar(value, kind))
-
-
-_UNPARSED: Any = object()
-
-
-def canonical_json_body(body: bytes) -> bytes:
-    """Pretty-print a JSON body, or return it unchanged when that would lose anything."""
-    return _canonical_json(body)[0]
-
-
-def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
-    """(canonical body, its parsed value, strict: see `_pretty_json`), or
-    (body, _UNPARSED, False) when it is not JSON."""
-    if not body:
-        return body, _UNPARSED, False
-    floats: list[str] = []  # the text of each float, NaN or Infinity read
-    # orjson reads UTF-8 JSON 5-7x faster, to the value `json` reads when it holds no float
-    # (orjson refuses NaN, Infinity, a byte order mark, lone surrogates and deep nesting, and
-    # reads integers past 64 bits as floats): those go to `json`, below
-    try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        value = _UNPARSED
-    if value is _UNPARSED or _holds_float(value):
-
-        def read_float(text: str) -> float:
-            floats.append(text)
-            return float(text)
-
-        try:
-            # UTF-8 only: json.loads would also read UTF-16/32, which re-encoding would change
-            value = json.loads(
-                body.decode("utf-8"), parse_float=read_float, parse_constant=read_float
-            )
-        except (ValueError, RecursionError):
-            # not JSON, or not UTF-8: keep the bytes as they are
-            return body, _UNPARSED, False
-    text, strict = _pretty_json(value, float_free=not floats)
-    try:
-        pretty = text.encode()
-    except UnicodeEncodeError:
-        # a lone surrogate (`"\ud800"` is JSON, but no character): UTF-8 cannot hold it raw
-        return body, value, False
-    if pretty == body:
-        # already canonical (no key repeats either: pretty has each once)
-        return body, value, strict
-    # few objects for the size (a long text): the hook below runs rarely and beats encoding
-    # with `json`, not with orjson (compact layouts: ~7x faster than the hook on 1 MiB)
-    head = body[:256]
-    compact = b'": ' not in head and b", " not in head
-    if (compact or body.count(b"{") * 512 >= len(body)) and _same_as_encoded(value, body):
-        return pretty, value, strict  # no key repeats (see `_same_as_encoded`)
-    try:
-        json.loads(body, object_pairs_hook=_reject_duplicate_keys)
-    except _DuplicateKeyError:
-        # json.loads kept only the last of a repeated key: reformatting would lose the others
-        return body, value, strict
-    return pretty, value, strict
-
-
-def _holds_float(value: Any) -> bool:
-    """Whether a parsed JSON value holds a float anywhere."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is dict:
-            stack.extend(item.values())
-        elif kind is list:
-            stack.extend(item)
-        elif kind is float:
-            return True
-    return False
-
-
-# the layouts agents send: compact (Starlette's JSONResponse), and json.dumps's default
-_COMPACT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-_SPACED_ENCODER = json.JSONEncoder(ensure_ascii=False)
-
-
-def _same_as_encoded(value: Any, body: bytes) -> bool:
-    """Whether `body` is exactly what an encoder writes for `value` in the layout `body`
-    seems to have: then it repeats no key (each repeat would be text the encoding lacks),
-    and the second parse that looks for repeats is not needed (the encoder is ~5x faster;
-    orjson, for the compact layout, ~5x faster again). A value orjson writes differently (a
-    NaN as null, a float's exponent) only makes the answer False."""
-    head = body[:256]
-    try:
-        if b'": ' in head or b", " in head:
-            return _SPACED_ENCODER.encode(value).encode() == body
-        try:
-            return bool(orjson.dumps(value) == body)
-        except orjson.JSONEncodeError:  # e.g. an integer past 64 bits
-            return _COMPACT_ENCODER.encode(value).encode() == body
-    except (ValueError, RecursionError):
-        return False
 
 
 def _set_json_body(message: _Message, body: bytes) -> None:
@@ -316,12 +84,19 @@ def _set_json_body(message: _Message, body: bytes) -> None:
         message.__dict__["_strict_json"] = strict
 
 
+# header names already found valid (the same few come in every exchange): not checked again
+_VALID_NAMES: set[str] = set()
+_MAX_VALID_NAMES = 4096
+
+
 class Headers(Sequence[tuple[str, str]]):
     """Ordered (name, value) pairs; names keep their case and compare case-insensitively."""
 
-    __slots__ = ("_items",)
+    __slots__ = ("_first", "_items")
 
     _items: tuple[tuple[str, str], ...]
+    # lowercase name -> its first value, made at the first look-up (`get`, `in`)
+    _first: dict[str, str] | None
 
     def __init__(self, items: HeadersLike = ()) -> None:
         if isinstance(items, Headers):
@@ -329,19 +104,27 @@ class Headers(Sequence[tuple[str, str]]):
         else:
             source = items.items() if isinstance(items, Mapping) else items
             checked = []
+            valid = _VALID_NAMES
             for name, value in source:
-                name = str(name)
-                value = str(value).strip()
-                if not _TOKEN.match(name):
-                    raise ValueError(f"invalid header name {name!r}")
-                if name.startswith("#"):
-                    # a .http line starting with "#" is a comment, "###" a new exchange
-                    raise ValueError(f"a header name may not start with '#': {name!r}")
+                if type(name) is not str:
+                    name = str(name)
+                if type(value) is not str:
+                    value = str(value)
+                value = value.strip()
+                if name not in valid:
+                    if not _TOKEN.match(name):
+                        raise ValueError(f"invalid header name {name!r}")
+                    if name.startswith("#"):
+                        # a .http line starting with "#" is a comment, "###" a new exchange
+                        raise ValueError(f"a header name may not start with '#': {name!r}")
+                    if len(valid) < _MAX_VALID_NAMES:
+                        valid.add(name)
                 if "\r" in value or "\n" in value or "\0" in value:
                     raise ValueError(f"header {name} has a line break or NUL in its value")
                 checked.append((name, value))
             pairs = tuple(checked)
         object.__setattr__(self, "_items", pairs)
+        object.__setattr__(self, "_first", None)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Headers are immutable")
@@ -375,19 +158,23 @@ class Headers(Sequence[tuple[str, str]]):
     def __repr__(self) -> str:
         return f"Headers({list(self._items)!r})"
 
+    def _first_values(self) -> dict[str, str]:
+        first = self._first
+        if first is None:
+            first = {}
+            for n, v in self._items:
+                first.setdefault(n.lower(), v)
+            object.__setattr__(self, "_first", first)
+        return first
+
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False
-        wanted = name.lower()
-        return any(n.lower() == wanted for n, _ in self._items)
+        return name.lower() in self._first_values()
 
     def get(self, name: str, default: str | None = None) -> str | None:
         """The first value of `name` (case-insensitive), or `default`."""
-        wanted = name.lower()
-        for n, v in self._items:
-            if n.lower() == wanted:
-                return v
-        return default
+        return self._first_values().get(name.lower(), default)
 
     def get_all(self, name: str) -> list[str]:
         wanted = name.lower()
@@ -477,15 +264,19 @@ class Request(_Message):
     http_version: str = "HTTP/1.1"
 
     def __post_init__(self) -> None:
-        if not _METHOD.match(self.method):
+        if self.method not in _COMMON_METHODS and not _METHOD.match(self.method):
             raise ValueError(f"invalid request method {self.method!r}")
         if not _REQUEST_TARGET.match(self.target):
             raise ValueError(f"invalid request target {self.target!r} (empty or has whitespace)")
-        if not _HTTP_VERSION.match(self.http_version):
+        if self.http_version != "HTTP/1.1" and not _HTTP_VERSION.match(self.http_version):
             raise ValueError(f"invalid HTTP version {self.http_version!r}")
-        headers = _to_headers(self.headers)
-        object.__setattr__(self, "headers", headers)
-        body = _to_bytes(self.body)
+        headers = self.headers
+        if type(headers) is not Headers:
+            headers = _to_headers(headers)
+            object.__setattr__(self, "headers", headers)
+        body = self.body
+        if type(body) is not bytes:
+            body = _to_bytes(body)
         if is_json_media_type(headers.get("Content-Type")):
             _set_json_body(self, body)
         else:
@@ -511,14 +302,19 @@ class Response(_Message):
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 999:
             raise ValueError(f"invalid status code {self.status}")
-        if any(ch in self.reason for ch in "\r\n\0"):
+        reason = self.reason
+        if "\r" in reason or "\n" in reason or "\0" in reason:
             raise ValueError("the reason phrase has a line break or NUL")
-        object.__setattr__(self, "reason", self.reason.strip())
-        if not _HTTP_VERSION.match(self.http_version):
+        object.__setattr__(self, "reason", reason.strip())
+        if self.http_version != "HTTP/1.1" and not _HTTP_VERSION.match(self.http_version):
             raise ValueError(f"invalid HTTP version {self.http_version!r}")
-        headers = _to_headers(self.headers)
-        object.__setattr__(self, "headers", headers)
-        body = _to_bytes(self.body)
+        headers = self.headers
+        if type(headers) is not Headers:
+            headers = _to_headers(headers)
+            object.__setattr__(self, "headers", headers)
+        body = self.body
+        if type(body) is not bytes:
+            body = _to_bytes(body)
         events = self.events
         content_type = headers.get("Content-Type")
         if events is not None:
@@ -576,10 +372,13 @@ class Exchange:
     line: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if any(ch in self.title for ch in "\r\n"):
+        title = self.title
+        if "\r" in title or "\n" in title:
             raise ValueError("an exchange title is one line")
-        object.__setattr__(self, "title", self.title.strip())
-        comments = tuple(self.comments)
+        object.__setattr__(self, "title", title.strip())
+        comments = self.comments
+        if type(comments) is not tuple:
+            comments = tuple(comments)
         for comment in comments:
             if any(ch in comment for ch in "\r\n"):
                 raise ValueError("a comment is one line")

@@ -249,6 +249,16 @@ class Redactor:
         self.headers = secret_names(self.headers, fold=True)
         # field names match in any case: `Password`, `API_KEY`
         self.fields = secret_names(self.fields, fold=True)
+        self._names_pattern()  # made once: each `fresh` copy has it
+
+    def _names_pattern(self) -> re.Pattern[bytes]:
+        """`_field_names_pattern` of the field names, kept with the names it was made of."""
+        cached = self.__dict__.get("_names_cache")
+        if cached is None or cached[0] is not self.fields:
+            cached = (self.fields, _field_names_pattern(tuple(self.fields)))
+            self.__dict__["_names_cache"] = cached
+        pattern: re.Pattern[bytes] = cached[1]
+        return pattern
 
     def fresh(self) -> Redactor:
         """A Redactor with the same secret names and nothing seen yet (one per exchange; the
@@ -261,7 +271,11 @@ class Redactor:
     # ---------------------------------------------------------------- headers
 
     def redact_headers(self, headers: Headers) -> Headers:
-        if not any(name.lower() in self.headers for name in headers.names()):
+        secret = self.headers
+        for name, _ in headers:
+            if name.lower() in secret:
+                break
+        else:
             return headers
         return Headers([(n, self._header_value(n, v)) for n, v in headers])
 
@@ -375,12 +389,16 @@ class Redactor:
         return body
 
     def _may_name_a_field(self, body: bytes) -> bool:
-        """False when `body` cannot hold a secret member: ASCII without escapes (so a member
-        name is written as it is, and `str.lower` folds ASCII only) and no secret name in
-        quotes, in any case. Saves parsing and walking the JSON of nearly every body."""
-        if not body.isascii() or b"\\" in body:
+        """False when `body` cannot hold a secret member: no escape (so a member name is
+        written as it is), no NUL (so it is no UTF-16 or UTF-32, which `json` reads too), no
+        KELVIN SIGN (the one character besides ASCII that `str.lower` folds to ASCII: `K`),
+        and no secret name in quotes, in any ASCII case. Saves parsing and walking the JSON of
+        nearly every body, in any language."""
+        if b"\\" in body or b"\x00" in body or (not body.isascii() and _KELVIN in body):
             return True
-        return _field_names_pattern(tuple(self.fields)).search(body) is not None
+        # lowercase names in bytes lowercased (ASCII only, the rest is kept): what a
+        # case-blind search finds, ~2x faster
+        return self._names_pattern().search(body.lower()) is not None
 
     def _redact_json_body(self, body: bytes) -> bytes:
         try:
@@ -462,14 +480,17 @@ class Redactor:
             self.seen[value] = env
 
 
+_KELVIN = "\u212a".encode()  # "\u212a".lower() == "k"
+
+
 @functools.lru_cache(maxsize=8)
 def _field_names_pattern(names: tuple[str, ...]) -> re.Pattern[bytes]:
-    """`"name"` for any of the (lowercase) secret field `names`, in any ASCII case; a name
-    that is no ASCII matches any quote (the body is then always parsed)."""
+    """`"name"` for any of the secret field `names` in lowercase, to search in lowercased
+    text; a name that is no ASCII matches any quote (the body is then always parsed)."""
     if not all(name.isascii() for name in names):
         return re.compile(b'"')
-    alternatives = b"|".join(re.escape(name.encode("ascii")) for name in names)
-    return re.compile(b'"(?:' + alternatives + b')"', re.IGNORECASE)
+    alternatives = b"|".join(re.escape(name.lower().encode("ascii")) for name in names)
+    return re.compile(b'"(?:' + alternatives + b')"')
 
 
 def _replace_scalars(value: Any, env: str, remember: Any) -> Any:

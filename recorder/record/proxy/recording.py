@@ -68,6 +68,19 @@ def _operation(call: Call, content_type: str | None) -> str:
     return operation_of(call.method, call.target.partition("?")[0], value)
 
 
+_CASED: dict[bytes, str] = {}  # a header name as sent -> as recorded (`header_case`)
+
+
+def _cased(name: bytes) -> str:
+    """`header_case` of a header name's bytes, remembered (the same few come every time)."""
+    cased = _CASED.get(name)
+    if cased is None:
+        cased = header_case(name.decode("latin-1"))
+        if len(_CASED) < 1024:
+            _CASED[name] = cased
+    return cased
+
+
 # (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream
 _Job = tuple[Call, UpstreamReply | None, list[tuple[bytes, bytes]] | None, Any]
 
@@ -183,11 +196,7 @@ class Recording:
         redactor = call.redactor
         request = call.recorded_request or self._record_request(call)
         response_headers = Headers(
-            [
-                (header_case(n.decode("latin-1")), v.decode("latin-1"))
-                for n, v in kept
-                if n.lower() != b"content-length"
-            ]
+            [(_cased(n), v.decode("latin-1")) for n, v in kept if n.lower() != b"content-length"]
         )
         response_headers = redactor.redact_headers(response_headers)
         # a stream that ended inside a frame is marked truncated and keeps its whole frames
@@ -222,7 +231,7 @@ class Recording:
         redactor = call.redactor
         request_headers = Headers(
             [("Host", self._host_header)]
-            + [(header_case(n.decode("latin-1")), v.decode("latin-1")) for n, v in call.headers]
+            + [(_cased(n), v.decode("latin-1")) for n, v in call.headers]
         )
         request_headers = redactor.redact_headers(request_headers)
         return Request(
@@ -237,8 +246,10 @@ class Recording:
         request = self._request_model(call)
         if call.redactor.seen:
             call.sent_secrets = dict(call.redactor.seen)
-        call.recorded_title = exchange_title(request, call.description)
-        call.recorded_operation = operation_name(request)
+        call.recorded_operation = operation = operation_name(request)
+        # (without a description the title is the operation: not worked out twice)
+        description = call.description
+        call.recorded_title = exchange_title(request, description) if description else operation
         call.recorded_request = request
         return request
 
