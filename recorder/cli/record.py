@@ -139,6 +139,10 @@ def record(
     from recorder.record.proxy import create_proxy_app, parse_listen, serve
     from recorder.replay.rerecord import keep_recorded_values
 
+    # no caller, thread or process lookups for the log records, which do not show them
+    # (the documented optimizations of the logging module: ~25% of a line per exchange)
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("recorder record: %(message)s"))
     proxy_log = logging.getLogger("recorder.record.proxy")
