@@ -13,9 +13,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from factories import make_exchange
 
-from recorder import Transcript, dumps, load
+from recorder import Transcript, atomic, dumps, load
 from recorder.atomic import release_scratch
 from recorder.httpfile import write_text_atomic
 from recorder.record.store import TranscriptStore, during_tagged
@@ -36,7 +37,28 @@ def _visible(folder: Path) -> list[str]:
     return sorted(name for name in os.listdir(folder) if name != TMP)
 
 
-def test_two_stores_on_one_folder_overwrite_nothing(tmp_path: Path) -> None:
+def _unnamed_files_here(folder: Path) -> bool:
+    try:
+        os.close(os.open(folder, atomic._TMPFILE | os.O_WRONLY, 0o600))
+    except (OSError, ValueError):
+        return False
+    return bool(atomic._TMPFILE) and os.path.isdir("/proc/self/fd")
+
+
+@pytest.fixture(params=["unnamed", "named"])
+def new_files(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> str:
+    """How `create_exclusive` makes new files: an unnamed file (`O_TMPFILE`) linked, where
+    the system allows it, or a named temporary file (its fallback, forced here)."""
+    if request.param == "named":
+        monkeypatch.setattr(atomic, "_TMPFILE", 0)
+    elif not _unnamed_files_here(tmp_path):
+        pytest.skip("no O_TMPFILE here")
+    return str(request.param)
+
+
+def test_two_stores_on_one_folder_overwrite_nothing(tmp_path: Path, new_files: str) -> None:
     # two recorders on one --out folder, each counting numbers from the same start
     stores = [TranscriptStore(tmp_path), TranscriptStore(tmp_path)]
     for store in stores:
@@ -79,7 +101,7 @@ def test_two_stores_on_one_folder_overwrite_nothing(tmp_path: Path) -> None:
 
 
 def test_removing_files_temporaries_and_the_folder_while_recording_loses_nothing(
-    tmp_path: Path,
+    tmp_path: Path, new_files: str
 ) -> None:
     out = tmp_path / "out"
     store = TranscriptStore(out, scrub=scrub_text)
@@ -264,7 +286,7 @@ def test_appended_files_are_what_a_rewrite_would_write(tmp_path: Path) -> None:
         store.close()
 
 
-def test_two_stores_never_give_one_number_to_two_files(tmp_path: Path) -> None:
+def test_two_stores_never_give_one_number_to_two_files(tmp_path: Path, new_files: str) -> None:
     # each exchange its own file, under names that differ between the stores: numbers are
     # claimed by name on disk, so both may link one number at once; the later name yields
     stores = [TranscriptStore(tmp_path), TranscriptStore(tmp_path)]
@@ -299,8 +321,11 @@ _ONE_STORE = """
 import sys, time
 from pathlib import Path
 from factories import make_exchange
+from recorder import atomic
 from recorder.record.store import TranscriptStore
 which, start, folder = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
+if sys.argv[4] == "named":
+    atomic._TMPFILE = 0  # the fallback: named temporary files
 store = TranscriptStore(folder)
 while time.time() < start:
     time.sleep(0.001)
@@ -311,7 +336,9 @@ store.close()
 """
 
 
-def test_two_recorder_processes_never_give_one_number_to_two_files(tmp_path: Path) -> None:
+def test_two_recorder_processes_never_give_one_number_to_two_files(
+    tmp_path: Path, new_files: str
+) -> None:
     # as two `recorder record`s on one --out: each process's store alone, started together;
     # one that finishes first takes its temporary folder away while the other still writes
     out = tmp_path / "out"
@@ -321,7 +348,8 @@ def test_two_recorder_processes_never_give_one_number_to_two_files(tmp_path: Pat
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), *sys.path])}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _ONE_STORE, str(which), str(start), str(out)], env=env
+            [sys.executable, "-c", _ONE_STORE, str(which), str(start), str(out), new_files],
+            env=env,
         )
         for which in (0, 1)
     ]
