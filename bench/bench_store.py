@@ -12,7 +12,7 @@ conversation, so every exchange claims and writes a new `NN-send-message.http` (
 `(CONVERSATION, n)`, as `recorder.record.proxy.recording` begins them); it prints the median
 and mean µs per exchange. `--baseline DIR` (a folder holding another `recorder` package, e.g.
 `git archive main recorder | tar -x -C DIR`) runs the same measure on both trees in turn,
-twice each, in fresh processes, and prints both with their ratio.
+`--rounds` times each (3), in fresh processes, and prints both with their ratio.
 
 Each exchange is a JSON-RPC GetTask with a ~1 KB reply, written into a temporary folder as the
 proxy's writer thread writes it (the secret scrub on). Goal (issue 13): the last 100 cost at
@@ -95,7 +95,12 @@ def send_message(n: int) -> Exchange:
 
 def run_new_files(count: int, fsync: bool) -> tuple[list[float], float]:
     """Write `count` exchanges, each the first of its own conversation's file."""
-    with tempfile.TemporaryDirectory(prefix="bench-store-", dir=WHERE) as folder:
+    # `BENCH_STORE_KEEP`: the files stay (`--baseline` removes them after every run): on ext4
+    # without a journal a new inode costs more while many were freed in the last seconds
+    # (the kernel skips recently deleted ones), which would tax the next run
+    keep = bool(os.environ.get("BENCH_STORE_KEEP"))
+    with tempfile.TemporaryDirectory(prefix="bench-store-", dir=WHERE) as scratch:
+        folder = tempfile.mkdtemp(prefix="bench-store-", dir=WHERE) if keep else scratch
         store = TranscriptStore(Path(folder), scrub=scrub_text, fsync=fsync)
         store.prepare()
         secrets = {"tok-Rk4Lx9Pq-not-in-the-text": "A2A_TOKEN"}
@@ -123,17 +128,24 @@ def new_files(count: int, fsync: bool) -> dict[str, float]:
     }
 
 
-def compare(baseline: str, count: int, fsync: bool) -> None:
-    """This tree and `baseline` in turn, twice each, each run in a fresh process."""
+def compare(baseline: str, count: int, fsync: bool, rounds: int) -> None:
+    """This tree and `baseline` in turn, `rounds` times each, each run in a fresh process;
+    the files of all runs are removed at the end."""
     trees = {"this": str(HERE.parent.parent), "baseline": baseline}
     found: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
-    for _ in range(2):
-        for name, tree in trees.items():
-            command = [sys.executable, str(HERE), "--new-files", "--exchanges", str(count)]
-            command += ["--fsync"] if fsync else []
-            env = {**os.environ, "RECORDER_TREE": tree}
-            out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-            found[name].append(json.loads(out.stdout.splitlines()[-1]))
+    with tempfile.TemporaryDirectory(prefix="bench-store-", dir=WHERE) as kept:
+        for _ in range(rounds):
+            for name, tree in trees.items():
+                command = [sys.executable, str(HERE), "--new-files", "--exchanges", str(count)]
+                command += ["--fsync"] if fsync else []
+                env = {
+                    **os.environ,
+                    "RECORDER_TREE": tree,
+                    "BENCH_STORE_DIR": kept,
+                    "BENCH_STORE_KEEP": "1",
+                }
+                out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+                found[name].append(json.loads(out.stdout.splitlines()[-1]))
     best = {name: min(run["median_us"] for run in runs) for name, runs in found.items()}
     cpu = {name: min(run["cpu_us"] for run in runs) for name, runs in found.items()}
     for name, runs in found.items():
@@ -162,13 +174,14 @@ def main() -> None:
     parser.add_argument("--new-files", action="store_true", help="each exchange a new file")
     parser.add_argument("--baseline", metavar="DIR", help="compare with DIR's recorder")
     parser.add_argument("--dir", help="make the temporary folders in DIR (e.g. /dev/shm)")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each tree (--baseline)")
     args = parser.parse_args()
     if args.dir:
         global WHERE
         WHERE = os.environ["BENCH_STORE_DIR"] = args.dir
     count = 300 if args.smoke else 1000 if args.quick else args.exchanges
     if args.baseline:
-        compare(args.baseline, count, args.fsync)
+        compare(args.baseline, count, args.fsync, args.rounds)
         return
     if args.new_files:
         result = new_files(count, args.fsync)

@@ -559,13 +559,14 @@ class TranscriptStore:
         match = NUMBERED.match(path.name)
         if match is None:
             return False
-        if not self._shared:
-            # alone on the folder (the common case): no listing of it per new file. Once
-            # another writer was seen, every new file is checked (its last files may come
-            # after its temporary folder is gone)
-            if not other_writers(self.out):
-                return False
+        # alone on the folder (the common case): no listing of it per new file, one `stat`
+        # (which also makes this store's hidden folder again if it was removed, so that the
+        # other writers keep seeing it). Once another writer was seen, every new file is
+        # checked (its last files may come after its temporary folder is gone)
+        if other_writers(self.out):
             self._shared = True
+        elif not self._shared:
+            return False
         prefix = match.group(1) + "-"
         try:
             names = os.listdir(self.out)
