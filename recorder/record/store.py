@@ -22,10 +22,11 @@ start of one exchange at the end of a file, which `recorder check` reports.
 Record modes (`mode`: `new`, `replace`, `once`) say what a scenario that already has a file
 does: `recorder.record.modes`.
 
-Temporary files are made when a write needs one (a rewrite, a new file), in a hidden folder
-of the process (`FOLDER/.recorder-tmp/RANDOM/`, `recorder.atomic`) that the store keeps from
-write to write until `close` (or the process exits); the folder of a process that crashed is
-removed by the next recorder or `play --update` writing to the folder.
+Temporary files are made when a write needs one (a rewrite; a new file where the system has
+no unnamed files, `O_TMPFILE`), in a hidden folder of the process (`FOLDER/.recorder-tmp/RANDOM/`,
+`recorder.atomic`) that the store makes at its first write and keeps until `close` (or the
+process exits): it also tells other writers on the folder that this one is there. The folder
+of a process that crashed is removed by the next recorder or `play --update` writing there.
 
 The proxy writes from one thread, its recording writer, after the client has its reply
 (`recorder.record.proxy.recording`), so no write's cost is on a reply's path; the store is
