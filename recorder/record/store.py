@@ -240,7 +240,8 @@ class TranscriptStore:
         self.written: list[Path] = []
         self._locks: dict[Path, threading.Lock] = {}  # each written file's lock
         self._holding = False  # this process's temporary folder in `out` (`recorder.atomic`)
-        self._shared = False  # another writer was seen on `out`: check each new number
+        self._shared = False  # another writer is seen on `out`: check each new number
+        self._checked_below = 0  # numbers below, handed out while shared: checked too
 
     def prepare(self) -> None:
         """Create the folder (and fail early, with the reason, if it cannot be written), and
@@ -562,12 +563,26 @@ class TranscriptStore:
             return False
         # alone on the folder (the common case): no listing of it per new file, one `stat`
         # (which also makes this store's hidden folder again if it was removed, so that the
-        # other writers keep seeing it). Once another writer was seen, every new file is
-        # checked (its last files may come after its temporary folder is gone)
-        if other_writers(self.out):
-            self._shared = True
-        elif not self._shared:
+        # other writers keep seeing it). While another writer is seen, every new file is
+        # checked against a listing
+        others = other_writers(self.out)
+        if not others and not self._shared and int(match.group(1)) >= self._checked_below:
             return False
+        try:
+            names = os.listdir(self.out)
+        except OSError:
+            return False
+        with self._lock:
+            if others:
+                self._shared = True
+            elif self._shared:
+                # the other writers are gone, and each linked its files before its hidden
+                # folder went: all are in `names`. Numbers go on past theirs, and the folder
+                # is no longer listed per new file (it would cost more with every file);
+                # the numbers handed out before this are still checked
+                self._next = max(self._next or 1, next_number(names))
+                self._checked_below = self._next
+                self._shared = False  # (last: the check above reads these without the lock)
         prefix = match.group(1) + "-"
         try:
             names = os.listdir(self.out)

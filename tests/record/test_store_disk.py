@@ -12,6 +12,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from factories import make_exchange
@@ -361,3 +362,45 @@ def test_two_recorder_processes_never_give_one_number_to_two_files(
     assert {e.title for name in names for e in load(out / name)} == {
         f"p{which}-{n}" for which in (0, 1) for n in range(100)
     }
+
+
+def test_a_writer_gone_from_the_folder_is_no_longer_listed_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # another writer comes (its hidden folder appears), makes files, and goes: while it is
+    # there each new file is checked against a listing of the folder; once it is gone, the
+    # numbers go on past its files and new files cost no listing (flat cost)
+    store = TranscriptStore(tmp_path)
+    store.prepare()
+
+    def new_file(n: int) -> Path:
+        path = store.write(
+            store.begin(), make_exchange(title=f"e{n}"), scenario=None, operation="Op"
+        )
+        assert path is not None
+        return path
+
+    new_file(1)
+    theirs = tmp_path / TMP / "0123456789ab"
+    theirs.mkdir()
+    (tmp_path / "02-other.http").write_text("# recorder-format: 1\n")
+    assert new_file(2).name == "03-op.http"  # 02 passed over: the other writer's
+    (tmp_path / "04-other.http").write_text("# recorder-format: 1\n")  # its last file
+    theirs.rmdir()  # it exited
+    listings: list[str] = []
+    real_listdir = os.listdir
+
+    def counting_listdir(path: Any = ".") -> list[str]:
+        listings.append(os.fspath(path))
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "listdir", counting_listdir)
+    # 04 was handed out while it was there: still checked, and passed over
+    assert new_file(3).name == "05-op.http"
+    listings.clear()
+    made = [new_file(n).name for n in range(4, 9)]
+    assert made == [f"{n:02d}-op.http" for n in range(6, 11)]
+    assert listings == []  # no listing per new file once alone again
+    store.close()
+    numbers = [name.split("-", 1)[0] for name in os.listdir(tmp_path)]
+    assert len(numbers) == len(set(numbers))
