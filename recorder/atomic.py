@@ -73,6 +73,9 @@ _no_tmpfile: set[str] = set()
 _listing_only: set[str] = set()
 # this process's `/proc/self/fd`, opened once ([] not yet tried; [-1] not there)
 _proc_fd: list[int] = []
+# folder -> what `stat` told of its `.recorder-tmp` at the last `other_writers` (or when the
+# holder made its folder there): a change means a writer came or went meanwhile
+_seen: dict[str, tuple[int, int, int, int]] = {}
 
 
 @dataclass
@@ -92,6 +95,7 @@ def _forget_after_fork() -> None:
     global _guard
     _guard = threading.Lock()
     _scratch.clear()
+    _seen.clear()
     if _proc_fd and _proc_fd[0] >= 0:
         with contextlib.suppress(OSError):
             os.close(_proc_fd[0])  # the parent's
@@ -112,12 +116,19 @@ def hold_scratch(folder: Path) -> None:
     # made now, so that other writers see this one before its first file (`other_writers`)
     with contextlib.suppress(OSError):
         _scratch_of(key)
+        _signature(key)
 
 
 def other_writers(folder: Path) -> bool:
     """Whether a writer besides this process's one holder may be making files in `folder`:
     another temporary folder under `folder/.recorder-tmp` (another process; or one a killed
     process left, until it is cleaned), or a second holder in this process.
+
+    Also True once when `.recorder-tmp` changed since the last call (its times, its link
+    count): a writer may have come and gone in between, its files still there. (A change in
+    the same clock tick as the one before the last call can go unseen where the file system
+    keeps coarse times; Linux 6.13 and later give a changed folder a finer time once its time
+    was read.)
 
     For a holder, its own temporary folder is first made again if it was removed (so that
     the other writers keep seeing this one: call this after each file made). Cheap: the link
@@ -133,11 +144,14 @@ def other_writers(folder: Path) -> bool:
     if holders == 1:
         mine = _keep_scratch(key, mine)
     root = os.path.join(key, SCRATCH)
+    try:
+        before, after = _seen.get(key), _signature(key)
+    except OSError:
+        return False
+    if before != after:
+        return True
     if key not in _listing_only:
-        try:
-            subfolders = os.stat(root).st_nlink - 2
-        except OSError:
-            return False
+        subfolders = after[3] - 2
         if subfolders >= 0:
             return subfolders > (1 if mine is not None else 0)
         _listing_only.add(key)  # (a link count of 1: not counted)
@@ -147,6 +161,14 @@ def other_writers(folder: Path) -> bool:
         return False
     name = os.path.basename(mine) if mine is not None else None
     return any(other != name for other in names)
+
+
+def _signature(folder: str) -> tuple[int, int, int, int]:
+    """Note what `stat` tells of `folder/.recorder-tmp` (OSError when it is not there)."""
+    found = os.stat(os.path.join(folder, SCRATCH))
+    signature = (found.st_ino, found.st_mtime_ns, found.st_ctime_ns, found.st_nlink)
+    _seen[folder] = signature
+    return signature
 
 
 def _keep_scratch(folder: str, mine: str | None) -> str | None:

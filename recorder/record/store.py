@@ -584,10 +584,6 @@ class TranscriptStore:
                 self._checked_below = self._next
                 self._shared = False  # (last: the check above reads these without the lock)
         prefix = match.group(1) + "-"
-        try:
-            names = os.listdir(self.out)
-        except OSError:
-            return False
         return any(
             name.startswith(prefix) and name.endswith(".http") and name != path.name
             for name in names

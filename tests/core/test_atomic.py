@@ -9,6 +9,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -197,10 +198,13 @@ def test_other_writers_are_counted_by_the_link_count(tmp_path: Path) -> None:
         theirs = tmp_path / SCRATCH / "0123456789ab"
         theirs.mkdir()  # another process's folder (or a killed one's)
         assert other_writers(tmp_path)
+        assert other_writers(tmp_path)  # (still there)
         theirs.rmdir()
+        assert other_writers(tmp_path)  # once: it came and went since the last call
         assert not other_writers(tmp_path)
         # a stray file is no writer
         (tmp_path / SCRATCH / "stray").write_text("")
+        other_writers(tmp_path)  # (a change, as above)
         assert not other_writers(tmp_path)
     finally:
         release_scratch(tmp_path)
@@ -229,6 +233,7 @@ def test_other_writers_by_listing_where_link_counts_do_not_count(
         assert not other_writers(tmp_path)
         (tmp_path / SCRATCH / "0123456789ab").mkdir()
         assert other_writers(tmp_path)
+        assert other_writers(tmp_path)  # (not a change: listed)
     finally:
         release_scratch(tmp_path)
 
@@ -237,9 +242,10 @@ def test_a_holders_removed_folder_is_made_again_so_others_still_see_it(tmp_path:
     hold_scratch(tmp_path)
     try:
         shutil.rmtree(tmp_path / SCRATCH)  # a user cleaning up
-        assert not other_writers(tmp_path)
+        other_writers(tmp_path)  # (True, once: `.recorder-tmp` changed)
         (mine,) = (tmp_path / SCRATCH).iterdir()  # back, with its lock
         assert os.listdir(mine) == ["lock"]
+        assert not other_writers(tmp_path)
     finally:
         release_scratch(tmp_path)
     assert os.listdir(tmp_path) == []
@@ -254,3 +260,18 @@ def test_a_second_holder_in_the_process_is_another_writer(tmp_path: Path) -> Non
         release_scratch(tmp_path)
         release_scratch(tmp_path)
     assert os.listdir(tmp_path) == []
+
+
+def test_a_writer_that_came_and_went_between_two_calls_is_told(tmp_path: Path) -> None:
+    # another recorder that ran between two of this one's files (its files are still there)
+    hold_scratch(tmp_path)
+    try:
+        assert not other_writers(tmp_path)
+        time.sleep(0.03)  # (a clock tick: coarse file times differ from the last change's)
+        theirs = tmp_path / SCRATCH / "0123456789ab"
+        theirs.mkdir()
+        theirs.rmdir()
+        assert other_writers(tmp_path)
+        assert not other_writers(tmp_path)
+    finally:
+        release_scratch(tmp_path)

@@ -404,3 +404,39 @@ def test_a_writer_gone_from_the_folder_is_no_longer_listed_for(
     store.close()
     numbers = [name.split("-", 1)[0] for name in os.listdir(tmp_path)]
     assert len(numbers) == len(set(numbers))
+
+
+_A_SHORT_RUN = """
+import sys
+from pathlib import Path
+from factories import make_exchange
+from recorder.record.store import TranscriptStore
+store = TranscriptStore(Path(sys.argv[1]))
+store.prepare()
+for n in range(3):
+    store.write(store.begin(), make_exchange(title=f"b{n}"), scenario=None, operation="OpB")
+store.close()
+"""
+
+
+def test_a_recorder_that_ran_between_two_files_gets_no_number_given_twice(
+    tmp_path: Path,
+) -> None:
+    # a second `recorder record` on the folder starts and finishes while this one is idle:
+    # its files take numbers this one counted on in memory
+    store = TranscriptStore(tmp_path)
+    store.prepare()
+    store.write(store.begin(), make_exchange(title="a0"), scenario=None, operation="OpA")
+    time.sleep(0.03)  # (a clock tick: see `other_writers`)
+    tests = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), *sys.path])}
+    subprocess.run(
+        [sys.executable, "-c", _A_SHORT_RUN, str(tmp_path)], env=env, timeout=60, check=True
+    )
+    for n in range(1, 4):
+        store.write(store.begin(), make_exchange(title=f"a{n}"), scenario=None, operation="OpA")
+    store.close()
+    names = sorted(p.name for p in tmp_path.glob("*.http"))
+    assert len(names) == 7
+    numbers = [name.split("-", 1)[0] for name in names]
+    assert len(set(numbers)) == 7, names
