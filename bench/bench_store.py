@@ -4,6 +4,15 @@
     .venv/bin/python bench/bench_store.py              # 5,000 exchanges, ~10 s
     .venv/bin/python bench/bench_store.py --quick      # 1,000 exchanges
     .venv/bin/python bench/bench_store.py --smoke      # 300: does it still run
+    .venv/bin/python bench/bench_store.py --new-files  # each exchange a new file (µs each)
+    .venv/bin/python bench/bench_store.py --new-files --baseline DIR   # against another tree
+
+`--new-files` is the shared proxy bench's case: every request an unscripted call of its own
+conversation, so every exchange claims and writes a new `NN-send-message.http` (keys
+`(CONVERSATION, n)`, as `recorder.record.proxy.recording` begins them); it prints the median
+and mean µs per exchange. `--baseline DIR` (a folder holding another `recorder` package, e.g.
+`git archive main recorder | tar -x -C DIR`) runs the same measure on both trees in turn,
+`--rounds` times each (3), in fresh processes, and prints both with their ratio.
 
 Each exchange is a JSON-RPC GetTask with a ~1 KB reply, written into a temporary folder as the
 proxy's writer thread writes it (the secret scrub on). Goal (issue 13): the last 100 cost at
@@ -15,20 +24,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
-sys.path.insert(0, str(HERE.parent.parent))
+# `RECORDER_TREE`: the folder whose `recorder` package is measured (`--baseline`)
+sys.path.insert(0, os.environ.get("RECORDER_TREE") or str(HERE.parent.parent))
 
 from recorder.model import Exchange, Headers, Request, Response  # noqa: E402
-from recorder.record.store import TranscriptStore  # noqa: E402
+from recorder.record.store import CONVERSATION, TranscriptStore  # noqa: E402
 from recorder.redact import scrub_text  # noqa: E402
 
 JSON = Headers([("Content-Type", "application/json")])
+# `--dir`: where the temporary folders go (e.g. /dev/shm, to leave the disk's noise out)
+WHERE = os.environ.get("BENCH_STORE_DIR") or None
 
 
 def exchange(n: int) -> Exchange:
@@ -43,7 +57,7 @@ def exchange(n: int) -> Exchange:
 
 
 def run(count: int, fsync: bool) -> tuple[list[float], int]:
-    with tempfile.TemporaryDirectory(prefix="bench-store-") as folder:
+    with tempfile.TemporaryDirectory(prefix="bench-store-", dir=WHERE) as folder:
         store = TranscriptStore(Path(folder), scrub=scrub_text, fsync=fsync)
         store.prepare()
         secrets = {"tok-Rk4Lx9Pq-not-in-the-text": "A2A_TOKEN"}
@@ -67,14 +81,115 @@ def run(count: int, fsync: bool) -> tuple[list[float], int]:
     return times, size
 
 
+def send_message(n: int) -> Exchange:
+    """The proxy bench's request: an unscripted SendMessage with a small reply."""
+    message = {"role": "user", "messageId": f"m-{n}", "parts": [{"text": "hello"}]}
+    call = {"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": {"message": message}}
+    reply = {"jsonrpc": "2.0", "id": n, "result": {**message, "role": "agent"}}
+    return Exchange(
+        request=Request("POST", "/", JSON, json.dumps(call).encode()),
+        response=Response(200, "OK", JSON, json.dumps(reply).encode()),
+        title="SendMessage",
+    )
+
+
+def run_new_files(count: int, fsync: bool) -> tuple[list[float], float]:
+    """Write `count` exchanges, each the first of its own conversation's file."""
+    # `BENCH_STORE_KEEP`: the files stay (`--baseline` removes them after every run): on ext4
+    # without a journal a new inode costs more while many were freed in the last seconds
+    # (the kernel skips recently deleted ones), which would tax the next run
+    keep = bool(os.environ.get("BENCH_STORE_KEEP"))
+    with tempfile.TemporaryDirectory(prefix="bench-store-", dir=WHERE) as scratch:
+        folder = tempfile.mkdtemp(prefix="bench-store-", dir=WHERE) if keep else scratch
+        store = TranscriptStore(Path(folder), scrub=scrub_text, fsync=fsync)
+        store.prepare()
+        secrets = {"tok-Rk4Lx9Pq-not-in-the-text": "A2A_TOKEN"}
+        items = [send_message(n) for n in range(count)]
+        times = []
+        cpu = time.process_time()
+        for n, item in enumerate(items):
+            ticket = store.begin(into=(CONVERSATION, n), operation="SendMessage")
+            start = time.perf_counter()
+            store.write(ticket, item, scenario=None, operation="SendMessage", secrets=secrets)
+            times.append(time.perf_counter() - start)
+        cpu = time.process_time() - cpu
+        assert len(os.listdir(folder)) >= count
+        store.close()
+    return times, cpu / count
+
+
+def new_files(count: int, fsync: bool) -> dict[str, float]:
+    times, cpu = run_new_files(count, fsync)
+    return {
+        "exchanges": count,
+        "median_us": statistics.median(times) * 1e6,
+        "mean_us": statistics.fmean(times) * 1e6,
+        "cpu_us": cpu * 1e6,  # process CPU time per exchange, less sensitive to other loads
+    }
+
+
+def compare(baseline: str, count: int, fsync: bool, rounds: int) -> None:
+    """This tree and `baseline` in turn, `rounds` times each, each run in a fresh process;
+    the files of all runs are removed at the end."""
+    trees = {"this": str(HERE.parent.parent), "baseline": baseline}
+    found: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+    with tempfile.TemporaryDirectory(prefix="bench-store-", dir=WHERE) as kept:
+        for _ in range(rounds):
+            for name, tree in trees.items():
+                command = [sys.executable, str(HERE), "--new-files", "--exchanges", str(count)]
+                command += ["--fsync"] if fsync else []
+                env = {
+                    **os.environ,
+                    "RECORDER_TREE": tree,
+                    "BENCH_STORE_DIR": kept,
+                    "BENCH_STORE_KEEP": "1",
+                }
+                out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+                found[name].append(json.loads(out.stdout.splitlines()[-1]))
+    best = {name: min(run["median_us"] for run in runs) for name, runs in found.items()}
+    cpu = {name: min(run["cpu_us"] for run in runs) for name, runs in found.items()}
+    for name, runs in found.items():
+        shown = "  ".join(f"{r['median_us']:.1f} (cpu {r['cpu_us']:.1f})" for r in runs)
+        print(f"{name:>8}: median µs per new-file exchange (cpu µs): {shown}")
+    ratio = best["this"] / best["baseline"]
+    cpu_ratio = cpu["this"] / cpu["baseline"]
+    print(f"this/baseline (best medians): {ratio:.2f}x   (best cpu): {cpu_ratio:.2f}x")
+    result = {
+        "this_us": best["this"],
+        "baseline_us": best["baseline"],
+        "ratio": ratio,
+        "this_cpu_us": cpu["this"],
+        "baseline_cpu_us": cpu["baseline"],
+        "cpu_ratio": cpu_ratio,
+    }
+    print(json.dumps({"bench": "store-new-files", **{k: round(v, 3) for k, v in result.items()}}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--exchanges", type=int, default=5000)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--smoke", action="store_true", help="a few hundred: does it still run")
     parser.add_argument("--fsync", action="store_true")
+    parser.add_argument("--new-files", action="store_true", help="each exchange a new file")
+    parser.add_argument("--baseline", metavar="DIR", help="compare with DIR's recorder")
+    parser.add_argument("--dir", help="make the temporary folders in DIR (e.g. /dev/shm)")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each tree (--baseline)")
     args = parser.parse_args()
+    if args.dir:
+        global WHERE
+        WHERE = os.environ["BENCH_STORE_DIR"] = args.dir
     count = 300 if args.smoke else 1000 if args.quick else args.exchanges
+    if args.baseline:
+        compare(args.baseline, count, args.fsync, args.rounds)
+        return
+    if args.new_files:
+        result = new_files(count, args.fsync)
+        median, used = result["median_us"], result["cpu_us"]
+        print(f"{count} exchanges, each a new file: median {median:.1f} µs, cpu {used:.1f} µs")
+        rounded = {k: round(v, 3) for k, v in result.items()}
+        print(json.dumps({"bench": "store-new-files", **rounded}))
+        return
     times, size = run(count, args.fsync)
     first = statistics.median(times[:100]) * 1e3
     last = statistics.median(times[-100:]) * 1e3

@@ -14,6 +14,15 @@ folder of a process that was killed is removed by the next one that makes its ow
 there (or calls `remove_stale_scratch`): whoever can take the lock, whatever the process ids
 (a recorder that is PID 1 in each of its containers cleans the previous run's files).
 A folder removed under a writer (`rm -rf`, another cleaner) is made again on the next write.
+
+On Linux, `create_exclusive` needs no named temporary file at all: the data goes to an
+unnamed file of the target folder (`O_TMPFILE`), which is then linked under its name
+(`linkat` through `/proc/self/fd`, EEXIST when the name is taken). Nothing is left behind
+by a crash (an unnamed file goes with its last descriptor), and it costs a fraction of a
+named temporary file, its link and its unlink. Where the file system refuses `O_TMPFILE`
+(or `/proc` is missing), found out once per folder, the named temporary file is used.
+A writer of many files (`hold_scratch`) keeps its temporary folder all the same: it tells
+the other writers on the folder that it is there (`other_writers`).
 """
 
 from __future__ import annotations
@@ -52,6 +61,22 @@ _UNLOCKED_GRACE = 60.0
 _names = itertools.count()
 _guard = threading.Lock()
 
+_TMPFILE: int = getattr(os, "O_TMPFILE", 0)
+# errors of an `O_TMPFILE` open or link that mean "not here": the named temporary file instead
+_NO_TMPFILE = frozenset(
+    {errno.EOPNOTSUPP, errno.ENOTSUP, errno.EISDIR, errno.EINVAL, errno.EXDEV, errno.EPERM}
+)
+# folders whose file system refused `O_TMPFILE` (or its link): named temporary files there
+_no_tmpfile: set[str] = set()
+# folders whose `.recorder-tmp` link count does not count its subfolders (btrfs, overlayfs):
+# `other_writers` lists them
+_listing_only: set[str] = set()
+# this process's `/proc/self/fd`, opened once ([] not yet tried; [-1] not there)
+_proc_fd: list[int] = []
+# folder -> what `stat` told of its `.recorder-tmp` at the last `other_writers` (or when the
+# holder made its folder there): a change means a writer came or went meanwhile
+_seen: dict[str, tuple[int, int, int, int]] = {}
+
 
 @dataclass
 class _Scratch:
@@ -70,6 +95,11 @@ def _forget_after_fork() -> None:
     global _guard
     _guard = threading.Lock()
     _scratch.clear()
+    _seen.clear()
+    if _proc_fd and _proc_fd[0] >= 0:
+        with contextlib.suppress(OSError):
+            os.close(_proc_fd[0])  # the parent's
+    _proc_fd.clear()
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
@@ -83,25 +113,77 @@ def hold_scratch(folder: Path) -> None:
     _use(key)
     with _guard:
         _scratch[key].holders += 1
+    # made now, so that other writers see this one before its first file (`other_writers`)
+    with contextlib.suppress(OSError):
+        _scratch_of(key)
+        _signature(key)
 
 
 def other_writers(folder: Path) -> bool:
     """Whether a writer besides this process's one holder may be making files in `folder`:
     another temporary folder under `folder/.recorder-tmp` (another process; or one a killed
-    process left, until it is cleaned), or a second holder in this process. Cheap: a listing
-    of `.recorder-tmp`, which holds a folder per writing process."""
+    process left, until it is cleaned), or a second holder in this process.
+
+    Also True once when `.recorder-tmp` changed since the last call (its times, its link
+    count): a writer may have come and gone in between, its files still there. (A change in
+    the same clock tick as the one before the last call can go unseen where the file system
+    keeps coarse times; Linux 6.13 and later give a changed folder a finer time once its time
+    was read.)
+
+    For a holder, its own temporary folder is first made again if it was removed (so that
+    the other writers keep seeing this one: call this after each file made). Cheap: the link
+    count of `.recorder-tmp` (2 plus its subfolders), one `stat`; a listing of it where the
+    file system does not count subfolders so."""
     key = os.path.abspath(folder)
     with _guard:
         found = _scratch.get(key)
         holders = found.holders if found is not None else 0
-        mine = os.path.basename(found.path) if found is not None and found.path else None
+        mine = found.path if found is not None else None
     if holders > 1:
         return True
+    if holders == 1:
+        mine = _keep_scratch(key, mine)
+    root = os.path.join(key, SCRATCH)
     try:
-        names = os.listdir(os.path.join(key, SCRATCH))
+        before, after = _seen.get(key), _signature(key)
     except OSError:
         return False
-    return any(name != mine for name in names)
+    if before != after:
+        return True
+    if key not in _listing_only:
+        subfolders = after[3] - 2
+        if subfolders >= 0:
+            return subfolders > (1 if mine is not None else 0)
+        _listing_only.add(key)  # (a link count of 1: not counted)
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return False
+    name = os.path.basename(mine) if mine is not None else None
+    return any(other != name for other in names)
+
+
+def _signature(folder: str) -> tuple[int, int, int, int]:
+    """Note what `stat` tells of `folder/.recorder-tmp` (OSError when it is not there)."""
+    found = os.stat(os.path.join(folder, SCRATCH))
+    signature = (found.st_ino, found.st_mtime_ns, found.st_ctime_ns, found.st_nlink)
+    _seen[folder] = signature
+    return signature
+
+
+def _keep_scratch(folder: str, mine: str | None) -> str | None:
+    """The holder's temporary folder of `folder`, made again when it is gone (None when it
+    cannot be made: the folder itself is gone)."""
+    if mine is not None:
+        try:
+            os.stat(mine)
+            return mine
+        except OSError:
+            _drop(folder, mine)
+    try:
+        return _scratch_of(folder)
+    except OSError:
+        return None
 
 
 def release_scratch(folder: Path) -> None:
@@ -181,6 +263,9 @@ def _scratch_of(folder: str) -> str:
             os.close(fd)
         else:
             raise FileExistsError(errno.EEXIST, "cannot make a temporary folder", root)
+        with contextlib.suppress(OSError):
+            if os.stat(root).st_nlink < 3:  # its link count does not count `mine`
+                _listing_only.add(folder)
     remove_stale_scratch(Path(folder))  # the folders killed processes left here
     return mine
 
@@ -346,13 +431,62 @@ def create_exclusive(
     *,
     fsync: bool = False,
 ) -> None:
-    """Make the new file `path` holding `text`, whole from the start (a temporary file, then
-    a hard link to `path`). FileExistsError, writing nothing, when `path` exists: whoever
-    made it (another process) keeps it. FileNotFoundError when the folder is gone."""
+    """Make the new file `path` holding `text`, whole from the start (an unnamed file, or a
+    temporary file, then a hard link to `path`: see the module's note). FileExistsError,
+    writing nothing, when `path` exists: whoever made it (another process) keeps it.
+    FileNotFoundError when the folder is gone."""
     data = text.encode("utf-8") if isinstance(text, str) else text
     folder, name = os.path.split(os.path.abspath(path))
+    if _TMPFILE and folder not in _no_tmpfile and _link_unnamed(path, folder, data, fsync):
+        return
     with _using(folder):
         _link(path, folder, name, data, fsync)
+
+
+def _proc_fds() -> int:
+    """This process's `/proc/self/fd` folder, opened once (-1 when there is none)."""
+    if not _proc_fd:
+        try:
+            fd = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            fd = -1
+        with _guard:
+            if _proc_fd:  # another thread was first
+                if fd >= 0:
+                    os.close(fd)
+            else:
+                _proc_fd.append(fd)
+    return _proc_fd[0]
+
+
+def _link_unnamed(path: Path, folder: str, data: bytes, fsync: bool) -> bool:
+    """`create_exclusive` through an unnamed file of `folder` (`O_TMPFILE`), linked under
+    its name. False, having made nothing, when the file system (or the lack of `/proc`)
+    refuses it: the caller falls back to a named temporary file (and so does every later
+    call for `folder`)."""
+    proc = _proc_fds()
+    if proc < 0:
+        _no_tmpfile.add(folder)
+        return False
+    try:
+        fd = os.open(folder, _TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        if exc.errno in _NO_TMPFILE:
+            _no_tmpfile.add(folder)
+            return False
+        raise  # (FileNotFoundError: the folder is gone)
+    try:
+        _write_all(fd, data, fsync)
+        # linkat(/proc/self/fd, "N", AT_FDCWD, path, AT_SYMLINK_FOLLOW): EEXIST when taken
+        os.link(str(fd), path, src_dir_fd=proc, follow_symlinks=True)
+    except OSError as exc:
+        if exc.errno in _NO_TMPFILE:
+            _no_tmpfile.add(folder)
+            return False
+        raise
+    finally:
+        os.close(fd)
+    return True
 
 
 def _link(

@@ -22,10 +22,11 @@ start of one exchange at the end of a file, which `recorder check` reports.
 Record modes (`mode`: `new`, `replace`, `once`) say what a scenario that already has a file
 does: `recorder.record.modes`.
 
-Temporary files are made when a write needs one (a rewrite, a new file), in a hidden folder
-of the process (`FOLDER/.recorder-tmp/RANDOM/`, `recorder.atomic`) that the store keeps from
-write to write until `close` (or the process exits); the folder of a process that crashed is
-removed by the next recorder or `play --update` writing to the folder.
+Temporary files are made when a write needs one (a rewrite; a new file where the system has
+no unnamed files, `O_TMPFILE`), in a hidden folder of the process (`FOLDER/.recorder-tmp/RANDOM/`,
+`recorder.atomic`) that the store makes at its first write and keeps until `close` (or the
+process exits): it also tells other writers on the folder that this one is there. The folder
+of a process that crashed is removed by the next recorder or `play --update` writing there.
 
 The proxy writes from one thread, its recording writer, after the client has its reply
 (`recorder.record.proxy.recording`), so no write's cost is on a reply's path; the store is
@@ -239,7 +240,8 @@ class TranscriptStore:
         self.written: list[Path] = []
         self._locks: dict[Path, threading.Lock] = {}  # each written file's lock
         self._holding = False  # this process's temporary folder in `out` (`recorder.atomic`)
-        self._shared = False  # another writer was seen on `out`: check each new number
+        self._shared = False  # another writer is seen on `out`: check each new number
+        self._checked_below = 0  # numbers below, handed out while shared: checked too
 
     def prepare(self) -> None:
         """Create the folder (and fail early, with the reason, if it cannot be written), and
@@ -559,18 +561,29 @@ class TranscriptStore:
         match = NUMBERED.match(path.name)
         if match is None:
             return False
-        if not self._shared:
-            # alone on the folder (the common case): no listing of it per new file. Once
-            # another writer was seen, every new file is checked (its last files may come
-            # after its temporary folder is gone)
-            if not other_writers(self.out):
-                return False
-            self._shared = True
-        prefix = match.group(1) + "-"
+        # alone on the folder (the common case): no listing of it per new file, one `stat`
+        # (which also makes this store's hidden folder again if it was removed, so that the
+        # other writers keep seeing it). While another writer is seen, every new file is
+        # checked against a listing
+        others = other_writers(self.out)
+        if not others and not self._shared and int(match.group(1)) >= self._checked_below:
+            return False
         try:
             names = os.listdir(self.out)
         except OSError:
             return False
+        with self._lock:
+            if others:
+                self._shared = True
+            elif self._shared:
+                # the other writers are gone, and each linked its files before its hidden
+                # folder went: all are in `names`. Numbers go on past theirs, and the folder
+                # is no longer listed per new file (it would cost more with every file);
+                # the numbers handed out before this are still checked
+                self._next = max(self._next or 1, next_number(names))
+                self._checked_below = self._next
+                self._shared = False  # (last: the check above reads these without the lock)
+        prefix = match.group(1) + "-"
         return any(
             name.startswith(prefix) and name.endswith(".http") and name != path.name
             for name in names

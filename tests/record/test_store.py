@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from factories import make_exchange, make_request
 
-from recorder import Headers, Request, Transcript, dumps, load
+from recorder import Headers, Request, Transcript, atomic, dumps, load
 from recorder.checking import find_transcripts
 from recorder.record.naming import (
     exchange_title,
@@ -336,6 +336,7 @@ def _entries(folder: Path) -> list[str]:
 def test_a_new_transcript_is_made_in_the_hidden_temporary_folder_then_linked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # where there is no O_TMPFILE (forced here): a named temporary file, linked
     made: list[str] = []
     real_link = os.link
 
@@ -343,6 +344,7 @@ def test_a_new_transcript_is_made_in_the_hidden_temporary_folder_then_linked(
         made.append(src)
         real_link(src, dst)
 
+    monkeypatch.setattr(atomic, "_TMPFILE", 0)
     monkeypatch.setattr(os, "link", watching_link)
     store = TranscriptStore(tmp_path)
     path = store.write(store.begin("s"), make_exchange(), scenario="s", operation="x")

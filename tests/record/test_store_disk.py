@@ -12,10 +12,12 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
+import pytest
 from factories import make_exchange
 
-from recorder import Transcript, dumps, load
+from recorder import Transcript, atomic, dumps, load
 from recorder.atomic import release_scratch
 from recorder.httpfile import write_text_atomic
 from recorder.record.store import TranscriptStore, during_tagged
@@ -36,7 +38,28 @@ def _visible(folder: Path) -> list[str]:
     return sorted(name for name in os.listdir(folder) if name != TMP)
 
 
-def test_two_stores_on_one_folder_overwrite_nothing(tmp_path: Path) -> None:
+def _unnamed_files_here(folder: Path) -> bool:
+    try:
+        os.close(os.open(folder, atomic._TMPFILE | os.O_WRONLY, 0o600))
+    except (OSError, ValueError):
+        return False
+    return bool(atomic._TMPFILE) and os.path.isdir("/proc/self/fd")
+
+
+@pytest.fixture(params=["unnamed", "named"])
+def new_files(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> str:
+    """How `create_exclusive` makes new files: an unnamed file (`O_TMPFILE`) linked, where
+    the system allows it, or a named temporary file (its fallback, forced here)."""
+    if request.param == "named":
+        monkeypatch.setattr(atomic, "_TMPFILE", 0)
+    elif not _unnamed_files_here(tmp_path):
+        pytest.skip("no O_TMPFILE here")
+    return str(request.param)
+
+
+def test_two_stores_on_one_folder_overwrite_nothing(tmp_path: Path, new_files: str) -> None:
     # two recorders on one --out folder, each counting numbers from the same start
     stores = [TranscriptStore(tmp_path), TranscriptStore(tmp_path)]
     for store in stores:
@@ -79,7 +102,7 @@ def test_two_stores_on_one_folder_overwrite_nothing(tmp_path: Path) -> None:
 
 
 def test_removing_files_temporaries_and_the_folder_while_recording_loses_nothing(
-    tmp_path: Path,
+    tmp_path: Path, new_files: str
 ) -> None:
     out = tmp_path / "out"
     store = TranscriptStore(out, scrub=scrub_text)
@@ -264,7 +287,7 @@ def test_appended_files_are_what_a_rewrite_would_write(tmp_path: Path) -> None:
         store.close()
 
 
-def test_two_stores_never_give_one_number_to_two_files(tmp_path: Path) -> None:
+def test_two_stores_never_give_one_number_to_two_files(tmp_path: Path, new_files: str) -> None:
     # each exchange its own file, under names that differ between the stores: numbers are
     # claimed by name on disk, so both may link one number at once; the later name yields
     stores = [TranscriptStore(tmp_path), TranscriptStore(tmp_path)]
@@ -299,8 +322,11 @@ _ONE_STORE = """
 import sys, time
 from pathlib import Path
 from factories import make_exchange
+from recorder import atomic
 from recorder.record.store import TranscriptStore
 which, start, folder = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
+if sys.argv[4] == "named":
+    atomic._TMPFILE = 0  # the fallback: named temporary files
 store = TranscriptStore(folder)
 while time.time() < start:
     time.sleep(0.001)
@@ -311,7 +337,9 @@ store.close()
 """
 
 
-def test_two_recorder_processes_never_give_one_number_to_two_files(tmp_path: Path) -> None:
+def test_two_recorder_processes_never_give_one_number_to_two_files(
+    tmp_path: Path, new_files: str
+) -> None:
     # as two `recorder record`s on one --out: each process's store alone, started together;
     # one that finishes first takes its temporary folder away while the other still writes
     out = tmp_path / "out"
@@ -321,7 +349,8 @@ def test_two_recorder_processes_never_give_one_number_to_two_files(tmp_path: Pat
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), *sys.path])}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _ONE_STORE, str(which), str(start), str(out)], env=env
+            [sys.executable, "-c", _ONE_STORE, str(which), str(start), str(out), new_files],
+            env=env,
         )
         for which in (0, 1)
     ]
@@ -333,3 +362,81 @@ def test_two_recorder_processes_never_give_one_number_to_two_files(tmp_path: Pat
     assert {e.title for name in names for e in load(out / name)} == {
         f"p{which}-{n}" for which in (0, 1) for n in range(100)
     }
+
+
+def test_a_writer_gone_from_the_folder_is_no_longer_listed_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # another writer comes (its hidden folder appears), makes files, and goes: while it is
+    # there each new file is checked against a listing of the folder; once it is gone, the
+    # numbers go on past its files and new files cost no listing (flat cost)
+    store = TranscriptStore(tmp_path)
+    store.prepare()
+
+    def new_file(n: int) -> Path:
+        path = store.write(
+            store.begin(), make_exchange(title=f"e{n}"), scenario=None, operation="Op"
+        )
+        assert path is not None
+        return path
+
+    new_file(1)
+    theirs = tmp_path / TMP / "0123456789ab"
+    theirs.mkdir()
+    (tmp_path / "02-other.http").write_text("# recorder-format: 1\n")
+    assert new_file(2).name == "03-op.http"  # 02 passed over: the other writer's
+    (tmp_path / "04-other.http").write_text("# recorder-format: 1\n")  # its last file
+    theirs.rmdir()  # it exited
+    listings: list[str] = []
+    real_listdir = os.listdir
+
+    def counting_listdir(path: Any = ".") -> list[str]:
+        listings.append(os.fspath(path))
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "listdir", counting_listdir)
+    # 04 was handed out while it was there: still checked, and passed over
+    assert new_file(3).name == "05-op.http"
+    listings.clear()
+    made = [new_file(n).name for n in range(4, 9)]
+    assert made == [f"{n:02d}-op.http" for n in range(6, 11)]
+    assert listings == []  # no listing per new file once alone again
+    store.close()
+    numbers = [name.split("-", 1)[0] for name in os.listdir(tmp_path)]
+    assert len(numbers) == len(set(numbers))
+
+
+_A_SHORT_RUN = """
+import sys
+from pathlib import Path
+from factories import make_exchange
+from recorder.record.store import TranscriptStore
+store = TranscriptStore(Path(sys.argv[1]))
+store.prepare()
+for n in range(3):
+    store.write(store.begin(), make_exchange(title=f"b{n}"), scenario=None, operation="OpB")
+store.close()
+"""
+
+
+def test_a_recorder_that_ran_between_two_files_gets_no_number_given_twice(
+    tmp_path: Path,
+) -> None:
+    # a second `recorder record` on the folder starts and finishes while this one is idle:
+    # its files take numbers this one counted on in memory
+    store = TranscriptStore(tmp_path)
+    store.prepare()
+    store.write(store.begin(), make_exchange(title="a0"), scenario=None, operation="OpA")
+    time.sleep(0.03)  # (a clock tick: see `other_writers`)
+    tests = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), *sys.path])}
+    subprocess.run(
+        [sys.executable, "-c", _A_SHORT_RUN, str(tmp_path)], env=env, timeout=60, check=True
+    )
+    for n in range(1, 4):
+        store.write(store.begin(), make_exchange(title=f"a{n}"), scenario=None, operation="OpA")
+    store.close()
+    names = sorted(p.name for p in tmp_path.glob("*.http"))
+    assert len(names) == 7
+    numbers = [name.split("-", 1)[0] for name in names]
+    assert len(set(numbers)) == 7, names
