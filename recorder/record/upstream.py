@@ -64,14 +64,6 @@ class UpstreamReply:
     def aiter_raw(self) -> AsyncIterator[bytes]:
         return self._chunks
 
-    def take_ready(self) -> bytes | None:
-        """The next chunk of the body when it has already arrived (taken: `aiter_raw` goes on
-        after it), else None, without waiting (always None for an httpx transport's reply).
-        The relay sends a stream's first frame that came with the head in the same pass as
-        the head: one packet, one wakeup of the client."""
-        ready = getattr(self._chunks, "ready", None)
-        return ready() if ready is not None else None
-
     async def aclose(self) -> None:
         await self._close()
 
@@ -301,11 +293,6 @@ class _Body:
 
     def __aiter__(self) -> _Body:
         return self
-
-    def ready(self) -> bytes | None:
-        """The next chunk if it has arrived, else None (`UpstreamReply.take_ready`)."""
-        connection = self._connection
-        return connection.take() if connection.chunks else None
 
     async def __anext__(self) -> bytes:
         connection = self._connection

@@ -253,26 +253,3 @@ async def test_a_kept_connection_the_upstream_closed_is_replaced_once_not_more()
             await fetch(client, b"/hang-up")
         # the reused connection, then one new connection: two requests, no third
         assert [r.split(b" ")[1] for r in raw.requests] == [b"/json", b"/hang-up", b"/hang-up"]
-
-
-async def test_a_chunk_that_came_with_the_head_is_taken_without_waiting() -> None:
-    async with upstream() as (client, _):
-        reply = await client.send("GET", b"/chunked", [], b"")
-        try:
-            first = reply.take_ready()  # the whole reply came in one write
-            assert first is not None and b"abc".startswith(first)
-            rest = b"".join([chunk async for chunk in reply.aiter_raw()])
-            assert first + rest == b"abcdefg"  # taken once: the iteration goes on after it
-            assert reply.take_ready() is None  # nothing left, and no wait for it
-        finally:
-            await reply.aclose()
-
-
-async def test_nothing_is_ready_before_the_body_comes() -> None:
-    async with upstream() as (client, _):
-        reply = await client.send("GET", b"/reason", [], b"")  # no body at all
-        try:
-            assert reply.take_ready() is None
-            assert [chunk async for chunk in reply.aiter_raw()] == []
-        finally:
-            await reply.aclose()

@@ -168,31 +168,21 @@ class StreamRelay:
         frames = 0  # data frames arrived (comment-only frames, keep-alive pings, are not)
         gone = False  # the client went away: the upstream is still read, for the grace time
 
-        def arrived(chunk: bytes) -> None:
-            nonlocal frames
-            if decoder is not None:
-                events = decoder.feed(chunk)
-                if events:
-                    # learned before the client has the frame: a follow-up by an id it holds
-                    # finds its file, and is `@during` after this frame
-                    for event in events:
-                        if event.data is not None or event.event is not None or event.id:
-                            frames += 1
-                            recording.learn_frame(call, event)
-                    recording.frames_arrived(call, frames)
-            else:
-                spool.add(chunk)
-
-        # what came with the head goes in the same pass as the head (the client's transport
-        # joins the two writes: `server.JoiningTransport`), not a pass of the loop later
-        first = upstream.take_ready()
-        if first:
-            arrived(first)
-            await send({"type": "http.response.body", "body": first, "more_body": True})
-
         async def pump() -> None:
+            nonlocal frames
             async for chunk in upstream.aiter_raw():
-                arrived(chunk)
+                if decoder is not None:
+                    arrived = decoder.feed(chunk)
+                    if arrived:
+                        # learned before the client has the frame: a follow-up by an id it
+                        # holds finds its file, and is `@during` after this frame
+                        for event in arrived:
+                            if event.data is not None or event.event is not None or event.id:
+                                frames += 1
+                                recording.learn_frame(call, event)
+                        recording.frames_arrived(call, frames)
+                else:
+                    spool.add(chunk)
                 if not gone:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
 

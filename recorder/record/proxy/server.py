@@ -2,9 +2,7 @@
 
 Speed (bench/bench_proxy.py measures it): uvicorn runs with httptools and uvloop when they are
 installed (`fast_server_options`), on a socket whose connections get TCP_NODELAY
-(`listening_socket`), and whose small writes of one pass of the event loop leave in one send
-(`JoiningTransport`: a reply's head and body, a stream's head and the frame that came with
-it). `serve` ends open streams as soon as Ctrl-C comes
+(`listening_socket`). `serve` ends open streams as soon as Ctrl-C comes
 (`RecordingProxy.stop_streams`), so that an endless stream does not hold the shutdown.
 
 Slow clients (`guarded_protocol`): uvicorn bounds the idle time between two requests of a
@@ -102,59 +100,6 @@ def fast_server_options() -> tuple[Literal["httptools", "h11"], Literal["uvloop"
     return http, loop
 
 
-class JoiningTransport:
-    """A client connection's transport whose small writes wait for the next one, or for the
-    end of the event loop's pass, and then go out in one send: uvicorn writes a reply's head
-    and its body in two writes, which on a TCP_NODELAY socket are two syscalls and two
-    packets; joined, a buffered reply costs one of each (bench/bench_proxy.py). A stream's
-    frames still leave at once: a held write goes at the end of the pass it was made in.
-    Everything but `write` and `close` is the transport's own."""
-
-    __slots__ = ("_flushing", "_held", "_loop", "_transport")
-
-    HOLD_LIMIT = 16 * 1024  # a write longer than this is not held
-
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
-        self._transport = transport
-        self._loop = loop
-        self._held: bytes | None = None
-        self._flushing: asyncio.Handle | None = None
-
-    def write(self, data: bytes) -> None:
-        held = self._held
-        if held is not None:
-            self._held = None
-            assert self._flushing is not None
-            self._flushing.cancel()
-            self._flushing = None
-            self._transport.write(held + data)
-        elif len(data) <= self.HOLD_LIMIT and data:
-            self._held = bytes(data)
-            self._flushing = self._loop.call_soon(self.flush)
-        else:
-            self._transport.write(data)
-
-    def flush(self) -> None:
-        """Send the held write now."""
-        held, self._held = self._held, None
-        if self._flushing is not None:
-            self._flushing.cancel()
-            self._flushing = None
-        if held is not None and not self._transport.is_closing():
-            self._transport.write(held)
-
-    def close(self) -> None:
-        self.flush()
-        self._transport.close()
-
-    def get_write_buffer_size(self) -> int:
-        held = self._held
-        return self._transport.get_write_buffer_size() + (len(held) if held else 0)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
-
-
 def guarded_protocol(
     http: Literal["httptools", "h11"], *, client_timeout: float, keep_alive: float = KEEP_ALIVE
 ) -> type[asyncio.Protocol]:
@@ -175,7 +120,6 @@ def guarded_protocol(
 
         def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
-            self.transport = JoiningTransport(transport, self.loop)
             self._guard = self.loop.call_later(keep_alive, self._idle_expired)
 
         def connection_lost(self, exc: Exception | None) -> None:
