@@ -6,7 +6,9 @@ started. A new file's number is claimed on disk (`recorder.atomic.create_exclusi
 file is made whole, under a name no other writer holds), so any number of recorders on one
 folder, or a user deleting files, never make one file overwrite another: a number found taken
 is passed over. The folder is made again when it disappears, and a file of this store that a
-user deleted is made again whole on its next write (the store holds its exchanges).
+user deleted is made again whole on its next write: the store holds every file it wrote to,
+as text (of an exchange once written only its block, unless its `@during` tag may have to be
+numbered again: ~3 KB per exchange of small JSON instead of the ~21 KB its model took).
 
 An exchange that comes next in its file's order (the common case) is appended to the file
 (`recorder.atomic.append_text`), so recording costs the same at the 5,000th exchange of a
@@ -134,7 +136,9 @@ _FILE_HEAD = dumps(Transcript())  # "# recorder-format: 1\n"
 @dataclass
 class _Entry:
     ticket: int
-    exchange: Exchange
+    # let go once written when the entry has no `@during` tag (`forget_exchange`): its block
+    # is then all a rewrite of its file needs, as no tag of it can change
+    exchange: Exchange | None
     during: tuple[int, int] | None
     # the exchange's block of the file, cached with the `@during` tag it was made with
     block: str = ""
@@ -143,6 +147,7 @@ class _Entry:
     def text(self, tag: str | None) -> str:
         if not self.block or tag != self.tag:
             exchange = self.exchange
+            assert exchange is not None, "an exchange let go is never rendered again"
             if tag is not None:
                 exchange = dataclasses.replace(exchange, comments=(*exchange.comments, tag))
             self.block, self.tag = dumps_exchange(exchange), tag
@@ -418,6 +423,10 @@ class TranscriptStore:
             except BaseException:
                 record.entries.remove(entry)
                 raise
+            if entry.during is None and entry.block:
+                # its block stays (the file's text); the exchange, several times its size in
+                # memory, is not needed again: a store holds every file it writes to
+                entry.exchange = None
             assert record.path is not None
             if first:
                 with self._lock:
@@ -476,6 +485,7 @@ class TranscriptStore:
                 scrubbed = scrub(tail, secrets)
                 if scrubbed != tail:
                     # scrubbing replaced text inside values: the exchange must still parse
+                    assert entry.exchange is not None  # (let go only after this)
                     plain = dumps_exchange(entry.exchange)
                     loads(_FILE_HEAD + "\n" + scrub(plain, secrets), source=record.path)
                     tail = scrubbed

@@ -263,6 +263,26 @@ def test_file_text_is_dumps_of_the_tagged_exchanges_whatever_the_arrival_order(
     ]
 
 
+def test_a_written_exchange_is_let_go_unless_its_tag_can_change(tmp_path: Path) -> None:
+    # the store holds every file it writes to; of an exchange once written it keeps the text
+    # (a few KB) and lets the exchange go (several times that), except where a later rewrite
+    # may have to number its `@during` tag again. Out-of-order rewrites still give dumps
+    store = TranscriptStore(tmp_path)
+    tickets = [store.begin() for _ in range(3)]
+    exchanges = [make_exchange(title=f"e{n}") for n in range(3)]
+    during = {tickets[2]: (tickets[1], 1)}
+    for n in (1, 2, 0):  # the first finishes last: the file is written again whole
+        path = store.write(
+            tickets[n], exchanges[n], scenario="s", operation="x", during=during.get(tickets[n])
+        )
+    assert path is not None
+    written = [(tickets[n], exchanges[n], during.get(tickets[n])) for n in range(3)]
+    assert path.read_text() == dumps(Transcript(exchanges=during_tagged(written)))
+    [record] = store._open.values()
+    held = [entry.exchange is not None for entry in record.entries]
+    assert held == [False, False, True]
+
+
 @pytest.mark.parametrize("fsync", [False, True])
 def test_fsync_only_when_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync: bool
