@@ -136,7 +136,7 @@ _FILE_HEAD = dumps(Transcript())  # "# recorder-format: 1\n"
 @dataclass
 class _Entry:
     ticket: int
-    # let go once written when the entry has no `@during` tag (`forget_exchange`): its block
+    # let go once written when the entry has no `@during` tag (`TranscriptStore.write`): its block
     # is then all a rewrite of its file needs, as no tag of it can change
     exchange: Exchange | None
     during: tuple[int, int] | None
