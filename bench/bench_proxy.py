@@ -24,7 +24,10 @@ a change is measured before/after in one run, interleaved. Throughput is measure
 too (`rps_vs_direct`: a target's requests/s over direct's).
 
 Every request through the proxy is recorded (one transcript file per exchange); the bench
-reports the count of files next to the count of requests that were answered. Prints a table
+reports the count of files next to the count of requests that were answered, and, measured in
+the same run, what a new file costs the kernel in the folder the recordings go to (`--dir`,
+default the temporary folder; bench/bench_newfile.py): on a crowded ext4 it can outweigh the
+recorder's own CPU per request, so read the two together. Prints a table
 and one JSON line per target. For the comparison with mitmdump use
 /work/shared/proxy-bench/run.sh with CANDIDATE_CMD (it runs mitmdump in reverse mode).
 """
@@ -47,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from bench_newfile import measure as measure_new_file
 
 PATH = "/a2a/jsonrpc"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -239,6 +243,11 @@ def main() -> None:
     parser.add_argument(
         "--baseline", help="a folder holding another `recorder` package: measured beside"
     )
+    parser.add_argument(
+        "--dir",
+        help="where the recorders' transcript folders go (default: the temporary folder); "
+        "what a new file costs there is measured in the same run (bench_newfile.py)",
+    )
     parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-recorder", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -268,7 +277,7 @@ def main() -> None:
             variants.append(("per-connection", "recorder/baseline", args.baseline))
         for variant, name, source in variants:
             port = free_port()
-            folder = tempfile.mkdtemp(prefix=f"bench-proxy-{variant}-")
+            folder = tempfile.mkdtemp(prefix=f"bench-proxy-{variant}-", dir=args.dir)
             command = [sys.executable, str(HERE), "--serve-recorder", str(port), upstream]
             env = dict(os.environ)
             if source is not None:
@@ -308,6 +317,13 @@ def main() -> None:
             results[name]["sse_first_p50_ms"] = round(pct(firsts[name], 0.5) * 1000, 3)
             answered[name] += len(lat[name]) + len(firsts[name])
 
+        # each unscripted exchange is a new file: its price is the disk's, read beside the CPU
+        disk = measure_new_file(args.dir or tempfile.gettempdir(), 500)
+        print(
+            f"[disk] a new file in {disk['folder']}: {disk['new_file_sys_us']} us of kernel CPU "
+            "(bench_newfile.py)",
+            file=sys.stderr,
+        )
         print(f"[cpu] 32 in flight, {cpu_s}s per target", file=sys.stderr)
         for name, url in targets.items():
             before = cpu_seconds(pids[name]) if name in pids else 0.0
@@ -336,6 +352,7 @@ def main() -> None:
         files = len(list(Path(folder).glob("*.http")))
         shutil.rmtree(folder, ignore_errors=True)
         results[name]["recorded_files"] = files
+        results[name]["new_file_sys_us"] = disk["new_file_sys_us"]
         results[name]["answered_requests"] = answered[name]
         results[name]["added_p50_ms"] = round(results[name]["lat_p50_ms"] - direct["lat_p50_ms"], 3)
         results[name]["sse_first_later_ms"] = round(
