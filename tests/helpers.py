@@ -10,7 +10,10 @@ import contextlib
 import dataclasses
 import json
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -205,3 +208,48 @@ def as_wire(response: Response, *, spaced: bool = False) -> LiveReply:
         separators = (", ", ": ") if spaced else (",", ":")
         body = json.dumps(response.json, ensure_ascii=False, separators=separators).encode()
     return LiveReply(response.status, response.reason, response.headers, body)
+
+
+CLI = [sys.executable, "-c", "from recorder.cli import main; main()"]
+
+
+@contextlib.contextmanager
+def cli_process(*args: str, limit: float = 10.0) -> Iterator[subprocess.Popen[str]]:
+    """`recorder ARGS` in a child process (stdout and stderr piped, as text); killed on leaving
+    when it has not ended."""
+    with subprocess.Popen(
+        [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate(timeout=limit)
+
+
+def wait_until_serving(
+    url: str, path: str = "/.well-known/agent-card.json", limit: float = 10.0
+) -> None:
+    """Until `url + path` answers (any status), for at most `limit` seconds."""
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            httpx.get(url + path, timeout=1)
+            return
+        except httpx.HTTPError:
+            assert time.monotonic() < deadline, f"nothing serves {url}"
+            time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def recorder_process(
+    *args: str, limit: float = 10.0
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`recorder record --listen 127.0.0.1:0 ARGS` serving: (the process, its URL, read from
+    the first line it prints)."""
+    with cli_process("record", "--listen", "127.0.0.1:0", *args, limit=limit) as process:
+        assert process.stderr is not None
+        url = process.stderr.readline().split()[4].rstrip(",")
+        wait_until_serving(url, "/_recorder/status", limit)
+        yield process, url

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
+from helpers import cli_process, recorder_process, wait_until_serving
 
 from recorder.kit import KitServer
 
@@ -22,33 +20,6 @@ pytestmark = pytest.mark.e2e
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 SLOW = "please review slowly\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
 LIMIT = 10.0  # seconds, for every wait
-
-
-@contextmanager
-def command(*args: str) -> Iterator[subprocess.Popen[str]]:
-    with subprocess.Popen(
-        [sys.executable, "-c", "from recorder.cli import main; main()", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as process:
-        try:
-            yield process
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate(timeout=LIMIT)
-
-
-def wait_until_serving(url: str) -> None:
-    deadline = time.monotonic() + LIMIT
-    while True:
-        try:
-            httpx.get(url + "/.well-known/agent-card.json", timeout=1)
-            return
-        except httpx.HTTPError:
-            assert time.monotonic() < deadline, f"nothing serves {url}"
-            time.sleep(0.05)
 
 
 class OpenStream:
@@ -93,7 +64,7 @@ def interrupt(process: subprocess.Popen[str]) -> tuple[str, str, float]:
 
 
 def test_ctrl_c_of_the_kit_with_an_open_stream_is_quick_and_quiet() -> None:
-    with command("kit", "--port", "0") as kit:
+    with cli_process("kit", "--port", "0") as kit:
         assert kit.stdout is not None
         url = kit.stdout.readline().split()[-1]
         wait_until_serving(url)
@@ -112,11 +83,9 @@ def test_ctrl_c_of_the_recorder_with_an_open_stream_keeps_it_as_truncated(
     kit: KitServer, tmp_path: Path
 ) -> None:
     out_dir = tmp_path / "out"
-    args = ["--upstream", kit.base_url, "--listen", "127.0.0.1:0", "--out", str(out_dir)]
-    with command("record", *args) as recorder:
-        assert recorder.stderr is not None
-        url = recorder.stderr.readline().split()[4].rstrip(",")
-        wait_until_serving(url)
+    args = ["--upstream", kit.base_url, "--out", str(out_dir)]
+    with recorder_process(*args) as (recorder, url):
+        wait_until_serving(url)  # the agent card, through the proxy: 01-*.http
         stream = OpenStream(url)
         out, err, took = interrupt(recorder)
         stream.join()

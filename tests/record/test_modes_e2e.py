@@ -9,13 +9,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
-from helpers import REPO, TRANSCRIPTS
+from helpers import REPO, TRANSCRIPTS, recorder_process
 
 from recorder.httpfile import load
 from recorder.kit import KitServer, start_kit
@@ -52,37 +50,19 @@ def record(
 ) -> str:
     """`recorder record --scenario ask-and-review OPTIONS` while the client runs once through
     it, then Ctrl-C (or `stop`); returns its stderr (exit status 0 checked)."""
-    command = [sys.executable, "-c", "from recorder.cli import main; main()", "record"]
-    command += ["--upstream", kit.base_url, "--listen", "127.0.0.1:0", "--out", str(out)]
-    command += ["--scenario", scenario, *options]
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    ) as process:
-        try:
-            assert process.stderr is not None
-            url = process.stderr.readline().split()[4].rstrip(",")
-            deadline = time.monotonic() + LIMIT
-            while True:
-                try:
-                    httpx.get(url + "/_recorder/status", timeout=1)
-                    break
-                except httpx.HTTPError:
-                    assert time.monotonic() < deadline, "the recorder did not start"
-                    time.sleep(0.05)
-            client = subprocess.run(
-                [sys.executable, str(CLIENT), url],
-                capture_output=True,
-                text=True,
-                timeout=LIMIT,
-                check=False,
-            )
-            assert client.returncode == 0, client.stderr
-            assert "Reviewed 1 file" in client.stdout
-            process.send_signal(stop)
-            _, err = process.communicate(timeout=LIMIT)
-        finally:
-            if process.poll() is None:
-                process.kill()
+    args = ("--upstream", kit.base_url, "--out", str(out), "--scenario", scenario, *options)
+    with recorder_process(*args, limit=LIMIT) as (process, url):
+        client = subprocess.run(
+            [sys.executable, str(CLIENT), url],
+            capture_output=True,
+            text=True,
+            timeout=LIMIT,
+            check=False,
+        )
+        assert client.returncode == 0, client.stderr
+        assert "Reviewed 1 file" in client.stdout
+        process.send_signal(stop)
+        _, err = process.communicate(timeout=LIMIT)
     assert process.returncode == 0, err
     return err
 

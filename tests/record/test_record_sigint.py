@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from helpers import recorder_process
 
 from recorder.servers import ServerThread
 
@@ -18,31 +17,12 @@ pytestmark = pytest.mark.e2e
 
 
 def test_ctrl_c_stops_the_recorder_quickly_and_quietly(tmp_path: Path) -> None:
-    command = [sys.executable, "-c", "from recorder.cli import main; main()", "record"]
-    command += ["--upstream", "http://127.0.0.1:9", "--listen", "127.0.0.1:0"]
-    command += ["--out", str(tmp_path / "out")]
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    ) as process:
-        try:
-            assert process.stderr is not None
-            first = process.stderr.readline()
-            url = first.split()[4].rstrip(",")
-            deadline = time.monotonic() + 10
-            while True:  # serving (uvicorn's signal handlers are in place)
-                try:
-                    httpx.get(url + "/_recorder/status", timeout=1)
-                    break
-                except httpx.HTTPError:
-                    assert time.monotonic() < deadline, "the recorder did not start"
-                    time.sleep(0.05)
-            started = time.monotonic()
-            process.send_signal(signal.SIGINT)
-            out, err = process.communicate(timeout=10)
-            took = time.monotonic() - started
-        finally:
-            if process.poll() is None:
-                process.kill()
+    args = ("--upstream", "http://127.0.0.1:9", "--out", str(tmp_path / "out"))
+    with recorder_process(*args) as (process, _):
+        started = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=10)
+        took = time.monotonic() - started
     assert process.returncode == 0, err
     assert took < 1.0
     assert out == ""
@@ -65,35 +45,19 @@ def test_quiet_leaves_out_the_line_per_exchange_not_the_summary(
     tmp_path: Path, quiet: bool
 ) -> None:
     with ServerThread(_json_agent) as agent:
-        command = [sys.executable, "-c", "from recorder.cli import main; main()", "record"]
-        command += ["--upstream", agent.url, "--listen", "127.0.0.1:0"]
-        command += ["--out", str(tmp_path / "out")] + (["-q"] if quiet else [])
-        with subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        ) as process:
-            try:
-                assert process.stderr is not None
-                url = process.stderr.readline().split()[4].rstrip(",")
-                deadline = time.monotonic() + 10
-                while True:
-                    try:
-                        httpx.get(url + "/_recorder/status", timeout=1)
-                        break
-                    except httpx.HTTPError:
-                        assert time.monotonic() < deadline, "the recorder did not start"
-                        time.sleep(0.05)
-                for n in range(2):
-                    reply = httpx.post(url + "/a2a/jsonrpc", json={"id": n}, timeout=5)
-                    assert reply.json()["result"] == {"ok": True}
-                for _ in range(200):  # both written (the status endpoint says so)
-                    if httpx.get(url + "/_recorder/status", timeout=1).json()["recorded"] == 2:
-                        break
-                    time.sleep(0.02)
-                process.send_signal(signal.SIGINT)
-                _, err = process.communicate(timeout=10)
-            finally:
-                if process.poll() is None:
-                    process.kill()
+        args = ("--upstream", agent.url, "--out", str(tmp_path / "out")) + (
+            ("-q",) if quiet else ()
+        )
+        with recorder_process(*args) as (process, url):
+            for n in range(2):
+                reply = httpx.post(url + "/a2a/jsonrpc", json={"id": n}, timeout=5)
+                assert reply.json()["result"] == {"ok": True}
+            for _ in range(200):  # both written (the status endpoint says so)
+                if httpx.get(url + "/_recorder/status", timeout=1).json()["recorded"] == 2:
+                    break
+                time.sleep(0.02)
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=10)
     assert process.returncode == 0, err
     lines = [line for line in err.splitlines() if line.startswith("recorder record: recorded ")]
     assert len(lines) == (0 if quiet else 2), err
