@@ -198,8 +198,7 @@ def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
         pretty = _escape_invisible_text(pretty.decode()).encode()
     if pretty == body:
         return body, value, True
-    head = body[:256]
-    if b'": ' not in head and b", " not in head and orjson.dumps(value) == body:
+    if not _spaced(body) and orjson.dumps(value) == body:
         return pretty, value, True
     if b"\\" not in body and len(_KEY_END.findall(body)) == _count_keys(value):
         # no key repeats: without escapes every `"` opens or closes a string, so each key in
@@ -210,6 +209,13 @@ def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
 
 
 _KEY_END = re.compile(rb'"[ \t\r\n]*:')
+
+
+def _spaced(body: bytes) -> bool:
+    """Whether a JSON body seems laid out as `json.dumps` writes by default (`{"a": 1, ...}`),
+    not compact (`{"a":1,...}`): which encoder may have written it."""
+    head = body[:256]
+    return b'": ' in head or b", " in head
 
 
 def _count_keys(value: Any) -> int:
@@ -228,7 +234,8 @@ def _count_keys(value: Any) -> int:
 
 
 def _canonical_json_general(body: bytes, value: Any = _UNPARSED) -> tuple[bytes, Any, bool]:
-    """`_canonical_json` of any body; `value`: the body read by orjson already, if it was."""
+    """`_canonical_json` of any body; `value`: the body as orjson read it, holding no float (the
+    fast path has it), if it was read."""
     if not body:
         return body, _UNPARSED, False
     floats: list[str] = []  # the text of each float, NaN or Infinity read
@@ -238,7 +245,9 @@ def _canonical_json_general(body: bytes, value: Any = _UNPARSED) -> tuple[bytes,
     if value is _UNPARSED:
         with contextlib.suppress(orjson.JSONDecodeError):
             value = orjson.loads(body)
-    if value is _UNPARSED or _holds_float(value):
+        if value is not _UNPARSED and _holds_float(value):
+            value = _UNPARSED  # (the text of its floats is kept by reading it with `json`)
+    if value is _UNPARSED:
 
         def read_float(text: str) -> float:
             floats.append(text)
@@ -263,9 +272,7 @@ def _canonical_json_general(body: bytes, value: Any = _UNPARSED) -> tuple[bytes,
         return body, value, strict
     # few objects for the size (a long text): the hook below runs rarely and beats encoding
     # with `json`, not with orjson (compact layouts: ~7x faster than the hook on 1 MiB)
-    head = body[:256]
-    compact = b'": ' not in head and b", " not in head
-    if (compact or body.count(b"{") * 512 >= len(body)) and _same_as_encoded(value, body):
+    if (not _spaced(body) or body.count(b"{") * 512 >= len(body)) and _same_as_encoded(value, body):
         return pretty, value, strict  # no key repeats (see `_same_as_encoded`)
     try:
         json.loads(body, object_pairs_hook=_reject_duplicate_keys)
@@ -301,9 +308,8 @@ def _same_as_encoded(value: Any, body: bytes) -> bool:
     and the second parse that looks for repeats is not needed (the encoder is ~5x faster;
     orjson, for the compact layout, ~5x faster again). A value orjson writes differently (a
     NaN as null, a float's exponent) only makes the answer False."""
-    head = body[:256]
     try:
-        if b'": ' in head or b", " in head:
+        if _spaced(body):
             return _SPACED_ENCODER.encode(value).encode() == body
         try:
             return bool(orjson.dumps(value) == body)
