@@ -68,19 +68,6 @@ def _operation(call: Call, content_type: str | None) -> str:
     return operation_of(call.method, call.target.partition("?")[0], value)
 
 
-_CASED: dict[bytes, str] = {}  # a header name as sent -> as recorded (`header_case`)
-
-
-def _cased(name: bytes) -> str:
-    """`header_case` of a header name's bytes, remembered (the same few come every time)."""
-    cased = _CASED.get(name)
-    if cased is None:
-        cased = header_case(name.decode("latin-1"))
-        if len(_CASED) < 1024:
-            _CASED[name] = cased
-    return cased
-
-
 # (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream
 _Job = tuple[Call, UpstreamReply | None, list[tuple[bytes, bytes]] | None, Any]
 
@@ -196,7 +183,11 @@ class Recording:
         redactor = call.redactor
         request = call.recorded_request or self._record_request(call)
         response_headers = Headers(
-            [(_cased(n), v.decode("latin-1")) for n, v in kept if n.lower() != b"content-length"]
+            [
+                (header_case(n.decode("latin-1")), v.decode("latin-1"))
+                for n, v in kept
+                if n.lower() != b"content-length"
+            ]
         )
         response_headers = redactor.redact_headers(response_headers)
         # a stream that ended inside a frame is marked truncated and keeps its whole frames
@@ -231,7 +222,7 @@ class Recording:
         redactor = call.redactor
         request_headers = Headers(
             [("Host", self._host_header)]
-            + [(_cased(n), v.decode("latin-1")) for n, v in call.headers]
+            + [(header_case(n.decode("latin-1")), v.decode("latin-1")) for n, v in call.headers]
         )
         request_headers = redactor.redact_headers(request_headers)
         return Request(
