@@ -30,10 +30,9 @@ from recorder.httpfile import dump, load
 from recorder.kit import KitServer, start_kit
 from recorder.planner.scenarios import SCENARIOS, Scenario, Session
 from recorder.record.naming import file_name
-from recorder.record.proxy import create_proxy_app, listening_socket
+from recorder.record.proxy import ProxyServer, create_proxy_app
 from recorder.replay.rerecord import keep_recorded_values
 from recorder.rules import DEFAULT_RULES
-from recorder.servers import ServerThread
 
 __all__ = ["PREFERRED_KIT_PORT", "main", "record_scenarios"]
 
@@ -96,13 +95,7 @@ def record_scenarios(
     The kit listens on `kit_port` when it is free, else on a free port (0: any free port)."""
     with _start_kit(kit_port) as kit:
         proxy = create_proxy_app(kit.base_url, out=out)
-        with ServerThread(
-            proxy,
-            sock=listening_socket(),
-            lifespan="on",
-            server_header=False,
-            date_header=False,
-        ) as server:
+        with ProxyServer(proxy) as server:
             asyncio.run(_run(scenarios, server.url, kit.token))
     expected = [file_name(n, s.name) for n, s in enumerate(scenarios, start=1)]
     written = sorted(p.name for p in out.iterdir())

@@ -26,9 +26,8 @@ from recorder import load
 from recorder.checking import check_paths, find_transcripts
 from recorder.cli import main
 from recorder.kit import KitServer, start_kit
-from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy import ProxyServer, create_proxy_app
 from recorder.replay.player import PlayResult, play
-from recorder.servers import ServerThread
 
 pytestmark = pytest.mark.e2e
 
@@ -52,7 +51,7 @@ def recording(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     out = folder / "rec"
     with start_kit() as kit:
         proxy = create_proxy_app(kit.url, out=out)
-        with ServerThread(proxy, lifespan="on") as server:
+        with ProxyServer(proxy) as server:
             seen = drive(server.url, token=kit.token, binding=binding)
         token = kit.token
     # the proxy is stopped: every exchange is written

@@ -1,5 +1,6 @@
-"""The recording proxy end to end on loopback: real uvicorn servers, the real kit, the real
-a2a-sdk client, small upstreams we control for the failure cases."""
+"""The recording proxy end to end on loopback: the proxy's own server (`ProxyServer`), real
+uvicorn upstreams, the real kit, the real a2a-sdk client, small upstreams we control for the
+failure cases."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from recorder import load
-from recorder.record.proxy import create_proxy_app, fast_server_options
+from recorder.record.proxy import ProxyServer, create_proxy_app
 from recorder.servers import ServerThread, bind_socket
 
 pytestmark = pytest.mark.e2e
@@ -44,28 +45,10 @@ def wait_until(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.01)
 
 
-# uvicorn's fast stack (what `recorder record` runs when installed) and its pure-Python fallback
-STACKS = [
-    pytest.param(fast_server_options(), id="httptools-uvloop"),
-    pytest.param(("h11", "asyncio"), id="h11-asyncio"),
-]
-
-
 @contextmanager
-def serve_proxy(
-    upstream: str, out: Path, stack: tuple[str, str] | None = None, **options: Any
-) -> Iterator[ServerThread]:
+def serve_proxy(upstream: str, out: Path, **options: Any) -> Iterator[ProxyServer]:
     proxy = create_proxy_app(upstream, out=out, **options)
-    http, loop = stack or fast_server_options()
-    with ServerThread(
-        proxy,
-        lifespan="on",
-        server_header=False,
-        date_header=False,
-        proxy_headers=False,
-        http=http,
-        loop=loop,
-    ) as server:
+    with ProxyServer(proxy) as server:
         yield server
 
 
@@ -132,13 +115,12 @@ def controlled() -> Iterator[tuple[ControlledUpstream, ServerThread]]:
             upstream.gate.open()
 
 
-@pytest.mark.parametrize("stack", STACKS)
 def test_first_frame_reaches_the_client_before_the_upstream_finishes(
-    controlled: tuple[ControlledUpstream, ServerThread], tmp_path: Path, stack: tuple[str, str]
+    controlled: tuple[ControlledUpstream, ServerThread], tmp_path: Path
 ) -> None:
     upstream, server = controlled
     with (
-        serve_proxy(server.url, tmp_path, stack) as proxy,
+        serve_proxy(server.url, tmp_path) as proxy,
         httpx.Client(timeout=LIMIT) as client,
     ):
         with client.stream("POST", proxy.url + "/stream", json={}) as reply:
@@ -157,12 +139,11 @@ def test_first_frame_reaches_the_client_before_the_upstream_finishes(
     assert not exchange.truncated
 
 
-@pytest.mark.parametrize("stack", STACKS)
 def test_client_disconnect_closes_upstream_and_keeps_a_truncated_exchange(
-    controlled: tuple[ControlledUpstream, ServerThread], tmp_path: Path, stack: tuple[str, str]
+    controlled: tuple[ControlledUpstream, ServerThread], tmp_path: Path
 ) -> None:
     upstream, server = controlled
-    with serve_proxy(server.url, tmp_path, stack, stream_grace=0.2) as proxy:
+    with serve_proxy(server.url, tmp_path, stream_grace=0.2) as proxy:
         with (
             httpx.Client(timeout=LIMIT) as client,
             client.stream("POST", proxy.url + "/stream", json={}) as reply,
@@ -650,10 +631,7 @@ def raw_exchange(url: str, request: bytes) -> bytes:
         return reply
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_bad_requests_get_400_and_the_proxy_keeps_serving(
-    tmp_path: Path, stack: tuple[str, str]
-) -> None:
+def test_bad_requests_get_400_and_the_proxy_keeps_serving(tmp_path: Path) -> None:
     query = "a=%2b+&b=&&c=" + "x" * 8000  # long, and passed byte for byte
     bad = [
         b"\x00\x01GARBAGE\r\n\r\n",
@@ -662,7 +640,7 @@ def test_bad_requests_get_400_and_the_proxy_keeps_serving(
         b"GET /x HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n",
         b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n",
     ]
-    with RawUpstream() as upstream, serve_proxy(upstream.url, tmp_path, stack) as proxy:
+    with RawUpstream() as upstream, serve_proxy(upstream.url, tmp_path) as proxy:
         for request in bad:
             reply = raw_exchange(proxy.url, request)
             assert reply.startswith(b"HTTP/1.1 400 "), (request, reply[:100])

@@ -15,16 +15,11 @@ from typing import Any
 import httpx
 import pytest
 
-from recorder.record.proxy import create_proxy_app
-from recorder.record.proxy.server import server_options
+from recorder.record.proxy import ProxyServer, create_proxy_app
 from recorder.servers import ServerThread
 
 pytestmark = pytest.mark.e2e
 
-STACKS = [
-    pytest.param(("httptools", "uvloop"), id="httptools-uvloop"),
-    pytest.param(("h11", "asyncio"), id="h11-asyncio"),
-]
 CLIENT_TIMEOUT = 0.5
 KEEP_ALIVE = 0.5
 
@@ -45,15 +40,14 @@ async def echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 @contextmanager
-def proxy_server(out: Path, stack: tuple[Any, Any]) -> Iterator[ServerThread]:
+def proxy_server(out: Path) -> Iterator[ProxyServer]:
     with ServerThread(echo) as upstream:
         proxy = create_proxy_app(upstream.url, out=out, client_timeout=CLIENT_TIMEOUT)
-        options = server_options(proxy, *stack, keep_alive=KEEP_ALIVE)
-        with ServerThread(proxy, **options) as server:
+        with ProxyServer(proxy, keep_alive=KEEP_ALIVE) as server:
             yield server
 
 
-def connect(server: ServerThread) -> socket.socket:
+def connect(server: ProxyServer) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
     sock.settimeout(5)  # every read below is bounded
     return sock
@@ -72,15 +66,12 @@ def read_until_closed(sock: socket.socket) -> tuple[bytes, float]:
         data += part
 
 
-def served(server: ServerThread) -> int:
+def served(server: ProxyServer) -> int:
     return httpx.post(server.url + "/a2a", content=b"{}", timeout=5).status_code
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_a_stalled_body_gets_408_and_the_proxy_keeps_serving(
-    tmp_path: Path, stack: tuple[Any, Any]
-) -> None:
-    with proxy_server(tmp_path, stack) as server, connect(server) as stalled:
+def test_a_stalled_body_gets_408_and_the_proxy_keeps_serving(tmp_path: Path) -> None:
+    with proxy_server(tmp_path) as server, connect(server) as stalled:
         head = b'POST /a2a HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"part'
         stalled.sendall(head)
         started = time.monotonic()
@@ -98,11 +89,8 @@ def test_a_stalled_body_gets_408_and_the_proxy_keeps_serving(
     assert len(list(tmp_path.glob("*.http"))) == 2
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_a_stalled_head_gets_408_and_its_connection_closed(
-    tmp_path: Path, stack: tuple[Any, Any]
-) -> None:
-    with proxy_server(tmp_path, stack) as server, connect(server) as stalled:
+def test_a_stalled_head_gets_408_and_its_connection_closed(tmp_path: Path) -> None:
+    with proxy_server(tmp_path) as server, connect(server) as stalled:
         stalled.sendall(b"POST /a2a HTTP/1.1\r\nHost: x\r\nContent-Le")
         started = time.monotonic()
         assert served(server) == 200
@@ -111,22 +99,16 @@ def test_a_stalled_head_gets_408_and_its_connection_closed(
         assert reply.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), reply
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_a_silent_connection_is_closed_after_the_keep_alive_bound(
-    tmp_path: Path, stack: tuple[Any, Any]
-) -> None:
-    with proxy_server(tmp_path, stack) as server, connect(server) as silent:
+def test_a_silent_connection_is_closed_after_the_keep_alive_bound(tmp_path: Path) -> None:
+    with proxy_server(tmp_path) as server, connect(server) as silent:
         started = time.monotonic()
         reply, closed = read_until_closed(silent)
         assert reply == b""
         assert KEEP_ALIVE * 0.8 <= closed - started < KEEP_ALIVE + 3
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_an_idle_keep_alive_connection_is_closed_after_the_bound(
-    tmp_path: Path, stack: tuple[Any, Any]
-) -> None:
-    with proxy_server(tmp_path, stack) as server, connect(server) as idle:
+def test_an_idle_keep_alive_connection_is_closed_after_the_bound(tmp_path: Path) -> None:
+    with proxy_server(tmp_path) as server, connect(server) as idle:
         idle.sendall(b"POST /a2a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
         first = idle.recv(65536)
         assert first.startswith(b"HTTP/1.1 200"), first

@@ -1,6 +1,6 @@
 """The recording reverse proxy: an ASGI app that forwards to one upstream agent and records.
 
-    client ──▶ proxy (this app, under uvicorn) ──recorder.record.upstream──▶ upstream agent
+    client ──▶ proxy (this app, under http1) ──recorder.record.upstream──▶ upstream agent
                  │
                  └─▶ TranscriptStore: NN-slug.http, one file per scenario
 
@@ -22,7 +22,8 @@ the rooms it uses:
   `{{PLACEHOLDER}}`s (`recorder.redact`), written through the `TranscriptStore` by one writer
   thread, after the client has its reply;
 - `call` (`Call`): one request while it is handled, and the ASGI helpers the rooms share;
-- `server`: `serve` under uvicorn, `parse_listen`, `listening_socket`, `fast_server_options`.
+- `server`: `serve` and `ProxyServer` (the proxy's own HTTP/1.1 server, `http1` and `cycle`),
+  `parse_listen`, `listening_socket`.
 
 Per request: the forwarder takes the request, the scenario room chooses its scenario, the
 card room tells its operation (and a card request), the recording room gives it its file (the
@@ -65,12 +66,7 @@ from recorder.record.proxy.forwarding import (
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import STREAM_GRACE, StreamRelay
 from recorder.record.proxy.scenarios import CONTROL_PATH, STATUS_PATH, Scenarios
-from recorder.record.proxy.server import (
-    fast_server_options,
-    listening_socket,
-    parse_listen,
-    serve,
-)
+from recorder.record.proxy.server import ProxyServer, listening_socket, parse_listen, serve
 from recorder.record.store import TranscriptStore
 from recorder.redact import (
     DEFAULT_SECRET_FIELDS,
@@ -84,9 +80,9 @@ from recorder.rules import DEFAULT_RULES, Rules
 __all__ = [
     "CONTROL_PATH",
     "STATUS_PATH",
+    "ProxyServer",
     "RecordingProxy",
     "create_proxy_app",
-    "fast_server_options",
     "listening_socket",
     "parse_listen",
     "serve",
@@ -267,7 +263,7 @@ class RecordingProxy:
             raise
         except Exception as exc:
             if started:
-                raise  # uvicorn closes the connection: the client sees an incomplete reply
+                raise  # the server closes the connection: the client sees an incomplete reply
             log.exception("recorder: cannot handle %s %s", scope.get("method"), scope.get("path"))
             await send_error(send, 500, f"recorder failed: {exc}", self.upstream_url)
 

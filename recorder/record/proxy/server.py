@@ -1,30 +1,40 @@
-"""Serving the proxy: uvicorn on a listening socket, and the listen address.
+"""Serving the proxy: its own HTTP/1.1 server on a listening socket, and the listen address.
 
-Speed (bench/bench_proxy.py measures it): uvicorn runs with httptools and uvloop when they are
-installed (`fast_server_options`), on a socket whose connections get TCP_NODELAY
-(`listening_socket`). `serve` ends open streams as soon as Ctrl-C comes
-(`RecordingProxy.stop_streams`), so that an endless stream does not hold the shutdown.
+`serve` (what `recorder record` runs) and `ProxyServer` (the same in a thread: the planner,
+the tests) run `RecordingProxy` under `recorder.record.proxy.http1.Http1Server` on uvloop
+(asyncio's own loop where uvloop is missing), on a socket whose connections get TCP_NODELAY
+(`listening_socket`). Not uvicorn: its general HTTP/1.1 protocol cost a sixth of the event
+loop's time per proxied request (bench/bench_proxy.py measures the difference).
 
-Slow clients (`guarded_protocol`): uvicorn bounds the idle time between two requests of a
-connection (`timeout_keep_alive`) but not a connection that never sends a request, nor a
-request head that never ends. The proxy's protocol closes a new connection that sends nothing
-for `keep_alive` seconds, and one whose request head has not ended `client_timeout` seconds
-after its first byte (a `408 Request Timeout` first, then the close). The body is the app's:
+The shutdown (Ctrl-C or SIGTERM, alike): stop accepting; end the open streams at once
+(`RecordingProxy.stop_streams`: an endless stream must not hold the shutdown); close idle
+connections; give the requests in flight `GRACE` seconds, then cancel them; then
+`RecordingProxy.aclose` writes the pending recordings (for at most `proxy.drain_timeout`
+seconds). A second signal cuts the waiting short (those still pending are counted as not
+recorded).
+
+Slow clients (`http1`): a connection that sends nothing for `keep_alive` seconds, before its
+first request or between two, is closed; a request head not ended `client_timeout` seconds
+after its first byte gets a `408 Request Timeout` and the close. The body is the app's:
 `read_body` answers 408 when it has not come `client_timeout` seconds after the head.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
-import importlib.util
 import logging
 import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+import time
+from collections.abc import Callable, Coroutine
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from recorder.record.proxy.http1 import Http1Server
 
 if TYPE_CHECKING:
     from recorder.record.proxy import RecordingProxy
@@ -37,17 +47,8 @@ KEEP_ALIVE = 5.0
 SWITCH_INTERVAL = 0.0005
 # the cycle collector's thresholds while the proxy serves (Python's default: 700, 10, 10)
 GC_THRESHOLDS = (10000, 10, 10)
-_HEAD_TIMEOUT_REPLY = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-)
-
-
-class _Terminated(Exception):
-    """SIGTERM, raised once uvicorn's shutdown is done (`serve`)."""
-
-
-def _terminated(signum: int, frame: object) -> None:
-    raise _Terminated
+# seconds the requests in flight get to finish once the shutdown began
+GRACE = 5.0
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -87,129 +88,55 @@ def listening_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     return sock
 
 
-def fast_server_options() -> tuple[Literal["httptools", "h11"], Literal["uvloop", "asyncio"]]:
-    """(http, loop) for uvicorn: its C-accelerated parts when installed, the httptools HTTP/1.1
-    parser and the uvloop event loop (less than half the CPU per proxied request of h11 on
-    asyncio, bench/bench_proxy.py); else h11 and asyncio."""
-    http: Literal["httptools", "h11"] = (
-        "httptools" if importlib.util.find_spec("httptools") is not None else "h11"
-    )
-    loop: Literal["uvloop", "asyncio"] = (
-        "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
-    )
-    return http, loop
+def _new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's event loop when installed (about half the CPU per request of asyncio's)."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency but on Windows
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
 
 
-def guarded_protocol(
-    http: Literal["httptools", "h11"], *, client_timeout: float, keep_alive: float = KEEP_ALIVE
-) -> type[asyncio.Protocol]:
-    """uvicorn's HTTP/1.1 protocol (`http`) with a bound on a client's silence and on its
-    request head: a new connection that sends nothing for `keep_alive` seconds is closed; a
-    request head that has not ended `client_timeout` seconds after its first byte is answered
-    `408 Request Timeout` and its connection closed. Between requests uvicorn's own
-    `timeout_keep_alive` applies (`serve` sets it to `keep_alive`)."""
-    from uvicorn.config import HTTP_PROTOCOLS
-    from uvicorn.importer import import_from_string
-
-    base: Any = import_from_string(HTTP_PROTOCOLS[http])
-
-    class GuardedProtocol(base):  # type: ignore[misc]
-        # one timer per connection: the idle bound until the first byte, then the head's
-        _guard: asyncio.TimerHandle | None = None
-        _head_started = False
-
-        def connection_made(self, transport: asyncio.Transport) -> None:
-            super().connection_made(transport)
-            self._guard = self.loop.call_later(keep_alive, self._idle_expired)
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._cancel_guard()
-            super().connection_lost(exc)
-
-        def data_received(self, data: bytes) -> None:
-            cycle = self.cycle
-            if not self._head_started and (cycle is None or cycle.response_complete):
-                # the first byte of a request head: from now on it has `client_timeout`
-                self._cancel_guard()
-                self._head_started = True
-                self._guard = self.loop.call_later(client_timeout, self._head_expired)
-            super().data_received(data)
-            if self.cycle is not cycle and self._head_started:
-                self._cancel_guard()  # the head ended: the body is the app's to bound
-                self._head_started = False
-
-        def _cancel_guard(self) -> None:
-            if self._guard is not None:
-                self._guard.cancel()
-                self._guard = None
-
-        def _idle_expired(self) -> None:
-            self._guard = None
-            if not self.transport.is_closing():
-                self.transport.close()
-
-        def _head_expired(self) -> None:
-            self._guard = None
-            if self.transport.is_closing():
-                return
-            log.warning(
-                "a request head from %s did not end within %g s: answered 408, connection "
-                "closed (recorder record --client-timeout)",
-                _address(self.client),
-                client_timeout,
-            )
-            self.transport.write(_HEAD_TIMEOUT_REPLY)
-            self.transport.close()
-
-    GuardedProtocol.__name__ = GuardedProtocol.__qualname__ = f"Guarded{base.__name__}"
-    return GuardedProtocol
+def _run(main: Coroutine[Any, Any, None]) -> None:
+    with asyncio.Runner(loop_factory=_new_loop) as runner:
+        runner.run(main)
 
 
-def _address(client: tuple[str, int] | None) -> str:
-    return f"{client[0]}:{client[1]}" if client else "a client"
-
-
-def _server_class() -> Any:
-    import uvicorn
-
-    class Server(uvicorn.Server):
-        """uvicorn's server, telling the proxy to end its open streams when it shuts down."""
-
-        def __init__(self, config: uvicorn.Config, proxy: RecordingProxy) -> None:
-            from recorder.servers import quiet_shutdown
-
-            super().__init__(config)
-            self.proxy = proxy
-            quiet_shutdown(self)  # the streams open at Ctrl-C end without an ERROR line
-
-        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            self.proxy.stop_streams()
-            await super().shutdown(sockets)
-
-    return Server
-
-
-def server_options(
+async def _serve_until(
     proxy: RecordingProxy,
-    http: Literal["httptools", "h11"],
-    loop: Literal["uvloop", "asyncio"],
+    sock: socket.socket,
+    stop: asyncio.Event,
+    force: asyncio.Event,
     *,
-    keep_alive: float = KEEP_ALIVE,
-) -> dict[str, Any]:
-    """uvicorn's options for the proxy (`serve`, and the tests that run it in a thread)."""
-    return {
-        "log_level": "warning",
-        "access_log": False,
-        "lifespan": "on",
-        "server_header": False,  # the upstream's Server and Date headers are relayed
-        "date_header": False,
-        "proxy_headers": False,  # X-Forwarded-* are forwarded to the agent, not obeyed here
-        "timeout_graceful_shutdown": 5,
-        "http": guarded_protocol(http, client_timeout=proxy.client_timeout, keep_alive=keep_alive),
-        # typed int, used as call_later's delay: a fraction of a second works
-        "timeout_keep_alive": keep_alive,
-        "loop": loop,
-    }
+    keep_alive: float,
+    started: Callable[[], None] = lambda: None,
+) -> None:
+    """Serve `proxy` on `sock` until `stop` is set, then shut down (the module's docstring);
+    `force` set meanwhile cuts the waits short."""
+    server = Http1Server(proxy, client_timeout=proxy.client_timeout, keep_alive=keep_alive)
+    await server.start(sock)
+    started()
+    try:
+        await stop.wait()
+    finally:
+        server.close()
+        proxy.stop_streams()
+        await server.shutdown(GRACE, force)
+        if force.is_set():
+            proxy.drain_timeout = 0.0
+        closing = asyncio.ensure_future(proxy.aclose())
+        forced = asyncio.ensure_future(force.wait())
+        await asyncio.wait({closing, forced}, return_when=asyncio.FIRST_COMPLETED)
+        forced.cancel()
+        if not closing.done():
+            # a second Ctrl-C while the recordings drain: what is still pending is counted
+            # as not recorded (and logged), and the files are left as they are now
+            closing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await closing
+            await proxy.recording.drain(0.0)
+        else:
+            closing.result()
 
 
 def serve(
@@ -218,21 +145,15 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 41241,
     announce: Callable[[str], None] = print,
-    stack: tuple[Literal["httptools", "h11"], Literal["uvloop", "asyncio"]] | None = None,
     keep_alive: float = KEEP_ALIVE,
 ) -> None:
-    """Run the proxy under uvicorn until Ctrl-C (SIGINT) or SIGTERM. Replies go out first and
-    the writer thread records them after (`recorder.record.proxy.recording`); at shutdown
+    """Run the proxy until Ctrl-C (SIGINT) or SIGTERM. Replies go out first and the writer
+    thread records them after (`recorder.record.proxy.recording`); at shutdown
     (`RecordingProxy.aclose`) it is given `proxy.drain_timeout` seconds to write what is
     pending, so every finished exchange is on disk when this returns, or counted in
-    `proxy.not_recorded`. `stack` (http, loop) overrides `fast_server_options()`.
-    `keep_alive`: seconds a client connection may stay idle (`guarded_protocol`; request
+    `proxy.not_recorded`. `keep_alive`: seconds a client connection may stay idle (request
     heads and bodies get `proxy.client_timeout`)."""
-    import uvicorn
-
     proxy.store.prepare()
-    http, loop = stack or fast_server_options()
-    _Server = _server_class()
     try:
         sock = listening_socket(host, port)
     except OSError as error:
@@ -242,16 +163,30 @@ def serve(
         raise RecorderError(listen_problem(host, port, error)) from None
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    config = uvicorn.Config(proxy, **server_options(proxy, http, loop, keep_alive=keep_alive))
     where = f"http://{shown}:{bound_port}"
     announce(f"listening on {where}, forwarding to {proxy.upstream_url}")
     announce(f"writing transcripts to {proxy.store.out}/ (Ctrl-C stops)")
-    # uvicorn re-raises the signal it stopped on once its shutdown is done: SIGTERM then
-    # raises `_Terminated` here, as Ctrl-C raises KeyboardInterrupt, so that a SIGTERM ends
-    # as orderly as a Ctrl-C (the summary below, the exit status)
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _terminated)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        stop, force = asyncio.Event(), asyncio.Event()
+
+        def stopping() -> None:
+            (force if stop.is_set() else stop).set()
+
+        # SIGTERM ends as orderly as Ctrl-C: both start the shutdown, a second one forces it
+        handled: list[signal.Signals] = []
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.add_signal_handler(signum, stopping)
+                    handled.append(signum)
+        try:
+            await _serve_until(proxy, sock, stop, force, keep_alive=keep_alive)
+        finally:
+            for signum in handled:
+                loop.remove_signal_handler(signum)
+
     # the writer thread holds the GIL while it builds and renders an exchange: the event
     # loop, woken by a request meanwhile, gets it back within SWITCH_INTERVAL, not 5 ms
     switch_interval = sys.getswitchinterval()
@@ -263,16 +198,96 @@ def serve(
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
     try:
-        _Server(config, proxy).run(sockets=[sock])
-    except (KeyboardInterrupt, _Terminated):
-        pass  # the shutdown already happened
+        _run(main())
+    except KeyboardInterrupt:
+        pass  # a Ctrl-C before the signal handlers were in place, or after
     finally:
         sock.close()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
         sys.setswitchinterval(switch_interval)
         gc.set_threshold(*thresholds)
         gc.unfreeze()
     files = len(proxy.store.written)
     exchanges = f"{proxy.recorded} exchange{'' if proxy.recorded == 1 else 's'}"
     announce(f"stopped; {exchanges} recorded in {files} file{'' if files == 1 else 's'}")
+
+
+class ProxyServer:
+    """`with ProxyServer(proxy) as server: httpx.get(server.url + "/")`: the proxy served as
+    `serve` serves it, in a thread with its own event loop, on a loopback socket bound first
+    (port 0: a free one); leaving the block shuts it down as Ctrl-C does (the recordings
+    written by then). For the planner and the tests."""
+
+    def __init__(
+        self,
+        proxy: RecordingProxy,
+        *,
+        sock: socket.socket | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        keep_alive: float = KEEP_ALIVE,
+        startup_timeout: float = 10.0,
+    ) -> None:
+        self.proxy = proxy
+        self.sock = sock if sock is not None else listening_socket(host, port)
+        self.host, self.port = self.sock.getsockname()[:2]
+        self.keep_alive = keep_alive
+        self._startup_timeout = startup_timeout
+        self._started = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, name="recorder-proxy", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def _main(self) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = stop = asyncio.Event()
+            self.proxy.store.prepare()
+            await _serve_until(
+                self.proxy,
+                self.sock,
+                stop,
+                asyncio.Event(),
+                keep_alive=self.keep_alive,
+                started=self._started.set,
+            )
+
+        try:
+            _run(main())
+        except BaseException as exc:  # reported by `start`, or lost with the thread
+            self._error = exc
+
+    def start(self) -> ProxyServer:
+        self._thread.start()
+        deadline = time.monotonic() + self._startup_timeout
+        while not self._started.wait(0.01):
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the proxy on {self.url} did not start: {self._error!r}")
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Shut down as Ctrl-C does; returns once the recordings are written (or counted)."""
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and self._thread.is_alive():
+            with contextlib.suppress(RuntimeError):  # (the loop has just ended)
+                loop.call_soon_threadsafe(stop.set)
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        self.sock.close()
+
+    def __enter__(self) -> ProxyServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
