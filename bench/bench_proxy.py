@@ -7,10 +7,9 @@ Starts, each in its own process on a free 127.0.0.1 port: a fake A2A JSON-RPC up
 ASGI app: ~1 KB JSON replies, and SSE streams of 5 frames 20 ms apart), and the recorder
 (`recorder.record.proxy`, recording into a temporary folder) once per variant (`--variants`):
 "per-connection" (the default: a free list of keep-alive connections whose replies httptools
-parses, under uvicorn with httptools and uvloop), "shared" (one httpx transport's pool for
-every request), "h11-asyncio" (the default pool under uvicorn's pure-Python parser and loop,
-the fallback when httptools/uvloop are missing), and, for information, "forward-only" (the
-default with recording switched off: what the recording itself costs is the difference).
+parses, under the proxy's own HTTP/1.1 server on uvloop, `recorder.record.proxy.http1`),
+"shared" (one httpx transport's pool for every request), and, for information, "forward-only"
+(the default with recording switched off: what the recording itself costs is the difference).
 Then, with the targets interleaved so that drift hits all alike:
 
   lat   sequential small JSON-RPC calls: p50 / p99, and the p50 added over direct
@@ -20,8 +19,9 @@ Then, with the targets interleaved so that drift hits all alike:
 
 `--baseline DIR` adds "recorder/baseline": the default variant run from another source tree
 (DIR holds a `recorder` package, e.g. `git archive <commit> recorder | tar -x -C DIR`), so that
-a change is measured before/after in one run, interleaved. Throughput is measured for direct
-too (`rps_vs_direct`: a target's requests/s over direct's).
+a change is measured before/after in one run, interleaved (`--baseline-variants`: which
+variants run from there, "baseline/VARIANT" each when more than the default). Throughput is
+measured for direct too (`rps_vs_direct`: a target's requests/s over direct's).
 
 Every request through the proxy is recorded (one transcript file per exchange); the bench
 reports the count of files next to the count of requests that were answered, and, measured in
@@ -125,8 +125,7 @@ def serve_upstream(port: int) -> None:
 
 
 def serve_recorder(port: int, upstream: str, out: str, variant: str) -> None:
-    """`variant`: the upstream pool ("per-connection", "shared"), "h11-asyncio" (the
-    per-connection pool under uvicorn's pure-Python parser and loop), or "forward-only" (for
+    """`variant`: the upstream pool ("per-connection", "shared"), or "forward-only" (for
     information: the default proxy with its recording switched off, no model, no file)."""
     from recorder.record.proxy import create_proxy_app, serve
 
@@ -137,8 +136,7 @@ def serve_recorder(port: int, upstream: str, out: str, variant: str) -> None:
         recording.submit = lambda call, *a: None  # type: ignore[method-assign]
         recording.exchange = lambda call, *a, **k: None  # type: ignore[method-assign]
         recording.write = lambda call, exchange: None  # type: ignore[method-assign]
-    stack = ("h11", "asyncio") if variant == "h11-asyncio" else None
-    serve(proxy, host="127.0.0.1", port=port, announce=lambda _: None, stack=stack)
+    serve(proxy, host="127.0.0.1", port=port, announce=lambda _: None)
 
 
 # --------------------------------------------------------------------------- measuring
@@ -237,11 +235,16 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="a few calls: does it still run")
     parser.add_argument(
         "--variants",
-        default="per-connection,shared,h11-asyncio",
-        help="comma-separated: per-connection, shared, h11-asyncio, forward-only",
+        default="per-connection,shared",
+        help="comma-separated: per-connection, shared, forward-only",
     )
     parser.add_argument(
         "--baseline", help="a folder holding another `recorder` package: measured beside"
+    )
+    parser.add_argument(
+        "--baseline-variants",
+        default="per-connection",
+        help="comma-separated: the variants run from --baseline too",
     )
     parser.add_argument(
         "--dir",
@@ -274,7 +277,12 @@ def main() -> None:
         pids: dict[str, int] = {}
         variants = [(v, f"recorder/{v}", None) for v in args.variants.split(",")]
         if args.baseline:
-            variants.append(("per-connection", "recorder/baseline", args.baseline))
+            chosen = args.baseline_variants.split(",")
+            for variant in chosen:
+                name = (
+                    "recorder/baseline" if chosen == ["per-connection"] else f"baseline/{variant}"
+                )
+                variants.append((variant, name, args.baseline))
         for variant, name, source in variants:
             port = free_port()
             folder = tempfile.mkdtemp(prefix=f"bench-proxy-{variant}-", dir=args.dir)
