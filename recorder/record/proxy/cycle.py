@@ -78,6 +78,7 @@ class Cycle:
         "remaining",
         "scope",
         "started",
+        "task",
         "waiter",
     )
 
@@ -102,6 +103,7 @@ class Cycle:
         self.chunked = False
         self.remaining = 0
         self.pending: bytes | None = None  # a sized reply's head, waiting for its body
+        self.task: asyncio.Task[None] | None = None  # the app's, answering this request
 
     def wake(self) -> None:
         waiter = self.waiter
@@ -245,6 +247,7 @@ class Cycle:
     # ------------------------------------------------------------------------ the app
 
     async def run(self, app: App) -> None:
+        """The app answers; what it leaves undone is done here (a 500, a close)."""
         proto = self.proto
         try:
             await app(self.scope, self.receive, self.send)
@@ -252,25 +255,25 @@ class Cycle:
             # the shutdown's grace time ran out (it said so): the client sees a cut reply
             proto.transport.close()
         except Exception:
-            log.exception(
-                "exception in the proxy while handling %s %s",
-                self.scope["method"],
-                self.scope["path"],
-            )
+            log.exception("exception in the proxy while handling %s", _shown(self.scope))
             if not self.started and not self.disconnected:
                 await self.error_500()
             else:
                 proto.transport.close()
         else:
             if self.disconnected or self.complete:
-                return
-            if not self.started:
+                pass
+            elif not self.started:
                 log.error("the proxy returned without a reply to %s", _shown(self.scope))
                 await self.error_500()
-                return
-            if not proto.server.stopping:
-                log.error("the proxy returned before its reply to %s ended", _shown(self.scope))
-            proto.transport.close()  # without the final chunk: the client sees it cut
+            else:
+                if not proto.server.stopping:
+                    log.error("the proxy returned before its reply to %s ended", _shown(self.scope))
+                proto.transport.close()  # without the final chunk: the client sees it cut
+        finally:
+            # (the task leaves the server's set itself: no done callback to schedule)
+            if self.task is not None:
+                proto.server.tasks.discard(self.task)
 
     async def error_500(self) -> None:
         self.keep_alive = False

@@ -109,6 +109,9 @@ class Http1Server:
         forced = asyncio.ensure_future(force.wait()) if force is not None else None
         try:
             while self.tasks and (forced is None or not forced.done()):
+                self.tasks.difference_update([task for task in self.tasks if task.done()])
+                if not self.tasks:
+                    break
                 left = deadline - loop.time()
                 if left <= 0:
                     break
@@ -128,9 +131,11 @@ class Http1Server:
                 if force is not None and force.is_set()
                 else f"{grace:g} s after the shutdown began",
             )
-            for task in list(self.tasks):
+            cancelled = set(self.tasks)
+            for task in cancelled:
                 task.cancel()
-            await asyncio.wait(set(self.tasks), timeout=grace)
+            await asyncio.wait(cancelled, timeout=grace)
+            self.tasks.clear()
         for connection in list(self.connections):
             connection.transport.close()
 
@@ -383,9 +388,9 @@ class Http1Protocol(asyncio.Protocol):
     def _run(self, cycle: Cycle) -> None:
         self.active = cycle
         server = self.server
-        task = self.loop.create_task(cycle.run(server.app))
+        # (the task leaves `server.tasks` itself as it ends: `Cycle.run`)
+        task = cycle.task = self.loop.create_task(cycle.run(server.app))
         server.tasks.add(task)
-        task.add_done_callback(server.tasks.discard)
 
     def response_complete(self, cycle: Cycle) -> None:
         """`cycle`'s reply is out: close, or serve the next request."""
