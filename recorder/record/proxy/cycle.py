@@ -101,7 +101,7 @@ class Cycle:
         self.disconnected = False
         self.no_body = False
         self.chunked = False
-        self.remaining = 0
+        self.remaining: int | None = 0  # body bytes its length still owes (None: unsized)
         self.pending: bytes | None = None  # a sized reply's head, waiting for its body
         self.task: asyncio.Task[None] | None = None  # the app's, answering this request
 
@@ -169,9 +169,10 @@ class Cycle:
             else:
                 data = b"" if more else b"0\r\n\r\n"
         else:
-            self.remaining -= len(body)
-            if self.remaining < 0:
-                raise RuntimeError("the reply body is longer than its Content-Length")
+            if self.remaining is not None:
+                self.remaining -= len(body)
+                if self.remaining < 0:
+                    raise RuntimeError("the reply body is longer than its Content-Length")
             data = body
         head = self.pending
         transport = proto.transport
@@ -229,7 +230,8 @@ class Cycle:
         self.keep_alive = keep_alive
         self.no_body = no_body
         self.chunked = chunked and not no_body
-        self.remaining = 0 if no_body else (length or 0)
+        # (HTTP/1.0 without a length: the body ends where the connection does)
+        self.remaining = 0 if no_body or chunked else length
         if chunked and not no_body:
             self.proto.transport.write(head)  # a stream: its head goes at once
         else:
