@@ -402,7 +402,7 @@ def test_cli_exits_1_at_ctrl_c_with_a_summary_when_an_exchange_was_not_recorded(
 
 
 def test_ctrl_c_ends_an_open_stream_at_once_and_keeps_it_truncated(tmp_path: Path) -> None:
-    """An endless stream (the gate stays shut) must not hold Ctrl-C for uvicorn's 5 s grace
+    """An endless stream (the gate stays shut) must not hold Ctrl-C for the server's 5 s grace
     period and then be cancelled with a traceback: it is recorded as truncated and closed."""
     upstream = ControlledUpstream()
     out = tmp_path / "out"
