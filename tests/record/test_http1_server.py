@@ -532,36 +532,44 @@ class Protocol:
     def response_complete(self, cycle: Cycle) -> None:
         self.completed.append(cycle)
 
+    def resume_reading(self) -> None:
+        pass
+
 
 def cycle(protocol: Protocol, method: str = "GET", http11: bool = True) -> Cycle:
     scope = {"method": method, "path": "/"}
     return Cycle(protocol, scope, True, False, http11)  # type: ignore[arg-type]
 
 
-def test_a_sized_reply_goes_out_in_one_write_and_a_stream_head_at_once() -> None:
+def test_a_small_reply_goes_out_in_one_write_a_stream_or_large_head_at_once() -> None:
     async def main() -> None:
         protocol = Protocol(asyncio.get_running_loop())
         sized = cycle(protocol)
         headers = [(b"content-length", b"2")]
         await sized.send({"type": "http.response.start", "status": 200, "headers": headers})
+        await asyncio.sleep(0)  # (nothing waits for a turn of the loop)
+        assert protocol.transport.writes == []
         await sized.send({"type": "http.response.body", "body": b"{}"})
         assert protocol.transport.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"]
         assert protocol.completed == [sized]
 
-        protocol.transport.writes.clear()
-        stream = cycle(protocol)
-        await stream.send({"type": "http.response.start", "status": 200, "headers": []})
-        assert protocol.transport.writes == [
-            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
-        ]
+        for headers, head in (
+            ([], b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"),
+            ([(b"content-length", b"70000")], b"HTTP/1.1 200 OK\r\ncontent-length: 70000\r\n\r\n"),
+        ):
+            protocol.transport.writes.clear()
+            reply = cycle(protocol)
+            await reply.send({"type": "http.response.start", "status": 200, "headers": headers})
+            assert protocol.transport.writes == [head]
 
         protocol.transport.writes.clear()
-        late = cycle(protocol)  # a sized head whose body does not follow at once
-        await late.send({"type": "http.response.start", "status": 200, "headers": headers})
+        waiting = cycle(protocol)  # a small head, then the app waits for the request
+        small = [(b"content-length", b"2")]
+        await waiting.send({"type": "http.response.start", "status": 200, "headers": small})
+        receiving = asyncio.ensure_future(waiting.receive())
         await asyncio.sleep(0)
         assert protocol.transport.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"]
-        await late.send({"type": "http.response.body", "body": b"{}"})
-        assert protocol.transport.writes[1:] == [b"{}"]
+        receiving.cancel()
 
     asyncio.run(main())
 

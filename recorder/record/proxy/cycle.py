@@ -8,10 +8,11 @@ it waits for the end of the reply or of the connection and says `http.disconnect
 `send` writes the reply's head as the app gave it (names and order kept, nothing added but the
 framing the reply needs: `transfer-encoding: chunked` when it has no length on HTTP/1.1,
 `connection: close` when the connection ends after it), checked for CR and LF by two byte
-counts over the whole head. A sized reply's head is held for its first body bytes when they
-follow within the same step of the event loop (one write for both; else `call_soon` sends
-the head alone); a chunked one (a stream) goes out at once. Each body part is written as it
-comes, chunk-encoded or counted against the Content-Length.
+counts over the whole head. A small sized reply's head (up to 64 KiB, or no body) is held for
+its body, one write for both: the proxy sends the body right after (an app that waited for
+the request meanwhile gets the head sent then); a chunked one (a stream) or a large one goes
+out at once. Each body part is written as it comes, chunk-encoded or counted against the
+Content-Length.
 """
 
 from __future__ import annotations
@@ -127,6 +128,8 @@ class Cycle:
                 self.delivered = not more
                 return {"type": "http.request", "body": body, "more_body": more}
             proto = self.proto
+            if self.pending is not None:
+                self._flush()
             if self.expect_continue:
                 self.expect_continue = False
                 if not proto.transport.is_closing():
@@ -232,14 +235,15 @@ class Cycle:
         self.chunked = chunked and not no_body
         # (HTTP/1.0 without a length: the body ends where the connection does)
         self.remaining = 0 if no_body or chunked else length
-        if chunked and not no_body:
-            self.proto.transport.write(head)  # a stream: its head goes at once
-        else:
+        if no_body or (length is not None and length <= _JOIN_AT):
+            # a small sized reply (or none): the head goes with the body, in one write (a
+            # `call_soon` to send it alone would cost the loop a turn, an epoll, per reply)
             self.pending = head
-            self.proto.loop.call_soon(self._flush)
+        else:
+            self.proto.transport.write(head)  # a stream, or a large body: at once
 
     def _flush(self) -> None:
-        """A sized reply's head whose body did not follow within the same step."""
+        """A held head, sent alone: the app waits for the request before its body."""
         head = self.pending
         if head is not None:
             self.pending = None
@@ -261,6 +265,7 @@ class Cycle:
             if not self.started and not self.disconnected:
                 await self.error_500()
             else:
+                self._flush()  # (a held head: the client sees the reply cut short)
                 proto.transport.close()
         else:
             if self.disconnected or self.complete:
@@ -271,6 +276,7 @@ class Cycle:
             else:
                 if not proto.server.stopping:
                     log.error("the proxy returned before its reply to %s ended", _shown(self.scope))
+                self._flush()
                 proto.transport.close()  # without the final chunk: the client sees it cut
         finally:
             # (the task leaves the server's set itself: no done callback to schedule)

@@ -22,10 +22,9 @@ app, and its tests through `httpx.ASGITransport`, do not know the difference:
   relayed), framed by the app's Content-Length, else chunked (HTTP/1.1) or closed (HTTP/1.0);
   no body for HEAD, 1xx, 204, 304. A CR or LF in a header closes the connection instead (two
   byte counts over the head, not a regex per header: the upstream's headers were checked by
-  the client that parsed them). A sized reply's head waits for its first body bytes within the
-  same step of the event loop (one write for both; `call_soon` sends it alone otherwise), a
-  chunked one (a stream) goes out at once. `send()` waits for the transport only when it
-  asked to pause writing; after the client left it does nothing.
+  the client that parsed them). A small sized reply's head goes out with its body (one
+  write); a chunked one (a stream) or a large one at once. `send()` waits for the transport
+  only when it asked to pause writing; after the client left it does nothing.
 - Errors: the app raising before its reply started gets a 500 and the connection closed;
   after, or returning with its reply unfinished, the connection is closed without the final
   chunk, so the client sees a reply cut short (logged, but not for streams the shutdown ends).
