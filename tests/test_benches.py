@@ -24,6 +24,7 @@ BENCH = Path(__file__).parent.parent / "bench"
         ("bench_store.py", ["--smoke"], '"bench": "store"'),
         ("bench_newfile.py", ["--smoke"], '"bench": "newfile"'),
         ("bench_build.py", ["--smoke"], '"bench": "build"'),
+        ("bench_keepalive.py", ["--requests", "60", "--workers", "3"], '"bench": "keepalive"'),
         (
             "bench_memory.py",
             ["--idle", "50", "--mb", "5", "--keep-alive", "1"],

@@ -37,7 +37,7 @@ from typing import Any
 from recorder.model import is_event_stream
 from recorder.record.proxy.call import Call, Receive, Send, describe_http_error
 from recorder.record.proxy.recording import Recording
-from recorder.record.upstream import UpstreamReply, settle
+from recorder.record.upstream import UpstreamReply
 from recorder.sse import SseDecoder
 
 log = logging.getLogger(__name__)
@@ -125,16 +125,31 @@ class StreamRelay:
         self.recording = recording
         self.upstream_url = upstream_url
         self.grace = grace
-        # one future per relayed stream: set by `stop_all` when the server shuts down
+        # one deadline per relayed stream: `stop_all` moves it to now when the server shuts down
         self._stopping = False
-        self._stream_stops: set[asyncio.Future[None]] = set()
+        self._deadlines: set[asyncio.Timeout] = set()
 
     def stop_all(self) -> None:
         """End every relayed stream now: each is recorded as truncated and its client
         connection closed without the final chunk."""
         self._stopping = True
-        for stop in self._stream_stops:
-            settle(stop)
+        now = asyncio.get_running_loop().time()
+        for deadline in self._deadlines:
+            deadline.reschedule(now)
+
+    def _learn(self, call: Call, decoder: SseDecoder, chunk: bytes, frames: int) -> int:
+        """The frames `chunk` completes, each learned before the client has it (a follow-up
+        by an id it holds finds its file, and is `@during` after this frame) and counted (data
+        frames, not comment-only ones): the count of `call`'s data frames so far."""
+        arrived = decoder.feed(chunk)
+        if arrived:
+            recording = self.recording
+            for event in arrived:
+                if event.data is not None or event.event is not None or event.id:
+                    frames += 1
+                    recording.learn_frame(call, event)
+            recording.frames_arrived(call, frames)
+        return frames
 
     async def relay(
         self,
@@ -144,15 +159,18 @@ class StreamRelay:
         receive: Receive,
         send: Send,
     ) -> None:
-        """Relay the upstream's streamed reply to the client (its relay loop is `pump`), then
-        record it."""
+        """Relay the upstream's streamed reply to the client, then record it.
+
+        The relay loop runs in the request's own task, so that a frame that has come with the
+        head goes on at once (no task to start first). Its deadline (`asyncio.timeout`, none
+        at first) ends it: `stop_all` moves it to now, and a client that goes away (a watcher
+        task waits for `http.disconnect`) moves it to `grace` seconds later."""
         # chunked to the client even when the upstream gave a length: a reply cut short (a
         # failed write, a broken upstream) must not look complete
         client_headers = [(n, v) for n, v in kept if n.lower() != b"content-length"]
         content_type = next((v for n, v in kept if n.lower() == b"content-type"), b"")
         decoder = SseDecoder() if is_event_stream(content_type.decode("latin-1")) else None
         spool = BodySpool()
-        client_gone = False
         upstream_error: BaseException | None = None
         recording = self.recording
 
@@ -167,74 +185,59 @@ class StreamRelay:
 
         frames = 0  # data frames arrived (comment-only frames, keep-alive pings, are not)
         gone = False  # the client went away: the upstream is still read, for the grace time
+        ended = False  # the upstream finished, broke off, or the deadline passed
+        loop = asyncio.get_running_loop()
 
-        async def pump() -> None:
-            nonlocal frames
-            async for chunk in upstream.aiter_raw():
-                if decoder is not None:
-                    arrived = decoder.feed(chunk)
-                    if arrived:
-                        # learned before the client has the frame: a follow-up by an id it
-                        # holds finds its file, and is `@during` after this frame
-                        for event in arrived:
-                            if event.data is not None or event.event is not None or event.id:
-                                frames += 1
-                                recording.learn_frame(call, event)
-                        recording.frames_arrived(call, frames)
-                else:
-                    spool.add(chunk)
-                if not gone:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-
-        async def watch() -> None:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return
-
-        pump_task = asyncio.ensure_future(pump())
-        watch_task = asyncio.ensure_future(watch())
-        stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if self._stopping:
-            stop.set_result(None)
-        self._stream_stops.add(stop)
-        shut_down = False
-        try:
-            done, _ = await asyncio.wait(
-                {pump_task, watch_task, stop}, return_when=asyncio.FIRST_COMPLETED
-            )
-            if watch_task in done and pump_task not in done and stop not in done:
-                # the client went away (an SDK client closes a stream as soon as it has the
-                # final event): read on for a bounded time, so that a stream about to end is
-                # recorded whole; only one that does not end is truncated
+        async def watch(deadline: asyncio.Timeout) -> None:
+            nonlocal gone
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            if not ended:
+                # an SDK client closes a stream as soon as it has the final event: read on for
+                # a bounded time, so that a stream about to end is recorded whole; only one
+                # that does not end is truncated
                 gone = True
-                done, _ = await asyncio.wait(
-                    {pump_task, stop}, timeout=self.grace, return_when=asyncio.FIRST_COMPLETED
-                )
-            if pump_task in done:
-                upstream_error = pump_task.exception()
-            else:
-                client_gone = gone
-                shut_down = not gone
-                pump_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await pump_task
+                when = loop.time() + self.grace
+                current = deadline.when()
+                if current is None or when < current:
+                    deadline.reschedule(when)
+
+        timed_out = False
+        deadline = asyncio.timeout(loop.time() if self._stopping else None)
+        self._deadlines.add(deadline)
+        watcher = asyncio.ensure_future(watch(deadline))
+        try:
+            async with deadline:
+                try:
+                    async for chunk in upstream.aiter_raw():
+                        if decoder is None:
+                            spool.add(chunk)
+                        else:
+                            frames = self._learn(call, decoder, chunk, frames)
+                        if not gone:
+                            await send(
+                                {"type": "http.response.body", "body": chunk, "more_body": True}
+                            )
+                except Exception as exc:  # (a CancelledError is no Exception)
+                    upstream_error = exc
+        except TimeoutError:
+            timed_out = True  # the deadline passed: the client left, or the proxy shuts down
         except asyncio.CancelledError:
             # cancelled while streaming (the server's grace period ran out): keep what
-            # arrived, marked truncated; the pump is awaited so that no task outlives this one
-            pump_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await pump_task
+            # arrived, marked truncated
             recording.write_truncated(
                 call, upstream, kept, decoder, [spool.read()], "the proxy shut down"
             )
             raise
         finally:
-            self._stream_stops.discard(stop)
+            ended = True
+            self._deadlines.discard(deadline)
             recording.close(call)
-            watch_task.cancel()
+            watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await watch_task
+                await watcher
+        client_gone = timed_out and gone
+        shut_down = timed_out and not gone
         if shut_down:
             # returning without the final chunk: the server closes the connection, so the
             # client sees a reply cut short, not a complete one
