@@ -72,7 +72,7 @@ PASS_THROUGH_AT = 64 * 1024
 # request bodies are held whole (forwarded with a Content-Length, recorded): at most this much
 MAX_REQUEST_BODY = 64 * 1024 * 1024
 # seconds a request's body may take after its head (`recorder record --client-timeout`; the
-# head gets as long, `server.guarded_protocol`)
+# head gets as long, `recorder.record.proxy.http1`)
 CLIENT_TIMEOUT = 30.0
 
 Pool = Literal["per-connection", "shared"]
