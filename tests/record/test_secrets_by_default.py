@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from recorder import load
-from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy import ProxyServer, create_proxy_app
 from recorder.rules import load_rules
 from recorder.servers import ServerThread
 
@@ -203,7 +203,7 @@ def recorder_in_front_of_echo(out: Path, **options: Any) -> Iterator[httpx.Clien
     with ServerThread(UPSTREAM) as upstream:
         proxy = create_proxy_app(upstream.url, out=out, **options)
         with (
-            ServerThread(proxy, lifespan="on") as server,
+            ProxyServer(proxy) as server,
             httpx.Client(base_url=server.url, timeout=LIMIT) as client,
         ):
             yield client

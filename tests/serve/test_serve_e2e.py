@@ -35,7 +35,7 @@ from traffic import drive
 from recorder.kit import KitServer
 from recorder.pairing import PairingRules
 from recorder.planner.scenarios import SCENARIOS, Session
-from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy import ProxyServer, create_proxy_app
 from recorder.rules import DEFAULT_RULES
 from recorder.serve import NO_MATCH, StandIn, load_stand_in
 from recorder.serve.server import server_options
@@ -201,7 +201,7 @@ def recording(
     binding: str = request.param
     out = tmp_path_factory.mktemp("serve-traffic") / "rec"
     proxy = create_proxy_app(kit.url, out=out)
-    with ServerThread(proxy, lifespan="on") as server:
+    with ProxyServer(proxy) as server:
         seen = drive(server.url, token=kit.token, binding=binding)
     return Recording(binding, out, seen)
 
