@@ -342,7 +342,7 @@ class TranscriptStore:
     def write(
         self,
         ticket: int,
-        exchange: Exchange,
+        exchange: Exchange | str,
         *,
         scenario: str | None,
         operation: str,
@@ -352,7 +352,8 @@ class TranscriptStore:
     ) -> Path | None:
         """Record one finished exchange; returns the file it went to (None: not written, its
         scenario's file is kept, `once`). Raises OSError when the file cannot be written (the
-        file stays as it was).
+        file stays as it was). `exchange` may be given as its block, the text `dumps_exchange`
+        writes for it (`recorder.record.proxy.direct`), when it has no `during`.
 
         `during` = (ticket, frames): the request was sent while the event stream of the
         exchange with that ticket (same scenario) was open, after `frames` of its frames had
@@ -389,7 +390,12 @@ class TranscriptStore:
                 self._release(key)
                 record = found
         with record.lock:
-            entry = _Entry(ticket, exchange, during)
+            if isinstance(exchange, str):
+                if during is not None:
+                    raise ValueError("an exchange given as its block has no @during tag")
+                entry = _Entry(ticket, None, None, block=exchange)
+            else:
+                entry = _Entry(ticket, exchange, during)
             bisect.insort(record.entries, entry, key=lambda item: item.ticket)
             first = record.path is None or record.replacing
             try:
@@ -459,8 +465,9 @@ class TranscriptStore:
                 scrubbed = scrub(tail, secrets)
                 if scrubbed != tail:
                     # scrubbing replaced text inside values: the exchange must still parse
-                    assert entry.exchange is not None  # (let go only after this)
-                    plain = dumps_exchange(entry.exchange)
+                    # (let go only after this; given as its block only when it has no tag)
+                    exchange = entry.exchange
+                    plain = entry.block if exchange is None else dumps_exchange(exchange)
                     loads(_FILE_HEAD + "\n" + scrub(plain, secrets), source=record.path)
                     tail = scrubbed
             try:

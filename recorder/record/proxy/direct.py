@@ -1,0 +1,194 @@
+"""The recorded text of a common exchange straight from its bytes: the block that
+`dumps_exchange(Recording.exchange(...))` writes, made without the model in between.
+
+The common exchange is a buffered reply (no event stream) to a request of a common method,
+tagged with nothing (no `@during`), with nothing secret in it (no secret header, query
+parameter or body member: the redactor's own checks say so, and take nothing out), and with
+header names and values the model takes as they came. Its block is made of the parts the
+model and `recorder.httpfile` make, by the same functions: header names in conventional case
+(`naming.header_case`), values stripped, the canonical JSON of a JSON body
+(`jsonbody._canonical_json`), a body's lines (`httpfile._body_lines`), joined as
+`dumps_exchange` joins them. Any other exchange gives None, and the caller takes the general
+path, which also raises the model's errors for what it refuses.
+
+What it saves: the `Headers`, `Request`, `Response` and `Exchange` objects and their checks,
+and the lines of headers seen before (a header's line is remembered by its raw bytes: the same
+few come in every exchange). tests/record/test_direct.py holds the block, the operation and
+the title to those of the general path, on tricky exchanges and hypothesis's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from recorder.httpfile import _body_lines
+from recorder.jsonbody import _UNPARSED, _canonical_json
+from recorder.model import (
+    _COMMON_METHODS,
+    _REQUEST_TARGET,
+    _TOKEN,
+    is_event_stream,
+    is_json_media_type,
+)
+from recorder.record.naming import header_case, operation_of
+from recorder.redact import Redactor
+
+__all__ = ["Direct"]
+
+# a header field's line, and its value when the field is Content-Type
+_Line = tuple[str, str | None]
+# a reply's Content-Length: left out of the recording
+_SKIP: _Line = ("", None)
+# remembered lines at most (Date changes every second, a request id with every request)
+_MAX_LINES = 4096
+
+
+class _Uncommon(Exception):
+    """A header field the general path takes."""
+
+
+class Direct:
+    """Blocks of common exchanges, for one proxy (one host header, one set of secret names)."""
+
+    def __init__(self, host_header: str, redactor: Redactor) -> None:
+        self._secret = redactor.headers  # lowercase names; the copies share the mapping
+        # the lines of the fields seen before, by their raw bytes: a request's, a reply's
+        self._request_lines: dict[tuple[bytes, bytes], _Line] = {}
+        self._reply_lines: dict[tuple[bytes, bytes], _Line] = {}
+        self._host = _line("Host", host_header, self._secret)
+
+    def block(
+        self,
+        *,
+        method: str,
+        target: str,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        description: str | None,
+        redactor: Redactor,
+        status: int,
+        reason: str,
+        kept: list[tuple[bytes, bytes]],
+        reply: bytes,
+    ) -> tuple[str, str, str] | None:
+        """(the block, the operation, the title) of an exchange, or None when it is not a
+        common one. `redactor` is the call's own (nothing seen yet); `kept` are the reply's
+        header pairs as forwarded (Content-Length is left out, as the general path does)."""
+        secret = redactor.headers
+        if secret is not self._secret and secret != self._secret:
+            return None  # (another redactor's names: the remembered lines are not for them)
+        if redactor.seen or self._host is None:
+            return None
+        if method not in _COMMON_METHODS or not 100 <= status <= 999:
+            return None
+        if "?" in target and redactor.redact_target(target) is not target:
+            return None
+        if _REQUEST_TARGET.match(target) is None:
+            return None
+        if "\r" in reason or "\n" in reason or "\0" in reason:
+            return None
+        # the request
+        parts = [self._host[0]]
+        try:
+            content_type = self._fields(headers, parts, self._request_lines)
+        except _Uncommon:
+            return None
+        json_body = is_json_media_type(content_type)
+        if redactor.redact_body(body, content_type) is not body or redactor.seen:
+            return None
+        value = None
+        if json_body and body:
+            body, value, _ = _canonical_json(body)
+            if value is _UNPARSED:
+                return None  # (the model then reads it with `json`, which reads UTF-16 too)
+        request_head = "\n".join(parts)
+        request_body = _body_lines(body, raw_stream=False)
+        operation = operation_of(
+            method, target.partition("?")[0], value if method == "POST" and json_body else None
+        )
+        title = operation
+        if description:
+            text = " ".join(description.split())
+            if text:
+                title = f"{operation}: {text}"
+        if "\r" in title or "\n" in title:
+            return None
+        title = title.strip()
+        # the reply
+        parts.clear()
+        try:
+            reply_type = self._fields(kept, parts, self._reply_lines)
+        except _Uncommon:
+            return None
+        if is_event_stream(reply_type):
+            return None
+        if redactor.redact_body(reply, reply_type) is not reply or redactor.seen:
+            return None
+        if is_json_media_type(reply_type):
+            reply = _canonical_json(reply)[0]
+        reply_body = _body_lines(reply, raw_stream=False)
+        reason = reason.strip()
+        status_line = f"HTTP/1.1 {status} {reason}" if reason else f"HTTP/1.1 {status}"
+        # as `dumps_exchange` joins the lines
+        out = [f"### {title}" if title else "###", f"{method} {target} HTTP/1.1", request_head]
+        out.append("")
+        if request_body:
+            out.extend(request_body)
+            out.append("")
+        out.append(status_line)
+        if parts:
+            out.append("\n".join(parts))
+        if reply_body:
+            out.append("")
+            out.extend(reply_body)
+        out.append("")
+        return "\n".join(out), operation, title
+
+    def _fields(
+        self,
+        pairs: list[tuple[bytes, bytes]],
+        lines: list[str],
+        remembered: dict[tuple[bytes, bytes], _Line],
+    ) -> str | None:
+        """Append the lines of header `pairs` to `lines` (a reply's Content-Length left out,
+        `remembered` being the reply's); returns the first Content-Type value (None when there
+        is none). Raises `_Uncommon` for a field that is not a common one."""
+        content_type: str | None = None
+        found = False
+        for pair in pairs:
+            line = remembered.get(pair)
+            if line is None:
+                name, value = pair
+                if remembered is self._reply_lines and name.lower() == b"content-length":
+                    line = _SKIP
+                else:
+                    cased = header_case(name.decode("latin-1"))
+                    found_line = _line(cased, value.decode("latin-1"), self._secret)
+                    if found_line is None:
+                        raise _Uncommon  # (not remembered: a secret stays out of memory)
+                    line = found_line
+                if len(remembered) >= _MAX_LINES:
+                    remembered.clear()
+                remembered[pair] = line
+            if line is _SKIP:
+                continue
+            lines.append(line[0])
+            if line[1] is not None and not found:
+                content_type, found = line[1], True
+        return content_type
+
+
+def _line(name: str, value: str, secret: Mapping[str, str] | None) -> tuple[str, str | None] | None:
+    """The `.http` line of a header field as the model keeps it (value stripped), with the
+    value when the field is Content-Type; None when the model refuses the field or it is
+    secret (in `secret`, lowercase names)."""
+    value = value.strip()
+    folded = name.lower()
+    if _TOKEN.match(name) is None or name.startswith("#"):
+        return None
+    if "\r" in value or "\n" in value or "\0" in value:
+        return None
+    if secret is not None and folded in secret:
+        return None
+    line = f"{name}: {value}" if value else f"{name}:"
+    return line, value if folded == "content-type" else None
