@@ -26,6 +26,7 @@ from recorder.redact import Redactor
 
 HOST = "upstream.test:9"
 JSON = (b"content-type", b"application/json")
+TEXT = (b"content-type", b"text/plain")
 REQUEST = b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"parts":[]}}}'
 REPLY = b'{"jsonrpc":"2.0","id":1,"result":{"id":"t-1","status":{"state":"TASK_STATE_WORKING"}}}'
 REPLY_HEADERS = [(b"date", b"Mon, 30 Nov 2026 23:00:00 GMT"), (b"content-length", b"90"), JSON]
@@ -50,8 +51,8 @@ def _upstream(parts: dict[str, Any]) -> UpstreamReply:
 
 
 def outcome(recording: Recording, parts: dict[str, Any]) -> tuple[Any, ...]:
-    """(the block or None, operation, title, seen secrets) by the direct path, as the writer
-    takes it (`Recording._built`)."""
+    """(the text, operation, title, secrets seen, secrets sent), and the block or None, by the
+    direct path as the writer takes it (`Recording._built`)."""
     call = _call(parts, recording)
     upstream = _upstream(parts)
     kept = list(parts.get("kept", REPLY_HEADERS))
@@ -61,7 +62,8 @@ def outcome(recording: Recording, parts: dict[str, Any]) -> tuple[Any, ...]:
         return ("error", type(exc))
     block = built if isinstance(built, str) else None
     text = block if block is not None else dumps_exchange(built)
-    return (text, call.recorded_operation, call.recorded_title.strip(), call.redactor.seen), block
+    seen, sent = call.redactor.seen, call.sent_secrets
+    return (text, call.recorded_operation, call.recorded_title.strip(), seen, sent), block
 
 
 def general(recording: Recording, parts: dict[str, Any]) -> tuple[Any, ...]:
@@ -75,7 +77,8 @@ def general(recording: Recording, parts: dict[str, Any]) -> tuple[Any, ...]:
     text = dumps_exchange(exchange)
     # (the text reads back as the exchange: what the direct path writes is a transcript)
     assert loads("# recorder-format: 1\n\n" + text).exchanges == (exchange,)
-    return (text, call.recorded_operation, call.recorded_title.strip(), call.redactor.seen)
+    seen, sent = call.redactor.seen, call.sent_secrets
+    return (text, call.recorded_operation, call.recorded_title.strip(), seen, sent)
 
 
 def assert_same(parts: dict[str, Any], recording: Recording | None = None) -> bool:
@@ -143,10 +146,34 @@ COMMON: list[dict[str, Any]] = [
     {"status": 500, "reason": ""},
     {"status": 299, "reason": "Whatever It Says"},
     {"method": "DELETE", "target": "/v1/tasks/t-1/pushNotificationConfigs/c-1", "body": b""},
+    # secret headers: their placeholders, their values remembered for the scrub
+    {"headers": [JSON, (b"authorization", b"Bearer tok-1234567")]},
+    {"headers": [JSON, (b"Authorization", b"Bearer tok-1234567")]},
+    {"headers": [JSON, (b"x-api-key", b"k-1234567")]},
+    {"headers": [JSON, (b"cookie", b"sid=abc123456; theme=dark")]},
+    {"kept": [JSON, (b"set-cookie", b"sid=abc123456; Path=/")]},
+    {"headers": [JSON, (b"authorization", b"Bearer")]},  # (a scheme alone: no secret)
+    {"headers": [JSON, (b"authorization", b"tok-1234567")]},  # (no scheme: all secret)
+    {"headers": [JSON, (b"authorization", b"  Bearer   tok-1234567  ")]},
+    {"headers": [JSON, (b"x-api-key", b"")]},
+    {"headers": [JSON, (b"x-api-key", b"{{X_API_KEY}}")]},
+    {
+        "headers": [TEXT, (b"x-api-key", b"k-1"), (b"x-api-key", b"k-2")],
+        "body": "caf\u00e9".encode(),
+    },
+    {"headers": [JSON, (b"x-api-key", b"k-1234567")], "body": b'{"echo": "k-1234567"}'},
+    {"kept": [JSON, (b"set-cookie", b"a=1"), (b"set-cookie", b"b=2; HttpOnly")]},
 ]
 # exchanges it leaves to the general path: secrets, event streams, what the model refuses,
 # bodies under a JSON type that are no UTF-8 JSON, uncommon methods
 UNCOMMON: list[dict[str, Any]] = [
+    # (what the attempt took out before it gave up is not left in the call's redactor)
+    {"headers": [JSON, (b"x-api-key", b"k-1234567")], "reply": b'{"token": "t-1234567"}'},
+    {"headers": [JSON, (b"x-api-key", b"k-1234567")], "target": "/a?api_key=k-7654321"},
+    {
+        "headers": [(b"content-type", b"application/octet-stream"), (b"x-api-key", b"k-1234567")],
+        "body": b"\xffk-1234567\xfe",  # (bytes that are no text: the secret taken out of them)
+    },
     {"body": b'{"method":"SendMessage\\n"}'},  # (a title with a line break: refused)
     {"body": '{"a": "b"}'.encode("utf-16")},
     {"body": b'{"broken": '},
@@ -156,11 +183,6 @@ UNCOMMON: list[dict[str, Any]] = [
     {"body": b"\xff\xfe\x00 bytes"},
     {"body": b"# recorder-body: escaped"},
     {"method": "BREW", "target": "/pot"},
-    {"headers": [JSON, (b"authorization", b"Bearer tok-1234567")]},
-    {"headers": [JSON, (b"Authorization", b"Bearer tok-1234567")]},
-    {"headers": [JSON, (b"x-api-key", b"k-1234567")]},
-    {"headers": [JSON, (b"cookie", b"sid=abc123456; theme=dark")]},
-    {"kept": [JSON, (b"set-cookie", b"sid=abc123456; Path=/")]},
     {"target": "/a2a/jsonrpc?api_key=k-1234567"},
     {"body": b'{"method":"SetTaskPushNotificationConfig","token":"tok-1234567"}'},
     {"body": b'{"method":"x","to\\u006ben":"tok-1234567"}'},
@@ -200,7 +222,7 @@ def test_an_uncommon_exchange_gets_what_the_general_path_gives(parts: dict[str, 
 def test_a_secret_header_value_is_not_remembered() -> None:
     recording = Recording(None, Redactor(), HOST)  # type: ignore[arg-type]
     secret = (b"authorization", b"Bearer tok-1234567")
-    assert not assert_same({"headers": [JSON, secret]}, recording)
+    assert assert_same({"headers": [JSON, secret]}, recording)
     remembered = recording._direct._request_lines
     assert secret not in remembered
     assert all(b"tok-1234567" not in value for _, value in remembered)
@@ -209,7 +231,9 @@ def test_a_secret_header_value_is_not_remembered() -> None:
 def test_the_secret_names_of_the_rules_are_those_of_the_direct_path() -> None:
     redactor = Redactor(headers={"x-session": "SESSION"}, fields={"pin": "PIN"})
     recording = Recording(None, redactor, HOST)  # type: ignore[arg-type]
-    assert not assert_same({"headers": [JSON, (b"X-Session", b"s-1234567")]}, recording)
+    found = outcome(recording, {"headers": [JSON, (b"X-Session", b"s-1234567")]})
+    assert "X-Session: {{SESSION}}" in found[0][0] and found[1] is not None
+    assert assert_same({"headers": [JSON, (b"X-Session", b"s-1234567")]}, recording)
     assert not assert_same({"body": b'{"method":"x","PIN":"1234"}'}, recording)
     # names the rules left out are no secret here: common
     assert assert_same({"headers": [JSON, (b"authorization", b"Bearer t-1234567")]}, recording)
@@ -223,6 +247,16 @@ def test_a_call_with_other_secret_names_takes_the_general_path() -> None:
     built = recording._built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
     assert not isinstance(built, str)
     assert built.request.headers.get("X-Session") == "{{SESSION}}"
+
+
+def test_a_call_whose_redactor_saw_secrets_already_takes_the_general_path() -> None:
+    recording = Recording(None, Redactor(), HOST)  # type: ignore[arg-type]
+    call = _call({"target": "/a?api_key=k-1234567"}, recording)
+    assert call.shown == "POST /a?api_key={{API_KEY}}"  # (a log line: the value is seen)
+    built = recording._built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
+    assert not isinstance(built, str)
+    assert built.request.target == "/a?api_key={{API_KEY}}"
+    assert call.redactor.seen == {"k-1234567": "API_KEY"}
 
 
 def test_a_secret_host_header_takes_the_general_path() -> None:

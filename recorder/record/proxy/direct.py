@@ -19,8 +19,6 @@ the title to those of the general path, on tricky exchanges and hypothesis's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from recorder.httpfile import _body_lines
 from recorder.jsonbody import _UNPARSED, _canonical_json
 from recorder.model import (
@@ -55,7 +53,8 @@ class Direct:
         # the lines of the fields seen before, by their raw bytes: a request's, a reply's
         self._request_lines: dict[tuple[bytes, bytes], _Line] = {}
         self._reply_lines: dict[tuple[bytes, bytes], _Line] = {}
-        self._host = _line("Host", host_header, self._secret)
+        host = _field("Host", host_header)
+        self._host = None if host is None or "host" in self._secret else _line_of(*host)[0]
 
     def block(
         self,
@@ -70,10 +69,12 @@ class Direct:
         reason: str,
         kept: list[tuple[bytes, bytes]],
         reply: bytes,
-    ) -> tuple[str, str, str] | None:
-        """(the block, the operation, the title) of an exchange, or None when it is not a
-        common one. `redactor` is the call's own (nothing seen yet); `kept` are the reply's
-        header pairs as forwarded (Content-Length is left out, as the general path does)."""
+    ) -> tuple[str, str, str, dict[str, str] | None] | None:
+        """(the block, the operation, the title, the secrets the request sent or None) of an
+        exchange, or None when it is not a common one. `redactor` is the call's own (nothing
+        seen yet: it remembers the secret header values it takes out, as on the general path);
+        `kept` are the reply's header pairs as forwarded (Content-Length is left out, as the
+        general path does)."""
         secret = redactor.headers
         if secret is not self._secret and secret != self._secret:
             return None  # (another redactor's names: the remembered lines are not for them)
@@ -81,26 +82,28 @@ class Direct:
             return None
         if method not in _COMMON_METHODS or not 100 <= status <= 999:
             return None
-        if "?" in target and redactor.redact_target(target) is not target:
-            return None
         if _REQUEST_TARGET.match(target) is None:
             return None
         if "\r" in reason or "\n" in reason or "\0" in reason:
             return None
         # the request
-        parts = [self._host[0]]
+        parts = [self._host]
         try:
-            content_type = self._fields(headers, parts, self._request_lines)
+            content_type = self._fields(headers, parts, self._request_lines, redactor)
         except _Uncommon:
             return None
-        json_body = is_json_media_type(content_type)
-        if redactor.redact_body(body, content_type) is not body or redactor.seen:
+        if "?" in target and redactor.redact_target(target) is not target:
             return None
+        seen = len(redactor.seen)  # (secret header values)
+        if redactor.redact_body(body, content_type) is not body or len(redactor.seen) != seen:
+            return None
+        json_body = is_json_media_type(content_type)
         value = None
         if json_body and body:
             body, value, _ = _canonical_json(body)
             if value is _UNPARSED:
                 return None  # (the model then reads it with `json`, which reads UTF-16 too)
+        sent = dict(redactor.seen) if seen else None
         request_head = "\n".join(parts)
         request_body = _body_lines(body, raw_stream=False)
         operation = operation_of(
@@ -117,12 +120,13 @@ class Direct:
         # the reply
         parts.clear()
         try:
-            reply_type = self._fields(kept, parts, self._reply_lines)
+            reply_type = self._fields(kept, parts, self._reply_lines, redactor)
         except _Uncommon:
             return None
         if is_event_stream(reply_type):
             return None
-        if redactor.redact_body(reply, reply_type) is not reply or redactor.seen:
+        seen = len(redactor.seen)
+        if redactor.redact_body(reply, reply_type) is not reply or len(redactor.seen) != seen:
             return None
         if is_json_media_type(reply_type):
             reply = _canonical_json(reply)[0]
@@ -142,17 +146,19 @@ class Direct:
             out.append("")
             out.extend(reply_body)
         out.append("")
-        return "\n".join(out), operation, title
+        return "\n".join(out), operation, title, sent
 
     def _fields(
         self,
         pairs: list[tuple[bytes, bytes]],
         lines: list[str],
         remembered: dict[tuple[bytes, bytes], _Line],
+        redactor: Redactor,
     ) -> str | None:
         """Append the lines of header `pairs` to `lines` (a reply's Content-Length left out,
-        `remembered` being the reply's); returns the first Content-Type value (None when there
-        is none). Raises `_Uncommon` for a field that is not a common one."""
+        `remembered` being the reply's; a secret one's value made its placeholder by
+        `redactor`, as `Redactor.redact_headers` does); returns the first Content-Type value
+        (None when there is none). Raises `_Uncommon` for a field the model refuses."""
         content_type: str | None = None
         found = False
         for pair in pairs:
@@ -162,11 +168,19 @@ class Direct:
                 if remembered is self._reply_lines and name.lower() == b"content-length":
                     line = _SKIP
                 else:
-                    cased = header_case(name.decode("latin-1"))
-                    found_line = _line(cased, value.decode("latin-1"), self._secret)
-                    if found_line is None:
-                        raise _Uncommon  # (not remembered: a secret stays out of memory)
-                    line = found_line
+                    field = _field(header_case(name.decode("latin-1")), value.decode("latin-1"))
+                    if field is None:
+                        raise _Uncommon
+                    folded = field[0].lower()
+                    if folded in self._secret:
+                        if folded == "content-type":
+                            raise _Uncommon  # (its placeholder would be the media type)
+                        # made each time, never remembered: a secret stays out of memory
+                        cased, taken = field
+                        placed = redactor._header_value(cased, taken).strip()
+                        lines.append(_line_of(cased, placed)[0])
+                        continue
+                    line = _line_of(*field)
                 if len(remembered) >= _MAX_LINES:
                     remembered.clear()
                 remembered[pair] = line
@@ -178,17 +192,17 @@ class Direct:
         return content_type
 
 
-def _line(name: str, value: str, secret: Mapping[str, str] | None) -> tuple[str, str | None] | None:
-    """The `.http` line of a header field as the model keeps it (value stripped), with the
-    value when the field is Content-Type; None when the model refuses the field or it is
-    secret (in `secret`, lowercase names)."""
+def _field(name: str, value: str) -> tuple[str, str] | None:
+    """A header field as the model keeps it (the value stripped), None when it refuses it."""
     value = value.strip()
-    folded = name.lower()
     if _TOKEN.match(name) is None or name.startswith("#"):
         return None
     if "\r" in value or "\n" in value or "\0" in value:
         return None
-    if secret is not None and folded in secret:
-        return None
+    return name, value
+
+
+def _line_of(name: str, value: str) -> _Line:
+    """The `.http` line of a field, with the value when the field is Content-Type."""
     line = f"{name}: {value}" if value else f"{name}:"
-    return line, value if folded == "content-type" else None
+    return line, value if name.lower() == "content-type" else None

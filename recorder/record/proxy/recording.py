@@ -297,22 +297,26 @@ class Recording:
         """A buffered reply's exchange as recorded: its block, made straight from its bytes,
         when it is a common one (`recorder.record.proxy.direct`: the same text), else its
         model (`exchange`)."""
-        if call.during is None and call.recorded_request is None:
+        redactor = call.redactor
+        if call.during is None and call.recorded_request is None and not redactor.seen:
             found = self._direct.block(
                 method=call.method,
                 target=call.target,
                 headers=call.headers,
                 body=call.body,
                 description=call.description,
-                redactor=call.redactor,
+                redactor=redactor,
                 status=upstream.status_code,
                 reason=upstream.reason_phrase,
                 kept=kept,
                 reply=body,
             )
             if found is not None:
-                block, call.recorded_operation, call.recorded_title = found
+                block, call.recorded_operation, call.recorded_title, sent = found
+                if sent:
+                    call.sent_secrets = sent
                 return block
+            redactor.seen.clear()  # (what the attempt took out: the model takes it out again)
         return self.exchange(call, upstream, kept, body=body)
 
     def _record(self, job: _Job) -> None:
