@@ -133,7 +133,9 @@ def other_writers(folder: Path) -> bool:
     For a holder, its own temporary folder is first made again if it was removed (so that
     the other writers keep seeing this one: call this after each file made). Cheap: the link
     count of `.recorder-tmp` (2 plus its subfolders), one `stat`; a listing of it where the
-    file system does not count subfolders so."""
+    file system does not count subfolders so. The holder's own folder is not looked at while
+    `.recorder-tmp` is as it was at the last call (its removal would have changed its link
+    count and times)."""
     key = os.path.abspath(folder)
     with _guard:
         found = _scratch.get(key)
@@ -141,11 +143,18 @@ def other_writers(folder: Path) -> bool:
         mine = found.path if found is not None else None
     if holders > 1:
         return True
+    before = _seen.get(key)
     if holders == 1:
+        if mine is not None and before is not None and key not in _listing_only:
+            # `before` was noted while `mine` was there (the last call, or `hold_scratch`)
+            with contextlib.suppress(OSError):
+                after = _signature(key)
+                if after == before and after[3] >= 2:
+                    return after[3] - 2 > 1  # (alone: no other subfolder than `mine`)
         mine = _keep_scratch(key, mine)
     root = os.path.join(key, SCRATCH)
     try:
-        before, after = _seen.get(key), _signature(key)
+        after = _signature(key)
     except OSError:
         return False
     if before != after:
