@@ -119,7 +119,7 @@ def hold_scratch(folder: Path) -> None:
         _signature(key)
 
 
-def other_writers(folder: Path) -> bool:
+def other_writers(folder: Path | str) -> bool:
     """Whether a writer besides this process's one holder may be making files in `folder`:
     another temporary folder under `folder/.recorder-tmp` (another process; or one a killed
     process left, until it is cleaned), or a second holder in this process.
@@ -365,9 +365,11 @@ def _create_temporary(folder: str, name: str, mode: int | None = None) -> tuple[
 
 
 def _write_all(fd: int, data: bytes, fsync: bool) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    written = os.write(fd, data)  # (all of it, but for a large write or a signal)
+    if written < len(data):
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view) :]
     if fsync:
         os.fsync(fd)
 
@@ -435,17 +437,22 @@ def _replace(
 
 
 def create_exclusive(
-    path: Path,
+    path: Path | str,
     text: str | bytes,
     *,
     fsync: bool = False,
+    folder: str | None = None,
 ) -> None:
     """Make the new file `path` holding `text`, whole from the start (an unnamed file, or a
     temporary file, then a hard link to `path`: see the module's note). FileExistsError,
     writing nothing, when `path` exists: whoever made it (another process) keeps it.
-    FileNotFoundError when the folder is gone."""
+    FileNotFoundError when the folder is gone. `folder`: the absolute folder of `path`, when
+    the caller knows it (`path` is then that folder's path joined with its name)."""
     data = text.encode("utf-8") if isinstance(text, str) else text
-    folder, name = os.path.split(os.path.abspath(path))
+    if folder is None:
+        folder, name = os.path.split(os.path.abspath(path))
+    else:
+        name = os.path.basename(path)
     if _TMPFILE and folder not in _no_tmpfile and _link_unnamed(path, folder, data, fsync):
         return
     with _using(folder):
@@ -468,7 +475,7 @@ def _proc_fds() -> int:
     return _proc_fd[0]
 
 
-def _link_unnamed(path: Path, folder: str, data: bytes, fsync: bool) -> bool:
+def _link_unnamed(path: Path | str, folder: str, data: bytes, fsync: bool) -> bool:
     """`create_exclusive` through an unnamed file of `folder` (`O_TMPFILE`), linked under
     its name. False, having made nothing, when the file system (or the lack of `/proc`)
     refuses it: the caller falls back to a named temporary file (and so does every later
@@ -499,7 +506,7 @@ def _link_unnamed(path: Path, folder: str, data: bytes, fsync: bool) -> bool:
 
 
 def _link(
-    path: Path,
+    path: Path | str,
     folder: str,
     name: str,
     data: bytes,

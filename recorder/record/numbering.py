@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from recorder.atomic import create_exclusive, other_writers
-from recorder.record.naming import NUMBERED, file_name, next_number
+from recorder.record.naming import file_name, next_number
 
 __all__ = ["Numbers"]
 
@@ -41,65 +41,69 @@ class Numbers:
         """Make the new file holding `text`: at `path` when given (a file of the store that a
         user deleted: its name, unless another writer took it since), else under the next
         free number. Returns where it went."""
-        wanted = path
+        data = text.encode("utf-8")
+        # (number, name) to try again (the folder was gone); a number of None: `path`'s
+        again: tuple[int | None, str] | None = None if path is None else (None, path.name)
         taken = yielded = 0
         for attempt in range(_MAX_CLAIMS):
-            candidate = path or self._allocate(slug, rescan=taken >= _RESCAN_AFTER)
+            folder = os.path.abspath(self.out)
+            if again is not None:
+                number, name = again
+                again = None
+            else:
+                number, name = self._allocate(slug, rescan=taken >= _RESCAN_AFTER)
+            target = os.path.join(folder, name)
             try:
-                create_exclusive(candidate, text, fsync=fsync)
+                create_exclusive(target, data, fsync=fsync, folder=folder)
             except FileExistsError:
-                path = None
                 taken = 0 if taken >= _RESCAN_AFTER else taken + 1
                 continue
             except FileNotFoundError:
                 if attempt >= 3:
                     raise
-                path = candidate
+                again = (number, name)
                 self.out.mkdir(parents=True, exist_ok=True)  # removed while recording
                 continue
-            if candidate != wanted and self._number_shared(candidate):
+            if number is not None and self._number_shared(folder, name, number):
                 # another writer claimed this number under another name at the same moment:
                 # this file takes another. (Of two such, the second to link always sees the
                 # first; the first may see the second and yield too: a number is then left
                 # out, never given twice.)
                 with contextlib.suppress(OSError):
-                    os.unlink(candidate)
-                path = None
+                    os.unlink(target)
                 taken = _RESCAN_AFTER  # the numbers the other writer took: read the folder
                 yielded += 1
                 # both may have yielded: a random pause, so they do not meet again
                 time.sleep(random.uniform(0, 0.001 * min(yielded, 20)))
                 continue
-            return candidate
+            return path if number is None and path is not None else self.out / name
         raise FileExistsError(f"no free number for a transcript in {self.out}")
 
-    def _allocate(self, slug: str, rescan: bool = False) -> Path:
-        # The number to claim next. The folder is read once (and again after numbers were
-        # found taken in a row: another recorder writes there); after that the numbers are
-        # counted in memory (a scan per exchange would make every recording cost more than
-        # the one before). The claim itself is on disk (`claim`).
+    def _allocate(self, slug: str, rescan: bool = False) -> tuple[int, str]:
+        # The number to claim next, and its file's name. The folder is read once (and again
+        # after numbers were found taken in a row: another recorder writes there); after that
+        # the numbers are counted in memory (a scan per exchange would make every recording
+        # cost more than the one before). The claim itself is on disk (`claim`).
         with self._lock:
             if self._next is None or rescan:
                 self.out.mkdir(parents=True, exist_ok=True)
                 self._next = max(self._next or 1, next_number(os.listdir(self.out)))
             number, self._next = self._next, self._next + 1
-        return self.out / file_name(number, slug)
+        return number, file_name(number, slug)
 
-    def _number_shared(self, path: Path) -> bool:
-        """Whether a file of another name has the number of `path` (numbers are claimed by
-        name: two recorders may claim one number for two names at once)."""
-        match = NUMBERED.match(path.name)
-        if match is None:
-            return False
+    def _number_shared(self, folder: str, name: str, number: int) -> bool:
+        """Whether a file of another name has `number` (the number of `name`, just made in
+        `folder`; numbers are claimed by name: two recorders may claim one number for two
+        names at once)."""
         # alone on the folder (the common case): no listing of it per new file, one `stat`
         # (which also makes this store's hidden folder again if it was removed, so that the
         # other writers keep seeing it). While another writer is seen, every new file is
         # checked against a listing
-        others = other_writers(self.out)
-        if not others and not self._shared and int(match.group(1)) >= self._checked_below:
+        others = other_writers(folder)
+        if not others and not self._shared and number >= self._checked_below:
             return False
         try:
-            names = os.listdir(self.out)
+            names = os.listdir(folder)
         except OSError:
             return False
         with self._lock:
@@ -113,8 +117,8 @@ class Numbers:
                 self._next = max(self._next or 1, next_number(names))
                 self._checked_below = self._next
                 self._shared = False  # (last: the check above reads these without the lock)
-        prefix = match.group(1) + "-"
+        prefix = name.partition("-")[0] + "-"
         return any(
-            name.startswith(prefix) and name.endswith(".http") and name != path.name
-            for name in names
+            other.startswith(prefix) and other.endswith(".http") and other != name
+            for other in names
         )

@@ -230,7 +230,8 @@ class TranscriptStore:
         self._secrets: dict[str, str] = {}
         self._secret_log: list[tuple[str, str]] = []  # each change of `_secrets`, in order
         self.written: list[Path] = []
-        self._locks: dict[Path, threading.Lock] = {}  # each written file's lock
+        # each written file's lock, by its path as a string (a `Path`'s hash costs ~3 us)
+        self._locks: dict[str, threading.Lock] = {}
         self._holding = False  # this process's temporary folder in `out` (`recorder.atomic`)
         self._numbers = Numbers(self.out)  # new files' numbers, claimed on disk
 
@@ -328,7 +329,7 @@ class TranscriptStore:
         with self._lock:
             previous, self._previous = self._previous, {}
         for path, before in previous.items():
-            lock = self._locks.get(path)
+            lock = self._locks.get(os.fspath(path))
             with lock if lock is not None else contextlib.nullcontext():
                 self.replaced[path] = keep_in_place(path, before, self._keep, fsync=self._fsync)
         return dict(self.replaced)
@@ -410,9 +411,10 @@ class TranscriptStore:
             assert record.path is not None
             if first:
                 with self._lock:
-                    if record.path not in self._locks:
+                    name = os.fspath(record.path)
+                    if name not in self._locks:
                         self.written.append(record.path)
-                    self._locks[record.path] = record.lock
+                    self._locks[name] = record.lock
                     if key is not None and key[0] != CONVERSATION:
                         self._paths.setdefault(key[0], record.path)
         if new and self._scrub is not None:
@@ -514,7 +516,7 @@ class TranscriptStore:
             # deleted, and its name taken by another writer since: this file moved
             with self._lock:
                 self.written[self.written.index(record.path)] = candidate
-                self._locks[candidate] = self._locks.pop(record.path)
+                self._locks[os.fspath(candidate)] = self._locks.pop(os.fspath(record.path))
         record.path = candidate
 
     def _rescrub(self, paths: Iterable[Path], secrets: Mapping[str, str], skip: Path) -> None:
@@ -523,7 +525,7 @@ class TranscriptStore:
         for path in paths:
             if path == skip:
                 continue
-            lock = self._locks.get(path)
+            lock = self._locks.get(os.fspath(path))
             if lock is None:
                 continue
             with lock:
