@@ -19,8 +19,11 @@ the title to those of the general path, on tricky exchanges and hypothesis's.
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 from recorder.httpfile import _body_lines
-from recorder.jsonbody import _UNPARSED, _canonical_json
+from recorder.jsonbody import _UNPARSED, _canonical_json, plain_json
 from recorder.model import (
     _COMMON_METHODS,
     _REQUEST_TARGET,
@@ -53,6 +56,9 @@ class Direct:
         # the lines of the fields seen before, by their raw bytes: a request's, a reply's
         self._request_lines: dict[tuple[bytes, bytes], _Line] = {}
         self._reply_lines: dict[tuple[bytes, bytes], _Line] = {}
+        # member names of JSON bodies found to be no secret field's (`jsonbody.plain_json`)
+        self._field_names = redactor.fields
+        self._known: set[str] = set()
         host = _field("Host", host_header)
         self._host = None if host is None or "host" in self._secret else _line_of(*host)[0]
 
@@ -94,18 +100,23 @@ class Direct:
             return None
         if "?" in target and redactor.redact_target(target) is not target:
             return None
-        seen = len(redactor.seen)  # (secret header values)
-        if redactor.redact_body(body, content_type) is not body or len(redactor.seen) != seen:
-            return None
         json_body = is_json_media_type(content_type)
-        value = None
-        if json_body and body:
-            body, value, _ = _canonical_json(body)
-            if value is _UNPARSED:
-                return None  # (the model then reads it with `json`, which reads UTF-16 too)
-        sent = dict(redactor.seen) if seen else None
+        plain = self._plain(body, redactor) if json_body else None
+        if plain is not None:
+            text, value = plain
+            request_body = [text]
+        else:
+            seen = len(redactor.seen)  # (secret header values)
+            if redactor.redact_body(body, content_type) is not body or len(redactor.seen) != seen:
+                return None
+            value = None
+            if json_body and body:
+                body, value, _ = _canonical_json(body)
+                if value is _UNPARSED:
+                    return None  # (the model then reads it with `json`, which reads UTF-16 too)
+            request_body = _body_lines(body, raw_stream=False)
+        sent = dict(redactor.seen) if redactor.seen else None
         request_head = "\n".join(parts)
-        request_body = _body_lines(body, raw_stream=False)
         operation = operation_of(
             method, target.partition("?")[0], value if method == "POST" and json_body else None
         )
@@ -125,12 +136,16 @@ class Direct:
             return None
         if is_event_stream(reply_type):
             return None
-        seen = len(redactor.seen)
-        if redactor.redact_body(reply, reply_type) is not reply or len(redactor.seen) != seen:
-            return None
-        if is_json_media_type(reply_type):
-            reply = _canonical_json(reply)[0]
-        reply_body = _body_lines(reply, raw_stream=False)
+        plain = self._plain(reply, redactor) if is_json_media_type(reply_type) else None
+        if plain is not None:
+            reply_body = [plain[0]]
+        else:
+            seen = len(redactor.seen)
+            if redactor.redact_body(reply, reply_type) is not reply or len(redactor.seen) != seen:
+                return None
+            if is_json_media_type(reply_type):
+                reply = _canonical_json(reply)[0]
+            reply_body = _body_lines(reply, raw_stream=False)
         reason = reason.strip()
         status_line = f"HTTP/1.1 {status} {reason}" if reason else f"HTTP/1.1 {status}"
         # as `dumps_exchange` joins the lines
@@ -147,6 +162,24 @@ class Direct:
             out.extend(reply_body)
         out.append("")
         return "\n".join(out), operation, title, sent
+
+    def _plain(self, body: bytes, redactor: Redactor) -> tuple[str, Any] | None:
+        """(the canonical text of a JSON body, its value) when it is the common one
+        (`jsonbody.plain_json`: no float, no member named as a secret field), None otherwise.
+
+        Such a body is one the redactor leaves as it is (`Redactor.redact_body`: it changes only
+        members so named, and bytes that are no UTF-8, which orjson does not read), without its
+        pre-check on the text; and its text needs no check to be verbatim. Bodies nested deep
+        enough for Python's `json` to give up (the redactor then reads them as text) are left out
+        (deeper than half the recursion limit).
+        """
+        known = self._known if redactor.fields is self._field_names else None
+        if known is not None and len(known) > _MAX_LINES:
+            known.clear()
+        found = plain_json(body, redactor.fields, sys.getrecursionlimit() // 2, known)
+        if found is None:
+            return None
+        return found[0].decode(), found[1]
 
     def _fields(
         self,
