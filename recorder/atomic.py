@@ -73,6 +73,8 @@ _no_tmpfile: set[str] = set()
 _listing_only: set[str] = set()
 # this process's `/proc/self/fd`, opened once ([] not yet tried; [-1] not there)
 _proc_fd: list[int] = []
+# folder -> its `.recorder-tmp` (joined once)
+_roots: dict[str, str] = {}
 # folder -> what `stat` told of its `.recorder-tmp` at the last `other_writers` (or when the
 # holder made its folder there): a change means a writer came or went meanwhile
 _seen: dict[str, tuple[int, int, int, int]] = {}
@@ -136,7 +138,8 @@ def other_writers(folder: Path | str) -> bool:
     file system does not count subfolders so. The holder's own folder is not looked at while
     `.recorder-tmp` is as it was at the last call (its removal would have changed its link
     count and times)."""
-    key = os.path.abspath(folder)
+    # (a key of `_scratch` is absolute and normal already: it is its own `abspath`)
+    key = folder if type(folder) is str and folder in _scratch else os.path.abspath(folder)
     with _guard:
         found = _scratch.get(key)
         holders = found.holders if found is not None else 0
@@ -174,7 +177,10 @@ def other_writers(folder: Path | str) -> bool:
 
 def _signature(folder: str) -> tuple[int, int, int, int]:
     """Note what `stat` tells of `folder/.recorder-tmp` (OSError when it is not there)."""
-    found = os.stat(os.path.join(folder, SCRATCH))
+    root = _roots.get(folder)
+    if root is None:
+        root = _roots[folder] = os.path.join(folder, SCRATCH)
+    found = os.stat(root)
     signature = (found.st_ino, found.st_mtime_ns, found.st_ctime_ns, found.st_nlink)
     _seen[folder] = signature
     return signature

@@ -32,6 +32,8 @@ class Numbers:
 
     def __init__(self, out: Path) -> None:
         self.out = out
+        # its absolute path, when it does not hang on the working folder
+        self._absolute = os.path.abspath(out) if os.path.isabs(out) else None
         self._lock = threading.Lock()
         self._next: int | None = None
         self._shared = False  # another writer is seen on `out`: check each new number
@@ -46,7 +48,7 @@ class Numbers:
         again: tuple[int | None, str] | None = None if path is None else (None, path.name)
         taken = yielded = 0
         for attempt in range(_MAX_CLAIMS):
-            folder = os.path.abspath(self.out)
+            folder = self._absolute or os.path.abspath(self.out)
             if again is not None:
                 number, name = again
                 again = None

@@ -287,6 +287,21 @@ def test_an_unchanged_folder_costs_one_stat(
         release_scratch(tmp_path)
 
 
+def test_other_writers_by_any_spelling_of_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    hold_scratch(Path("out"))
+    try:
+        spellings = [Path("out"), "out", "./out/", str(tmp_path / "out"), tmp_path / "out"]
+        assert [other_writers(folder) for folder in spellings] == [False] * 5
+        (tmp_path / "out" / SCRATCH / "0123456789ab").mkdir()  # another writer
+        assert all(other_writers(folder) for folder in spellings)
+    finally:
+        release_scratch(Path("out"))
+
+
 def test_a_second_holder_in_the_process_is_another_writer(tmp_path: Path) -> None:
     hold_scratch(tmp_path)
     hold_scratch(tmp_path)
