@@ -2,19 +2,24 @@
 `dumps_exchange(Recording.exchange(...))` writes, made without the model in between.
 
 The common exchange is a buffered reply (no event stream) to a request of a common method,
-tagged with nothing (no `@during`), with nothing secret in it (no secret header, query
-parameter or body member: the redactor's own checks say so, and take nothing out), and with
-header names and values the model takes as they came. Its block is made of the parts the
-model and `recorder.httpfile` make, by the same functions: header names in conventional case
-(`naming.header_case`), values stripped, the canonical JSON of a JSON body
-(`jsonbody._canonical_json`), a body's lines (`httpfile._body_lines`), joined as
-`dumps_exchange` joins them. Any other exchange gives None, and the caller takes the general
-path, which also raises the model's errors for what it refuses.
+tagged with nothing (no `@during`), with no secret in its query or its bodies (the redactor's
+own checks say so, and take nothing out; a JSON body's members are looked at in the one walk
+of `jsonbody.plain_json`), and with header names and values the model takes as they came.
+Secret headers are made placeholders by the call's redactor, as `Redactor.redact_headers`
+does (their values remembered for the scrub, in the same order). Its block is made of the
+parts the model and `recorder.httpfile` make, by the same functions: header names in
+conventional case (`naming.header_case`), values stripped, the canonical JSON of a JSON body
+(`jsonbody.plain_json`, else `jsonbody._canonical_json`), a body's lines
+(`httpfile._body_lines`), joined as `dumps_exchange` joins them. Any other exchange gives
+None, and the caller takes the general path, which also raises the model's errors for what
+it refuses.
 
 What it saves: the `Headers`, `Request`, `Response` and `Exchange` objects and their checks,
-and the lines of headers seen before (a header's line is remembered by its raw bytes: the same
-few come in every exchange). tests/record/test_direct.py holds the block, the operation and
-the title to those of the general path, on tricky exchanges and hypothesis's.
+the redactor's text pre-check and a second walk of each JSON body, and the lines of headers
+seen before (a header's line is remembered by its raw bytes: the same few come in every
+exchange; a secret one's never). tests/record/test_direct.py holds the block, the operation,
+the title and the secrets seen and sent to those of the general path, on tricky exchanges and
+hypothesis's.
 """
 
 from __future__ import annotations
