@@ -157,6 +157,8 @@ class _OpenFile:
     def text(self) -> str:
         """The whole file: the blocks of unchanged exchanges are reused, so an exchange costs
         one `dumps` of itself, not of the whole file."""
+        if len(self.entries) == 1:  # (a new file: its one exchange has no tag)
+            return _FILE_HEAD + "\n" + self.entries[0].text(None)
         position = {entry.ticket: n for n, entry in enumerate(self.entries, start=1)}
         parts = [_FILE_HEAD]
         for entry in self.entries:
@@ -397,7 +399,11 @@ class TranscriptStore:
                 entry = _Entry(ticket, None, None, block=exchange)
             else:
                 entry = _Entry(ticket, exchange, during)
-            bisect.insort(record.entries, entry, key=lambda item: item.ticket)
+            entries = record.entries
+            if not entries or entries[-1].ticket < ticket:
+                entries.append(entry)  # (in order: the common case)
+            else:
+                bisect.insort(entries, entry, key=lambda item: item.ticket)
             first = record.path is None or record.replacing
             try:
                 self._put(record, entry, all_secrets, version)
