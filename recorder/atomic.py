@@ -150,8 +150,11 @@ def other_writers(folder: Path | str) -> bool:
     if holders == 1:
         if mine is not None and before is not None and key not in _listing_only:
             # `before` was noted while `mine` was there (the last call, or `hold_scratch`)
-            with contextlib.suppress(OSError):
+            try:
                 after = _signature(key)
+            except OSError:
+                pass
+            else:
                 if after == before and after[3] >= 2:
                     return after[3] - 2 > 1  # (alone: no other subfolder than `mine`)
         mine = _keep_scratch(key, mine)
@@ -456,13 +459,11 @@ def create_exclusive(
     the caller knows it (`path` is then that folder's path joined with its name)."""
     data = text.encode("utf-8") if isinstance(text, str) else text
     if folder is None:
-        folder, name = os.path.split(os.path.abspath(path))
-    else:
-        name = os.path.basename(path)
+        folder = os.path.dirname(os.path.abspath(path))
     if _TMPFILE and folder not in _no_tmpfile and _link_unnamed(path, folder, data, fsync):
         return
     with _using(folder):
-        _link(path, folder, name, data, fsync)
+        _link(path, folder, os.path.basename(path), data, fsync)
 
 
 def _proc_fds() -> int:

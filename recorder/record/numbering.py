@@ -54,7 +54,7 @@ class Numbers:
                 again = None
             else:
                 number, name = self._allocate(slug, rescan=taken >= _RESCAN_AFTER)
-            target = os.path.join(folder, name)
+            target = f"{folder}/{name}" if folder != "/" else f"/{name}"  # (os.path.join)
             try:
                 create_exclusive(target, data, fsync=fsync, folder=folder)
             except FileExistsError:
