@@ -11,9 +11,12 @@ The input is what the proxy bench sends and gets (/work/shared/proxy-bench): an 
 JSON-RPC SendMessage (compact JSON, a fresh message id each time, the headers an httpx client
 sends as forwarded) and a ~1 KB compact JSON reply with fresh uuids, as raw bytes in a `Call`
 and the kept reply header pairs, as the forwarding room hands them to `Recording.submit`.
-Per exchange: a fresh redactor (`Redactor.fresh`, as `Recording.begin` gives), then
-`Recording.exchange` and `dumps_exchange`, as the writer thread does (`Recording._record`;
-the store's write and the transcript scrub are `bench/bench_store.py`'s). Cases: "plain"
+Per exchange: a fresh redactor (`Redactor.fresh`, as `Recording.begin` gives), then what
+the writer thread does (`Recording._record`): the exchange's text, made straight from its
+bytes (`Recording._built`: `recorder.record.proxy.direct`) or through the model
+(`Recording.exchange`, then `dumps_exchange`) when it is no common one (a tree before the
+direct path: always so). The store's write and the transcript scrub are
+`bench/bench_store.py`'s. Cases: "plain"
 (no secret anywhere), "bearer" (an `Authorization: Bearer` header: the redactor's and the
 scrub's path), "spaced" (bodies in `json.dumps`'s default layout, with non-ASCII text).
 
@@ -95,7 +98,8 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
     from recorder.redact import Redactor
 
     recording = Recording(None, Redactor(), "127.0.0.1:9999")  # type: ignore[arg-type]
-    redactor = Redactor()
+    redactor = recording._redactor  # (each call gets a copy of the proxy's, `begin`)
+    built = getattr(recording, "_built", None)  # (a tree before the direct path has none)
     reply_headers = [
         (b"date", b"Mon, 30 Nov 2026 23:00:00 GMT"),
         (b"server", b"uvicorn"),
@@ -122,8 +126,12 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
         start = time.perf_counter()
         for call, reply in calls:
             call.redactor = redactor.fresh()
-            exchange = recording.exchange(call, upstream, reply_headers, body=reply)
-            texts.append(dumps_exchange(exchange))
+            if built is not None:
+                made = built(call, upstream, reply_headers, reply)
+                texts.append(made if isinstance(made, str) else dumps_exchange(made))
+            else:
+                exchange = recording.exchange(call, upstream, reply_headers, body=reply)
+                texts.append(dumps_exchange(exchange))
         best = min(best, time.perf_counter() - start)
         digest = hashlib.sha256("".join(texts).encode()).hexdigest()[:16]
     return {"us": best / count * 1e6, "digest": digest}

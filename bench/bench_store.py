@@ -6,11 +6,15 @@
     .venv/bin/python bench/bench_store.py --smoke      # 300: does it still run
     .venv/bin/python bench/bench_store.py --new-files  # each exchange a new file (µs each)
     .venv/bin/python bench/bench_store.py --new-files --baseline DIR   # against another tree
+    .venv/bin/python bench/bench_store.py --new-files --blocks         # as the writer hands them
 
 `--new-files` is the shared proxy bench's case: every request an unscripted call of its own
 conversation, so every exchange claims and writes a new `NN-send-message.http` (keys
 `(CONVERSATION, n)`, as `recorder.record.proxy.recording` begins them); it prints the median
-and mean µs per exchange. `--baseline DIR` (a folder holding another `recorder` package, e.g.
+and mean µs per exchange. With `--blocks` each exchange is handed to the store as its text
+(`dumps_exchange`, made before the clock starts), as the recording writer hands a common
+exchange (`recorder.record.proxy.direct`); a tree whose store takes no text falls back to the
+exchange. `--baseline DIR` (a folder holding another `recorder` package, e.g.
 `git archive main recorder | tar -x -C DIR`) runs the same measure on both trees in turn,
 `--rounds` times each (3), in fresh processes, and prints both with their ratio.
 
@@ -23,6 +27,7 @@ JSON line.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import statistics
@@ -36,6 +41,7 @@ HERE = Path(__file__).resolve()
 # `RECORDER_TREE`: the folder whose `recorder` package is measured (`--baseline`)
 sys.path.insert(0, os.environ.get("RECORDER_TREE") or str(HERE.parent.parent))
 
+from recorder.httpfile import dumps_exchange  # noqa: E402
 from recorder.model import Exchange, Headers, Request, Response  # noqa: E402
 from recorder.record.store import CONVERSATION, TranscriptStore  # noqa: E402
 from recorder.redact import scrub_text  # noqa: E402
@@ -104,7 +110,9 @@ def run_new_files(count: int, fsync: bool) -> tuple[list[float], float]:
         store = TranscriptStore(Path(folder), scrub=scrub_text, fsync=fsync)
         store.prepare()
         secrets = {"tok-Rk4Lx9Pq-not-in-the-text": "A2A_TOKEN"}
-        items = [send_message(n) for n in range(count)]
+        items: list[Exchange | str] = [send_message(n) for n in range(count)]
+        if os.environ.get("BENCH_STORE_BLOCKS") and _takes_blocks():
+            items = [dumps_exchange(item) for item in items]  # type: ignore[arg-type]
         times = []
         cpu = time.process_time()
         for n, item in enumerate(items):
@@ -116,6 +124,11 @@ def run_new_files(count: int, fsync: bool) -> tuple[list[float], float]:
         assert len(os.listdir(folder)) >= count
         store.close()
     return times, cpu / count
+
+
+def _takes_blocks() -> bool:
+    """Whether this tree's store takes an exchange as its text (`TranscriptStore.write`)."""
+    return "exchange: Exchange | str" in inspect.getsource(TranscriptStore.write)
 
 
 def new_files(count: int, fsync: bool) -> dict[str, float]:
@@ -172,10 +185,13 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="a few hundred: does it still run")
     parser.add_argument("--fsync", action="store_true")
     parser.add_argument("--new-files", action="store_true", help="each exchange a new file")
+    parser.add_argument("--blocks", action="store_true", help="exchanges handed as their text")
     parser.add_argument("--baseline", metavar="DIR", help="compare with DIR's recorder")
     parser.add_argument("--dir", help="make the temporary folders in DIR (e.g. /dev/shm)")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each tree (--baseline)")
     args = parser.parse_args()
+    if args.blocks:
+        os.environ["BENCH_STORE_BLOCKS"] = "1"
     if args.dir:
         global WHERE
         WHERE = os.environ["BENCH_STORE_DIR"] = args.dir

@@ -73,6 +73,8 @@ _no_tmpfile: set[str] = set()
 _listing_only: set[str] = set()
 # this process's `/proc/self/fd`, opened once ([] not yet tried; [-1] not there)
 _proc_fd: list[int] = []
+# folder -> its `.recorder-tmp` (joined once)
+_roots: dict[str, str] = {}
 # folder -> what `stat` told of its `.recorder-tmp` at the last `other_writers` (or when the
 # holder made its folder there): a change means a writer came or went meanwhile
 _seen: dict[str, tuple[int, int, int, int]] = {}
@@ -119,7 +121,7 @@ def hold_scratch(folder: Path) -> None:
         _signature(key)
 
 
-def other_writers(folder: Path) -> bool:
+def other_writers(folder: Path | str) -> bool:
     """Whether a writer besides this process's one holder may be making files in `folder`:
     another temporary folder under `folder/.recorder-tmp` (another process; or one a killed
     process left, until it is cleaned), or a second holder in this process.
@@ -133,19 +135,32 @@ def other_writers(folder: Path) -> bool:
     For a holder, its own temporary folder is first made again if it was removed (so that
     the other writers keep seeing this one: call this after each file made). Cheap: the link
     count of `.recorder-tmp` (2 plus its subfolders), one `stat`; a listing of it where the
-    file system does not count subfolders so."""
-    key = os.path.abspath(folder)
+    file system does not count subfolders so. The holder's own folder is not looked at while
+    `.recorder-tmp` is as it was at the last call (its removal would have changed its link
+    count and times)."""
+    # (a key of `_scratch` is absolute and normal already: it is its own `abspath`)
+    key = folder if type(folder) is str and folder in _scratch else os.path.abspath(folder)
     with _guard:
         found = _scratch.get(key)
         holders = found.holders if found is not None else 0
         mine = found.path if found is not None else None
     if holders > 1:
         return True
+    before = _seen.get(key)
     if holders == 1:
+        if mine is not None and before is not None and key not in _listing_only:
+            # `before` was noted while `mine` was there (the last call, or `hold_scratch`)
+            try:
+                after = _signature(key)
+            except OSError:
+                pass
+            else:
+                if after == before and after[3] >= 2:
+                    return after[3] - 2 > 1  # (alone: no other subfolder than `mine`)
         mine = _keep_scratch(key, mine)
     root = os.path.join(key, SCRATCH)
     try:
-        before, after = _seen.get(key), _signature(key)
+        after = _signature(key)
     except OSError:
         return False
     if before != after:
@@ -165,7 +180,10 @@ def other_writers(folder: Path) -> bool:
 
 def _signature(folder: str) -> tuple[int, int, int, int]:
     """Note what `stat` tells of `folder/.recorder-tmp` (OSError when it is not there)."""
-    found = os.stat(os.path.join(folder, SCRATCH))
+    root = _roots.get(folder)
+    if root is None:
+        root = _roots[folder] = os.path.join(folder, SCRATCH)
+    found = os.stat(root)
     signature = (found.st_ino, found.st_mtime_ns, found.st_ctime_ns, found.st_nlink)
     _seen[folder] = signature
     return signature
@@ -356,9 +374,11 @@ def _create_temporary(folder: str, name: str, mode: int | None = None) -> tuple[
 
 
 def _write_all(fd: int, data: bytes, fsync: bool) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    written = os.write(fd, data)  # (all of it, but for a large write or a signal)
+    if written < len(data):
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view) :]
     if fsync:
         os.fsync(fd)
 
@@ -426,21 +446,24 @@ def _replace(
 
 
 def create_exclusive(
-    path: Path,
+    path: Path | str,
     text: str | bytes,
     *,
     fsync: bool = False,
+    folder: str | None = None,
 ) -> None:
     """Make the new file `path` holding `text`, whole from the start (an unnamed file, or a
     temporary file, then a hard link to `path`: see the module's note). FileExistsError,
     writing nothing, when `path` exists: whoever made it (another process) keeps it.
-    FileNotFoundError when the folder is gone."""
+    FileNotFoundError when the folder is gone. `folder`: the absolute folder of `path`, when
+    the caller knows it (`path` is then that folder's path joined with its name)."""
     data = text.encode("utf-8") if isinstance(text, str) else text
-    folder, name = os.path.split(os.path.abspath(path))
+    if folder is None:
+        folder = os.path.dirname(os.path.abspath(path))
     if _TMPFILE and folder not in _no_tmpfile and _link_unnamed(path, folder, data, fsync):
         return
     with _using(folder):
-        _link(path, folder, name, data, fsync)
+        _link(path, folder, os.path.basename(path), data, fsync)
 
 
 def _proc_fds() -> int:
@@ -459,7 +482,7 @@ def _proc_fds() -> int:
     return _proc_fd[0]
 
 
-def _link_unnamed(path: Path, folder: str, data: bytes, fsync: bool) -> bool:
+def _link_unnamed(path: Path | str, folder: str, data: bytes, fsync: bool) -> bool:
     """`create_exclusive` through an unnamed file of `folder` (`O_TMPFILE`), linked under
     its name. False, having made nothing, when the file system (or the lack of `/proc`)
     refuses it: the caller falls back to a named temporary file (and so does every later
@@ -490,7 +513,7 @@ def _link_unnamed(path: Path, folder: str, data: bytes, fsync: bool) -> bool:
 
 
 def _link(
-    path: Path,
+    path: Path | str,
     folder: str,
     name: str,
     data: bytes,

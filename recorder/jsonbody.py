@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from collections.abc import Container
 from json.encoder import INFINITY as _INFINITY
 from json.encoder import encode_basestring as _encode_json_string
 from typing import Any
 
 import orjson
 
-__all__ = ["canonical_json_body", "pretty_json"]
+__all__ = ["canonical_json_body", "plain_json", "pretty_json"]
 
 
 class _DuplicateKeyError(ValueError):
@@ -187,25 +188,102 @@ def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
         return _canonical_json_general(body)
     if _holds_float(value):
         return _canonical_json_general(body)
+    pretty = _fast_text(body, value)
+    if pretty is None:
+        return _canonical_json_general(body, value)
+    return pretty, value, True
+
+
+def _fast_text(body: bytes, value: Any) -> bytes | None:
+    """The canonical text of `body`, read by orjson as `value` (holding no float), written by
+    orjson when that is what the general path writes; None when it cannot tell."""
     try:
         pretty = orjson.dumps(value, option=orjson.OPT_INDENT_2)
     except orjson.JSONEncodeError:
-        return _canonical_json_general(body)
+        return None
     if pretty.isascii():
         if b"\x7f" in pretty:
             pretty = pretty.replace(b"\x7f", b"\\u007f")
     else:
         pretty = _escape_invisible_text(pretty.decode()).encode()
     if pretty == body:
-        return body, value, True
+        return pretty
     if not _spaced(body) and orjson.dumps(value) == body:
-        return pretty, value, True
+        return pretty
     if b"\\" not in body and len(_KEY_END.findall(body)) == _count_keys(value):
         # no key repeats: without escapes every `"` opens or closes a string, so each key in
         # the text is a `"` then `:` (whitespace between); a string that starts with `:` only
         # adds to the count. As many as the value's keys: none was merged (any layout)
-        return pretty, value, True
-    return _canonical_json_general(body, value)
+        return pretty
+    return None
+
+
+def plain_json(
+    body: bytes, names: Container[str], depth: int, known: set[str] | None = None
+) -> tuple[bytes, Any] | None:
+    """(the canonical text of `body`, its value) by the common body's path of
+    `_canonical_json` (one orjson pass, no float), when no member of the body is named, once
+    lowercased, in `names` and it is nested at most `depth` deep; None when it is not so (the
+    caller asks `_canonical_json`). `known`: member names found not in `names` before (the
+    caller's, for these `names`), looked up a whole object at a time, and added to.
+
+    One walk of the value looks for floats and for those names at once (what the recording
+    writer's direct path needs to know: its secret field names, `recorder.record.proxy.direct`),
+    and the depth only when it holds many objects and arrays. The text is verbatim in a
+    `.http` file: canonical JSON has no line that starts with `#` or `HTTP/` (every line but
+    the first is indented or closes a bracket, and a string holds no raw line break), and no
+    control or invisible character (JSON escapes the first, `_escape_invisible_text` the
+    second)."""
+    if not body:
+        return None
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    containers = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            containers += 1
+            if known is None or not known.issuperset(item):
+                for key in item:
+                    if key.lower() in names:
+                        return None
+                if known is not None:
+                    known.update(item)
+            stack.extend(item.values())
+        elif kind is list:
+            containers += 1
+            stack.extend(item)
+        elif kind is float:
+            return None
+    if containers > depth and _depth(value) > depth:
+        return None
+    pretty = _fast_text(body, value)
+    return None if pretty is None else (pretty, value)
+
+
+def _depth(value: Any) -> int:
+    """How deep a parsed JSON value nests objects and arrays (`[[]]`: 2, a scalar: 0)."""
+    depth = 0
+    level = [value]
+    while True:
+        below: list[Any] = []
+        nested = False
+        for item in level:
+            kind = type(item)
+            if kind is dict:
+                below.extend(item.values())
+                nested = True
+            elif kind is list:
+                below.extend(item)
+                nested = True
+        if not nested:
+            return depth
+        depth += 1
+        level = below
 
 
 _KEY_END = re.compile(rb'"[ \t\r\n]*:')

@@ -1,9 +1,9 @@
-"""Where recorded exchanges go: the writer of transcript files (naming and numbering are in
-`recorder.record.naming`, re-exported here).
+"""Where recorded exchanges go: the writer of transcript files (names are
+`recorder.record.naming`'s, new files' numbers `recorder.record.numbering`'s).
 
 `TranscriptStore` puts the exchanges of one scenario in one file, in the order their requests
-started. A new file's number is claimed on disk (`recorder.atomic.create_exclusive`: the
-file is made whole, under a name no other writer holds), so any number of recorders on one
+started. A new file's number is claimed on disk (`recorder.record.numbering`: the file is
+made whole, under a name no other writer holds), so any number of recorders on one
 folder, or a user deleting files, never make one file overwrite another: a number found taken
 is passed over. The folder is made again when it disappears, and a file of this store that a
 user deleted is made again whole on its next write: the store holds every file it wrote to,
@@ -43,19 +43,15 @@ import contextlib
 import dataclasses
 import json
 import os
-import random
 import re
 import threading
-import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from recorder.atomic import (
     append_text,
-    create_exclusive,
     hold_scratch,
-    other_writers,
     release_scratch,
     remove_stale_scratch,
     write_text_atomic,
@@ -63,13 +59,8 @@ from recorder.atomic import (
 from recorder.httpfile import dumps, dumps_exchange, loads
 from recorder.model import Exchange, Transcript
 from recorder.record.modes import MODES, Keep, existing_file, keep_in_place
-from recorder.record.naming import (
-    NUMBERED,
-    file_name,
-    next_number,
-    operation_slug,
-    slugify,
-)
+from recorder.record.naming import operation_slug, slugify
+from recorder.record.numbering import Numbers
 
 __all__ = [
     "CONVERSATION",
@@ -88,9 +79,6 @@ _KEPT = "#kept"
 
 # `.NAME.PID.N.tmp`: a temporary file that recorders before `recorder.atomic` made in the folder
 _TEMPORARY = re.compile(r"^\..+\.(\d+)\.\d+\.tmp$")
-# numbers found taken in a row before the folder is read again to skip past them
-_RESCAN_AFTER = 16
-_MAX_CLAIMS = 10_000
 
 
 def remove_stale_temporaries(folder: Path) -> list[str]:
@@ -169,6 +157,8 @@ class _OpenFile:
     def text(self) -> str:
         """The whole file: the blocks of unchanged exchanges are reused, so an exchange costs
         one `dumps` of itself, not of the whole file."""
+        if len(self.entries) == 1:  # (a new file: its one exchange has no tag)
+            return _FILE_HEAD + "\n" + self.entries[0].text(None)
         position = {entry.ticket: n for n, entry in enumerate(self.entries, start=1)}
         parts = [_FILE_HEAD]
         for entry in self.entries:
@@ -241,12 +231,11 @@ class TranscriptStore:
         self._order = 0
         self._secrets: dict[str, str] = {}
         self._secret_log: list[tuple[str, str]] = []  # each change of `_secrets`, in order
-        self._next: int | None = None
         self.written: list[Path] = []
-        self._locks: dict[Path, threading.Lock] = {}  # each written file's lock
+        # each written file's lock, by its path as a string (a `Path`'s hash costs ~3 us)
+        self._locks: dict[str, threading.Lock] = {}
         self._holding = False  # this process's temporary folder in `out` (`recorder.atomic`)
-        self._shared = False  # another writer is seen on `out`: check each new number
-        self._checked_below = 0  # numbers below, handed out while shared: checked too
+        self._numbers = Numbers(self.out)  # new files' numbers, claimed on disk
 
     def prepare(self) -> None:
         """Create the folder (and fail early, with the reason, if it cannot be written), and
@@ -324,18 +313,6 @@ class TranscriptStore:
         if generation < self._generation.get(slug, 0) and key not in self._pending.values():
             self._open.pop(key, None)
 
-    def _allocate(self, slug: str, rescan: bool = False) -> Path:
-        # The number to claim next. The folder is read once (and again after numbers were
-        # found taken in a row: another recorder writes there); after that the numbers are
-        # counted in memory (a scan per exchange would make every recording cost more than
-        # the one before). The claim itself is on disk (`_write_whole`).
-        with self._lock:
-            if self._next is None or rescan:
-                self.out.mkdir(parents=True, exist_ok=True)
-                self._next = max(self._next or 1, next_number(os.listdir(self.out)))
-            number, self._next = self._next, self._next + 1
-        return self.out / file_name(number, slug)
-
     def close(self) -> None:
         """Finish the files `replace` rewrote (`finish_replaced`), and remove this process's
         temporary folder in `out` (made again if a write comes)."""
@@ -354,7 +331,7 @@ class TranscriptStore:
         with self._lock:
             previous, self._previous = self._previous, {}
         for path, before in previous.items():
-            lock = self._locks.get(path)
+            lock = self._locks.get(os.fspath(path))
             with lock if lock is not None else contextlib.nullcontext():
                 self.replaced[path] = keep_in_place(path, before, self._keep, fsync=self._fsync)
         return dict(self.replaced)
@@ -368,7 +345,7 @@ class TranscriptStore:
     def write(
         self,
         ticket: int,
-        exchange: Exchange,
+        exchange: Exchange | str,
         *,
         scenario: str | None,
         operation: str,
@@ -378,7 +355,8 @@ class TranscriptStore:
     ) -> Path | None:
         """Record one finished exchange; returns the file it went to (None: not written, its
         scenario's file is kept, `once`). Raises OSError when the file cannot be written (the
-        file stays as it was).
+        file stays as it was). `exchange` may be given as its block, the text `dumps_exchange`
+        writes for it (`recorder.record.proxy.direct`), when it has no `during`.
 
         `during` = (ticket, frames): the request was sent while the event stream of the
         exchange with that ticket (same scenario) was open, after `frames` of its frames had
@@ -415,8 +393,17 @@ class TranscriptStore:
                 self._release(key)
                 record = found
         with record.lock:
-            entry = _Entry(ticket, exchange, during)
-            bisect.insort(record.entries, entry, key=lambda item: item.ticket)
+            if isinstance(exchange, str):
+                if during is not None:
+                    raise ValueError("an exchange given as its block has no @during tag")
+                entry = _Entry(ticket, None, None, block=exchange)
+            else:
+                entry = _Entry(ticket, exchange, during)
+            entries = record.entries
+            if not entries or entries[-1].ticket < ticket:
+                entries.append(entry)  # (in order: the common case)
+            else:
+                bisect.insort(entries, entry, key=lambda item: item.ticket)
             first = record.path is None or record.replacing
             try:
                 self._put(record, entry, all_secrets, version)
@@ -430,9 +417,10 @@ class TranscriptStore:
             assert record.path is not None
             if first:
                 with self._lock:
-                    if record.path not in self._locks:
+                    name = os.fspath(record.path)
+                    if name not in self._locks:
                         self.written.append(record.path)
-                    self._locks[record.path] = record.lock
+                    self._locks[name] = record.lock
                     if key is not None and key[0] != CONVERSATION:
                         self._paths.setdefault(key[0], record.path)
         if new and self._scrub is not None:
@@ -485,8 +473,9 @@ class TranscriptStore:
                 scrubbed = scrub(tail, secrets)
                 if scrubbed != tail:
                     # scrubbing replaced text inside values: the exchange must still parse
-                    assert entry.exchange is not None  # (let go only after this)
-                    plain = dumps_exchange(entry.exchange)
+                    # (let go only after this; given as its block only when it has no tag)
+                    exchange = entry.exchange
+                    plain = entry.block if exchange is None else dumps_exchange(exchange)
                     loads(_FILE_HEAD + "\n" + scrub(plain, secrets), source=record.path)
                     tail = scrubbed
             try:
@@ -528,76 +517,13 @@ class TranscriptStore:
             except FileNotFoundError:
                 if os.path.isdir(self.out):
                     raise  # (else the folder is gone: made again below)
-        taken = yielded = 0
-        for attempt in range(_MAX_CLAIMS):
-            candidate = path or self._allocate(record.slug, rescan=taken >= _RESCAN_AFTER)
-            try:
-                create_exclusive(candidate, text, fsync=self._fsync)
-            except FileExistsError:
-                path = None
-                taken = 0 if taken >= _RESCAN_AFTER else taken + 1
-                continue
-            except FileNotFoundError:
-                if attempt >= 3:
-                    raise
-                path = candidate
-                self.out.mkdir(parents=True, exist_ok=True)  # removed while recording
-                continue
-            if candidate != record.path and self._number_shared(candidate):
-                # another writer claimed this number under another name at the same moment:
-                # this file takes another. (Of two such, the second to link always sees the
-                # first; the first may see the second and yield too: a number is then left
-                # out, never given twice.)
-                with contextlib.suppress(OSError):
-                    os.unlink(candidate)
-                path = None
-                taken = _RESCAN_AFTER  # the numbers the other writer took: read the folder
-                yielded += 1
-                # both may have yielded: a random pause, so they do not meet again
-                time.sleep(random.uniform(0, 0.001 * min(yielded, 20)))
-                continue
-            if record.path is not None and candidate != record.path:
-                # deleted, and its name taken by another writer since: this file moved
-                with self._lock:
-                    self.written[self.written.index(record.path)] = candidate
-                    self._locks[candidate] = self._locks.pop(record.path)
-            record.path = candidate
-            return
-        raise FileExistsError(f"no free number for a transcript in {self.out}")
-
-    def _number_shared(self, path: Path) -> bool:
-        """Whether a file of another name has the number of `path` (numbers are claimed by
-        name: two recorders may claim one number for two names at once)."""
-        match = NUMBERED.match(path.name)
-        if match is None:
-            return False
-        # alone on the folder (the common case): no listing of it per new file, one `stat`
-        # (which also makes this store's hidden folder again if it was removed, so that the
-        # other writers keep seeing it). While another writer is seen, every new file is
-        # checked against a listing
-        others = other_writers(self.out)
-        if not others and not self._shared and int(match.group(1)) >= self._checked_below:
-            return False
-        try:
-            names = os.listdir(self.out)
-        except OSError:
-            return False
-        with self._lock:
-            if others:
-                self._shared = True
-            elif self._shared:
-                # the other writers are gone, and each linked its files before its hidden
-                # folder went: all are in `names`. Numbers go on past theirs, and the folder
-                # is no longer listed per new file (it would cost more with every file);
-                # the numbers handed out before this are still checked
-                self._next = max(self._next or 1, next_number(names))
-                self._checked_below = self._next
-                self._shared = False  # (last: the check above reads these without the lock)
-        prefix = match.group(1) + "-"
-        return any(
-            name.startswith(prefix) and name.endswith(".http") and name != path.name
-            for name in names
-        )
+        candidate = self._numbers.claim(record.slug, text, path, fsync=self._fsync)
+        if record.path is not None and candidate != record.path:
+            # deleted, and its name taken by another writer since: this file moved
+            with self._lock:
+                self.written[self.written.index(record.path)] = candidate
+                self._locks[os.fspath(candidate)] = self._locks.pop(os.fspath(record.path))
+        record.path = candidate
 
     def _rescrub(self, paths: Iterable[Path], secrets: Mapping[str, str], skip: Path) -> None:
         """Scrub newly learned secrets from files already written (each under its lock)."""
@@ -605,7 +531,7 @@ class TranscriptStore:
         for path in paths:
             if path == skip:
                 continue
-            lock = self._locks.get(path)
+            lock = self._locks.get(os.fspath(path))
             if lock is None:
                 continue
             with lock:

@@ -251,6 +251,57 @@ def test_a_holders_removed_folder_is_made_again_so_others_still_see_it(tmp_path:
     assert os.listdir(tmp_path) == []
 
 
+def test_a_holders_own_removed_folder_is_made_again(tmp_path: Path) -> None:
+    hold_scratch(tmp_path)
+    try:
+        assert not other_writers(tmp_path)
+        (mine,) = (tmp_path / SCRATCH).iterdir()
+        shutil.rmtree(mine)  # only this process's folder: `.recorder-tmp` stays
+        other_writers(tmp_path)  # (True, once: `.recorder-tmp` changed)
+        (again,) = (tmp_path / SCRATCH).iterdir()  # a new one, with its lock
+        assert again != mine and os.listdir(again) == ["lock"]
+        assert not other_writers(tmp_path)
+    finally:
+        release_scratch(tmp_path)
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_unchanged_folder_costs_one_stat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hold_scratch(tmp_path)
+    try:
+        assert not other_writers(tmp_path)
+        looked: list[str] = []
+        real_stat = os.stat
+
+        def counted(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+            looked.append(os.fspath(path))
+            return real_stat(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "stat", counted)
+        assert not other_writers(tmp_path)
+        assert looked == [os.path.join(os.path.abspath(tmp_path), SCRATCH)]
+    finally:
+        monkeypatch.undo()
+        release_scratch(tmp_path)
+
+
+def test_other_writers_by_any_spelling_of_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    hold_scratch(Path("out"))
+    try:
+        spellings = [Path("out"), "out", "./out/", str(tmp_path / "out"), tmp_path / "out"]
+        assert [other_writers(folder) for folder in spellings] == [False] * 5
+        (tmp_path / "out" / SCRATCH / "0123456789ab").mkdir()  # another writer
+        assert all(other_writers(folder) for folder in spellings)
+    finally:
+        release_scratch(Path("out"))
+
+
 def test_a_second_holder_in_the_process_is_another_writer(tmp_path: Path) -> None:
     hold_scratch(tmp_path)
     hold_scratch(tmp_path)

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recorder.httpfile import dumps_exchange, loads
-from recorder.jsonbody import _canonical_json, _canonical_json_general
+from recorder.httpfile import _body_lines, _verbatim_safe, dumps_exchange, loads
+from recorder.jsonbody import _canonical_json, _canonical_json_general, plain_json
 from recorder.model import (
     _JSON_MEDIA_TYPE,
     Headers,
@@ -30,7 +30,7 @@ from recorder.model import (
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.recording import Recording
 from recorder.record.upstream import UpstreamReply
-from recorder.redact import Redactor
+from recorder.redact import DEFAULT_SECRET_FIELDS, Redactor
 
 _INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029]")
 
@@ -385,3 +385,84 @@ def test_a_recorded_exchange_holds_the_reference_bodies_and_reads_back(body: byt
     assert exchange.response.body == reference_canonical(body)
     text = "# recorder-format: 1\n\n" + dumps_exchange(exchange)
     assert loads(text).exchanges == (exchange,)
+
+
+# ------------------------------------------------------------------ the direct path's JSON
+
+
+def assert_plain_is_canonical(body: bytes, names: dict[str, str], depth: int = 500) -> bool:
+    """`plain_json` gives what `_canonical_json` gives, on a body the redactor leaves as it
+    is, and a text that is verbatim in a file; with names found before (`known`) too. True
+    when it gave a text."""
+    found = plain_json(body, names, depth)
+    known: set[str] = set()
+    twice = [plain_json(body, names, depth, known) for _ in range(2)]
+    assert twice[0] == twice[1] == found
+    if found is None:
+        return False
+    text, value = found
+    canonical, expected, strict = _canonical_json(body)
+    assert text == canonical and repr(value) == repr(expected) and strict
+    redactor = Redactor(fields=names)
+    assert redactor.redact_body(body, "application/json") is body and not redactor.seen
+    assert _body_lines(text, raw_stream=False) == [text.decode()]
+    assert _verbatim_safe(text.decode())
+    return True
+
+
+@pytest.mark.parametrize("body", TRICKY_BODIES)
+def test_the_plain_json_of_a_body_is_its_canonical_json(body: bytes) -> None:
+    assert_plain_is_canonical(body, dict(DEFAULT_SECRET_FIELDS))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_VALUES, st.sampled_from(range(len(_LAYOUTS))), _MEMBERS)
+def test_the_plain_json_agrees_on_any_json(value: Any, layout: int, member: Any) -> None:
+    for item in (value, member, [value, {"x": member}]):
+        body = json.dumps(item, **_LAYOUTS[layout]).encode()
+        assert_plain_is_canonical(body, dict(DEFAULT_SECRET_FIELDS))
+        assert_plain_is_canonical(body, {"id": "ID", "tök": "TOK"})
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"jsonrpc":"2.0","id":1,"result":{"id":"t-1","parts":[{"text":"hi"}]}}',
+        b'{\n  "a": [\n    1,\n    "###"\n  ]\n}',
+        '{"s":"caf\u00e9 \u2028 \x7f ✓","n":-12}'.encode(),
+        b'[{"a":{"b":{"c":[]}}},"HTTP/1.1 200 OK"]',
+    ],
+)
+def test_a_common_body_has_a_plain_json(body: bytes) -> None:
+    assert assert_plain_is_canonical(body, dict(DEFAULT_SECRET_FIELDS))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"token":"t-1"}',
+        b'{"a":{"Api_Key":null}}',
+        '{"api_\u212aey":"k"}'.encode(),  # KELVIN SIGN: lowercases to "k"
+        b'[{"PASSWORD":1}]',
+        b'{"n":1.5}',
+        b'{"a":[1,2,{"b":1e5}]}',
+        b'{"a":1,"a":2}',
+        b'{"n":123456789012345678901234567890}',
+        b'{"s":"\\ud800"}',
+        b"not json",
+        b"",
+    ],
+)
+def test_a_body_with_a_secret_name_or_a_float_has_none(body: bytes) -> None:
+    assert plain_json(body, dict(DEFAULT_SECRET_FIELDS), 500) is None
+    known = {"a", "n", "s"}  # (names found before: a secret one is still found)
+    assert plain_json(body, dict(DEFAULT_SECRET_FIELDS), 500, known) is None
+
+
+def test_a_body_nested_deeper_than_told_has_none() -> None:
+    deep = b"[" * 40 + b"{}" + b"]" * 40
+    assert plain_json(deep, {}, 41) is not None
+    assert plain_json(deep, {}, 40) is None
+    wide = json.dumps([[{"a": [1]}] for _ in range(30)]).encode()  # many, not deep
+    assert plain_json(wide, {}, 4) is not None
+    assert plain_json(wide, {}, 3) is None

@@ -52,6 +52,7 @@ from recorder.model import Exchange, Headers, Request, Response, SseEvent, is_js
 from recorder.record.lineage import Lineage, parse_json
 from recorder.record.naming import exchange_title, header_case, operation_name, operation_of
 from recorder.record.proxy.call import Call
+from recorder.record.proxy.direct import Direct
 from recorder.record.store import CONVERSATION, FileKey, TranscriptStore, describe_error
 from recorder.record.upstream import UpstreamReply
 from recorder.redact import Redactor
@@ -100,6 +101,7 @@ class Recording:
         self._conversations = itertools.count(1)
         # file key -> {ticket of an open exchange: its data frames arrived so far}
         self._open: dict[Hashable, dict[int, int]] = {}
+        self._direct = Direct(host_header, redactor)  # the writer's blocks of common exchanges
 
     # ---------------------------------------------------------------- a call's life
 
@@ -285,14 +287,46 @@ class Recording:
                 continue
             self._record(job)
 
+    def _built(
+        self,
+        call: Call,
+        upstream: UpstreamReply,
+        kept: list[tuple[bytes, bytes]],
+        body: bytes,
+    ) -> Exchange | str:
+        """A buffered reply's exchange as recorded: its block, made straight from its bytes,
+        when it is a common one (`recorder.record.proxy.direct`: the same text), else its
+        model (`exchange`)."""
+        redactor = call.redactor
+        if call.during is None and call.recorded_request is None and not redactor.seen:
+            found = self._direct.block(
+                method=call.method,
+                target=call.target,
+                headers=call.headers,
+                body=call.body,
+                description=call.description,
+                redactor=redactor,
+                status=upstream.status_code,
+                reason=upstream.reason_phrase,
+                kept=kept,
+                reply=body,
+            )
+            if found is not None:
+                block, call.recorded_operation, call.recorded_title, sent = found
+                if sent:
+                    call.sent_secrets = sent
+                return block
+            redactor.seen.clear()  # (what the attempt took out: the model takes it out again)
+        return self.exchange(call, upstream, kept, body=body)
+
     def _record(self, job: _Job) -> None:
         call, upstream, kept, payload = job
         try:
             if upstream is None:
-                exchange: Exchange = payload
+                exchange: Exchange | str = payload
             else:
                 assert kept is not None
-                exchange = self.exchange(call, upstream, kept, body=payload)
+                exchange = self._built(call, upstream, kept, payload)
             path = self.store.write(
                 call.ticket,
                 exchange,
@@ -315,12 +349,13 @@ class Recording:
             self._done(error=reason)
             return
         call.written = True
+        title = call.recorded_title if isinstance(exchange, str) else exchange.title
         if path is None:  # `--mode once`: its scenario's file is kept
             self._done(error=None, kept=True)
-            log.info("not recorded (--mode once keeps its scenario's file): %s", exchange.title)
+            log.info("not recorded (--mode once keeps its scenario's file): %s", title)
             return
         self._done(error=None)
-        log.info("recorded %s -> %s", exchange.title, path)
+        log.info("recorded %s -> %s", title, path)
 
     def _done(self, error: str | None, *, kept: bool = False) -> None:
         with self._counts:
