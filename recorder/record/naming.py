@@ -52,7 +52,7 @@ _REST_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("GET", re.compile(r"/\.well-known/agent-card\.json$"), "GetAgentCard"),
     ("GET", re.compile(r"^/\.well-known/agent\.json$"), "GetAgentCard"),
 )
-_JSONRPC_METHOD = re.compile(r"^[\w./:-]{1,80}$")
+_JSONRPC_METHOD = re.compile(r"[\w./:-]{1,80}")
 
 # spellings that simple capitalisation gets wrong (RFC 9110 and A2A §3.2.6 spell them so)
 _HEADER_SPELLING = {
@@ -93,7 +93,7 @@ def operation_of(method: str, path: str, value: Any) -> str:
     unless a POST with a JSON body)."""
     if isinstance(value, dict):
         called = value.get("method")
-        if isinstance(called, str) and _JSONRPC_METHOD.match(called):
+        if isinstance(called, str) and _JSONRPC_METHOD.fullmatch(called):
             return called
     for verb, pattern, name in _REST_ROUTES:
         if method == verb and pattern.search(path):

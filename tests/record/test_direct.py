@@ -163,6 +163,8 @@ COMMON: list[dict[str, Any]] = [
     },
     {"headers": [JSON, (b"x-api-key", b"k-1234567")], "body": b'{"echo": "k-1234567"}'},
     {"kept": [JSON, (b"set-cookie", b"a=1"), (b"set-cookie", b"b=2; HttpOnly")]},
+    # (a method name with a line break names no operation: the title is `POST /a2a/jsonrpc`)
+    {"body": b'{"method":"SendMessage\\n"}'},
 ]
 # exchanges it leaves to the general path: secrets, event streams, what the model refuses,
 # bodies under a JSON type that are no UTF-8 JSON, uncommon methods
@@ -174,7 +176,6 @@ UNCOMMON: list[dict[str, Any]] = [
         "headers": [(b"content-type", b"application/octet-stream"), (b"x-api-key", b"k-1234567")],
         "body": b"\xffk-1234567\xfe",  # (bytes that are no text: the secret taken out of them)
     },
-    {"body": b'{"method":"SendMessage\\n"}'},  # (a title with a line break: refused)
     {"body": '{"a": "b"}'.encode("utf-16")},
     {"body": b'{"broken": '},
     {"body": b"not json at all"},

@@ -75,6 +75,8 @@ PUSH = "/a2a/rest/tasks/t-1/pushNotificationConfigs"
         ("GET", "/a2a/rest/nope", b"", "GET /a2a/rest/nope"),
         ("POST", "/a2a/jsonrpc", b'{"jsonrpc":"2.0","id":7,"method":', "POST /a2a/jsonrpc"),
         ("POST", "/a2a/jsonrpc", b"[]", "POST /a2a/jsonrpc"),
+        # a method name with a line break names no operation (a title holds one line)
+        ("POST", "/a2a/jsonrpc", b'{"method":"SendMessage\\n"}', "POST /a2a/jsonrpc"),
     ],
 )
 def test_operation_name(method: str, target: str, body: bytes, expected: str) -> None:
