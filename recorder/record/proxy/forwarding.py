@@ -7,12 +7,13 @@
    (recomputed), Accept-Encoding (so the recorded body is the body, not gzip), and the
    proxy's own `Recorder-Scenario` / `Recorder-Title`.
 2. Reply. An event stream, or a body of unknown or large size (no Content-Length, or more
-   than `buffer_limit`), goes to the stream relay. A small body is read whole (its generated
-   values learned, `Recording.learn`), sent, and then handed to the recording writer
-   (`Recording.submit`): the client never waits for the recording, and a failed write never
-   changes its reply (it is logged and counted). A sized body over `PASS_THROUGH_AT` (not a
-   card) passes on as it arrives, with its Content-Length, all but its last chunk, which
-   follows once the body is whole and learned. The reply loses its hop-by-hop fields.
+   than `buffer_limit`), goes to the stream relay. A small body is read whole, sent, its
+   generated values learned in the same step of the event loop (`Recording.settle`), and
+   then handed to the recording writer (`Recording.submit`): the client waits neither for
+   the learning nor for the recording, and a failed write never changes its reply (it is
+   logged and counted). A sized body over `PASS_THROUGH_AT` (not a card) passes on as it
+   arrives, with its Content-Length, all but its last chunk, which follows once the body is
+   whole. The reply loses its hop-by-hop fields.
 
 Upstream refused / reset: 502, timed out: 504, with a JSON body naming the upstream (not
 recorded: it is not the agent's reply); so is a buffered reply the upstream breaks off (one
@@ -269,13 +270,10 @@ class Forwarder:
             )
             return
         recording = self.recording
-        # before the client has the reply: its follow-up must find the ids' file, and must
-        # not look concurrent
-        recording.learn(call, body)
-        recording.close(call)
         try:
             await self._send_buffered(call, upstream, kept, body, send)
         finally:
+            recording.settle(call, body)
             # after the client has it (or has gone): off the reply path, in the writer
             recording.submit(call, upstream, kept, body)
 
@@ -288,8 +286,8 @@ class Forwarder:
     ) -> None:
         """A sized reply too large to hold back whole (over `PASS_THROUGH_AT`): its chunks go
         to the client as they arrive, with the upstream's Content-Length, all but the last;
-        the last goes once the body is whole and its values are learned (so the client never
-        has the reply before its follow-up can find its file). The upstream breaking off
+        the last goes once the body is whole, and its values are learned right after it
+        (`Recording.settle`). The upstream breaking off
         after the head: the client's connection is closed with the reply cut short (fewer
         bytes than its length), and nothing is recorded."""
         await send({"type": "http.response.start", "status": upstream.status_code, "headers": kept})
@@ -312,14 +310,13 @@ class Forwarder:
             raise RuntimeError(
                 f"the upstream {self.upstream_url} broke off the reply: {describe_http_error(exc)}"
             ) from None
-        body = b"".join(parts)
-        del parts
         recording = self.recording
-        recording.learn(call, body)
-        recording.close(call)
         try:
             await send({"type": "http.response.body", "body": held or b"", "more_body": False})
         finally:
+            body = b"".join(parts)
+            del parts
+            recording.settle(call, body)
             recording.submit(call, upstream, kept, body)
 
     async def _send_buffered(

@@ -6,7 +6,8 @@ that a reply cut short never looks complete) while a copy is kept for the record
 stream's frames through `SseDecoder`).
 
 Each data frame's generated values are learned (`Recording.learn_frame`, id lineage) and
-counted (`@during` tags) before the client gets it. A stream ends in one of four ways, and is
+counted (`@during` tags) in the step of the event loop that writes it to the client, before
+the proxy can read another request. A stream ends in one of four ways, and is
 recorded in each:
 - the upstream finishes it: the exchange handed to the recording, then the final chunk sent;
 - the client goes away: the upstream is still read for a bounded grace time (`grace`,
@@ -138,9 +139,12 @@ class StreamRelay:
             deadline.reschedule(now)
 
     def _learn(self, call: Call, decoder: SseDecoder, chunk: bytes, frames: int) -> int:
-        """The frames `chunk` completes, each learned before the client has it (a follow-up
-        by an id it holds finds its file, and is `@during` after this frame) and counted (data
-        frames, not comment-only ones): the count of `call`'s data frames so far."""
+        """The frames `chunk` completes, learned and counted (data frames, not comment-only
+        ones): the count of `call`'s data frames so far. Called in the step of the event loop
+        that wrote `chunk` to the client (a server writes as `send` asks and returns without
+        giving the loop a turn), so no request is read in between: a follow-up by an id a
+        frame holds finds its file, and is `@during` after this frame; the client does not
+        wait for it."""
         arrived = decoder.feed(chunk)
         if arrived:
             recording = self.recording
@@ -210,14 +214,17 @@ class StreamRelay:
             async with deadline:
                 try:
                     async for chunk in upstream.aiter_raw():
-                        if decoder is None:
-                            spool.add(chunk)
-                        else:
-                            frames = self._learn(call, decoder, chunk, frames)
-                        if not gone:
-                            await send(
-                                {"type": "http.response.body", "body": chunk, "more_body": True}
-                            )
+                        try:
+                            if not gone:
+                                await send(
+                                    {"type": "http.response.body", "body": chunk, "more_body": True}
+                                )
+                        finally:
+                            # kept, and its frames learned, in the step that wrote it (`_learn`)
+                            if decoder is None:
+                                spool.add(chunk)
+                            else:
+                                frames = self._learn(call, decoder, chunk, frames)
                 except Exception as exc:  # (a CancelledError is no Exception)
                     upstream_error = exc
         except TimeoutError:
