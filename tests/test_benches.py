@@ -22,6 +22,7 @@ BENCH = Path(__file__).parent.parent / "bench"
         ("bench_kit_start.py", ["--runs", "1"], "recorder kit start: median"),
         ("bench_serve.py", ["--quick"], '"bench": "serve"'),
         ("bench_store.py", ["--smoke"], '"bench": "store"'),
+        ("bench_store.py", ["--smoke", "--blocks"], '"bench": "store"'),
         ("bench_newfile.py", ["--smoke"], '"bench": "newfile"'),
         ("bench_build.py", ["--smoke"], '"bench": "build"'),
         ("bench_keepalive.py", ["--requests", "60", "--workers", "3"], '"bench": "keepalive"'),
