@@ -751,3 +751,34 @@ async def test_a_stream_that_ends_inside_a_frame_keeps_its_whole_frames_as_trunc
     assert exchange.truncated
     assert exchange.response.events is not None
     assert [e.data for e in exchange.response.events] == ['{"i": 0}']
+
+
+async def test_under_another_asgi_server_the_lifespan_prepares_the_folder_and_closes(
+    tmp_path: Path,
+) -> None:
+    """`recorder record` serves the proxy itself; another ASGI server runs its lifespan:
+    startup makes the folder (or fails, saying why), shutdown closes the proxy."""
+
+    async def lifespan(proxy: RecordingProxy) -> list[dict[str, Any]]:
+        incoming = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return next(incoming)
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        await proxy({"type": "lifespan"}, receive, send)
+        return sent
+
+    out = tmp_path / "out"
+    sent = await lifespan(create_proxy_app(UPSTREAM, out=out))
+    assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert out.is_dir()
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    [failed] = await lifespan(create_proxy_app(UPSTREAM, out=blocked))
+    assert failed["type"] == "lifespan.startup.failed"
+    assert str(blocked) in failed["message"]
