@@ -125,7 +125,10 @@ def start_recorder(upstream_port: int, out: Path) -> tuple[subprocess.Popen[str]
     return process, url
 
 
-async def drive(url: str, workers: int, requests: int, keep_alive: float) -> dict[str, object]:
+async def drive(
+    url: str, workers: int, requests: int, keep_alive: float
+) -> tuple[dict[int, int], list[str], int]:
+    """(replies by status, client errors, requests sent)."""
     statuses: dict[int, int] = {}
     errors: list[str] = []
     body = b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t-1"}}'
@@ -145,7 +148,7 @@ async def drive(url: str, workers: int, requests: int, keep_alive: float) -> dic
 
     async with asyncio.timeout(max(60.0, requests * keep_alive)):
         await asyncio.gather(*(worker(k) for k in range(workers)))
-    return {"statuses": statuses, "errors": errors, "sent": per_worker * workers}
+    return statuses, errors, per_worker * workers
 
 
 def main() -> None:
@@ -162,19 +165,19 @@ def main() -> None:
         process, url = start_recorder(port, Path(folder))
         try:
             started = time.perf_counter()
-            result = asyncio.run(drive(url, args.workers, args.requests, args.keep_alive))
+            statuses, errors, sent = asyncio.run(
+                drive(url, args.workers, args.requests, args.keep_alive)
+            )
             seconds = time.perf_counter() - started
         finally:
             process.terminate()
             process.wait(timeout=15)
 
     loop.call_soon_threadsafe(loop.stop)
-    statuses: dict[int, int] = result["statuses"]  # type: ignore[assignment]
-    errors: list[str] = result["errors"]  # type: ignore[assignment]
     failed = sum(count for status, count in statuses.items() if status != 200) + len(errors)
     figures = {
         "bench": "keepalive",
-        "requests": result["sent"],
+        "requests": sent,
         "failed": failed,
         "statuses": {str(k): v for k, v in sorted(statuses.items())},
         "client_errors": errors[:3],
