@@ -218,8 +218,8 @@ def _is_transcript(path: str) -> bool:
     "-v",
     "--verbose",
     count=True,
-    help="On a mismatch, show the recorded and the live reply whole, normalized (generated "
-    "values as aliases); -vv also the request as sent.",
+    help="On a mismatch, show a unified diff of the recorded and the live reply, normalized "
+    "(generated values as aliases); -vv both replies whole; -vvv also the request as sent.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print the failures and the summary only.")
 @click.option(

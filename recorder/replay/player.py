@@ -116,7 +116,8 @@ class FilePlayer:
     """The run's view of the agent (`recorder.replay.watch`): with it, an agent lost after it
     answered is this exchange's error, not an exception; None: `UpstreamError` is raised."""
     verbose: int = 0
-    """1: a mismatch's result holds both replies, normalized; 2: the request as sent too."""
+    """1: a mismatch's result holds the diff of both replies, normalized; 2: both whole; 3:
+    the request as sent too (`recorder.replay.verbose`)."""
     on_reply: Callable[[int, LiveReply], None] | None = None
     """Told each whole live reply (the exchange's 0-based index, the reply), before it is
     compared (`recorder learn` keeps them)."""
@@ -208,7 +209,7 @@ class FilePlayer:
             down = self.watch.probe()
             if down is not None:
                 # known down, and one quick attempt failed: no timeout waited for
-                self._failed(index, UpstreamError(down), time.perf_counter())
+                self._failed(index, UpstreamError(down), time.perf_counter(), agent_down=True)
                 return
         if tag is not None:
             self._catch_up(*tag)
@@ -235,7 +236,7 @@ class FilePlayer:
                 )
 
             self._open[index] = BackgroundExchange(start, self.timeout)
-            if self.verbose > 1:
+            if self.verbose > 2:
                 self._sent[index] = request
             return
         try:
@@ -248,7 +249,7 @@ class FilePlayer:
         except UpstreamError as exc:
             self._lost(index, exc, started)
             return
-        if self.verbose > 1:
+        if self.verbose > 2:
             self._sent[index] = request
         self._record(index, live, started)
 
@@ -325,8 +326,10 @@ class FilePlayer:
             self.watch.answered()
         details: tuple[str, ...] = ()
         if mismatches and self.verbose:
-            sent = self._sent.get(index) if self.verbose > 1 else None
-            details = verbose_lines(self.state, golden, live, self._secrets, sent=sent)
+            sent = self._sent.get(index) if self.verbose > 2 else None
+            details = verbose_lines(
+                self.state, golden, live, self._secrets, sent=sent, whole=self.verbose > 1
+            )
         if self._secrets and mismatches:
             # a report must not print a secret (nor write it into a JUnit file)
             mismatches = tuple(scrub_mismatch(m, self._secrets) for m in mismatches)
@@ -338,14 +341,16 @@ class FilePlayer:
             index, mismatches=mismatches, seconds=time.perf_counter() - started, details=details
         )
 
-    def _failed(self, index: int, error: UpstreamError, started: float) -> None:
+    def _failed(
+        self, index: int, error: UpstreamError, started: float, *, agent_down: bool = False
+    ) -> None:
         self._no_reply = index if self._no_reply is None else min(self._no_reply, index)
         if self.watch is not None and isinstance(error, NoReplyError):
             self.watch.contacted()  # reached, if not whole: losing it later is a result
         # the message names the request's target: a secret query parameter is in it
         message = scrub_text(str(error), self._secrets)
         self.results[index] = self._result(
-            index, error=message, seconds=time.perf_counter() - started
+            index, error=message, seconds=time.perf_counter() - started, agent_down=agent_down
         )
 
     def _unpaired_notes(self, index: int, request: Request) -> tuple[str, ...]:
@@ -552,10 +557,11 @@ def play(
     `start_agent` starts (only when there is something to play; stopped at the end). A
     started agent's token fills `{{A2A_TOKEN}}` unless `environ` sets it.
 
-    `verbose` (1, 2) keeps both replies of a mismatch, normalized (and the request as sent) in
-    its result; `exitfirst` plays no file after the first that fails (their exchanges are
-    "not played"). An agent that goes away after it answered is a result too (the exchange
-    that lost it is an error, each later file fails fast: `recorder.replay.watch`).
+    `verbose` (1, 2, 3) keeps the diff of both replies of a mismatch, normalized (both whole; and
+    the request as sent) in its result; `exitfirst` plays no file after the first that fails
+    (their exchanges are "not played"). An agent that goes away after it answered is a result
+    too (the exchange that lost it is an error, each later file fails fast:
+    `recorder.replay.watch`).
 
     Raises `TranscriptErrors`, `UpstreamError` (the agent never answered), or ValueError for
     a bad agent URL or when neither `agent` nor `start_agent` is given; mismatches, and the

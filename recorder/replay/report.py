@@ -10,17 +10,26 @@ The terminal report (the look is in DESIGN.md, "What a user sees"):
 One line per transcript, then one indented line per mismatch; a further failing exchange of
 the same file gets its own header line under the first. When every mismatch of an exchange is
 in one SSE frame, the frame is named in the header, else on each line. Colour only on a
-terminal (or as `--color` says); on a terminal a progress line
-(`[12/40] transcripts/05-cancel.http`) shows while a long run goes on, erased before each
-report line (with spaces: no escape codes).
-`quiet` (`-q`) leaves out the files that passed, and the progress line.
+terminal (or as `--color` says). Above the summary line, the recap names every exchange that
+did not pass again, and a run of files the agent was gone for is one line
+(`recorder.replay.recap`).
+
+While a long run goes on, a progress line (`[12/40] transcripts/05-cancel.http`) shows on
+stderr, overwritten in place and erased before each report line (a carriage return and spaces: no
+escape codes), only when stderr is a terminal, and not under `TERM=dumb` or in CI (`CI` set:
+a CI log is no terminal, whatever a runner's pseudo-terminal says); `-q` keeps it, like
+pytest's `-q` keeps its progress. `NO_COLOR` is about colour only (no-color.org), so it
+leaves the progress line on.
+`quiet` (`-q`) leaves out the files that passed.
 
 The formatting functions are pure (values in, lines out); `TerminalReport` does the writing.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -33,6 +42,7 @@ import click
 from recorder.httpfile import write_text_atomic
 from recorder.replay.diff import Mismatch
 from recorder.replay.plan import PlanItem
+from recorder.replay.recap import RECAP_LIMIT, agent_gone, gone_text, recap_entries
 from recorder.replay.results import ExchangeResult, PlayResult, TranscriptResult
 
 __all__ = [
@@ -44,6 +54,8 @@ __all__ = [
     "mismatch_line",
     "plural",
     "printable",
+    "progress_wanted",
+    "recap_lines",
     "summary_line",
     "transcript_lines",
     "write_junit_error",
@@ -161,6 +173,31 @@ def summary_line(result: PlayResult) -> str:
     return line
 
 
+def recap_lines(result: PlayResult, *, limit: int = RECAP_LIMIT, color: bool = False) -> list[str]:
+    """The closing recap above the summary line (`recorder.replay.recap`): `failing
+    exchanges:`, then one line per entry, at most `limit` of them and `… and N more`."""
+    entries = recap_entries(result)
+    if not entries:
+        return []
+    mark = _style(FAIL_MARK, "red", color)
+    lines = ["failing exchanges:"]
+    lines.extend(f"  {mark} {_one_line(entry)}" for entry in entries[:limit])
+    if len(entries) > limit:
+        lines.append(f"  … and {len(entries) - limit} more (all are in --junit-xml, --report-json)")
+    return lines
+
+
+def gone_line(results: Sequence[TranscriptResult], *, width: int = 0, color: bool = False) -> str:
+    """The one report line of two or more files in a row the agent was gone for."""
+    path = printable(results[0].path).ljust(width)
+    mark = _style(FAIL_MARK, "red", color)
+    return f"{_style(path, None, color, bold=True)}  {mark} {_one_line(gone_text(results))}"
+
+
+def _one_line(text: str) -> str:
+    return printable(text).replace("\n", " ")
+
+
 # C0 and C1 controls (a title or value in a transcript could move the cursor or recolour the
 # terminal): shown escaped
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -183,6 +220,14 @@ def exit_status(result: PlayResult) -> int:
     return 0 if result.passed else 1
 
 
+def progress_wanted(stream: TextIO) -> bool:
+    """Whether a progress line may be drawn on `stream`: a terminal, not `TERM=dumb`, not in
+    CI (see the module docstring)."""
+    if os.environ.get("TERM") == "dumb" or os.environ.get("CI"):
+        return False
+    return _is_terminal(stream)
+
+
 def _style(text: str, fg: str | None, color: bool, *, bold: bool = False) -> str:
     if not color:
         return text
@@ -190,7 +235,8 @@ def _style(text: str, fg: str | None, color: bool, *, bold: bool = False) -> str
 
 
 class TerminalReport:
-    """Writes report lines as transcripts finish (a `recorder.replay.results.Listener`)."""
+    """Writes report lines as transcripts finish (a `recorder.replay.results.Listener`); the
+    progress line goes to `progress_stream` (stderr by default)."""
 
     def __init__(
         self,
@@ -201,11 +247,12 @@ class TerminalReport:
         update: bool = False,
         progress_after: float = 1.0,
         quiet: bool = False,
+        progress_stream: TextIO | None = None,
     ) -> None:
-        tty = _isatty(stream)
         self.stream = stream
-        self.color = tty if color is None else color
-        self.progress = (tty if progress is None else progress) and not quiet
+        self.color = _isatty(stream) if color is None else color
+        self.progress_stream = sys.stderr if progress_stream is None else progress_stream
+        self.progress = progress_wanted(self.progress_stream) if progress is None else progress
         self.update = update
         self.quiet = quiet
         self.progress_after = progress_after
@@ -216,6 +263,7 @@ class TerminalReport:
         self._started = time.monotonic()
         self._last_draw = 0.0
         self._progress_shown = 0  # the length of the progress line on the screen
+        self._gone: list[TranscriptResult] = []  # files the agent was gone for, not yet shown
         self.items: list[PlanItem] = []  # the plan, as `started` told it
 
     # Listener
@@ -237,18 +285,22 @@ class TerminalReport:
             self._last_draw = now
             text = f"[{self._done}/{self._total}] {printable(item.path)}"
             self._clear_progress()
-            self.stream.write(text)
-            self.stream.flush()
+            self.progress_stream.write(text)
+            self.progress_stream.flush()
             self._progress_shown = len(text)
 
     def transcript_done(self, result: TranscriptResult) -> None:
-        if self.quiet and result.passed:
-            return
-        lines = transcript_lines(result, width=self._width, color=self.color, update=self.update)
         with self._lock:
-            self._clear_progress()
-            self.stream.write("\n".join(lines) + "\n")
-            self.stream.flush()
+            if agent_gone(result) is not None:
+                # held: the next files may be gone too, and a run of them is one line
+                self._gone.append(result)
+                return
+            lines = self._flush_gone()
+            if not (self.quiet and result.passed):
+                lines += transcript_lines(
+                    result, width=self._width, color=self.color, update=self.update
+                )
+            self._write(lines)
 
     def summary(self, result: PlayResult) -> None:
         line = summary_line(result)
@@ -256,17 +308,38 @@ class TerminalReport:
             colour = "green" if exit_status(result) == 0 else "red"
             line = click.style(line, fg=colour, bold=True)
         with self._lock:
-            self._clear_progress()
-            self.stream.write(line + "\n")
-            self.stream.flush()
+            lines = self._flush_gone()
+            # the recap above the summary line, as pytest's short summary: the last line of a
+            # CI log stays the verdict
+            self._write([*lines, *recap_lines(result, color=self.color), line])
+
+    def _flush_gone(self) -> list[str]:
+        gone, self._gone = self._gone, []
+        if len(gone) == 1:
+            return transcript_lines(gone[0], width=self._width, color=self.color)
+        return [gone_line(gone, width=self._width, color=self.color)] if gone else []
+
+    def _write(self, lines: list[str]) -> None:
+        if not lines:
+            return
+        self._clear_progress()
+        self.stream.write("\n".join(lines) + "\n")
+        self.stream.flush()
 
     def _clear_progress(self) -> None:
         if self._progress_shown:
-            self.stream.write("\r" + " " * self._progress_shown + "\r")
+            self.progress_stream.write("\r" + " " * self._progress_shown + "\r")
+            self.progress_stream.flush()
             self._progress_shown = 0
 
 
 def _isatty(stream: TextIO) -> bool:
+    return _is_terminal(stream)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    # apart from `_isatty` (colour): a test that makes the report believe it colours a
+    # terminal does not draw progress lines on its stderr
     try:
         return stream.isatty()
     except (AttributeError, ValueError):

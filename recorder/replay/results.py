@@ -34,8 +34,11 @@ class ExchangeResult:
     played: bool = True
     notes: tuple[str, ...] = ()
     details: tuple[str, ...] = ()
-    """-v: the recorded and the live reply of a mismatch, normalized (-vv: the request as
-    sent too), as lines to print under it."""
+    """-v: a unified diff of the recorded and the live reply of a mismatch, normalized (-vv:
+    both whole; -vvv: the request as sent too), as lines to print under it."""
+    agent_down: bool = False
+    """Not sent: the agent was known gone and one quick connection attempt failed (the
+    terminal report sums up a run of such files in one line, `recorder.replay.recap`)."""
 
     @property
     def passed(self) -> bool:

@@ -80,6 +80,9 @@ def test_a_mismatch_is_reported_with_file_exchange_path_values_and_exit_1(
         "transcripts/02-review.http     ✗ exchange 1 (SendMessage: review a diff):",
         '    $.result.task.status.state: expected "TASK_STATE_FAILED", got "TASK_STATE_COMPLETED"',
         *PASSING[2:],
+        "failing exchanges:",
+        "  ✗ transcripts/02-review.http#1 (SendMessage: review a diff): "
+        '$.result.task.status.state: expected "TASK_STATE_FAILED", got "TASK_STATE_COMPLETED"',
         "6 transcripts, 10 exchanges: 9 passed, 1 failed",
     ]
 
@@ -96,6 +99,10 @@ def test_a_mismatch_in_an_sse_frame_names_the_frame(goldens: Path, kit: KitServe
         "transcripts/03-streaming.http  ✗ exchange 1 "
         "(SendStreamingMessage: review a diff as a stream), frame 2:",
         '    $.result.statusUpdate.status.state: expected "TASK_STATE_FAILED", '
+        'got "TASK_STATE_WORKING"',
+        "failing exchanges:",
+        "  ✗ transcripts/03-streaming.http#1 (SendStreamingMessage: review a diff as a stream): "
+        'frame 2: $.result.statusUpdate.status.state: expected "TASK_STATE_FAILED", '
         'got "TASK_STATE_WORKING"',
         "1 transcript, 1 exchange: 0 passed, 1 failed",
     ]
@@ -268,10 +275,15 @@ def test_an_exchange_without_reply_is_an_error_the_run_goes_on_and_junit_says_so
         f"    error: the event stream that the agent at {kit.base_url} sent for"
         " POST /a2a/jsonrpc did not end within 1 s",
     )
-    assert lines[7:] == [
+    assert lines[7:9] == [
         "                               ✗ exchanges 3-4: not played: exchange 2 got no reply",
-        "6 transcripts, 11 exchanges: 8 passed, 0 failed, 1 error, 2 not played",
+        "failing exchanges:",
     ]
+    assert lines[9] == (
+        "  ✗ transcripts/06-subscribe.http#2 (SubscribeToTask: follow the slow review): "
+        + lines[6].removeprefix("    ")
+    )
+    assert lines[10:] == ["6 transcripts, 11 exchanges: 8 passed, 0 failed, 1 error, 2 not played"]
     root = ET.parse("report.xml").getroot()
     assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == (
         "11",
@@ -467,9 +479,13 @@ def test_a_setup_exchange_without_reply_is_reported_under_k(goldens: Path, kit: 
         "transcripts/06-subscribe.http  ✗ exchange 2 (SubscribeToTask: follow the slow review):"
     )
     assert lines[1].startswith("    error: the ")
-    assert lines[2:] == [
+    assert lines[2:5] == [
         "                               ✗ exchange 3: not played: exchange 2 got no reply",
         "    not updated: exchange 2 got no reply",
+        "failing exchanges:",
+    ]
+    assert lines[5].startswith("  ✗ transcripts/06-subscribe.http#2 (SubscribeToTask: ")
+    assert lines[6:] == [
         "1 transcript, 2 exchanges: 0 passed, 0 failed, 1 error, 1 not played;"
         " 0 transcripts updated, 1 not updated",
     ]

@@ -55,6 +55,11 @@ REVIEW_FAILED = [
     "transcripts/02-review.http     ✗ exchange 1 (SendMessage: review a diff):",
     '    $.result.task.status.state: expected "TASK_STATE_FAILED", got "TASK_STATE_COMPLETED"',
 ]
+REVIEW_RECAP = [
+    "failing exchanges:",
+    "  ✗ transcripts/02-review.http#1 (SendMessage: review a diff): "
+    '$.result.task.status.state: expected "TASK_STATE_FAILED", got "TASK_STATE_COMPLETED"',
+]
 
 
 # --------------------------------------------------------------------------- colour
@@ -119,6 +124,7 @@ def test_quiet_prints_the_failures_and_the_summary_only(goldens: Path, kit: KitS
     assert result.exit_code == 1
     assert result.stdout.splitlines() == [
         *REVIEW_FAILED,
+        *REVIEW_RECAP,
         "6 transcripts, 10 exchanges: 9 passed, 1 failed",
     ]
 
@@ -149,6 +155,7 @@ def test_exitfirst_stops_after_the_first_failing_file(goldens: Path, kit: KitSer
         f"transcripts/04-cards.http      ✗ exchanges 1-2: {halted}",
         f"transcripts/05-errors.http     ✗ exchange 1: {halted}",
         f"transcripts/06-subscribe.http  ✗ exchanges 1-3: {halted}",
+        *REVIEW_RECAP,
         "6 transcripts, 10 exchanges: 2 passed, 1 failed, 7 not played",
     ]
     verdicts = [r["verdict"] for r in json.loads(Path("report.json").read_text())["exchanges"]]
@@ -163,7 +170,9 @@ def test_exitfirst_without_a_failure_plays_everything(goldens: Path, kit: KitSer
     assert result.stdout.splitlines()[-1] == "6 transcripts, 10 exchanges: 10 passed, 0 failed"
 
 
-def test_verbose_shows_both_replies_normalized_with_aliases(goldens: Path, kit: KitServer) -> None:
+def test_verbose_shows_a_diff_of_the_replies_normalized_with_aliases(
+    goldens: Path, kit: KitServer
+) -> None:
     _fail_review(goldens)
     result = run(
         "transcripts/02-review.http", "--agent", kit.base_url, "-v", env={"A2A_TOKEN": kit.token}
@@ -174,20 +183,47 @@ def test_verbose_shows_both_replies_normalized_with_aliases(goldens: Path, kit: 
         "transcripts/02-review.http  ✗ exchange 1 (SendMessage: review a diff):",
         '    $.result.task.status.state: expected "TASK_STATE_FAILED", got "TASK_STATE_COMPLETED"',
     ]
+    end = lines.index("failing exchanges:")
+    diff = lines[2:end]
+    assert diff[:2] == [
+        "    --- recorded reply (normalized)",
+        "    +++ live reply (normalized)",
+    ]
+    assert diff[2].startswith("    @@ -") and diff[2].endswith(" @@")
+    # the ids paired (the same alias on both sides): the one change is the state, with three
+    # lines of context either side, not the whole reply
+    changed = [line for line in diff[3:] if line[4] in "+-"]
+    assert changed == [
+        '    -        "state": "TASK_STATE_FAILED",',
+        '    +        "state": "TASK_STATE_COMPLETED",',
+    ]
+    assert len(diff) == 3 + 2 + 6
+    assert '           "id": "<id:1>",' in diff
+    assert "recorded reply (normalized):" not in result.stdout
+    assert lines[-1] == "1 transcript, 2 exchanges: 1 passed, 1 failed"
+
+
+def test_very_verbose_shows_both_replies_whole(goldens: Path, kit: KitServer) -> None:
+    _fail_review(goldens)
+    result = run(
+        "transcripts/02-review.http", "--agent", kit.base_url, "-vv", env={"A2A_TOKEN": kit.token}
+    )
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
     recorded = lines.index("    recorded reply (normalized):")
     live = lines.index("    live reply (normalized):")
+    end = lines.index("failing exchanges:")
     assert recorded == 2 and "    request as sent:" not in lines
     assert lines[recorded + 1] == lines[live + 1] == "        HTTP/1.1 200 OK"
-    recorded_body, live_body = lines[recorded + 2 : live], lines[live + 2 : -1]
+    recorded_body, live_body = lines[recorded + 2 : live], lines[live + 2 : end]
     # the same ids, as aliases, on both sides: only the state differs
     assert '              "id": "<id:1>",' in recorded_body
     assert [a for a, b in zip(recorded_body, live_body, strict=True) if a != b] == [
         '                "state": "TASK_STATE_FAILED",'
     ]
-    assert lines[-1] == "1 transcript, 2 exchanges: 1 passed, 1 failed"
 
 
-def test_very_verbose_shows_the_request_as_sent_with_secrets_as_placeholders(
+def test_vvv_shows_the_request_as_sent_with_secrets_as_placeholders(
     goldens: Path, kit: KitServer
 ) -> None:
     edit(goldens / "04-cards.http", '"extendedAgentCard": true', '"extendedAgentCard": false', 2)
@@ -195,7 +231,7 @@ def test_very_verbose_shows_the_request_as_sent_with_secrets_as_placeholders(
         "transcripts/04-cards.http",
         "--agent",
         kit.base_url,
-        "-vv",
+        "-vvv",
         "--var",
         f"A2A_TOKEN={kit.token}",
     )
@@ -205,6 +241,7 @@ def test_very_verbose_shows_the_request_as_sent_with_secrets_as_placeholders(
     assert len(sent) == 2
     assert "        Authorization: Bearer {{A2A_TOKEN}}" in lines
     assert kit.token not in result.stdout
+    assert "    recorded reply (normalized):" in lines
 
 
 # --------------------------------------------------------------------------- --report-json
@@ -433,23 +470,18 @@ def test_an_agent_killed_mid_run_leaves_complete_reports_and_exit_2(
     assert result.exit_code == 2, result.output
     assert result.stderr == ""
     lines = result.stdout.splitlines()
-    gone = f"    error: cannot reach the agent at {agent.base_url}: connection refused"
+    gone = f"cannot reach the agent at {agent.base_url}: connection refused"
     assert lines[0] == "transcripts/01-languages.http  ✓ 1 exchange"
     assert lines[1] == "transcripts/02-review.http     ✗ exchange 2 (GetTask: the review task):"
     assert lines[2].startswith("    error: ")
+    lost = lines[2].removeprefix("    error: ")
+    # the files the agent was gone for: one line, in the report and in the recap
+    later = "4 files to transcripts/06-subscribe.http, 7 exchanges not played"
     assert lines[3:] == [
-        "transcripts/03-streaming.http  ✗ exchange 1 "
-        "(SendStreamingMessage: review a diff as a stream):",
-        gone,
-        "transcripts/04-cards.http      ✗ exchange 1 (Agent card):",
-        gone,
-        "                               ✗ exchange 2: not played: exchange 1 got no reply",
-        "transcripts/05-errors.http     ✗ exchange 1 (GetTask: a task that does not exist):",
-        gone,
-        "transcripts/06-subscribe.http  ✗ exchange 1 "
-        "(SendMessage: start a slow review without waiting):",
-        gone,
-        "                               ✗ exchanges 2-3: not played: exchange 1 got no reply",
+        f"transcripts/03-streaming.http  ✗ {later}: {gone}",
+        "failing exchanges:",
+        f"  ✗ transcripts/02-review.http#2 (GetTask: the review task): error: {lost}",
+        f"  ✗ transcripts/03-streaming.http#1: {later}: {gone}",
         "6 transcripts, 10 exchanges: 2 passed, 0 failed, 5 errors, 3 not played",
     ]
     root = ET.parse("report.xml").getroot()

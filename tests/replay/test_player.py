@@ -461,10 +461,14 @@ def _results() -> tuple[list[PlanItem], list[TranscriptResult]]:
     return items, [TranscriptResult("t/01-a.http", (ExchangeResult(1, "SendMessage", 3), failed))]
 
 
-def test_on_a_terminal_the_report_has_colour_and_a_progress_line_it_erases() -> None:
+def test_on_a_terminal_the_report_has_colour_and_a_progress_line_it_erases(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
     items, (result,) = _results()
     terminal = _Terminal()
-    report = TerminalReport(terminal, progress_after=0)
+    report = TerminalReport(terminal, progress_after=0, progress_stream=terminal)
     report.started(items)
     report.exchange_done(items[0], result.exchanges[0])
     report.transcript_done(result)
@@ -483,7 +487,7 @@ def test_on_a_terminal_the_report_has_colour_and_a_progress_line_it_erases() -> 
 def test_off_a_terminal_the_report_is_plain_without_progress() -> None:
     items, (result,) = _results()
     stream = io.StringIO()
-    report = TerminalReport(stream, progress_after=0)
+    report = TerminalReport(stream, progress_after=0, progress_stream=stream)
     report.started(items)
     report.exchange_done(items[0], result.exchanges[0])
     report.transcript_done(result)
@@ -493,6 +497,9 @@ def test_off_a_terminal_the_report_is_plain_without_progress() -> None:
         '    frame 3: $.result.status.state: expected "TASK_STATE_COMPLETED", '
         'got "TASK_STATE_FAILED"\n'
         '    frame 4: $.result.id: expected "<id:1>", got "<id:2>"\n'
+        "failing exchanges:\n"
+        '  ✗ t/01-a.http#2 (GetTask): frame 3: $.result.status.state: expected "TASK_STATE_'
+        'COMPLETED", got "TASK_STATE_FAILED" (and 1 more)\n'
         "1 transcript, 2 exchanges: 1 passed, 1 failed\n"
     )
 

@@ -1,0 +1,53 @@
+"""`-v`'s diff of the normalized replies (pure: lines in, lines out; the run is in
+test_play_options.py)."""
+
+from __future__ import annotations
+
+from recorder.replay.verbose import reply_diff
+
+
+def _stream(states: list[str]) -> list[str]:
+    lines = ["HTTP/1.1 200 OK"]
+    for number, state in enumerate(states, start=1):
+        lines += [
+            f"frame {number}:",
+            "    {",
+            f'      "state": "{state}",',
+            '      "n": 1',
+            "    }",
+        ]
+    return lines
+
+
+def test_a_diff_has_three_lines_of_context_and_names_the_frame_of_each_hunk() -> None:
+    recorded = _stream(["SUBMITTED", "WORKING", "WORKING", "COMPLETED"])
+    live = _stream(["SUBMITTED", "WORKING", "WORKING", "FAILED"])
+    assert reply_diff(recorded, live) == [
+        "--- recorded reply (normalized)",
+        "+++ live reply (normalized)",
+        "@@ -16,6 +16,6 @@ frame 4:",
+        "     }",
+        " frame 4:",
+        "     {",
+        '-      "state": "COMPLETED",',
+        '+      "state": "FAILED",',
+        '       "n": 1',
+        "     }",
+    ]
+
+
+def test_a_change_in_the_middle_of_a_stream_names_its_frame() -> None:
+    recorded = _stream(["SUBMITTED", "WORKING", "WORKING", "COMPLETED"])
+    live = _stream(["SUBMITTED", "FAILED", "WORKING", "COMPLETED"])
+    assert reply_diff(recorded, live)[2] == "@@ -6,7 +6,7 @@ frame 2:"
+
+
+def test_a_hunk_before_any_frame_is_not_named() -> None:
+    diff = reply_diff(["HTTP/1.1 200 OK", "{}"], ["HTTP/1.1 500 Internal Server Error", "{}"])
+    assert diff[2] == "@@ -1,2 +1,2 @@"
+
+
+def test_replies_whose_normalized_texts_are_the_same_say_so() -> None:
+    assert reply_diff(["a"], ["a"]) == [
+        "the normalized replies are the same text: the mismatch is in what they do not show"
+    ]
