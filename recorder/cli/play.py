@@ -25,6 +25,7 @@ from recorder.replay.report import (
 )
 from recorder.replay.report_json import write_json_error, write_json_report
 from recorder.replay.results import PlayResult
+from recorder.replay.select import Selection, SelectionError
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url
 from recorder.replay.variables import MissingVariableError
 from recorder.rules import load_rules, rules_warnings
@@ -37,6 +38,16 @@ def _shard(ctx: click.Context, param: click.Parameter, value: str | None) -> tup
         return parse_shard(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+
+
+def _selection(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A -k expression checked before anything is played (a usage error naming it)."""
+    if value is not None:
+        try:
+            Selection.parse(value)
+        except SelectionError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
 
 
 def _start_embedded_kit() -> AgentHandle:
@@ -170,10 +181,13 @@ def _is_transcript(path: str) -> bool:
 @click.option(
     "-k",
     "pattern",
-    metavar="PATTERN",
-    help='Play only exchanges whose "<file> <title>" contains PATTERN (case-insensitive). '
-    "The exchanges before a match in the same file are played too (later requests need "
-    "the ids of earlier replies) but not reported.",
+    metavar="EXPRESSION",
+    callback=_selection,
+    help="Play only the exchanges EXPRESSION selects, as pytest's -k: phrases that \"<file> "
+    '<title>" contains (case-insensitive), joined by and, or, not and parentheses (-k "review '
+    'a diff and not stream"; a phrase with a keyword in quotes). The exchanges before a '
+    "match in the same file are played too (later requests need the ids of earlier replies) "
+    "but not reported.",
 )
 @click.option(
     "--jobs",

@@ -5,8 +5,9 @@ Files are played in the order `load_transcripts` finds them: the paths as given,
 `*.http` files sorted by path (`recorder.checking.find_files`); a shard is taken by position in
 that order, so every machine makes the same split.
 
-Selection with `-k PATTERN` (case-insensitive substring of "<file> <exchange title>"): a file
-none of whose exchanges match is skipped. In a file that has a match, every exchange up to the
+Selection with `-k EXPRESSION` (pytest's: words joined by `and`, `or`, `not` and parentheses,
+each a case-insensitive substring of "<file> <exchange title>", `recorder.replay.select`): a
+file none of whose exchanges match is skipped. In a file that has a match, every exchange up to the
 last matching one is played in order, because later requests carry forward values from earlier
 replies (a GetTask names the task an earlier SendMessage created); only the matching exchanges
 are reported and counted, the others are played as setup. Exchanges after the last match are not
@@ -24,6 +25,7 @@ from recorder.checking import find_transcripts
 from recorder.errors import ParseError, RecorderError
 from recorder.httpfile import load
 from recorder.model import Transcript
+from recorder.replay.select import Selection
 
 __all__ = ["PlanItem", "TranscriptErrors", "load_transcripts", "parse_shard", "plan"]
 
@@ -101,20 +103,21 @@ def plan(
     """Which files to play and which of their exchanges to report (see the module docstring).
 
     Sharding is by position in the sorted file list: shard K of N takes the files whose
-    0-based index i has i % N == K - 1, the same split on every machine.
+    0-based index i has i % N == K - 1, the same split on every machine. A `pattern` that does
+    not parse raises `SelectionError` (a ValueError).
     """
     items: list[PlanItem] = []
+    selection = None if pattern is None else Selection.parse(pattern)
     for index, (path, transcript) in enumerate(transcripts):
         if shard is not None and index % shard[1] != shard[0] - 1:
             continue
-        if pattern is None:
+        if selection is None:
             selected = frozenset(range(len(transcript.exchanges)))
         else:
-            wanted = pattern.lower()
             selected = frozenset(
                 i
                 for i, exchange in enumerate(transcript.exchanges)
-                if wanted in f"{path} {exchange.title}".lower()
+                if selection.matches(path, exchange.title)
             )
         if selected:
             items.append(PlanItem(path, transcript, selected, max(selected) + 1))

@@ -158,6 +158,32 @@ def test_an_unset_credential_variable_fails_only_the_exchange_that_sends_it(
     assert result.stderr == ""
 
 
+def test_k_takes_an_expression_as_pytest_does(goldens: Path, kit: KitServer) -> None:
+    # "review" is in 01's title (reviewer), in 02's file name, in 03's title; "card" in 04's
+    # titles; 05 has neither; 06 is left out by name
+    result = run(
+        "transcripts",
+        "--agent",
+        kit.base_url,
+        "-k",
+        "(review or CARD) and not subscribe",
+        env={"A2A_TOKEN": kit.token},
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "transcripts/01-languages.http  ✓ 1 exchange",
+        "transcripts/02-review.http     ✓ 2 exchanges",
+        "transcripts/03-streaming.http  ✓ 1 exchange",
+        "transcripts/04-cards.http      ✓ 2 exchanges",
+        "4 transcripts, 6 exchanges: 6 passed, 0 failed",
+    ]
+    phrase = run("transcripts", "--agent", kit.base_url, "-k", "review a diff and not stream")
+    assert phrase.stdout.splitlines() == [
+        "transcripts/02-review.http  ✓ 1 exchange",
+        "1 transcript, 1 exchange: 1 passed, 0 failed",
+    ]
+
+
 def test_k_selects_exchanges_by_file_and_title(goldens: Path, kit: KitServer) -> None:
     result = run("transcripts", "--agent", kit.base_url, "-k", "gettask")
     assert result.exit_code == 0, result.output
@@ -197,6 +223,15 @@ def test_shard_and_jobs_split_the_files(goldens: Path, kit: KitServer) -> None:
             "transcripts/01-languages.http is a transcript: the report would overwrite it",
         ),
         (["--timeout", "inf"], "inf is not in the range 0<x<=86400"),
+        (
+            ["-k", "not cancel and"],
+            "Invalid value for '-k': bad expression 'not cancel and' at column 15: expected not,"
+            " left parenthesis or a word; got the end",
+        ),
+        (
+            ["-k", "(review"],
+            "bad expression '(review' at column 8: expected right parenthesis; got the end",
+        ),
     ],
 )
 def test_usage_errors_exit_2(goldens: Path, args: list[str], message: str) -> None:
