@@ -15,6 +15,13 @@ with it. `DEFAULT_PICK` is what a reader of an A2A example needs whatever the li
 parts of every message (the question, the answer, a status message), every task state, every
 artifact. A task's `history` repeats the question and is not picked.
 
+`ExchangeName` names an exchange of a transcript by what it is rather than where it is (a
+marker's `FILE#SendStreamingMessage`, `FILE#"GetTask: read the task back"`): removing an
+earlier exchange does not re-point it, and a name that no longer names exactly one exchange is
+an error, not a silent pick. An exchange's operation is its JSON-RPC `method`, and the start of
+its title up to `: ` (the recorder titles an exchange `Operation: description`); a title is
+matched whole, exactly.
+
 `IdShortener` shortens the UUIDs an SDK generates (`3b4b1206-4b6f-467f-b735-2d7e4f7f4bcd` ->
 `3b4b1206…`): one UUID always gets the same short form within a block, and two UUIDs that share
 their first 8 hex digits get longer prefixes until they differ.
@@ -28,15 +35,21 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from recorder.model import Exchange
+
 __all__ = [
     "DEFAULT_PICK",
     "ELLIPSIS",
+    "ExchangeName",
     "IdShortener",
     "JsonPath",
     "Step",
     "dumps_scalar",
     "envelope_first",
+    "exchange_operations",
     "first_leaf_path",
+    "named_exchange",
+    "parse_exchange_reference",
     "parse_pick",
     "picked_paths",
 ]
@@ -232,3 +245,74 @@ class IdShortener:
         if isinstance(value, list):
             return [self.value(element) for element in value]
         return value
+
+
+# --------------------------------------------------------------------------- exchanges by name
+
+_OPERATION = re.compile(r"[A-Za-z][\w./-]*")
+
+
+@dataclass(frozen=True)
+class ExchangeName:
+    """An exchange named by its operation (`SendMessage`) or, with `title`, its whole title."""
+
+    text: str
+    title: bool = False
+
+    def __str__(self) -> str:
+        return f'#"{self.text}"' if self.title else f"#{self.text}"
+
+
+def parse_exchange_reference(reference: str) -> tuple[str, int | ExchangeName | None]:
+    """`FILE`, `FILE#N`, `FILE#Operation` or `FILE#"whole title"` -> the path and the exchange
+    (None: all of them). A name follows a path that ends in `.http` (ValueError when a
+    quoted title is not closed, or N is 0)."""
+    path, quote, title = reference.partition('#"')
+    if quote and path.endswith(".http"):
+        if not title.endswith('"') or '"' in title[:-1]:
+            raise ValueError(f'a quoted title ends with " and holds none: {reference!r}')
+        return path, ExchangeName(title[:-1], title=True)
+    path, hash_sign, after = reference.rpartition("#")
+    if hash_sign and after.isascii() and after.isdigit():
+        if int(after) < 1:
+            raise ValueError(f"exchanges are numbered from 1: {reference!r}")
+        return path, int(after)
+    if hash_sign and path.endswith(".http") and _OPERATION.fullmatch(after):
+        return path, ExchangeName(after)
+    return reference, None
+
+
+def exchange_operations(exchange: Exchange) -> tuple[str, ...]:
+    """What `FILE#Operation` may call an exchange: its JSON-RPC method, its title's start."""
+    names: list[str] = []
+    value = exchange.request.json if exchange.request.is_json else None
+    method = value.get("method") if isinstance(value, dict) else None
+    if isinstance(method, str) and method:
+        names.append(method)
+    head, colon, _ = exchange.title.partition(": ")
+    if colon and head not in names:
+        names.append(head)
+    return tuple(names)
+
+
+def named_exchange(exchanges: Sequence[Exchange], name: ExchangeName) -> int:
+    """The number (from 1) of the one exchange `name` names; ValueError when none is, or more
+    than one (naming them, and how to name one)."""
+    if name.title:
+        found = [n for n, e in enumerate(exchanges, start=1) if e.title == name.text]
+        what = f'titled "{name.text}"'
+    else:
+        found = [n for n, e in enumerate(exchanges, start=1) if name.text in exchange_operations(e)]
+        what = name.text
+    if len(found) == 1:
+        return found[0]
+    if not found and name.title:
+        raise ValueError(f"no exchange is {what}")
+    if not found:
+        known = sorted({op for e in exchanges for op in exchange_operations(e)})
+        raise ValueError(f"no exchange is {what} (its operations: {', '.join(known)})")
+    numbers = ", ".join(f"#{n}" for n in found)
+    raise ValueError(
+        f"{len(found)} exchanges are {what} ({numbers}): name one by its whole title "
+        f'(#"{exchanges[found[0] - 1].title}") or its number'
+    )

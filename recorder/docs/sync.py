@@ -12,7 +12,10 @@ the line above it (blank lines between are allowed); the comment is invisible on
 Marker grammar (one line, outside any fenced block):
 
     marker    = "<!--" *WS "recorder:" 1*WS reference *(1*WS option) *WS "-->"
-    reference = path ["#" N]            ; N counts exchanges from 1; without it, all of them
+    reference = path ["#" exchange]     ; without it, all the exchanges of the file
+    exchange  = N                       ; by position: N counts exchanges from 1
+              / operation               ; by name: the one exchange of this operation
+              / DQUOTE title DQUOTE     ; by name: the one exchange with this whole title
     option    = "headers=" name *("," name)   ; headers kept (render's --headers)
               / "max-lines=" N               ; line budget of each body (render's --max-lines)
               / "width=" N                   ; width of SSE data lines (render's --width)
@@ -21,6 +24,14 @@ Marker grammar (one line, outside any fenced block):
               / "pick=none"                  ; nothing picked: the plain line budget
               / "ids=" ("short" / "full")    ; UUIDs shortened or not (render's --ids)
               / "full"                       ; nothing elided (render's --full)
+
+An exchange named by its operation (`transcripts/04-streaming.http#SendStreamingMessage`: its
+JSON-RPC method, or its title up to `: `) or by its whole title, exactly
+(`transcripts/06-get-and-list-tasks.http#"GetTask: read the task back with its last message
+only"`; spaces allowed, no `"` inside) stays on its exchange when an earlier one is removed;
+when the name no longer names exactly one exchange (it is gone, or two are named so), check
+and sync fail naming the marker's `file:line` (`recorder.docs.select.named_exchange`). A name
+follows a path that ends in `.http`; a position keeps working as it did.
 
 The path is relative to the folder of the Markdown file, the same rule as a Markdown link, so
 the reference is also a link a reader or an editor can follow (`README.md` at the top level
@@ -47,7 +58,8 @@ from pathlib import Path
 
 from recorder import httpfile
 from recorder.checking import Problem, find_files
-from recorder.docs.render import RenderOptions, parse_reference, render_exchanges
+from recorder.docs.render import RenderOptions, render_exchanges
+from recorder.docs.select import ExchangeName, named_exchange, parse_exchange_reference
 from recorder.errors import ParseError, RecorderError
 from recorder.model import Exchange, Transcript
 
@@ -60,6 +72,7 @@ __all__ = [
     "find_markdown",
     "find_markers",
     "load_exchanges",
+    "marker_words",
     "parse_marker_options",
     "sync_paths",
     "write_text_file",
@@ -95,7 +108,7 @@ class Marker:
     line: int  # 1-based
     reference: str
     path: str
-    index: int | None
+    index: int | ExchangeName | None  # a number from 1, a name, or None (all of them)
     options: RenderOptions
     block: Block | None
     indent: str = ""
@@ -190,13 +203,17 @@ def find_markers(text: str, source: str = "<markdown>") -> tuple[list[Marker], l
             index += 1
             continue
         number = index + 1
-        words = match.group("body").split()
         index += 1
+        try:
+            words = marker_words(match.group("body"))
+        except ValueError as exc:
+            problems.append(Problem(source, number, f"bad recorder marker: {exc}"))
+            continue
         if not words:
             problems.append(Problem(source, number, "the recorder marker names no transcript"))
             continue
         try:
-            path, exchange_index = parse_reference(words[0])
+            path, exchange_index = parse_exchange_reference(words[0])
             options = parse_marker_options(words[1:])
         except ValueError as exc:
             problems.append(Problem(source, number, f"bad recorder marker: {exc}"))
@@ -217,6 +234,17 @@ def find_markers(text: str, source: str = "<markdown>") -> tuple[list[Marker], l
             Marker(number, words[0], path, exchange_index, options, block, match.group("indent"))
         )
     return markers, problems
+
+
+_MARKER_WORD = re.compile(r'(?:[^\s"]+|"[^"]*")+')
+
+
+def marker_words(body: str) -> list[str]:
+    """A marker's words: split at blanks, except inside a quoted title (ValueError when a
+    quote is not closed)."""
+    if body.count('"') % 2:
+        raise ValueError('a quoted title is not closed (#"title")')
+    return _MARKER_WORD.findall(body)
 
 
 def apply_blocks(text: str, markers: Iterable[Marker], rendered: Mapping[int, str]) -> str:
@@ -264,10 +292,11 @@ def find_markdown(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
 
 def load_exchanges(
     path: str | os.PathLike[str],
-    index: int | None,
+    index: int | ExchangeName | None,
     cache: dict[Path, Transcript] | None = None,
 ) -> tuple[Exchange, ...]:
-    """Exchange `index` (from 1) of the transcript at `path`, or all of them (SourceError)."""
+    """Exchange `index` (from 1, or the one a name names) of the transcript at `path`, or all
+    of them (SourceError)."""
     key = Path(path)
     transcript = cache.get(key) if cache is not None else None
     if transcript is None:
@@ -284,6 +313,11 @@ def load_exchanges(
         raise SourceError(f"{os.fspath(path)}: no exchanges: a transcript holds at least one")
     if index is None:
         return transcript.exchanges
+    if isinstance(index, ExchangeName):
+        try:
+            index = named_exchange(transcript.exchanges, index)
+        except ValueError as exc:
+            raise SourceError(f"{os.fspath(path)}: {exc}") from None
     if index > count:
         has = f"{count} exchange" + ("" if count == 1 else "s")
         raise SourceError(f"{os.fspath(path)} has {has}: there is no #{index}")
