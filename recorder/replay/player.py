@@ -76,7 +76,7 @@ from recorder.replay.verbose import verbose_lines
 from recorder.replay.watch import AgentWatch
 from recorder.rules import DEFAULT_RULES, Rules
 
-__all__ = ["AgentHandle", "FilePlayer", "play"]
+__all__ = ["AgentHandle", "FilePlayer", "finish_update", "play"]
 
 
 # --------------------------------------------------------------------------- one file
@@ -469,21 +469,43 @@ def _file_player(
     )
 
 
-def _noise(
-    settings: _Settings,
-    item: PlanItem,
-    transport: httpx.BaseTransport,
-    first: dict[int, LiveReply],
-    results: Sequence[ExchangeResult],
-) -> str | None:
-    """--update: the file played once more; why its mismatched replies must not be blessed
-    (they differ between the two live runs where the rules do not absorb it), or None."""
+def _replayed(
+    settings: _Settings, item: PlanItem, transport: httpx.BaseTransport
+) -> dict[int, LiveReply]:
+    """--update: the file played once more, its live replies (for `finish_update`)."""
     second: dict[int, LiveReply] = {}
     again = _file_player(settings, item, transport, second, update=False)
     for index in range(item.play_count):
         again.play_until(index)
-    mismatched = [r.number - 1 for r in results if r.mismatches]
-    return noise_refusal(item.transcript, first, second, mismatched, settings.rules)
+    return second
+
+
+def finish_update(
+    player: FilePlayer,
+    selected: Iterable[int],
+    first: Mapping[int, LiveReply],
+    replay: Callable[[], Mapping[int, LiveReply]],
+) -> tuple[bool, str | None]:
+    """--update, once a file was played with `update` (its live replies kept in `first`):
+    whether the file was rewritten, else why not. `replay` plays it once more (its replies),
+    so that a mismatch that differs between the two live runs where the rules do not absorb
+    it is refused as noise, not blessed (`recorder.replay.update`)."""
+    chosen = set(selected)
+    not_updated = player.not_updated(chosen)
+    if not_updated is None:
+        mismatched = sorted(
+            i for i in chosen if i in player.results and player.results[i].mismatches
+        )
+        not_updated = noise_refusal(player.transcript, first, replay(), mismatched, player.rules)
+    updated = not_updated is None and player.write_update(chosen)
+    if not updated and player.changed_on_disk:
+        not_updated = "the file changed while it was played (run the update again)"
+    elif not updated and not_updated is None:
+        not_updated = (
+            "the rewritten replies would be the recorded ones: the differences are in what"
+            " the file does not keep"
+        )
+    return updated, not_updated
 
 
 def _play_file(
@@ -505,17 +527,9 @@ def _play_file(
     updated = False
     not_updated = None
     if settings.update and not all(r.passed for r in reported):
-        not_updated = player.not_updated(item.selected)
-        if not_updated is None and lives is not None:
-            not_updated = _noise(settings, item, transport, lives, reported)
-        updated = not_updated is None and player.write_update(item.selected)
-        if not updated and player.changed_on_disk:
-            not_updated = "the file changed while it was played (run the update again)"
-        elif not updated and not_updated is None:
-            not_updated = (
-                "the rewritten replies would be the recorded ones: the differences are in what"
-                " the file does not keep"
-            )
+        updated, not_updated = finish_update(
+            player, item.selected, lives or {}, lambda: _replayed(settings, item, transport)
+        )
     return TranscriptResult(item.path, tuple(reported), updated=updated, not_updated=not_updated)
 
 

@@ -3,6 +3,9 @@
     pytest transcripts/                                   # plays against a freshly started kit
     pytest transcripts/ --recorder-agent http://127.0.0.1:41242
     pytest transcripts/ -k GetTask                        # like `recorder play -k`
+    pytest transcripts/ -v                                # a mismatch with the replies' diff
+    pytest transcripts/ --recorder-update                 # like `recorder play --update`
+    pytest transcripts/ --recorder-var A2A_TOKEN=… --recorder-env-file .env
 
 Which `.http` files are collected (the plugin is installed with recorder and must stay out of
 the way of projects that do not use it):
@@ -27,7 +30,20 @@ With pytest-xdist use `--dist loadfile` (or `loadscope`): each file then runs on
 order. Other modes stay correct but replay setup exchanges more than once.
 
 A mismatch is reported as `recorder play` reports it (file, exchange, frame, JSON path,
-expected and actual). An agent that goes away mid-session (once it has answered) fails the
+expected and actual); with pytest's own `-v` it adds the diff of the two replies, normalized,
+with `-vv` both whole, with `-vvv` the request as sent (`recorder play -v`'s levels).
+`--recorder-var NAME=VALUE` (repeatable) and `--recorder-env-file FILE` (repeatable, later
+files win) fill `{{NAME}}` placeholders over the environment, as `recorder play`'s `--var` and
+`--env-file` do.
+
+`--recorder-update` rewrites the golden files from the live replies, as `recorder play
+--update` does: a mismatched exchange does not fail its item; once the last item of its file
+ran, the file is rewritten (only the exchanges whose items ran) and the terminal summary
+lists it with its differences. A file --update must leave as it is (the agent gave no reply,
+the replies differ between two live runs, a request carried an unpaired recorded id) is an
+error at the teardown of its last item, naming why, so the session fails.
+
+An agent that goes away mid-session (once it has answered) fails the
 exchange that lost its reply; the rest of that file is skipped, and each later file fails its
 first exchange after one quick connection attempt, not a timeout per exchange.
 """
@@ -35,7 +51,7 @@ first exchange after one quick connection attempt, not a timeout per exchange.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,8 +60,9 @@ import pytest
 if TYPE_CHECKING:
     import httpx
 
+    from recorder.replay.live import LiveReply
     from recorder.replay.player import FilePlayer
-    from recorder.replay.results import ExchangeResult
+    from recorder.replay.results import ExchangeResult, TranscriptResult
     from recorder.replay.watch import AgentWatch
     from recorder.rules import Rules
 
@@ -72,6 +89,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=float,
         default=None,
         help="Seconds allowed for each reply (default 30).",
+    )
+    group.addoption(
+        "--recorder-update",
+        action="store_true",
+        default=False,
+        help="Rewrite the golden transcripts from the live replies (as recorder play --update).",
+    )
+    group.addoption(
+        "--recorder-var",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="A value for {{NAME}} placeholders (repeatable); over --recorder-env-file and the "
+        "environment.",
+    )
+    group.addoption(
+        "--recorder-env-file",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="A dotenv file of NAME=VALUE lines for placeholders (repeatable, later files "
+        "win); over the environment.",
     )
     parser.addini(
         "recorder_transcripts",
@@ -121,6 +160,33 @@ def _timeout_setting(config: pytest.Config) -> float:
         raise pytest.UsageError(
             f"recorder_timeout (ini): expected a number of seconds, got {value!r}"
         ) from None
+
+
+def _variables_setting(config: pytest.Config) -> dict[str, str]:
+    """The environment, under --recorder-env-file's files, under --recorder-var's values
+    (`recorder play`'s order); a bad one is a usage error."""
+    from recorder.replay.envfile import EnvFileError, merge_variables, parse_env_file, parse_var
+
+    values: dict[str, str] = {}
+    for text in config.getoption("recorder_var", None) or []:
+        try:
+            name, value = parse_var(text)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--recorder-var: {exc}") from None
+        values[name] = value
+    files = []
+    for path in config.getoption("recorder_env_file", None) or []:
+        try:
+            with open(path, encoding="utf-8-sig") as file:
+                files.append(parse_env_file(file.read(), path))
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise pytest.UsageError(
+                f"--recorder-env-file: cannot read the env file {path}: {reason}"
+            ) from None
+        except EnvFileError as exc:
+            raise pytest.UsageError(f"--recorder-env-file: {exc}") from None
+    return merge_variables(os.environ, files, values)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -181,7 +247,7 @@ class _Agent:
         from recorder.rules import load_rules
 
         self._rules = load_rules(_rules_setting(self.config))
-        self.variables = dict(os.environ)
+        self.variables = _variables_setting(self.config)
         agent = _agent_setting(self.config)
         if agent:
             self.base_url = agent_base_url(agent)
@@ -201,7 +267,14 @@ class _Agent:
     def timeout(self) -> float:
         return _timeout_setting(self.config)
 
-    def file_player(self, path: str, transcript: Any) -> FilePlayer:
+    def file_player(
+        self,
+        path: str,
+        transcript: Any,
+        *,
+        update: bool = False,
+        on_reply: Callable[[int, LiveReply], None] | None = None,
+    ) -> FilePlayer:
         from recorder.replay.player import FilePlayer
 
         self.ensure()
@@ -214,8 +287,12 @@ class _Agent:
             rules=self._rules,
             variables=self.variables,
             timeout=self.timeout,
+            update=update,
             live_base=self.live_base,
             watch=self.watch,
+            # pytest's own -v: the diff of the replies; -vv both whole; -vvv the request too
+            verbose=max(0, int(self.config.getoption("verbose", 0) or 0)),
+            on_reply=on_reply,
         )
 
     def close(self) -> None:
@@ -228,11 +305,28 @@ class _Agent:
 
 
 _AGENT = pytest.StashKey[_Agent]()
+_UPDATED = pytest.StashKey[list["TranscriptResult"]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     _check_options(config)
     config.stash[_AGENT] = _Agent(config)
+    config.stash[_UPDATED] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """--recorder-update: the files rewritten, with their differences."""
+    updated = config.stash.get(_UPDATED, [])
+    if not updated:
+        return
+    from recorder.replay.report import plural, transcript_lines
+
+    terminalreporter.write_sep("-", "recorder --recorder-update")
+    width = max(len(result.path) for result in updated)
+    for result in updated:
+        for line in transcript_lines(result, width=width, update=True):
+            terminalreporter.write_line(line)
+    terminalreporter.write_line(f"{plural(len(updated), 'transcript')} updated")
 
 
 def _check_options(config: pytest.Config) -> None:
@@ -251,6 +345,8 @@ def _check_options(config: pytest.Config) -> None:
         raise pytest.UsageError(
             f"--recorder-timeout: expected seconds above 0 and at most 86400, got {timeout:g}"
         )
+    if config.getoption("recorder_var", None) or config.getoption("recorder_env_file", None):
+        _variables_setting(config)
     rules = _rules_setting(config)
     if rules:
         from recorder.errors import RecorderError
@@ -285,6 +381,8 @@ class TranscriptFile(pytest.File):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.ran: set[int] = set()  # the exchanges whose items ran in this session
+        self.update = bool(self.config.getoption("recorder_update", False))
+        self.lives: dict[int, LiveReply] = {}  # --recorder-update: the live replies
 
     @property
     def display_path(self) -> str:
@@ -308,8 +406,45 @@ class TranscriptFile(pytest.File):
     def player(self) -> FilePlayer:
         if self._player is None:
             agent = self.config.stash[_AGENT]
-            self._player = agent.file_player(self.display_path, self.transcript)
+            self._player = agent.file_player(
+                self.display_path,
+                self.transcript,
+                update=self.update,
+                on_reply=self.lives.__setitem__ if self.update else None,
+            )
         return self._player
+
+    def teardown(self) -> None:
+        """--recorder-update, once the file's last item ran: rewrite it (the exchanges whose
+        items ran), or fail naming why it must stay as it is."""
+        player = self._player
+        if not self.update or player is None or not self.ran:
+            return
+        ran = sorted(self.ran)
+        results = tuple(player.results[i] for i in ran if i in player.results)
+        if all(r.passed for r in results):
+            return
+        from recorder.replay.player import finish_update
+        from recorder.replay.report import transcript_lines
+        from recorder.replay.results import TranscriptResult
+
+        agent = self.config.stash[_AGENT]
+
+        def replay() -> dict[int, LiveReply]:
+            second: dict[int, LiveReply] = {}
+            again = agent.file_player(
+                self.display_path, self.transcript, on_reply=second.__setitem__
+            )
+            for index in range(ran[-1] + 1):
+                again.play_until(index)
+            return second
+
+        updated, why = finish_update(player, ran, self.lives, replay)
+        result = TranscriptResult(self.display_path, results, updated=updated, not_updated=why)
+        if updated:
+            self.config.stash[_UPDATED].append(result)
+            return
+        pytest.fail("\n".join(transcript_lines(result, update=True)), pytrace=False)
 
 
 class ExchangeItem(pytest.Item):
@@ -339,6 +474,8 @@ class ExchangeItem(pytest.Item):
                 file.ran.add(cause.number - 1)  # reported once, here; the next items skip
                 raise ExchangeMismatch(file.display_path, cause)
             pytest.skip(result.error or "not played")
+        if file.update and result.error is None:
+            return  # blessed once the file's last item ran (`TranscriptFile.teardown`)
         if not result.passed:
             raise ExchangeMismatch(file.display_path, result)
 
