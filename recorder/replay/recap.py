@@ -20,6 +20,9 @@ such files in a row are one line, in the report and in the recap:
     transcripts/03-streaming.http  ✗ 4 files to transcripts/06-subscribe.http, 8 exchanges
         not played: cannot reach the agent at http://127.0.0.1:41242: connection refused
 
+So are the files `-x` left unplayed after the first failing one (in the report only: no
+exchange of theirs was played, so none is in the recap).
+
 Pure: values in, lines out.
 """
 
@@ -29,7 +32,7 @@ from collections.abc import Iterator, Sequence
 
 from recorder.replay.results import ExchangeResult, PlayResult, TranscriptResult
 
-__all__ = ["RECAP_LIMIT", "agent_gone", "gone_text", "recap_entries", "recap_entry"]
+__all__ = ["RECAP_LIMIT", "agent_gone", "gone_text", "recap_entries", "recap_entry", "unsent"]
 
 RECAP_LIMIT = 50
 
@@ -45,15 +48,27 @@ def agent_gone(result: TranscriptResult) -> str | None:
     return None
 
 
+def unsent(result: TranscriptResult) -> str | None:
+    """Why no exchange of the file was sent, when one reason holds for the whole file: the
+    agent was gone (`agent_gone`), or -x stopped the run before the file; else None."""
+    gone = agent_gone(result)
+    if gone is not None:
+        return gone
+    reasons = {e.error for e in result.exchanges if not e.played}
+    if result.exchanges and all(not e.played for e in result.exchanges) and len(reasons) == 1:
+        return (reasons.pop() or "").removeprefix("not played: ")
+    return None
+
+
 def gone_text(results: Sequence[TranscriptResult]) -> str:
-    """`4 files to LAST, 8 exchanges not played: why`: what the line of a run of files the
-    agent was gone for says after the first file's path."""
+    """`4 files to LAST, 8 exchanges not played: why`: what the line of a run of files none of
+    whose exchanges was sent, for one reason (`unsent`), says after the first file's path."""
     count = sum(len(r.exchanges) for r in results)
     files = "file" if len(results) == 1 else "files"
     exchanges = "exchange" if count == 1 else "exchanges"
     return (
         f"{len(results)} {files} to {results[-1].path}, {count} {exchanges} not played: "
-        f"{agent_gone(results[0]) or ''}"
+        f"{unsent(results[0]) or ''}"
     )
 
 

@@ -42,7 +42,7 @@ import click
 from recorder.httpfile import write_text_atomic
 from recorder.replay.diff import Mismatch
 from recorder.replay.plan import PlanItem
-from recorder.replay.recap import RECAP_LIMIT, agent_gone, gone_text, recap_entries
+from recorder.replay.recap import RECAP_LIMIT, gone_text, recap_entries, unsent
 from recorder.replay.results import ExchangeResult, PlayResult, TranscriptResult
 
 __all__ = [
@@ -263,7 +263,9 @@ class TerminalReport:
         self._started = time.monotonic()
         self._last_draw = 0.0
         self._progress_shown = 0  # the length of the progress line on the screen
-        self._gone: list[TranscriptResult] = []  # files the agent was gone for, not yet shown
+        # files none of whose exchanges was sent, for one reason (the agent gone, -x), not yet
+        # shown: a run of them is one line
+        self._gone: list[TranscriptResult] = []
         self.items: list[PlanItem] = []  # the plan, as `started` told it
 
     # Listener
@@ -291,12 +293,12 @@ class TerminalReport:
 
     def transcript_done(self, result: TranscriptResult) -> None:
         with self._lock:
-            if agent_gone(result) is not None:
-                # held: the next files may be gone too, and a run of them is one line
+            reason = unsent(result)
+            lines = [] if reason is not None and self._holds(reason) else self._flush_gone()
+            if reason is not None:
+                # held: the next files may not be sent either, and a run of them is one line
                 self._gone.append(result)
-                return
-            lines = self._flush_gone()
-            if not (self.quiet and result.passed):
+            elif not (self.quiet and result.passed):
                 lines += transcript_lines(
                     result, width=self._width, color=self.color, update=self.update
                 )
@@ -312,6 +314,11 @@ class TerminalReport:
             # the recap above the summary line, as pytest's short summary: the last line of a
             # CI log stays the verdict
             self._write([*lines, *recap_lines(result, color=self.color), line])
+
+    def _holds(self, reason: str) -> bool:
+        """Whether a file not sent for `reason` joins the files held (nothing held, or the
+        same reason)."""
+        return not self._gone or unsent(self._gone[0]) == reason
 
     def _flush_gone(self) -> list[str]:
         gone, self._gone = self._gone, []

@@ -151,10 +151,9 @@ def test_exitfirst_stops_after_the_first_failing_file(goldens: Path, kit: KitSer
     assert result.stdout.splitlines() == [
         "transcripts/01-languages.http  ✓ 1 exchange",
         *REVIEW_FAILED,
-        f"transcripts/03-streaming.http  ✗ exchange 1: {halted}",
-        f"transcripts/04-cards.http      ✗ exchanges 1-2: {halted}",
-        f"transcripts/05-errors.http     ✗ exchange 1: {halted}",
-        f"transcripts/06-subscribe.http  ✗ exchanges 1-3: {halted}",
+        # the files not played: one line
+        "transcripts/03-streaming.http  ✗ 4 files to transcripts/06-subscribe.http, 7 exchanges"
+        f" not played: {halted.removeprefix('not played: ')}",
         *REVIEW_RECAP,
         "6 transcripts, 10 exchanges: 2 passed, 1 failed, 7 not played",
     ]
@@ -506,6 +505,55 @@ def test_an_agent_killed_mid_run_leaves_complete_reports_and_exit_2(
         "not played",
     ]
     assert report["summary"]["exit_status"] == 2
+
+
+def test_an_agent_stopped_after_file_k_leaves_one_line_for_the_files_after_it(
+    goldens: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 12 files; the agent is stopped once file 2 is reported (before file 3 starts): file 3
+    # loses its first reply (an error, reported as ever), files 4 to 12 fail fast and are one
+    # line, in the report and in the recap; the JSON report still holds every exchange
+    for number in range(7, 13):
+        shutil.copy(goldens / "01-languages.http", goldens / f"{number:02d}-languages.http")
+    agent = start_kit()
+    done = report_module.TerminalReport.transcript_done
+
+    def stop_after_file_2(self: Any, result: TranscriptResult) -> None:
+        done(self, result)
+        if result.path.endswith("02-review.http"):
+            agent.stop()
+
+    monkeypatch.setattr(report_module.TerminalReport, "transcript_done", stop_after_file_2)
+    try:
+        result = run(
+            "transcripts",
+            "--agent",
+            agent.base_url,
+            "--report-json",
+            "report.json",
+            env={"A2A_TOKEN": agent.token},
+        )
+    finally:
+        agent.stop()
+    assert result.exit_code == 2, result.output
+    gone = f"cannot reach the agent at {agent.base_url}: connection refused"
+    later = "9 files to transcripts/12-languages.http, 12 exchanges not played"
+    assert result.stdout.splitlines() == [
+        "transcripts/01-languages.http  ✓ 1 exchange",
+        "transcripts/02-review.http     ✓ 2 exchanges",
+        "transcripts/03-streaming.http  ✗ exchange 1 "
+        "(SendStreamingMessage: review a diff as a stream):",
+        f"    error: {gone}",
+        f"transcripts/04-cards.http      ✗ {later}: {gone}",
+        "failing exchanges:",
+        "  ✗ transcripts/03-streaming.http#1 (SendStreamingMessage: review a diff as a stream):"
+        f" error: {gone}",
+        f"  ✗ transcripts/04-cards.http#1: {later}: {gone}",
+        "12 transcripts, 16 exchanges: 3 passed, 0 failed, 10 errors, 3 not played",
+    ]
+    verdicts = [r["verdict"] for r in json.loads(Path("report.json").read_text())["exchanges"]]
+    assert len(verdicts) == 16
+    assert verdicts.count("error") == 10 and verdicts.count("not played") == 3
 
 
 # --------------------------------------------------------------------------- plurals

@@ -129,6 +129,34 @@ def test_the_agent_back_ends_the_line_of_files_it_was_gone_for() -> None:
     assert lines[2] == "t/04.http  ✗ exchange 1 (SendMessage):"
 
 
+def test_the_files_exitfirst_left_are_one_line_and_not_in_the_recap() -> None:
+    halted = "not played: the run stopped at the first failing file (-x)"
+
+    def left(path: str) -> TranscriptResult:
+        return TranscriptResult(
+            path, tuple(ExchangeResult(n, "x", n, error=halted, played=False) for n in (1, 2))
+        )
+
+    results = (_mismatched("t/01.http"), _gone("t/02.http"), left("t/03.http"), left("t/04.http"))
+    report, stream = _report()
+    for result in results:
+        report.transcript_done(result)
+    report.summary(PlayResult(results))
+    assert stream.getvalue().splitlines() == [
+        "t/01.http  ✗ exchange 2 (GetTask):",
+        "    $.result.n0: expected 0, got 1",
+        "t/02.http  ✗ exchange 1 (SendMessage):",  # another reason: not in the same line
+        f"    error: {GONE}",
+        "           ✗ exchange 2: not played: exchange 1 got no reply",
+        "t/03.http  ✗ 2 files to t/04.http, 4 exchanges not played: the run stopped at the first"
+        " failing file (-x)",
+        "failing exchanges:",
+        "  ✗ t/01.http#2 (GetTask): $.result.n0: expected 0, got 1",
+        f"  ✗ t/02.http#1 (SendMessage): error: {GONE}",
+        "4 transcripts, 8 exchanges: 1 passed, 1 failed, 1 error, 5 not played",
+    ]
+
+
 def test_a_file_whose_first_exchange_was_sent_is_not_a_gone_file() -> None:
     lost = TranscriptResult(
         "t/01.http",
