@@ -17,13 +17,13 @@ When the agent goes away mid-run, each later file fails fast on its first exchan
 connection attempt, `recorder.replay.watch`) and the rest of it is not played. Two or more
 such files in a row are one line, in the report and in the recap:
 
-    transcripts/03-streaming.http  ✗ 4 files to transcripts/06-subscribe.http, 8 exchanges
+    transcripts/03-streaming.http  ✗ 4 files to transcripts/06-subscribe.http, 7 exchanges
         not played: cannot reach the agent at http://127.0.0.1:41242: connection refused
 
 So are the files `-x` left unplayed after the first failing one (in the report only: no
 exchange of theirs was played, so none is in the recap).
 
-Pure: values in, lines out.
+Pure: values in, text out (the report escapes, styles and writes it).
 """
 
 from __future__ import annotations
