@@ -235,7 +235,9 @@ def _is_transcript(path: str) -> bool:
     help="On a mismatch, show a unified diff of the recorded and the live reply, normalized "
     "(generated values as aliases); -vv both replies whole; -vvv also the request as sent.",
 )
-@click.option("-q", "--quiet", is_flag=True, help="Print the failures and the summary only.")
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Print the failures, their recap and the summary only."
+)
 @click.option(
     "-x",
     "--exitfirst",
