@@ -133,6 +133,7 @@ class FilePlayer:
             recorded_base=recorded_base_url(self.transcript),
             live_base=self.live_base or self.base_url,
             secret_placeholders=self._secret_names,
+            file=self.path,
         )
         # secret placeholders whose variable is unset get stand-ins (not in credential headers)
         self._stand_ins = stand_ins(self.transcript, self.variables, self.rules)
@@ -272,7 +273,7 @@ class FilePlayer:
                 continue
             start, arrived = self._open[stream].new_frames()
             if len(arrived) > start:
-                self.state.learn_frames(self._expected(stream), arrived, start)
+                self.state.learn_frames(self._expected(stream), arrived, start, number=stream + 1)
 
     def _finish_open(self) -> None:
         for stream in sorted(self._open):
@@ -320,7 +321,7 @@ class FilePlayer:
         if self.on_reply is not None:
             self.on_reply(index, live)
         golden = self._expected(index)
-        mismatches = tuple(self.state.compare(golden, live))
+        mismatches = tuple(self.state.compare(golden, live, number=index + 1))
         if self.watch is not None:
             self.watch.answered()
         details: tuple[str, ...] = ()
