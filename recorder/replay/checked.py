@@ -20,6 +20,7 @@ recorded value there (a worded answer is not rewritten on every update).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -27,12 +28,15 @@ from typing import Any
 from recorder.checkrules import CheckEntry, entries_for_file
 from recorder.checks import Check, CheckContext, run_check
 from recorder.jsonpath import PathMatcher, State, format_path
-from recorder.model import Exchange
+from recorder.model import Exchange, Response
 from recorder.replay.diff import Mismatch
+from recorder.replay.live import is_frame
 
-__all__ = ["ExchangeChecks", "FileChecks"]
+__all__ = ["ExchangeChecks", "FileChecks", "Passed", "keep_recorded"]
 
 _Keys = tuple[str | int, ...]
+Passed = tuple[int | None, _Keys, Any]
+"""(frame or None, keys, recorded value) of a checked place where every check held."""
 _MISSING = object()
 
 
@@ -67,7 +71,7 @@ class ExchangeChecks:
         self._number = number
         self._golden = golden
         self._request: Any = _MISSING
-        self.passed: list[tuple[int | None, _Keys, Any]] = []
+        self.passed: list[Passed] = []
         """(frame, keys, recorded value) of each place where every check held."""
 
     def split(
@@ -187,3 +191,45 @@ def _request_value(golden: Exchange) -> Any:
         return json.loads(text) if text.strip() else None
     except ValueError:
         return text
+
+
+def keep_recorded(blessed: Response, passed: Sequence[Passed]) -> Response:
+    """--update: `blessed` (the live reply in recorded terms) with the recorded value put back
+    at each checked place where every check held, so a worded answer that passes is not
+    rewritten on every update. A place the blessed reply no longer has is left alone."""
+    if not passed:
+        return blessed
+    if blessed.events is not None:
+        by_frame: dict[int, list[Passed]] = {}
+        for place in passed:
+            if place[0] is not None:
+                by_frame.setdefault(place[0], []).append(place)
+        events = list(blessed.events)
+        number = 0
+        for n, event in enumerate(events):
+            if not is_frame(event):
+                continue
+            number += 1
+            mine = by_frame.get(number)
+            if mine and event.data is not None:
+                data = _put_back(event.data, mine)
+                if data is not None:
+                    events[n] = dataclasses.replace(event, data=data)
+        return dataclasses.replace(blessed, events=tuple(events))
+    text = _put_back(blessed.body.decode("utf-8", errors="replace"), passed)
+    return blessed if text is None else dataclasses.replace(blessed, body=text.encode())
+
+
+def _put_back(text: str, passed: Sequence[Passed]) -> str | None:
+    """The JSON `text` with the recorded values put back, or None when nothing changed."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    changed = False
+    for _, keys, recorded in passed:
+        live = _get(value, keys)
+        if live is not _MISSING and live != recorded:
+            value = _with(value, keys, recorded)
+            changed = True
+    return json.dumps(value, ensure_ascii=False) if changed else None

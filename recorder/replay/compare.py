@@ -102,6 +102,11 @@ class Comparison:
                 gc.enable()
         return self._compare(golden, live)
 
+    @property
+    def checked(self) -> ExchangeChecks | None:
+        """The checks of the exchange compared last (None: none applied)."""
+        return self._now
+
     def _compare(self, golden: Exchange, live: Response | LiveReply) -> list[Mismatch]:
         expected = golden.response
         out: list[Mismatch] = []

@@ -56,6 +56,8 @@ def _mismatch(mismatch: Mismatch) -> dict[str, Any]:
         record["expected"] = _plain(mismatch.expected)
     if mismatch.actual is not ABSENT:
         record["actual"] = _plain(mismatch.actual)
+    if mismatch.check is not None:
+        record["check"] = mismatch.check  # (the message is then its reason, in `message`)
     record["message"] = mismatch.describe()
     return record
 

@@ -48,7 +48,7 @@ from recorder.model import Exchange, Request, Response
 from recorder.pairing import AliasMap, PairingRules
 from recorder.replay.bless import Bless
 from recorder.replay.carry import CarryForward
-from recorder.replay.checked import FileChecks
+from recorder.replay.checked import FileChecks, Passed, keep_recorded
 from recorder.replay.compare import Comparison
 from recorder.replay.diff import Mismatch
 from recorder.replay.fastpath import FastPath
@@ -91,6 +91,7 @@ class ReplayState:
             FileChecks(rules.checks, file or "") if rules.checks else None,
         )
         self._bless = Bless(pairing, aliases, addresses)
+        self._passed: dict[int, list[Passed]] = {}  # exchange number -> checked places that held
 
     @property
     def mapping(self) -> dict[str, str]:
@@ -127,6 +128,9 @@ class ReplayState:
         """
         self._carry.learn_client_values(golden.request)
         out = self._comparison.compare(golden, live, number)
+        checked = self._comparison.checked
+        if checked is not None and number is not None:
+            self._passed[number] = checked.passed
         self._bless.last_match = (golden.response, live) if not out else None
         return out
 
@@ -145,9 +149,18 @@ class ReplayState:
         self._comparison.learn_frames(golden, live, start, number)
 
     def bless(
-        self, golden: Response, live: Response | LiveReply, *, matched: bool | None = None
+        self,
+        golden: Response,
+        live: Response | LiveReply,
+        *,
+        matched: bool | None = None,
+        number: int | None = None,
     ) -> Response:
         """The live reply with its generated values put back to the recorded ones (for --update;
         see `Bless.bless`). Call after `compare` for the same exchange, or (better) once the
-        whole transcript is compared, passing `matched`."""
-        return self._bless.bless(golden, live, matched=matched)
+        whole transcript is compared, passing `matched`. With the exchange's `number`, a
+        checked place where every check held keeps its recorded value (`keep_recorded`)."""
+        blessed = self._bless.bless(golden, live, matched=matched)
+        if blessed is golden or number is None or number not in self._passed:
+            return blessed
+        return keep_recorded(blessed, self._passed[number])
