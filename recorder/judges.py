@@ -26,13 +26,21 @@ import os
 import shlex
 import subprocess
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder.checks import CheckContext, CheckOptionError, Outcome
+from recorder.checks import Check, CheckContext, CheckOptionError, Outcome
+from recorder.errors import RulesError
 
-__all__ = ["CommandJudge", "PythonJudge", "judge_spec", "python_judge", "run_judge"]
+__all__ = [
+    "CommandJudge",
+    "PythonJudge",
+    "import_judges",
+    "judge_spec",
+    "python_judge",
+    "run_judge",
+]
 
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 3600.0
@@ -214,3 +222,14 @@ def _run_command(
             return _verdict(answer, f"judge {spec.name}")
     passed = done.returncode == 0
     return Outcome(passed, _reason(out) if out else ("" if passed else "the judge said no"))
+
+
+def import_judges(checks: Iterable[Check]) -> None:
+    """Import the Python judges among `checks` (once per process), before a run sends
+    anything: a judge that cannot be imported is a RulesError naming the rules file's line."""
+    for check in checks:
+        if check.name == "judge" and isinstance(check.value, PythonJudge):
+            try:
+                python_judge(check.value)
+            except CheckOptionError as exc:
+                raise RulesError(f"{check.where}: {exc}") from None
