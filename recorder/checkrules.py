@@ -22,6 +22,7 @@ import difflib
 import fnmatch
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -31,7 +32,14 @@ import yaml
 from recorder.checks import CHECKS, TEXT_OPTIONS, Check, CheckOptionError, json_schema
 from recorder.jsonpath import JsonPathError, PathMatcher, parse_path
 
-__all__ = ["CheckEntry", "CheckRulesError", "Scope", "entries_for_file", "read_checks"]
+__all__ = [
+    "CheckEntry",
+    "CheckRulesError",
+    "Scope",
+    "check_warnings",
+    "entries_for_file",
+    "read_checks",
+]
 
 
 class CheckRulesError(ValueError):
@@ -87,6 +95,24 @@ class CheckEntry:
 def entries_for_file(entries: Sequence[CheckEntry], file: str) -> tuple[CheckEntry, ...]:
     """The entries that apply to some exchange of the file at `file`."""
     return tuple(entry for entry in entries if entry.applies(file, None))
+
+
+# a JSON-RPC request's own members: no reply has them
+_CLIENT_PATH = re.compile(r"""^\$(?:\.|\[\s*['"])(jsonrpc|method|params)(?![A-Za-z0-9_])""")
+
+
+def check_warnings(entries: Sequence[CheckEntry]) -> list[tuple[int | None, str]]:
+    """(line, why) for each check entry that can never apply: its path names what only a
+    request holds (`$.params...`: checks look at replies)."""
+    return [
+        (
+            entry.line,
+            f"checks: {entry.path!r} can never apply: it names what only a JSON-RPC request"
+            " holds (jsonrpc, method, params), and checks look at replies",
+        )
+        for entry in entries
+        if _CLIENT_PATH.match(entry.path)
+    ]
 
 
 def read_checks(

@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from recorder.checkrules import CheckEntry, CheckRulesError, read_checks
+from recorder.checkrules import CheckEntry, CheckRulesError, check_warnings, read_checks
 from recorder.errors import RulesError
 from recorder.jsonpath import JsonPathError, PathMatcher, parse_path
 from recorder.kinds import VALUE_KINDS
@@ -562,7 +562,8 @@ def rules_warnings(path: str | os.PathLike[str]) -> list[str]:
     a `generated_fields` name or `generated_paths` path naming what only the client sends
     (`params`, `$.params.message.messageId`: client values are never generated), and a kind
     that is neither a known one (id, time, token) nor declared in the file (a key of
-    `generated_shapes`, or in `loose_kinds`), most likely a typo (`tme`). Raises RulesError
+    `generated_shapes`, or in `loose_kinds`), most likely a typo (`tme`), and a check on a
+    place only a request has (`recorder.checkrules.check_warnings`). Raises RulesError
     when the file is not valid rules (as `load_rules`). Reads the file; prints nothing."""
     rules = load_rules(path)
     source = os.fspath(path)
@@ -609,4 +610,7 @@ def rules_warnings(path: str | os.PathLike[str]) -> list[str]:
                     "jsonrpc, method or params), and a value the client sent is never generated",
                 )
             kind(entry, current[name])
+    mine_checks = rules.checks[len(DEFAULT_RULES.checks) :]
+    for line, why in check_warnings(mine_checks):
+        warnings.append(f"{source}:{line}: {why}" if line else f"{source}: {why}")
     return warnings
