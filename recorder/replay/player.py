@@ -59,7 +59,7 @@ from recorder.replay.state import LiveReply, ReplayState
 from recorder.replay.trials import play_in_trials
 from recorder.replay.update import (
     blessed_exchanges,
-    noise_refusal,
+    finish_update,
     why_not_updated,
     write_exchanges,
 )
@@ -496,34 +496,6 @@ def _replayed(
     for index in range(item.play_count):
         again.play_until(index)
     return second
-
-
-def finish_update(
-    player: FilePlayer,
-    selected: Iterable[int],
-    first: Mapping[int, LiveReply],
-    replay: Callable[[], Mapping[int, LiveReply]],
-) -> tuple[bool, str | None]:
-    """--update, once a file was played with `update` (its live replies kept in `first`):
-    whether the file was rewritten, else why not. `replay` plays it once more (its replies),
-    so that a mismatch that differs between the two live runs where the rules do not absorb
-    it is refused as noise, not blessed (`recorder.replay.update`)."""
-    chosen = set(selected)
-    not_updated = player.not_updated(chosen)
-    if not_updated is None:
-        mismatched = sorted(
-            i for i in chosen if i in player.results and player.results[i].mismatches
-        )
-        not_updated = noise_refusal(player.transcript, first, replay(), mismatched, player.rules)
-    updated = not_updated is None and player.write_update(chosen)
-    if not updated and player.changed_on_disk:
-        not_updated = "the file changed while it was played (run the update again)"
-    elif not updated and not_updated is None:
-        not_updated = (
-            "the rewritten replies would be the recorded ones: the differences are in what"
-            " the file does not keep"
-        )
-    return updated, not_updated
 
 
 def _play_file(

@@ -500,9 +500,9 @@ class TranscriptFile(pytest.File):
         results = tuple(player.results[i] for i in ran if i in player.results)
         if all(r.passed for r in results):
             return
-        from recorder.replay.player import finish_update
         from recorder.replay.report import transcript_lines
         from recorder.replay.results import TranscriptResult
+        from recorder.replay.update import finish_update
 
         agent = self.config.stash[_AGENT]
 

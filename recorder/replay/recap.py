@@ -110,11 +110,26 @@ def recap_entry(path: str, exchange: ExchangeResult) -> str:
     head = f"{path}#{exchange.number}{title}"
     if exchange.error is not None:
         return f"{head}: error: {exchange.error}"
-    first = exchange.mismatches[0]
+    trials = exchange.trials
+    mismatches = exchange.mismatches
+    lead = ""
+    if trials is not None and not mismatches:
+        # --trials: the verdict is the rate; the first failing trial says what went wrong
+        lead = f"{trials.passed}/{trials.runs} trials passed (needs {trials.needed})"
+        first_failure = trials.failures[0] if trials.failures else None
+        if first_failure is None:
+            return f"{head}: {lead}"
+        if not first_failure.mismatches:
+            return f"{head}: {lead}; trial {first_failure.trial}: error: {first_failure.error}"
+        lead += f"; trial {first_failure.trial}: "
+        mismatches = first_failure.mismatches
+    if not mismatches:
+        return f"{head}: did not pass"
+    first = mismatches[0]
     text = first.describe()
     if first.frame is not None:
         text = f"frame {first.frame}: {text}"
-    more = len(exchange.mismatches) - 1
+    more = len(mismatches) - 1
     if more:
         text += f" (and {more} more)"
-    return f"{head}: {text}"
+    return f"{head}: {lead}{text}"

@@ -8,9 +8,10 @@ replies change: the rest of the file stays as it is, byte for byte where it can.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from recorder.errors import ParseError
 from recorder.httpfile import dumps, loads, splice, write_text_atomic
@@ -21,7 +22,16 @@ from recorder.replay.results import ExchangeResult
 from recorder.replay.state import LiveReply, ReplayState
 from recorder.rules import Rules
 
-__all__ = ["blessed_exchanges", "noise_refusal", "why_not_updated", "write_exchanges"]
+if TYPE_CHECKING:
+    from recorder.replay.player import FilePlayer
+
+__all__ = [
+    "blessed_exchanges",
+    "finish_update",
+    "noise_refusal",
+    "why_not_updated",
+    "write_exchanges",
+]
 
 
 def blessed_exchanges(
@@ -154,3 +164,31 @@ def noise_refusal(
         f"{noise.where[0]} differs between two live runs at {noise.target}{more}: noise, not a"
         f" change; add `{noise.rule_text()}` to the rules, or run `recorder learn`"
     )
+
+
+def finish_update(
+    player: FilePlayer,
+    selected: Iterable[int],
+    first: Mapping[int, LiveReply],
+    replay: Callable[[], Mapping[int, LiveReply]],
+) -> tuple[bool, str | None]:
+    """--update, once a file was played with `update` (its live replies kept in `first`):
+    whether the file was rewritten, else why not. `replay` plays it once more (its replies),
+    so that a mismatch that differs between the two live runs where the rules do not absorb
+    it is refused as noise, not blessed (`recorder.replay.update`)."""
+    chosen = set(selected)
+    not_updated = player.not_updated(chosen)
+    if not_updated is None:
+        mismatched = sorted(
+            i for i in chosen if i in player.results and player.results[i].mismatches
+        )
+        not_updated = noise_refusal(player.transcript, first, replay(), mismatched, player.rules)
+    updated = not_updated is None and player.write_update(chosen)
+    if not updated and player.changed_on_disk:
+        not_updated = "the file changed while it was played (run the update again)"
+    elif not updated and not_updated is None:
+        not_updated = (
+            "the rewritten replies would be the recorded ones: the differences are in what"
+            " the file does not keep"
+        )
+    return updated, not_updated

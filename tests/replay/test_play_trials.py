@@ -153,7 +153,12 @@ def test_one_failure_in_three_fails_without_a_rate(project: Path, flaky: WordyAg
     )
     assert lines[1].startswith(f"    trial 3: {TEXT}: expected ")
     assert lines[1].endswith(' (said otherwise)"')
-    assert lines[2:] == ["1 transcript, 1 exchange: 0 passed, 1 failed"]
+    assert lines[2] == "failing exchanges:"
+    assert lines[3].startswith(
+        "  ✗ transcripts/01-languages.http#1 (SendMessage: ask which languages the reviewer"
+        f" knows): 2/3 trials passed (needs 3); trial 3: {TEXT}: expected "
+    )
+    assert lines[4:] == ["1 transcript, 1 exchange: 0 passed, 1 failed"]
 
 
 def test_one_failure_in_three_passes_at_a_rate(project: Path, flaky: WordyAgent) -> None:
