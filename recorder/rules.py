@@ -14,7 +14,9 @@ it over the defaults, key by key:
   name with `secret_fields: [session_key]` or `{session_key: SESSION_KEY}`, and makes a default
   one plain again with `null`: `secret_fields: {token: null}` (any case: `Token: null` too);
   `secret_headers: {cookie: null}` does the same for a header;
-- a boolean key takes a boolean.
+- a boolean key takes a boolean;
+- `checks` (`recorder.checkrules`) takes a list of places and the checks that hold there; a
+  user file's are added to the defaults' (none).
 
 Unknown keys, wrong types, bad JSONPaths and bad regular expressions raise `RulesError` naming the
 file and the key.
@@ -35,6 +37,7 @@ from typing import Any
 
 import yaml
 
+from recorder.checkrules import CheckEntry, CheckRulesError, check_warnings, read_checks
 from recorder.errors import RulesError
 from recorder.jsonpath import JsonPathError, PathMatcher, parse_path
 from recorder.kinds import VALUE_KINDS
@@ -86,6 +89,8 @@ class Rules:
     """Lower-case header name -> placeholder name (`authorization` -> `A2A_TOKEN`)."""
     secret_fields: Mapping[str, str] = field(default_factory=dict, hash=False)
     """JSON member name -> placeholder name."""
+    checks: tuple[CheckEntry, ...] = field(default=(), hash=False)
+    """Places checked instead of compared for equality (`recorder.checkrules`)."""
     source: str | None = field(default=None, compare=False)
     """The file the rules were read from (None for the defaults)."""
 
@@ -107,7 +112,7 @@ class Rules:
         object.__setattr__(
             self, "ignored_headers", frozenset(h.lower() for h in self.ignored_headers)
         )
-        for name in ("ignored_paths", "unordered_paths", "error_message_paths"):
+        for name in ("ignored_paths", "unordered_paths", "error_message_paths", "checks"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
 
     # --- compiled forms (computed once per Rules value) ---------------------------------------
@@ -208,7 +213,7 @@ _MAP_KEYS = (
     "secret_fields",
 )
 _BOOL_KEYS = ("compare_error_message", "compare_content_type_params")
-_KNOWN_KEYS = frozenset(("version", *_LIST_KEYS, *_MAP_KEYS, *_BOOL_KEYS))
+_KNOWN_KEYS = frozenset(("version", "checks", *_LIST_KEYS, *_MAP_KEYS, *_BOOL_KEYS))
 
 
 class _Loader:
@@ -219,7 +224,12 @@ class _Loader:
     def error(self, key: str, problem: str) -> RulesError:
         """`file:line: key: problem`, the line of `key` in the file (or of the top key it is
         under), when the rules came from a file."""
-        line = self.lines.get(key) or self.lines.get(key.partition(".")[0])
+        parts = key.split(".")
+        line = self.lines.get(key)
+        while not line and len(parts) > 1:  # `checks[0].assert[1].length`: the nearest line
+            parts.pop()
+            line = self.lines.get(".".join(parts))
+        line = line or self.lines.get(key.partition(".")[0]) or self.lines.get(key.split("[")[0])
         where = f"{self.source}:{line}" if line else self.source
         return RulesError(f"{where}: {key}: {problem}")
 
@@ -371,6 +381,12 @@ def _rules_from_mapping(
             if not isinstance(data[key], bool):
                 raise loader.error(key, f"expected true or false, got {_describe(data[key])}")
             changes[key] = data[key]
+    if "checks" in data:
+        try:
+            mine = read_checks(data["checks"], source if base is not None else None, lines)
+        except CheckRulesError as exc:
+            raise loader.error(exc.key, exc.problem) from None
+        changes["checks"] = (*(base.checks if base is not None else ()), *mine)
     changes["source"] = source if base is not None else None
     rules = replace(base, **changes) if base is not None else Rules(**changes)
     loader.check(rules)
@@ -514,7 +530,23 @@ def _key_lines(node: yaml.Node | None) -> dict[str, int]:
             for name_node, _ in value_node.value:
                 if isinstance(name_node, yaml.ScalarNode):
                     lines.setdefault(f"{key}.{name_node.value}", name_node.start_mark.line + 1)
+        elif isinstance(value_node, yaml.SequenceNode):
+            _item_lines(key, value_node, lines, 3)
     return lines
+
+
+def _item_lines(key: str, node: yaml.SequenceNode, lines: dict[str, int], depth: int) -> None:
+    """`key[N]`, `key[N].member` ... -> line, `depth` levels down (the items of `checks`)."""
+    for n, item in enumerate(node.value):
+        here = f"{key}[{n}]"
+        lines.setdefault(here, item.start_mark.line + 1)
+        if isinstance(item, yaml.MappingNode) and depth > 1:
+            for name_node, value_node in item.value:
+                if isinstance(name_node, yaml.ScalarNode):
+                    member = f"{here}.{name_node.value}"
+                    lines.setdefault(member, name_node.start_mark.line + 1)
+                    if isinstance(value_node, yaml.SequenceNode):
+                        _item_lines(member, value_node, lines, depth - 1)
 
 
 # --- rules that can never apply ----------------------------------------------------------------
@@ -530,7 +562,8 @@ def rules_warnings(path: str | os.PathLike[str]) -> list[str]:
     a `generated_fields` name or `generated_paths` path naming what only the client sends
     (`params`, `$.params.message.messageId`: client values are never generated), and a kind
     that is neither a known one (id, time, token) nor declared in the file (a key of
-    `generated_shapes`, or in `loose_kinds`), most likely a typo (`tme`). Raises RulesError
+    `generated_shapes`, or in `loose_kinds`), most likely a typo (`tme`), and a check on a
+    place only a request has (`recorder.checkrules.check_warnings`). Raises RulesError
     when the file is not valid rules (as `load_rules`). Reads the file; prints nothing."""
     rules = load_rules(path)
     source = os.fspath(path)
@@ -577,4 +610,7 @@ def rules_warnings(path: str | os.PathLike[str]) -> list[str]:
                     "jsonrpc, method or params), and a value the client sent is never generated",
                 )
             kind(entry, current[name])
+    mine_checks = rules.checks[len(DEFAULT_RULES.checks) :]
+    for line, why in check_warnings(mine_checks):
+        warnings.append(f"{source}:{line}: {why}" if line else f"{source}: {why}")
     return warnings

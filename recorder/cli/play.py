@@ -228,6 +228,23 @@ def _is_transcript(path: str) -> bool:
     is_flag=True,
     help="Stop after the first file with a failure or error (the rest are not played).",
 )
+@click.option(
+    "--trials",
+    type=click.IntRange(min=1, max=1000),
+    default=None,
+    metavar="N",
+    help="Play each file N times (each trial afresh), for an agent whose answers vary: an "
+    "exchange passes when it passed in at least ceil(R*N) trials (R: --pass-rate). Not with "
+    "--update.",
+)
+@click.option(
+    "--pass-rate",
+    type=click.FloatRange(min=0, min_open=True, max=1),
+    default=None,
+    metavar="R",
+    help="With --trials: the fraction of trials an exchange must pass, 0 < R <= 1 "
+    "(default 1.0: every trial).",
+)
 def play(
     paths: tuple[str, ...],
     agent: str | None,
@@ -246,6 +263,8 @@ def play(
     verbose: int,
     quiet: bool,
     exitfirst: bool,
+    trials: int | None,
+    pass_rate: float | None,
 ) -> None:
     """Replay the .http transcripts in PATHS (files, or folders searched for *.http).
 
@@ -259,6 +278,10 @@ def play(
     Exit status: 0 all match, 1 mismatches, 2 usage, parse or connection errors, or an exchange
     without a reply or with an unset credential variable.
     """
+    if pass_rate is not None and trials is None:
+        raise click.UsageError("--pass-rate needs --trials N")
+    if trials is not None and update:
+        raise click.UsageError("--trials and --update do not go together: update from one run")
     report = TerminalReport(sys.stdout, color=_color(no_color, color), update=update, quiet=quiet)
     reports = (junit_path, json_path)
     try:
@@ -283,6 +306,9 @@ def play(
                 environ=environ,
                 verbose=verbose,
                 exitfirst=exitfirst,
+                trials=None
+                if trials is None
+                else (trials, 1.0 if pass_rate is None else pass_rate),
             )
     except TranscriptErrors as exc:
         for error in exc.errors:

@@ -17,7 +17,8 @@ def rules() -> None:
 def check(file: str) -> None:
     """Load FILE as `play --rules` would, and warn (with `file:line`) about each rule that can
     never apply: a generated_fields name or generated_paths path naming what only the client
-    sends, and a kind that is neither known (id, time, token) nor declared in FILE.
+    sends, a kind that is neither known (id, time, token) nor declared in FILE, and a check
+    on a place only a request has.
 
     Exits 0 when there is nothing to say, 1 with warnings, 2 when FILE is not valid rules.
     """

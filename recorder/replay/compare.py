@@ -8,6 +8,10 @@ SSE ids) compare as `recorder.replay.text.Strings` says.
    text). Frames that hold only comments (keep-alive pings) are not frames of the reply. A
    `truncated` recording compares only the frames it holds (a truncated single body: status
    and headers only).
+A place a rules file's `checks` name (`recorder.replay.checked`) is decided by its checks, not
+by equality: an exchange with checks goes past the fast path, to the walk, each body or frame's
+checked places taken out first.
+
 8. The status code and the Content-Type (media type) are always compared; other headers unless
    `rules.ignored_headers` or `rules.secret_headers` name them. A member that
    `rules.secret_fields` names is compared for presence only: the recording holds a placeholder
@@ -31,6 +35,7 @@ from recorder.model import (
     media_type,
 )
 from recorder.pairing import AliasMap
+from recorder.replay.checked import ExchangeChecks, FileChecks
 from recorder.replay.diff import ABSENT, Mismatch, align
 from recorder.replay.fastpath import FastPath
 from recorder.replay.live import (
@@ -54,7 +59,13 @@ class Comparison:
     """Compares the replies of one transcript, in order, with the rooms it is given."""
 
     def __init__(
-        self, rules: Rules, aliases: AliasMap, strings: Strings, fast: FastPath, walk: Walk
+        self,
+        rules: Rules,
+        aliases: AliasMap,
+        strings: Strings,
+        fast: FastPath,
+        walk: Walk,
+        checks: FileChecks | None = None,
     ) -> None:
         self._compare_content_type_params = rules.compare_content_type_params
         self._skip_headers = (
@@ -65,13 +76,22 @@ class Comparison:
         self._wildcard_text = strings.wildcard
         self._fast = fast
         self._walk = walk
+        self._checks = checks if checks else None
+        self._now: ExchangeChecks | None = None
+        """The checks of the exchange being compared (None: none applies)."""
+        self._quiet = False
+        """Pairs learned without a verdict: checked places taken out, their checks not run."""
 
-    def compare(self, golden: Exchange, live: Response | LiveReply) -> list[Mismatch]:
+    def compare(
+        self, golden: Exchange, live: Response | LiveReply, number: int | None = None
+    ) -> list[Mismatch]:
         """Normalize and compare the recorded reply with the live one, learn pairs. [] = match.
 
         `live` is a `Response`, or a `LiveReply` as it arrived (cheaper: see `LiveReply`). The
-        client values of `golden.request` must be learned first (`CarryForward`).
+        client values of `golden.request` must be learned first (`CarryForward`). `number` is
+        the exchange's (1-based), for the checks scoped to it.
         """
+        self._now = None if self._checks is None else self._checks.for_exchange(golden, number)
         if len(golden.response.body) + len(live.body) >= _GC_PAUSE_BYTES and gc.isenabled():
             # a large reply parses into many containers, and the collector's full passes over
             # them (they hold no cycles) would cost more than the parse: up to 4x at 10 MiB
@@ -81,6 +101,11 @@ class Comparison:
             finally:
                 gc.enable()
         return self._compare(golden, live)
+
+    @property
+    def checked(self) -> ExchangeChecks | None:
+        """The checks of the exchange compared last (None: none applied)."""
+        return self._now
 
     def _compare(self, golden: Exchange, live: Response | LiveReply) -> list[Mismatch]:
         expected = golden.response
@@ -101,7 +126,7 @@ class Comparison:
                 and expected.is_json
                 and is_json_media_type(live.content_type)
             ):
-                if not self._fast.matches_wire(expected, live.body):
+                if self._now is not None or not self._fast.matches_wire(expected, live.body):
                     # the fast path on the pretty texts would say the same: straight to the walk
                     self._compare_bodies(expected, live.response, out, fast=False)
             else:
@@ -165,6 +190,7 @@ class Comparison:
     ) -> None:
         if (
             fast
+            and self._now is None
             and expected.is_json
             and actual.is_json
             and self._fast.matches(expected.body, actual.body)
@@ -180,7 +206,7 @@ class Comparison:
             and actual_value is not NOT_JSON
             and actual_value is not EMPTY
         ):
-            self._walk.compare_json(expected_value, actual_value, None, out)
+            self._compare_json(expected_value, actual_value, None, out)
             return
         if expected_value is NOT_JSON and actual_value is NOT_JSON:
             self._compare_raw(expected.body, actual.body, "body", None, out)
@@ -250,7 +276,9 @@ class Comparison:
             # the recording stopped early: compare only what it holds
             live_frames = live_frames[: len(golden_frames)]
         if len(golden_frames) == len(live_frames):
-            if len(golden_frames) == len(expected.events) == len(actual.events):
+            if self._now is not None:
+                fast = False  # the checked places are decided by their checks
+            elif len(golden_frames) == len(expected.events) == len(actual.events):
                 # nothing left out: the bodies are the frames' canonical serialization already
                 fast = self._fast.matches(expected.body, actual.body)
             else:
@@ -293,13 +321,24 @@ class Comparison:
             if i is not None and j is not None:
                 self._compare_frame(golden_frames[i], live_frames[j], j + 1, out)
 
-    def learn_frames(self, golden: Response, live: Iterable[SseEvent], start: int = 0) -> None:
+    def learn_frames(
+        self,
+        golden: Exchange,
+        live: Iterable[SseEvent],
+        start: int = 0,
+        number: int | None = None,
+    ) -> None:
         """Pair recorded frame i with live frame i (from `start`, pings left out) of a stream
         still open, verdict dropped: it is reported once, when compared whole (rule 3 makes
         pairing the same values again harmless)."""
-        pairs = zip(real_frames(golden.events or ()), real_frames(live), strict=False)
-        for index, (g, a) in enumerate(list(pairs)[start:], start + 1):
-            self._compare_frame(g, a, index, [])
+        self._now = None if self._checks is None else self._checks.for_exchange(golden, number)
+        pairs = zip(real_frames(golden.response.events or ()), real_frames(live), strict=False)
+        self._quiet = True
+        try:
+            for index, (g, a) in enumerate(list(pairs)[start:], start + 1):
+                self._compare_frame(g, a, index, [])
+        finally:
+            self._quiet = False
 
     def _learn_from_moved_frames(self, golden: list[SseEvent], live: list[SseEvent]) -> None:
         """After frames that came in another order were reported, pair the values of each
@@ -314,12 +353,16 @@ class Comparison:
         waiting: dict[str, list[int]] = {}
         for j, key in enumerate(live_keys):
             waiting.setdefault(key, []).append(j)
-        for i, key in enumerate(golden_keys):
-            candidates = waiting.get(key)
-            if candidates:
-                j = candidates.pop(0)
-                if i != j:
-                    self._compare_frame(golden[i], live[j], i + 1, [])
+        self._quiet = True
+        try:
+            for i, key in enumerate(golden_keys):
+                candidates = waiting.get(key)
+                if candidates:
+                    j = candidates.pop(0)
+                    if i != j:
+                        self._compare_frame(golden[i], live[j], i + 1, [])
+        finally:
+            self._quiet = False
 
     def _frame_key(self, frame: SseEvent) -> str:
         data: Any = None
@@ -353,7 +396,7 @@ class Comparison:
         expected_value = parse_json_text(expected.data)
         actual_value = parse_json_text(actual.data)
         if expected_value is not NOT_JSON and actual_value is not NOT_JSON:
-            self._walk.compare_json(expected_value, actual_value, frame, out)
+            self._compare_json(expected_value, actual_value, frame, out)
         elif expected_value is NOT_JSON and actual_value is NOT_JSON:
             self._compare_raw(expected.data.encode(), actual.data.encode(), "data", frame, out)
         else:
@@ -366,6 +409,14 @@ class Comparison:
                     f"expected {_body_kind(expected_value)}, got {_body_kind(actual_value)}",
                 )
             )
+
+    def _compare_json(
+        self, expected: Any, actual: Any, frame: int | None, out: list[Mismatch]
+    ) -> None:
+        """The walk, on a body or frame whose checked places (if any) were decided first."""
+        if self._now is not None:
+            expected, actual = self._now.split(expected, actual, frame, out, run=not self._quiet)
+        self._walk.compare_json(expected, actual, frame, out)
 
 
 def _fields_by_name(headers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:

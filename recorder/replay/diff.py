@@ -93,6 +93,15 @@ def _json_text(value: Any) -> str:
         return repr(value)
 
 
+_GLIMPSE = 40  # characters of a live value shown after a failed check's reason
+
+
+def _glimpse(value: Any) -> str:
+    """The start of a value, as a failed check's report line shows what it got."""
+    text = _json_text(value)
+    return text if len(text) <= _GLIMPSE else text[: _GLIMPSE - 1] + "…"
+
+
 def _window(text: str, start: int) -> str:
     """`text` from `start`, at most 200 characters shown, with "…" where it was cut."""
     if start == 0 and len(text) <= _MAX_SHOWN:
@@ -113,13 +122,21 @@ class Mismatch:
     frame: int | None = None
     """1-based SSE frame number, for a mismatch inside one frame of a stream."""
     message: str = ""
+    check: str | None = None
+    """The check that failed here (`contains_all`, `judge mod:fn`), `message` its reason; None
+    for a difference from the recorded value."""
 
     def describe(self) -> str:
         """The one-line report text (without the frame, which the report puts in its heading).
 
         `$.result.statusUpdate.status.state: expected "TASK_STATE_COMPLETED",
-        got "TASK_STATE_FAILED"` (on one line)
+        got "TASK_STATE_FAILED"` (on one line); for a failed check,
+        `$.result.task.artifacts[0].parts[0].text: check contains_all failed:
+        "src/payments.py:12" not found (got "Reviewed 1 file: 3 comm…")`
         """
+        if self.check is not None:
+            reason = f": {self.message}" if self.message else ""
+            return f"{self.path}: check {self.check} failed{reason} (got {_glimpse(self.actual)})"
         expected, actual = format_values(self.expected, self.actual)
         text = f"{self.path}: expected {expected}, got {actual}"
         if self.message:

@@ -45,6 +45,7 @@ from typing import Any, Protocol
 import httpx
 
 from recorder.errors import NoReplyError, UpstreamError
+from recorder.judges import import_judges
 from recorder.model import Exchange, Request, Transcript
 from recorder.redact import scrub_text
 from recorder.replay.during import BackgroundExchange, during_tags
@@ -55,6 +56,7 @@ from recorder.replay.plan import PlanItem, load_transcripts, plan
 from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
 from recorder.replay.state import LiveReply, ReplayState
+from recorder.replay.trials import play_in_trials
 from recorder.replay.update import (
     blessed_exchanges,
     noise_refusal,
@@ -133,6 +135,7 @@ class FilePlayer:
             recorded_base=recorded_base_url(self.transcript),
             live_base=self.live_base or self.base_url,
             secret_placeholders=self._secret_names,
+            file=self.path,
         )
         # secret placeholders whose variable is unset get stand-ins (not in credential headers)
         self._stand_ins = stand_ins(self.transcript, self.variables, self.rules)
@@ -272,7 +275,7 @@ class FilePlayer:
                 continue
             start, arrived = self._open[stream].new_frames()
             if len(arrived) > start:
-                self.state.learn_frames(self._expected(stream), arrived, start)
+                self.state.learn_frames(self._expected(stream), arrived, start, number=stream + 1)
 
     def _finish_open(self) -> None:
         for stream in sorted(self._open):
@@ -320,7 +323,7 @@ class FilePlayer:
         if self.on_reply is not None:
             self.on_reply(index, live)
         golden = self._expected(index)
-        mismatches = tuple(self.state.compare(golden, live))
+        mismatches = tuple(self.state.compare(golden, live, number=index + 1))
         if self.watch is not None:
             self.watch.answered()
         details: tuple[str, ...] = ()
@@ -403,6 +406,8 @@ class _Settings:
     exitfirst: bool = False
     halt: threading.Event = field(default_factory=threading.Event)
     """-x: set once a file failed; the files not yet started are not played."""
+    trials: tuple[int, float] | None = None
+    """--trials N, --pass-rate R (`recorder.replay.trials`)."""
 
 
 HALTED = "not played: the run stopped at the first failing file (-x)"
@@ -426,7 +431,20 @@ def _play_item(
                 for index in sorted(item.selected)
             ),
         )
-    result = _play_file(settings, item, transport, stop)
+    if settings.trials is None:
+        result = _play_file(settings, item, transport, stop)
+    else:
+        # each trial a fresh FilePlayer; the report hears the combined verdicts only
+        once = replace(settings, listener=None)
+        result = play_in_trials(
+            lambda: _play_file(once, item, transport, stop),
+            *settings.trials,
+            selected=[index + 1 for index in sorted(item.selected)],
+        )
+        listener = settings.listener
+        if listener is not None:
+            for exchange in result.exchanges:
+                listener.exchange_done(item, exchange)
     if settings.exitfirst and _stops_exitfirst(result, update=settings.update):
         settings.halt.set()
     return result
@@ -547,6 +565,7 @@ def play(
     start_agent: Callable[[], AgentHandle] | None = None,
     verbose: int = 0,
     exitfirst: bool = False,
+    trials: tuple[int, float] | None = None,
 ) -> PlayResult:
     """Replay the transcripts under `paths` against `agent`, or against the agent that
     `start_agent` starts (only when there is something to play; stopped at the end). A
@@ -556,13 +575,19 @@ def play(
     its result; `exitfirst` plays no file after the first that fails (their exchanges are
     "not played"). An agent that goes away after it answered is a result too (the exchange
     that lost it is an error, each later file fails fast: `recorder.replay.watch`).
+    `trials` (N, R) plays each file N times, an exchange passing in ceil(R * N) of them
+    (`recorder.replay.trials`; not with `update`).
 
-    Raises `TranscriptErrors`, `UpstreamError` (the agent never answered), or ValueError for
+    Raises `TranscriptErrors`, `RulesError` (a judge of the rules' checks cannot be imported),
+    `UpstreamError` (the agent never answered), or ValueError for
     a bad agent URL or when neither `agent` nor `start_agent` is given; mismatches, and the
     exchanges that need a variable that is not set, are in the result.
     """
+    if trials is not None and update:
+        raise ValueError("trials and update do not go together: update from one run")
     loaded = load_transcripts(paths)
     items = plan(loaded, pattern=pattern, shard=shard)
+    import_judges(check for entry in rules.checks for check in entry.checks)
     selected_files = len(items) if shard is None else len(plan(loaded, pattern=pattern))
     variables = dict(os.environ if environ is None else environ)
     live_base: str | None = None
@@ -594,6 +619,7 @@ def play(
             AgentWatch(base_url, probe_seconds=min(1.0, timeout)),
             verbose=verbose,
             exitfirst=exitfirst,
+            trials=trials,
         )
         results = run_files(
             items,

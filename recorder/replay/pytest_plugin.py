@@ -20,6 +20,11 @@ Nothing else is collected, and nothing is started until the first exchange runs.
 `recorder_agent`, `recorder_rules` (relative to the ini file's folder) and `recorder_timeout`
 set the same as the command-line options, which win when given.
 
+`--recorder-trials N` (ini `recorder_trials`) plays each file N times, afresh each time, when
+its first item runs; an item passes when its exchange passed in at least ceil(R*N) trials, R
+from `--recorder-pass-rate R` (ini `recorder_pass_rate`; 0 < R <= 1, default 1.0), as
+`recorder play --trials N --pass-rate R` does (`recorder.replay.trials`).
+
 The items of one file share one `ReplayState` and must run in file order: a later request
 carries forward ids from earlier replies. Selecting some items (`-k`) or running one item
 alone still works: the earlier exchanges of its file are played first as setup (not reported).
@@ -46,6 +51,7 @@ if TYPE_CHECKING:
 
     from recorder.replay.player import FilePlayer
     from recorder.replay.results import ExchangeResult
+    from recorder.replay.trials import TrialPlayer
     from recorder.replay.watch import AgentWatch
     from recorder.rules import Rules
 
@@ -72,6 +78,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=float,
         default=None,
         help="Seconds allowed for each reply (default 30).",
+    )
+    group.addoption(
+        "--recorder-trials",
+        metavar="N",
+        type=int,
+        default=None,
+        help="Play each transcript N times; an exchange passes in ceil(R*N) trials at least.",
+    )
+    group.addoption(
+        "--recorder-pass-rate",
+        metavar="R",
+        type=float,
+        default=None,
+        help="With --recorder-trials: the fraction of trials to pass, 0 < R <= 1 (default 1.0).",
+    )
+    parser.addini(
+        "recorder_trials", default="", help="Like --recorder-trials (the option wins when given)."
+    )
+    parser.addini(
+        "recorder_pass_rate",
+        default="",
+        help="Like --recorder-pass-rate (the option wins when given).",
     )
     parser.addini(
         "recorder_transcripts",
@@ -121,6 +149,35 @@ def _timeout_setting(config: pytest.Config) -> float:
         raise pytest.UsageError(
             f"recorder_timeout (ini): expected a number of seconds, got {value!r}"
         ) from None
+
+
+def _trials_setting(config: pytest.Config) -> tuple[int, float] | None:
+    """(N, R) from --recorder-trials and --recorder-pass-rate (or the ini), or None."""
+    trials: int | None = config.getoption("recorder_trials", None)
+    if trials is None:
+        trials = _ini_number(config, "recorder_trials", int)
+    rate: float | None = config.getoption("recorder_pass_rate", None)
+    if rate is None:
+        rate = _ini_number(config, "recorder_pass_rate", float)
+    if rate is not None and trials is None:
+        raise pytest.UsageError("--recorder-pass-rate needs --recorder-trials N")
+    if trials is None:
+        return None
+    if not 1 <= trials <= 1000:
+        raise pytest.UsageError(f"--recorder-trials: expected 1 to 1000, got {trials}")
+    if rate is not None and not 0 < rate <= 1:
+        raise pytest.UsageError(f"--recorder-pass-rate: expected 0 < R <= 1, got {rate:g}")
+    return trials, 1.0 if rate is None else rate
+
+
+def _ini_number(config: pytest.Config, name: str, kind: type[Any]) -> Any:
+    value: str = config.getini(name)
+    if not value:
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        raise pytest.UsageError(f"{name} (ini): expected a number, got {value!r}") from None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -246,6 +303,7 @@ def _check_options(config: pytest.Config) -> None:
             agent_base_url(agent)
         except ValueError as exc:
             raise pytest.UsageError(f"--recorder-agent: {exc}") from None
+    _trials_setting(config)
     timeout = _timeout_setting(config)
     if not 0 < timeout <= 86400:
         raise pytest.UsageError(
@@ -280,7 +338,7 @@ class ExchangeMismatch(Exception):
 class TranscriptFile(pytest.File):
     """One `.http` transcript: its exchanges are the test items."""
 
-    _player: FilePlayer | None = None
+    _player: FilePlayer | TrialPlayer | None = None
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -305,10 +363,20 @@ class TranscriptFile(pytest.File):
             name = f"{index + 1:02d} {title}".rstrip()
             yield ExchangeItem.from_parent(self, name=name, index=index)
 
-    def player(self) -> FilePlayer:
+    def player(self) -> FilePlayer | TrialPlayer:
         if self._player is None:
             agent = self.config.stash[_AGENT]
-            self._player = agent.file_player(self.display_path, self.transcript)
+            trials = _trials_setting(self.config)
+            if trials is None:
+                self._player = agent.file_player(self.display_path, self.transcript)
+            else:
+                from recorder.replay.trials import TrialPlayer
+
+                self._player = TrialPlayer(
+                    lambda: agent.file_player(self.display_path, self.transcript),
+                    len(self.transcript.exchanges),
+                    *trials,
+                )
         return self._player
 
 

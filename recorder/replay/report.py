@@ -78,9 +78,33 @@ def exchange_header(result: ExchangeResult) -> tuple[str, bool]:
     return f"exchange {result.number}{title}:", False
 
 
+def trial_lines(result: ExchangeResult) -> tuple[str, list[str]]:
+    """`--trials`: `exchange 2 (title): 2/5 trials passed (needs 4)` and the failed trials'
+    mismatches and errors, each line with its trial number."""
+    trials = result.trials
+    assert trials is not None
+    title = f" ({printable(result.title)})" if result.title else ""
+    header = (
+        f"exchange {result.number}{title}: {trials.passed}/{trials.runs} trials passed"
+        f" (needs {trials.needed})"
+    )
+    lines: list[str] = []
+    for failure in trials.failures:
+        lines.extend(
+            INDENT + printable(f"trial {failure.trial}: {mismatch_line(m, with_frame=True)}")
+            for m in failure.mismatches
+        )
+        if failure.error is not None:
+            lines.append(INDENT + printable(f"trial {failure.trial}: error: {failure.error}"))
+    lines.extend(INDENT + printable(f"note: {note}") for note in result.notes)
+    return header, lines
+
+
 def exchange_lines(result: ExchangeResult) -> tuple[str, list[str]]:
     """The header of a failed exchange and its indented lines: the mismatches, or the error;
     then the notes."""
+    if result.trials is not None:
+        return trial_lines(result)
     header, frame_in_header = exchange_header(result)
     lines = [
         INDENT + printable(mismatch_line(m, with_frame=not frame_in_header))
@@ -98,9 +122,16 @@ def transcript_lines(
 ) -> list[str]:
     """The report lines of one transcript; `width` pads the path column."""
     path = printable(result.path).ljust(width)
+    # --trials: an exchange that passed, but not in every trial, says how often
+    flaky = [
+        f"{' ' * len(path)}  {_style(PASS_MARK, 'green', color)} exchange {e.number}"
+        f" {e.trials.passed}/{e.trials.runs} trials"
+        for e in result.exchanges
+        if e.trials is not None and e.passed and e.trials.passed < e.trials.runs
+    ]
     if result.passed:
         mark = _style(PASS_MARK, "green", color)
-        return [f"{path}  {mark} {plural(len(result.exchanges), 'exchange')}"]
+        return [f"{path}  {mark} {plural(len(result.exchanges), 'exchange')}", *flaky]
     if update and result.updated:
         mark = _style(f"{UPDATE_MARK} updated,", "yellow", color)
     else:
@@ -122,6 +153,7 @@ def transcript_lines(
         else:
             lines.append(f"{' ' * len(path)}  {mark} {header}")
         lines.extend(details)
+    lines.extend(flaky)
     if update and result.not_updated:
         lines.append(INDENT + _style(f"not updated: {result.not_updated}", "yellow", color))
     return lines
@@ -317,6 +349,8 @@ def junit_xml(result: PlayResult) -> str:
             if exchange.line is not None:
                 attributes["line"] = str(exchange.line)
             case = ET.SubElement(suite, "testcase", attributes)
+            if exchange.trials is not None:
+                _trial_properties(case, exchange)
             if exchange.passed:
                 continue
             header, details = exchange_lines(exchange)
@@ -331,14 +365,31 @@ def junit_xml(result: PlayResult) -> str:
                 )
                 error.text = text
             else:
-                count = plural(len(exchange.mismatches), "mismatch", "mismatches")
-                first = mismatch_line(exchange.mismatches[0], with_frame=True)
+                if exchange.trials is not None:
+                    count, first = header.rpartition(": ")[2], (details or [""])[0].strip()
+                else:
+                    count = plural(len(exchange.mismatches), "mismatch", "mismatches")
+                    first = mismatch_line(exchange.mismatches[0], with_frame=True)
                 failure = ET.SubElement(
                     case, "failure", {"type": "mismatch", "message": _xml_text(f"{count}: {first}")}
                 )
                 failure.text = text
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _trial_properties(case: ET.Element, exchange: ExchangeResult) -> None:
+    """--trials: `<properties>` of a test case, the runs, the passes and the rate."""
+    trials = exchange.trials
+    assert trials is not None
+    properties = ET.SubElement(case, "properties")
+    for name, value in (
+        ("trials", trials.runs),
+        ("trials_passed", trials.passed),
+        ("trials_needed", trials.needed),
+        ("pass_rate", f"{trials.rate:.3f}"),
+    ):
+        ET.SubElement(properties, "property", {"name": name, "value": str(value)})
 
 
 def write_junit_xml(result: PlayResult, path: str | Path) -> None:

@@ -10,6 +10,10 @@
      "summary": {"files": 6, "exchanges": 10, "passed": 9, "failed": 1, "errors": 0,
                  "not_played": 0, "skipped": 0, "exit_status": 1, "line": "6 transcripts, …"}}
 
+With `--trials N`, each exchange also has `"trials": {"runs": N, "passed": k, "needed": m,
+"rate": k/N, "failures": [{"trial": i, "mismatches": […], "error": …}]}`, and its verdict is
+the trials' (`passed` when k >= m); a failed check's mismatch has `"check": "contains_all"`.
+
 A verdict is `passed`, `failed` (mismatches), `error` (no whole reply, the agent gone, an
 unset credential variable), `not played` (an earlier exchange of its file got no reply, or -x
 stopped the run) or `skipped` (not selected by -k; only when the plan is given). An error's
@@ -47,7 +51,7 @@ def verdict(result: ExchangeResult) -> str:
         return "not played"
     if result.error is not None:
         return "error"
-    return "failed" if result.mismatches else "passed"
+    return "passed" if result.passed else "failed"  # (with trials: the trials decide)
 
 
 def _mismatch(mismatch: Mismatch) -> dict[str, Any]:
@@ -56,6 +60,8 @@ def _mismatch(mismatch: Mismatch) -> dict[str, Any]:
         record["expected"] = _plain(mismatch.expected)
     if mismatch.actual is not ABSENT:
         record["actual"] = _plain(mismatch.actual)
+    if mismatch.check is not None:
+        record["check"] = mismatch.check  # (the message is then its reason, in `message`)
     record["message"] = mismatch.describe()
     return record
 
@@ -70,6 +76,27 @@ def _plain(value: Any) -> Any:
 
 
 def _exchange(path: str, result: ExchangeResult) -> dict[str, Any]:
+    record = _record(path, result)
+    if result.trials is not None:
+        trials = result.trials
+        record["trials"] = {
+            "runs": trials.runs,
+            "passed": trials.passed,
+            "needed": trials.needed,
+            "rate": trials.rate,
+            "failures": [
+                {
+                    "trial": f.trial,
+                    "mismatches": [_mismatch(m) for m in f.mismatches],
+                    "error": f.error,
+                }
+                for f in trials.failures
+            ],
+        }
+    return record
+
+
+def _record(path: str, result: ExchangeResult) -> dict[str, Any]:
     return {
         "file": path,
         "exchange": result.number,

@@ -10,7 +10,36 @@ from typing import Protocol
 from recorder.replay.diff import Mismatch
 from recorder.replay.plan import PlanItem
 
-__all__ = ["ExchangeResult", "Listener", "PlayResult", "TranscriptResult"]
+__all__ = ["ExchangeResult", "Listener", "PlayResult", "TranscriptResult", "TrialFailure", "Trials"]
+
+
+@dataclass(frozen=True)
+class TrialFailure:
+    """One trial (1-based) in which an exchange did not pass: its mismatches, or its error
+    (no reply, not played)."""
+
+    trial: int
+    mismatches: tuple[Mismatch, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Trials:
+    """`--trials N`: how an exchange fared over `runs` plays of its file (see
+    `recorder.replay.trials`); it passes when at least `needed` trials passed."""
+
+    runs: int
+    passed: int
+    needed: int
+    failures: tuple[TrialFailure, ...] = ()
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.runs if self.runs else 0.0
+
+    @property
+    def enough(self) -> bool:
+        return self.passed >= self.needed
 
 
 @dataclass(frozen=True)
@@ -36,14 +65,20 @@ class ExchangeResult:
     details: tuple[str, ...] = ()
     """-v: the recorded and the live reply of a mismatch, normalized (-vv: the request as
     sent too), as lines to print under it."""
+    trials: Trials | None = None
+    """`--trials N`: the verdict is the trials' (their mismatches and errors are in it)."""
 
     @property
     def passed(self) -> bool:
+        if self.trials is not None:
+            return self.trials.enough
         return not self.mismatches and self.error is None
 
     @property
     def failed(self) -> bool:
-        """Played and compared, with mismatches."""
+        """Played and compared, with mismatches (or, with trials, below its pass rate)."""
+        if self.trials is not None:
+            return not self.trials.enough
         return bool(self.mismatches) and self.error is None
 
 

@@ -48,6 +48,7 @@ from recorder.model import Exchange, Request, Response
 from recorder.pairing import AliasMap, PairingRules
 from recorder.replay.bless import Bless
 from recorder.replay.carry import CarryForward
+from recorder.replay.checked import FileChecks, Passed, keep_recorded
 from recorder.replay.compare import Comparison
 from recorder.replay.diff import Mismatch
 from recorder.replay.fastpath import FastPath
@@ -70,7 +71,10 @@ class ReplayState:
         recorded_base: str | None,
         live_base: str,
         secret_placeholders: Iterable[str] = (),
+        file: str | None = None,
     ) -> None:
+        """`file` names the transcript (its path), for the checks scoped to it (`in:`); None:
+        only the rules' unscoped checks apply."""
         self.rules = rules
         pairing = PairingRules(rules)
         aliases = AliasMap(pairing)
@@ -84,8 +88,10 @@ class ReplayState:
             strings,
             FastPath(pairing, aliases, addresses),
             Walk(pairing, aliases, strings),
+            FileChecks(rules.checks, file or "") if rules.checks else None,
         )
         self._bless = Bless(pairing, aliases, addresses)
+        self._passed: dict[int, list[Passed]] = {}  # exchange number -> checked places that held
 
     @property
     def mapping(self) -> dict[str, str]:
@@ -112,27 +118,49 @@ class ReplayState:
         and are not the client's own (see `CarryForward.unpaired`)."""
         return self._carry.unpaired(request)
 
-    def compare(self, golden: Exchange, live: Response | LiveReply) -> list[Mismatch]:
+    def compare(
+        self, golden: Exchange, live: Response | LiveReply, *, number: int | None = None
+    ) -> list[Mismatch]:
         """Normalize and compare the recorded reply with the live one, learn pairs. [] = match.
 
         `live` is a `Response`, or a `LiveReply` as it arrived (cheaper: see `LiveReply`).
+        `number` is the exchange's in its file (1-based), for the checks scoped to it.
         """
         self._carry.learn_client_values(golden.request)
-        out = self._comparison.compare(golden, live)
+        out = self._comparison.compare(golden, live, number)
+        checked = self._comparison.checked
+        if checked is not None and number is not None:
+            self._passed[number] = checked.passed
         self._bless.last_match = (golden.response, live) if not out else None
         return out
 
-    def learn_frames(self, golden: Exchange, live: Sequence[SseEvent], start: int = 0) -> None:
+    def learn_frames(
+        self,
+        golden: Exchange,
+        live: Sequence[SseEvent],
+        start: int = 0,
+        *,
+        number: int | None = None,
+    ) -> None:
         """Learn the pairs of the frames of a stream still open (`live`: the frames arrived so
         far), without a verdict: see `Comparison.learn_frames`. `compare` reports the stream
         when it has ended."""
         self._carry.learn_client_values(golden.request)
-        self._comparison.learn_frames(golden.response, live, start)
+        self._comparison.learn_frames(golden, live, start, number)
 
     def bless(
-        self, golden: Response, live: Response | LiveReply, *, matched: bool | None = None
+        self,
+        golden: Response,
+        live: Response | LiveReply,
+        *,
+        matched: bool | None = None,
+        number: int | None = None,
     ) -> Response:
         """The live reply with its generated values put back to the recorded ones (for --update;
         see `Bless.bless`). Call after `compare` for the same exchange, or (better) once the
-        whole transcript is compared, passing `matched`."""
-        return self._bless.bless(golden, live, matched=matched)
+        whole transcript is compared, passing `matched`. With the exchange's `number`, a
+        checked place where every check held keeps its recorded value (`keep_recorded`)."""
+        blessed = self._bless.bless(golden, live, matched=matched)
+        if blessed is golden or number is None or number not in self._passed:
+            return blessed
+        return keep_recorded(blessed, self._passed[number])

@@ -46,7 +46,7 @@ def blessed_exchanges(
     blessed: dict[int, Response] = {}
     for index in sorted(live):
         golden = transcript.exchanges[index]
-        response = state.bless(golden.response, live[index], matched=False)
+        response = state.bless(golden.response, live[index], matched=False, number=index + 1)
         blessed[index] = redactor.redact_response(response)
     scrubbed = {**redactor.seen, **secrets}
     replaced: dict[int, Exchange] = {}

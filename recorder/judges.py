@@ -1,0 +1,235 @@
+"""The `judge` check: the user's code decides whether a live value is right.
+
+Two kinds, both given the recorded value, the live one and where they are (`CheckContext`):
+
+- a Python callable, `judge: "mypackage.judges:helpful"`: `helpful(recorded, live, context)`
+  returns a bool, `(bool, reason)` or `{"pass": bool, "reason": str}`. Its module is imported
+  once per process (`python_judge`; the player imports every judge of its rules before it
+  sends anything, so a bad name is a usage error naming the rules file's line);
+- a command, `judge: {command: "python judge.py", timeout: 30}`: run in the rules file's
+  folder (without a shell, split as a shell would, unless it uses a shell's syntax: a pipe,
+  `;`, `&&`, a redirection, `$`), given one JSON object on its standard input (`recorded`,
+  `live`, `file`, `exchange`, `title`, `path`, `frame`, `request`). Exit status 0 passes, 1
+  fails; its standard output is the reason (plain text, or `{"pass": bool, "reason": str}`,
+  which then decides). Another exit status, no answer within the timeout, or a command that
+  cannot start is an error: the check fails, its reason names the judge and says what went
+  wrong.
+
+None is shipped; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shlex
+import subprocess
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from recorder.checks import Check, CheckContext, CheckOptionError, Outcome
+from recorder.errors import RulesError
+
+__all__ = [
+    "CommandJudge",
+    "PythonJudge",
+    "import_judges",
+    "judge_spec",
+    "python_judge",
+    "run_judge",
+]
+
+DEFAULT_TIMEOUT = 30.0
+MAX_TIMEOUT = 3600.0
+_REASON_CHARACTERS = 500  # of a judge's reason, in a report line
+
+
+@dataclass(frozen=True)
+class PythonJudge:
+    """`module:function`."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class CommandJudge:
+    """A command line, run in `folder` (the rules file's; None: the current one)."""
+
+    command: str
+    timeout: float = DEFAULT_TIMEOUT
+    folder: str | None = field(default=None, compare=False)
+
+    @property
+    def name(self) -> str:
+        return repr(self.command)
+
+    @property
+    def uses_shell(self) -> bool:
+        """Whether the command line needs a shell: it uses a shell's operators or expansions."""
+        if any(c in self.command for c in "$`"):
+            return True
+        lexer = shlex.shlex(self.command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        try:
+            return any(token and set(token) <= set("|&;<>()") for token in lexer)
+        except ValueError:  # an unclosed quote: let the shell say so
+            return True
+
+
+_MODULE_FUNCTION = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
+
+
+def judge_spec(value: Any) -> PythonJudge | CommandJudge:
+    """A `judge` check's options read: a `module:function` string, or {command, timeout}."""
+    import re
+
+    if isinstance(value, str):
+        if not re.match(_MODULE_FUNCTION, value):
+            raise CheckOptionError(
+                f"expected module:function (such as mypackage.judges:helpful), got {value!r};"
+                " a command is {command: ...}"
+            )
+        return PythonJudge(value)
+    if not isinstance(value, Mapping):
+        raise CheckOptionError(
+            "expected module:function or {command: ..., timeout: SECONDS},"
+            f" got {type(value).__name__}"
+        )
+    unknown = sorted(str(k) for k in value if k not in ("command", "timeout"))
+    if unknown:
+        raise CheckOptionError(f"unknown option {unknown[0]!r} (options: command, timeout)")
+    command = value.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise CheckOptionError("command: expected a command line (a string)")
+    timeout = value.get("timeout", DEFAULT_TIMEOUT)
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 < timeout <= MAX_TIMEOUT
+    ):
+        raise CheckOptionError(
+            f"timeout: expected seconds, more than 0 and at most {MAX_TIMEOUT:g}"
+        )
+    return CommandJudge(command, float(timeout))
+
+
+_imported: dict[str, Callable[..., Any]] = {}
+_import_lock = threading.Lock()
+
+
+def python_judge(spec: PythonJudge) -> Callable[..., Any]:
+    """The callable `spec` names, imported once per process. Raises CheckOptionError (the
+    caller adds the rules file's line) when it cannot be imported or is not callable."""
+    with _import_lock:
+        found = _imported.get(spec.name)
+        if found is not None:
+            return found
+        module_name, _, function_name = spec.name.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:  # the user's module: any error it raises
+            raise CheckOptionError(
+                f"judge {spec.name}: cannot import {module_name}: {type(exc).__name__}: {exc}"
+            ) from None
+        function: Any = getattr(module, function_name, None)
+        if not callable(function):
+            raise CheckOptionError(
+                f"judge {spec.name}: {module_name} has no function {function_name}"
+            )
+        _imported[spec.name] = function
+        return _imported[spec.name]
+
+
+def run_judge(
+    spec: PythonJudge | CommandJudge, recorded: Any, live: Any, context: CheckContext, where: str
+) -> Outcome:
+    """Run a judge; an error of the judge's own is a failed check whose reason names it."""
+    if isinstance(spec, PythonJudge):
+        return _run_python(spec, recorded, live, context, where)
+    return _run_command(spec, recorded, live, context, where)
+
+
+def _run_python(
+    spec: PythonJudge, recorded: Any, live: Any, context: CheckContext, where: str
+) -> Outcome:
+    try:
+        function = python_judge(spec)
+    except CheckOptionError as exc:
+        return Outcome(False, f"error: {exc} ({where})")
+    try:
+        answer = function(recorded, live, context.as_dict())
+    except Exception as exc:  # the user's code: any error it raises
+        return Outcome(False, f"error: the judge raised {type(exc).__name__}: {exc} ({where})")
+    return _verdict(answer, f"judge {spec.name} ({where})")
+
+
+def _verdict(answer: Any, who: str) -> Outcome:
+    if isinstance(answer, bool):
+        return Outcome(answer, "" if answer else "the judge said no")
+    if isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], bool):
+        return Outcome(answer[0], _reason(answer[1]))
+    if isinstance(answer, Mapping) and isinstance(answer.get("pass"), bool):
+        return Outcome(answer["pass"], _reason(answer.get("reason", "")))
+    return Outcome(
+        False,
+        f"error: {who} returned {type(answer).__name__}; expected a bool, (bool, reason) or"
+        ' {"pass": bool, "reason": str}',
+    )
+
+
+def _reason(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= _REASON_CHARACTERS else text[: _REASON_CHARACTERS - 1] + "…"
+
+
+def _run_command(
+    spec: CommandJudge, recorded: Any, live: Any, context: CheckContext, where: str
+) -> Outcome:
+    payload = json.dumps(
+        {"recorded": recorded, "live": live, **context.as_dict()}, ensure_ascii=False, default=str
+    )
+    arguments: str | list[str] = spec.command if spec.uses_shell else shlex.split(spec.command)
+    try:
+        done = subprocess.run(  # the user's own judge, from their rules file
+            arguments,
+            input=payload.encode(),
+            capture_output=True,
+            timeout=spec.timeout,
+            cwd=spec.folder,
+            shell=spec.uses_shell,
+            check=False,
+            env=os.environ.copy(),
+        )
+    except subprocess.TimeoutExpired:
+        return Outcome(False, f"error: no answer within {spec.timeout:g} s ({where})")
+    except OSError as exc:
+        return Outcome(False, f"error: cannot run {spec.command}: {exc.strerror or exc} ({where})")
+    out = done.stdout.decode("utf-8", errors="replace").strip()
+    if done.returncode not in (0, 1):
+        err = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        last = f": {_reason(err[-1])}" if err else ""
+        return Outcome(False, f"error: exited with status {done.returncode}{last} ({where})")
+    if out.startswith("{"):
+        try:
+            answer = json.loads(out)
+        except ValueError:
+            answer = None
+        if isinstance(answer, Mapping) and isinstance(answer.get("pass"), bool):
+            return _verdict(answer, f"judge {spec.name}")
+    passed = done.returncode == 0
+    return Outcome(passed, _reason(out) if out else ("" if passed else "the judge said no"))
+
+
+def import_judges(checks: Iterable[Check]) -> None:
+    """Import the Python judges among `checks` (once per process), before a run sends
+    anything: a judge that cannot be imported is a RulesError naming the rules file's line."""
+    for check in checks:
+        if check.name == "judge" and isinstance(check.value, PythonJudge):
+            try:
+                python_judge(check.value)
+            except CheckOptionError as exc:
+                raise RulesError(f"{check.where}: {exc}") from None

@@ -1,0 +1,324 @@
+"""Trials (`recorder play --trials N --pass-rate R`, issue 23): the rule, the combined verdicts,
+and the CLI, reports and pytest plugin against the real kit behind a proxy that breaks one
+reply in three (a counter, not chance)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from helpers import record_goldens
+from wordy_agent import IGNORE_SERVED_BY, WordyAgent, texts
+
+from recorder.cli import main
+from recorder.kit import KitServer
+from recorder.replay.diff import Mismatch
+from recorder.replay.report import transcript_lines
+from recorder.replay.results import ExchangeResult, TranscriptResult, TrialFailure, Trials
+from recorder.replay.trials import combine, needed_passes
+
+pytest_plugins = ["pytester"]
+
+# --- the rule and the combination (pure) --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("runs", "rate", "needed"),
+    [(5, 0.8, 4), (10, 0.7, 7), (3, 1.0, 3), (3, 0.01, 1), (5, 0.5, 3), (1, 1.0, 1), (4, 0.75, 3)],
+)
+def test_needed_passes(runs: int, rate: float, needed: int) -> None:
+    assert needed_passes(runs, rate) == needed
+
+
+MISMATCH = Mismatch("$.result.x", "a", "b")
+
+
+def result(number: int, **verdict: Any) -> ExchangeResult:
+    return ExchangeResult(number, f"title {number}", number * 10, seconds=0.5, **verdict)
+
+
+def test_combine_counts_passes_and_keeps_each_failed_trial() -> None:
+    trials = [
+        [result(1), result(2, mismatches=(MISMATCH,))],
+        [result(1, error="no reply within 30 s"), result(2, error="not played", played=False)],
+        [result(1), result(2)],
+    ]
+    first, second = combine(trials, 0.6)
+    assert first.trials == Trials(3, 2, 2, (TrialFailure(2, (), "no reply within 30 s"),))
+    assert first.passed and not first.failed
+    assert first.error is None and first.mismatches == ()
+    assert first.seconds == 1.5
+    assert second.trials == Trials(
+        3, 1, 2, (TrialFailure(1, (MISMATCH,), None), TrialFailure(2, (), "not played"))
+    )
+    assert second.failed and not second.passed
+    assert second.error is None  # below its rate: failed (exit status 1), not an error
+
+
+def test_combine_a_trial_that_did_not_report_an_exchange_failed_it() -> None:
+    (only,) = combine([[result(1)], []], 1.0, selected=[1])
+    assert only.trials == Trials(2, 1, 2, (TrialFailure(2, (), "not played"),))
+
+
+def test_an_exchange_no_trial_played_stays_as_it_was() -> None:
+    halted = result(1, error="not played: -x", played=False)
+    assert combine([[halted], [halted]], 1.0) == (halted,)
+
+
+def test_the_report_lines() -> None:
+    trials = [
+        [result(1), result(2, mismatches=(MISMATCH,))],
+        [result(1, mismatches=(Mismatch("$.y", 1, 2, frame=3),)), result(2, error="timed out")],
+        [result(1), result(2)],
+    ]
+    file = TranscriptResult("t/02.http", combine(trials, 0.6))
+    assert transcript_lines(file) == [
+        "t/02.http  ✗ exchange 2 (title 2): 1/3 trials passed (needs 2)",
+        '    trial 1: $.result.x: expected "a", got "b"',
+        "    trial 2: error: timed out",
+        "           ✓ exchange 1 2/3 trials",
+    ]
+    passing = TranscriptResult("t/02.http", combine(trials[:1] + trials[2:], 0.5))
+    assert transcript_lines(passing) == [
+        "t/02.http  ✓ 2 exchanges",
+        "           ✓ exchange 2 1/2 trials",
+    ]
+
+
+# --- against the kit ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def golden_dir(kit: KitServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("trial-goldens")
+    record_goldens(kit, folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def module_agent(kit: KitServer) -> Iterator[WordyAgent]:
+    with WordyAgent(kit) as agent:
+        yield agent
+
+
+@pytest.fixture
+def flaky(module_agent: WordyAgent) -> Iterator[WordyAgent]:
+    """The agent, every third JSON reply (counted from this test's start) worded otherwise."""
+    replies = itertools.count(1)
+
+    def every_third(value: dict[str, Any]) -> None:
+        if next(replies) % 3 == 0:
+            for part in texts(value):
+                part["text"] = part["text"] + " (said otherwise)"
+
+    module_agent.rewrite = every_third
+    yield module_agent
+    module_agent.rewrite = None
+
+
+@pytest.fixture
+def project(golden_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copytree(golden_dir, tmp_path / "transcripts")
+    (tmp_path / "rules.yaml").write_text(IGNORE_SERVED_BY)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def play(agent: WordyAgent, *args: str) -> Result:
+    return CliRunner().invoke(
+        main,
+        ["play", "--agent", agent.url, "--rules", "rules.yaml", *args],
+        catch_exceptions=False,
+    )
+
+
+LANGUAGES = "transcripts/01-languages.http"
+TEXT = "$.result.message.parts[0].text"
+
+
+def test_one_failure_in_three_fails_without_a_rate(project: Path, flaky: WordyAgent) -> None:
+    outcome = play(flaky, "--trials", "3", LANGUAGES)
+    assert outcome.exit_code == 1, outcome.output
+    lines = outcome.stdout.splitlines()
+    assert lines[0] == (
+        "transcripts/01-languages.http  ✗ exchange 1 (SendMessage: ask which languages the"
+        " reviewer knows): 2/3 trials passed (needs 3)"
+    )
+    assert lines[1].startswith(f"    trial 3: {TEXT}: expected ")
+    assert lines[1].endswith(' (said otherwise)"')
+    assert lines[2:] == ["1 transcript, 1 exchange: 0 passed, 1 failed"]
+
+
+def test_one_failure_in_three_passes_at_a_rate(project: Path, flaky: WordyAgent) -> None:
+    outcome = play(
+        flaky,
+        "--trials",
+        "3",
+        "--pass-rate",
+        "0.6",
+        LANGUAGES,
+        "--report-json",
+        "report.json",
+        "--junit-xml",
+        "report.xml",
+    )
+    assert outcome.exit_code == 0, outcome.output
+    assert outcome.stdout.splitlines() == [
+        "transcripts/01-languages.http  ✓ 1 exchange",
+        "                               ✓ exchange 1 2/3 trials",
+        "1 transcript, 1 exchange: 1 passed, 0 failed",
+    ]
+    report = json.loads((project / "report.json").read_text())
+    (record,) = report["exchanges"]
+    assert record["verdict"] == "passed"
+    trials = record["trials"]
+    assert {k: trials[k] for k in ("runs", "passed", "needed")} == {
+        "runs": 3,
+        "passed": 2,
+        "needed": 2,
+    }
+    assert trials["rate"] == pytest.approx(2 / 3)
+    (failure,) = trials["failures"]
+    assert failure["trial"] == 3 and failure["error"] is None
+    assert [m["path"] for m in failure["mismatches"]] == [TEXT]
+    assert report["summary"]["exchanges"] == 1 and report["summary"]["passed"] == 1
+    case = ET.parse(project / "report.xml").getroot().find(".//testcase")
+    assert case is not None
+    properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert properties == {
+        "trials": "3",
+        "trials_passed": "2",
+        "trials_needed": "2",
+        "pass_rate": "0.667",
+    }
+    assert case.find("failure") is None
+
+
+def test_a_failing_rate_in_the_reports(project: Path, flaky: WordyAgent) -> None:
+    outcome = play(
+        flaky, "--trials", "3", LANGUAGES, "--report-json", "report.json", "--junit-xml", "r.xml"
+    )
+    assert outcome.exit_code == 1
+    (record,) = json.loads((project / "report.json").read_text())["exchanges"]
+    assert record["verdict"] == "failed"
+    assert record["trials"]["passed"] == 2 and record["trials"]["needed"] == 3
+    failure = ET.parse(project / "r.xml").getroot().find(".//testcase/failure")
+    assert failure is not None
+    message = failure.get("message") or ""
+    assert message.startswith(f"2/3 trials passed (needs 3): trial 3: {TEXT}: expected ")
+
+
+def test_trials_with_jobs(project: Path, module_agent: WordyAgent) -> None:
+    outcome = play(
+        module_agent,
+        "--trials",
+        "2",
+        "--jobs",
+        "2",
+        LANGUAGES,
+        "transcripts/02-review.http",
+        "transcripts/03-streaming.http",
+        "--report-json",
+        "report.json",
+    )
+    assert outcome.exit_code == 0, outcome.output
+    assert outcome.stdout.splitlines()[-1] == "3 transcripts, 4 exchanges: 4 passed, 0 failed"
+    records = json.loads((project / "report.json").read_text())["exchanges"]
+    assert [(r["trials"]["runs"], r["trials"]["passed"]) for r in records] == [(2, 2)] * 4
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--pass-rate", "0.5"], "recorder play: --pass-rate needs --trials N"),
+        (
+            ["--trials", "3", "--update"],
+            "recorder play: --trials and --update do not go together: update from one run",
+        ),
+        (["--trials", "0"], "recorder play: Invalid value for '--trials': 0 is not in the range"),
+        (
+            ["--trials", "3", "--pass-rate", "0"],
+            "recorder play: Invalid value for '--pass-rate': 0.0 is not in the range 0<x<=1.",
+        ),
+        (
+            ["--trials", "3", "--pass-rate", "1.5"],
+            "recorder play: Invalid value for '--pass-rate': 1.5 is not in the range 0<x<=1.",
+        ),
+    ],
+)
+def test_usage_errors(project: Path, args: list[str], message: str) -> None:
+    outcome = CliRunner().invoke(main, ["play", *args, LANGUAGES], catch_exceptions=False)
+    assert outcome.exit_code == 2
+    assert outcome.stderr.splitlines()[0].startswith(message), outcome.stderr
+    assert outcome.stdout == ""
+
+
+# --- the pytest plugin --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pyproject(pytester: pytest.Pytester, golden_dir: Path) -> pytest.Pytester:
+    shutil.copytree(golden_dir, pytester.path / "transcripts")
+    (pytester.path / "rules.yaml").write_text(IGNORE_SERVED_BY)
+    return pytester
+
+
+def test_the_plugins_trials(pyproject: pytest.Pytester, flaky: WordyAgent) -> None:
+    common = ["transcripts/01-languages.http", "--recorder-agent", flaky.url]
+    common += ["--recorder-rules", "rules.yaml"]
+    failing = pyproject.runpytest(*common, "--recorder-trials", "3")
+    failing.assert_outcomes(failed=1)
+    failing.stdout.fnmatch_lines(
+        ["*2/3 trials passed (needs 3)*", "*trial 3: $.result.message.parts?0?.text: expected*"]
+    )
+    passing = pyproject.runpytest(*common, "--recorder-trials", "3", "--recorder-pass-rate", "0.6")
+    passing.assert_outcomes(passed=1)
+
+
+def test_the_plugins_ini_options(pyproject: pytest.Pytester, flaky: WordyAgent) -> None:
+    pyproject.makeini("[pytest]\nrecorder_trials = 3\nrecorder_pass_rate = 0.6\n")
+    outcome = pyproject.runpytest(
+        "transcripts/01-languages.http",
+        "--recorder-agent",
+        flaky.url,
+        "--recorder-rules",
+        "rules.yaml",
+    )
+    outcome.assert_outcomes(passed=1)
+    # the option wins over the ini
+    outcome = pyproject.runpytest(
+        "transcripts/01-languages.http",
+        "--recorder-agent",
+        flaky.url,
+        "--recorder-rules",
+        "rules.yaml",
+        "--recorder-pass-rate",
+        "1",
+    )
+    outcome.assert_outcomes(failed=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--recorder-pass-rate", "0.5"], "--recorder-pass-rate needs --recorder-trials N"),
+        (["--recorder-trials", "0"], "--recorder-trials: expected 1 to 1000, got 0"),
+        (
+            ["--recorder-trials", "2", "--recorder-pass-rate", "2"],
+            "--recorder-pass-rate: expected 0 < R <= 1, got 2",
+        ),
+    ],
+)
+def test_the_plugins_usage_errors(
+    pyproject: pytest.Pytester, args: list[str], message: str
+) -> None:
+    outcome = pyproject.runpytest("transcripts/01-languages.http", *args)
+    assert outcome.ret == pytest.ExitCode.USAGE_ERROR
+    outcome.stderr.fnmatch_lines([f"*{message}*"])
