@@ -17,6 +17,8 @@ checks of the rules file's `checks` key that held in EVERY run and in the record
   quarter of the longest), never below one character (an empty answer fails).
 - the format, when every text had it: `lines` (a band, for answers of several lines), a
   bulleted list (`matches`), a code fence (`contains`), JSON (`json: true`).
+- `language`: the language every text was detected in (`recorder.language`, when py3langid
+  is installed), for texts of eight words or more (a detector guesses on fewer).
 - `similar`: a floor 0.1 below the lowest pairwise similarity seen at each place (rapidfuzz
   `token_set_ratio`, the check's default), rounded down to 0.05.
 
@@ -37,6 +39,8 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from recorder.language import detect_language, language_available
+
 __all__ = ["ENOUGH_RUNS", "Check", "Facts", "Texts", "is_prose", "learn_facts"]
 
 ENOUGH_RUNS = 4
@@ -44,6 +48,7 @@ ENOUGH_RUNS = 4
 unlikely (one of k wordings: (1/k)^(runs-1)), and `all but one run` still leaves three."""
 
 _MAX_TOKENS = 24
+_LANGUAGE_WORDS = 8
 _TOKEN = re.compile(
     r"""
       (?P<code>`[^`\n]{1,80}`)
@@ -52,7 +57,7 @@ _TOKEN = re.compile(
     | (?P<path>(?:[\w.-]+/)+[\w.-]*\w(?::\d+)?|[\w-]+\.[A-Za-z]\w{0,7}:\d+)
     | (?P<file>\b[\w-]+\.(?:py|[cm]?jsx?|tsx?|go|java|rs|c|h|cpp|rb|php|md|json|ya?ml|toml
                           |txt|html|css|sh|sql)\b)
-    | (?P<call>\b[A-Za-z_][\w.]*\w\((?:\))?|\b[a-z_]\w*\.[a-z_]\w*\b)
+    | (?P<call>\b[A-Za-z_][\w.]*\w\((?:\))?|\b[a-z_]\w+\.[a-z_]\w+\b)
     | (?P<ident>\b[A-Za-z]*_\w+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z]{2,}[0-9]*\b)
     | (?P<number>(?<![\w.])\d+(?:\.\d+)?%?(?![\w.]\w))
     | (?P<name>\b[A-Z][a-z]+(?:[A-Z][a-z]*)*\b)
@@ -116,7 +121,7 @@ def learn_facts(places: Sequence[Texts]) -> Facts:
     ]
     recorded = [p.recorded for p in places if p.recorded is not None]
     if recorded:
-        by_run.append(recorded)
+        by_run.insert(0, recorded)  # (its tokens first: the checks list them in its order)
     texts = [text for run_texts in by_run for text in run_texts]
     if not texts:
         return Facts((), ())
@@ -153,6 +158,9 @@ def learn_facts(places: Sequence[Texts]) -> Facts:
         checks.append(Check("contains", _FENCE, f"a code fence {seen_in}"))
     if all(_is_json(text) for text in texts):
         checks.append(Check("json", True, f"parsed as JSON {seen_in}"))
+    language = _language(texts)
+    if language is not None:
+        checks.append(Check("language", language, f"detected {seen_in}"))
     lowest = _lowest_similarity(places)
     if lowest is not None:
         floor = max(0.0, math.floor((lowest - 0.1) * 20 + 1e-9) / 20)
@@ -224,6 +232,15 @@ def _implied_out(tokens: list[str]) -> list[str]:
     says what is meant.)"""
     kept = [t for t in tokens if not any(other.startswith(t + ":") for other in tokens)]
     return kept[:_MAX_TOKENS]
+
+
+def _language(texts: Sequence[str]) -> str | None:
+    """The one language every text is detected in, or None (not installed, a text too short
+    to tell, two languages)."""
+    if not language_available() or any(len(t.split()) < _LANGUAGE_WORDS for t in texts):
+        return None
+    found = {detect_language(text) for text in texts}
+    return found.pop() if len(found) == 1 else None
 
 
 def _is_json(text: str) -> bool:

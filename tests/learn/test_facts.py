@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 import yaml
 
 from recorder.facts import Check, Texts, is_prose, learn_facts
+from recorder.language import language_available
 from recorder.learn.rulesfile import merge, render
 from recorder.model import Response
 from recorder.noise import Proposal, Replies, propose
@@ -95,6 +97,14 @@ def test_a_token_in_all_runs_but_one_is_a_note_not_a_check() -> None:
     assert len(facts.notes) == 1 and facts.notes[0].startswith('"Rust" in all runs but one')
 
 
+@pytest.mark.skipif(not language_available(), reason="py3langid is not installed")
+def test_the_language_every_run_was_in_is_checked_when_the_texts_are_long_enough() -> None:
+    assert checks_of([Texts(RECORDED, WORDINGS)])["language"].value == "en"
+    french = "J'ai relu 1 fichier et trouvé 2 remarques dans le code ajouté, merci beaucoup."
+    assert "language" not in checks_of([Texts(RECORDED, (*WORDINGS, french))])
+    assert "language" not in checks_of([Texts(None, ("short text here", "another short one"))])
+
+
 def test_prose_is_two_words_or_more() -> None:
     assert is_prose("Looks good to me")
     assert not is_prose("src/app.py") and not is_prose("") and not is_prose(3)
@@ -159,7 +169,8 @@ def test_the_rules_file_says_what_each_check_saw_and_reads_back() -> None:
     entry = yaml.safe_load(text)["checks"][0]
     assert entry["path"] == "$.result.task.artifacts[*].parts[*].text"
     names = [next(iter(item)) for item in entry["assert"]]
-    assert names == ["contains_all", "length", "lines", "similar"]
+    language = ["language"] if language_available() else []
+    assert names == ["contains_all", "length", "lines", *language, "similar"]
     assert entry["assert"][1]["length"]["min"] >= 1
 
 
