@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, utils
 
 from recorder.language import detect_language, language_available
 
@@ -141,7 +141,7 @@ def learn_facts(places: Sequence[Texts]) -> Facts:
             "lost); more --runs tell"
         )
     checks.append(_length(texts))
-    lines = [text.count("\n") + 1 for text in texts]
+    lines = [len(text.splitlines()) for text in texts]  # (as the check counts)
     if max(lines) > 1:
         low, high = min(lines), max(lines)
         margin = max(1, high - low)
@@ -256,6 +256,7 @@ def _lowest_similarity(places: Sequence[Texts]) -> float | None:
     for place in places:
         texts = [*place.lives, *([place.recorded] if place.recorded is not None else [])]
         for first, second in combinations(dict.fromkeys(texts), 2):
-            score = fuzz.token_set_ratio(first, second) / 100
+            # (as the check scores: lower case, punctuation out)
+            score = fuzz.token_set_ratio(first, second, processor=utils.default_process) / 100
             lowest = score if lowest is None else min(lowest, score)
     return lowest
