@@ -5,7 +5,8 @@ other sentence frames, synonyms, an opener or a closing remark. `Wording` does t
 the kit's answers, so that an LLM-backed agent's testing (`recorder learn` proposing checks,
 `recorder play --trials`) can be shown and tested without a model. What never changes: the
 file names, `path:line`, the rule tags (`[todo]`), the numbers, the language names, the
-TODO/FIXME word, the quoted marker; and the ids, states and structure of every reply (only
+TODO/FIXME word, the quoted marker, a review's findings one per line in a list (its bullet
+varies); and the ids, states and structure of every reply (only
 texts are worded).
 
 Each call draws from one `random.Random`: with a seed, the same sequence of wordings every
@@ -51,8 +52,9 @@ _CLEAN = (
     "{files} reviewed: all clear, nice work.",
     "No findings in {files}. Looks good!",
 )
+# one finding per line, always in a list (the format holds; its bullet and order vary)
 _FINDINGS = (
-    "{where}: [{rule}] {message}",
+    "- {where}: [{rule}] {message}",
     "- [{rule}] at {where}: {message}",
     "* {where} [{rule}]: {message}",
     "{number}. {where} - [{rule}] {message}",

@@ -227,6 +227,13 @@ REGRESSIONS = [
         "not found",
     ),
     regression(
+        "one-paragraph",
+        "review",
+        lambda t: " ".join(t.splitlines()),
+        "lines matches",
+        "1 line, expected at least",
+    ),
+    regression(
         "language-left-out",
         "languages",
         lambda t: t.replace("Rust", "Ruby"),
