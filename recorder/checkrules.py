@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from recorder.checks import CHECKS, TEXT_OPTIONS, Check, CheckOptionError, json_schema
-from recorder.jsonpath import JsonPathError, PathMatcher, parse_path
+from recorder.jsonpath import JsonPathError, parse_path
 
 __all__ = [
     "CheckEntry",
@@ -86,10 +86,6 @@ class CheckEntry:
             and (scope.exchange is None or exchange is None or scope.exchange == exchange)
             for scope in self.scopes
         )
-
-    @property
-    def matcher(self) -> PathMatcher:
-        return PathMatcher([self.path])
 
 
 def entries_for_file(entries: Sequence[CheckEntry], file: str) -> tuple[CheckEntry, ...]:

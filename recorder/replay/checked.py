@@ -46,6 +46,8 @@ class FileChecks:
     def __init__(self, entries: Sequence[CheckEntry], file: str) -> None:
         self.file = file
         self.entries = entries_for_file(entries, file)
+        # (compiled once per file: a matcher caches its steps)
+        self._matchers = [PathMatcher([entry.path]) for entry in self.entries]
 
     def __bool__(self) -> bool:
         return bool(self.entries)
@@ -54,7 +56,11 @@ class FileChecks:
         """The checks of exchange `number` (1-based), or None when none applies."""
         if not self.entries:
             return None
-        mine = [entry for entry in self.entries if entry.applies(self.file, number)]
+        mine = [
+            (entry, matcher)
+            for entry, matcher in zip(self.entries, self._matchers, strict=True)
+            if entry.applies(self.file, number)
+        ]
         if not mine:
             return None
         return ExchangeChecks(mine, self.file, number, golden)
@@ -64,9 +70,13 @@ class ExchangeChecks:
     """The checks that apply to one exchange: `split` a reply's values (module docstring)."""
 
     def __init__(
-        self, entries: Sequence[CheckEntry], file: str, number: int | None, golden: Exchange
+        self,
+        entries: Sequence[tuple[CheckEntry, PathMatcher]],
+        file: str,
+        number: int | None,
+        golden: Exchange,
     ) -> None:
-        self._entries = [(entry, PathMatcher([entry.path])) for entry in entries]
+        self._entries = entries
         self._file = file
         self._number = number
         self._golden = golden

@@ -312,10 +312,13 @@ def _check_options(config: pytest.Config) -> None:
     rules = _rules_setting(config)
     if rules:
         from recorder.errors import RecorderError
+        from recorder.judges import import_judges
         from recorder.rules import load_rules
 
         try:
-            load_rules(rules)
+            loaded = load_rules(rules)
+            # a judge of the checks that cannot be imported: now, before any test runs
+            import_judges(check for entry in loaded.checks for check in entry.checks)
         except RecorderError as exc:
             raise pytest.UsageError(f"--recorder-rules: {exc}") from None
 

@@ -321,6 +321,31 @@ def run_learn(place: Place, text: str) -> None:
     assert "\nversion: 1\n" in (place.root / "rules.yaml").read_text()
 
 
+CHECKS_EXAMPLE = """\
+checks:
+  - path: "$.result.task.artifacts[*].parts[*].text"
+    in: "03-review-task.http#1"
+    assert:
+      - contains_all: ["src/payments.py:12", "[todo]", "[hardcoded-secret]"]
+      - not_contains: ["I'm sorry", "I can't help"]
+      - length: {min: 80, max: 2000}
+      - similar: 0.6
+"""
+
+
+def run_checks(place: Place, text: str) -> None:
+    # the README's example checks (comments taken out), on the goldens, in trials
+    readme = (REPO / "README.md").read_text()
+    example = re.sub(r" +#.*", "", readme.partition("```yaml\nchecks:\n")[2].partition("```")[0])
+    assert "checks:\n" + example == CHECKS_EXAMPLE, example
+    (place.root / "checks.yaml").write_text(CHECKS_EXAMPLE)
+    run_play(place, text)
+    # and a regression: the finding it names is not in the live answer
+    (place.root / "checks.yaml").write_text(CHECKS_EXAMPLE.replace("payments.py:12", "pay.py:1"))
+    failed = place.run(text, expect=1)
+    assert '"src/pay.py:1" not found' in failed.stdout, failed.stdout
+
+
 def run_client(place: Place, text: str) -> None:
     # the page's a2a-sdk client, here straight to the agent (through the recorder: the page's
     # own test, tests/docs/test_live_traffic_page.py)
@@ -356,6 +381,7 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "recorder serve transcripts/ --fresh-ids --strict": run_serve,
     "recorder learn transcripts/ --agent http://localhost:41242 -o rules.yaml": run_learn,
     "recorder play transcripts/ --agent http://localhost:41242 --rules rules.yaml": run_learn,
+    "recorder play transcripts/ --rules checks.yaml --trials 5 --pass-rate 0.8": run_checks,
     "recorder render transcripts/02-message-reply.http#1": run_render,
     "recorder export transcripts/02-message-reply.http --to curl": run_export_curl,
     "recorder docs check README.md docs/": run_docs,

@@ -322,3 +322,16 @@ def test_the_plugins_usage_errors(
     outcome = pyproject.runpytest("transcripts/01-languages.http", *args)
     assert outcome.ret == pytest.ExitCode.USAGE_ERROR
     outcome.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_the_plugin_names_a_judge_that_cannot_be_imported(pyproject: pytest.Pytester) -> None:
+    (pyproject.path / "judged.yaml").write_text(
+        'checks:\n  - path: "$..text"\n    assert:\n      - judge: no_such_module_h23p:f\n'
+    )
+    outcome = pyproject.runpytest(
+        "transcripts/01-languages.http", "--recorder-rules", "judged.yaml"
+    )
+    assert outcome.ret == pytest.ExitCode.USAGE_ERROR
+    outcome.stderr.fnmatch_lines(
+        ["*--recorder-rules: judged.yaml:4: judge no_such_module_h23p:f: cannot import*"]
+    )
