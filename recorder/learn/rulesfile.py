@@ -74,7 +74,7 @@ def _flow(value: object) -> str:
         return "{" + ", ".join(f"{name}: {_flow(item)}" for name, item in value.items()) + "}"
     if isinstance(value, bool):
         return "true" if value else "false"
-    return json.dumps(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _entries(key: str, proposals: Sequence[Proposal], indent: str, scrub: Scrub) -> list[str]:
