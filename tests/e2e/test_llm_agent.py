@@ -327,3 +327,17 @@ def test_a_regressed_answer_fails_at_its_path_with_a_reason(
     assert case.checks <= {m.check for m in at_answer}, lines
     for word in case.words:
         assert word in lines, lines
+
+
+def test_learn_says_when_two_runs_are_too_few(learnt: Learnt, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main,
+        ["learn", str(learnt.folder), "--agent", learnt.kit.url, "--runs", "2"],
+        env={"A2A_TOKEN": learnt.kit.token},
+    )
+    assert result.exit_code == 0, result.output
+    assert (
+        "note: 2 live runs: too few to tell the facts of a varying answer from its wording;"
+        " learn with --runs 4 or more\n" in result.stderr
+    )
+    assert "\nchecks:\n" in result.stdout

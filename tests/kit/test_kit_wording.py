@@ -48,3 +48,13 @@ def test_a_review_without_comments_says_so_in_other_words() -> None:
     clean = review.Review(("src/a.py",), ())
     texts = {Wording(seed).review(clean) for seed in range(8)}
     assert len(texts) > 1 and all("1 file" in text for text in texts)
+
+
+def test_kit_vary_takes_a_whole_number_as_its_seed() -> None:
+    from click.testing import CliRunner
+
+    from recorder.cli import main
+
+    result = CliRunner().invoke(main, ["kit", "--vary", "x", "--port", "0"])
+    assert result.exit_code == 2
+    assert "'x' is not a whole number (a seed)" in result.stderr
