@@ -14,13 +14,14 @@ checks of the rules file's `checks` key that held in EVERY run and in the record
   `ignore_case: true`. Words of the wording (verbs, synonyms, openers) are never taken: a
   word that stays the same in a few runs by chance would fail the next wording.
 - `length`: a band around the lengths seen, with a margin (the spread seen, and at least a
-  quarter of the longest), never below one character (an empty answer fails).
+  third of the shortest below, half the longest above), never below one character (an empty
+  answer fails).
 - the format, when every text had it: `lines` (a band, for answers of several lines), a
   bulleted list (`matches`), a code fence (`contains`), JSON (`json: true`).
 - `language`: the language every text was detected in (`recorder.language`, when py3langid
   is installed), for texts of eight words or more (a detector guesses on fewer).
-- `similar`: a floor 0.1 below the lowest pairwise similarity seen at each place (rapidfuzz
-  `token_set_ratio`, the check's default), rounded down to 0.05.
+- `similar`: a floor 0.15 below the lowest pairwise similarity seen at each place (rapidfuzz
+  `token_set_ratio`, the check's default, as it scores), at most 0.7, rounded down to 0.05.
 
 Each check carries `seen`: what it saw, written as the YAML comment beside it. `notes` say
 where more runs would tell more: a token present in all but one run (left out: it may be
@@ -49,6 +50,7 @@ unlikely (one of k wordings: (1/k)^(runs-1)), and `all but one run` still leaves
 
 _MAX_TOKENS = 24
 _LANGUAGE_WORDS = 8
+_SIMILAR_CAP = 0.7
 _TOKEN = re.compile(
     r"""
       (?P<code>`[^`\n]{1,80}`)
@@ -163,7 +165,9 @@ def learn_facts(places: Sequence[Texts]) -> Facts:
         checks.append(Check("language", language, f"detected {seen_in}"))
     lowest = _lowest_similarity(places)
     if lowest is not None:
-        floor = max(0.0, math.floor((lowest - 0.1) * 20 + 1e-9) / 20)
+        # below the lowest seen (a few runs see a few wordings), and never above _SIMILAR_CAP:
+        # the facts are the tokens' to check; similarity only says "the same kind of answer"
+        floor = max(0.0, math.floor(min(lowest - 0.15, _SIMILAR_CAP) * 20 + 1e-9) / 20)
         if floor > 0:
             checks.append(
                 Check("similar", round(floor, 2), f"lowest seen {lowest:.2f} (token_set_ratio)")
@@ -182,8 +186,10 @@ def _band(low: int, high: int) -> str:
 def _length(texts: Sequence[str]) -> Check:
     sizes = [len(text) for text in texts]
     low, high = min(sizes), max(sizes)
-    margin = max(high - low, math.ceil(high / 4), 10)
-    band = {"min": max(1, low - margin), "max": high + margin}
+    spread = high - low
+    # a few runs see a few wordings: room beyond them (more above, where an opener and a
+    # closing remark add up; below, an empty, refused or cut answer must still fail)
+    band = {"min": max(1, low - max(spread, low // 3)), "max": high + max(spread, high // 2, 20)}
     return Check("length", band, f"seen {_band(low, high)} characters")
 
 

@@ -357,8 +357,8 @@ def run_check(place: Place, text: str) -> None:
 
 
 def run_llm(place: Place, text: str) -> None:
-    # docs/llm-agents.md: the shipped recording of `kit --vary 23`, against a kit worded anew
-    # (no seed: fresh wordings); play and trials learn first, as the page does
+    # docs/llm-agents.md: the shipped recording (of `kit --vary 23`), against a kit worded
+    # anew (no seed: fresh wordings); play and trials learn first, as the page does
     with start_kit(vary=True) as kit:
         text = text.replace("http://localhost:41242", kit.url)
         folder = "docs/examples/llm/"
@@ -416,7 +416,7 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "recorder docs check docs/": run_docs,
     "python docs/ask_and_review.py http://127.0.0.1:41241": run_client,
     # docs/llm-agents.md
-    "recorder kit --vary 23": run_kit,
+    "recorder kit --vary": run_kit,
     "recorder record --upstream http://localhost:41242 --out docs/examples/llm/ "
     "--scenario llm-review": run_record,
     "recorder play docs/examples/llm/ --agent http://localhost:41242": run_llm,
