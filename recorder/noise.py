@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.facts import ENOUGH_RUNS, Check, Texts, is_prose, learn_facts
-from recorder.jsonpath import format_path
+from recorder.jsonpath import PathMatcher, format_path
 from recorder.kinds import is_of_kind
 from recorder.model import Response
 from recorder.pairing import PairingRules
@@ -146,6 +146,7 @@ class _Learner:
         self.group = ""
         self.exchange = 0
         self.runs = 0
+        self.checked = PathMatcher([])
         # (file, live run) -> string value -> the occurrences of it in that run's replies
         self.values: dict[tuple[str, int], dict[str, list[_Occurrence]]] = {}
 
@@ -159,6 +160,10 @@ class _Learner:
         self.group = replies.group
         self.exchange = replies.exchange or _exchange_number(where)
         self.runs = max(self.runs, len(lives))
+        # a place the rules' checks already decide here is theirs: nothing to learn there
+        self.checked = PathMatcher(
+            [e.path for e in self.rules.checks if e.applies(self.group, self.exchange)]
+        )
         recorded = replies.recorded
         if len({live.status for live in lives}) > 1:
             statuses = ", ".join(str(live.status) for live in lives)
@@ -221,6 +226,8 @@ class _Learner:
     ) -> None:
         """Walk the live values at `keys` together (`recorded`: the recorded value there)."""
         if keys and self.ignored.match(keys):
+            return
+        if keys and self.checked and self.checked.match(keys):
             return
         if keys and isinstance(keys[-1], str) and keys[-1].lower() in self.secret_fields:
             return

@@ -15,7 +15,7 @@ from recorder.language import language_available
 from recorder.learn.rulesfile import merge, render
 from recorder.model import Response
 from recorder.noise import Proposal, Replies, propose
-from recorder.rules import DEFAULT_RULES
+from recorder.rules import DEFAULT_RULES, rules_from_text
 
 RECORDED = "Reviewed 1 file: 2 comments.\nsrc/app.py:2: [todo] TODO left in added code.\n" + (
     "src/app.py:2: [debug-print] debugging statement in Python code: use logging."
@@ -186,3 +186,23 @@ def test_checks_merge_into_a_rules_file_keeping_its_entries() -> None:
     flow = "version: 1\nchecks: [{path: $.a, assert: [{json: true}]}]\n"
     assert len(yaml.safe_load(merge(flow, found, ["learned"]))["checks"]) == 2
     assert len(yaml.safe_load(merge("version: 1\n", found, ["learned"]))["checks"]) == 1
+
+
+def test_a_place_the_rules_already_check_there_learns_nothing() -> None:
+    path = "$.result.task.artifacts[*].parts[*].text"
+    for scope, learned in (("03-review.http#1", 0), ("03-review.http#2", 1), ("*.http", 0)):
+        entry = f'  - path: "{path}"\n    in: "{scope}"\n    assert: [{{length: {{min: 1}}}}]\n'
+        rules = rules_from_text("checks:\n" + entry, "mine.yaml")
+        found = propose(
+            [
+                Replies(
+                    "t/03-review.http exchange 1",
+                    artifact(RECORDED),
+                    tuple(map(artifact, WORDINGS)),
+                    "t/03-review.http",
+                    1,
+                )
+            ],
+            rules,
+        )
+        assert len(found.rules) == learned, scope
