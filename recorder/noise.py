@@ -12,8 +12,8 @@ rules the replay would use (a place they already absorb proposes nothing):
   replies at the same places in every run (a later reply names it again), is an id: a
   `generated_paths` entry of kind `id`, paired one to one (a reply naming the wrong one
   fails);
-- a string that differs and reads as prose (two words or more, never an id: an answer a
-  model words anew on every run) becomes a `checks` entry scoped to its exchange
+- a string that differs and reads as prose in some run (two words or more, never an id: an
+  answer a model words anew on every run) becomes a `checks` entry scoped to its exchange
   (`in: "FILE#N"`): what held in every run and in the recording (`recorder.facts`: the
   tokens, a length band, the format, a similarity floor), never "any text";
 - any other scalar whose live values differ becomes a `generated_paths` entry of a value kind
@@ -357,7 +357,9 @@ class _Learner:
         for target, place in self.places.items():
             if not place.noisy:
                 continue
-            if all(is_prose(v) for _, _, lives in place.noisy_at for v in lives):
+            noisy = [v for _, _, lives in place.noisy_at for v in lives]
+            if all(isinstance(v, str) for v in noisy) and any(is_prose(v) for v in noisy):
+                # (an answer that is one word in one run is still an answer: never "any text")
                 out.extend(self.facts(target, place))
                 continue
             values = [v for lives in place.lives for v in lives]

@@ -142,6 +142,7 @@ def learn(
                 transcript.exchanges[index].response,
                 tuple(live.response for live in lives.get((number, index), ())),
                 path,
+                index + 1,
             )
             for number, (path, transcript) in enumerate(loaded)
             for index in range(len(transcript.exchanges))

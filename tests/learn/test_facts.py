@@ -206,3 +206,10 @@ def test_a_place_the_rules_already_check_there_learns_nothing() -> None:
             rules,
         )
         assert len(found.rules) == learned, scope
+
+
+def test_an_answer_one_word_long_in_one_run_still_gets_checks() -> None:
+    found = proposals(("03-review.http", 1, RECORDED, (*WORDINGS[:3], "LGTM")))
+    assert [(p.key, p.scope) for p in found.rules] == [("checks", "03-review.http#1")]
+    length = next(c for c in found.rules[0].checks if c.name == "length")
+    assert length.value["min"] <= 4
