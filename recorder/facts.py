@@ -15,7 +15,7 @@ checks of the rules file's `checks` key that held in EVERY run and in the record
   word that stays the same in a few runs by chance would fail the next wording.
 - `length`: a band around the lengths seen, with a margin (the spread seen, and at least a
   third of the shortest below, half the longest above), never below one character (an empty
-  answer fails).
+  answer fails) unless an empty one was seen.
 - the format, when every text had it: `lines` (a band, for answers of several lines), a
   bulleted list (`matches`), a code fence (`contains`), JSON (`json: true`).
 - `language`: the language every text was detected in (`recorder.language`, when py3langid
@@ -190,6 +190,8 @@ def _length(texts: Sequence[str]) -> Check:
     # a few runs see a few wordings: room beyond them (more above, where an opener and a
     # closing remark add up; below, an empty, refused or cut answer must still fail)
     band = {"min": max(1, low - max(spread, low // 3)), "max": high + max(spread, high // 2, 20)}
+    if low == 0:
+        del band["min"]  # an empty answer was seen: the check must hold where it held
     return Check("length", band, f"seen {_band(low, high)} characters")
 
 

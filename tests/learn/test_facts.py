@@ -213,3 +213,17 @@ def test_an_answer_one_word_long_in_one_run_still_gets_checks() -> None:
     assert [(p.key, p.scope) for p in found.rules] == [("checks", "03-review.http#1")]
     length = next(c for c in found.rules[0].checks if c.name == "length")
     assert length.value["min"] <= 4
+
+
+def test_every_proposed_check_holds_on_what_it_was_learned_from() -> None:
+    from recorder.checks import CheckContext, run_check
+
+    cases = [("03-review.http", 1, RECORDED, WORDINGS), ("04-x.http", 2, "a b", ("", "c d e"))]
+    for case in cases:
+        rules = rules_from_text(render(proposals(case).rules, ["learned"]), "learned.yaml")
+        (entry,) = rules.checks
+        _, _, recorded, lives = case
+        for check in entry.checks:
+            for live in (recorded, *lives):
+                outcome = run_check(check, recorded, live, CheckContext())
+                assert outcome.passed, (check, live, outcome)
