@@ -361,7 +361,7 @@ def run_llm(place: Place, text: str) -> None:
     # anew (no seed: fresh wordings); play and trials learn first, as the page does
     with start_kit(vary=True) as kit:
         text = text.replace("http://localhost:41242", kit.url)
-        folder = "docs/examples/llm/"
+        folder = "docs/llm/"
         if " --rules llm-rules.yaml" not in text and not text.startswith("recorder learn"):
             failed = place.run(text, expect=1)  # the wording differs: equality fails
             assert failed.stdout.rstrip().endswith("1 passed, 3 failed"), failed.stdout
@@ -417,14 +417,12 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "python docs/ask_and_review.py http://127.0.0.1:41241": run_client,
     # docs/llm-agents.md
     "recorder kit --vary": run_kit,
-    "recorder record --upstream http://localhost:41242 --out docs/examples/llm/ "
+    "recorder record --upstream http://localhost:41242 --out docs/llm/ "
     "--scenario llm-review": run_record,
-    "recorder play docs/examples/llm/ --agent http://localhost:41242": run_llm,
-    "recorder learn docs/examples/llm/ --agent http://localhost:41242 -o llm-rules.yaml": run_llm,
-    "recorder play docs/examples/llm/ --agent http://localhost:41242 --rules llm-rules.yaml": (
-        run_llm
-    ),
-    "recorder play docs/examples/llm/ --agent http://localhost:41242 --rules llm-rules.yaml "
+    "recorder play docs/llm/ --agent http://localhost:41242": run_llm,
+    "recorder learn docs/llm/ --agent http://localhost:41242 -o llm-rules.yaml": run_llm,
+    "recorder play docs/llm/ --agent http://localhost:41242 --rules llm-rules.yaml": (run_llm),
+    "recorder play docs/llm/ --agent http://localhost:41242 --rules llm-rules.yaml "
     "--trials 10": run_llm,
 }
 
