@@ -11,8 +11,10 @@ checks of the rules file's `checks` key that held in EVERY run and in the record
   names met inside a sentence (`Python`; a sentence's first word is wording); a file path
   is left out beside its own `path:line`. A token present
   in every text only when case is ignored goes to a second `contains_all` with
-  `ignore_case: true`. Words of the wording (verbs, synonyms, openers) are never taken: a
-  word that stays the same in a few runs by chance would fail the next wording.
+  `ignore_case: true`; a rule tag there once in every text is checked to stay once
+  (`not_matches`: a finding said twice fails). Words of the wording (verbs, synonyms,
+  openers) are never taken: a word that stays the same in a few runs by chance would fail
+  the next wording.
 - `length`: a band around the lengths seen, with a margin (the spread seen, and at least a
   third of the shortest below, half the longest above), never below one character (an empty
   answer fails) unless an empty one was seen.
@@ -67,6 +69,7 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 _SENTENCE_START = re.compile(r"(?:[.!?:;]\s+|\n\s*(?:[-*•]|\d+[.)])?\s*|[(\"'—-]\s*|\A\s*)\Z")
+_TAG = re.compile(r"\[[\w.-]{1,40}\]")
 _BULLET = re.compile(r"(?m)^\s*(?:[-*•]|\d+[.)])\s+\S")
 _BULLET_PATTERN = r"(?m)^\s*(?:[-*•]|\d+[.)])\s+\S"
 _FENCE = "```"
@@ -135,6 +138,13 @@ def learn_facts(places: Sequence[Texts]) -> Facts:
         checks.append(Check("contains_all", exact, seen_in))
     if folded:
         checks.append(Check("contains_all", folded, seen_in + ", case aside", ignore_case=True))
+    once = [t for t in exact if _TAG.fullmatch(t) and all(text.count(t) == 1 for text in texts)]
+    if once:
+        # a finding said twice (a model that loops) fails: each tag is there once, always
+        # ("-" needs no escape outside a class: the pattern stays readable)
+        tags = "|".join(re.escape(t).replace("\\-", "-") for t in once)
+        pattern = f"(?s)({tags}).*\\1"
+        checks.append(Check("not_matches", pattern, f"each once {seen_in}"))
     if nearly:
         shown = ", ".join(json.dumps(t, ensure_ascii=False) for t in nearly[:3])
         more = f" and {len(nearly) - 3} more" if len(nearly) > 3 else ""

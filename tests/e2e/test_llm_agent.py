@@ -227,6 +227,15 @@ REGRESSIONS = [
         "not found",
     ),
     regression(
+        "duplicated-finding",
+        "review",
+        lambda t: "\n".join(
+            line for line in t.splitlines() for _ in range(2 if "[todo]" in line else 1)
+        ),
+        "not_matches",
+        '"[todo]',
+    ),
+    regression(
         "one-paragraph",
         "review",
         lambda t: " ".join(t.splitlines()),

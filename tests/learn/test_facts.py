@@ -50,6 +50,14 @@ def test_the_facts_every_wording_kept_are_checked_and_the_wording_is_not() -> No
         assert word not in tokens
 
 
+def test_a_rule_tag_once_in_every_run_must_stay_once() -> None:
+    found = checks_of([Texts(RECORDED, WORDINGS)])
+    assert found["not_matches"].value == r"(?s)(\[todo\]|\[debug-print\]).*\1"
+    assert found["not_matches"].seen == "each once in all 4 runs and the recording"
+    twice = checks_of([Texts("[a] x y [a]", ("[a] y z [a]", "[a] [a] q r"))])
+    assert "not_matches" not in twice
+
+
 def test_a_length_band_with_a_margin_around_what_was_seen() -> None:
     sizes = [len(t) for t in (RECORDED, *WORDINGS)]
     length = checks_of([Texts(RECORDED, WORDINGS)])["length"]
@@ -170,8 +178,8 @@ def test_the_rules_file_says_what_each_check_saw_and_reads_back() -> None:
     assert entry["path"] == "$.result.task.artifacts[*].parts[*].text"
     names = [next(iter(item)) for item in entry["assert"]]
     language = ["language"] if language_available() else []
-    assert names == ["contains_all", "length", "lines", *language, "similar"]
-    assert entry["assert"][1]["length"]["min"] >= 1
+    assert names == ["contains_all", "not_matches", "length", "lines", *language, "similar"]
+    assert entry["assert"][names.index("length")]["length"]["min"] >= 1
 
 
 def test_checks_merge_into_a_rules_file_keeping_its_entries() -> None:
