@@ -128,8 +128,13 @@ class CheckType:
 
 
 def run_check(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
-    """Run one check on the live value at a place (the recorded one for `similar`, `judge`)."""
-    return CHECKS[check.name].run(check, recorded, live, context)
+    """Run one check on the live value at a place (the recorded one for `similar`, `judge`).
+    A check that cannot run on this value (JSON nested past Python's recursion limit) fails,
+    saying why: a replay reports it, it does not stop."""
+    try:
+        return CHECKS[check.name].run(check, recorded, live, context)
+    except (RecursionError, MemoryError) as exc:
+        return Outcome(False, f"cannot check this value: {type(exc).__name__}")
 
 
 # --- reading options ---------------------------------------------------------------------------
@@ -360,15 +365,22 @@ def _json(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outc
             value = json.loads(live)
         except ValueError as exc:
             return Outcome(False, f"not JSON: {exc}")
+        except RecursionError:
+            return Outcome(False, "not JSON this recorder can read: nested too deep")
     else:
         value = live  # a value that is JSON already (an object at the place)
     spec: JsonSchema | None = check.value
     if spec is None:
         return Outcome(True)
     import jsonschema
+    import referencing.exceptions
 
     validator_class = jsonschema.validators.validator_for(spec.schema)
-    errors = sorted(validator_class(spec.schema).iter_errors(value), key=lambda e: list(e.path))
+    try:
+        errors = sorted(validator_class(spec.schema).iter_errors(value), key=lambda e: list(e.path))
+    except referencing.exceptions.Unresolvable as exc:
+        # (a $ref to another document: nothing is fetched, so it cannot be followed)
+        return Outcome(False, f"{spec.origin} cannot be used: cannot resolve {exc.ref}")
     if errors:
         first = errors[0]
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first.path)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import shlex
 import subprocess
 import threading
@@ -202,7 +201,6 @@ def _run_command(
             cwd=spec.folder,
             shell=spec.uses_shell,
             check=False,
-            env=os.environ.copy(),
         )
     except subprocess.TimeoutExpired:
         return Outcome(False, f"error: no answer within {spec.timeout:g} s ({where})")

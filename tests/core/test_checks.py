@@ -134,6 +134,20 @@ def test_ignore_case() -> None:
     assert outcome == Outcome(False, '"TODO" found')
 
 
+def test_a_schema_that_refers_elsewhere_fails_without_fetching() -> None:
+    outcome = run("json", {"schema": {"$ref": "http://127.0.0.1:9/review.json"}}, "{}")
+    assert outcome == Outcome(
+        False, "the schema cannot be used: cannot resolve http://127.0.0.1:9/review.json"
+    )
+
+
+def test_json_nested_too_deep_fails_without_a_traceback() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    assert run("json", True, deep) == Outcome(
+        False, "not JSON this recorder can read: nested too deep"
+    )
+
+
 def test_similar_needs_recorded_text() -> None:
     outcome = run("similar", 0.5, "text", recorded=3)
     assert outcome == Outcome(False, "the recorded value is not text (a number)")
