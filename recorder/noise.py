@@ -12,6 +12,10 @@ rules the replay would use (a place they already absorb proposes nothing):
   replies at the same places in every run (a later reply names it again), is an id: a
   `generated_paths` entry of kind `id`, paired one to one (a reply naming the wrong one
   fails);
+- a string that differs and reads as prose in some run (two words or more, never an id: an
+  answer a model words anew on every run) becomes a `checks` entry scoped to its exchange
+  (`in: "FILE#N"`): what held in every run and in the recording (`recorder.facts`: the
+  tokens, a length band, the format, a similarity floor), never "any text";
 - any other scalar whose live values differ becomes a `generated_paths` entry of a value kind
   (`recorder.kinds`), chosen over every live value seen at that place in any exchange, so that
   a type regression still fails: `integer`, `number`, `hex`, `duration`, `hostname`, `base64`,
@@ -32,11 +36,13 @@ cannot be learned (a status, a frame count, a non-JSON body that differs) are no
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder.jsonpath import format_path
+from recorder.facts import ENOUGH_RUNS, Check, Texts, is_prose, learn_facts
+from recorder.jsonpath import PathMatcher, format_path
 from recorder.kinds import is_of_kind
 from recorder.model import Response
 from recorder.pairing import PairingRules
@@ -61,6 +67,8 @@ class Replies:
     lives: tuple[Response, ...]
     group: str = ""
     """The transcript file: a value that recurs within one file's replies may be an id."""
+    exchange: int = 0
+    """The exchange's number in its file (1-based; 0: read from `where`): checks name it."""
 
 
 @dataclass(frozen=True)
@@ -77,10 +85,18 @@ class Proposal:
     samples: tuple[str, ...] = ()
     places: int = 0
     """How many exchanges (or frames) made it necessary (`where` names the first few)."""
+    scope: str = ""
+    """A `checks` entry's `in` (`FILE#N`)."""
+    checks: tuple[Check, ...] = ()
+    """A `checks` entry's checks (its `assert` list)."""
 
     def rule_text(self) -> str:
         """The rule as one line of YAML: `generated_paths: {'$.a': integer}`."""
         target = json.dumps(self.target)
+        if self.key == "checks":
+            scope = f", in: {json.dumps(self.scope)}" if self.scope else ""
+            asserts = ", ".join(json.dumps(check.as_rule()) for check in self.checks)
+            return f"checks: [{{path: {target}{scope}, assert: [{asserts}]}}]"
         if self.key == "generated_paths":
             return f"generated_paths: {{{target}: {self.kind}}}"
         return f"{self.key}: {{add: [{target}]}}"
@@ -92,6 +108,8 @@ class Proposals:
 
     rules: list[Proposal] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+    """Where more live runs would tell more (a fact in all runs but one, too few runs)."""
 
 
 @dataclass
@@ -102,6 +120,10 @@ class _Place:
     noisy: list[str] = field(default_factory=list)
     occurrences: list[tuple[str, _Occurrence, tuple[Any, ...]]] = field(default_factory=list)
     """(file, occurrence, live values) of each time the place was seen."""
+    noisy_at: list[tuple[str, int, tuple[Any, ...]]] = field(default_factory=list)
+    """(file, exchange, live values) of each time the values differed."""
+    texts: dict[tuple[str, int], list[Texts]] = field(default_factory=dict)
+    """(file, exchange) -> the texts (recorded, live) at each concrete place of it."""
 
 
 def pattern(keys: _Keys) -> str:
@@ -120,7 +142,11 @@ class _Learner:
         self.structural: dict[tuple[str, str], tuple[str, list[str]]] = {}
         self.headers: dict[str, tuple[list[str], list[str]]] = {}
         self.notes: list[str] = []
+        self.hints: list[str] = []
         self.group = ""
+        self.exchange = 0
+        self.runs = 0
+        self.checked = PathMatcher([])
         # (file, live run) -> string value -> the occurrences of it in that run's replies
         self.values: dict[tuple[str, int], dict[str, list[_Occurrence]]] = {}
 
@@ -132,6 +158,13 @@ class _Learner:
             return
         where = replies.where
         self.group = replies.group
+        self.exchange = replies.exchange or _exchange_number(where)
+        self.runs = max(self.runs, len(lives))
+        # a place the rules' checks already decide here is theirs: nothing to learn there
+        self.checked = PathMatcher(
+            [e.path for e in self.rules.checks if e.applies(self.group, self.exchange)]
+        )
+        recorded = replies.recorded
         if len({live.status for live in lives}) > 1:
             statuses = ", ".join(str(live.status) for live in lives)
             self.notes.append(f"{where}: the status differs between live runs ({statuses})")
@@ -146,10 +179,16 @@ class _Learner:
                     f"{where}: the number of frames differs between live runs ({counts})"
                 )
                 return
+            recorded_frames = [e for e in recorded.events or () if _is_data(e)]
             for number, frame in enumerate(zip(*frames, strict=True), start=1):
                 values = [_json(event.data or "") for event in frame]
+                old = (
+                    _json(recorded_frames[number - 1].data or "")
+                    if number <= len(recorded_frames)
+                    else _ABSENT
+                )
                 if all(value is not _ABSENT for value in values):
-                    self.visit((), tuple(values), f"{where} frame {number}", None)
+                    self.visit((), tuple(values), f"{where} frame {number}", None, old)
                 elif len({event.data for event in frame}) > 1:
                     self.notes.append(f"{where} frame {number}: non-JSON data differs")
             return
@@ -158,7 +197,8 @@ class _Learner:
             return
         values = [live.json if live.body else _ABSENT for live in lives]
         if all(v is not None and v is not _ABSENT for v in values):
-            self.visit((), tuple(values), where, None)
+            old = recorded.json if recorded.body and recorded.events is None else _ABSENT
+            self.visit((), tuple(values), where, None, old)
         elif len({live.body for live in lives}) > 1:
             self.notes.append(f"{where}: the body (not JSON) differs between live runs")
 
@@ -182,8 +222,12 @@ class _Learner:
         lives: tuple[Any, ...],
         where: str,
         kind: str | None,
+        recorded: Any = _ABSENT,
     ) -> None:
+        """Walk the live values at `keys` together (`recorded`: the recorded value there)."""
         if keys and self.ignored.match(keys):
+            return
+        if keys and self.checked and self.checked.match(keys):
             return
         if keys and isinstance(keys[-1], str) and keys[-1].lower() in self.secret_fields:
             return
@@ -201,10 +245,11 @@ class _Learner:
                             child, "ignored_paths", "present in some live runs only", where
                         )
                     continue
-                self.visit(child, children, where, self.pairing.field_kind(name, lives[0]))
+                old = recorded.get(name, _ABSENT) if isinstance(recorded, dict) else _ABSENT
+                self.visit(child, children, where, self.pairing.field_kind(name, lives[0]), old)
             return
         if all(isinstance(v, list) for v in lives):
-            self.array(keys, lives, where, kind)
+            self.array(keys, lives, where, kind, recorded)
             return
         if any(isinstance(v, dict | list) for v in lives):
             self.structure(keys, "ignored_paths", "an object, a list and a value by turns", where)
@@ -217,11 +262,18 @@ class _Learner:
             if isinstance(value, str) and value:
                 seen = self.values.setdefault((self.group, run), {})
                 seen.setdefault(value, []).append(occurrence)
+        if all(isinstance(v, str) for v in lives):
+            old = recorded if isinstance(recorded, str) else None
+            texts = place.texts.setdefault((self.group, self.exchange), [])
+            texts.append(Texts(old, tuple(lives)))
         if _all_same(lives) or self.absorbed(lives, kind):
             return
         place.noisy.append(where)
+        place.noisy_at.append((self.group, self.exchange, lives))
 
-    def array(self, keys: _Keys, lives: tuple[Any, ...], where: str, kind: str | None) -> None:
+    def array(
+        self, keys: _Keys, lives: tuple[Any, ...], where: str, kind: str | None, recorded: Any
+    ) -> None:
         if len({len(v) for v in lives}) > 1:
             self.structure(
                 keys, "ignored_paths", "the number of items differs between live runs", where
@@ -239,7 +291,10 @@ class _Learner:
                 for c, value in zip(canon, lives, strict=True)
             )
         for index in range(len(lives[0])):
-            self.visit((*keys, index), tuple(value[index] for value in lives), where, kind)
+            old = (
+                recorded[index] if isinstance(recorded, list) and index < len(recorded) else _ABSENT
+            )
+            self.visit((*keys, index), tuple(value[index] for value in lives), where, kind, old)
 
     def structure(self, keys: _Keys, key: str, reason: str, where: str) -> None:
         self.structural.setdefault((key, pattern(keys)), (reason, []))[1].append(where)
@@ -301,6 +356,11 @@ class _Learner:
             out.append(Proposal(key, target, None, reason, _first(where), (), _count(where)))
         for target, place in self.places.items():
             if not place.noisy:
+                continue
+            noisy = [v for _, _, lives in place.noisy_at for v in lives]
+            if all(isinstance(v, str) for v in noisy) and any(is_prose(v) for v in noisy):
+                # (an answer that is one word in one run is still an answer: never "any text")
+                out.extend(self.facts(target, place))
                 continue
             values = [v for lives in place.lives for v in lives]
             kind = classify(values)
@@ -365,9 +425,36 @@ class _Learner:
             "unordered_paths": 1,
             "ignored_paths": 2,
             "ignored_headers": 3,
+            "checks": 4,
         }
-        kept.sort(key=lambda p: (order[p.key], p.target))
-        return Proposals(kept, self.notes)
+        kept.sort(key=lambda p: (order[p.key], p.where, p.target))
+        hints = list(self.hints)
+        if any(p.key == "checks" for p in kept) and self.runs < ENOUGH_RUNS:
+            hints.insert(
+                0,
+                f"{self.runs} live runs: too few to tell the facts of a varying answer from "
+                f"its wording; learn with --runs {ENOUGH_RUNS} or more",
+            )
+        return Proposals(kept, self.notes, hints)
+
+    def facts(self, target: str, place: _Place) -> list[Proposal]:
+        """One `checks` entry per exchange where the prose at `target` varied: what held in
+        every run there (`recorder.facts`)."""
+        out: list[Proposal] = []
+        for group, exchange in dict.fromkeys((g, e) for g, e, _ in place.noisy_at):
+            found = learn_facts(place.texts.get((group, exchange), []))
+            name = re.split(r"[\\/]", group)[-1]
+            scope = f"{name}#{exchange}" if name else ""
+            where = f"{group} exchange {exchange}" if group else f"exchange {exchange}"
+            samples = _samples(
+                [v for g, e, lives in place.noisy_at if (g, e) == (group, exchange) for v in lives]
+            )
+            reason = "the text differs between live runs; what held in every run is checked"
+            out.append(
+                Proposal("checks", target, None, reason, (where,), samples, 1, scope, found.checks)
+            )
+            self.hints.extend(f"{scope or where} {target}: {note}" for note in found.notes)
+        return out
 
 
 def propose(replies: Sequence[Replies], rules: Rules) -> Proposals:
@@ -438,6 +525,11 @@ def _json(text: str) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         return _ABSENT
+
+
+def _exchange_number(where: str) -> int:
+    found = re.search(r"exchange (\d+)$", where)
+    return int(found.group(1)) if found else 0
 
 
 def _is_data(event: SseEvent) -> bool:

@@ -7,6 +7,19 @@ import os
 import click
 
 
+def _seed(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """`--vary` alone: a fresh wording sequence (-1 here); `--vary SEED`: a reproducible one."""
+    if value is None or value == "":
+        return None if value is None else -1
+    try:
+        seed = int(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a whole number (a seed)") from None
+    if seed < 0:
+        raise click.BadParameter(f"{seed} is negative: a seed is 0 or more")
+    return seed
+
+
 @click.command(short_help="Run the reference code-reviewer A2A agent.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option(
@@ -30,7 +43,19 @@ import click
     help="Log level of the server (uvicorn). The SDK's per-request warnings about client "
     "errors show from 'info' down.",
 )
-def kit(host: str, port: int, token: str | None, log_level: str) -> None:
+@click.option(
+    "--vary",
+    "vary",
+    metavar="[SEED]",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    callback=_seed,
+    help="Word every answer anew on each reply, facts kept, as a model-backed agent does "
+    "(the review, the answers, the question for a file name); with SEED, the same sequence "
+    "of wordings each start.",
+)
+def kit(host: str, port: int, token: str | None, log_level: str, vary: int | None) -> None:
     """Run the code-reviewer A2A agent (a2a-sdk) until Ctrl-C.
 
     JSON-RPC at /a2a/jsonrpc, HTTP+JSON under /a2a/rest, the card at
@@ -51,7 +76,14 @@ def kit(host: str, port: int, token: str | None, log_level: str) -> None:
         fail("kit", listen_problem(host, port, error))
     bound_port = int(sock.getsockname()[1])
     base_url = public_base_url(host, bound_port)
-    app = create_app(base_url, token=token or os.environ.get("RECORDER_KIT_TOKEN") or DEFAULT_TOKEN)
+    from recorder.kit.wording import Wording
+
+    wording = None if vary is None else Wording(None if vary < 0 else vary)
+    app = create_app(
+        base_url,
+        token=token or os.environ.get("RECORDER_KIT_TOKEN") or DEFAULT_TOKEN,
+        wording=wording,
+    )
     shown_host = f"[{host}]" if ":" in host else host
     click.echo(f"code-reviewer listening on http://{shown_host}:{bound_port}")
     click.echo(f"  agent card  {base_url}/.well-known/agent-card.json")

@@ -47,9 +47,12 @@ def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> st
 @click.option(
     "--runs",
     type=click.IntRange(min=2, max=100),
-    default=2,
+    default=4,
     show_default=True,
-    help="Live runs of every transcript to compare with one another.",
+    # 4: a varying answer's facts are what held in every run; a wording that recurs by
+    # chance in four runs is unlikely, and "all runs but one" still leaves three
+    help="Live runs of every transcript to compare with one another (4 or more tell the "
+    "facts of an answer worded anew each run from its wording).",
 )
 @click.option(
     "--rules",
@@ -92,7 +95,9 @@ def learn(
     with the other live replies, and propose the narrowest rules that absorb what differs
     between them: `id` at a place whose text changes and recurs in later replies (paired one
     to one), a value kind at a place whose value changes (`integer`, `hex`, `text` …),
-    `unordered_paths` for an array whose order changes, `ignored_paths` for a member that comes
+    `checks` for an answer worded anew each run (what held in every run: its facts, length,
+    format, a similarity floor; scoped to its exchange), `unordered_paths` for an array whose
+    order changes, `ignored_paths` for a member that comes
     and goes or changes type, `ignored_headers` for a header that changes. A place that is the
     same in every live run is never learned: a difference from the recording there is reported
     as a likely regression, after one more run with the learned rules.
@@ -141,6 +146,8 @@ def learn(
             first = proposal.where[0] if proposal.where else ""
             more = f" and {proposal.places - 1} more" if proposal.places > 1 else ""
             click.echo(f"  {rule}  # {proposal.reason}: {first}{more}", err=to_stderr)
+        for hint in proposals.hints:
+            click.echo(f"note: {hint}", err=True)
         if verbose:
             for note in proposals.notes:
                 click.echo(f"  not learned: {note}", err=to_stderr)

@@ -47,6 +47,7 @@ from recorder.kit.card import (
     build_public_card,
 )
 from recorder.kit.executor import SLOW_REVIEW_SECONDS, CodeReviewerExecutor
+from recorder.kit.wording import Wording
 
 __all__ = [
     "DEFAULT_TOKEN",
@@ -283,11 +284,13 @@ def create_app(
     token: str = DEFAULT_TOKEN,
     slow_review_seconds: float = SLOW_REVIEW_SECONDS,
     push_timeout: float = PUSH_TIMEOUT_SECONDS,
+    wording: Wording | None = None,
 ) -> Starlette:
     """The code-reviewer agent as a Starlette app, for an agent reachable at `base_url`.
 
     `base_url` is the public address written into the agent card (e.g.
-    `http://localhost:41242`); `token` guards GetExtendedAgentCard.
+    `http://localhost:41242`); `token` guards GetExtendedAgentCard; `wording` (`kit --vary`)
+    words its answers anew on each reply.
     """
     if not token:
         raise ValueError("the kit needs a non-empty token for GetExtendedAgentCard")
@@ -300,7 +303,9 @@ def create_app(
     )
     push_sender = BackgroundPushSender(BasePushNotificationSender(push_client, push_store))
     handler = DefaultRequestHandler(
-        agent_executor=CodeReviewerExecutor(slow_review_seconds=slow_review_seconds),
+        agent_executor=CodeReviewerExecutor(
+            slow_review_seconds=slow_review_seconds, wording=wording
+        ),
         task_store=InMemoryTaskStore(),
         agent_card=public_card,
         push_config_store=push_store,

@@ -10,6 +10,10 @@ Event order is fixed, so replies never depend on timing:
   COMPLETED;
 - a slow review -> Task (SUBMITTED), WORKING (with a message saying it waits), then nothing
   until CancelTask (-> CANCELED) or `slow_review_seconds` pass (-> artifact, COMPLETED).
+
+With a `wording` (`recorder kit --vary`), the answers to questions, the review and the
+question for a file name are worded anew on each reply (`recorder.kit.wording`); the events,
+ids and states are the same. Without one, every text is the fixed text of `review.py`.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Role, Task, TaskState, TaskStatus
 
 from recorder.kit import review
+from recorder.kit.wording import Wording
 
 __all__ = ["SLOW_REVIEW_SECONDS", "CodeReviewerExecutor"]
 
@@ -38,8 +43,11 @@ _ASK_FILE_NAME = (
 class CodeReviewerExecutor(AgentExecutor):
     """Answers questions with a message and reviews diffs as tasks (see the module docstring)."""
 
-    def __init__(self, *, slow_review_seconds: float = SLOW_REVIEW_SECONDS) -> None:
+    def __init__(
+        self, *, slow_review_seconds: float = SLOW_REVIEW_SECONDS, wording: Wording | None = None
+    ) -> None:
         self.slow_review_seconds = slow_review_seconds
+        self.wording = wording
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         message = context.message
@@ -52,10 +60,16 @@ class CodeReviewerExecutor(AgentExecutor):
         if intent is review.Intent.REVIEW and message is not None:
             await self._start_review(context, message, text, event_queue)
             return
-        reply = {
-            review.Intent.LANGUAGES: review.languages_text,
-            review.Intent.RULES: review.rules_text,
-        }.get(intent, review.help_text)()
+        if self.wording is not None:
+            reply = {
+                review.Intent.LANGUAGES: self.wording.languages,
+                review.Intent.RULES: self.wording.rules,
+            }.get(intent, self.wording.help)()
+        else:
+            reply = {
+                review.Intent.LANGUAGES: review.languages_text,
+                review.Intent.RULES: review.rules_text,
+            }.get(intent, review.help_text)()
         await event_queue.enqueue_event(new_text_message(reply, context_id=context.context_id))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -103,7 +117,8 @@ class CodeReviewerExecutor(AgentExecutor):
         files = review.parse_unified_diff(diff_text)
         if file_name is None and any(diff.path is None for diff in files):
             await updater.start_work()
-            await updater.requires_input(_agent_text(updater, _ASK_FILE_NAME))
+            ask = _ASK_FILE_NAME if self.wording is None else self.wording.ask_file_name()
+            await updater.requires_input(_agent_text(updater, ask))
             return
         files = tuple(
             dataclasses.replace(diff, path=file_name) if diff.path is None else diff
@@ -125,10 +140,15 @@ class CodeReviewerExecutor(AgentExecutor):
         await updater.add_artifact(
             # Text only: a data part is a protobuf Struct, whose keys the SDK writes in an
             # order that changes from one process to the next (upb's seeded hash map).
-            parts=[new_text_part(review.format_review(result), "text/plain")],
+            parts=[new_text_part(self._review_text(result), "text/plain")],
             name="review",
         )
         await updater.complete()
+
+    def _review_text(self, result: review.Review) -> str:
+        if self.wording is None:
+            return review.format_review(result)
+        return self.wording.review(result)
 
 
 def _agent_text(updater: TaskUpdater, text: str) -> Message:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import TracebackType
 
 from recorder.kit.app import DEFAULT_TOKEN, create_app
+from recorder.kit.wording import Wording
 from recorder.servers import ServerThread, bind_socket
 
 __all__ = ["KitServer", "public_base_url", "start_kit"]
@@ -58,14 +59,19 @@ def start_kit(
     token: str | None = None,
     *,
     slow_review_seconds: float | None = None,
+    vary: bool = False,
+    seed: int | None = None,
 ) -> KitServer:
-    """Bind host:port (0: a free port), build the app with that port in its card, start it."""
+    """Bind host:port (0: a free port), build the app with that port in its card, start it.
+    `vary`: answers worded anew on each reply (`recorder.kit.wording`; `seed`: the same
+    sequence of wordings each start)."""
     sock = bind_socket(host, port)
     actual_port = int(sock.getsockname()[1])
     base_url = public_base_url(host, actual_port)
     kit_token = token or DEFAULT_TOKEN
     options = {} if slow_review_seconds is None else {"slow_review_seconds": slow_review_seconds}
-    app = create_app(base_url, token=kit_token, **options)
+    wording = Wording(seed) if vary else None
+    app = create_app(base_url, token=kit_token, wording=wording, **options)
     try:
         server = ServerThread(app, sock=sock, lifespan="on").start()
     except BaseException:

@@ -8,6 +8,10 @@ take the `{add: [...]}` form, so the defaults stay (`ignored_headers` keeps `dat
 as it was: under a key already there, the new entries go after its last entry (a block list or
 mapping), or the key's flow value (`ignored_paths: []`) is rewritten as a block with its
 entries and the new ones; a key not there is appended at the end.
+
+`checks` entries (what held in every wording of a varying answer, `recorder.facts`) are
+written one per exchange and path, scoped with `in: "FILE#N"`, each check with a comment
+saying what it saw (`# in all 4 runs and the recording`, `# seen 212..287 characters`).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from recorder.noise import Proposal
 
 __all__ = ["merge", "render"]
 
-_KEYS = ("generated_paths", "unordered_paths", "ignored_paths", "ignored_headers")
+_KEYS = ("generated_paths", "unordered_paths", "ignored_paths", "ignored_headers", "checks")
 
 Scrub = Callable[[str], str]
 
@@ -45,9 +49,40 @@ def _places(count: int) -> str:
     return "1 exchange" if count == 1 else f"{count} exchanges or frames"
 
 
+def _check_entry(proposal: Proposal, indent: str, scrub: Scrub) -> list[str]:
+    """One `checks` item: its path, its scope, and each check with what it saw."""
+    lines = [f"{indent}# {proposal.reason}: {'; '.join(proposal.where)}"]
+    if proposal.samples:
+        seen = ", ".join(scrub(sample) for sample in proposal.samples)
+        lines.append(f"{indent}#   seen: {seen}")
+    lines = [line.replace("\n", " ").replace("\r", " ") for line in lines]
+    lines.append(f"{indent}- path: {_quote(proposal.target)}")
+    if proposal.scope:
+        lines.append(f"{indent}  in: {_quote(proposal.scope)}")
+    lines.append(f"{indent}  assert:")
+    for check in proposal.checks:
+        item = ", ".join(
+            f"{name}: {scrub(_flow(value))}" for name, value in check.as_rule().items()
+        )
+        lines.append(f"{indent}    - {item}  # {check.seen}")
+    return lines
+
+
+def _flow(value: object) -> str:
+    """A check's value as YAML flow text: `{min: 80, max: 400}`, `["a.py:3", "[todo]"]`."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{name}: {_flow(item)}" for name, item in value.items()) + "}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value, ensure_ascii=False)
+
+
 def _entries(key: str, proposals: Sequence[Proposal], indent: str, scrub: Scrub) -> list[str]:
     lines: list[str] = []
     for proposal in proposals:
+        if key == "checks":
+            lines.extend(_check_entry(proposal, indent, scrub))
+            continue
         lines.extend(_comment(proposal, indent, scrub))
         if key == "generated_paths":
             lines.append(f"{indent}{_quote(proposal.target)}: {proposal.kind}")
@@ -64,7 +99,7 @@ def _by_key(proposals: Sequence[Proposal]) -> dict[str, list[Proposal]]:
 
 
 def _block(key: str, proposals: Sequence[Proposal], scrub: Scrub) -> list[str]:
-    if key == "generated_paths":
+    if key in ("generated_paths", "checks"):
         return [f"{key}:", *_entries(key, proposals, "  ", scrub)]
     return [f"{key}:", "  add:", *_entries(key, proposals, "    ", scrub)]
 
@@ -96,14 +131,13 @@ def merge(
         value = top.get(key)
         if value is None:
             appended.extend(["", *_block(key, group, scrub)])
-        elif key != "generated_paths" and isinstance(value, yaml.MappingNode):
+        elif key not in ("generated_paths", "checks") and isinstance(value, yaml.MappingNode):
             edits.append(_into_add(text, value, key, group, scrub, starts))
         elif _is_block(value):
             edits.append(_insert(value, key, group, scrub, starts, len(text)))
         else:
-            edits.append(
-                _replace(value, _old_entries(key, value, "  ") + _entries(key, group, "  ", scrub))
-            )
+            old = _old_entries(key, value, "  ", text)
+            edits.append(_replace(value, old + _entries(key, group, "  ", scrub)))
     out = text
     for start, end, new in sorted(edits, reverse=True):
         out = out[:start] + new + out[end:]
@@ -158,7 +192,13 @@ def _replace(value: yaml.Node, lines: list[str]) -> tuple[int, int, str]:
     return value.start_mark.index, value.end_mark.index, "\n" + "\n".join(lines)
 
 
-def _old_entries(key: str, value: yaml.Node, indent: str) -> list[str]:
+def _old_entries(key: str, value: yaml.Node, indent: str, text: str = "") -> list[str]:
+    if key == "checks" and isinstance(value, yaml.SequenceNode):
+        # a flow list of entries: each entry kept as written (a flow mapping is a block item)
+        return [
+            f"{indent}- " + text[item.start_mark.index : item.end_mark.index]
+            for item in value.value
+        ]
     if isinstance(value, yaml.MappingNode):
         return [f"{indent}{_quote(str(k.value))}: {_scalar(v)}" for k, v in value.value]
     if isinstance(value, yaml.SequenceNode):

@@ -91,7 +91,7 @@ def learn(
     rules: Rules = DEFAULT_RULES,
     rules_file: str | None = None,
     output: str | None = None,
-    runs: int = 2,
+    runs: int = 4,
     environ: Mapping[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     start_agent: Callable[[], AgentHandle] | None = None,
@@ -142,6 +142,7 @@ def learn(
                 transcript.exchanges[index].response,
                 tuple(live.response for live in lives.get((number, index), ())),
                 path,
+                index + 1,
             )
             for number, (path, transcript) in enumerate(loaded)
             for index in range(len(transcript.exchanges))

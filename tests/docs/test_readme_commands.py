@@ -356,6 +356,28 @@ def run_check(place: Place, text: str) -> None:
     assert place.run(text).stdout.strip(), "recorder check printed nothing"
 
 
+def run_llm(place: Place, text: str) -> None:
+    # docs/llm-agents.md: the shipped recording (of `kit --vary 23`), against a kit worded
+    # anew (no seed: fresh wordings); play and trials learn first, as the page does
+    with start_kit(vary=True) as kit:
+        text = text.replace("http://localhost:41242", kit.url)
+        folder = "docs/llm/"
+        if " --rules llm-rules.yaml" not in text and not text.startswith("recorder learn"):
+            failed = place.run(text, expect=1)  # the wording differs: equality fails
+            assert failed.stdout.rstrip().endswith("1 passed, 3 failed"), failed.stdout
+            return
+        learned = place.run(f"recorder learn {folder} --agent {kit.url} -o llm-rules.yaml")
+        assert learned.stdout.rstrip().endswith("0 likely regressions"), learned.stdout
+        rules = (place.root / "llm-rules.yaml").read_text()
+        page = (REPO / "docs" / "llm-agents.md").read_text()
+        for line in page.partition("```yaml\n")[2].partition("```")[0].splitlines():
+            if not line.lstrip().startswith(("#", "- length", "- lines", "- similar")):
+                assert line in rules.splitlines(), line  # the page shows what learn writes
+        assert rules.count("\n  - path: ") == 3, rules
+        if text.startswith("recorder play"):
+            run_play(place, text)
+
+
 RUNS: dict[str, Callable[[Place, str], None]] = {
     "make demo": run_make,
     "make test": run_make,
@@ -393,6 +415,15 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "--scenario ask-and-review --mode replace": run_record,
     "recorder docs check docs/": run_docs,
     "python docs/ask_and_review.py http://127.0.0.1:41241": run_client,
+    # docs/llm-agents.md
+    "recorder kit --vary": run_kit,
+    "recorder record --upstream http://localhost:41242 --out docs/llm/ "
+    "--scenario llm-review": run_record,
+    "recorder play docs/llm/ --agent http://localhost:41242": run_llm,
+    "recorder learn docs/llm/ --agent http://localhost:41242 -o llm-rules.yaml": run_llm,
+    "recorder play docs/llm/ --agent http://localhost:41242 --rules llm-rules.yaml": (run_llm),
+    "recorder play docs/llm/ --agent http://localhost:41242 --rules llm-rules.yaml "
+    "--trials 10": run_llm,
 }
 
 

@@ -174,7 +174,7 @@ def test_learn_cli_reports_a_stable_place_as_a_likely_regression(
     assert '$.result.served.version: expected "1.0", got "2.0"' in result.stdout
     assert "version" not in output.read_text().replace("version: 1", "")  # not learned
     assert result.stdout.endswith(
-        "recorder learn: 9 rules learned from 2 live runs of 4 exchanges in 3 files, written to"
+        "recorder learn: 9 rules learned from 4 live runs of 4 exchanges in 3 files, written to"
         f" {output}; 4 likely regressions\n"
     )
 

@@ -88,7 +88,7 @@ def test_learn_cli_without_output_prints_the_rules_and_reports_on_stderr(tmp_pat
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("# recorder learn: 0 rules for the noise of http://127.0.0.1:")
     assert result.stderr.endswith(
-        "recorder learn: 0 rules learned from 2 live runs of 1 exchange in 1 file;"
+        "recorder learn: 0 rules learned from 4 live runs of 1 exchange in 1 file;"
         " 0 likely regressions\n"
     )
 
