@@ -35,7 +35,7 @@ from recorder.pairing import PairingRules
 from recorder.serve.match import LiveRequest, Matching
 from recorder.serve.steps import Step
 
-__all__ = ["Book", "Branch", "Conversation", "Found", "NotFound"]
+__all__ = ["Book", "Branch", "Conversation", "Found", "NotFound", "Tie"]
 
 
 _ANSWERED = "answered already: each recorded exchange answers once per conversation"
@@ -82,6 +82,17 @@ class _Candidate:
     branch: Branch
     step: Step
     echoes: dict[str, str]
+    score: tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Tie:
+    """Two recorded exchanges that matched a request (near) equally: `chosen` answered."""
+
+    chosen: Step
+    other: Step
+    same_reply: bool
+    """Whether their recorded replies are alike but for generated values (a harmless tie)."""
 
 
 class Book:
@@ -102,6 +113,10 @@ class Book:
         self.new_id = new_id or _new_id
         self.owner: dict[str, Conversation] = {}
         """Every value handed out -> the conversation it was handed to."""
+        self.opened = [0] * len(files)
+        """How many conversations each transcript has answered the first request of."""
+        self.ties: list[Tie] = []
+        """The ties of the last `find` (the app logs them)."""
         self._numbers = itertools.count(1)
         self._starters = [[step for step in steps if not step.needs] for steps in files]
 
@@ -109,7 +124,7 @@ class Book:
 
     def _try(
         self, branch: Branch, step: Step, live: LiveRequest, *, first_only: bool = True
-    ) -> _Candidate | list[str]:
+    ) -> _Candidate | Matching:
         matching = Matching(
             self.rules, step.needs, branch.to_live, branch.echo, first_only=first_only
         )
@@ -121,11 +136,27 @@ class Book:
             step.exchange.request.body,
             live,
         )
-        return differences or _Candidate(branch, step, matching.echoes)
+        if differences:
+            return matching
+        return _Candidate(branch, step, matching.echoes, matching.score)
+
+    def _best(self, branch: Branch, steps: list[Step], live: LiveRequest) -> _Candidate | None:
+        """The unused step of `branch` among `steps` that matches `live` best (the earliest of
+        equals: the conversation's own order)."""
+        key = live.key
+        best: _Candidate | None = None
+        for step in steps:
+            if step.key != key or step.index in branch.used:
+                continue
+            outcome = self._try(branch, step, live)
+            if isinstance(outcome, _Candidate) and (best is None or outcome.score > best.score):
+                best = outcome
+        return best
 
     def find(self, live: LiveRequest) -> Found | NotFound:
         """The recorded exchange that answers `live` (and the ids its reply hands out are
         chosen), or the closest recorded request and what differs."""
+        self.ties = []
         owners: list[Conversation] = []
         for value in live.strings():
             owner = self.owner.get(value)
@@ -136,59 +167,63 @@ class Book:
         return self._start(live)
 
     def _continue(self, owners: list[Conversation], live: LiveRequest) -> Found | NotFound:
-        key = live.key
         for conversation in owners:
             chosen: list[_Candidate] = []
             for branch in conversation.branches:
-                for step in self.files[branch.file]:
-                    if step.key != key or step.index in branch.used:
-                        continue
-                    outcome = self._try(branch, step, live)
-                    if isinstance(outcome, _Candidate):
-                        chosen.append(outcome)
-                        break
+                best = self._best(branch, self.files[branch.file], live)
+                if best is not None:
+                    chosen.append(best)
             if chosen:
+                # the best score answers; among equals, the conversation's first branch
+                chosen.sort(key=lambda c: _negated(c.score))
                 return self._answer(conversation, chosen, live)
         # the closest exchange of the conversations' transcripts, all differences named
-        closest: tuple[tuple[int, int], Step, list[str]] | None = None
+        closest: tuple[_Rank, Step, list[str]] | None = None
         for conversation in owners:
             for branch in conversation.branches:
                 for step in self.files[branch.file]:
                     outcome = self._try(branch, step, live, first_only=False)
                     if isinstance(outcome, _Candidate):
-                        outcome = [_ANSWERED]  # it matches, but it was used
-                    rank = _rank(step, live, outcome)
+                        differences = [_ANSWERED]  # it matches, but it was used
+                        rank = _rank(step, live, differences, outcome.score)
+                    else:
+                        differences = outcome.differences
+                        rank = _rank(step, live, differences, outcome.score)
                     if closest is None or rank < closest[0]:
-                        closest = (rank, step, outcome)
+                        closest = (rank, step, differences)
         if closest is None:
             return self.closest(live)
         return NotFound(closest[1], closest[2])
 
     def _start(self, live: LiveRequest) -> Found | NotFound:
         chosen: list[_Candidate] = []
-        key = live.key
         for starters in self._starters:
-            for step in starters:
-                if step.key != key:
-                    continue
-                outcome = self._try(Branch(step.file), step, live)
-                if isinstance(outcome, _Candidate):
-                    chosen.append(outcome)
-                    break
+            if starters:
+                best = self._best(Branch(starters[0].file), starters, live)
+                if best is not None:
+                    chosen.append(best)
         if chosen:
+            # the best score answers; among equals, the transcript opened by the fewest
+            # conversations (repeated identical requests each get their own), then file order
+            chosen.sort(key=lambda c: (_negated(c.score), self.opened[c.step.file]))
+            self.opened[chosen[0].step.file] += 1
             conversation = Conversation(next(self._numbers), [c.branch for c in chosen])
             return self._answer(conversation, chosen, live)
         return self.closest(live)
 
     def closest(self, live: LiveRequest) -> NotFound:
         """The recorded request nearest `live`: same method, path and JSON-RPC method first,
-        then the fewest differences."""
-        best: tuple[tuple[int, int], Step, list[str]] | None = None
+        then the fewest differences, then the best score of what did match."""
+        best: tuple[_Rank, Step, list[str]] | None = None
         for steps in self.files:
             for step in steps:
                 outcome = self._try(Branch(step.file), step, live, first_only=False)
-                differences = outcome if isinstance(outcome, list) else []
-                rank = _rank(step, live, differences)
+                if isinstance(outcome, _Candidate):
+                    differences: list[str] = []
+                    score = outcome.score
+                else:
+                    differences, score = outcome.differences, outcome.score
+                rank = _rank(step, live, differences, score)
                 if best is None or rank < best[0]:
                     best = (rank, step, differences)
         if best is None:
@@ -197,9 +232,19 @@ class Book:
 
     # ------------------------------------------------------------------ answering
 
+    def _note_ties(self, chosen: list[_Candidate]) -> None:
+        first = chosen[0]
+        for other in chosen[1:]:
+            if not _near(first.score, other.score):
+                break
+            if other.step is not first.step:
+                same = first.step.reply_shape == other.step.reply_shape
+                self.ties.append(Tie(first.step, other.step, same))
+
     def _answer(
         self, conversation: Conversation, chosen: list[_Candidate], live: LiveRequest
     ) -> Found:
+        self._note_ties(chosen)
         first = chosen[0]
         branch, step = first.branch, first.step
         branch.used.add(step.index)
@@ -239,7 +284,14 @@ def _pair(recorded: list[tuple[str, str]], handed: list[str], to_live: dict[str,
     return True
 
 
-def _rank(step: Step, live: LiveRequest, differences: list[str]) -> tuple[int, int]:
+_Rank = tuple[int, int, tuple[int, int, int]]
+
+
+def _rank(
+    step: Step, live: LiveRequest, differences: list[str], score: tuple[int, int, int]
+) -> _Rank:
+    """Smaller is closer: the same method, path and JSON-RPC method, then the fewest
+    differences, then the match's own score (more exact leaves)."""
     request = step.exchange.request
     same = (
         request.method == live.method
@@ -251,7 +303,16 @@ def _rank(step: Step, live: LiveRequest, differences: list[str]) -> tuple[int, i
         and len(step.pieces) == len(live.pieces)
         and step.rpc_method == live.rpc_method
     )
-    return (0 if same else 1 if shape else 2, len(differences))
+    return (0 if same else 1 if shape else 2, len(differences), _negated(score))
+
+
+def _negated(score: tuple[int, int, int]) -> tuple[int, int, int]:
+    return (-score[0], -score[1], -score[2])
+
+
+def _near(best: tuple[int, int, int], other: tuple[int, int, int]) -> bool:
+    """Whether `other` scores as `best` does, or within one leaf: a choice worth a log line."""
+    return best[0] == other[0] and abs(best[1] - other[1]) + abs(best[2] - other[2]) <= 1
 
 
 def _new_id(value: str, kind: str) -> str:

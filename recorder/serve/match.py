@@ -43,16 +43,25 @@ __all__ = [
     "NOT_JSON",
     "LiveRequest",
     "Matching",
+    "is_default",
     "parse_json",
+    "random_template",
     "significant_headers",
     "split_target",
 ]
 
 NOT_JSON: Any = object()
 """What `parse_json` gives for a body that is not JSON."""
+_EXTENSIONS = "a2a-extensions"
+_LEGACY_EXTENSIONS = "x-a2a-extensions"
+_SIGNIFICANT = frozenset({"authorization", "accept"})
+# headers that rank candidates without ruling one out: what the client accepts
+_SOFT_HEADERS = frozenset({"accept"})
 # members whose value the client makes up, whatever its shape
 _CLIENT_MEMBERS = frozenset({"messageId"})
 _TARGET_SEPARATORS = re.compile(r"([/?&=:])")
+_PIECES = re.compile(r"([-_.:/ ]+)")
+_HEX = re.compile(r"[0-9a-fA-F]+")
 _MAX_DIFFERENCES = 20
 _CARD = "/agent-card.json"
 _LOOPBACK_URL = re.compile(
@@ -79,13 +88,22 @@ def split_target(target: str) -> list[str]:
 
 
 def significant_headers(headers: Any) -> dict[str, str]:
-    """The headers that choose an answer: the A2A service parameters and Authorization,
-    names lower-cased (a repeated header: its values joined by ", ")."""
+    """The headers that choose an answer: the A2A service parameters, Authorization and
+    Accept, names lower-cased (a repeated header: its values joined by ", ").
+
+    A2A 0.3's `X-A2A-Extensions` is `A2A-Extensions` (the SDK's compat layer sends both
+    names), and the extensions are a set: their order and repeats do not matter."""
     found: dict[str, str] = {}
     for name, value in headers:
         lower = name.lower()
-        if lower.startswith("a2a-") or lower == "authorization":
+        if lower == _LEGACY_EXTENSIONS:
+            lower = _EXTENSIONS
+        if lower.startswith("a2a-") or lower in _SIGNIFICANT:
             found[lower] = f"{found[lower]}, {value}" if lower in found else value
+    extensions = found.get(_EXTENSIONS)
+    if extensions is not None:
+        items = {item.strip() for item in extensions.split(",")}
+        found[_EXTENSIONS] = ", ".join(sorted(items - {""}))
     return found
 
 
@@ -144,13 +162,54 @@ class _Differs(Exception):
     """A difference was found and only the first was asked for."""
 
 
+def random_template(value: str) -> str | None:
+    """`value` with each part that looks made at random (a hex run such as a per-run suffix
+    `af33c277`, a long mix of letters and digits, a long number) as `\\0`, or None when it has
+    no such part: `tck-missing-af33c277` and `tck-missing-6e3f1958` have one template."""
+    if len(value) < 6 or len(value) > 200:
+        return None
+    pieces = _PIECES.split(value)
+    changed = False
+    for index in range(0, len(pieces), 2):
+        if _random(pieces[index]):
+            pieces[index] = "\0"
+            changed = True
+    return "".join(pieces) if changed else None
+
+
+def _random(piece: str) -> bool:
+    if len(piece) < 6 or not piece.isascii() or not piece.isalnum():
+        return False
+    digits = sum(char.isdigit() for char in piece)
+    if digits == len(piece):
+        return len(piece) >= 8
+    if not digits:
+        return False
+    return _HEX.fullmatch(piece) is not None or len(piece) >= 10
+
+
+def is_default(value: Any) -> bool:
+    """Whether `value` is a ProtoJSON default (null, "", 0, false, [], {}, an enum's
+    `*_UNSPECIFIED`): the same as the member being absent."""
+    if value is None or value == "" or value == [] or value == {}:
+        return True
+    if isinstance(value, bool | int | float):
+        return not value
+    return isinstance(value, str) and value.endswith("_UNSPECIFIED")
+
+
 class Matching:
-    """One comparison of a recorded request with a live one.
+    """One comparison of a recorded request with a live one, and its score.
 
     `needs`: the recorded generated values the recorded request carried (handed out by earlier
     replies of its file); `mapped`: recorded -> live values handed out so far in the
     conversation; `echo`: recorded -> live client values paired so far. After `compare`,
     `differences` lists what differs and `echoes` the client values newly paired.
+
+    The score (`score`, higher is closer) counts the leaves compared: `exact` ones (equal as
+    recorded, or the id handed out), `close` ones (a client's value paired with one of the
+    same shape or the same template), and `loose` ones (equal only as ProtoJSON defaults, a
+    client's messageId of another pattern, a header that ranks but does not rule out).
     """
 
     def __init__(
@@ -169,6 +228,14 @@ class Matching:
         self.echo = echo
         self.echoes: dict[str, str] = {}
         self.differences: list[str] = []
+        self.exact = 0
+        self.close = 0
+        self.loose = 0
+
+    @property
+    def score(self) -> tuple[int, int, int]:
+        """(exact, close, -loose): compared as a tuple, more exact leaves first."""
+        return (self.exact, self.close, -self.loose)
 
     def _differ(self, where: str, why: str) -> None:
         if len(self.differences) < _MAX_DIFFERENCES:
@@ -203,11 +270,17 @@ class Matching:
         if method != live.method:
             self._differ("method", f"recorded {method}, got {live.method}")
         self._target(pieces, live.pieces)
-        # the agent card is discovery, not an A2A operation: fetched with or without them
+        # the agent card is discovery, not an A2A operation: fetched with or without them,
+        # though the headers rank the recorded cards (A2A-Version: 1.0 gets the 1.0 card)
         card = live.method == "GET" and live.target.partition("?")[0].endswith(_CARD)
-        for name in sorted(set(significant) | set(live.significant)) if not card else ():
+        for name in sorted(set(significant) | set(live.significant)):
             recorded, got = significant.get(name), live.significant.get(name)
-            if recorded is None:
+            if card or name in _SOFT_HEADERS:
+                if recorded == got:
+                    self.exact += 1
+                else:
+                    self.loose += 1
+            elif recorded is None:
                 self._differ(f"header {name}", f"not recorded, got {got!r}")
             elif got is None:
                 self._differ(f"header {name}", f"recorded {recorded!r}, got none")
@@ -216,6 +289,8 @@ class Matching:
         if recorded_json is NOT_JSON:
             if recorded_body != live.body:
                 self._differ("body", "differs from the recorded body (not JSON)")
+            elif recorded_body:
+                self.exact += 1
         elif live.json is NOT_JSON:
             self._differ("body", "recorded JSON, got a body that is not JSON")
         else:
@@ -242,10 +317,17 @@ class Matching:
             if not isinstance(live, dict):
                 self._differ(where, f"recorded an object, got {_show(live)}")
                 return
+            # ProtoJSON: a member at its default is the same as the member left out
             for key in recorded.keys() - live.keys():
-                self._differ(f"{where}.{key}", "missing")
+                if is_default(recorded[key]):
+                    self.loose += 1
+                else:
+                    self._differ(f"{where}.{key}", "missing")
             for key in live.keys() - recorded.keys():
-                self._differ(f"{where}.{key}", f"not recorded, got {_show(live[key])}")
+                if is_default(live[key]):
+                    self.loose += 1
+                else:
+                    self._differ(f"{where}.{key}", f"not recorded, got {_show(live[key])}")
             is_rpc = top and "jsonrpc" in recorded
             for key, item in recorded.items():
                 if key in live:
@@ -258,10 +340,17 @@ class Matching:
                 self._value(one, other, f"{where}[{index}]", None, False)
         elif isinstance(recorded, str):
             if not isinstance(live, str):
-                self._differ(where, f"recorded {_show(recorded)}, got {_show(live)}")
+                if is_default(recorded) and is_default(live):
+                    self.loose += 1
+                else:
+                    self._differ(where, f"recorded {_show(recorded)}, got {_show(live)}")
             else:
                 self._string(recorded, live, where, name)
-        elif recorded != live or type(recorded) is not type(live):
+        elif recorded == live and type(recorded) is type(live):
+            self.exact += 1
+        elif is_default(recorded) and is_default(live):
+            self.loose += 1  # null, 0, false: one default
+        else:
             self._differ(where, f"recorded {_show(recorded)}, got {_show(live)}")
 
     def _string(self, recorded: str, live: str, where: str, name: str | None) -> None:
@@ -271,15 +360,24 @@ class Matching:
                 self._differ(where, f"recorded {recorded}, an id this conversation was not given")
             elif live != expected:
                 self._differ(where, f"expected {expected} (handed out for recorded {recorded})")
+            else:
+                self.exact += 1
             return
-        if name in _CLIENT_MEMBERS or self.rules.shape_kind(recorded) is not None:
-            kind = self.rules.shape_kind(recorded)
+        kind = self.rules.shape_kind(recorded)
+        if kind is not None or name in _CLIENT_MEMBERS:
             if kind is not None and self.rules.shape_kind(live) != kind:
                 self._differ(where, f"expected a {kind} value such as {recorded}, got {live!r}")
                 return
-            self._echo(recorded, live, where)
+            if self._echo(recorded, live, where):
+                if recorded == live:
+                    self.exact += 1
+                elif kind is not None or random_template(recorded) == random_template(live):
+                    self.close += 1
+                else:
+                    self.loose += 1  # any messageId will do, but one of its pattern is closer
             return
         if recorded == live:
+            self.exact += 1
             return
         if "{{" in recorded and PLACEHOLDER.search(recorded):
             names, pattern = _placeholder_pattern(recorded)
@@ -288,25 +386,38 @@ class Matching:
                 # the client's secret, given back where the recorded reply has the placeholder
                 for number, placeholder in enumerate(names):
                     self.echoes.setdefault(placeholder, match.group(number + 1))
+                self.close += 1
                 return
-        elif self.rules.shapes is not None and self._shaped(recorded, live):
+        elif self.rules.shapes is not None and self._shaped(recorded, live, where):
+            return
+        template = random_template(recorded)
+        if template is not None and template == random_template(live):
+            # a value the client made with a random part (a per-run suffix): paired one to one
+            if self._echo(recorded, live, where):
+                self.close += 1
             return
         if "//" in recorded and _loopback(recorded) == _loopback(live) != recorded:
-            self._echo(recorded, live, where)
+            if self._echo(recorded, live, where):
+                self.close += 1
             return
         self._differ(where, f"recorded {_show(recorded)}, got {_show(live)}")
 
-    def _echo(self, recorded: str, live: str, where: str) -> None:
+    def _echo(self, recorded: str, live: str, where: str) -> bool:
+        """Pair a client's value with the recorded one, one to one; False when it differs."""
         paired = self.echo.get(recorded, self.echoes.get(recorded))
         if paired is None:
             self.echoes[recorded] = live
         elif paired != live:
             self._differ(where, f"expected {paired} (the value the client sent for {recorded})")
+            return False
+        return True
 
-    def _shaped(self, recorded: str, live: str) -> bool:
+    def _shaped(self, recorded: str, live: str, where: str) -> bool:
         """Whether `live` is `recorded` with each generated shape inside it replaced by a value
-        of the same kind (a handed-out one where the recording had a handed-out one)."""
+        of the same kind (a handed-out one where the recording had a handed-out one); the
+        client's shapes are paired (a uuid it made, quoted inside a text)."""
         parts: list[str] = []
+        free: list[str] = []
         last = 0
         assert self.rules.shapes is not None
         for match in self.rules.shape_matches(recorded):
@@ -317,15 +428,23 @@ class Matching:
             else:
                 group = f"k_{match.lastgroup[2:]}" if match.lastgroup else ""
                 pattern = self.rules.rules.generated_shapes.get(group[2:], ".+?")
-                parts.append(f"(?:{pattern})")
+                parts.append(f"((?:{pattern}))")
+                free.append(value)
             last = match.end()
         if not parts:
             return False
         parts.append(re.escape(recorded[last:]))
         try:
-            return re.fullmatch("".join(parts), live) is not None
+            found = re.fullmatch("".join(parts), live)
         except re.error:
             return False
+        if found is None:
+            return False
+        for number, value in enumerate(free):
+            if value not in self.needs and not self._echo(value, found.group(number + 1), where):
+                return True
+        self.close += 1
+        return True
 
 
 def _loopback(text: str) -> str:

@@ -51,6 +51,7 @@ def serve(
         async def shutdown(self, sockets: Any = None) -> None:
             stand_in.stop_streams()  # replies held for @during end now
             await super().shutdown(sockets)
+            await stand_in.aclose()  # the fallback's connections
 
     server = _Server(uvicorn.Config(stand_in, **server_options()))
     quiet_shutdown(server)

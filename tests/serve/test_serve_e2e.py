@@ -300,11 +300,21 @@ def test_an_unmatched_request_gets_an_error_naming_the_closest_exchange() -> Non
     assert f"JSON-RPC Error {NO_MATCH}" in said
     assert "closest: " in said and "02-message-reply.http:3 (SendMessage: ask which" in said
     assert '$.params.message.parts[0].text: recorded "What languages can you review?"' in said
+    # A2A 1.0's error shapes: a google.rpc.Status for HTTP+JSON, error.data an array of
+    # typed details for JSON-RPC (ErrorInfo: the closest exchange; BadRequest: what differs)
     assert rest.status_code == 404
-    assert "no recorded exchange matches GET /a2a/rest/tasks/nope" in rest.json()["error"]
-    assert "16-rest-tasks.http" in rest.json()["closest"]["exchange"]
+    status = rest.json()["error"]
+    assert (status["code"], status["status"]) == (404, "NOT_FOUND")
+    assert "no recorded exchange matches GET /a2a/rest/tasks/nope" in status["message"]
+    info = status["details"][0]
+    assert info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
+    assert (info["reason"], info["domain"]) == ("NO_RECORDED_MATCH", "recorder")
+    assert "16-rest-tasks.http" in info["metadata"]["closest"]
     assert raw["id"] == 7 and raw["error"]["code"] == NO_MATCH
-    assert raw["error"]["data"]["closest"]["title"].startswith("GetTask")
+    info, bad = raw["error"]["data"]
+    assert info["metadata"]["title"].startswith("GetTask")
+    assert bad["@type"] == "type.googleapis.com/google.rpc.BadRequest"
+    assert "$.params.id" in [violation["field"] for violation in bad["fieldViolations"]]
     assert "$.params.id" in raw["error"]["message"]
     # the same lines in the stand-in's log; --strict: exit 1 at shutdown
     assert err.count("recorder serve: no recorded exchange matches") == 3
