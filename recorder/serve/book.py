@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.pairing import PairingRules
-from recorder.serve.match import LiveRequest, Matching
+from recorder.serve.match import LiveRequest, Matching, random_template
 from recorder.serve.steps import Step
 
 __all__ = ["Book", "Branch", "Conversation", "Found", "NotFound", "Tie"]
@@ -113,6 +113,8 @@ class Book:
         self.new_id = new_id or _new_id
         self.owner: dict[str, Conversation] = {}
         """Every value handed out -> the conversation it was handed to."""
+        self.echoed: dict[str, list[Conversation]] = {}
+        """A client's own id (uuid, random part) -> the conversations it was paired in."""
         self.opened = [0] * len(files)
         """How many conversations each transcript has answered the first request of."""
         self.ties: list[Tie] = []
@@ -158,15 +160,27 @@ class Book:
         chosen), or the closest recorded request and what differs."""
         self.ties = []
         owners: list[Conversation] = []
+        echoed: list[Conversation] = []
         for value in live.strings():
             owner = self.owner.get(value)
-            if owner is not None and owner not in owners:
-                owners.append(owner)
+            if owner is not None:
+                if owner not in owners:
+                    owners.append(owner)
+            else:
+                echoed.extend(c for c in self.echoed.get(value, ()) if c not in echoed)
         if owners:
-            return self._continue(sorted(owners, key=lambda c: c.number), live)
+            owners.sort(key=lambda c: c.number)
+            return self._go_on(owners, live) or self._closest_of(owners, live)
+        if echoed:
+            # a client's own id (its contextId) names the conversations it was sent in: the
+            # latest that has an answer goes on; none: the request starts a conversation
+            echoed.sort(key=lambda c: c.number, reverse=True)
+            found = self._go_on(echoed, live)
+            if found is not None:
+                return found
         return self._start(live)
 
-    def _continue(self, owners: list[Conversation], live: LiveRequest) -> Found | NotFound:
+    def _go_on(self, owners: list[Conversation], live: LiveRequest) -> Found | None:
         for conversation in owners:
             chosen: list[_Candidate] = []
             for branch in conversation.branches:
@@ -177,6 +191,9 @@ class Book:
                 # the best score answers; among equals, the conversation's first branch
                 chosen.sort(key=lambda c: _negated(c.score))
                 return self._answer(conversation, chosen, live)
+        return None
+
+    def _closest_of(self, owners: list[Conversation], live: LiveRequest) -> NotFound:
         # the closest exchange of the conversations' transcripts, all differences named
         closest: tuple[_Rank, Step, list[str]] | None = None
         for conversation in owners:
@@ -232,6 +249,14 @@ class Book:
 
     # ------------------------------------------------------------------ answering
 
+    def _note_echoes(self, conversation: Conversation, echoes: dict[str, str]) -> None:
+        """The client's own ids (uuids, values with a random part) name `conversation`."""
+        for live in echoes.values():
+            if self.rules.shape_kind(live) is not None or random_template(live) is not None:
+                conversations = self.echoed.setdefault(live, [])
+                if conversation not in conversations:
+                    conversations.append(conversation)
+
     def _note_ties(self, chosen: list[_Candidate]) -> None:
         first = chosen[0]
         for other in chosen[1:]:
@@ -249,6 +274,7 @@ class Book:
         branch, step = first.branch, first.step
         branch.used.add(step.index)
         branch.echo.update(first.echoes)
+        self._note_echoes(conversation, first.echoes)
         handed: list[str] = []
         for value, kind in step.hands_out:
             given = branch.to_live.get(value)

@@ -61,4 +61,7 @@ def serve(
         pass  # uvicorn re-raises the Ctrl-C it handled: the shutdown already happened
     finally:
         sock.close()
-    announce(f"stopped; {stand_in.matched} requests answered, {stand_in.unmatched} unmatched")
+    relayed = f", {stand_in.relayed} relayed" if stand_in.fallback is not None else ""
+    announce(
+        f"stopped; {stand_in.matched} requests answered, {stand_in.unmatched} unmatched{relayed}"
+    )
