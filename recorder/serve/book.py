@@ -35,7 +35,10 @@ from recorder.pairing import PairingRules
 from recorder.serve.match import LiveRequest, Matching, random_template
 from recorder.serve.steps import Step
 
-__all__ = ["Book", "Branch", "Conversation", "Found", "NotFound", "Tie"]
+__all__ = ["Book", "Branch", "Conversation", "Found", "NotFound", "Score", "Tie"]
+
+Score = tuple[int, int, int, int]
+"""`Matching.score`: higher is closer."""
 
 
 _ANSWERED = "answered already: each recorded exchange answers once per conversation"
@@ -82,7 +85,7 @@ class _Candidate:
     branch: Branch
     step: Step
     echoes: dict[str, str]
-    score: tuple[int, int, int]
+    score: Score
 
 
 @dataclass(frozen=True)
@@ -130,13 +133,24 @@ class Book:
         matching = Matching(
             self.rules, step.needs, branch.to_live, branch.echo, first_only=first_only
         )
+        canon, legacy = step.spelled
+        if legacy == live.legacy or step.unknown_method:
+            # (an agent that did not know the recorded spelling's method, -32601, does not
+            # take the two spellings alike: compared as they are)
+            recorded, live_json = step.json, live.json
+        else:
+            # one spelled as A2A 0.3, the other as 1.0: compared as 1.0, and ranked below
+            # any recording in the client's own spelling
+            recorded, live_json = canon, live.canon
+            matching.respelled = True
         differences = matching.compare(
             step.exchange.request.method,
             step.pieces,
             step.significant,
-            step.json,
+            recorded,
             step.exchange.request.body,
             live,
+            live_json,
         )
         if differences:
             return matching
@@ -310,12 +324,10 @@ def _pair(recorded: list[tuple[str, str]], handed: list[str], to_live: dict[str,
     return True
 
 
-_Rank = tuple[int, int, tuple[int, int, int]]
+_Rank = tuple[int, int, Score]
 
 
-def _rank(
-    step: Step, live: LiveRequest, differences: list[str], score: tuple[int, int, int]
-) -> _Rank:
+def _rank(step: Step, live: LiveRequest, differences: list[str], score: Score) -> _Rank:
     """Smaller is closer: the same method, path and JSON-RPC method, then the fewest
     differences, then the match's own score (more exact leaves)."""
     request = step.exchange.request
@@ -332,13 +344,14 @@ def _rank(
     return (0 if same else 1 if shape else 2, len(differences), _negated(score))
 
 
-def _negated(score: tuple[int, int, int]) -> tuple[int, int, int]:
-    return (-score[0], -score[1], -score[2])
+def _negated(score: Score) -> Score:
+    return (-score[0], -score[1], -score[2], -score[3])
 
 
-def _near(best: tuple[int, int, int], other: tuple[int, int, int]) -> bool:
+def _near(best: Score, other: Score) -> bool:
     """Whether `other` scores as `best` does, or within one leaf: a choice worth a log line."""
-    return best[0] == other[0] and abs(best[1] - other[1]) + abs(best[2] - other[2]) <= 1
+    same = best[:2] == other[:2]
+    return same and abs(best[2] - other[2]) + abs(best[3] - other[3]) <= 1
 
 
 def _new_id(value: str, kind: str) -> str:

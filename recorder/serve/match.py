@@ -38,6 +38,7 @@ import orjson
 
 from recorder.pairing import PairingRules
 from recorder.redact import PLACEHOLDER
+from recorder.serve.spelling import canonical_method, modern
 
 __all__ = [
     "NOT_JSON",
@@ -118,16 +119,22 @@ class LiveRequest:
     json: Any = field(init=False)
     pieces: list[str] = field(init=False)
     significant: dict[str, str] = field(init=False)
+    canon: Any = field(init=False)
+    """The body spelled as A2A 1.0 (`recorder.serve.spelling`)."""
+    legacy: bool = field(init=False)
+    """Whether the body is spelled as A2A 0.3."""
 
     def __post_init__(self) -> None:
         self.json = parse_json(self.body)
         self.pieces = split_target(self.target)
         self.significant = significant_headers(self.headers)
+        self.canon, self.legacy = modern(self.json)
 
     @property
     def key(self) -> tuple[str, tuple[str, ...], str | None]:
-        """The method, the target's separators, the JSON-RPC method (`Step.key`)."""
-        return (self.method, tuple(self.pieces[1::2]), self.rpc_method)
+        """The method, the target's separators, the JSON-RPC method in its 1.0 name
+        (`Step.key`)."""
+        return (self.method, tuple(self.pieces[1::2]), canonical_method(self.rpc_method))
 
     @property
     def rpc_method(self) -> str | None:
@@ -189,10 +196,13 @@ def _random(piece: str) -> bool:
 
 
 def is_default(value: Any) -> bool:
-    """Whether `value` is a ProtoJSON default (null, "", 0, false, [], {}, an enum's
-    `*_UNSPECIFIED`): the same as the member being absent."""
-    if value is None or value == "" or value == [] or value == {}:
+    """Whether `value` is a ProtoJSON default (null, "", 0, false, [], an enum's
+    `*_UNSPECIFIED`, an object of nothing but defaults): the same as the member being
+    absent."""
+    if value is None or value == "" or value == []:
         return True
+    if isinstance(value, dict):
+        return all(is_default(item) for item in value.values())
     if isinstance(value, bool | int | float):
         return not value
     return isinstance(value, str) and value.endswith("_UNSPECIFIED")
@@ -206,7 +216,8 @@ class Matching:
     conversation; `echo`: recorded -> live client values paired so far. After `compare`,
     `differences` lists what differs and `echoes` the client values newly paired.
 
-    The score (`score`, higher is closer) counts the leaves compared: `exact` ones (equal as
+    The score (`score`, higher is closer) puts a recording in the client's own spelling (A2A
+    0.3 or 1.0) first, then counts the leaves compared: `exact` ones (equal as
     recorded, or the id handed out), `close` ones (a client's value paired with one of the
     same shape or the same template), and `loose` ones (equal only as ProtoJSON defaults, a
     client's messageId of another pattern, a header that ranks but does not rule out).
@@ -231,11 +242,14 @@ class Matching:
         self.exact = 0
         self.close = 0
         self.loose = 0
+        self.respelled = False
+        """Set by the caller: compared in A2A 1.0's spelling, the two being spelled apart."""
 
     @property
-    def score(self) -> tuple[int, int, int]:
-        """(exact, close, -loose): compared as a tuple, more exact leaves first."""
-        return (self.exact, self.close, -self.loose)
+    def score(self) -> tuple[int, int, int, int]:
+        """(-respelled, exact, close, -loose): compared as a tuple, a request in the
+        recording's own spelling first, then more exact leaves."""
+        return (-int(self.respelled), self.exact, self.close, -self.loose)
 
     def _differ(self, where: str, why: str) -> None:
         if len(self.differences) < _MAX_DIFFERENCES:
@@ -251,11 +265,21 @@ class Matching:
         recorded_json: Any,
         recorded_body: bytes,
         live: LiveRequest,
+        live_json: Any = NOT_JSON,
     ) -> list[str]:
         """Every difference between the recorded request (given by its parts) and `live`
-        (with `first_only`, the first one)."""
+        (with `first_only`, the first one); `live_json`, when given, is compared for the
+        live body (its 1.0 spelling, against a recording's)."""
         with contextlib.suppress(_Differs):
-            self._compare(method, pieces, significant, recorded_json, recorded_body, live)
+            self._compare(
+                method,
+                pieces,
+                significant,
+                recorded_json,
+                recorded_body,
+                live,
+                live.json if live_json is NOT_JSON else live_json,
+            )
         return self.differences
 
     def _compare(
@@ -266,6 +290,7 @@ class Matching:
         recorded_json: Any,
         recorded_body: bytes,
         live: LiveRequest,
+        live_json: Any,
     ) -> None:
         if method != live.method:
             self._differ("method", f"recorded {method}, got {live.method}")
@@ -291,10 +316,10 @@ class Matching:
                 self._differ("body", "differs from the recorded body (not JSON)")
             elif recorded_body:
                 self.exact += 1
-        elif live.json is NOT_JSON:
+        elif live_json is NOT_JSON:
             self._differ("body", "recorded JSON, got a body that is not JSON")
         else:
-            self._value(recorded_json, live.json, "$", None, top=True)
+            self._value(recorded_json, live_json, "$", None, top=True)
 
     def _target(self, recorded: list[str], live: list[str]) -> None:
         if len(recorded) != len(live) or recorded[1::2] != live[1::2]:

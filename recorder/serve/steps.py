@@ -17,6 +17,7 @@ from recorder.httpfile import DURING_TAG
 from recorder.model import Exchange, Transcript
 from recorder.pairing import PairingRules
 from recorder.serve.match import NOT_JSON, parse_json, significant_headers, split_target
+from recorder.serve.spelling import canonical_method, modern
 
 __all__ = ["Step", "prepare"]
 
@@ -50,7 +51,26 @@ class Step:
     def key(self) -> tuple[str, tuple[str, ...], str | None]:
         """What a matching live request has the same (`LiveRequest.key`): the method, the
         target's separators, the JSON-RPC method. Compared first, as a cheap filter."""
-        return (self.exchange.request.method, tuple(self.pieces[1::2]), self.rpc_method)
+        return (
+            self.exchange.request.method,
+            tuple(self.pieces[1::2]),
+            canonical_method(self.rpc_method),
+        )
+
+    @functools.cached_property
+    def unknown_method(self) -> bool:
+        """Whether the recorded reply says the method is unknown (JSON-RPC -32601)."""
+        response = self.exchange.response
+        if response.events is not None or b"-32601" not in response.body:
+            return False
+        value = parse_json(response.body)
+        error = value.get("error") if isinstance(value, dict) else None
+        return isinstance(error, dict) and error.get("code") == -32601
+
+    @functools.cached_property
+    def spelled(self) -> tuple[Any, bool]:
+        """(the request body spelled as A2A 1.0, whether it is spelled as 0.3)."""
+        return modern(self.json)
 
     @functools.cached_property
     def reply_shape(self) -> str:
