@@ -69,6 +69,8 @@ class StandIn:
         self.unmatched = 0
         self.relayed = 0
         """Requests that matched nothing and were answered by the fallback agent."""
+        self.holding = 0
+        """Replies held for `@during` now."""
         self.problems: list[str] = []
         """The no-match messages so far (the first 100)."""
         self.ties: list[str] = []
@@ -193,13 +195,17 @@ class StandIn:
                     asyncio.ensure_future(pulse.wait()),
                     asyncio.ensure_future(closing.wait()),
                 }
-                await asyncio.wait(
-                    {*waits, *([disconnected] if disconnected is not None else [])},
-                    timeout=remaining,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                for task in waits:
-                    task.cancel()
+                self.holding += 1
+                try:
+                    await asyncio.wait(
+                        {*waits, *([disconnected] if disconnected is not None else [])},
+                        timeout=remaining,
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                finally:
+                    self.holding -= 1
+                    for task in waits:
+                        task.cancel()
         return True
 
     async def _reply(self, found: Found, renderer: Renderer, receive: Receive, send: Send) -> None:

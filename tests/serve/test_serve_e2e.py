@@ -398,3 +398,56 @@ SLOW_DIFF = (
     "please review slowly\n--- a/src/report.py\n+++ b/src/report.py\n"
     "@@ -1,1 +1,2 @@\n import csv\n+import json\n"
 )
+
+
+def _held(stand_in: StandIn, count: int) -> bool:
+    """Whether `count` replies are held for @during, within LIMIT seconds (polled)."""
+    deadline = time.monotonic() + LIMIT
+    while time.monotonic() < deadline:
+        if stand_in.holding == count:
+            return True
+        time.sleep(0.01)
+    return stand_in.holding == count
+
+
+def test_a_during_hold_ends_when_its_client_leaves() -> None:
+    # 08-subscribe's stream waits after its first frame for the CancelTask; the client
+    # leaves instead: the awaited request will not come, and the hold does not wait 60 s
+    stand_in = load_stand_in([str(GOLDENS / "08-subscribe.http")], DEFAULT_RULES, during_wait=60)
+    headers = {"A2A-Version": "1.0"}
+    with ServerThread(stand_in, **server_options()) as server:
+        url = server.url
+        start = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendMessage",
+            "params": {
+                "message": {
+                    "messageId": "m-1",
+                    "role": "ROLE_USER",
+                    "parts": [{"text": SLOW_DIFF}],
+                },
+                "configuration": {"returnImmediately": True},
+            },
+        }
+        task = httpx.post(f"{url}/a2a/jsonrpc", json=start, headers=headers, timeout=LIMIT)
+        subscribe = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "SubscribeToTask",
+            "params": {"id": task.json()["result"]["task"]["id"]},
+        }
+        with httpx.stream(
+            "POST",
+            f"{url}/a2a/jsonrpc",
+            json=subscribe,
+            headers={**headers, "Accept": "text/event-stream"},
+            timeout=LIMIT,
+        ) as reply:
+            for line in reply.iter_lines():
+                if line.startswith("data:"):
+                    break
+            assert _held(stand_in, 1)
+        # the client closed the stream: the hold ends long before --during-wait
+        assert _held(stand_in, 0)
+    assert stand_in.problems == []
