@@ -28,6 +28,7 @@ request that matches nothing can be told which recorded request came closest and
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -63,6 +64,7 @@ _CLIENT_MEMBERS = frozenset({"messageId"})
 _TARGET_SEPARATORS = re.compile(r"([/?&=:])")
 _PIECES = re.compile(r"([-_.:/ ]+)")
 _HEX = re.compile(r"[0-9a-fA-F]+")
+_DIGIT = re.compile(r"[0-9]")
 _MAX_DIFFERENCES = 20
 _CARD = "/agent-card.json"
 _LOOPBACK_URL = re.compile(
@@ -169,6 +171,7 @@ class _Differs(Exception):
     """A difference was found and only the first was asked for."""
 
 
+@functools.lru_cache(maxsize=8192)
 def random_template(value: str) -> str | None:
     """`value` with each part that looks made at random (a hex run such as a per-run suffix
     `af33c277`, a long mix of letters and digits, a long number) as `\\0`, or None when it has
@@ -187,12 +190,11 @@ def random_template(value: str) -> str | None:
 def _random(piece: str) -> bool:
     if len(piece) < 6 or not piece.isascii() or not piece.isalnum():
         return False
-    digits = sum(char.isdigit() for char in piece)
-    if digits == len(piece):
+    if piece.isdigit():
         return len(piece) >= 8
-    if not digits:
+    if _DIGIT.search(piece) is None:
         return False
-    return _HEX.fullmatch(piece) is not None or len(piece) >= 10
+    return len(piece) >= 10 or _HEX.fullmatch(piece) is not None
 
 
 def is_default(value: Any) -> bool:
