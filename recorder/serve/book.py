@@ -4,21 +4,28 @@ The strategy (docs/serve.md says it for users):
 
 1. **A request that carries an id the stand-in handed out** (a task id, a contextId, a
    push-config id from an earlier reply, as `recorder.pairing` calls values generated) belongs
-   to the conversation that was handed that id. It is answered by the first unused exchange of
-   that conversation's transcript whose request matches (`recorder.serve.match`): exchanges
-   are used once each, so the same GetTask gets its recorded answers in order (in progress
-   before the cancel, canceled after).
-2. **A request that carries none** starts a new conversation. Its candidates are the exchanges,
-   in every transcript (in file order), whose recorded request matches and carries no id an
-   earlier reply handed out: the first of each transcript.
-3. A conversation may have several **branches**: when the first request matches in several
+   to the conversation that was handed that id. It is answered by the unused exchange of that
+   conversation's transcript whose request matches best (`Matching.score`; among equals the
+   first, the recorded order): exchanges are used once each, so the same GetTask gets its
+   recorded answers in order (in progress before the cancel, canceled after).
+2. **A request that carries none** but a client's own id paired before (its contextId, a
+   uuid it made up: `echoed`) goes on in the latest such conversation that has an answer.
+3. **Otherwise it starts a new conversation.** Its candidates are the exchanges, in every
+   transcript, whose recorded request matches and carries no id an earlier reply handed out;
+   the best of each transcript. The best of all answers; among equals, the transcript the
+   fewest conversations have opened (the same request sent three times opens three
+   transcripts, in order), then file order.
+4. A conversation may have several **branches**: when the first request matches in several
    transcripts (the same SendMessage opens four of the goldens), every one is kept, and the
-   first answers. Each later request keeps only the branches where it matches; the others'
+   best answers. Each later request keeps only the branches where it matches; the others'
    recorded ids are paired with the ids actually handed out, value by value, so whichever
    branch answers next speaks of the same task. A branch whose reply does not pair is dropped.
-4. **Ids handed out** are the recorded ones, unless another conversation holds that value
+5. **Ids handed out** are the recorded ones, unless another conversation holds that value
    already (two clients running the same scenario at once) or `fresh` is set: then a new one
    of the same shape (a uuid4 for a uuid). Loose kinds (timestamps) are always as recorded.
+
+A choice between candidates that score alike (or within one leaf) is a `Tie` in `ties`, for
+the app to log: never a silent arbitrary choice.
 
 Every conversation and every id handed out stays in memory while the stand-in runs.
 """

@@ -8,18 +8,25 @@ rules (`recorder.pairing`), read the other way:
   and 2: a task id, a contextId) is one the stand-in handed out: the live request must carry
   the value the stand-in handed out for it (`mapped`), nothing else.
 - A value the client made up (rule 2: the JSON-RPC `id`, a `messageId`, any uuid or timestamp
-  shape that no reply gave) matches any value of its kind: any JSON-RPC id, any messageId, any
-  string wholly of the same shape. The pairing is kept (`echo`), so that the reply can carry
-  the client's own value where the recording carried the recorded one, and so that a value
-  the client made up once is the same value wherever the recording repeats it.
+  shape that no reply gave, a value with a random part such as a per-run suffix:
+  `random_template`) matches any value of its kind: any JSON-RPC id, any messageId, any string
+  wholly of the same shape or the same template. The pairing is kept (`echo`), one to one, so
+  that the reply can carry the client's own value where the recording carried the recorded
+  one, and so that a value the client made up once is the same value wherever the recording
+  repeats it.
 - A secret placeholder (`{{A2A_TOKEN}}`) matches any text, and the text is echoed where the
   recorded reply has the placeholder (a push config's token read back).
 - A URL on a loopback address (a webhook the client listens on) matches the same URL on any
   loopback address and port, and is echoed like a value the client made up.
+- ProtoJSON: a member left out and a member at its default (`is_default`) are the same.
 - Everything else compares exactly: the HTTP method, the path and query, the JSON-RPC method,
-  the rest of the body, and the A2A service headers (`A2A-*`, `Authorization`): a request
-  without `A2A-Version` is not one with it. An agent card fetch (`GET .../agent-card.json`)
-  is discovery, not an A2A operation: its headers do not matter.
+  the rest of the body, and the A2A service headers (`A2A-*`, `Authorization`; the names in
+  any case, `A2A-Extensions` as a set): a request without `A2A-Version` is not one with it.
+  An agent card fetch (`GET .../agent-card.json`) is discovery, not an A2A operation: its
+  headers do not rule a card out, they rank the cards (as `Accept` ranks any reply).
+
+A match has a score (`Matching.score`): leaves equal exactly, then leaves paired by shape or
+template, then leaves equal only as defaults; the book answers with the best.
 
 `differences` gives every place that differs, as the player names them (`$.params.id`), so a
 request that matches nothing can be told which recorded request came closest and where.
