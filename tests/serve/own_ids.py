@@ -4,7 +4,8 @@
 no scenario header) where the client picks values the agent does not: uuid4 message ids and
 JSON-RPC ids (the SDK's), a contextId of its own, ids with a per-run random suffix
 (`tck-question-af33c277`, a task id `tck-nonexistent-err-test-af33c277` that does not exist),
-a taskId it makes up, a uuid inside a text, and the same request sent three times (each
+a taskId it makes up, a uuid inside a text, a push config with an id it picks on a webhook
+of its own port, and the same request sent three times (each
 answered on its own task, the follow-ups sent in reverse order). It returns what the client
 saw with every id set aside, so a run against the agent and a run against `recorder serve` of
 another run's recording compare equal.
@@ -15,6 +16,7 @@ Every wait is bounded (`LIMIT` seconds); every address is on loopback.
 from __future__ import annotations
 
 import asyncio
+import socket
 import uuid
 from typing import Any
 
@@ -22,6 +24,7 @@ import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers import get_message_text, new_text_message
 from a2a.types import (
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -29,6 +32,7 @@ from a2a.types import (
     SendMessageRequest,
     StreamResponse,
     Task,
+    TaskPushNotificationConfig,
     TaskState,
 )
 from traffic import DIFF, DIFF_WITHOUT_FILE_NAME, QUESTION
@@ -105,6 +109,22 @@ async def _run(base_url: str) -> dict[str, Any]:
         seen["get_task"] = (got.id == review.id, _state(got))
         listed = await _bounded(client.list_tasks(ListTasksRequest(context_id=context)))
         seen["listed"] = [task.id == review.id for task in listed.tasks]
+
+        # a push config whose id the client picks, on a webhook of this run's own port
+        hook = socket.socket()
+        hook.bind(("127.0.0.1", 0))
+        webhook = f"http://127.0.0.1:{hook.getsockname()[1]}/hook-{suffix}"
+        try:
+            config = TaskPushNotificationConfig(task_id=review.id, id=f"push-{suffix}", url=webhook)
+            made = await _bounded(client.create_task_push_notification_config(config))
+            fetched = await _bounded(
+                client.get_task_push_notification_config(
+                    GetTaskPushNotificationConfigRequest(task_id=review.id, id=made.id)
+                )
+            )
+            seen["push"] = (made.id == f"push-{suffix}", fetched.url == webhook)
+        finally:
+            hook.close()
 
         missing = f"tck-nonexistent-err-test-{suffix}"
         seen["missing_task"] = await _error(client.get_task(GetTaskRequest(id=missing)))
