@@ -9,6 +9,7 @@ records that traffic, and the next `recorder serve` of it answers it without the
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import subprocess
 import sys
@@ -51,6 +52,26 @@ async def _client_run(url: str) -> dict[str, Any]:
     return seen
 
 
+def _streamed(url: str) -> list[dict[str, Any]]:
+    """A SendStreamingMessage of the diff, raw: the results of its frames."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": "s-1",
+        "method": "SendStreamingMessage",
+        "params": {"message": {"messageId": "s-1", "role": "ROLE_USER", "parts": [{"text": DIFF}]}},
+    }
+    headers = {"A2A-Version": "1.0", "Accept": "text/event-stream"}
+    frames: list[dict[str, Any]] = []
+    with httpx.stream(
+        "POST", f"{url}/a2a/jsonrpc", json=body, headers=headers, timeout=LIMIT
+    ) as reply:
+        assert reply.headers["content-type"].startswith("text/event-stream")
+        for line in reply.iter_lines():
+            if line.startswith("data:"):
+                frames.append(json.loads(line[5:])["result"])
+    return frames
+
+
 def test_what_matches_nothing_goes_to_the_agent_and_is_recorded(
     kit: KitServer, tmp_path: Path
 ) -> None:
@@ -63,20 +84,25 @@ def test_what_matches_nothing_goes_to_the_agent_and_is_recorded(
         url,
     ):
         seen = asyncio.run(_client_run(url))
+        frames = _streamed(url)
         err, _ = interrupt(process)
     assert process.returncode == 0, err
+    # a stream the recording lacks comes from the kit frame by frame, to its final event
+    assert [frame.get("statusUpdate", {}).get("status", {}).get("state") for frame in frames][
+        -1
+    ] == "TASK_STATE_COMPLETED"
     # the card came from the kit, its interfaces pointing at the stand-in, not the kit
     assert seen["interfaces"] == [f"{url}/a2a/jsonrpc", f"{url}/a2a/rest"]
     assert seen["question"].startswith("I can review Python")
     assert seen["review"] == ("TASK_STATE_COMPLETED", True)
     # the question was served; the card, the diff and the GetTask were the kit's
-    assert "stopped; 1 requests answered, 0 unmatched, 3 relayed" in err, err
-    assert "recorded 3 new exchanges in" in err
+    assert "stopped; 1 requests answered, 0 unmatched, 4 relayed" in err, err
+    assert "recorded 4 new exchanges in" in err
     recorded = [load(path) for path in find_transcripts([new])]
     methods = sorted(
         exchange.title.split(":")[0] for transcript in recorded for exchange in transcript.exchanges
     )
-    assert methods == ["GetAgentCard", "GetTask", "SendMessage"]
+    assert methods == ["GetAgentCard", "GetTask", "SendMessage", "SendStreamingMessage"]
     # next time, the stand-in of both folders answers all of it without the kit
     with recorder_serve(str(served), str(new), *options) as (process, url):
         again = asyncio.run(_client_run(url))
