@@ -108,11 +108,10 @@ def serve(
         loaded = load_rules(rules)
         relay = None
         if fallback is not None:
-            relay_url = fallback
+            relay = Fallback(fallback)  # (a URL that is none is refused before anything starts)
             if record_new is not None:
                 recorder = _recorder(fallback, record_new, loaded)
-                relay_url = recorder.url
-            relay = Fallback(relay_url)
+                relay = Fallback(recorder.url)
         stand_in = load_stand_in(
             list(paths),
             loaded,

@@ -139,3 +139,18 @@ def test_an_agent_that_cannot_be_reached_is_the_no_match_error_saying_so() -> No
     assert reply["id"] == 3 and reply["error"]["code"] == -32099
     assert "the fallback agent http://127.0.0.1:9 failed: ConnectError" in reply["error"]["message"]
     assert "stopped; 0 requests answered, 1 unmatched, 0 relayed" in err
+
+
+def test_a_fallback_that_is_no_http_url_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    command = [sys.executable, "-c", "from recorder.cli import main; main()", "serve"]
+    done = subprocess.run(
+        [*command, str(GOLDENS), "--fallback", "ftp://x", "--record-new", str(tmp_path / "n")],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+    )
+    assert done.returncode == 2
+    assert (
+        done.stderr == "recorder serve: --fallback ftp://x: expected an http:// or https:// URL\n"
+    )
+    assert not (tmp_path / "n").exists()
