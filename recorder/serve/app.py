@@ -137,7 +137,7 @@ class StandIn:
         self._logged_ties.add(key)
         line = (
             f"{tie.chosen.where} and {tie.other.where} match the request as well; "
-            f"{tie.chosen.where} answers (the recording's order)"
+            f"{tie.chosen.where} answers (first among equals)"
         )
         if tie.same_reply:
             logger.info("%s; their replies are alike", line)

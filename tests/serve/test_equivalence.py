@@ -303,3 +303,44 @@ def test_an_agent_that_did_not_know_the_other_spelling_is_not_taken_as_knowing_i
     served = book([refused])
     assert isinstance(served.find(live(send(user("m-2")))), NotFound)
     assert answer(found(served.find(live(legacy))))["error"]["code"] == -32601
+
+
+def test_the_stand_in_warns_once_of_a_tie_between_different_replies(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import asyncio
+
+    import httpx
+
+    from recorder.serve import StandIn
+
+    transcripts = [
+        Transcript(exchanges=(exchange(send(user("m-1")), answer),), source=f"{answer}.http")
+        for answer in ("one", "two")
+    ]
+    stand_in = StandIn(transcripts, DEFAULT_RULES)
+
+    async def ask() -> list[Any]:
+        transport = httpx.ASGITransport(app=stand_in)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:5") as http:
+            replies = [
+                await http.post(
+                    "/a2a/jsonrpc", json=send(user(str(uuid.uuid4()))), headers=dict(V1)
+                )
+                for _ in range(3)
+            ]
+        return [reply.json()["result"] for reply in replies]
+
+    with caplog.at_level("WARNING", logger="recorder.serve"):
+        # alike in all but their reply: the transcript opened the fewest times answers
+        assert asyncio.run(ask()) == ["one", "two", "one"]
+    warned = [
+        r.getMessage() for r in caplog.records if "match the request as well" in r.getMessage()
+    ]
+    assert warned == [
+        "one.http #1 and two.http #1 match the request as well; one.http #1 answers "
+        "(first among equals); their replies differ",
+        "two.http #1 and one.http #1 match the request as well; two.http #1 answers "
+        "(first among equals); their replies differ",
+    ]
+    assert len(stand_in.ties) == 2
