@@ -14,7 +14,8 @@ target, the server process's CPU time per request (utime+stime from /proc: the s
 figure on a shared machine; the client's own time weighs on requests/s and p50 alike for both
 targets), the ratios stand-in / kit, and the stand-in's start time on the 16 goldens: from the
 command to the first served agent card (a cold interpreter), median of `--starts` runs, and
-how long loading the transcripts takes in process. The last line is JSON.
+how long loading the transcripts takes in process, and the matching's own cost per request
+(`Book.find` in process: every candidate scored). The last line is JSON.
 """
 
 from __future__ import annotations
@@ -144,6 +145,39 @@ def load_time() -> float:
     return time.perf_counter() - begun
 
 
+def match_time(loop: Loop, iterations: int) -> float:
+    """CPU seconds per request of the stand-in's matching alone (`Book.find`: every candidate
+    scored, the best chosen, its ids handed out), in process, for the loop's requests (CPU
+    time: a shared machine's other processes do not count)."""
+    sys.path.insert(0, str(ROOT))
+    from recorder.rules import DEFAULT_RULES
+    from recorder.serve import load_stand_in
+    from recorder.serve.book import Found
+    from recorder.serve.match import LiveRequest
+
+    book = load_stand_in([str(GOLDENS)], DEFAULT_RULES).book
+    headers = [("Host", "127.0.0.1:41242"), *HEADERS.items()]
+
+    def live(body: dict[str, Any]) -> LiveRequest:
+        return LiveRequest("POST", "/a2a/jsonrpc", headers, json.dumps(body).encode())
+
+    spent = 0.0
+    for _ in range(iterations):
+        question, review = live(loop._fresh(loop.question)), live(loop._fresh(loop.review))
+        begun = time.process_time()
+        book.find(question)
+        found = book.find(review)
+        spent += time.process_time() - begun
+        assert isinstance(found, Found)
+        get = loop._fresh(loop.get)
+        get["params"]["id"] = found.branch.to_live[found.step.hands_out[0][0]]
+        request = live(get)
+        begun = time.process_time()
+        assert isinstance(book.find(request), Found)
+        spent += time.process_time() - begun
+    return spent / (3 * iterations)
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
@@ -206,10 +240,15 @@ def main() -> int:
     starts = [start_time() for _ in range(options.starts)]
     results["start_s_median"] = round(statistics.median(starts), 3)
     results["load_16_goldens_ms"] = round(load_time() * 1000, 2)
+    results["match_us_per_request"] = round(match_time(loop, options.iterations) * 1e6, 1)
     print(
         f"recorder serve transcripts/ (16 goldens): first card after "
         f"{results['start_s_median']:.3f} s (median of {len(starts)}); "
         f"loading them in process {results['load_16_goldens_ms']:.2f} ms"
+    )
+    print(
+        f"matching (every candidate scored, the best chosen): "
+        f"{results['match_us_per_request']:.1f} us of CPU per request, in process"
     )
     print(json.dumps(results))
     return 0

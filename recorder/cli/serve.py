@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import click
 
 from recorder.cli import fail, plural
 from recorder.errors import RecorderError
+
+if TYPE_CHECKING:
+    from recorder.record.proxy import ProxyServer
+    from recorder.rules import Rules
 
 
 @click.command(short_help="Serve transcripts as a stand-in agent for client tests.")
@@ -43,6 +48,19 @@ from recorder.errors import RecorderError
     "for that request before it goes on.",
 )
 @click.option(
+    "--fallback",
+    metavar="URL",
+    help="Send a request that matches no recorded exchange to the agent at URL and relay its "
+    "reply (a stand-in that passes through what it was not recorded for).",
+)
+@click.option(
+    "--record-new",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="With --fallback: record what the agent answers there into transcripts in DIR "
+    "(through the recorder's proxy, secrets redacted), to serve next time.",
+)
+@click.option(
     "--strict",
     is_flag=True,
     help="Exit 1 at shutdown when any request matched no recorded exchange (for CI).",
@@ -57,6 +75,8 @@ def serve(
     fresh_ids: bool,
     pace: bool,
     during_wait: float,
+    fallback: str | None,
+    record_new: str | None,
     strict: bool,
     verbose: bool,
 ) -> None:
@@ -66,11 +86,13 @@ def serve(
     the values a client makes up (JSON-RPC id, messageId, uuids) matching any value of their
     kind and the ids the stand-in handed out read back as the recorded ones. Each conversation
     gets its recorded replies in order. A request that matches nothing gets an error naming
-    the closest recorded request and what differs (a JSON-RPC error, else 404).
+    the closest recorded request and what differs (a JSON-RPC error, else 404), or with
+    --fallback the reply of a real agent.
     """
     from recorder.record.proxy import parse_listen
     from recorder.rules import load_rules
     from recorder.serve import load_stand_in
+    from recorder.serve.fallback import Fallback
     from recorder.serve.server import serve as run
 
     handler = logging.StreamHandler()
@@ -78,14 +100,25 @@ def serve(
     log = logging.getLogger("recorder.serve")
     log.addHandler(handler)
     log.setLevel(logging.INFO if verbose else logging.WARNING)
+    if record_new is not None and fallback is None:
+        fail("serve", "--record-new needs --fallback URL (the agent to record)")
+    recorder = None
     try:
         host, port = parse_listen(listen)
+        loaded = load_rules(rules)
+        relay = None
+        if fallback is not None:
+            relay = Fallback(fallback)  # (a URL that is none is refused before anything starts)
+            if record_new is not None:
+                recorder = _recorder(fallback, record_new, loaded)
+                relay = Fallback(recorder.url)
         stand_in = load_stand_in(
             list(paths),
-            load_rules(rules),
+            loaded,
             fresh_ids=fresh_ids,
             pace=pace,
             during_wait=during_wait,
+            fallback=relay,
         )
         run(stand_in, host=host, port=port, announce=_status)
     except (ValueError, RecorderError) as exc:
@@ -94,11 +127,24 @@ def serve(
         where = f"{exc.filename}: " if exc.filename else ""
         fail("serve", f"{where}{exc.strerror or exc}")
     finally:
+        if recorder is not None:
+            recorder.stop()
+            _status(f"recorded {plural(recorder.proxy.recorded, 'new exchange')} in {record_new}")
         log.removeHandler(handler)
     if strict and stand_in.unmatched:
         fail(
             "serve", f"{plural(stand_in.unmatched, 'request')} matched no recorded exchange", code=1
         )
+
+
+def _recorder(upstream: str, out: str, rules: Rules) -> ProxyServer:
+    """The recorder's proxy in front of the fallback agent, on a free loopback port, started:
+    what passes through it is recorded into `out`, as `recorder record` would."""
+    from pathlib import Path
+
+    from recorder.record.proxy import ProxyServer, create_proxy_app
+
+    return ProxyServer(create_proxy_app(upstream, out=Path(out), rules=rules)).start()
 
 
 def _status(line: str) -> None:

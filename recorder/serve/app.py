@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
-import orjson
+import httpx
 
 from recorder.checking import find_transcripts
 from recorder.errors import RecorderError
@@ -28,15 +28,15 @@ from recorder.httpfile import load
 from recorder.model import Transcript
 from recorder.pairing import PairingRules
 from recorder.rules import Rules
-from recorder.serve.book import Book, Found, NotFound
-from recorder.serve.match import NOT_JSON, LiveRequest
+from recorder.serve.book import Book, Found, NotFound, Tie
+from recorder.serve.fallback import Fallback
+from recorder.serve.match import LiveRequest
+from recorder.serve.nomatch import NO_MATCH, error_body, no_match_message
 from recorder.serve.render import Renderer, pacing
 from recorder.serve.steps import prepare
 
 __all__ = ["NO_MATCH", "StandIn", "load_stand_in", "no_match_message"]
 
-NO_MATCH = -32099
-"""The JSON-RPC error code of a request no recorded request matches (server error range)."""
 PACE_LIMIT = 5.0  # seconds: the longest wait between two frames with --pace
 
 Scope = MutableMapping[str, Any]
@@ -44,23 +44,6 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 logger = logging.getLogger("recorder.serve")
-
-
-def no_match_message(live: LiveRequest, found: NotFound) -> str:
-    """`no recorded exchange matches POST /a2a/jsonrpc GetTask; closest: FILE:LINE (title):
-    $.params.id: ...`."""
-    what = f"{live.method} {live.target}"
-    if live.rpc_method:
-        what += f" {live.rpc_method}"
-    message = f"no recorded exchange matches {what}"
-    if found.closest is not None:
-        step = found.closest
-        message += f"; closest: {step.where} ({step.title or step.exchange.request.method})"
-    if found.differences:
-        message += ": " + "; ".join(found.differences[:5])
-        if len(found.differences) > 5:
-            message += f"; and {len(found.differences) - 5} more"
-    return message
 
 
 class StandIn:
@@ -74,25 +57,39 @@ class StandIn:
         fresh_ids: bool = False,
         pace: bool = False,
         during_wait: float = 10.0,
+        fallback: Fallback | None = None,
     ) -> None:
         self.pairing = PairingRules(rules)
         self.steps = prepare(transcripts, self.pairing)
         self.book = Book(self.steps, self.pairing, fresh=fresh_ids)
         self.pace = pace
         self.during_wait = during_wait
+        self.fallback = fallback
         self.matched = 0
         self.unmatched = 0
+        self.relayed = 0
+        """Requests that matched nothing and were answered by the fallback agent."""
+        self.holding = 0
+        """Replies held for `@during` now."""
         self.problems: list[str] = []
         """The no-match messages so far (the first 100)."""
+        self.ties: list[str] = []
+        """The tie lines so far (the first 100)."""
         self.transcripts = len(transcripts)
         self.exchanges = sum(len(steps) for steps in self.steps)
-        self._arrived: dict[tuple[int, int, int], asyncio.Event] = {}
+        self._pulses: dict[int, asyncio.Event] = {}
+        self._logged_ties: set[tuple[int, int, int, int]] = set()
         self._closing: asyncio.Event | None = None
 
     def stop_streams(self) -> None:
         """End every reply held for `@during` now (the server is shutting down). Called on
         the server's event loop."""
         self._closing_event().set()
+
+    async def aclose(self) -> None:
+        """Close the fallback's connections (on the serving loop, after the last request)."""
+        if self.fallback is not None:
+            await self.fallback.aclose()
 
     def _closing_event(self) -> asyncio.Event:
         if self._closing is None:
@@ -103,14 +100,16 @@ class StandIn:
         if scope["type"] == "lifespan":
             while (await receive())["type"] != "lifespan.shutdown":
                 await send({"type": "lifespan.startup.complete"})
+            await self.aclose()
             await send({"type": "lifespan.shutdown.complete"})
             return
         if scope["type"] != "http":
             return
         live = await _read(scope, receive)
         found = self.book.find(live)
+        host = next((value for name, value in live.headers if name.lower() == "host"), None)
         if isinstance(found, NotFound):
-            await self._no_match(live, found, send)
+            await self._no_match(live, found, send, host)
             return
         self.matched += 1
         if logger.isEnabledFor(logging.INFO):
@@ -123,49 +122,115 @@ class StandIn:
                 found.step.title,
                 found.conversation.number,
             )
-        key = (found.conversation.number, found.step.file, found.step.index)
-        self._arrival(key).set()
-        host = next((value for name, value in live.headers if name.lower() == "host"), None)
+        for tie in self.book.ties:
+            self._log_tie(tie)
+        self._pulse(found.conversation.number)
         renderer = Renderer(self.pairing, found.step, found.branch, found.rpc_id, host)
-        await self._reply(found, renderer, send)
+        await self._reply(found, renderer, receive, send)
 
-    def _arrival(self, key: tuple[int, int, int]) -> asyncio.Event:
-        event = self._arrived.get(key)
-        if event is None:
-            event = self._arrived[key] = asyncio.Event()
-        return event
+    def _log_tie(self, tie: Tie) -> None:
+        """One line per pair of recorded exchanges that tied: a warning when their replies
+        differ (the order of the recording chose), else for -v."""
+        key = (tie.chosen.file, tie.chosen.index, tie.other.file, tie.other.index)
+        if key in self._logged_ties:
+            return
+        self._logged_ties.add(key)
+        line = (
+            f"{tie.chosen.where} and {tie.other.where} match the request as well; "
+            f"{tie.chosen.where} answers (first among equals)"
+        )
+        if tie.same_reply:
+            logger.info("%s; their replies are alike", line)
+            return
+        logger.warning("%s; their replies differ", line)
+        if len(self.ties) < 100:
+            self.ties.append(line)
 
-    async def _wait_for_later(self, found: Found, frames: int) -> bool:
+    def _pulse(self, conversation: int) -> None:
+        """Wake the replies of `conversation` held for `@during`: a request was answered."""
+        event = self._pulses.pop(conversation, None)
+        if event is not None:
+            event.set()
+
+    def _came(self, found: Found, later: int, before: set[int]) -> str | None:
+        """Why the hold for exchange `later` of `found`'s transcript is over, or None: the
+        request came (it was answered, or one like it was), or it can no longer come (the
+        conversation left this transcript)."""
+        branch = found.branch
+        if later in branch.used:
+            return "came"
+        if all(other is not branch for other in found.conversation.branches):
+            return "gone"
+        steps = self.steps[found.step.file]
+        key = steps[later].key
+        if any(steps[index].key == key for index in branch.used - before):
+            return "came"
+        return None
+
+    async def _wait_for_later(
+        self, found: Found, frames: int, disconnected: asyncio.Future[Any] | None
+    ) -> bool:
         """Hold the reply where the recording shows later requests arrived during it; False
-        when the server is shutting down (the reply ends there)."""
+        when the reply should end here (the server is shutting down, the client left)."""
         closing = self._closing_event()
+        loop = asyncio.get_running_loop()
         for later in found.step.waited.get(frames, ()):
-            if closing.is_set():
-                return False
-            key = (found.conversation.number, found.step.file, later)
-            arrived = asyncio.ensure_future(self._arrival(key).wait())
-            stopped = asyncio.ensure_future(closing.wait())
-            done, pending = await asyncio.wait(
-                {arrived, stopped}, timeout=self.during_wait, return_when=asyncio.FIRST_COMPLETED
-            )
-            for task in pending:
-                task.cancel()
-            if stopped in done:
-                return False
-            if not done:
-                logger.warning(
-                    "%s: the request recorded during this reply did not come within %g s; "
-                    "the reply goes on",
-                    found.step.where,
-                    self.during_wait,
-                )
+            before = set(found.branch.used)
+            deadline = loop.time() + self.during_wait
+            while self._came(found, later, before) is None:
+                if closing.is_set() or (disconnected is not None and disconnected.done()):
+                    return False
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    logger.warning(
+                        "%s: the request recorded during this reply did not come within %g s; "
+                        "the reply goes on",
+                        found.step.where,
+                        self.during_wait,
+                    )
+                    break
+                number = found.conversation.number
+                pulse = self._pulses.setdefault(number, asyncio.Event())
+                waits: set[asyncio.Future[Any]] = {
+                    asyncio.ensure_future(pulse.wait()),
+                    asyncio.ensure_future(closing.wait()),
+                }
+                self.holding += 1
+                try:
+                    await asyncio.wait(
+                        {*waits, *([disconnected] if disconnected is not None else [])},
+                        timeout=remaining,
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                finally:
+                    self.holding -= 1
+                    for task in waits:
+                        task.cancel()
         return True
 
-    async def _reply(self, found: Found, renderer: Renderer, send: Send) -> None:
+    async def _reply(self, found: Found, renderer: Renderer, receive: Receive, send: Send) -> None:
+        step = found.step
+        disconnected: asyncio.Future[Any] | None = None
+        if step.waited:
+            # a held reply ends when its client leaves: the awaited request will not come
+            disconnected = asyncio.ensure_future(_disconnect(receive))
+        try:
+            if not await self._wait_for_later(found, 0, disconnected):
+                return
+            await self._send_reply(found, renderer, send, disconnected)
+        finally:
+            if disconnected is not None:
+                disconnected.cancel()
+
+    async def _send_reply(
+        self,
+        found: Found,
+        renderer: Renderer,
+        send: Send,
+        disconnected: asyncio.Future[Any] | None,
+    ) -> None:
         step = found.step
         response = step.exchange.response
-        if not await self._wait_for_later(found, 0):
-            return
         headers = renderer.headers()
         if response.events is None:
             body = renderer.body()
@@ -191,34 +256,28 @@ class StandIn:
             )
             if event.data is not None:
                 sent += 1
-                if not await self._wait_for_later(found, sent):
+                if not await self._wait_for_later(found, sent, disconnected):
                     break
         await send({"type": "http.response.body", "body": b""})
 
-    async def _no_match(self, live: LiveRequest, found: NotFound, send: Send) -> None:
-        self.unmatched += 1
+    async def _no_match(
+        self, live: LiveRequest, found: NotFound, send: Send, host: str | None
+    ) -> None:
         message = no_match_message(live, found)
+        if self.fallback is not None:
+            try:
+                await self.fallback.relay(live, send, host)
+            except httpx.HTTPError as error:
+                message += f"; the fallback agent {self.fallback.url} failed: {error!r}"
+            else:
+                self.relayed += 1
+                logger.info("%s; relayed to %s", message, self.fallback.url)
+                return
+        self.unmatched += 1
         logger.warning("%s", message)
         if len(self.problems) < 100:
             self.problems.append(message)
-        detail: dict[str, Any] = {"differences": found.differences}
-        if found.closest is not None:
-            detail["closest"] = {"exchange": found.closest.where, "title": found.closest.title}
-        rpc = isinstance(live.json, dict) and "jsonrpc" in live.json
-        if not rpc and live.json is NOT_JSON and found.closest is not None:
-            rpc = isinstance(found.closest.json, dict) and "jsonrpc" in found.closest.json
-        if rpc:
-            status = 200
-            body = orjson.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": live.rpc_id,
-                    "error": {"code": NO_MATCH, "message": message, "data": detail},
-                }
-            )
-        else:
-            status = 404
-            body = orjson.dumps({"error": message, **detail})
+        status, body = error_body(live, found, message)
         await send(
             {
                 "type": "http.response.start",
@@ -229,6 +288,13 @@ class StandIn:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+async def _disconnect(receive: Receive) -> None:
+    """Returns when the client has gone (the request's body was read before)."""
+    for _ in range(1000):  # bounded: a server sends no more than a few messages after the body
+        if (await receive())["type"] == "http.disconnect":
+            return
 
 
 async def _read(scope: Scope, receive: Receive) -> LiveRequest:

@@ -4,21 +4,28 @@ The strategy (docs/serve.md says it for users):
 
 1. **A request that carries an id the stand-in handed out** (a task id, a contextId, a
    push-config id from an earlier reply, as `recorder.pairing` calls values generated) belongs
-   to the conversation that was handed that id. It is answered by the first unused exchange of
-   that conversation's transcript whose request matches (`recorder.serve.match`): exchanges
-   are used once each, so the same GetTask gets its recorded answers in order (in progress
-   before the cancel, canceled after).
-2. **A request that carries none** starts a new conversation. Its candidates are the exchanges,
-   in every transcript (in file order), whose recorded request matches and carries no id an
-   earlier reply handed out: the first of each transcript.
-3. A conversation may have several **branches**: when the first request matches in several
+   to the conversation that was handed that id. It is answered by the unused exchange of that
+   conversation's transcript whose request matches best (`Matching.score`; among equals the
+   first, the recorded order): exchanges are used once each, so the same GetTask gets its
+   recorded answers in order (in progress before the cancel, canceled after).
+2. **A request that carries none** but a client's own id paired before (its contextId, a
+   uuid it made up: `echoed`) goes on in the latest such conversation that has an answer.
+3. **Otherwise it starts a new conversation.** Its candidates are the exchanges, in every
+   transcript, whose recorded request matches and carries no id an earlier reply handed out;
+   the best of each transcript. The best of all answers; among equals, the transcript the
+   fewest conversations have opened (the same request sent three times opens three
+   transcripts, in order), then file order.
+4. A conversation may have several **branches**: when the first request matches in several
    transcripts (the same SendMessage opens four of the goldens), every one is kept, and the
-   first answers. Each later request keeps only the branches where it matches; the others'
+   best answers. Each later request keeps only the branches where it matches; the others'
    recorded ids are paired with the ids actually handed out, value by value, so whichever
    branch answers next speaks of the same task. A branch whose reply does not pair is dropped.
-4. **Ids handed out** are the recorded ones, unless another conversation holds that value
+5. **Ids handed out** are the recorded ones, unless another conversation holds that value
    already (two clients running the same scenario at once) or `fresh` is set: then a new one
    of the same shape (a uuid4 for a uuid). Loose kinds (timestamps) are always as recorded.
+
+A choice between candidates that score alike (or within one leaf) is a `Tie` in `ties`, for
+the app to log: never a silent arbitrary choice.
 
 Every conversation and every id handed out stays in memory while the stand-in runs.
 """
@@ -32,10 +39,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.pairing import PairingRules
-from recorder.serve.match import LiveRequest, Matching
+from recorder.serve.match import LiveRequest, Matching, random_template
 from recorder.serve.steps import Step
 
-__all__ = ["Book", "Branch", "Conversation", "Found", "NotFound"]
+__all__ = ["Book", "Branch", "Conversation", "Found", "NotFound", "Score", "Tie"]
+
+Score = tuple[int, int, int, int]
+"""`Matching.score`: higher is closer."""
 
 
 _ANSWERED = "answered already: each recorded exchange answers once per conversation"
@@ -82,6 +92,17 @@ class _Candidate:
     branch: Branch
     step: Step
     echoes: dict[str, str]
+    score: Score
+
+
+@dataclass(frozen=True)
+class Tie:
+    """Two recorded exchanges that matched a request (near) equally: `chosen` answered."""
+
+    chosen: Step
+    other: Step
+    same_reply: bool
+    """Whether their recorded replies are alike but for generated values (a harmless tie)."""
 
 
 class Book:
@@ -102,6 +123,12 @@ class Book:
         self.new_id = new_id or _new_id
         self.owner: dict[str, Conversation] = {}
         """Every value handed out -> the conversation it was handed to."""
+        self.echoed: dict[str, list[Conversation]] = {}
+        """A client's own id (uuid, random part) -> the conversations it was paired in."""
+        self.opened = [0] * len(files)
+        """How many conversations each transcript has answered the first request of."""
+        self.ties: list[Tie] = []
+        """The ties of the last `find` (the app logs them)."""
         self._numbers = itertools.count(1)
         self._starters = [[step for step in steps if not step.needs] for steps in files]
 
@@ -109,86 +136,132 @@ class Book:
 
     def _try(
         self, branch: Branch, step: Step, live: LiveRequest, *, first_only: bool = True
-    ) -> _Candidate | list[str]:
+    ) -> _Candidate | Matching:
         matching = Matching(
             self.rules, step.needs, branch.to_live, branch.echo, first_only=first_only
         )
+        canon, legacy = step.spelled
+        if legacy == live.legacy or step.unknown_method:
+            # (an agent that did not know the recorded spelling's method, -32601, does not
+            # take the two spellings alike: compared as they are)
+            recorded, live_json = step.json, live.json
+        else:
+            # one spelled as A2A 0.3, the other as 1.0: compared as 1.0, and ranked below
+            # any recording in the client's own spelling
+            recorded, live_json = canon, live.canon
+            matching.respelled = True
         differences = matching.compare(
             step.exchange.request.method,
             step.pieces,
             step.significant,
-            step.json,
+            recorded,
             step.exchange.request.body,
             live,
+            live_json,
         )
-        return differences or _Candidate(branch, step, matching.echoes)
+        if differences:
+            return matching
+        return _Candidate(branch, step, matching.echoes, matching.score)
+
+    def _best(self, branch: Branch, steps: list[Step], live: LiveRequest) -> _Candidate | None:
+        """The unused step of `branch` among `steps` that matches `live` best (the earliest of
+        equals: the conversation's own order)."""
+        key = live.key
+        best: _Candidate | None = None
+        for step in steps:
+            if step.key != key or step.index in branch.used:
+                continue
+            outcome = self._try(branch, step, live)
+            if isinstance(outcome, _Candidate) and (best is None or outcome.score > best.score):
+                best = outcome
+        return best
 
     def find(self, live: LiveRequest) -> Found | NotFound:
         """The recorded exchange that answers `live` (and the ids its reply hands out are
         chosen), or the closest recorded request and what differs."""
+        self.ties = []
         owners: list[Conversation] = []
+        echoed: list[Conversation] = []
         for value in live.strings():
             owner = self.owner.get(value)
-            if owner is not None and owner not in owners:
-                owners.append(owner)
+            if owner is not None:
+                if owner not in owners:
+                    owners.append(owner)
+            else:
+                echoed.extend(c for c in self.echoed.get(value, ()) if c not in echoed)
         if owners:
-            return self._continue(sorted(owners, key=lambda c: c.number), live)
+            owners.sort(key=lambda c: c.number)
+            return self._go_on(owners, live) or self._closest_of(owners, live)
+        if echoed:
+            # a client's own id (its contextId) names the conversations it was sent in: the
+            # latest that has an answer goes on; none: the request starts a conversation
+            echoed.sort(key=lambda c: c.number, reverse=True)
+            found = self._go_on(echoed, live)
+            if found is not None:
+                return found
         return self._start(live)
 
-    def _continue(self, owners: list[Conversation], live: LiveRequest) -> Found | NotFound:
-        key = live.key
+    def _go_on(self, owners: list[Conversation], live: LiveRequest) -> Found | None:
         for conversation in owners:
             chosen: list[_Candidate] = []
             for branch in conversation.branches:
-                for step in self.files[branch.file]:
-                    if step.key != key or step.index in branch.used:
-                        continue
-                    outcome = self._try(branch, step, live)
-                    if isinstance(outcome, _Candidate):
-                        chosen.append(outcome)
-                        break
+                best = self._best(branch, self.files[branch.file], live)
+                if best is not None:
+                    chosen.append(best)
             if chosen:
+                # the best score answers; among equals, the conversation's first branch
+                chosen.sort(key=lambda c: _negated(c.score))
                 return self._answer(conversation, chosen, live)
+        return None
+
+    def _closest_of(self, owners: list[Conversation], live: LiveRequest) -> NotFound:
         # the closest exchange of the conversations' transcripts, all differences named
-        closest: tuple[tuple[int, int], Step, list[str]] | None = None
+        closest: tuple[_Rank, Step, list[str]] | None = None
         for conversation in owners:
             for branch in conversation.branches:
                 for step in self.files[branch.file]:
                     outcome = self._try(branch, step, live, first_only=False)
                     if isinstance(outcome, _Candidate):
-                        outcome = [_ANSWERED]  # it matches, but it was used
-                    rank = _rank(step, live, outcome)
+                        differences = [_ANSWERED]  # it matches, but it was used
+                        rank = _rank(step, live, differences, outcome.score)
+                    else:
+                        differences = outcome.differences
+                        rank = _rank(step, live, differences, outcome.score)
                     if closest is None or rank < closest[0]:
-                        closest = (rank, step, outcome)
+                        closest = (rank, step, differences)
         if closest is None:
             return self.closest(live)
         return NotFound(closest[1], closest[2])
 
     def _start(self, live: LiveRequest) -> Found | NotFound:
         chosen: list[_Candidate] = []
-        key = live.key
         for starters in self._starters:
-            for step in starters:
-                if step.key != key:
-                    continue
-                outcome = self._try(Branch(step.file), step, live)
-                if isinstance(outcome, _Candidate):
-                    chosen.append(outcome)
-                    break
+            if starters:
+                best = self._best(Branch(starters[0].file), starters, live)
+                if best is not None:
+                    chosen.append(best)
         if chosen:
+            # the best score answers; among equals, the transcript opened by the fewest
+            # conversations (repeated identical requests each get their own), then file order
+            chosen.sort(key=lambda c: (_negated(c.score), self.opened[c.step.file]))
+            self.opened[chosen[0].step.file] += 1
             conversation = Conversation(next(self._numbers), [c.branch for c in chosen])
             return self._answer(conversation, chosen, live)
         return self.closest(live)
 
     def closest(self, live: LiveRequest) -> NotFound:
         """The recorded request nearest `live`: same method, path and JSON-RPC method first,
-        then the fewest differences."""
-        best: tuple[tuple[int, int], Step, list[str]] | None = None
+        then the fewest differences, then the best score of what did match."""
+        best: tuple[_Rank, Step, list[str]] | None = None
         for steps in self.files:
             for step in steps:
                 outcome = self._try(Branch(step.file), step, live, first_only=False)
-                differences = outcome if isinstance(outcome, list) else []
-                rank = _rank(step, live, differences)
+                if isinstance(outcome, _Candidate):
+                    differences: list[str] = []
+                    score = outcome.score
+                else:
+                    differences, score = outcome.differences, outcome.score
+                rank = _rank(step, live, differences, score)
                 if best is None or rank < best[0]:
                     best = (rank, step, differences)
         if best is None:
@@ -197,13 +270,32 @@ class Book:
 
     # ------------------------------------------------------------------ answering
 
+    def _note_echoes(self, conversation: Conversation, echoes: dict[str, str]) -> None:
+        """The client's own ids (uuids, values with a random part) name `conversation`."""
+        for live in echoes.values():
+            if self.rules.shape_kind(live) is not None or random_template(live) is not None:
+                conversations = self.echoed.setdefault(live, [])
+                if conversation not in conversations:
+                    conversations.append(conversation)
+
+    def _note_ties(self, chosen: list[_Candidate]) -> None:
+        first = chosen[0]
+        for other in chosen[1:]:
+            if not _near(first.score, other.score):
+                break
+            if other.step is not first.step:
+                same = first.step.reply_shape == other.step.reply_shape
+                self.ties.append(Tie(first.step, other.step, same))
+
     def _answer(
         self, conversation: Conversation, chosen: list[_Candidate], live: LiveRequest
     ) -> Found:
+        self._note_ties(chosen)
         first = chosen[0]
         branch, step = first.branch, first.step
         branch.used.add(step.index)
         branch.echo.update(first.echoes)
+        self._note_echoes(conversation, first.echoes)
         handed: list[str] = []
         for value, kind in step.hands_out:
             given = branch.to_live.get(value)
@@ -239,7 +331,12 @@ def _pair(recorded: list[tuple[str, str]], handed: list[str], to_live: dict[str,
     return True
 
 
-def _rank(step: Step, live: LiveRequest, differences: list[str]) -> tuple[int, int]:
+_Rank = tuple[int, int, Score]
+
+
+def _rank(step: Step, live: LiveRequest, differences: list[str], score: Score) -> _Rank:
+    """Smaller is closer: the same method, path and JSON-RPC method, then the fewest
+    differences, then the match's own score (more exact leaves)."""
     request = step.exchange.request
     same = (
         request.method == live.method
@@ -251,7 +348,17 @@ def _rank(step: Step, live: LiveRequest, differences: list[str]) -> tuple[int, i
         and len(step.pieces) == len(live.pieces)
         and step.rpc_method == live.rpc_method
     )
-    return (0 if same else 1 if shape else 2, len(differences))
+    return (0 if same else 1 if shape else 2, len(differences), _negated(score))
+
+
+def _negated(score: Score) -> Score:
+    return (-score[0], -score[1], -score[2], -score[3])
+
+
+def _near(best: Score, other: Score) -> bool:
+    """Whether `other` scores as `best` does, or within one leaf: a choice worth a log line."""
+    same = best[:2] == other[:2]
+    return same and abs(best[2] - other[2]) + abs(best[3] - other[3]) <= 1
 
 
 def _new_id(value: str, kind: str) -> str:

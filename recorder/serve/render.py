@@ -24,11 +24,11 @@ import orjson
 from recorder.pairing import PairingRules
 from recorder.redact import PLACEHOLDER
 from recorder.serve.book import Branch
-from recorder.serve.match import NOT_JSON, parse_json
+from recorder.serve.match import NOT_JSON, parse_json, random_template
 from recorder.serve.steps import Step
 from recorder.sse import SseEvent, serialize
 
-__all__ = ["Renderer", "pacing"]
+__all__ = ["Renderer", "address_pattern", "pacing"]
 
 _LOOPBACK = ("localhost", "127.0.0.1", "[::1]")
 _DROPPED = frozenset({"date", "server", "content-length", "transfer-encoding", "connection"})
@@ -43,7 +43,21 @@ class Renderer:
         self.rules = rules
         self.step = step
         self.values = {**branch.echo, **branch.to_live}
-        self.address = _address_pattern(step.host) if address else None
+        # the client's values with a random part (`tck-missing-af33c277`), wherever a recorded
+        # text quotes them ("Task tck-missing-af33c277 not found"); uuids are found as shapes
+        quoted = sorted(
+            (
+                value
+                for value, live in branch.echo.items()
+                if value != live
+                and random_template(value) is not None
+                and rules.shape_kind(value) is None
+            ),
+            key=len,
+            reverse=True,
+        )
+        self.quoted = re.compile("|".join(map(re.escape, quoted))) if quoted else None
+        self.address = address_pattern(step.host) if address else None
         self.live_address = f"//{address}"
         request_json = step.json
         self.recorded_id = request_json.get("id") if isinstance(request_json, dict) else None
@@ -122,6 +136,8 @@ class Renderer:
             if pieces:
                 pieces.append(text[last:])
                 text = "".join(pieces)
+        if self.quoted is not None:
+            text = self.quoted.sub(lambda m: values.get(m.group(), m.group()), text)
         if "{{" in text:
             text = PLACEHOLDER.sub(lambda m: values.get(m.group(), m.group()), text)
         if self.address is not None and "//" in text:
@@ -130,7 +146,7 @@ class Renderer:
 
 
 @functools.lru_cache(maxsize=64)
-def _address_pattern(host: str | None) -> re.Pattern[str] | None:
+def address_pattern(host: str | None) -> re.Pattern[str] | None:
     """The recorded agent's address in URLs (`//localhost:41242`), in any loopback spelling of
     its port (a card recorded as `localhost` while the requests went to `127.0.0.1`)."""
     if not host:

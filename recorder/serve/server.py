@@ -51,6 +51,7 @@ def serve(
         async def shutdown(self, sockets: Any = None) -> None:
             stand_in.stop_streams()  # replies held for @during end now
             await super().shutdown(sockets)
+            await stand_in.aclose()  # the fallback's connections
 
     server = _Server(uvicorn.Config(stand_in, **server_options()))
     quiet_shutdown(server)
@@ -60,4 +61,7 @@ def serve(
         pass  # uvicorn re-raises the Ctrl-C it handled: the shutdown already happened
     finally:
         sock.close()
-    announce(f"stopped; {stand_in.matched} requests answered, {stand_in.unmatched} unmatched")
+    relayed = f", {stand_in.relayed} relayed" if stand_in.fallback is not None else ""
+    announce(
+        f"stopped; {stand_in.matched} requests answered, {stand_in.unmatched} unmatched{relayed}"
+    )

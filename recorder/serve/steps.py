@@ -9,6 +9,7 @@ request's pieces, the generated values it carries that earlier replies of its fi
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from recorder.httpfile import DURING_TAG
 from recorder.model import Exchange, Transcript
 from recorder.pairing import PairingRules
 from recorder.serve.match import NOT_JSON, parse_json, significant_headers, split_target
+from recorder.serve.spelling import canonical_method, modern
 
 __all__ = ["Step", "prepare"]
 
@@ -42,12 +44,45 @@ class Step:
     """(the exchange this one arrived during, that exchange's frames sent by then)."""
     waited: dict[int, list[int]] = field(default_factory=dict)
     """frames sent -> the later exchanges that arrived then (this reply waits for them)."""
+    shapes: re.Pattern[str] | None = None
+    """The rules' generated shapes (`PairingRules.shapes`), for `reply_shape`."""
 
     @functools.cached_property
     def key(self) -> tuple[str, tuple[str, ...], str | None]:
         """What a matching live request has the same (`LiveRequest.key`): the method, the
         target's separators, the JSON-RPC method. Compared first, as a cheap filter."""
-        return (self.exchange.request.method, tuple(self.pieces[1::2]), self.rpc_method)
+        return (
+            self.exchange.request.method,
+            tuple(self.pieces[1::2]),
+            canonical_method(self.rpc_method),
+        )
+
+    @functools.cached_property
+    def unknown_method(self) -> bool:
+        """Whether the recorded reply says the method is unknown (JSON-RPC -32601)."""
+        response = self.exchange.response
+        if response.events is not None or b"-32601" not in response.body:
+            return False
+        value = parse_json(response.body)
+        error = value.get("error") if isinstance(value, dict) else None
+        return isinstance(error, dict) and error.get("code") == -32601
+
+    @functools.cached_property
+    def spelled(self) -> tuple[Any, bool]:
+        """(the request body spelled as A2A 1.0, whether it is spelled as 0.3)."""
+        return modern(self.json)
+
+    @functools.cached_property
+    def reply_shape(self) -> str:
+        """The recorded reply (status, body or frames) with every uuid and time shape taken
+        out: two steps with the same shape answer alike but for generated values."""
+        response = self.exchange.response
+        if response.events is not None:
+            text = "\n".join(event.data or "" for event in response.events)
+        else:
+            text = response.body.decode("utf-8", "replace")
+        shapes = self.shapes
+        return f"{response.status} {shapes.sub('', text) if shapes is not None else text}"
 
     @property
     def where(self) -> str:
@@ -117,6 +152,7 @@ def prepare(transcripts: list[Transcript], rules: PairingRules) -> list[list[Ste
                     needs=needs,
                     hands_out=hands_out,
                     frames=frames,
+                    shapes=rules.shapes,
                 )
             )
         for step in steps:

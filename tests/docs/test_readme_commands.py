@@ -310,6 +310,40 @@ def run_serve(place: Place, text: str) -> None:
     assert "recorder serve: stopped; " in out and " 0 unmatched" in out, out
 
 
+FALLBACK = "recorder serve transcripts/ --fallback http://localhost:41242 --record-new new-traffic/"
+
+
+def run_serve_fallback(place: Place, text: str) -> None:
+    # a request the goldens lack goes to the kit, and is recorded into new-traffic/
+    codes: list[int] = []
+    answers = serving(9)
+
+    def ready(seen: str) -> bool:
+        if not answers(seen):
+            return False
+        found = re.search(r"on (http://\S+) ", seen)
+        assert found, seen
+        missing = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}
+        reply = httpx.post(
+            f"{found.group(1)}/a2a/jsonrpc",
+            json=missing,
+            headers={"A2A-Version": "1.0"},
+            timeout=LIMIT,
+        )
+        codes.append(reply.json()["error"]["code"])
+        return True
+
+    out = place.serve(f"{text} --listen 127.0.0.1:{free_port()}", ready=ready)
+    assert codes == [-32001], (codes, out)  # the kit's TASK_NOT_FOUND, not -32099
+    assert ", 1 relayed" in out and "recorded 1 new exchange in new-traffic/" in out, out
+    assert list((place.root / "new-traffic").glob("*.http")), out
+
+
+def run_serve_grown(place: Place, text: str) -> None:
+    run_serve_fallback(place, FALLBACK)
+    run_serve(place, text)
+
+
 def run_learn(place: Place, text: str) -> None:
     # the kit's goldens learn nothing: the rules file holds no rule, and play passes with it
     if text.startswith("recorder play"):
@@ -401,6 +435,8 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "recorder check transcripts/": run_check,
     "recorder serve transcripts/": run_serve,
     "recorder serve transcripts/ --fresh-ids --strict": run_serve,
+    FALLBACK: run_serve_fallback,
+    "recorder serve transcripts/ new-traffic/": run_serve_grown,
     "recorder learn transcripts/ --agent http://localhost:41242 -o rules.yaml": run_learn,
     "recorder play transcripts/ --agent http://localhost:41242 --rules rules.yaml": run_learn,
     "recorder play transcripts/ --rules checks.yaml --trials 5 --pass-rate 0.8": run_checks,

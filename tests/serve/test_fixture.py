@@ -66,7 +66,7 @@ def test_a_client_test_passes_and_an_unmatched_request_fails_it(pytester: pytest
         def test_not_strict(recorder_stand_in):
             other = dict(QUESTION, method="GetTask", params={{"id": "x"}})
             reply = httpx.post(recorder_stand_in + "/a2a/jsonrpc", json=other, headers=HEADERS)
-            assert "11-errors.http" in reply.json()["error"]["data"]["closest"]["exchange"]
+            assert "11-errors.http" in reply.json()["error"]["data"][0]["metadata"]["closest"]
         """
     )
     result = project.runpytest("-p", "no:cacheprovider")

@@ -300,11 +300,21 @@ def test_an_unmatched_request_gets_an_error_naming_the_closest_exchange() -> Non
     assert f"JSON-RPC Error {NO_MATCH}" in said
     assert "closest: " in said and "02-message-reply.http:3 (SendMessage: ask which" in said
     assert '$.params.message.parts[0].text: recorded "What languages can you review?"' in said
+    # A2A 1.0's error shapes: a google.rpc.Status for HTTP+JSON, error.data an array of
+    # typed details for JSON-RPC (ErrorInfo: the closest exchange; BadRequest: what differs)
     assert rest.status_code == 404
-    assert "no recorded exchange matches GET /a2a/rest/tasks/nope" in rest.json()["error"]
-    assert "16-rest-tasks.http" in rest.json()["closest"]["exchange"]
+    status = rest.json()["error"]
+    assert (status["code"], status["status"]) == (404, "NOT_FOUND")
+    assert "no recorded exchange matches GET /a2a/rest/tasks/nope" in status["message"]
+    info = status["details"][0]
+    assert info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
+    assert (info["reason"], info["domain"]) == ("NO_RECORDED_MATCH", "recorder")
+    assert "16-rest-tasks.http" in info["metadata"]["closest"]
     assert raw["id"] == 7 and raw["error"]["code"] == NO_MATCH
-    assert raw["error"]["data"]["closest"]["title"].startswith("GetTask")
+    info, bad = raw["error"]["data"]
+    assert info["metadata"]["title"].startswith("GetTask")
+    assert bad["@type"] == "type.googleapis.com/google.rpc.BadRequest"
+    assert "$.params.id" in [violation["field"] for violation in bad["fieldViolations"]]
     assert "$.params.id" in raw["error"]["message"]
     # the same lines in the stand-in's log; --strict: exit 1 at shutdown
     assert err.count("recorder serve: no recorded exchange matches") == 3
@@ -388,3 +398,58 @@ SLOW_DIFF = (
     "please review slowly\n--- a/src/report.py\n+++ b/src/report.py\n"
     "@@ -1,1 +1,2 @@\n import csv\n+import json\n"
 )
+
+
+def _held(stand_in: StandIn, count: int) -> bool:
+    """Whether `count` replies are held for @during, within LIMIT seconds (polled)."""
+    deadline = time.monotonic() + LIMIT
+    while time.monotonic() < deadline:
+        if stand_in.holding == count:
+            return True
+        time.sleep(0.01)
+    return stand_in.holding == count
+
+
+def test_a_during_hold_ends_when_its_client_leaves() -> None:
+    # 08-subscribe's stream waits after its first frame for the CancelTask; the client
+    # leaves instead: the awaited request will not come, and the hold does not wait 60 s
+    stand_in = load_stand_in([str(GOLDENS / "08-subscribe.http")], DEFAULT_RULES, during_wait=60)
+    headers = {"A2A-Version": "1.0"}
+    with ServerThread(stand_in, **server_options()) as server:
+        url = server.url
+        start = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendMessage",
+            "params": {
+                "message": {
+                    "messageId": "m-1",
+                    "role": "ROLE_USER",
+                    "parts": [{"text": SLOW_DIFF}],
+                },
+                "configuration": {"returnImmediately": True},
+            },
+        }
+        task = httpx.post(f"{url}/a2a/jsonrpc", json=start, headers=headers, timeout=LIMIT)
+        subscribe = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "SubscribeToTask",
+            "params": {"id": task.json()["result"]["task"]["id"]},
+        }
+        with httpx.stream(
+            "POST",
+            f"{url}/a2a/jsonrpc",
+            json=subscribe,
+            headers={**headers, "Accept": "text/event-stream"},
+            timeout=LIMIT,
+        ) as reply:
+            lines = reply.iter_lines()  # kept: an iterator let go of closes the stream
+            for line in lines:
+                if line.startswith("data:"):
+                    break
+            assert _held(stand_in, 1)
+            reply.close()  # the client leaves the stream
+            # the hold ends long before --during-wait
+            assert _held(stand_in, 0)
+    assert stand_in.problems == []
