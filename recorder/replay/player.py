@@ -50,6 +50,7 @@ from recorder.redact import scrub_text
 from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.jobs import Stopped, run_files
 from recorder.replay.live import real_frames
+from recorder.replay.needs import attach_needs, play_needs
 from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.plan import PlanItem, load_transcripts, plan
 from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
@@ -487,10 +488,17 @@ def _play_file(
     lives: dict[int, LiveReply] | None = {} if settings.update else None
     player = _file_player(settings, item, transport, lives, update=settings.update)
     reported: list[ExchangeResult] = []
+
+    def need_player(need: PlanItem) -> FilePlayer:  # a file `item` needs (@after), played first
+        return _file_player(settings, need, transport, None, update=False)
+
+    needs_notes = play_needs(item.needs, need_player, stop.is_set, into=player.state)
     for index in range(item.play_count):
         if stop.is_set():
             raise Stopped
         result = player.play_until(index)
+        if needs_notes and index in item.selected:
+            result, needs_notes = replace(result, notes=(*needs_notes, *result.notes)), ()
         # a setup exchange (played for its ids, not selected) is reported when it got no
         # reply: the exchanges that needed it are "not played", and that must say why
         if index in item.selected or (result.error is not None and result.played):
@@ -562,7 +570,7 @@ def play(
     exchanges that need a variable that is not set, are in the result.
     """
     loaded = load_transcripts(paths)
-    items = plan(loaded, pattern=pattern, shard=shard)
+    items = attach_needs(plan(loaded, pattern=pattern, shard=shard), loaded)
     selected_files = len(items) if shard is None else len(plan(loaded, pattern=pattern))
     variables = dict(os.environ if environ is None else environ)
     live_base: str | None = None

@@ -52,6 +52,7 @@ from recorder.replay.compare import Comparison
 from recorder.replay.diff import Mismatch
 from recorder.replay.fastpath import FastPath
 from recorder.replay.live import LiveReply
+from recorder.replay.others import Others
 from recorder.replay.text import Addresses, Strings
 from recorder.replay.walk import Walk
 from recorder.rules import Rules
@@ -86,6 +87,8 @@ class ReplayState:
             Walk(pairing, aliases, strings),
         )
         self._bless = Bless(pairing, aliases, addresses)
+        self._pairing = pairing
+        self._others: Others | None = None  # set by `inherit`: a file that reads others' state
 
     @property
     def mapping(self) -> dict[str, str]:
@@ -107,6 +110,14 @@ class ReplayState:
         """
         return self._carry.prepare(request)
 
+    def inherit(self, other: ReplayState) -> None:
+        """Start from the pairs `other` (a file this one needs, `@after`, played first)
+        learned: the ids its replies name must be the ones that file's live replies gave.
+        From then on, the items of a listing that name none of this file's values are
+        another file's state, left out of the comparison (`recorder.replay.others`)."""
+        self._aliases.adopt(other._aliases)
+        self._others = Others(self._pairing, self._aliases)
+
     def unpaired(self, request: Request) -> set[str]:
         """The values of a recorded request that look generated but have no live counterpart
         and are not the client's own (see `CarryForward.unpaired`)."""
@@ -118,6 +129,8 @@ class ReplayState:
         `live` is a `Response`, or a `LiveReply` as it arrived (cheaper: see `LiveReply`).
         """
         self._carry.learn_client_values(golden.request)
+        if self._others is not None:
+            live = self._others.leave_out(golden.response, live)
         out = self._comparison.compare(golden, live)
         self._bless.last_match = (golden.response, live) if not out else None
         return out
