@@ -280,7 +280,7 @@ def test_a_written_exchange_is_let_go_unless_its_tag_can_change(tmp_path: Path) 
     assert path is not None
     written = [(tickets[n], exchanges[n], during.get(tickets[n])) for n in range(3)]
     assert path.read_text() == dumps(Transcript(exchanges=during_tagged(written)))
-    [record] = store._open.values()
+    [record] = store.routes.open.values()
     held = [entry.exchange is not None for entry in record.entries]
     assert held == [False, False, True]
 
@@ -315,7 +315,7 @@ def test_a_request_begun_before_its_scenario_ended_goes_to_its_file(tmp_path: Pa
     store.write(late, make_exchange(title="late"), scenario="s", operation="GetTask")
     assert [e.title for e in load(tmp_path / "01-s.http")] == ["first", "late"]
     assert [e.title for e in load(tmp_path / "02-s.http")] == ["after"]
-    assert store._open.keys() == {("s", 1)}  # the ended file is let go once complete
+    assert store.routes.open.keys() == {("s", 1)}  # the ended file is let go once complete
 
 
 def test_a_forgotten_request_lets_its_ended_file_go(tmp_path: Path) -> None:
@@ -323,10 +323,10 @@ def test_a_forgotten_request_lets_its_ended_file_go(tmp_path: Path) -> None:
     first, failed = store.begin("s"), store.begin("s")
     store.write(first, make_exchange(), scenario="s", operation="GetTask")
     store.end("s")
-    assert store._open.keys() == {("s", 0)}  # `failed` may still come
+    assert store.routes.open.keys() == {("s", 0)}  # `failed` may still come
     store.forget(failed)
     store.forget(first)  # already written: nothing happens
-    assert store._open == {} and store._pending == {}
+    assert store.routes.open == {} and store.routes.pending == {}
 
 
 def test_a_secret_first_sent_later_is_scrubbed_from_earlier_files(tmp_path: Path) -> None:
