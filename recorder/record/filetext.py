@@ -56,14 +56,22 @@ class OpenFile:
     # entries[:written] are the file on disk, scrubbed with the store's first `secrets` secrets
     written: int = 0
     secrets: int = 0
+    # the files this one needs (`# @after NAME` in its head, `recorder.record.lineage`), and
+    # those the text on disk names: a head that changed is written whole, never appended to
+    after: tuple[str, ...] = ()
+    after_written: tuple[str, ...] = ()
+
+    def head(self) -> str:
+        """The file's head: the format marker, then its `# @after` tags."""
+        return FILE_HEAD + "".join([f"# @after {name}\n" for name in self.after])
 
     def text(self) -> str:
         """The whole file: the blocks of unchanged exchanges are reused, so an exchange costs
         one `dumps` of itself, not of the whole file."""
         if len(self.entries) == 1:  # (a new file: its one exchange has no tag)
-            return FILE_HEAD + "\n" + self.entries[0].text(None)
+            return self.head() + "\n" + self.entries[0].text(None)
         position = {entry.ticket: n for n, entry in enumerate(self.entries, start=1)}
-        parts = [FILE_HEAD]
+        parts = [self.head()]
         for entry in self.entries:
             parts.append("\n")
             parts.append(entry.text(during_tag(entry.during, position)))

@@ -17,6 +17,10 @@ file is self-contained (it creates what it later reads) and replays alone, in an
    carries none starts a file of its own, named after its operation.
 3. A request with a scenario goes to its scenario's file (a scenario wins); the values its
    replies generate get that file as their home too, so an unscripted follow-up joins it.
+4. A reply that names values whose home is another file (a ListTasks, which carries no id
+   and so starts a file of its own, listing the tasks earlier files created) moves no value;
+   its file *needs* those files (`needs`): the store writes `# @after NN-name.http` in its
+   head, and the player plays them first (`recorder.replay.needs`).
 
 Event-stream frames are learned one by one as they are relayed, so a follow-up sent while
 the stream is still open (a CancelTask of an abandoned review) finds its file.
@@ -70,6 +74,7 @@ class Lineage:
         # every value (up to _LONGEST_KEPT characters) any request of the run carried: the
         # client's, never given a home (a value homed before stays homed)
         self._carried: set[str] = set()
+        self._needs: dict[Hashable, set[Hashable]] = {}  # file -> the files it reads state of
 
     def __len__(self) -> int:
         return len(self._home)
@@ -119,9 +124,22 @@ class Lineage:
         loose = self._loose
         carried = self._carried
         for text, kind in self._pairing.generated_values(value):
-            if kind in loose or text in client or text in home or text in carried:
+            found = home.get(text)
+            if found is not None:
+                if found != key and key is not None:
+                    # a reply naming another file's value reads its state (a ListTasks
+                    # listing the tasks other files created): this file needs that one
+                    self._needs.setdefault(key, set()).add(found)
+                continue
+            if kind in loose or text in client or text in carried:
                 continue
             home[text] = key
+
+    def needs(self, key: Hashable) -> frozenset[Hashable]:
+        """The files whose generated values the replies of file `key` named so far (rule 4
+        of the module docstring): what its `# @after` tags name."""
+        found = self._needs.get(key)
+        return frozenset(found) if found else frozenset()
 
     def learn_body(self, body: bytes, key: Hashable, client: frozenset[str]) -> None:
         """`learn` from a JSON text (a reply body, a frame's data); anything else is skipped."""

@@ -44,7 +44,7 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from pathlib import Path
 
 from recorder.atomic import (
@@ -53,6 +53,7 @@ from recorder.atomic import (
     release_scratch,
     write_text_atomic,
 )
+from recorder.checking import natural_key
 from recorder.httpfile import dumps_exchange, loads
 from recorder.model import Exchange
 from recorder.record.filetext import FILE_HEAD, Entry, OpenFile, during_tagged
@@ -114,6 +115,7 @@ class TranscriptStore:
         self.written: list[Path] = []
         # each written file's lock, by its path as a string (a `Path`'s hash costs ~3 us)
         self._locks: dict[str, threading.Lock] = {}
+        self._names: dict[Hashable, str] = {}  # a written file's name, by key (`# @after`)
         self._holding = False  # this process's temporary folder in `out` (`recorder.atomic`)
         self._numbers = Numbers(self.out)  # new files' numbers, claimed on disk
 
@@ -192,6 +194,7 @@ class TranscriptStore:
         secrets: Mapping[str, str] = {},
         sent_secrets: Mapping[str, str] = {},
         during: tuple[int, int] | None = None,
+        after: Iterable[Hashable] = (),
     ) -> Path | None:
         """Record one finished exchange; returns the file it went to (None: not written, its
         scenario's file is kept, `once`). Raises OSError when the file cannot be written (the
@@ -202,6 +205,10 @@ class TranscriptStore:
         exchange with that ticket (same scenario) was open, after `frames` of its frames had
         gone to the client. It is written as the tag `# @during exchange N frame K` (N counted
         from 1 in the file), which tells a player to send this request at the same point.
+
+        `after`: the keys of the files whose state the file's replies read so far
+        (`Lineage.needs`); each one already written is named in the file's head as
+        `# @after NN-name.http`, and the player plays it first.
 
         `sent_secrets` (the part of `secrets` the client sent): one never seen before is also
         scrubbed from the files written earlier, where an agent's reply may have carried it
@@ -222,7 +229,12 @@ class TranscriptStore:
             if found is None:
                 return None  # (`once` keeps its scenario's file)
             record = found
+            needed = {self._names[k] for k in after if k != key and k in self._names}
         with record.lock:
+            if not needed.issubset(record.after):
+                record.after = tuple(
+                    sorted({*record.after, *needed}, key=lambda name: natural_key(Path(name)))
+                )
             if isinstance(exchange, str):
                 if during is not None:
                     raise ValueError("an exchange given as its block has no @during tag")
@@ -253,6 +265,8 @@ class TranscriptStore:
                     self._locks[name] = record.lock
                     if key is not None and key[0] != CONVERSATION:
                         self.routes.paths.setdefault(key[0], record.path)
+                    if key is not None:
+                        self._names[key] = record.path.name  # (for the files that need it)
         if new and self._scrub is not None:
             self._rescrub(earlier, {value: sent_secrets[value] for value in new}, record.path)
         return record.path
@@ -279,6 +293,7 @@ class TranscriptStore:
             and record.path is not None
             and record.entries[-1] is entry
             and record.written == count - 1
+            and record.after == record.after_written
             and self._unchanged(record)
         ):
             tail = record.last_block()
@@ -307,6 +322,7 @@ class TranscriptStore:
         self._write_whole(record, text)
         record.written, record.secrets = count, version
         record.replacing = False
+        record.after_written = record.after
 
     def _unchanged(self, record: OpenFile) -> bool:
         """Whether the secrets learned since `record` was last written leave its text on

@@ -146,12 +146,14 @@ class Recording:
         carries finds its file and is not `@during` it, and the client did not wait for
         either (a 1 MiB JSON reply takes ~0.4 ms to learn)."""
         self.lineage.learn_body(body, call.file_key, call.client_values)
+        call.after = self.lineage.needs(call.file_key)
         self.close(call)
 
     def learn_frame(self, call: Call, event: SseEvent) -> None:
         """The values one stream frame generated get `call`'s file as their home."""
         if event.data:
             self.lineage.learn_body(event.data.encode("utf-8"), call.file_key, call.client_values)
+            call.after = self.lineage.needs(call.file_key)
 
     def finish(self, call: Call) -> None:
         """The proxy is done with `call`: let go of a request whose exchange will not be

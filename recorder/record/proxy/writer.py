@@ -91,6 +91,7 @@ class Writer:
                 secrets=call.redactor.seen,
                 sent_secrets=call.sent_secrets,
                 during=call.during,
+                after=call.after,
             )
         except Exception as exc:
             self.store.forget(call.ticket)
