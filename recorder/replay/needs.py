@@ -83,10 +83,12 @@ def needs_of(loaded: Sequence[tuple[str, Transcript]]) -> dict[str, Needed]:
         return files[real]
 
     def visit(path: str, transcript: Transcript, trail: list[str], order: list[str]) -> bool:
+        whole = True
         for name in transcript.after:
             found = get(os.path.join(os.path.dirname(path), name), path, name)
             if found is None:
-                return False
+                whole = False  # (the other tags are checked too: every missing file named)
+                continue
             real = os.path.realpath(found[0])
             if real in trail:
                 chain = [os.path.basename(files[r][0]) for r in trail[trail.index(real) :]]
@@ -101,7 +103,7 @@ def needs_of(loaded: Sequence[tuple[str, Transcript]]) -> dict[str, Needed]:
             if not visit(found[0], found[1], [*trail, real], order):
                 return False
             order.append(real)
-        return True
+        return whole
 
     needs: dict[str, Needed] = {}
     for path, transcript in loaded:

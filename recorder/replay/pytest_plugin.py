@@ -308,7 +308,19 @@ class TranscriptFile(pytest.File):
     def player(self) -> FilePlayer:
         if self._player is None:
             agent = self.config.stash[_AGENT]
-            self._player = agent.file_player(self.display_path, self.transcript)
+            player = agent.file_player(self.display_path, self.transcript)
+            if self.transcript.after:
+                # the files it needs (`# @after`) played first, not items of this file
+                from recorder.replay.needs import needs_of, play_needs
+
+                needs = needs_of([(str(self.path), self.transcript)])[str(self.path)]
+                play_needs(
+                    needs,
+                    lambda need: agent.file_player(need.path, need.transcript),
+                    lambda: False,
+                    into=player.state,
+                )
+            self._player = player
         return self._player
 
 

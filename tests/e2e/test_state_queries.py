@@ -6,6 +6,7 @@ with `-k`, under `--jobs 4` and in every shard, against a fresh kit each time.""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from recorder.model import Transcript
 from recorder.record.proxy import ProxyServer, create_proxy_app
 from recorder.replay.player import PlayResult, play
 
+pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.e2e
 
 TIMEOUT = 5.0  # seconds per exchange
@@ -130,3 +132,14 @@ def test_every_shard_replays(recording: Recording, kits: list[KitServer], count:
         assert result.passed, f"--shard {shard}/{count}: {summary(result)}"
         played += result.exchange_count
     assert played == sum(len(t) for t in recording.files.values())
+
+
+def test_the_listing_passes_as_a_pytest_item(
+    recording: Recording, pytester: pytest.Pytester, kits: list[KitServer]
+) -> None:
+    shutil.copytree(recording.folder, pytester.path / "transcripts")
+    kit = start_kit()
+    kits.append(kit)
+    listing = f"transcripts/{recording.listing().name}"
+    result = pytester.runpytest(listing, "--recorder-agent", kit.base_url, "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
