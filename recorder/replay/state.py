@@ -147,5 +147,8 @@ class ReplayState:
     ) -> Response:
         """The live reply with its generated values put back to the recorded ones (for --update;
         see `Bless.bless`). Call after `compare` for the same exchange, or (better) once the
-        whole transcript is compared, passing `matched`."""
+        whole transcript is compared, passing `matched`. Another file's items of a listing
+        are left out, as in `compare` (`inherit`)."""
+        if self._others is not None:
+            live = self._others.leave_out(golden, live)
         return self._bless.bless(golden, live, matched=matched)
