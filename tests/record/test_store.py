@@ -463,3 +463,31 @@ def test_numbers_grow_past_99_and_play_in_number_order(tmp_path: Path) -> None:
         "99-last-two-digit.http",
         "100-get-task.http",
     ]
+
+
+def test_a_file_that_reads_others_state_names_them_in_its_head(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    a, b, listing = ((CONVERSATION, n) for n in (1, 2, 3))
+    for key, operation in ((a, "SendMessage"), (b, "SendMessage")):
+        store.write(
+            store.begin(into=key, operation=operation),
+            make_exchange(),
+            scenario=None,
+            operation=operation,
+        )
+    first = store.begin(into=listing, operation="ListTasks")
+    path = store.write(first, make_exchange(title="l1"), scenario=None, operation="x", after={b})
+    assert path is not None and path.name == "03-list-tasks.http"
+    assert path.read_text().startswith("# recorder-format: 1\n# @after 02-send-message.http\n\n")
+    # a later exchange that needs no more is appended; one that needs another file too
+    # rewrites the head (names in number order; never the file itself)
+    second = store.begin(into=listing, operation="x")
+    store.write(second, make_exchange(title="l2"), scenario=None, operation="x", after={b})
+    third = store.begin(into=listing, operation="x")
+    store.write(
+        third, make_exchange(title="l3"), scenario=None, operation="x", after={b, a, listing}
+    )
+    transcript = load(path)
+    assert transcript.after == ("01-send-message.http", "02-send-message.http")
+    assert [e.title for e in transcript] == ["l1", "l2", "l3"]
+    assert path.read_text() == dumps(transcript)
