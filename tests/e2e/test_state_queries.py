@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from traffic import REUSED_MESSAGE_ID, drive_listing
 
-from recorder import load
+from recorder import dump, load
 from recorder.checking import find_transcripts
 from recorder.cli import main
 from recorder.kit import KitServer, start_kit
@@ -143,3 +143,20 @@ def test_the_listing_passes_as_a_pytest_item(
     listing = f"transcripts/{recording.listing().name}"
     result = pytester.runpytest(listing, "--recorder-agent", kit.base_url, "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+def test_a_file_that_names_its_need_carries_that_files_ids_forward(
+    recording: Recording, tmp_path: Path, kits: list[KitServer]
+) -> None:
+    # a GetTask cut out of the file that created its task: alone it asks for a task no reply
+    # of its file made; naming that file in its head makes the player create it first
+    [name] = [n for n, t in recording.files.items() if len(t) == 2]
+    get_task = recording.files[name].exchanges[1]
+    shutil.copytree(recording.folder, tmp_path / "rec")
+    blind = tmp_path / "rec" / "99-get-task.http"
+    dump(Transcript((get_task,)), blind)
+    assert not replay([blind], kits).passed
+    dump(Transcript((get_task,), comments=(f"@after {name}",)), blind)
+    result = replay([blind], kits)
+    assert result.passed, summary(result)
+    assert [e.notes for t in result.transcripts for e in t.exchanges] == [()]
