@@ -116,6 +116,8 @@ class TranscriptStore:
         # each written file's lock, by its path as a string (a `Path`'s hash costs ~3 us)
         self._locks: dict[str, threading.Lock] = {}
         self._names: dict[Hashable, str] = {}  # a written file's name, by key (`# @after`)
+        # a need not yet written -> the files that need it, to name it in once it is
+        self._awaiting: dict[Hashable, list[OpenFile]] = {}
         self._holding = False  # this process's temporary folder in `out` (`recorder.atomic`)
         self._numbers = Numbers(self.out)  # new files' numbers, claimed on disk
 
@@ -230,11 +232,15 @@ class TranscriptStore:
                 return None  # (`once` keeps its scenario's file)
             record = found
             needed = {self._names[k] for k in after if k != key and k in self._names}
+            for unnamed in {k for k in after if k != key and k not in self._names}:
+                # a need not written yet (its first exchange, a stream, still open): named
+                # when it is (`_name_in_dependents`)
+                waiting = self._awaiting.setdefault(unnamed, [])
+                if not any(other is record for other in waiting):
+                    waiting.append(record)
+            dependents: list[OpenFile] = []
         with record.lock:
-            if not needed.issubset(record.after):
-                record.after = tuple(
-                    sorted({*record.after, *needed}, key=lambda name: natural_key(Path(name)))
-                )
+            _add_needs(record, needed)
             if isinstance(exchange, str):
                 if during is not None:
                     raise ValueError("an exchange given as its block has no @during tag")
@@ -267,9 +273,30 @@ class TranscriptStore:
                         self.routes.paths.setdefault(key[0], record.path)
                     if key is not None:
                         self._names[key] = record.path.name  # (for the files that need it)
+                        dependents = self._awaiting.pop(key, [])
+        for dependent in dependents:
+            self._name_in_dependent(dependent, record.path.name)
         if new and self._scrub is not None:
             self._rescrub(earlier, {value: sent_secrets[value] for value in new}, record.path)
         return record.path
+
+    def _name_in_dependent(self, dependent: OpenFile, name: str) -> None:
+        """A file that needs the file just written first (`name`) names it in its head:
+        rewritten whole if it is on disk already, else at its first write."""
+        with dependent.lock:
+            _add_needs(dependent, {name})
+            if dependent.path is None or not dependent.written or dependent.replacing:
+                return
+            with self._lock:
+                secrets = dict(self._secrets)
+            text = dependent.text()
+            if secrets and self._scrub is not None:
+                scrubbed = self._scrub(text, secrets)
+                if scrubbed != text:
+                    loads(scrubbed, source=dependent.path)  # the file must still parse
+                    text = scrubbed
+            self._write_whole(dependent, text)
+            dependent.after_written = dependent.after
 
     def _put(
         self,
@@ -372,6 +399,14 @@ class TranscriptStore:
                 if scrubbed != text:
                     loads(scrubbed, source=path)
                     write_text_atomic(path, scrubbed, fsync=self._fsync)
+
+
+def _add_needs(record: OpenFile, names: set[str]) -> None:
+    """`names` (files `record` needs) in its head's `@after` tags, in number order."""
+    if not names.issubset(record.after):
+        record.after = tuple(
+            sorted({*record.after, *names}, key=lambda name: natural_key(Path(name)))
+        )
 
 
 def describe_error(exc: BaseException) -> str:

@@ -491,3 +491,17 @@ def test_a_file_that_reads_others_state_names_them_in_its_head(tmp_path: Path) -
     assert transcript.after == ("01-send-message.http", "02-send-message.http")
     assert [e.title for e in transcript] == ["l1", "l2", "l3"]
     assert path.read_text() == dumps(transcript)
+
+
+def test_a_need_written_after_the_file_that_needs_it_is_named_then(tmp_path: Path) -> None:
+    # a listing sent while the first exchange of another conversation, a stream, was open:
+    # the listing is written first (and numbered first), the stream's file at its end
+    store = TranscriptStore(tmp_path)
+    stream, listing = (CONVERSATION, 1), (CONVERSATION, 2)
+    streamed = store.begin(into=stream, operation="SendStreamingMessage")
+    listed = store.begin(into=listing, operation="ListTasks")
+    path = store.write(listed, make_exchange(), scenario=None, operation="x", after={stream})
+    assert path is not None and load(path).after == ()
+    store.write(streamed, make_exchange(), scenario=None, operation="x")
+    assert load(path).after == ("02-send-streaming-message.http",)
+    assert path.read_text() == dumps(load(path))
