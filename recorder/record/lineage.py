@@ -19,8 +19,10 @@ file is self-contained (it creates what it later reads) and replays alone, in an
    replies generate get that file as their home too, so an unscripted follow-up joins it.
 4. A reply that names values whose home is another file (a ListTasks, which carries no id
    and so starts a file of its own, listing the tasks earlier files created) moves no value;
-   its file *needs* those files (`needs`): the store writes `# @after NN-name.http` in its
-   head, and the player plays them first (`recorder.replay.needs`).
+   its file *needs* those files (`needs`), and so does the file of a request that carries
+   values of files other than its own (`note_request`): the store writes
+   `# @after NN-name.http` in its head, and the player plays them first
+   (`recorder.replay.needs`).
 
 Event-stream frames are learned one by one as they are relayed, so a follow-up sent while
 the stream is still open (a CancelTask of an abandoned review) finds its file.
@@ -134,6 +136,18 @@ class Lineage:
             if kind in loose or text in client or text in carried:
                 continue
             home[text] = key
+
+    def note_request(self, values: Iterable[str], key: Hashable) -> None:
+        """A request carrying `values` went to file `key`: the other files whose values it
+        carries (it joined one, or its scenario's) are needs of `key`, as a reply's are: the
+        player gives it their live values (a task of another file named blind)."""
+        home = self._home
+        if not home or key is None:
+            return
+        for value in values:
+            found = home.get(value)
+            if found is not None and found != key:
+                self._needs.setdefault(key, set()).add(found)
 
     def needs(self, key: Hashable) -> frozenset[Hashable]:
         """The files whose generated values the replies of file `key` named so far (rule 4

@@ -162,3 +162,21 @@ def test_a_client_value_echoed_in_another_files_stream_frame_has_no_home() -> No
     lineage.learn_body(json.dumps(frame).encode(), A, frozenset())
     assert lineage.home_of({chosen}) is None
     assert len(lineage) == 1  # the task id the agent made
+
+
+def test_a_listing_and_a_request_naming_two_files_need_the_other_files() -> None:
+    lineage = Lineage()
+    t1, c1, t2, c2 = (str(uuid.uuid4()) for _ in range(4))
+    for request, key, task, context in ((send("a"), A, t1, c1), (send("b"), B, t2, c2)):
+        exchange(lineage, request, key, task_reply(request, task, context))
+    listing = rpc("ListTasks", {})
+    tasks = [{"id": t1, "contextId": c1}, {"id": t2, "contextId": c2}]
+    reply = {"jsonrpc": "2.0", "id": listing.json["id"], "result": {"tasks": tasks}}
+    assert exchange(lineage, listing, C, json.dumps(reply).encode()) == C
+    assert lineage.needs(C) == {A, B}
+    assert lineage.needs(A) == lineage.needs(B) == frozenset()
+    # a request that carries ids of two files joins one and needs the other
+    both = lineage.request_values(rpc("GetTask", {"id": t1, "metadata": {"other": t2}}))
+    joined = lineage.home_of(both)
+    lineage.note_request(both, joined)
+    assert lineage.needs(joined) == {B if joined == A else A}

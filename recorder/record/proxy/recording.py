@@ -117,6 +117,7 @@ class Recording:
                 operation = ""  # (the file has its name)
             call.ticket = store.begin(into=cast(FileKey, home), operation=operation)
         call.file_key = key = store.file_key(call.ticket)
+        lineage.note_request(values, key)
         call.redactor = self._redactor.fresh()
         opened = self._open.setdefault(key, {})
         if opened:
