@@ -300,6 +300,16 @@ class TranscriptFile(pytest.File):
             raise self.CollectError(str(exc)) from None
         if not self.transcript.exchanges:
             raise self.CollectError(f"{self.display_path}: no exchanges")
+        self.needs: tuple[tuple[str, Any], ...] = ()
+        if self.transcript.after:
+            # the files it needs (`# @after`): a missing one or a cycle fails the collection
+            from recorder.replay.needs import needs_of
+            from recorder.replay.plan import TranscriptErrors
+
+            try:
+                self.needs = needs_of([(str(self.path), self.transcript)])[str(self.path)]
+            except TranscriptErrors as exc:
+                raise self.CollectError(str(exc)) from None
         for index, exchange in enumerate(self.transcript.exchanges):
             title = exchange.title.replace("::", ":")
             name = f"{index + 1:02d} {title}".rstrip()
@@ -309,13 +319,12 @@ class TranscriptFile(pytest.File):
         if self._player is None:
             agent = self.config.stash[_AGENT]
             player = agent.file_player(self.display_path, self.transcript)
-            if self.transcript.after:
+            if self.needs:
                 # the files it needs (`# @after`) played first, not items of this file
-                from recorder.replay.needs import needs_of, play_needs
+                from recorder.replay.needs import play_needs
 
-                needs = needs_of([(str(self.path), self.transcript)])[str(self.path)]
                 play_needs(
-                    needs,
+                    self.needs,
                     lambda need: agent.file_player(need.path, need.transcript),
                     lambda: False,
                     into=player.state,

@@ -160,3 +160,13 @@ def test_a_file_that_names_its_need_carries_that_files_ids_forward(
     result = replay([blind], kits)
     assert result.passed, summary(result)
     assert [e.notes for t in result.transcripts for e in t.exchanges] == [()]
+
+
+def test_a_missing_need_fails_the_pytest_collection_naming_the_tag(
+    recording: Recording, pytester: pytest.Pytester
+) -> None:
+    listing = recording.listing()
+    (pytester.path / listing.name).write_text(listing.read_text())
+    result = pytester.runpytest(listing.name, "--recorder-agent", "http://127.0.0.1:9")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*{listing.name}:2: @after * no such transcript in *"])
