@@ -118,6 +118,15 @@ class ReplayState:
         self._aliases.adopt(other._aliases)
         self._others = Others(self._pairing, self._aliases)
 
+    def without_others(self, recorded: Response, live: LiveReply) -> LiveReply:
+        """`live` as `compare` sees it: without the items of other files' state, when this
+        file inherited a state (`inherit`); else `live` itself."""
+        if self._others is None:
+            return live
+        kept = self._others.leave_out(recorded, live)
+        assert isinstance(kept, LiveReply)  # (a LiveReply in, a LiveReply out)
+        return kept
+
     def unpaired(self, request: Request) -> set[str]:
         """The values of a recorded request that look generated but have no live counterpart
         and are not the client's own (see `CarryForward.unpaired`)."""

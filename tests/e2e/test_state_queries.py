@@ -20,6 +20,7 @@ from recorder import dump, load
 from recorder.checking import find_transcripts
 from recorder.cli import main
 from recorder.kit import KitServer, start_kit
+from recorder.learn.run import learn
 from recorder.model import Transcript
 from recorder.record.proxy import ProxyServer, create_proxy_app
 from recorder.replay.player import PlayResult, play
@@ -170,3 +171,15 @@ def test_a_missing_need_fails_the_pytest_collection_naming_the_tag(
     result = pytester.runpytest(listing.name, "--recorder-agent", "http://127.0.0.1:9")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*{listing.name}:2: @after * no such transcript in *"])
+
+
+def test_learning_finds_no_noise_in_the_listing(
+    recording: Recording, kits: list[KitServer]
+) -> None:
+    # played twice against one agent, the listing would list twice the tasks: its needs are
+    # played with it and the other files' tasks left out, so nothing varies between runs
+    kit = start_kit()
+    kits.append(kit)
+    learned = learn([str(recording.folder)], agent=kit.url, timeout=TIMEOUT)
+    assert learned.proposals.rules == [], learned.text
+    assert learned.regressions == 0
