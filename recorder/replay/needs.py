@@ -19,9 +19,10 @@ file still replays alone, in any order:
    in order, whatever other workers do meanwhile.
 3. Comparing: the file's `ReplayState` starts with the pairs its needed files learned
    (`ReplayState.inherit`), so the tasks a ListTasks lists must be the ones its needs
-   created live (recorded id to live id, one to one); the items of a listing that name no
-   value the file or its needs paired (state other files of the run, or earlier runs, made)
-   are left out of the comparison (`recorder.replay.others`).
+   created live (recorded id to live id, one to one); a live listing longer than the
+   recorded one loses the items that name no value the file or its needs paired (state
+   other files of the run, or earlier runs, made) until it is as long
+   (`recorder.replay.others`).
 """
 
 from __future__ import annotations

@@ -6,13 +6,17 @@ needed files had created; live, the agent also holds what other files of the run
 another worker, earlier in the run, or in an earlier run against the same agent). Pure, on
 the parsed bodies:
 
-1. Where the recorded and the live reply both hold an array of objects at the same place
-   (`$.result.tasks`), a live item is *another file's* when it names strict generated values
-   (an `id`, a `contextId`: rule 1 of `recorder.pairing`, neither loose nor a client value)
-   and none of them is paired (the file's own replies and its needs' gave no such live value).
-   Such items are left out of the live array before the comparison; every other item stays,
-   so a task of a needed file that is missing, or one too many of its own, still fails.
-2. A count beside such an array (`totalSize`) is lowered by the items left out of it.
+1. A listing is an array of objects at a member named in `LISTING_MEMBERS` (`tasks`: A2A's
+   ListTasksResponse) where the recorded and the live reply both hold one, at the same
+   place (`$.result.tasks`); no other array is touched (a task's `history` or `artifacts`
+   that grew is a change, never state of another file).
+2. A live item of a listing is *unknown* when it names strict generated values (an `id`, a
+   `contextId`: rule 1 of `recorder.pairing`, neither loose nor a client value) and none of
+   them is paired (the file's own replies and its needs' gave no such live value). When the
+   live listing is longer than the recorded one, unknown items are left out, the last ones
+   first, until it is as long or none is left: the items of the file's state all stay, so a
+   task of a needed file that is missing, or one too many of its own, still fails.
+3. A count beside such an array (`totalSize`) is lowered by the items left out of it.
 
 Only files that inherited a state (`ReplayState.inherit`) are filtered; a file that needs
 none compares its listings whole.
@@ -28,8 +32,10 @@ from recorder.model import Response
 from recorder.pairing import AliasMap, PairingRules
 from recorder.replay.live import NOT_JSON, LiveReply, parse_json_text
 
-__all__ = ["COUNT_MEMBERS", "Others"]
+__all__ = ["COUNT_MEMBERS", "LISTING_MEMBERS", "Others"]
 
+LISTING_MEMBERS = frozenset({"tasks"})
+"""Members that hold a listing of the agent's state (A2A ListTasksResponse)."""
 COUNT_MEMBERS = frozenset({"totalSize"})
 """Members that count the items of a listing beside them (A2A ListTasksResponse)."""
 
@@ -70,9 +76,11 @@ class Others:
             listed = 0  # left out of the arrays that are members of this object
             for name, member in live.items():
                 if name in recorded:
-                    kept, count = self._walk(recorded[name], member)
-                    if isinstance(member, list):
+                    if name in LISTING_MEMBERS and isinstance(member, list):
+                        kept, count = self._listing(recorded[name], member)
                         listed += count
+                    else:
+                        kept, count = self._walk(recorded[name], member)
                     dropped += count
                     member = kept
                 out[name] = member
@@ -82,14 +90,20 @@ class Others:
                     if isinstance(count_value, int) and not isinstance(count_value, bool):
                         out[name] = max(0, count_value - listed)
             return out, dropped
-        if isinstance(recorded, list) and isinstance(live, list):
-            if not all(isinstance(item, dict) for item in recorded):
-                return live, 0  # (an empty recorded listing: every live item may be another's)
-            kept = [item for item in live if not self._another_files(item)]
-            return kept, len(live) - len(kept)
         return live, 0
 
-    def _another_files(self, item: Any) -> bool:
+    def _listing(self, recorded: Any, live: list[Any]) -> tuple[list[Any], int]:
+        """(the live listing without the unknown items past the recorded length, how many)."""
+        if not isinstance(recorded, list) or len(live) <= len(recorded):
+            return live, 0
+        if not all(isinstance(item, dict) for item in recorded):
+            return live, 0
+        excess = len(live) - len(recorded)
+        unknown = [index for index, item in enumerate(live) if self._unknown(item)]
+        left_out = set(unknown[len(unknown) - min(excess, len(unknown)) :])
+        return [item for index, item in enumerate(live) if index not in left_out], len(left_out)
+
+    def _unknown(self, item: Any) -> bool:
         """Whether a live item names strict generated values, none of them paired."""
         if not isinstance(item, dict):
             return False

@@ -114,7 +114,8 @@ class ReplayState:
         """Start from the pairs `other` (a file this one needs, `@after`, played first)
         learned: the ids its replies name must be the ones that file's live replies gave.
         From then on, the items of a listing that name none of this file's values are
-        another file's state, left out of the comparison (`recorder.replay.others`)."""
+        another file's state, left out where the listing is longer than recorded
+        (`recorder.replay.others`)."""
         self._aliases.adopt(other._aliases)
         self._others = Others(self._pairing, self._aliases)
 

@@ -116,3 +116,23 @@ def test_a_listing_of_the_files_own_items_is_left_as_it_came() -> None:
     # an item that names no generated value is nobody's state: kept
     plain = make_response(body=b'{"result": {"tasks": [{"state": "X"}], "totalSize": 1}}')
     assert Others(pairing, aliases).leave_out(recorded, plain) is plain
+
+
+def test_only_listings_longer_than_recorded_lose_unknown_items() -> None:
+    pairing = PairingRules(DEFAULT_RULES)
+    aliases = AliasMap(pairing)
+    task, context, new_artifact, other, other_context = ids(5)
+    aliases.pair(task, task, "id")
+    # a task's artifacts and history that grew are a change, never another file's state
+    recorded = make_response(body=json.dumps({"result": {"id": task, "artifacts": []}}).encode())
+    grown = {"result": {"id": task, "artifacts": [{"artifactId": new_artifact, "parts": []}]}}
+    live = make_response(body=json.dumps(grown).encode())
+    assert Others(pairing, aliases).leave_out(recorded, live) is live
+    # a listing as long as the recording keeps an unknown item: it fails where it differs
+    recorded = make_response(body=listing((task, context)))
+    same_length = make_response(body=listing((other, other_context)))
+    assert Others(pairing, aliases).leave_out(recorded, same_length) is same_length
+    # a needed task missing, another file's in its place and one more: one is left out
+    longer = make_response(body=listing((other, other_context), (new_artifact, other_context)))
+    kept = json.loads(Others(pairing, aliases).leave_out(recorded, longer).body)["result"]
+    assert [t["id"] for t in kept["tasks"]] == [other] and kept["totalSize"] == 1
