@@ -2,7 +2,9 @@
 
 A file whose replies read state other files made (a ListTasks that lists the tasks they
 created, recorded on its own because its request carries no id of theirs) names them in its
-head; the recorder writes the tags (`recorder.record.lineage`), a person may too. So that every
+head; the recorder writes the tags (`recorder.record.lineage`), a person may too. The tag is
+the file's, not an exchange's: the needs are played whole before the file's first exchange
+(which `-k` plays anyway, as setup), so a tag per exchange would say no more. So that every
 file still replays alone, in any order:
 
 1. Planning (`attach_needs`, after `recorder.replay.plan.plan`): each planned file gets its
