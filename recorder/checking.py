@@ -15,7 +15,7 @@ from pathlib import Path
 
 from recorder.errors import ParseError
 from recorder.httpfile import dumps, load
-from recorder.httpread import BODY_MARKER, loads
+from recorder.httpread import BODY_MARKER, after_lines, loads
 from recorder.model import Transcript
 
 __all__ = [
@@ -135,6 +135,8 @@ def check_paths(
             problems.append(Problem(name, None, "no exchanges: a transcript holds at least one"))
             continue
         problems.extend(json_problems(name, path.read_text(encoding="utf-8")))
+        if transcript.after:
+            problems.extend(after_problems(name, path, path.read_text(encoding="utf-8")))
         if canonical:
             text = path.read_text(encoding="utf-8")
             expected = dumps(transcript)
@@ -144,6 +146,20 @@ def check_paths(
                     Problem(name, line, "not in canonical form (rewrite it with recorder's writer)")
                 )
     return count, problems
+
+
+def after_problems(name: str, path: Path, text: str) -> list[Problem]:
+    """Each `# @after NAME` tag of the file at `path` (its `text`) that names no transcript
+    of its folder, or the file itself, at the tag's line."""
+    problems: list[Problem] = []
+    for line, needed in after_lines(text):
+        target = path.parent / needed
+        if not target.is_file():
+            where = os.fspath(path.parent) if path.parent != Path() else "."
+            problems.append(Problem(name, line, f"@after {needed}: no such transcript in {where}"))
+        elif target.resolve() == path.resolve():
+            problems.append(Problem(name, line, f"@after {needed}: a file cannot need itself"))
+    return problems
 
 
 def _reject_constant(name: str) -> None:

@@ -4,8 +4,10 @@
 Grammar (version 1). Lines end in LF (CRLF and a missing final line break are read too); a
 line is split only at LF, never at other Unicode line separators.
 
-    file          = [marker] *(comment / blank) *exchange
+    file          = [marker] *(comment / after-tag / blank) *exchange
     marker        = "# recorder-format: " 1*DIGIT                  ; first line; absent = 1
+    after-tag     = "# @after " file-name                          ; "# @after 04-send.http"
+    file-name     = 1*(VCHAR except "/" and "\\") ".http"          ; same folder
     exchange      = "###" [SP title] LF
                     *(comment / blank)                             ; tags: see below
                     request-line *header-line blank
@@ -40,6 +42,13 @@ while recording: `Exchange.truncated`), and "# @during exchange N frame K" (this
 sent while the event stream of exchange N, an earlier one, was still open, once its frame K
 had arrived: a CancelTask sent during a SubscribeToTask stream). A `@during` tag that does not
 read so, or names no earlier exchange, is a parse error.
+
+A file's head (its comments before the first "###") may hold "# @after NAME.http" tags, one
+name each: this file reads state those files of its folder made (a ListTasks whose reply lists
+the tasks they created), and the player plays them first (`recorder.replay.needs`). They stay
+comments of the file (`Transcript.comments`, read by `Transcript.after`), so they round-trip
+as any comment. A `@after` that names no plain file name ending in ".http", or one inside an
+exchange, is a parse error; `recorder check` also fails one that names no file of the folder.
 
 Canonical form (what `dumps` writes, what `recorder check --canonical` expects): the marker,
 the file comments, a blank line, then the exchanges separated by one blank line, every line

@@ -22,9 +22,25 @@ from dataclasses import dataclass, field
 
 from recorder import sse
 from recorder.errors import ParseError
-from recorder.model import Exchange, Headers, Request, Response, Transcript, is_event_stream
+from recorder.model import (
+    AFTER_TAG,
+    Exchange,
+    Headers,
+    Request,
+    Response,
+    Transcript,
+    is_event_stream,
+)
 
-__all__ = ["BODY_MARKER", "DURING_TAG", "FORMAT_VERSION", "MARKER_PREFIX", "TRUNCATED_TAG", "loads"]
+__all__ = [
+    "BODY_MARKER",
+    "DURING_TAG",
+    "FORMAT_VERSION",
+    "MARKER_PREFIX",
+    "TRUNCATED_TAG",
+    "after_lines",
+    "loads",
+]
 
 FORMAT_VERSION = 1
 MARKER_PREFIX = "# recorder-format:"
@@ -120,6 +136,19 @@ def loads(
     )
 
 
+def after_lines(text: str) -> list[tuple[int, str]]:
+    """The `# @after NAME` tags of a file's head, as (1-based line, NAME), in order: where
+    `recorder check` and the player name a tag whose file is missing. `text` parses."""
+    found: list[tuple[int, str]] = []
+    for number, line in enumerate(text.lstrip("\ufeff").split("\n"), start=1):
+        if line.startswith("###"):
+            break
+        match = AFTER_TAG.match(line[1:].strip()) if line.startswith("#") else None
+        if match is not None:
+            found.append((number, match.group(1)))
+    return found
+
+
 def _boundary_lines(text: str) -> list[int]:
     """The numbers of the lines of `text` (split at LF) that start with "###" or
     "HTTP/<digit>": one search through the text, and a count of the LFs between two hits."""
@@ -148,7 +177,13 @@ def _read_preamble(cursor: _Cursor) -> tuple[int, list[str]]:
             # (a marker with more than one word is a comment, as it always was)
             version = _read_version(cursor, raw.strip())
         elif line.startswith("#"):
-            comments.append(_comment_text(cursor, line))
+            comment = _comment_text(cursor, line)
+            if _is_tag(comment, "@after") and not AFTER_TAG.match(comment.strip()):
+                raise cursor.error(
+                    'a @after tag names a transcript of the same folder, such as "@after '
+                    f'04-send-message.http", got {_show(comment)}'
+                )
+            comments.append(comment)
         elif line.strip():
             if _REQUEST_LINE.match(line):
                 raise cursor.error('expected "###" (and a title) before the first request')
@@ -181,6 +216,12 @@ def _one_line(cursor: _Cursor, text: str, what: str) -> str:
     return text
 
 
+def _is_tag(comment: str, tag: str) -> bool:
+    """Whether a comment's first word is `tag` (`@after`; not `@afterwards`)."""
+    words = comment.split(maxsplit=1)
+    return bool(words) and words[0] == tag
+
+
 def _show(line: str, limit: int = 60) -> str:
     return json.dumps(line if len(line) <= limit else line[:limit] + "…", ensure_ascii=False)
 
@@ -202,6 +243,11 @@ def _read_exchange(cursor: _Cursor, earlier: Sequence[Exchange]) -> Exchange:
             else:
                 if text.strip().startswith("@during"):
                     _check_during(cursor, text, earlier)
+                elif _is_tag(text, "@after"):
+                    raise cursor.error(
+                        'a @after tag belongs to the file: put it in the head, after "'
+                        f'{MARKER_PREFIX} {FORMAT_VERSION}" and before the first "###"'
+                    )
                 comments.append(text)
         elif line.strip():
             break

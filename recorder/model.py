@@ -34,6 +34,7 @@ from recorder.jsonbody import canonical_json_body as canonical_json_body  # (re-
 from recorder.jsonbody import pretty_json as pretty_json  # (re-exported)
 
 __all__ = [
+    "AFTER_TAG",
     "Exchange",
     "Headers",
     "Request",
@@ -87,6 +88,10 @@ def _set_json_body(message: _Message, body: bytes) -> None:
 # header names already found valid (the same few come in every exchange): not checked again
 _VALID_NAMES: set[str] = set()
 _MAX_VALID_NAMES = 4096
+
+AFTER_TAG = re.compile(r"^@after ([^\s/\\]+\.http)\Z")
+"""A file-level tag (a comment of the file's head): `@after 04-send-message.http` names a
+transcript of the same folder whose state this one reads (`Transcript.after`)."""
 
 
 class Headers(Sequence[tuple[str, str]]):
@@ -412,6 +417,14 @@ class Transcript:
 
     def __len__(self) -> int:
         return len(self.exchanges)
+
+    @property
+    def after(self) -> tuple[str, ...]:
+        """The files this one needs played first (its `# @after NAME.http` comments, in
+        order): files of the same folder whose state its replies read (a ListTasks that
+        lists the tasks they created)."""
+        found = (AFTER_TAG.match(comment.strip()) for comment in self.comments)
+        return tuple(match.group(1) for match in found if match is not None)
 
     @property
     def recorded_base_url(self) -> str | None:

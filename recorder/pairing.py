@@ -400,6 +400,18 @@ class AliasMap:
             return self.alias(golden, kind)
         return live
 
+    def adopt(self, other: AliasMap) -> None:
+        """Take the pairs and the client values `other` learned (the state of another file
+        this one reads: `@after`), where they do not contradict a pair already here."""
+        for golden, live in other.golden_to_live.items():
+            if golden in self.golden_to_live or live in self.live_to_golden:
+                continue
+            self.golden_to_live[golden] = live
+            self.live_to_golden[live] = golden
+            self.seen.setdefault(golden, other.seen.get(golden, "id"))
+        self.client |= other.client
+        self.literal_danger |= other.literal_danger
+
     def pair(self, golden: str, live: str, kind: str) -> str | None:
         """Pair a recorded and a live generated value (rule 3). None, or why they do not pair."""
         if kind in self._loose:

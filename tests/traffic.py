@@ -48,7 +48,16 @@ from a2a.types import (
     TaskState,
 )
 
-__all__ = ["BINDINGS", "DIFF", "DIFF_WITHOUT_FILE_NAME", "LIMIT", "SLOW_DIFF", "drive"]
+__all__ = [
+    "BINDINGS",
+    "DIFF",
+    "DIFF_WITHOUT_FILE_NAME",
+    "LIMIT",
+    "REUSED_MESSAGE_ID",
+    "SLOW_DIFF",
+    "drive",
+    "drive_listing",
+]
 
 JSONRPC = "JSONRPC"
 REST = "HTTP+JSON"
@@ -391,4 +400,45 @@ def drive(base_url: str, *, token: str, binding: str = JSONRPC) -> dict[str, Any
     if binding not in BINDINGS:
         raise ValueError(f"binding must be one of {BINDINGS}, got {binding!r}")
     result: dict[str, Any] = asyncio.run(_run(base_url, token, binding))
+    return result
+
+
+REUSED_MESSAGE_ID = "test-message-1"
+"""The messageId a test suite's fixture sends in every test (`drive_listing`)."""
+
+
+async def _run_listing(base_url: str) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    session = _Session(base_url, JSONRPC)
+    try:
+        await session.fetch_card()
+        client = session.client(streaming=False)
+
+        def review(text: str) -> SendMessageRequest:
+            message = _message(text)
+            message.message_id = REUSED_MESSAGE_ID  # the same in every "test"
+            return _send(message)
+
+        # ---- "test 1": a review and a GetTask, whose reply echoes the messageId in the history
+        first = _task_of(await _collect(client.send_message(review(DIFF))))
+        got = await _bounded(client.get_task(GetTaskRequest(id=first.id)))
+        seen["history"] = [m.message_id for m in got.history]
+        # ---- "test 2": another review, the same messageId
+        second = _task_of(await _collect(client.send_message(review(DIFF))))
+        # ---- "test 3": every task the agent holds (no filter: no id of theirs)
+        listed = await _bounded(client.list_tasks(ListTasksRequest()))
+        seen["listed"] = sorted(task.id for task in listed.tasks) == sorted([first.id, second.id])
+        # ---- "test 4": a review after the listing (state the listing does not name)
+        await _collect(client.send_message(review(DIFF)))
+    finally:
+        await session.aclose()
+    return seen
+
+
+def drive_listing(base_url: str) -> dict[str, Any]:
+    """A test suite's traffic: four tests, each of whose messages has the same messageId
+    (`REUSED_MESSAGE_ID`); the first reviews a diff and gets the task, the second reviews
+    another, the third lists every task (ListTasks with no filter), the fourth reviews once
+    more. Returns what the client saw."""
+    result: dict[str, Any] = asyncio.run(_run_listing(base_url))
     return result

@@ -21,9 +21,11 @@ from pathlib import Path
 
 from recorder.atomic import write_text_atomic
 from recorder.learn.rulesfile import merge, render
+from recorder.model import Transcript
 from recorder.noise import Proposals, Replies, propose
 from recorder.redact import scrub_text
 from recorder.replay.live import LiveReply
+from recorder.replay.needs import needs_of, play_needs
 from recorder.replay.plan import load_transcripts
 from recorder.replay.player import AgentHandle, FilePlayer, play
 from recorder.replay.results import PlayResult
@@ -57,9 +59,15 @@ class Learned:
 
 
 def _keep(
-    lives: dict[tuple[int, int], list[LiveReply]], number: int, index: int, live: LiveReply
+    lives: dict[tuple[int, int], list[LiveReply]],
+    number: int,
+    player: FilePlayer,
+    index: int,
+    live: LiveReply,
 ) -> None:
-    lives.setdefault((number, index), []).append(live)
+    # (a file that needs others, `# @after`: as compared, without other files' items)
+    recorded = player.transcript.exchanges[index].response
+    lives.setdefault((number, index), []).append(player.state.without_others(recorded, live))
 
 
 class _Kept:
@@ -103,6 +111,7 @@ def learn(
     if runs < 2:
         raise ValueError("learning needs two live runs or more")
     loaded = load_transcripts(paths)
+    needs = needs_of(loaded)
     variables = dict(os.environ if environ is None else environ)
     handle: AgentHandle | None = None
     live_base: str | None = None
@@ -121,17 +130,28 @@ def learn(
         with make_transport(base_url) as transport:
             for _ in range(runs):
                 for number, (path, transcript) in enumerate(loaded):
-                    player = FilePlayer(
-                        path,
-                        transcript,
-                        transport,
-                        base_url,
-                        rules=rules,
-                        variables=variables,
-                        timeout=timeout,
-                        live_base=live_base,
-                        on_reply=functools.partial(_keep, lives, number),
-                    )
+
+                    def file_player(path: str, transcript: Transcript) -> FilePlayer:
+                        return FilePlayer(
+                            path,
+                            transcript,
+                            transport,
+                            base_url,
+                            rules=rules,
+                            variables=variables,
+                            timeout=timeout,
+                            live_base=live_base,
+                        )
+
+                    player = file_player(path, transcript)
+                    if path in needs:  # (`# @after`: the files it needs, played first)
+                        play_needs(
+                            needs[path],
+                            lambda need: file_player(need.path, need.transcript),
+                            lambda: False,
+                            into=player.state,
+                        )
+                    player.on_reply = functools.partial(_keep, lives, number, player)
                     for index in range(len(transcript.exchanges)):
                         result = player.play_until(index)
                         if result.error is not None:

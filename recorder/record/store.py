@@ -1,5 +1,6 @@
 """Where recorded exchanges go: the writer of transcript files (names are
-`recorder.record.naming`'s, new files' numbers `recorder.record.numbering`'s).
+`recorder.record.naming`'s, new files' numbers `recorder.record.numbering`'s, which file a
+request goes to `recorder.record.routing`'s, a file's text `recorder.record.filetext`'s).
 
 `TranscriptStore` puts the exchanges of one scenario in one file, in the order their requests
 started. A new file's number is claimed on disk (`recorder.record.numbering`: the file is
@@ -40,27 +41,26 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import dataclasses
 import json
 import os
-import re
 import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from recorder.atomic import (
     append_text,
     hold_scratch,
     release_scratch,
-    remove_stale_scratch,
     write_text_atomic,
 )
-from recorder.httpfile import dumps, dumps_exchange, loads
-from recorder.model import Exchange, Transcript
-from recorder.record.modes import MODES, Keep, existing_file, keep_in_place
-from recorder.record.naming import operation_slug, slugify
+from recorder.checking import natural_key
+from recorder.httpfile import dumps_exchange, loads
+from recorder.model import Exchange
+from recorder.record.filetext import FILE_HEAD, Entry, OpenFile, during_tagged
+from recorder.record.leftovers import remove_stale_temporaries
+from recorder.record.modes import MODES, Keep, keep_in_place
 from recorder.record.numbering import Numbers
+from recorder.record.routing import CONVERSATION, FileKey, Routes
 
 __all__ = [
     "CONVERSATION",
@@ -68,118 +68,10 @@ __all__ = [
     "FileKey",
     "Keep",
     "TranscriptStore",
+    "describe_error",
     "during_tagged",
+    "remove_stale_temporaries",
 ]
-
-# the first part of the file key of a conversation of unscripted traffic (no slug has a "#")
-CONVERSATION = "#conversation"
-FileKey = tuple[str, Hashable]
-# the generation of a scenario whose file `once` keeps: its exchanges are not written
-_KEPT = "#kept"
-
-# `.NAME.PID.N.tmp`: a temporary file that recorders before `recorder.atomic` made in the folder
-_TEMPORARY = re.compile(r"^\..+\.(\d+)\.\d+\.tmp$")
-
-
-def remove_stale_temporaries(folder: Path) -> list[str]:
-    """Remove what killed processes left in `folder`: their temporary folders under
-    `.recorder-tmp` (whose lock no process holds, `recorder.atomic.remove_stale_scratch`),
-    and the `.NAME.PID.N.tmp` files of recorders before it, unless their process runs
-    (this process's id counts as gone: it makes no such file; a recorder that is PID 1 in
-    every container finds its previous run's files under its own id). Returns their names."""
-    removed = remove_stale_scratch(folder)
-    with contextlib.suppress(OSError), os.scandir(folder) as entries:
-        for entry in entries:
-            match = _TEMPORARY.match(entry.name)
-            if match is None or _running(int(match.group(1))):
-                continue
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)
-                removed.append(entry.name)
-    return removed
-
-
-def _running(pid: int) -> bool:
-    """Whether another process `pid` runs (True, to keep its files, when that cannot be
-    told)."""
-    if pid == os.getpid():
-        return False
-    if not 0 < pid < 2**31:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # e.g. EPERM: it exists, under another user
-        return True
-    return True
-
-
-# --------------------------------------------------------------------------- writer
-
-
-_FILE_HEAD = dumps(Transcript())  # "# recorder-format: 1\n"
-
-
-@dataclass
-class _Entry:
-    ticket: int
-    # let go once written when the entry has no `@during` tag (`TranscriptStore.write`): its block
-    # is then all a rewrite of its file needs, as no tag of it can change
-    exchange: Exchange | None
-    during: tuple[int, int] | None
-    # the exchange's block of the file, cached with the `@during` tag it was made with
-    block: str = ""
-    tag: str | None = None
-
-    def text(self, tag: str | None) -> str:
-        if not self.block or tag != self.tag:
-            exchange = self.exchange
-            assert exchange is not None, "an exchange let go is never rendered again"
-            if tag is not None:
-                exchange = dataclasses.replace(exchange, comments=(*exchange.comments, tag))
-            self.block, self.tag = dumps_exchange(exchange), tag
-        return self.block
-
-
-@dataclass
-class _OpenFile:
-    slug: str
-    path: Path | None = None  # claimed on disk by its first write
-    # `path` is an earlier file of its scenario (`replace`): its first write replaces it
-    replacing: bool = False
-    entries: list[_Entry] = field(default_factory=list)  # sorted by ticket
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    # entries[:written] are the file on disk, scrubbed with the store's first `secrets` secrets
-    written: int = 0
-    secrets: int = 0
-
-    def text(self) -> str:
-        """The whole file: the blocks of unchanged exchanges are reused, so an exchange costs
-        one `dumps` of itself, not of the whole file."""
-        if len(self.entries) == 1:  # (a new file: its one exchange has no tag)
-            return _FILE_HEAD + "\n" + self.entries[0].text(None)
-        position = {entry.ticket: n for n, entry in enumerate(self.entries, start=1)}
-        parts = [_FILE_HEAD]
-        for entry in self.entries:
-            parts.append("\n")
-            parts.append(entry.text(_during_tag(entry.during, position)))
-        return "".join(parts)
-
-    def last_block(self) -> str:
-        """The text the last exchange adds to the file (the earlier ones are unchanged)."""
-        entry = self.entries[-1]
-        tag = None
-        if entry.during is not None:
-            entries = self.entries
-            at = bisect.bisect_left(entries, entry.during[0], key=lambda e: e.ticket)
-            if at < len(entries) and entries[at].ticket == entry.during[0]:
-                tag = _during_tag(entry.during, {entry.during[0]: at + 1})
-        return "\n" + entry.text(tag)
-
-    def written_text(self) -> str:
-        """The exchanges on disk as made, before scrubbing (head left out)."""
-        return "".join(entry.block for entry in self.entries[: self.written])
 
 
 class TranscriptStore:
@@ -210,10 +102,6 @@ class TranscriptStore:
         self.out = Path(out)
         self.mode = mode
         self._keep = keep
-        # slug -> its file on disk when the store first saw the scenario (replace, once)
-        self._found: dict[str, Path | None] = {}
-        # slug -> the file this store wrote its scenario to (replace: the next run's file)
-        self._paths: dict[str, Path] = {}
         # a file `replace` rewrites -> its text before this store wrote it
         self._previous: dict[Path, str] = {}
         # a file `replace` rewrote -> whether `close` found it changed (after the keep pass)
@@ -221,19 +109,15 @@ class TranscriptStore:
         self._scrub = scrub
         self._fsync = fsync
         self._lock = threading.Lock()
-        # (scenario slug, generation) -> its file; `end` starts the slug's next generation
-        self._open: dict[FileKey, _OpenFile] = {}
-        self._generation: dict[str, int] = {}
-        # ticket -> (slug, generation) of a scenario request begun and not yet written, or
-        # (CONVERSATION, id) of a conversation's
-        self._pending: dict[int, FileKey] = {}
-        self._slugs: dict[FileKey, str] = {}  # a conversation's file name, from its first request
-        self._order = 0
+        self.routes = Routes(self.out, mode, self._lock)  # which file each request goes to
         self._secrets: dict[str, str] = {}
         self._secret_log: list[tuple[str, str]] = []  # each change of `_secrets`, in order
         self.written: list[Path] = []
         # each written file's lock, by its path as a string (a `Path`'s hash costs ~3 us)
         self._locks: dict[str, threading.Lock] = {}
+        self._names: dict[Hashable, str] = {}  # a written file's name, by key (`# @after`)
+        # a need not yet written -> the files that need it, to name it in once it is
+        self._awaiting: dict[Hashable, list[OpenFile]] = {}
         self._holding = False  # this process's temporary folder in `out` (`recorder.atomic`)
         self._numbers = Numbers(self.out)  # new files' numbers, claimed on disk
 
@@ -258,60 +142,20 @@ class TranscriptStore:
         `(CONVERSATION, id)` for a conversation of unscripted traffic, whose file is named
         after the `operation` of its first request; `recorder.record.lineage`) goes to that
         file; with neither, to a file of its own."""
-        with self._lock:
-            self._order += 1
-            if scenario is not None:
-                self._pending[self._order] = self._scenario_key(slugify(scenario))
-            elif into is not None:
-                if into[0] == CONVERSATION:
-                    self._slugs.setdefault(into, operation_slug(operation))
-                self._pending[self._order] = into
-            return self._order
-
-    def _scenario_key(self, slug: str) -> FileKey:
-        # called with self._lock held: the key of a scenario's request (`_KEPT` under `once`
-        # for a scenario whose file was there when the store first saw it)
-        if self.mode == "once" and self._existing(slug) is not None:
-            return (slug, _KEPT)
-        return (slug, self._generation.get(slug, 0))
-
-    def _existing(self, slug: str) -> Path | None:
-        """The file named for `slug` in the folder when the store first asked (the lowest
-        number when there are several; None when there is none, or the folder cannot be
-        read). Read once per scenario."""
-        if slug not in self._found:
-            self._found[slug] = existing_file(self.out, slug)
-        return self._found[slug]
+        return self.routes.begin(scenario, into=into, operation=operation)
 
     def file_key(self, ticket: int) -> FileKey | None:
         """The key of the file a request begun with `ticket` goes to (None: a file of its
         own). Keys are hashable and stay the same for the file's life."""
-        return self._pending.get(ticket)
+        return self.routes.pending.get(ticket)
 
     def forget(self, ticket: int) -> None:
         """The request of `ticket` will not be written (cheap; nothing when it was written)."""
-        if ticket in self._pending:
-            with self._lock:
-                key = self._pending.pop(ticket, None)
-                if key is not None:
-                    self._release(key)
+        self.routes.forget(ticket)
 
     def end(self, scenario: str) -> None:
-        with self._lock:
-            slug = slugify(scenario)
-            generation = self._generation.get(slug, 0)
-            self._generation[slug] = generation + 1
-            self._release((slug, generation))
-
-    def _release(self, key: FileKey) -> None:
-        # called with self._lock held: an ended generation's file is dropped from memory once
-        # no request begun in it is still on the way. A conversation's file stays: any later
-        # request may carry one of its ids
-        slug, generation = key
-        if slug == CONVERSATION or not isinstance(generation, int):
-            return  # (nor is a scenario's that `once` keeps: it has no file in memory)
-        if generation < self._generation.get(slug, 0) and key not in self._pending.values():
-            self._open.pop(key, None)
+        """Close a scenario: its next request starts a new file."""
+        self.routes.end(scenario)
 
     def close(self) -> None:
         """Finish the files `replace` rewrote (`finish_replaced`), and remove this process's
@@ -352,6 +196,7 @@ class TranscriptStore:
         secrets: Mapping[str, str] = {},
         sent_secrets: Mapping[str, str] = {},
         during: tuple[int, int] | None = None,
+        after: Iterable[Hashable] = (),
     ) -> Path | None:
         """Record one finished exchange; returns the file it went to (None: not written, its
         scenario's file is kept, `once`). Raises OSError when the file cannot be written (the
@@ -362,6 +207,10 @@ class TranscriptStore:
         exchange with that ticket (same scenario) was open, after `frames` of its frames had
         gone to the client. It is written as the tag `# @during exchange N frame K` (N counted
         from 1 in the file), which tells a player to send this request at the same point.
+
+        `after`: the keys of the files whose state the file's replies read so far
+        (`Lineage.needs`); each one already written is named in the file's head as
+        `# @after NN-name.http`, and the player plays it first.
 
         `sent_secrets` (the part of `secrets` the client sent): one never seen before is also
         scrubbed from the files written earlier, where an agent's reply may have carried it
@@ -378,27 +227,26 @@ class TranscriptStore:
                     self._secret_log.append((value, name))
             all_secrets = dict(self._secrets) if self._secrets else {}
             version = len(self._secret_log)
-            key = self._pending.pop(ticket, None)
-            if key is None and scenario is not None:
-                key = self._scenario_key(slugify(scenario))
-            if key is None:
-                record = _OpenFile(operation_slug(operation))
-            elif key[1] == _KEPT:
-                return None
-            else:
-                found = self._open.get(key)
-                if found is None:
-                    found = self._new_file(key)
-                    self._open[key] = found
-                self._release(key)
-                record = found
+            key, found = self.routes.file_for(ticket, scenario, operation)
+            if found is None:
+                return None  # (`once` keeps its scenario's file)
+            record = found
+            needed = {self._names[k] for k in after if k != key and k in self._names}
+            for unnamed in {k for k in after if k != key and k not in self._names}:
+                # a need not written yet (its first exchange, a stream, still open): named
+                # when it is (`_name_in_dependents`)
+                waiting = self._awaiting.setdefault(unnamed, [])
+                if not any(other is record for other in waiting):
+                    waiting.append(record)
+            dependents: list[OpenFile] = []
         with record.lock:
+            _add_needs(record, needed)
             if isinstance(exchange, str):
                 if during is not None:
                     raise ValueError("an exchange given as its block has no @during tag")
-                entry = _Entry(ticket, None, None, block=exchange)
+                entry = Entry(ticket, None, None, block=exchange)
             else:
-                entry = _Entry(ticket, exchange, during)
+                entry = Entry(ticket, exchange, during)
             entries = record.entries
             if not entries or entries[-1].ticket < ticket:
                 entries.append(entry)  # (in order: the common case)
@@ -422,32 +270,38 @@ class TranscriptStore:
                         self.written.append(record.path)
                     self._locks[name] = record.lock
                     if key is not None and key[0] != CONVERSATION:
-                        self._paths.setdefault(key[0], record.path)
+                        self.routes.paths.setdefault(key[0], record.path)
+                    if key is not None:
+                        self._names[key] = record.path.name  # (for the files that need it)
+                        dependents = self._awaiting.pop(key, [])
+        for dependent in dependents:
+            self._name_in_dependent(dependent, record.path.name)
         if new and self._scrub is not None:
             self._rescrub(earlier, {value: sent_secrets[value] for value in new}, record.path)
         return record.path
 
-    def _new_file(self, key: FileKey) -> _OpenFile:
-        # called with self._lock held: the file of a scenario's run, or of a conversation.
-        # Under `replace`, a scenario's earlier file (on disk when first seen, or written by
-        # an earlier run of it here) is written again in place
-        slug = key[0]
-        if self.mode != "replace" or slug == CONVERSATION:
-            return _OpenFile(self._slugs.get(key, slug))
-        path = self._existing(slug) or self._paths.get(slug)
-        if path is None:
-            return _OpenFile(slug)
-        for other in self._open.values():
-            if other.path == path:
-                # an earlier run of the scenario with a request still on the way: what it
-                # still writes goes to a new file, not over this run's
-                other.path, other.written = None, 0
-        return _OpenFile(slug, path=path, replacing=True)
+    def _name_in_dependent(self, dependent: OpenFile, name: str) -> None:
+        """A file that needs the file just written first (`name`) names it in its head:
+        rewritten whole if it is on disk already, else at its first write."""
+        with dependent.lock:
+            _add_needs(dependent, {name})
+            if dependent.path is None or not dependent.written or dependent.replacing:
+                return
+            with self._lock:
+                secrets = dict(self._secrets)
+            text = dependent.text()
+            if secrets and self._scrub is not None:
+                scrubbed = self._scrub(text, secrets)
+                if scrubbed != text:
+                    loads(scrubbed, source=dependent.path)  # the file must still parse
+                    text = scrubbed
+            self._write_whole(dependent, text)
+            dependent.after_written = dependent.after
 
     def _put(
         self,
-        record: _OpenFile,
-        entry: _Entry,
+        record: OpenFile,
+        entry: Entry,
         secrets: Mapping[str, str],
         version: int,
     ) -> None:
@@ -466,6 +320,7 @@ class TranscriptStore:
             and record.path is not None
             and record.entries[-1] is entry
             and record.written == count - 1
+            and record.after == record.after_written
             and self._unchanged(record)
         ):
             tail = record.last_block()
@@ -476,7 +331,7 @@ class TranscriptStore:
                     # (let go only after this; given as its block only when it has no tag)
                     exchange = entry.exchange
                     plain = entry.block if exchange is None else dumps_exchange(exchange)
-                    loads(_FILE_HEAD + "\n" + scrub(plain, secrets), source=record.path)
+                    loads(FILE_HEAD + "\n" + scrub(plain, secrets), source=record.path)
                     tail = scrubbed
             try:
                 append_text(record.path, tail, fsync=self._fsync)
@@ -494,8 +349,9 @@ class TranscriptStore:
         self._write_whole(record, text)
         record.written, record.secrets = count, version
         record.replacing = False
+        record.after_written = record.after
 
-    def _unchanged(self, record: _OpenFile) -> bool:
+    def _unchanged(self, record: OpenFile) -> bool:
         """Whether the secrets learned since `record` was last written leave its text on
         disk as it is (scrubbing it with them changes nothing)."""
         if record.secrets == len(self._secret_log):
@@ -506,7 +362,7 @@ class TranscriptStore:
         text = record.written_text()
         return self._scrub(text, learned) == text
 
-    def _write_whole(self, record: _OpenFile, text: str) -> None:
+    def _write_whole(self, record: OpenFile, text: str) -> None:
         """Write the whole file: over the file when it is there (atomically), else as a new
         file whose name is claimed on disk (a number found taken is passed over)."""
         path = record.path
@@ -545,26 +401,12 @@ class TranscriptStore:
                     write_text_atomic(path, scrubbed, fsync=self._fsync)
 
 
-def during_tagged(
-    entries: Iterable[tuple[int, Exchange, tuple[int, int] | None]],
-) -> tuple[Exchange, ...]:
-    """The exchanges of (ticket, exchange, during) entries in ticket order, each `during`
-    written as the comment `@during exchange N frame K` once exchange N is in the list."""
-    ordered = sorted(entries, key=lambda item: item[0])
-    position = {ticket: n for n, (ticket, _, _) in enumerate(ordered, start=1)}
-    out = []
-    for _, exchange, during in ordered:
-        tag = _during_tag(during, position)
-        if tag is not None:
-            exchange = dataclasses.replace(exchange, comments=(*exchange.comments, tag))
-        out.append(exchange)
-    return tuple(out)
-
-
-def _during_tag(during: tuple[int, int] | None, position: Mapping[int, int]) -> str | None:
-    if during is None or during[0] not in position:
-        return None
-    return f"@during exchange {position[during[0]]} frame {during[1]}"
+def _add_needs(record: OpenFile, names: set[str]) -> None:
+    """`names` (files `record` needs) in its head's `@after` tags, in number order."""
+    if not names.issubset(record.after):
+        record.after = tuple(
+            sorted({*record.after, *names}, key=lambda name: natural_key(Path(name)))
+        )
 
 
 def describe_error(exc: BaseException) -> str:

@@ -12,6 +12,10 @@ last matching one is played in order, because later requests carry forward value
 replies (a GetTask names the task an earlier SendMessage created); only the matching exchanges
 are reported and counted, the others are played as setup. Exchanges after the last match are not
 played.
+
+A file that needs others (`# @after NAME.http`) gets them as `PlanItem.needs`
+(`recorder.replay.needs.attach_needs`, after `plan`): played first, whichever way the file is
+selected or sharded, and not reported.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ class PlanItem:
     transcript: Transcript
     selected: frozenset[int]  # 0-based indices of the exchanges reported
     play_count: int  # exchanges 0 .. play_count-1 are played (the later ones are not needed)
+    needs: tuple[tuple[str, Transcript], ...] = ()
+    """The files its `# @after` tags need, played whole first (`recorder.replay.needs`)."""
 
     @property
     def selected_count(self) -> int:

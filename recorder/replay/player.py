@@ -51,6 +51,7 @@ from recorder.redact import scrub_text
 from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.jobs import Stopped, run_files
 from recorder.replay.live import real_frames
+from recorder.replay.needs import attach_needs, play_needs
 from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.plan import PlanItem, load_transcripts, plan
 from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
@@ -504,10 +505,17 @@ def _play_file(
     lives: dict[int, LiveReply] | None = {} if settings.update else None
     player = _file_player(settings, item, transport, lives, update=settings.update)
     reported: list[ExchangeResult] = []
+
+    def need_player(need: PlanItem) -> FilePlayer:  # a file `item` needs (@after), played first
+        return _file_player(settings, need, transport, None, update=False)
+
+    needs_notes = play_needs(item.needs, need_player, stop.is_set, into=player.state)
     for index in range(item.play_count):
         if stop.is_set():
             raise Stopped
         result = player.play_until(index)
+        if needs_notes and index in item.selected:
+            result, needs_notes = replace(result, notes=(*needs_notes, *result.notes)), ()
         # a setup exchange (played for its ids, not selected) is reported when it got no
         # reply: the exchanges that needed it are "not played", and that must say why
         if index in item.selected or (result.error is not None and result.played):
@@ -578,7 +586,7 @@ def play(
     if trials is not None and update:
         raise ValueError("trials and update do not go together: update from one run")
     loaded = load_transcripts(paths)
-    items = plan(loaded, pattern=pattern, shard=shard)
+    items = attach_needs(plan(loaded, pattern=pattern, shard=shard), loaded)
     import_judges(check for entry in rules.checks for check in entry.checks)
     selected_files = len(items) if shard is None else len(plan(loaded, pattern=pattern))
     variables = dict(os.environ if environ is None else environ)

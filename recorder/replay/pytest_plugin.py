@@ -461,6 +461,16 @@ class TranscriptFile(pytest.File):
             raise self.CollectError(str(exc)) from None
         if not self.transcript.exchanges:
             raise self.CollectError(f"{self.display_path}: no exchanges")
+        self.needs: tuple[tuple[str, Any], ...] = ()
+        if self.transcript.after:
+            # the files it needs (`# @after`): a missing one or a cycle fails the collection
+            from recorder.replay.needs import needs_of
+            from recorder.replay.plan import TranscriptErrors
+
+            try:
+                self.needs = needs_of([(str(self.path), self.transcript)])[str(self.path)]
+            except TranscriptErrors as exc:
+                raise self.CollectError(str(exc)) from None
         for index, exchange in enumerate(self.transcript.exchanges):
             title = exchange.title.replace("::", ":")
             name = f"{index + 1:02d} {title}".rstrip()
@@ -471,12 +481,23 @@ class TranscriptFile(pytest.File):
             agent = self.config.stash[_AGENT]
             trials = _trials_setting(self.config)
             if trials is None:
-                self._player = agent.file_player(
+                player = agent.file_player(
                     self.display_path,
                     self.transcript,
                     update=self.update,
                     on_reply=self.lives.__setitem__ if self.update else None,
                 )
+                if self.needs:
+                    # the files it needs (`# @after`) played first, not items of this file
+                    from recorder.replay.needs import play_needs
+
+                    play_needs(
+                        self.needs,
+                        lambda need: agent.file_player(need.path, need.transcript),
+                        lambda: False,
+                        into=player.state,
+                    )
+                self._player = player
             else:
                 from recorder.replay.trials import TrialPlayer
 

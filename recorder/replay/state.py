@@ -53,6 +53,7 @@ from recorder.replay.compare import Comparison
 from recorder.replay.diff import Mismatch
 from recorder.replay.fastpath import FastPath
 from recorder.replay.live import LiveReply
+from recorder.replay.others import Others
 from recorder.replay.text import Addresses, Strings
 from recorder.replay.walk import Walk
 from recorder.rules import Rules
@@ -92,6 +93,8 @@ class ReplayState:
         )
         self._bless = Bless(pairing, aliases, addresses)
         self._passed: dict[int, list[Passed]] = {}  # exchange number -> checked places that held
+        self._pairing = pairing
+        self._others: Others | None = None  # set by `inherit`: a file that reads others' state
 
     @property
     def mapping(self) -> dict[str, str]:
@@ -113,6 +116,24 @@ class ReplayState:
         """
         return self._carry.prepare(request)
 
+    def inherit(self, other: ReplayState) -> None:
+        """Start from the pairs `other` (a file this one needs, `@after`, played first)
+        learned: the ids its replies name must be the ones that file's live replies gave.
+        From then on, the items of a listing that name none of this file's values are
+        another file's state, left out where the listing is longer than recorded
+        (`recorder.replay.others`)."""
+        self._aliases.adopt(other._aliases)
+        self._others = Others(self._pairing, self._aliases)
+
+    def without_others(self, recorded: Response, live: LiveReply) -> LiveReply:
+        """`live` as `compare` sees it: without the items of other files' state, when this
+        file inherited a state (`inherit`); else `live` itself."""
+        if self._others is None:
+            return live
+        kept = self._others.leave_out(recorded, live)
+        assert isinstance(kept, LiveReply)  # (a LiveReply in, a LiveReply out)
+        return kept
+
     def unpaired(self, request: Request) -> set[str]:
         """The values of a recorded request that look generated but have no live counterpart
         and are not the client's own (see `CarryForward.unpaired`)."""
@@ -127,6 +148,8 @@ class ReplayState:
         `number` is the exchange's in its file (1-based), for the checks scoped to it.
         """
         self._carry.learn_client_values(golden.request)
+        if self._others is not None:
+            live = self._others.leave_out(golden.response, live)
         out = self._comparison.compare(golden, live, number)
         checked = self._comparison.checked
         if checked is not None and number is not None:
@@ -159,7 +182,10 @@ class ReplayState:
         """The live reply with its generated values put back to the recorded ones (for --update;
         see `Bless.bless`). Call after `compare` for the same exchange, or (better) once the
         whole transcript is compared, passing `matched`. With the exchange's `number`, a
-        checked place where every check held keeps its recorded value (`keep_recorded`)."""
+        checked place where every check held keeps its recorded value (`keep_recorded`).
+        Another file's items of a listing are left out, as in `compare` (`inherit`)."""
+        if self._others is not None:
+            live = self._others.leave_out(golden, live)
         blessed = self._bless.bless(golden, live, matched=matched)
         if blessed is golden or number is None or number not in self._passed:
             return blessed

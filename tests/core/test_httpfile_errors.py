@@ -33,6 +33,24 @@ MALFORMED = [
         'a @during tag reads "@during exchange N frame K", got "@during exchange two"',
     ),
     (
+        "@after names a path",
+        "# recorder-format: 1\n# @after ../02-a.http\n### a\n" + EXCHANGE,
+        2,
+        'a @after tag names a transcript of the same folder, such as "@after',
+    ),
+    (
+        "@after names two files",
+        "# @after 02-a.http 03-b.http\n### a\n" + EXCHANGE,
+        1,
+        'got "@after 02-a.http 03-b.http"',
+    ),
+    (
+        "@after inside an exchange",
+        "### a\n# @after 02-a.http\n" + EXCHANGE,
+        2,
+        "a @after tag belongs to the file: put it in the head",
+    ),
+    (
         "request before any ###",
         "# recorder-format: 1\nPOST / HTTP/1.1\n",
         2,

@@ -57,7 +57,7 @@ def outcome(recording: Recording, parts: dict[str, Any]) -> tuple[Any, ...]:
     upstream = _upstream(parts)
     kept = list(parts.get("kept", REPLY_HEADERS))
     try:
-        built = recording._built(call, upstream, kept, parts.get("reply", REPLY))
+        built = recording.builder.built(call, upstream, kept, parts.get("reply", REPLY))
     except ValueError as exc:
         return ("error", type(exc))
     block = built if isinstance(built, str) else None
@@ -224,7 +224,7 @@ def test_a_secret_header_value_is_not_remembered() -> None:
     recording = Recording(None, Redactor(), HOST)  # type: ignore[arg-type]
     secret = (b"authorization", b"Bearer tok-1234567")
     assert assert_same({"headers": [JSON, secret]}, recording)
-    remembered = recording._direct._request_lines
+    remembered = recording.builder.direct._request_lines
     assert secret not in remembered
     assert all(b"tok-1234567" not in value for _, value in remembered)
 
@@ -245,7 +245,7 @@ def test_a_call_with_other_secret_names_takes_the_general_path() -> None:
     recording = Recording(None, Redactor(), HOST)  # type: ignore[arg-type]
     call = _call({"headers": [JSON, (b"x-session", b"s-1234567")]}, recording)
     call.redactor = Redactor(headers={"x-session": "SESSION"})
-    built = recording._built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
+    built = recording.builder.built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
     assert not isinstance(built, str)
     assert built.request.headers.get("X-Session") == "{{SESSION}}"
 
@@ -254,7 +254,7 @@ def test_a_call_whose_redactor_saw_secrets_already_takes_the_general_path() -> N
     recording = Recording(None, Redactor(), HOST)  # type: ignore[arg-type]
     call = _call({"target": "/a?api_key=k-1234567"}, recording)
     assert call.shown == "POST /a?api_key={{API_KEY}}"  # (a log line: the value is seen)
-    built = recording._built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
+    built = recording.builder.built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
     assert not isinstance(built, str)
     assert built.request.target == "/a?api_key={{API_KEY}}"
     assert call.redactor.seen == {"k-1234567": "API_KEY"}
@@ -269,10 +269,12 @@ def test_an_exchange_during_another_or_with_its_request_built_takes_the_general_
     recording = Recording(None, Redactor(), HOST)  # type: ignore[arg-type]
     call = _call({}, recording)
     call.during = (1, 0)
-    assert not isinstance(recording._built(call, _upstream({}), list(REPLY_HEADERS), REPLY), str)
+    built = recording.builder.built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
+    assert not isinstance(built, str)
     call = _call({}, recording)
-    recording._record_request(call)
-    assert not isinstance(recording._built(call, _upstream({}), list(REPLY_HEADERS), REPLY), str)
+    recording.builder.record_request(call)
+    built = recording.builder.built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
+    assert not isinstance(built, str)
 
 
 def test_remembered_lines_are_let_go_past_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -281,7 +283,7 @@ def test_remembered_lines_are_let_go_past_their_bound(monkeypatch: pytest.Monkey
     for n in range(6):
         parts = {"headers": [JSON, (b"x-request-id", b"r-%d" % n)]}
         assert assert_same(parts, recording)
-        assert len(recording._direct._request_lines) <= 3
+        assert len(recording.builder.direct._request_lines) <= 3
 
 
 _NAMES = st.sampled_from(

@@ -131,3 +131,52 @@ def test_bodies_that_are_no_json_or_too_large_are_not_read() -> None:
     assert len(lineage) == 0
     lineage.learn_body(b'  {"task": {"id": "' + task.encode() + b'"}}', A, frozenset())
     assert lineage.home_of({task}) == A
+
+
+def test_a_client_value_reused_by_two_conversations_ties_them_not() -> None:
+    # a test suite that sends the same messageId in every test: the first test's GetTask
+    # echoes it in the task history (its request did not carry it), and the second test's
+    # first request carries it again
+    lineage = Lineage()
+    first = send("review", messageId="msg-1")
+    t1, c1 = str(uuid.uuid4()), str(uuid.uuid4())
+    assert exchange(lineage, first, A, task_reply(first, t1, c1)) == A
+    get = rpc("GetTask", {"id": t1})
+    history = {"jsonrpc": "2.0", "id": get.json["id"], "result": {"id": t1, "contextId": c1}}
+    history["result"]["history"] = [{"messageId": "msg-1", "role": "ROLE_USER", "taskId": t1}]
+    assert exchange(lineage, get, C, json.dumps(history).encode()) == A
+    second = send("another review", messageId="msg-1")
+    assert exchange(lineage, second, B, task_reply(second, *(str(uuid.uuid4()) for _ in "tc"))) == B
+
+
+def test_a_client_value_echoed_in_another_files_stream_frame_has_no_home() -> None:
+    lineage = Lineage()
+    chosen = "ctx-chosen-by-the-client"
+    lineage.values_of(
+        "/a2a/rest/message:send",
+        [("Content-Type", "application/json")],
+        json.dumps({"message": {"messageId": "m-1", "contextId": chosen}}).encode(),
+        "application/json",
+    )
+    frame = {"result": {"statusUpdate": {"taskId": str(uuid.uuid4()), "contextId": chosen}}}
+    lineage.learn_body(json.dumps(frame).encode(), A, frozenset())
+    assert lineage.home_of({chosen}) is None
+    assert len(lineage) == 1  # the task id the agent made
+
+
+def test_a_listing_and_a_request_naming_two_files_need_the_other_files() -> None:
+    lineage = Lineage()
+    t1, c1, t2, c2 = (str(uuid.uuid4()) for _ in range(4))
+    for request, key, task, context in ((send("a"), A, t1, c1), (send("b"), B, t2, c2)):
+        exchange(lineage, request, key, task_reply(request, task, context))
+    listing = rpc("ListTasks", {})
+    tasks = [{"id": t1, "contextId": c1}, {"id": t2, "contextId": c2}]
+    reply = {"jsonrpc": "2.0", "id": listing.json["id"], "result": {"tasks": tasks}}
+    assert exchange(lineage, listing, C, json.dumps(reply).encode()) == C
+    assert lineage.needs(C) == {A, B}
+    assert lineage.needs(A) == lineage.needs(B) == frozenset()
+    # a request that carries ids of two files joins one and needs the other
+    both = lineage.request_values(rpc("GetTask", {"id": t1, "metadata": {"other": t2}}))
+    joined = lineage.home_of(both)
+    lineage.note_request(both, joined)
+    assert lineage.needs(joined) == {B if joined == A else A}

@@ -280,7 +280,7 @@ def test_a_written_exchange_is_let_go_unless_its_tag_can_change(tmp_path: Path) 
     assert path is not None
     written = [(tickets[n], exchanges[n], during.get(tickets[n])) for n in range(3)]
     assert path.read_text() == dumps(Transcript(exchanges=during_tagged(written)))
-    [record] = store._open.values()
+    [record] = store.routes.open.values()
     held = [entry.exchange is not None for entry in record.entries]
     assert held == [False, False, True]
 
@@ -315,7 +315,7 @@ def test_a_request_begun_before_its_scenario_ended_goes_to_its_file(tmp_path: Pa
     store.write(late, make_exchange(title="late"), scenario="s", operation="GetTask")
     assert [e.title for e in load(tmp_path / "01-s.http")] == ["first", "late"]
     assert [e.title for e in load(tmp_path / "02-s.http")] == ["after"]
-    assert store._open.keys() == {("s", 1)}  # the ended file is let go once complete
+    assert store.routes.open.keys() == {("s", 1)}  # the ended file is let go once complete
 
 
 def test_a_forgotten_request_lets_its_ended_file_go(tmp_path: Path) -> None:
@@ -323,10 +323,10 @@ def test_a_forgotten_request_lets_its_ended_file_go(tmp_path: Path) -> None:
     first, failed = store.begin("s"), store.begin("s")
     store.write(first, make_exchange(), scenario="s", operation="GetTask")
     store.end("s")
-    assert store._open.keys() == {("s", 0)}  # `failed` may still come
+    assert store.routes.open.keys() == {("s", 0)}  # `failed` may still come
     store.forget(failed)
     store.forget(first)  # already written: nothing happens
-    assert store._open == {} and store._pending == {}
+    assert store.routes.open == {} and store.routes.pending == {}
 
 
 def test_a_secret_first_sent_later_is_scrubbed_from_earlier_files(tmp_path: Path) -> None:
@@ -463,3 +463,45 @@ def test_numbers_grow_past_99_and_play_in_number_order(tmp_path: Path) -> None:
         "99-last-two-digit.http",
         "100-get-task.http",
     ]
+
+
+def test_a_file_that_reads_others_state_names_them_in_its_head(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    a, b, listing = ((CONVERSATION, n) for n in (1, 2, 3))
+    for key, operation in ((a, "SendMessage"), (b, "SendMessage")):
+        store.write(
+            store.begin(into=key, operation=operation),
+            make_exchange(),
+            scenario=None,
+            operation=operation,
+        )
+    first = store.begin(into=listing, operation="ListTasks")
+    path = store.write(first, make_exchange(title="l1"), scenario=None, operation="x", after={b})
+    assert path is not None and path.name == "03-list-tasks.http"
+    assert path.read_text().startswith("# recorder-format: 1\n# @after 02-send-message.http\n\n")
+    # a later exchange that needs no more is appended; one that needs another file too
+    # rewrites the head (names in number order; never the file itself)
+    second = store.begin(into=listing, operation="x")
+    store.write(second, make_exchange(title="l2"), scenario=None, operation="x", after={b})
+    third = store.begin(into=listing, operation="x")
+    store.write(
+        third, make_exchange(title="l3"), scenario=None, operation="x", after={b, a, listing}
+    )
+    transcript = load(path)
+    assert transcript.after == ("01-send-message.http", "02-send-message.http")
+    assert [e.title for e in transcript] == ["l1", "l2", "l3"]
+    assert path.read_text() == dumps(transcript)
+
+
+def test_a_need_written_after_the_file_that_needs_it_is_named_then(tmp_path: Path) -> None:
+    # a listing sent while the first exchange of another conversation, a stream, was open:
+    # the listing is written first (and numbered first), the stream's file at its end
+    store = TranscriptStore(tmp_path)
+    stream, listing = (CONVERSATION, 1), (CONVERSATION, 2)
+    streamed = store.begin(into=stream, operation="SendStreamingMessage")
+    listed = store.begin(into=listing, operation="ListTasks")
+    path = store.write(listed, make_exchange(), scenario=None, operation="x", after={stream})
+    assert path is not None and load(path).after == ()
+    store.write(streamed, make_exchange(), scenario=None, operation="x")
+    assert load(path).after == ("02-send-streaming-message.http",)
+    assert path.read_text() == dumps(load(path))

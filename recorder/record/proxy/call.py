@@ -50,6 +50,8 @@ class Call:
     # (the client's own: what its reply echoes has no home of its own, `record.lineage`)
     file_key: Hashable | None = None
     client_values: frozenset[str] = frozenset()
+    # the files whose state its file's replies read so far (`Lineage.needs`: `# @after`)
+    after: frozenset[Hashable] = frozenset()
     # the request as recorded, with its title and operation, made while the upstream answers
     recorded_request: Request | None = None
     recorded_title: str = ""

@@ -3,7 +3,9 @@
 The request as forwarded (with `Host:` naming the upstream as the proxy addressed it), the
 reply without hop-by-hop fields and Content-Length; header names in conventional case; secrets
 replaced by `{{PLACEHOLDER}}`s (`recorder.redact`). An event stream is kept as its frames; one
-that ended inside a frame is marked truncated and keeps its whole frames.
+that ended inside a frame is marked truncated and keeps its whole frames. (The exchange is
+made by `recorder.record.proxy.building`, written by `recorder.record.proxy.writer`; this
+room is a call's life: its file, its `@during` tag, the values it generates.)
 
 Which file: a scenario's (its header or the control endpoint), else the file its request's
 values lead to by id lineage (`recorder.record.lineage`: a follow-up joins the file of the
@@ -19,7 +21,7 @@ frames of N that had arrived by then (comment-only frames, keep-alive pings, do 
 0 when N's head had not come). An exchange is closed (`close`, `settle`) in the step that
 writes the end of its reply, so a client that waits for each reply never gets a tag.
 
-Recording happens off the reply path (one writer thread per proxy, `_run`, started by the
+Recording happens off the reply path (one writer thread per proxy, `Writer`, started by the
 first exchange): the client gets the agent's reply as soon as it comes and never waits for
 its recording; the exchange is then queued for the writer (`submit` for a buffered reply,
 which the writer builds, secrets replaced; `write` for a relayed stream's, built when it
@@ -40,20 +42,17 @@ pending then are counted as not recorded.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
-import queue
-import threading
-import time
 from collections.abc import Hashable
 from typing import Any, cast
 
-from recorder.model import Exchange, Headers, Request, Response, SseEvent, is_json_media_type
+from recorder.model import Exchange, SseEvent, is_json_media_type
 from recorder.record.lineage import Lineage, parse_json
-from recorder.record.naming import exchange_title, header_case, operation_name, operation_of
+from recorder.record.naming import operation_of
+from recorder.record.proxy.building import Builder
 from recorder.record.proxy.call import Call
-from recorder.record.proxy.direct import Direct
+from recorder.record.proxy.writer import Writer
 from recorder.record.store import CONVERSATION, FileKey, TranscriptStore, describe_error
 from recorder.record.upstream import UpstreamReply
 from recorder.redact import Redactor
@@ -70,10 +69,6 @@ def _operation(call: Call, content_type: str | None) -> str:
     return operation_of(call.method, call.target.partition("?")[0], value)
 
 
-# (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream
-_Job = tuple[Call, UpstreamReply | None, list[tuple[bytes, bytes]] | None, Any]
-
-
 class Recording:
     """Turns calls into exchanges and writes them through the store."""
 
@@ -86,23 +81,12 @@ class Recording:
     ) -> None:
         self.store = store
         self._redactor = redactor  # the secret names; each call gets a fresh copy
-        self._host_header = host_header
         self.lineage = lineage if lineage is not None else Lineage()
-        self.recorded = 0  # exchanges written
-        self.kept = 0  # exchanges not written: `--mode once` keeps their scenario's file
-        self.failed = 0  # exchanges that could not be written (or were pending at shutdown)
-        self.last_error: str | None = None
-        self._pending = 0  # handed to the writer, not yet written
-        self._counts = threading.Lock()
-        self._idle = threading.Event()  # set while nothing is pending
-        self._idle.set()
-        self._closed = False  # shut down: what is still pending is not recorded
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self.builder = Builder(host_header, redactor)
+        self.writer = Writer(store, self.builder)
         self._conversations = itertools.count(1)
         # file key -> {ticket of an open exchange: its data frames arrived so far}
         self._open: dict[Hashable, dict[int, int]] = {}
-        self._direct = Direct(host_header, redactor)  # the writer's blocks of common exchanges
 
     # ---------------------------------------------------------------- a call's life
 
@@ -133,6 +117,7 @@ class Recording:
                 operation = ""  # (the file has its name)
             call.ticket = store.begin(into=cast(FileKey, home), operation=operation)
         call.file_key = key = store.file_key(call.ticket)
+        lineage.note_request(values, key)
         call.redactor = self._redactor.fresh()
         opened = self._open.setdefault(key, {})
         if opened:
@@ -162,12 +147,14 @@ class Recording:
         carries finds its file and is not `@during` it, and the client did not wait for
         either (a 1 MiB JSON reply takes ~0.4 ms to learn)."""
         self.lineage.learn_body(body, call.file_key, call.client_values)
+        call.after = self.lineage.needs(call.file_key)
         self.close(call)
 
     def learn_frame(self, call: Call, event: SseEvent) -> None:
         """The values one stream frame generated get `call`'s file as their home."""
         if event.data:
             self.lineage.learn_body(event.data.encode("utf-8"), call.file_key, call.client_values)
+            call.after = self.lineage.needs(call.file_key)
 
     def finish(self, call: Call) -> None:
         """The proxy is done with `call`: let go of a request whose exchange will not be
@@ -189,69 +176,10 @@ class Recording:
         decoder: SseDecoder | None = None,
         truncated: bool = False,
     ) -> Exchange:
-        redactor = call.redactor
-        request = call.recorded_request or self._record_request(call)
-        response_headers = Headers(
-            [
-                (header_case(n.decode("latin-1")), v.decode("latin-1"))
-                for n, v in kept
-                if n.lower() != b"content-length"
-            ]
+        """`call`'s exchange as recorded (`Builder.exchange`)."""
+        return self.builder.exchange(
+            call, upstream, kept, body=body, decoder=decoder, truncated=truncated
         )
-        response_headers = redactor.redact_headers(response_headers)
-        # a stream that ended inside a frame is marked truncated and keeps its whole frames
-        # (the player compares those), not one blob that no frame can be compared with
-        whole_frames = decoder is not None and decoder.lossless
-        ended_whole = decoder is not None and decoder.close()
-        cut_in_frame = whole_frames and not ended_whole
-        truncated = truncated or cut_in_frame
-        if decoder is not None and (ended_whole or (cut_in_frame and decoder.events)):
-            response = Response(
-                status=upstream.status_code,
-                reason=upstream.reason_phrase,
-                headers=response_headers,
-                events=redactor.redact_events(decoder.events),
-            )
-        else:
-            response = Response(
-                status=upstream.status_code,
-                reason=upstream.reason_phrase,
-                headers=response_headers,
-                body=redactor.redact_body(body, response_headers.get("Content-Type")),
-            )
-        return Exchange(
-            request=request,
-            response=response,
-            title=call.recorded_title,
-            truncated=truncated,
-        )
-
-    def _request_model(self, call: Call) -> Request:
-        """The request as recorded: as forwarded, Host naming the upstream, secrets out."""
-        redactor = call.redactor
-        request_headers = Headers(
-            [("Host", self._host_header)]
-            + [(header_case(n.decode("latin-1")), v.decode("latin-1")) for n, v in call.headers]
-        )
-        request_headers = redactor.redact_headers(request_headers)
-        return Request(
-            method=call.method,
-            target=redactor.redact_target(call.target),
-            headers=request_headers,
-            body=redactor.redact_body(call.body, request_headers.get("Content-Type")),
-        )
-
-    def _record_request(self, call: Call) -> Request:
-        """The request as recorded, with its exchange title and operation, kept in `call`."""
-        request = self._request_model(call)
-        if call.redactor.seen:
-            call.sent_secrets = dict(call.redactor.seen)
-        call.recorded_operation = operation = operation_name(request)
-        # (without a description the title is the operation: not worked out twice)
-        description = call.description
-        call.recorded_title = exchange_title(request, description) if description else operation
-        call.recorded_request = request
-        return request
 
     # ---------------------------------------------------------------- the writer
 
@@ -259,173 +187,51 @@ class Recording:
         self, call: Call, upstream: UpstreamReply, kept: list[tuple[bytes, bytes]], body: bytes
     ) -> None:
         """Record a buffered reply off the reply path (called once the client has it)."""
-        self._hand_over((call, upstream, kept, body))
+        self.writer.hand_over((call, upstream, kept, body))
 
     def write(self, call: Call, exchange: Exchange) -> None:
         """Record `exchange` (a relayed stream's) off the reply path. Never raises: a write
         that fails is logged and counted."""
-        self._hand_over((call, None, None, exchange))
+        self.writer.hand_over((call, None, None, exchange))
 
-    def _hand_over(self, job: _Job) -> None:
-        call = job[0]
-        call.queued = True
-        with self._counts:
-            if self._closed:
-                self.failed += 1
-                self.last_error = "the exchange ended after the recorder shut down"
-                log.error("%s ended after shutdown: not recorded", call.shown)
-                return
-            self._pending += 1
-            self._idle.clear()
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="recorder-writer", daemon=True
-                )
-                self._thread.start()
-        self._jobs.put(job)
+    @property
+    def recorded(self) -> int:
+        """Exchanges written."""
+        return self.writer.recorded
 
-    def _run(self) -> None:
-        """The writer thread: one exchange at a time, in the order they were handed in."""
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            if self._closed:  # counted as not recorded by `drain`
-                continue
-            self._record(job)
+    @property
+    def kept(self) -> int:
+        """Exchanges not written: `--mode once` keeps their scenario's file."""
+        return self.writer.kept
 
-    def _built(
-        self,
-        call: Call,
-        upstream: UpstreamReply,
-        kept: list[tuple[bytes, bytes]],
-        body: bytes,
-    ) -> Exchange | str:
-        """A buffered reply's exchange as recorded: its block, made straight from its bytes,
-        when it is a common one (`recorder.record.proxy.direct`: the same text), else its
-        model (`exchange`)."""
-        redactor = call.redactor
-        if call.during is None and call.recorded_request is None and not redactor.seen:
-            found = self._direct.block(
-                method=call.method,
-                target=call.target,
-                headers=call.headers,
-                body=call.body,
-                description=call.description,
-                redactor=redactor,
-                status=upstream.status_code,
-                reason=upstream.reason_phrase,
-                kept=kept,
-                reply=body,
-            )
-            if found is not None:
-                block, call.recorded_operation, call.recorded_title, sent = found
-                if sent:
-                    call.sent_secrets = sent
-                return block
-            redactor.seen.clear()  # (what the attempt took out: the model takes it out again)
-        return self.exchange(call, upstream, kept, body=body)
+    @property
+    def failed(self) -> int:
+        """Exchanges that could not be written (or were pending at shutdown)."""
+        return self.writer.failed
 
-    def _record(self, job: _Job) -> None:
-        call, upstream, kept, payload = job
-        try:
-            if upstream is None:
-                exchange: Exchange | str = payload
-            else:
-                assert kept is not None
-                exchange = self._built(call, upstream, kept, payload)
-            path = self.store.write(
-                call.ticket,
-                exchange,
-                scenario=call.scenario,
-                operation=call.operation or call.recorded_operation,
-                secrets=call.redactor.seen,
-                sent_secrets=call.sent_secrets,
-                during=call.during,
-            )
-        except Exception as exc:
-            self.store.forget(call.ticket)
-            reason = describe_error(exc)
-            log.error(
-                "recorder could not write the transcript of %s to %s: %s; the exchange is "
-                "not recorded (the client got the agent's reply)",
-                call.shown,
-                self.store.out,
-                reason,
-            )
-            self._done(error=reason)
-            return
-        call.written = True
-        title = call.recorded_title if isinstance(exchange, str) else exchange.title
-        if path is None:  # `--mode once`: its scenario's file is kept
-            self._done(error=None, kept=True)
-            log.info("not recorded (--mode once keeps its scenario's file): %s", title)
-            return
-        self._done(error=None)
-        log.info("recorded %s -> %s", title, path)
-
-    def _done(self, error: str | None, *, kept: bool = False) -> None:
-        with self._counts:
-            if self._closed:
-                return  # counted as not recorded when the shutdown gave up waiting
-            self._pending -= 1
-            if kept:
-                self.kept += 1
-            elif error is None:
-                self.recorded += 1
-            else:
-                self.failed += 1
-                self.last_error = error
-            if self._pending == 0:
-                self._idle.set()
+    @property
+    def last_error(self) -> str | None:
+        """The reason the last exchange that failed was not written."""
+        return self.writer.last_error
 
     @property
     def pending(self) -> int:
         """Exchanges handed to the writer and not yet written."""
-        return self._pending
+        return self.writer.pending
 
     def status(self) -> dict[str, Any]:
         """What `GET /_recorder/status` reports."""
-        with self._counts:
-            return {
-                "recorded": self.recorded,
-                "failed": self.failed,
-                "kept": self.kept,
-                "pending": self._pending,
-                "out": str(self.store.out),
-                "last_error": self.last_error,
-            }
+        return self.writer.status()
 
     async def flush(self, timeout: float) -> bool:
         """Wait (at most `timeout` seconds) until every exchange handed over is written or
         failed; True when none is pending."""
-        deadline = time.monotonic() + timeout
-        while not self._idle.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            await asyncio.sleep(min(0.005, left))
-        return True
+        return await self.writer.flush(timeout)
 
     async def drain(self, timeout: float) -> None:
         """At shutdown: wait (at most `timeout` seconds) for the pending writes, then stop the
         writer; an exchange still pending then is counted as not recorded."""
-        await self.flush(timeout)
-        with self._counts:
-            self._closed = True
-            left, self._pending = self._pending, 0
-            if left:
-                self.failed += left
-                self.last_error = f"still being written {timeout:g} s after shutdown began"
-            self._idle.set()
-        if left:
-            log.error(
-                "%d exchanges were still waiting to be written %g s after shutdown began: "
-                "not recorded",
-                left,
-                timeout,
-            )
-        self._jobs.put(None)
+        await self.writer.drain(timeout)
 
     def write_truncated(
         self,
@@ -444,9 +250,7 @@ class Recording:
             )
         except Exception as exc:
             log.exception("%s during %s: could not record it", why, call.shown)
-            with self._counts:
-                self.failed += 1
-                self.last_error = describe_error(exc)
+            self.writer.count_failure(describe_error(exc))
             return
         self.write(call, exchange)
         log.warning("%s during %s: exchange kept as truncated", why, call.shown)

@@ -1,0 +1,135 @@
+"""A call's exchange as recorded (`Recording`'s builder): the request as forwarded (with
+`Host:` naming the upstream as the proxy addressed it), the reply without hop-by-hop fields
+and Content-Length; header names in conventional case; secrets replaced by
+`{{PLACEHOLDER}}`s (`recorder.redact`). An event stream is kept as its frames; one that ended
+inside a frame is marked truncated and keeps its whole frames. A common buffered exchange is
+made as its text straight from its bytes (`recorder.record.proxy.direct`: the same text).
+"""
+
+from __future__ import annotations
+
+from recorder.model import Exchange, Headers, Request, Response
+from recorder.record.naming import exchange_title, header_case, operation_name
+from recorder.record.proxy.call import Call
+from recorder.record.proxy.direct import Direct
+from recorder.record.upstream import UpstreamReply
+from recorder.redact import Redactor
+from recorder.sse import SseDecoder
+
+__all__ = ["Builder"]
+
+
+class Builder:
+    """Makes calls into exchanges (or, for common ones, their text)."""
+
+    def __init__(self, host_header: str, redactor: Redactor) -> None:
+        self._host_header = host_header
+        self.direct = Direct(host_header, redactor)  # the writer's blocks of common exchanges
+
+    def exchange(
+        self,
+        call: Call,
+        upstream: UpstreamReply,
+        kept: list[tuple[bytes, bytes]],
+        *,
+        body: bytes,
+        decoder: SseDecoder | None = None,
+        truncated: bool = False,
+    ) -> Exchange:
+        """`call`'s exchange: `upstream`'s status, the `kept` reply headers, `body` (or the
+        frames `decoder` read; `truncated`: cut short)."""
+        redactor = call.redactor
+        request = call.recorded_request or self.record_request(call)
+        response_headers = Headers(
+            [
+                (header_case(n.decode("latin-1")), v.decode("latin-1"))
+                for n, v in kept
+                if n.lower() != b"content-length"
+            ]
+        )
+        response_headers = redactor.redact_headers(response_headers)
+        # a stream that ended inside a frame is marked truncated and keeps its whole frames
+        # (the player compares those), not one blob that no frame can be compared with
+        whole_frames = decoder is not None and decoder.lossless
+        ended_whole = decoder is not None and decoder.close()
+        cut_in_frame = whole_frames and not ended_whole
+        truncated = truncated or cut_in_frame
+        if decoder is not None and (ended_whole or (cut_in_frame and decoder.events)):
+            response = Response(
+                status=upstream.status_code,
+                reason=upstream.reason_phrase,
+                headers=response_headers,
+                events=redactor.redact_events(decoder.events),
+            )
+        else:
+            response = Response(
+                status=upstream.status_code,
+                reason=upstream.reason_phrase,
+                headers=response_headers,
+                body=redactor.redact_body(body, response_headers.get("Content-Type")),
+            )
+        return Exchange(
+            request=request,
+            response=response,
+            title=call.recorded_title,
+            truncated=truncated,
+        )
+
+    def _request_model(self, call: Call) -> Request:
+        """The request as recorded: as forwarded, Host naming the upstream, secrets out."""
+        redactor = call.redactor
+        request_headers = Headers(
+            [("Host", self._host_header)]
+            + [(header_case(n.decode("latin-1")), v.decode("latin-1")) for n, v in call.headers]
+        )
+        request_headers = redactor.redact_headers(request_headers)
+        return Request(
+            method=call.method,
+            target=redactor.redact_target(call.target),
+            headers=request_headers,
+            body=redactor.redact_body(call.body, request_headers.get("Content-Type")),
+        )
+
+    def record_request(self, call: Call) -> Request:
+        """The request as recorded, with its exchange title and operation, kept in `call`."""
+        request = self._request_model(call)
+        if call.redactor.seen:
+            call.sent_secrets = dict(call.redactor.seen)
+        call.recorded_operation = operation = operation_name(request)
+        # (without a description the title is the operation: not worked out twice)
+        description = call.description
+        call.recorded_title = exchange_title(request, description) if description else operation
+        call.recorded_request = request
+        return request
+
+    def built(
+        self,
+        call: Call,
+        upstream: UpstreamReply,
+        kept: list[tuple[bytes, bytes]],
+        body: bytes,
+    ) -> Exchange | str:
+        """A buffered reply's exchange as recorded: its block, made straight from its bytes,
+        when it is a common one (`recorder.record.proxy.direct`: the same text), else its
+        model (`exchange`)."""
+        redactor = call.redactor
+        if call.during is None and call.recorded_request is None and not redactor.seen:
+            found = self.direct.block(
+                method=call.method,
+                target=call.target,
+                headers=call.headers,
+                body=call.body,
+                description=call.description,
+                redactor=redactor,
+                status=upstream.status_code,
+                reason=upstream.reason_phrase,
+                kept=kept,
+                reply=body,
+            )
+            if found is not None:
+                block, call.recorded_operation, call.recorded_title, sent = found
+                if sent:
+                    call.sent_secrets = sent
+                return block
+            redactor.seen.clear()  # (what the attempt took out: the model takes it out again)
+        return self.exchange(call, upstream, kept, body=body)

@@ -1,0 +1,184 @@
+"""The recording writer (`Recording`'s): one thread per proxy, started by the first exchange,
+that builds each queued exchange (`recorder.record.proxy.building`) and writes it through the
+store, one at a time in the order they were queued, off the reply path; and the counts of
+what was recorded, kept, and failed (`GET /_recorder/status`, the summary of
+`recorder record`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+import time
+from typing import Any
+
+from recorder.model import Exchange
+from recorder.record.proxy.building import Builder
+from recorder.record.proxy.call import Call
+from recorder.record.store import TranscriptStore, describe_error
+from recorder.record.upstream import UpstreamReply
+
+__all__ = ["Job", "Writer"]
+
+log = logging.getLogger(__name__)
+
+# (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream
+Job = tuple[Call, UpstreamReply | None, list[tuple[bytes, bytes]] | None, Any]
+
+
+class Writer:
+    """Writes queued exchanges through `store` on its own thread, and counts them."""
+
+    def __init__(self, store: TranscriptStore, builder: Builder) -> None:
+        self.store = store
+        self._builder = builder
+        self.recorded = 0  # exchanges written
+        self.kept = 0  # exchanges not written: `--mode once` keeps their scenario's file
+        self.failed = 0  # exchanges that could not be written (or were pending at shutdown)
+        self.last_error: str | None = None
+        self._pending = 0  # handed to the writer, not yet written
+        self._counts = threading.Lock()
+        self._idle = threading.Event()  # set while nothing is pending
+        self._idle.set()
+        self._closed = False  # shut down: what is still pending is not recorded
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def hand_over(self, job: Job) -> None:
+        """Queue `job` for the writer thread (started by the first job)."""
+        call = job[0]
+        call.queued = True
+        with self._counts:
+            if self._closed:
+                self.failed += 1
+                self.last_error = "the exchange ended after the recorder shut down"
+                log.error("%s ended after shutdown: not recorded", call.shown)
+                return
+            self._pending += 1
+            self._idle.clear()
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="recorder-writer", daemon=True
+                )
+                self._thread.start()
+        self._jobs.put(job)
+
+    def _run(self) -> None:
+        """The writer thread: one exchange at a time, in the order they were handed in."""
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            if self._closed:  # counted as not recorded by `drain`
+                continue
+            self._record(job)
+
+    def _record(self, job: Job) -> None:
+        call, upstream, kept, payload = job
+        try:
+            if upstream is None:
+                exchange: Exchange | str = payload
+            else:
+                assert kept is not None
+                exchange = self._builder.built(call, upstream, kept, payload)
+            path = self.store.write(
+                call.ticket,
+                exchange,
+                scenario=call.scenario,
+                operation=call.operation or call.recorded_operation,
+                secrets=call.redactor.seen,
+                sent_secrets=call.sent_secrets,
+                during=call.during,
+                after=call.after,
+            )
+        except Exception as exc:
+            self.store.forget(call.ticket)
+            reason = describe_error(exc)
+            log.error(
+                "recorder could not write the transcript of %s to %s: %s; the exchange is "
+                "not recorded (the client got the agent's reply)",
+                call.shown,
+                self.store.out,
+                reason,
+            )
+            self._done(error=reason)
+            return
+        call.written = True
+        title = call.recorded_title if isinstance(exchange, str) else exchange.title
+        if path is None:  # `--mode once`: its scenario's file is kept
+            self._done(error=None, kept=True)
+            log.info("not recorded (--mode once keeps its scenario's file): %s", title)
+            return
+        self._done(error=None)
+        log.info("recorded %s -> %s", title, path)
+
+    def _done(self, error: str | None, *, kept: bool = False) -> None:
+        with self._counts:
+            if self._closed:
+                return  # counted as not recorded when the shutdown gave up waiting
+            self._pending -= 1
+            if kept:
+                self.kept += 1
+            elif error is None:
+                self.recorded += 1
+            else:
+                self.failed += 1
+                self.last_error = error
+            if self._pending == 0:
+                self._idle.set()
+
+    @property
+    def pending(self) -> int:
+        """Exchanges handed to the writer and not yet written."""
+        return self._pending
+
+    def status(self) -> dict[str, Any]:
+        """What `GET /_recorder/status` reports."""
+        with self._counts:
+            return {
+                "recorded": self.recorded,
+                "failed": self.failed,
+                "kept": self.kept,
+                "pending": self._pending,
+                "out": str(self.store.out),
+                "last_error": self.last_error,
+            }
+
+    async def flush(self, timeout: float) -> bool:
+        """Wait (at most `timeout` seconds) until every exchange handed over is written or
+        failed; True when none is pending."""
+        deadline = time.monotonic() + timeout
+        while not self._idle.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            await asyncio.sleep(min(0.005, left))
+        return True
+
+    async def drain(self, timeout: float) -> None:
+        """At shutdown: wait (at most `timeout` seconds) for the pending writes, then stop the
+        writer; an exchange still pending then is counted as not recorded."""
+        await self.flush(timeout)
+        with self._counts:
+            self._closed = True
+            left, self._pending = self._pending, 0
+            if left:
+                self.failed += left
+                self.last_error = f"still being written {timeout:g} s after shutdown began"
+            self._idle.set()
+        if left:
+            log.error(
+                "%d exchanges were still waiting to be written %g s after shutdown began: "
+                "not recorded",
+                left,
+                timeout,
+            )
+        self._jobs.put(None)
+
+    def count_failure(self, error: str) -> None:
+        """An exchange that could not even be handed over (its reason `error`)."""
+        with self._counts:
+            self.failed += 1
+            self.last_error = error
