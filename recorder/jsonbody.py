@@ -225,7 +225,8 @@ def plain_json(
     `_canonical_json` (one orjson pass, no float), when no member of the body is named, once
     lowercased, in `names` and it is nested at most `depth` deep; None when it is not so (the
     caller asks `_canonical_json`). `known`: member names found not in `names` before (the
-    caller's, for these `names`), looked up a whole object at a time, and added to.
+    caller's, for these `names`), looked up a whole object at a time, and added to. A string
+    that may hide a secret (JSON text, a URL with a query) makes it None too.
 
     One walk of the value looks for floats and for those names at once (what the recording
     writer's direct path needs to know: its secret field names, `recorder.record.proxy.direct`),
@@ -259,10 +260,20 @@ def plain_json(
             stack.extend(item)
         elif kind is float:
             return None
+        elif (
+            kind is str
+            and item
+            and (item[0] in _JSON_STARTS or ("=" in item and ("?" in item or "&" in item)))
+        ):
+            return None  # JSON text or a URL's query inside a string: the redactor looks
     if containers > depth and _depth(value) > depth:
         return None
     pretty = _fast_text(body, value)
     return None if pretty is None else (pretty, value)
+
+
+# what a string that may be JSON text starts with
+_JSON_STARTS = frozenset("{[ \t\r\n")
 
 
 def _depth(value: Any) -> int:

@@ -28,7 +28,7 @@ from urllib.parse import parse_qsl, quote, quote_plus
 
 from recorder.errors import RecorderError
 from recorder.model import Headers, Request, Response, Transcript
-from recorder.redact import PLACEHOLDER, is_form, scrub_text
+from recorder.redact import PLACEHOLDER, PUSH_URL_SECRET, is_form, scrub_text
 from recorder.replay.diff import Mismatch
 from recorder.replay.plan import PlanItem
 from recorder.rules import DEFAULT_RULES, Rules
@@ -328,7 +328,12 @@ def secret_placeholders(transcript: Transcript, rules: Rules) -> set[str]:
     """The placeholders that stand for secrets: the rules' ({{A2A_TOKEN}}), and any the
     transcript's requests use where a secret goes (a secret header, a secret member's value,
     a secret query parameter)."""
-    names = {*rules.secret_headers.values(), *rules.secret_fields.values()}
+    names = {
+        *rules.secret_headers.values(),
+        *rules.secret_fields.values(),
+        *rules.secret_url_fields.values(),
+        PUSH_URL_SECRET,
+    }
     secret_headers = rules.secret_headers.keys()
     # (field names match in any case, as the recorder matches them)
     secret_fields = frozenset(name.lower() for name in rules.secret_fields)

@@ -149,6 +149,7 @@ class RecordingProxy:
         redactor = Redactor(
             headers=secret_names(secret_headers, fold=True),
             fields=secret_names(secret_fields, fold=False),
+            url_fields=rules.secret_url_fields,
         )
         self.recording = Recording(
             self.store, redactor, host_header=parts.netloc.decode("ascii"), lineage=Lineage(rules)

@@ -62,7 +62,7 @@ class Direct:
         self._request_lines: dict[tuple[bytes, bytes], _Line] = {}
         self._reply_lines: dict[tuple[bytes, bytes], _Line] = {}
         # member names of JSON bodies found to be no secret field's (`jsonbody.plain_json`)
-        self._field_names = redactor.fields
+        self._field_names = redactor.member_names
         self._known: set[str] = set()
         host = _field("Host", host_header)
         self._host = None if host is None or "host" in self._secret else _line_of(*host)[0]
@@ -178,10 +178,11 @@ class Direct:
         enough for Python's `json` to give up (the redactor then reads them as text) are left out
         (deeper than half the recursion limit).
         """
-        known = self._known if redactor.fields is self._field_names else None
+        names = redactor.member_names
+        known = self._known if names is self._field_names else None
         if known is not None and len(known) > _MAX_LINES:
             known.clear()
-        found = plain_json(body, redactor.fields, sys.getrecursionlimit() // 2, known)
+        found = plain_json(body, names, sys.getrecursionlimit() // 2, known)
         if found is None:
             return None
         return found[0].decode(), found[1]
