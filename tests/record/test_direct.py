@@ -21,7 +21,7 @@ from recorder.httpfile import dumps_exchange, loads
 from recorder.record.proxy import direct
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.recording import Recording
-from recorder.record.upstream import UpstreamReply
+from recorder.record.transport.upstream import UpstreamReply
 from recorder.redact import Redactor
 
 HOST = "upstream.test:9"

@@ -1,4 +1,4 @@
-"""The proxy's own HTTP/1.1 server (`recorder.record.proxy.http1`) on loopback: raw sockets
+"""The proxy's own HTTP/1.1 server (`recorder.record.transport.http1`) on loopback: raw sockets
 against small ASGI apps, for what HTTP/1.1 clients rely on (keep-alive, HTTP/1.0, pipelining,
 100-continue, chunked bodies, Upgrade, framing, errors, slow clients, shutdown); and the reply
 framing (`cycle.Cycle`) against a transport that records its writes (no network)."""
@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from helpers import recorder_process
 
-from recorder.record.proxy.cycle import Cycle
-from recorder.record.proxy.http1 import HIGH_WATER, Http1Server
 from recorder.record.proxy.server import _new_loop, listening_socket
+from recorder.record.transport.cycle import Cycle
+from recorder.record.transport.http1 import HIGH_WATER, Http1Server
 
 pytestmark = pytest.mark.e2e
 

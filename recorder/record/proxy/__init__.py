@@ -1,6 +1,6 @@
 """The recording reverse proxy: an ASGI app that forwards to one upstream agent and records.
 
-    client ──▶ proxy (this app, under http1) ──recorder.record.upstream──▶ upstream agent
+    client ──▶ proxy (this app, under http1) ──recorder.record.transport.upstream──▶ upstream agent
                  │
                  └─▶ TranscriptStore: NN-slug.http, one file per scenario
 

@@ -20,8 +20,8 @@ recorded: it is not the agent's reply); so is a buffered reply the upstream brea
 passed through has its head sent: its client connection is closed, the reply cut short).
 
 Upstream connections are kept on a free list, one request at a time each, their replies parsed
-by httptools (`recorder.record.upstream.Http11Upstream`: no pool lock, no httpx objects per
-request); an injected httpx transport (tests) or `pool="shared"` goes through httpx
+by httptools (`recorder.record.transport.upstream.Http11Upstream`: no pool lock, no httpx
+objects per request); an injected httpx transport (tests) or `pool="shared"` goes through httpx
 (`HttpxUpstream`).
 """
 
@@ -49,7 +49,7 @@ from recorder.record.proxy.call import (
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import StreamRelay
 from recorder.record.proxy.scenarios import SCENARIO_HEADER, TITLE_HEADER
-from recorder.record.upstream import Http11Upstream, HttpxUpstream, UpstreamReply
+from recorder.record.transport.upstream import Http11Upstream, HttpxUpstream, UpstreamReply
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ PASS_THROUGH_AT = 64 * 1024
 # request bodies are held whole (forwarded with a Content-Length, recorded): at most this much
 MAX_REQUEST_BODY = 64 * 1024 * 1024
 # seconds a request's body may take after its head (`recorder record --client-timeout`; the
-# head gets as long, `recorder.record.proxy.http1`)
+# head gets as long, `recorder.record.transport.http1`)
 CLIENT_TIMEOUT = 30.0
 
 Pool = Literal["per-connection", "shared"]

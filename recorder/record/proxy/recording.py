@@ -55,7 +55,7 @@ from recorder.record.naming import exchange_title, header_case, operation_name, 
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.direct import Direct
 from recorder.record.store import CONVERSATION, FileKey, TranscriptStore, describe_error
-from recorder.record.upstream import UpstreamReply
+from recorder.record.transport.upstream import UpstreamReply
 from recorder.redact import Redactor
 from recorder.sse import SseDecoder
 

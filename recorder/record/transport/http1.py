@@ -53,7 +53,7 @@ from typing import Any
 
 import httptools
 
-from recorder.record.proxy.cycle import App, Cycle
+from recorder.record.transport.cycle import App, Cycle
 
 __all__ = ["HIGH_WATER", "Http1Protocol", "Http1Server"]
 
