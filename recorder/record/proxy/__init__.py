@@ -270,7 +270,10 @@ class RecordingProxy:
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         """One request, through the rooms."""
-        path = scope["path"]
+        # the control prefix is matched on the path as sent: `/%5Frecorder/status` is the
+        # agent's path (its decoded spelling is the proxy's only when sent so)
+        raw_path: bytes | None = scope.get("raw_path")
+        path = raw_path.decode("latin-1") if raw_path else scope["path"]
         if path.startswith("/_recorder/"):
             if path == CONTROL_PATH:
                 await self.scenarios.control(scope, receive, send)

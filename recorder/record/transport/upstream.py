@@ -21,6 +21,11 @@ would read the next reply as the body the head announced); Content-Length and ch
 end where they say, and a reply with neither ends when the upstream closes. A connection
 closed before its reply ended is an error (the proxy records the exchange truncated), not a
 short reply.
+
+Bounds: a reply head (status line and header fields, interim replies included) past
+`MAX_REPLY_HEAD` bytes is an error (the proxy answers 502), its bytes not kept. Trailers (the
+fields after a chunked body, RFC 9110 §6.5) are dropped: they are not header fields, and the
+proxy does not pass them on, so they are not recorded as the reply's either.
 """
 
 from __future__ import annotations
@@ -35,9 +40,12 @@ from typing import Any
 import httptools
 import httpx
 
-__all__ = ["Http11Upstream", "HttpxUpstream", "UpstreamReply", "tls_context"]
+__all__ = ["MAX_REPLY_HEAD", "Http11Upstream", "HttpxUpstream", "UpstreamReply", "tls_context"]
 
 Headers = list[tuple[bytes, bytes]]
+
+# the most bytes a reply head may hold (h11's default `max_incomplete_event_size`)
+MAX_REPLY_HEAD = 16 * 1024
 
 
 class UpstreamReply:
@@ -133,6 +141,7 @@ class _Connection(asyncio.Protocol):
         self.reason = b""
         self.headers: Headers = []
         self.head_done = False
+        self.head_bytes = 0  # bytes received before the head was done (whole reads)
         self.complete = False
         self.keep_alive = False
         self.framed = False  # Content-Length or chunked: EOF before the end is an error
@@ -150,11 +159,24 @@ class _Connection(asyncio.Protocol):
             # nothing was asked: a connection that talks out of turn is not reused
             self._fail(httpx.RemoteProtocolError("the upstream sent data out of turn"))
             return
+        if not self.head_done:
+            self.head_bytes += len(data)
+            if self.head_bytes > MAX_REPLY_HEAD + len(data):
+                self._head_too_large()
+                return
         try:
             self.parser.feed_data(data)
         except Exception as exc:  # HttpParserError, HttpParserUpgrade
             detail = str(exc) or type(exc).__name__
             self._fail(httpx.RemoteProtocolError(f"invalid HTTP reply: {detail}"))
+            return
+        if not self.head_done and self.head_bytes > MAX_REPLY_HEAD:
+            self._head_too_large()
+
+    def _head_too_large(self) -> None:
+        self._fail(
+            httpx.RemoteProtocolError(f"the reply head is larger than {MAX_REPLY_HEAD} bytes")
+        )
 
     def eof_received(self) -> bool:
         self.closed = True
@@ -188,6 +210,8 @@ class _Connection(asyncio.Protocol):
         self.reason += status
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self.head_done:
+            return  # a trailer field (after a chunked body): dropped, RFC 9110 §6.5.1
         self.headers.append((name, value))
         lower = name.lower()
         if lower == b"content-length" or (
