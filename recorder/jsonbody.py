@@ -201,27 +201,22 @@ def _fast_text(body: bytes, value: Any) -> bytes | None:
         dumped = orjson.dumps(value, option=orjson.OPT_INDENT_2)
     except orjson.JSONEncodeError:
         return None
-    if dumped == body:
-        return body  # (the caller's object: orjson's keeps its buffer, 4 KiB for a small body)
     if dumped.isascii():
-        # a copy of its length (`bytes(memoryview(...))`): orjson's object holds the buffer
-        # it grew to write, 4 KiB at least, whatever the text's size (`recorder check` of
-        # 40,000 small exchanges held 450 MB so)
-        pretty = (
-            dumped.replace(b"\x7f", b"\\u007f") if b"\x7f" in dumped else bytes(memoryview(dumped))
-        )
+        pretty = dumped.replace(b"\x7f", b"\\u007f") if b"\x7f" in dumped else dumped
     else:
         pretty = _escape_invisible_text(dumped.decode()).encode()
-    del dumped
     if pretty == body:
-        return body
-    if not _spaced(body) and orjson.dumps(value) == body:
-        return pretty
-    if b"\\" not in body and len(_KEY_END.findall(body)) == _count_keys(value):
+        return body  # (the caller's object: orjson's keeps its buffer, 4 KiB for a small body)
+    if (not _spaced(body) and orjson.dumps(value) == body) or (
         # no key repeats: without escapes every `"` opens or closes a string, so each key in
         # the text is a `"` then `:` (whitespace between); a string that starts with `:` only
         # adds to the count. As many as the value's keys: none was merged (any layout)
-        return pretty
+        b"\\" not in body and len(_KEY_END.findall(body)) == _count_keys(value)
+    ):
+        # (a copy of its length: orjson's object holds the buffer it grew to write, 4 KiB at
+        # least whatever the text's size; `recorder check` of 40,000 small exchanges held
+        # 450 MB so)
+        return bytes(memoryview(pretty)) if pretty is dumped else pretty
     return None
 
 
