@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus
 
 from recorder.errors import RecorderError
-from recorder.model import Headers, Request, Response, Transcript
+from recorder.model import Headers, Request, Response, Transcript, header_text
 from recorder.redact import PLACEHOLDER, PUSH_URL_SECRET, is_form, scrub_text
 from recorder.replay.diff import Mismatch
 from recorder.replay.plan import PlanItem
@@ -239,11 +239,11 @@ def fill_reply_placeholders(
         return json.dumps(known[name], ensure_ascii=False)[1:-1]
 
     def in_header(match: re.Match[str]) -> str:
-        # header values are read as Latin-1: a value beyond it comes back as its UTF-8 bytes
+        # (a live header value is read as the recorder reads one: `recorder.model.header_text`)
         value = known.get(match.group(1))
         if value is None:
             return match.group()
-        return value.encode("utf-8", "surrogateescape").decode("latin-1")
+        return header_text(value.encode("utf-8", "surrogateescape"))
 
     def filled(text: str, *, is_json: bool) -> str:
         return PLACEHOLDER.sub(in_json if is_json else plain, text) if "{{" in text else text

@@ -7,6 +7,7 @@ after the 30 s body timeout; the control prefix is matched on the path as sent."
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import socket
 import socketserver
@@ -247,3 +248,39 @@ def test_the_control_prefix_is_matched_on_the_path_as_sent(tmp_path: Path) -> No
     assert forwarded.startswith(b"HTTP/1.1 200 OK\r\n"), forwarded
     assert b'"raw_path":"/%5Frecorder/status"' in forwarded  # the agent's answer
     assert "recorded" in own.json()  # the recorder's own
+
+
+# --------------------------------------------------------------------------- header bytes
+
+
+def test_header_bytes_are_recorded_as_forwarded(tmp_path: Path) -> None:
+    utf8 = "caf\u00e9 \u2713".encode()
+    with (
+        ServerThread(ECHO) as upstream,
+        recorder_in_front_of(upstream.url, tmp_path) as proxy,
+        connect(proxy.port) as conn,
+    ):
+        conn.sendall(
+            b"GET /a2a/rest/tasks HTTP/1.1\r\nHost: h\r\nX-Name: " + utf8 + b"\r\n"
+            b"X-Latin: caf\xe9\r\n\r\n"
+        )
+        reply = read_reply(conn)
+    assert reply.startswith(b"HTTP/1.1 200 OK\r\n"), reply
+    # forwarded as sent (the echo shows the bytes it got, read as Latin-1)
+    got = dict(json.loads(reply.partition(b"\r\n\r\n")[2])["headers"])
+    assert got["x-name"].encode("latin-1") == utf8
+    assert got["x-latin"].encode("latin-1") == b"caf\xe9"
+    data = b"".join(p.read_bytes() for p in tmp_path.glob("*.http"))
+    assert b"\nX-Name: " + utf8 + b"\n" in data  # the same bytes (not "cafÃ© â\x9c\x93")
+    # obs-text that is no UTF-8 is read as Latin-1: its meaning kept, as the file's UTF-8
+    assert "\nX-Latin: caf\u00e9\n".encode() in data
+
+
+@pytest.mark.parametrize("raw", [b"plain", "caf\u00e9 \u2713".encode(), b"caf\xe9", b"\xff\xfe"])
+def test_the_player_sends_a_recorded_header_value_as_its_bytes(raw: bytes) -> None:
+    from recorder.model import header_bytes, header_text
+
+    if raw == b"caf\xe9" or raw == b"\xff\xfe":
+        assert header_text(raw) == raw.decode("latin-1")  # (no UTF-8: its Latin-1 meaning)
+    else:
+        assert header_bytes(header_text(raw)) == raw

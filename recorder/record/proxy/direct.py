@@ -33,6 +33,7 @@ from recorder.model import (
     _COMMON_METHODS,
     _REQUEST_TARGET,
     _TOKEN,
+    header_text,
     is_event_stream,
     is_json_media_type,
 )
@@ -207,7 +208,7 @@ class Direct:
                 if remembered is self._reply_lines and name.lower() == b"content-length":
                     line = _SKIP
                 else:
-                    field = _field(header_case(name.decode("latin-1")), value.decode("latin-1"))
+                    field = _field(header_case(name.decode("latin-1")), header_text(value))
                     if field is None:
                         raise _Uncommon
                     folded = field[0].lower()

@@ -49,7 +49,15 @@ import time
 from collections.abc import Hashable
 from typing import Any, cast
 
-from recorder.model import Exchange, Headers, Request, Response, SseEvent, is_json_media_type
+from recorder.model import (
+    Exchange,
+    Headers,
+    Request,
+    Response,
+    SseEvent,
+    header_text,
+    is_json_media_type,
+)
 from recorder.record.lineage import Lineage, parse_json
 from recorder.record.naming import exchange_title, header_case, operation_name, operation_of
 from recorder.record.proxy.call import Call
@@ -193,7 +201,7 @@ class Recording:
         request = call.recorded_request or self._record_request(call)
         response_headers = Headers(
             [
-                (header_case(n.decode("latin-1")), v.decode("latin-1"))
+                (header_case(n.decode("latin-1")), header_text(v))
                 for n, v in kept
                 if n.lower() != b"content-length"
             ]
@@ -231,7 +239,7 @@ class Recording:
         redactor = call.redactor
         request_headers = Headers(
             [("Host", self._host_header)]
-            + [(header_case(n.decode("latin-1")), v.decode("latin-1")) for n, v in call.headers]
+            + [(header_case(n.decode("latin-1")), header_text(v)) for n, v in call.headers]
         )
         request_headers = redactor.redact_headers(request_headers)
         return Request(
