@@ -46,7 +46,6 @@ from recorder.secret_places import (
     JSON_STARTS,
     Pairs,
     dumps_pairs,
-    holds_pairs,
     loads_pairs,
     looks_secret,
     multipart_boundary,
@@ -391,7 +390,7 @@ class Redactor:
 
     def redact_json_value(self, value: Any, *, push: bool = False) -> Any:
         """A copy of a parsed JSON value with every secret member's value replaced; a member
-        named twice (`Pairs`, from `_loads`) keeps both, each redacted. `push`: `value` is
+        named twice (`Pairs`, from `loads_pairs`) keeps both, each redacted. `push`: `value` is
         held by a member whose name holds "push" (a push config, or a list of them)."""
         if isinstance(value, dict | Pairs):
             items = value if isinstance(value, Pairs) else value.items()
@@ -474,7 +473,7 @@ class Redactor:
         except (ValueError, RecursionError):
             return None
         redacted = self.redact_json_value(value)
-        if redacted == value and not holds_pairs(value):
+        if redacted == value:  # (`Pairs` compare as their lists of pairs)
             return None
         try:
             return dumps_pairs(redacted, ensure_ascii=False)
@@ -545,7 +544,7 @@ class Redactor:
         except (ValueError, RecursionError):
             return self._redact_json_text(body)
         redacted = self.redact_json_value(value)
-        if redacted == value and not holds_pairs(value):
+        if redacted == value:  # (`Pairs` compare as their lists of pairs)
             return body
         try:
             return dumps_pairs(redacted, ensure_ascii=False).encode()

@@ -56,6 +56,7 @@ def loads_pairs(text: str | bytes) -> Any:
 
 
 def holds_pairs(value: Any) -> bool:
+    """Whether a value `loads_pairs` gave holds a `Pairs` anywhere."""
     stack = [value]
     while stack:
         item = stack.pop()

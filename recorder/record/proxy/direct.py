@@ -4,8 +4,10 @@
 The common exchange is a buffered reply (no event stream) to a request of a common method,
 tagged with nothing (no `@during`), with no secret in its query or its bodies (the redactor's
 own checks say so, and take nothing out; a JSON body's members are looked at in the one walk
-of `jsonbody.plain_json`), and with header names and values the model takes as they came.
-Secret headers are made placeholders by the call's redactor, as `Redactor.redact_headers`
+of `jsonbody.plain_json`, which leaves to the general path any body with a secret member, a
+`url` member (a push config's may hold a secret path segment), or a string that may hide a
+secret: JSON text, a URL with a query), and with header names and values the model takes as
+they came. Secret headers are made placeholders by the call's redactor, as `Redactor.redact_headers`
 does (their values remembered for the scrub, in the same order). Its block is made of the
 parts the model and `recorder.httpfile` make, by the same functions: header names in
 conventional case (`naming.header_case`), values stripped, the canonical JSON of a JSON body
