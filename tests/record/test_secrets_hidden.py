@@ -177,3 +177,30 @@ def test_the_player_fills_the_push_url_placeholder_with_a_stand_in(recorded: Pat
     filled = fill_placeholders(request, made_up)
     url: Any = filled.json["params"]["url"]
     assert url == f"https://hooks.example/services/{made_up['PUSH_URL_SECRET']}"
+
+
+async def json_echo(request: Request) -> Response:
+    """The request's JSON body as the reply's: an agent that echoes a push config."""
+    return JSONResponse(json.loads(await request.body()))
+
+
+def test_a_recorded_push_url_secret_replays_with_a_stand_in(tmp_path: Path) -> None:
+    from recorder.replay.player import play
+
+    secret = SECRETS["push callback URL path segment"]
+    push = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "CreateTaskPushNotificationConfig",
+        "params": {"taskId": "task-1", "url": f"https://hooks.example/services/{secret}"},
+    }
+    echo_app = Starlette(routes=[Route("/{path:path}", json_echo, methods=["POST"])])
+    with ServerThread(echo_app) as upstream:
+        proxy = create_proxy_app(upstream.url, out=tmp_path)
+        with ProxyServer(proxy) as server:
+            assert httpx.post(f"{server.url}/a2a/jsonrpc", json=push, timeout=LIMIT).json() == push
+        [path] = tmp_path.glob("*.http")
+        assert secret not in path.read_text(encoding="utf-8")
+        assert "{{PUSH_URL_SECRET}}" in path.read_text(encoding="utf-8")
+        result = play([path], agent=upstream.url, environ={})
+    assert result.passed, [e.mismatches for t in result.transcripts for e in t.exchanges]
