@@ -222,8 +222,8 @@ def scrub_bytes(data: bytes, secrets: Mapping[str, str]) -> bytes:
 
 def with_spellings(secrets: Mapping[str, str]) -> dict[str, str]:
     """`secrets` (value -> placeholder name) with each value also as JSON writes it escaped
-    (a line break, a quote, a non-ASCII character) and as its UTF-8 bytes read as Latin-1 (a
-    header echoed back is read so)."""
+    (a line break, a quote, a non-ASCII character) and as its UTF-8 bytes read as Latin-1 (how
+    a header echoed back was read before `model.header_text`, and where such text recurs)."""
     spelled = dict(secrets)
     for value, name in secrets.items():
         for other in (

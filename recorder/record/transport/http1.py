@@ -33,8 +33,8 @@ app, and its tests through `httpx.ASGITransport`, do not know the difference:
   connection closed: at once when it is the request being answered (whose app waits for its
   body: it gets `http.disconnect`), else after the replies before it.
 - Bounds: a request head (request line and header fields) past `max_head` bytes (16 KiB,
-  h11's default) is answered `431 Request Header Fields Too Large` and closed, its bytes not
-  kept (the parser holds at most one read more).
+  h11's default; counted from the read after the one it began in, so the parser holds at most
+  one read more) is answered `431 Request Header Fields Too Large` and closed.
 - Trailers (the fields after a chunked body, RFC 9110 §6.5) are dropped: they never join the
   header fields the app gets (§6.5.1: a client could slip `Authorization` past a header
   filter so), and the proxy does not forward them.
@@ -190,8 +190,7 @@ class Http1Protocol(asyncio.Protocol):
         self._bad: bytes | None = None
         self._refused = False  # answered as malformed: what else comes is not read
         self._in_head = False  # a request head is being parsed
-        self._head_bytes = 0  # bytes received since it began (at most: whole reads)
-        self._feeding = 0  # the size of the read being parsed
+        self._head_bytes = 0  # bytes of the reads since the one it began in
         # the slow-client bounds: one timer, reading these when it fires
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
@@ -271,16 +270,12 @@ class Http1Protocol(asyncio.Protocol):
             if self._head_bytes > self.server.max_head:
                 self._head_too_large()
                 return
-        self._feeding = len(data)
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
             self._upgraded(data[upgrade.args[0] :])
         except httptools.HttpParserError as exc:
             self._malformed(exc)
-        else:
-            if self._in_head and self._head_bytes > self.server.max_head:
-                self._head_too_large()
 
     def _head_too_large(self) -> None:
         log.warning(
@@ -362,7 +357,9 @@ class Http1Protocol(asyncio.Protocol):
         self._headers = []
         self._expect = False
         self._in_head = True
-        self._head_bytes = self._feeding  # (the whole read: where in it the head began is unknown)
+        # (the reads after this one are counted: where in this one the head began is unknown,
+        # and it may hold a pipelined request's body; the parser holds at most this read more)
+        self._head_bytes = 0
         now = self._head_at = self.loop.time()
         if self.active is None and (
             self._timer is None or self._timer_at > now + self.server.client_timeout
