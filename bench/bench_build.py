@@ -94,7 +94,7 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
     from recorder.httpfile import dumps_exchange
     from recorder.record.proxy.call import Call
     from recorder.record.proxy.recording import Recording
-    from recorder.record.upstream import UpstreamReply
+    from recorder.record.transport.upstream import UpstreamReply
     from recorder.redact import Redactor
 
     recording = Recording(None, Redactor(), "127.0.0.1:9999")  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ Node or Apache do after theirs. `recorder record` runs in its own process in fro
 `--workers` clients send through it, each waiting `--keep-alive` seconds, 1 ms less or 1 ms
 more, between two requests: so the recorder keeps sending on upstream connections just as the
 upstream closes them. A request the upstream closed before it could read it must be sent again
-on a new connection (`recorder.record.upstream.Http11Upstream.send`), never answered 502.
+on a new connection (`recorder.record.transport.upstream.Http11Upstream.send`), never answered 502.
 
 Prints the requests sent, the replies that were not 200 (and client errors), the upstream
 connections opened (each one after the first per worker is a connection the upstream closed

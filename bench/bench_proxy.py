@@ -7,7 +7,7 @@ Starts, each in its own process on a free 127.0.0.1 port: a fake A2A JSON-RPC up
 ASGI app: ~1 KB JSON replies, and SSE streams of 5 frames 20 ms apart), and the recorder
 (`recorder.record.proxy`, recording into a temporary folder) once per variant (`--variants`):
 "per-connection" (the default: a free list of keep-alive connections whose replies httptools
-parses, under the proxy's own HTTP/1.1 server on uvloop, `recorder.record.proxy.http1`),
+parses, under the proxy's own HTTP/1.1 server on uvloop, `recorder.record.transport.http1`),
 "shared" (one httpx transport's pool for every request), and, for information, "forward-only"
 (the default with recording switched off: what the recording itself costs is the difference).
 Then, with the targets interleaved so that drift hits all alike:

@@ -71,6 +71,35 @@ def is_json_media_type(content_type: str | None) -> bool:
     return _JSON_MEDIA_TYPE.match(media_type(content_type)) is not None
 
 
+def header_text(value: bytes) -> str:
+    """A header value's bytes as the transcript's text: UTF-8 (what clients send beyond ASCII
+    today), else Latin-1 (RFC 9110 obs-text), so that a value's bytes in the file are the bytes
+    on the wire whenever they are UTF-8 (as Latin-1 text, `é` was written as `Ã©`)."""
+    if value.isascii():
+        return value.decode("ascii")
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value.decode("latin-1")
+
+
+def header_bytes(value: str) -> bytes:
+    """A header value's text as the bytes to send: the inverse of `header_text` for every
+    value it reads as UTF-8. Text whose Latin-1 bytes are UTF-8 beyond ASCII (`cafÃ©`) is what
+    a recorder before `header_text` wrote for UTF-8 bytes (Latin-1 text): those bytes."""
+    try:
+        raw = value.encode("latin-1")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogateescape")
+    if raw.isascii():
+        return raw
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return value.encode("utf-8")
+    return raw
+
+
 @functools.lru_cache(maxsize=256)
 def is_event_stream(content_type: str | None) -> bool:
     return media_type(content_type) == "text/event-stream"

@@ -13,6 +13,15 @@ them; `DEFAULT_SECRET_HEADERS` are the defaults), each mapped to the placeholder
   so does a secret query parameter or form field. With no rules file the names are
   `DEFAULT_SECRET_FIELDS`: the A2A push config's `token` and `authentication.credentials`, and
   the usual names of secrets (`api_key`, `password` ...).
+- Secrets in less obvious places (issue 24): every value of a secret member named twice in
+  one object (`{"password": "S1", "password": "S2"}`: both kept, both placeholders); a secret
+  query parameter of a URL inside a JSON string (`"url": "https://h/cb?token=..."`); a
+  `multipart/form-data` field of a secret name; JSON inside a JSON string (`"params":
+  "{\"password\": ...}"`, redacted and written back compact); and a path segment that looks
+  like a secret (`looks_secret`: long, letters and digits, no UUID) of a push config's `url`
+  (an object holding `url` beside `token`, `authentication` or `taskId`, or under a member
+  whose name holds "push") or of a member the rules name in `secret_url_fields`: it becomes
+  `{{PUSH_URL_SECRET}}` (or the rules' placeholder), which the player fills with a stand-in.
 - Every secret value seen on the way (`Redactor.seen`) is also scrubbed from the whole text of
   a transcript before it is written (`scrub_text`): an agent that echoes a token in a body or
   an error message does not leak it either. Inside longer text only from 6 characters (a
@@ -33,14 +42,25 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from recorder.model import Headers, Response, is_json_media_type
+from recorder.secret_places import (
+    JSON_STARTS,
+    Pairs,
+    dumps_pairs,
+    loads_pairs,
+    looks_secret,
+    multipart_boundary,
+    redact_multipart,
+)
 from recorder.sse import SseEvent
 
 __all__ = [
     "DEFAULT_SECRET_FIELDS",
     "DEFAULT_SECRET_HEADERS",
     "PLACEHOLDER",
+    "PUSH_URL_SECRET",
     "Redactor",
     "is_form",
+    "looks_secret",
     "placeholder",
     "placeholder_name",
     "scrub_bytes",
@@ -71,6 +91,11 @@ DEFAULT_SECRET_FIELDS: Mapping[str, str] = {
     "password": "PASSWORD",
     "secret": "SECRET",
 }
+
+# the placeholder of a secret-looking path segment of a push config's `url`
+PUSH_URL_SECRET = "PUSH_URL_SECRET"
+# the members beside `url` that make an object a push config (A2A TaskPushNotificationConfig)
+_PUSH_CONFIG_SIBLINGS = ("token", "authentication", "taskId", "taskid")
 
 # the schemes whose parameter is one credential that the placeholder stands for
 _SCHEMED_HEADERS = frozenset({"authorization", "proxy-authorization"})
@@ -197,8 +222,8 @@ def scrub_bytes(data: bytes, secrets: Mapping[str, str]) -> bytes:
 
 def with_spellings(secrets: Mapping[str, str]) -> dict[str, str]:
     """`secrets` (value -> placeholder name) with each value also as JSON writes it escaped
-    (a line break, a quote, a non-ASCII character) and as its UTF-8 bytes read as Latin-1 (a
-    header echoed back is read so)."""
+    (a line break, a quote, a non-ASCII character) and as its UTF-8 bytes read as Latin-1 (how
+    a header echoed back was read before `model.header_text`, and where such text recurs)."""
     spelled = dict(secrets)
     for value, name in secrets.items():
         for other in (
@@ -244,21 +269,41 @@ class Redactor:
     fields: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_SECRET_FIELDS))
     # secret value -> placeholder name, for `scrub_text`
     seen: dict[str, str] = field(default_factory=dict)
+    # member name -> placeholder: the URL in such a member has its secret-looking path segments
+    # replaced (a push config's `url` always: `PUSH_URL_SECRET`)
+    url_fields: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.headers = secret_names(self.headers, fold=True)
         # field names match in any case: `Password`, `API_KEY`
         self.fields = secret_names(self.fields, fold=True)
+        self.url_fields = secret_names(self.url_fields, fold=True)
         self._names_pattern()  # made once: each `fresh` copy has it
 
     def _names_pattern(self) -> re.Pattern[bytes]:
         """`_field_names_pattern` of the field names, kept with the names it was made of."""
         cached = self.__dict__.get("_names_cache")
         if cached is None or cached[0] is not self.fields:
-            cached = (self.fields, _field_names_pattern(tuple(self.fields)))
+            cached = (
+                self.fields,
+                _field_names_pattern(tuple(self.fields), tuple(self.url_fields)),
+            )
             self.__dict__["_names_cache"] = cached
         pattern: re.Pattern[bytes] = cached[1]
         return pattern
+
+    @property
+    def member_names(self) -> frozenset[str]:
+        """Every member name (lowercase) that makes a JSON body one to redact: the secret
+        fields, the URL fields and `url` (the writer's direct path leaves such bodies to the
+        general one); the same value while `fields` is the same."""
+        cached = self.__dict__.get("_members_cache")
+        if cached is None or cached[0] is not self.fields:
+            names = frozenset({*(n.lower() for n in self.fields), *self.url_fields, "url"})
+            cached = (self.fields, names)
+            self.__dict__["_members_cache"] = cached
+        members: frozenset[str] = cached[1]
+        return members
 
     def fresh(self) -> Redactor:
         """A Redactor with the same secret names and nothing seen yet (one per exchange; the
@@ -343,32 +388,108 @@ class Redactor:
 
     # ---------------------------------------------------------------- bodies
 
-    def redact_json_value(self, value: Any) -> Any:
-        """A copy of a parsed JSON value with every secret member's value replaced."""
-        if isinstance(value, dict):
-            out: dict[str, Any] = {}
-            for key, item in value.items():
-                env = self.fields.get(key.lower()) if isinstance(key, str) else None
+    def redact_json_value(self, value: Any, *, push: bool = False) -> Any:
+        """A copy of a parsed JSON value with every secret member's value replaced; a member
+        named twice (`Pairs`, from `loads_pairs`) keeps both, each redacted. `push`: `value` is
+        held by a member whose name holds "push" (a push config, or a list of them)."""
+        if isinstance(value, dict | Pairs):
+            items = value if isinstance(value, Pairs) else value.items()
+            keys = {key for key, _ in items} if isinstance(value, Pairs) else value
+            push_config = "url" in keys and (push or any(k in keys for k in _PUSH_CONFIG_SIBLINGS))
+            pairs: list[tuple[Any, Any]] = []
+            for key, item in items:
+                folded = key.lower() if isinstance(key, str) else ""
+                env = self.fields.get(folded)
+                url_env = self.url_fields.get(folded)
+                if url_env is None and push_config and key == "url":
+                    url_env = PUSH_URL_SECRET
                 if env is not None and item is not None and not isinstance(item, dict | list):
                     self._remember_scalar(item, env)
-                    out[key] = placeholder(env)
-                elif env is not None and isinstance(item, dict | list):
+                    pairs.append((key, placeholder(env)))
+                elif env is not None and isinstance(item, dict | list | Pairs):
                     # a structured secret: every scalar inside it is secret
-                    out[key] = _replace_scalars(item, env, self._remember_scalar)
+                    pairs.append((key, _replace_scalars(item, env, self._remember_scalar)))
+                elif url_env is not None and isinstance(item, str):
+                    pairs.append((key, self._redact_url(item, url_env)))
                 else:
-                    out[key] = self.redact_json_value(item)
-            return out
+                    pairs.append((key, self.redact_json_value(item, push="push" in folded)))
+            return Pairs(pairs) if isinstance(value, Pairs) else dict(pairs)
         if isinstance(value, list):
-            return [self.redact_json_value(item) for item in value]
+            return [self.redact_json_value(item, push=push) for item in value]
+        if isinstance(value, str) and value:
+            return self._redact_string(value)
         return value
+
+    def _redact_string(self, text: str) -> str:
+        """A JSON string that may hide a secret: JSON text (its secret members, written back
+        compact), or a URL or query with secret parameters (`https://h/cb?token=...`)."""
+        if text[0] in JSON_STARTS and text.lstrip()[:1] in ("{", "["):
+            redacted = self._redact_json_document(text)
+            if redacted is not None:
+                return redacted
+        if "=" in text and ("?" in text or "&" in text):
+            return self._redact_query_in(text)
+        return text
+
+    def _redact_query_in(self, text: str) -> str:
+        """The secret parameters of the query of a URL (or of a bare query) in `text`."""
+        head, question, rest = text.partition("?")
+        if not question:
+            head, rest = "", head
+        query, hash_, fragment = rest.partition("#")
+        redacted = self._redact_form(query)
+        if redacted is query:
+            return text
+        return f"{head}{question}{redacted}{hash_}{fragment}"
+
+    def _redact_url(self, url: str, env: str) -> str:
+        """A URL whose secret-looking path segments (`looks_secret`) become `{{env}}`, and
+        whose secret query parameters become theirs."""
+        url = self._redact_string(url) if url else url
+        rest, question, query = url.partition("?")
+        scheme, sep, tail = rest.partition("://")
+        if not sep:
+            scheme, sep, tail = "", "", rest
+        host, slash, path = tail.partition("/")
+        if not slash:
+            return url
+        segments = path.split("/")
+        changed = False
+        for n, segment in enumerate(segments):
+            if looks_secret(segment):
+                self._remember(segment, env)
+                self._remember(urllib.parse.unquote(segment), env)
+                segments[n] = placeholder(env)
+                changed = True
+        if not changed:
+            return url
+        return f"{scheme}{sep}{host}/{'/'.join(segments)}{question}{query}"
+
+    def _redact_json_document(self, text: str | bytes) -> str | None:
+        """The JSON text `text` with its secrets replaced (compact), None when it is no JSON
+        or holds no secret."""
+        try:
+            value = loads_pairs(text)
+        except (ValueError, RecursionError):
+            return None
+        redacted = self.redact_json_value(value)
+        if redacted == value:  # (`Pairs` compare as their lists of pairs)
+            return None
+        try:
+            return dumps_pairs(redacted, ensure_ascii=False)
+        except UnicodeEncodeError:  # a lone surrogate ("\ud800"): written escaped
+            return dumps_pairs(redacted, ensure_ascii=True)
+        except RecursionError:
+            return None
 
     def redact_body(self, body: bytes, content_type: str | None) -> bytes:
         """Secret JSON members out of a JSON body (returned compact; the model pretty-prints).
         A body that is JSON under another media type (or none) counts too: a client that
         forgets Content-Type must not write its secrets to the disk. A body that looks like
         JSON but does not parse has its secret members' string values replaced in the text.
-        A body that is no UTF-8 text (written base64, where the transcript's text scrub cannot
-        see) has the secrets seen so far replaced in its bytes."""
+        A form body's and a multipart form's secret fields are replaced too. A body that is no
+        UTF-8 text (written base64, where the transcript's text scrub cannot see) has the
+        secrets seen so far replaced in its bytes."""
         if not body:
             return body
         if self.fields and (
@@ -381,6 +502,8 @@ class Redactor:
             redacted = self._redact_form(text)
             if redacted is not text:
                 body = redacted.encode("latin-1")
+        elif self.fields and multipart_boundary(content_type) is not None:
+            body = self._redact_multipart(body, multipart_boundary(content_type) or b"")
         if self.seen and not body.isascii():  # (ASCII is UTF-8: the quick common case)
             try:
                 body.decode("utf-8")
@@ -388,12 +511,27 @@ class Redactor:
                 body = scrub_bytes(body, self.seen)
         return body
 
+    def _redact_multipart(self, body: bytes, boundary: bytes) -> bytes:
+        """`multipart/form-data` (RFC 7578): a part whose field name is secret gets its
+        placeholder as its content; any other part is redacted as a body of its own type."""
+
+        def redact_part(name: str, content_type: str | None, value: bytes) -> bytes:
+            env = self.fields.get(name.lower())
+            if env is None:
+                return self.redact_body(value, content_type)
+            self._remember(value.decode("utf-8", "replace"), env)
+            self._remember(value.decode("latin-1"), env)
+            return placeholder(env).encode()
+
+        return redact_multipart(body, boundary, redact_part)
+
     def _may_name_a_field(self, body: bytes) -> bool:
         """False when `body` cannot hold a secret member: no escape (so a member name is
-        written as it is), no NUL (so it is no UTF-16 or UTF-32, which `json` reads too), no
-        KELVIN SIGN (the one character besides ASCII that `str.lower` folds to ASCII: `K`),
-        and no secret name in quotes, in any ASCII case. Saves parsing and walking the JSON of
-        nearly every body, in any language."""
+        written as it is, and no JSON inside a string), no NUL (so it is no UTF-16 or UTF-32,
+        which `json` reads too), no KELVIN SIGN (the one character besides ASCII that
+        `str.lower` folds to ASCII: `K`), no secret name in quotes or as a query parameter
+        (`?token=`), in any ASCII case, and no `"url"` member (a push config's). Saves parsing
+        and walking the JSON of nearly every body, in any language."""
         if b"\\" in body or b"\x00" in body or (not body.isascii() and _KELVIN in body):
             return True
         # lowercase names in bytes lowercased (ASCII only, the rest is kept): what a
@@ -402,16 +540,18 @@ class Redactor:
 
     def _redact_json_body(self, body: bytes) -> bytes:
         try:
-            value = json.loads(body)
+            value = loads_pairs(body)
         except (ValueError, RecursionError):
             return self._redact_json_text(body)
         redacted = self.redact_json_value(value)
-        if redacted == value:
+        if redacted == value:  # (`Pairs` compare as their lists of pairs)
             return body
         try:
-            return json.dumps(redacted, ensure_ascii=False).encode()
+            return dumps_pairs(redacted, ensure_ascii=False).encode()
         except UnicodeEncodeError:  # a lone surrogate ("\ud800"): written escaped
-            return json.dumps(redacted).encode()
+            return dumps_pairs(redacted, ensure_ascii=True).encode()
+        except RecursionError:
+            return self._redact_json_text(body)
 
     def _redact_json_text(self, body: bytes) -> bytes:
         """Secret members' string values replaced in JSON text that does not parse (a trailing
@@ -439,15 +579,9 @@ class Redactor:
         out = []
         for event in events:
             if self.fields and event.data and self._may_name_a_field(event.data.encode()):
-                try:
-                    value = json.loads(event.data)
-                except (ValueError, RecursionError):
-                    value = None
-                if value is not None:
-                    redacted = self.redact_json_value(value)
-                    if redacted != value:
-                        data = json.dumps(redacted, ensure_ascii=False)
-                        event = SseEvent(data, event.event, event.id, event.retry, event.comments)
+                data = self._redact_json_document(event.data)
+                if data is not None:
+                    event = SseEvent(data, event.event, event.id, event.retry, event.comments)
             out.append(event)
         return tuple(out)
 
@@ -484,16 +618,22 @@ _KELVIN = "\u212a".encode()  # "\u212a".lower() == "k"
 
 
 @functools.lru_cache(maxsize=8)
-def _field_names_pattern(names: tuple[str, ...]) -> re.Pattern[bytes]:
-    """`"name"` for any of the secret field `names` in lowercase, to search in lowercased
-    text; a name that is no ASCII matches any quote (the body is then always parsed)."""
-    if not all(name.isascii() for name in names):
+def _field_names_pattern(names: tuple[str, ...], url_names: tuple[str, ...]) -> re.Pattern[bytes]:
+    """`"name"` for any of the secret field `names`, the `url_names` and `url` in lowercase,
+    or `?name=` / `&name=` (a URL's query inside a string), to search in lowercased text; a
+    name that is no ASCII matches any quote (the body is then always parsed)."""
+    if not all(name.isascii() for name in (*names, *url_names)):
         return re.compile(b'"')
-    alternatives = b"|".join(re.escape(name.lower().encode("ascii")) for name in names)
-    return re.compile(b'"(?:' + alternatives + b')"')
+    members = b"|".join(re.escape(n.lower().encode("ascii")) for n in (*names, *url_names, "url"))
+    if not names:
+        return re.compile(b'"(?:' + members + b')"')
+    parameters = b"|".join(re.escape(name.lower().encode("ascii")) for name in names)
+    return re.compile(b'"(?:' + members + b')"|[?&](?:' + parameters + b")=")
 
 
 def _replace_scalars(value: Any, env: str, remember: Any) -> Any:
+    if isinstance(value, Pairs):
+        return Pairs((k, _replace_scalars(v, env, remember)) for k, v in value)
     if isinstance(value, dict):
         return {k: _replace_scalars(v, env, remember) for k, v in value.items()}
     if isinstance(value, list):

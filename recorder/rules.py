@@ -91,6 +91,9 @@ class Rules:
     """JSON member name -> placeholder name."""
     checks: tuple[CheckEntry, ...] = field(default=(), hash=False)
     """Places checked instead of compared for equality (`recorder.checkrules`)."""
+    secret_url_fields: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """JSON member name -> placeholder name: a URL there has its secret-looking path segments
+    replaced (a push config's `url` always is, `recorder.redact`)."""
     source: str | None = field(default=None, compare=False)
     """The file the rules were read from (None for the defaults)."""
 
@@ -108,6 +111,7 @@ class Rules:
             _frozen_map({k.lower(): v for k, v in self.secret_headers.items()}),
         )
         object.__setattr__(self, "secret_fields", _frozen_map(self.secret_fields))
+        object.__setattr__(self, "secret_url_fields", _frozen_map(self.secret_url_fields))
         object.__setattr__(self, "loose_kinds", frozenset(self.loose_kinds))
         object.__setattr__(
             self, "ignored_headers", frozenset(h.lower() for h in self.ignored_headers)
@@ -211,7 +215,9 @@ _MAP_KEYS = (
     "generated_shapes",
     "secret_headers",
     "secret_fields",
+    "secret_url_fields",
 )
+_SECRET_KEYS = ("secret_headers", "secret_fields", "secret_url_fields")
 _BOOL_KEYS = ("compare_error_message", "compare_content_type_params")
 _KNOWN_KEYS = frozenset(("version", "checks", *_LIST_KEYS, *_MAP_KEYS, *_BOOL_KEYS))
 
@@ -255,7 +261,7 @@ class _Loader:
         return self.string_list(key, value)
 
     def edit_map(self, key: str, default: Mapping[str, Any], value: Any) -> dict[str, Any]:
-        if key in ("secret_headers", "secret_fields") and isinstance(value, list):
+        if key in _SECRET_KEYS and isinstance(value, list):
             names = self.string_list(key, value)
             merged = dict(default)
             merged.update({name: placeholder_name(name) for name in names})
@@ -263,7 +269,7 @@ class _Loader:
         if not isinstance(value, Mapping):
             raise self.error(key, f"expected a mapping, got {_describe(value)}")
         merged = dict(default)
-        fold = key in ("secret_headers", "secret_fields")  # names matched in any case
+        fold = key in _SECRET_KEYS  # names matched in any case
         for name, item in value.items():
             if not isinstance(name, str):
                 raise self.error(key, f"expected string names, got {name!r}")
@@ -310,7 +316,7 @@ class _Loader:
         for key in ("ignored_paths", "unordered_paths", "error_message_paths"):
             for path in getattr(rules, key):
                 self.path(key, path)
-        for key in ("secret_headers", "secret_fields"):
+        for key in _SECRET_KEYS:
             for name, placeholder in getattr(rules, key).items():
                 if not isinstance(placeholder, str) or not re.fullmatch(
                     r"[A-Z_][A-Z0-9_]*", placeholder

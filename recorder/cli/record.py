@@ -145,7 +145,8 @@ def record(
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("recorder record: %(message)s"))
-    proxy_log = logging.getLogger("recorder.record.proxy")
+    # (the proxy's and its transport's, `recorder.record.transport`)
+    proxy_log = logging.getLogger("recorder.record")
     proxy_log.addHandler(handler)
     proxy_log.setLevel(logging.WARNING if quiet else logging.INFO)
     try:

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from recorder.errors import NoReplyError, UpstreamError
-from recorder.model import Request, Transcript, is_event_stream
+from recorder.model import Request, Transcript, header_bytes, header_text, is_event_stream
 from recorder.replay.live import is_frame
 from recorder.replay.state import LiveReply
 
@@ -149,10 +149,10 @@ def send_raw(
                 " (such as /a2a/jsonrpc) or a full URL"
             )
         target = url.raw_path.decode("ascii")
-    # bytes: a header value is octets (RFC 9110 §5.5); the recorder wrote them as Latin-1, and
-    # a placeholder's value may hold any character (sent as UTF-8 where Latin-1 cannot hold it)
+    # bytes: a header value is octets (RFC 9110 §5.5); the recorder wrote them as UTF-8 text
+    # where they were UTF-8 (`recorder.model.header_text`), and sends them so
     headers = [
-        (name.encode("latin-1", "replace"), _header_bytes(value))
+        (name.encode("latin-1", "replace"), header_bytes(value))
         for name, value in request.headers
         if name.lower() not in _NOT_SENT
     ]
@@ -225,7 +225,7 @@ def send_raw(
         reply.status_code,
         reply.reason_phrase,
         [
-            (name, value.decode("latin-1"))
+            (name, header_text(value))
             for name, value in ((n.decode("latin-1"), v) for n, v in reply.headers.raw)
             if name.lower() not in _NOT_KEPT
         ],
@@ -233,13 +233,6 @@ def send_raw(
         reply.http_version if reply.http_version.startswith("HTTP/") else "HTTP/1.1",
         cut=cut,
     )
-
-
-def _header_bytes(value: str) -> bytes:
-    try:
-        return value.encode("latin-1")
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "surrogateescape")
 
 
 class _StreamDeadline(Exception):

@@ -52,7 +52,11 @@ def blessed_exchanges(
     (rules.secret_headers, rules.secret_fields), and the `secrets` (value -> placeholder name:
     the values of {{A2A_TOKEN}} and the like) are scrubbed wherever such a reply echoes them.
     """
-    redactor = Redactor(headers=rules.secret_headers, fields=rules.secret_fields)
+    redactor = Redactor(
+        headers=rules.secret_headers,
+        fields=rules.secret_fields,
+        url_fields=rules.secret_url_fields,
+    )
     blessed: dict[int, Response] = {}
     for index in sorted(live):
         golden = transcript.exchanges[index]

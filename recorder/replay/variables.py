@@ -27,8 +27,8 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus
 
 from recorder.errors import RecorderError
-from recorder.model import Headers, Request, Response, Transcript
-from recorder.redact import PLACEHOLDER, is_form, scrub_text
+from recorder.model import Headers, Request, Response, Transcript, header_text
+from recorder.redact import PLACEHOLDER, PUSH_URL_SECRET, is_form, scrub_text
 from recorder.replay.diff import Mismatch
 from recorder.replay.plan import PlanItem
 from recorder.rules import DEFAULT_RULES, Rules
@@ -239,11 +239,11 @@ def fill_reply_placeholders(
         return json.dumps(known[name], ensure_ascii=False)[1:-1]
 
     def in_header(match: re.Match[str]) -> str:
-        # header values are read as Latin-1: a value beyond it comes back as its UTF-8 bytes
+        # (a live header value is read as the recorder reads one: `recorder.model.header_text`)
         value = known.get(match.group(1))
         if value is None:
             return match.group()
-        return value.encode("utf-8", "surrogateescape").decode("latin-1")
+        return header_text(value.encode("utf-8", "surrogateescape"))
 
     def filled(text: str, *, is_json: bool) -> str:
         return PLACEHOLDER.sub(in_json if is_json else plain, text) if "{{" in text else text
@@ -328,7 +328,12 @@ def secret_placeholders(transcript: Transcript, rules: Rules) -> set[str]:
     """The placeholders that stand for secrets: the rules' ({{A2A_TOKEN}}), and any the
     transcript's requests use where a secret goes (a secret header, a secret member's value,
     a secret query parameter)."""
-    names = {*rules.secret_headers.values(), *rules.secret_fields.values()}
+    names = {
+        *rules.secret_headers.values(),
+        *rules.secret_fields.values(),
+        *rules.secret_url_fields.values(),
+        PUSH_URL_SECRET,
+    }
     secret_headers = rules.secret_headers.keys()
     # (field names match in any case, as the recorder matches them)
     secret_fields = frozenset(name.lower() for name in rules.secret_fields)

@@ -25,7 +25,7 @@ import httpx
 from recorder.checking import find_transcripts
 from recorder.errors import RecorderError
 from recorder.httpfile import load
-from recorder.model import Transcript
+from recorder.model import Transcript, header_bytes, header_text
 from recorder.pairing import PairingRules
 from recorder.rules import Rules
 from recorder.serve.book import Book, Found, NotFound, Tie
@@ -312,14 +312,12 @@ async def _read(scope: Scope, receive: Receive) -> LiveRequest:
     query = scope.get("query_string", b"")
     if query:
         target += "?" + query.decode("latin-1")
-    headers = [
-        (name.decode("latin-1"), value.decode("latin-1")) for name, value in scope["headers"]
-    ]
+    headers = [(name.decode("latin-1"), header_text(value)) for name, value in scope["headers"]]
     return LiveRequest(scope["method"], target, headers, b"".join(chunks))
 
 
 def _raw(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
+    return [(name.lower().encode("latin-1"), header_bytes(value)) for name, value in headers]
 
 
 def load_stand_in(paths: list[str], rules: Rules, **options: Any) -> StandIn:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from recorder.model import header_bytes
 from recorder.serve.match import LiveRequest
 from recorder.serve.render import address_pattern
 
@@ -115,4 +116,4 @@ class Fallback:
 
 
 def _raw(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    return [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers]
+    return [(name.encode("latin-1"), header_bytes(value)) for name, value in headers]

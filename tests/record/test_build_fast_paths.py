@@ -29,7 +29,7 @@ from recorder.model import (
 )
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.recording import Recording
-from recorder.record.upstream import UpstreamReply
+from recorder.record.transport.upstream import UpstreamReply
 from recorder.redact import DEFAULT_SECRET_FIELDS, Redactor
 
 _INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029]")

@@ -21,7 +21,7 @@ from recorder.httpfile import dumps_exchange, loads
 from recorder.record.proxy import direct
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.recording import Recording
-from recorder.record.upstream import UpstreamReply
+from recorder.record.transport.upstream import UpstreamReply
 from recorder.redact import Redactor
 
 HOST = "upstream.test:9"
@@ -192,6 +192,17 @@ UNCOMMON: list[dict[str, Any]] = [
         "headers": [(b"content-type", b"application/x-www-form-urlencoded")],
     },
     {"reply": b'{"result":{"credentials":"c-1234567"}}'},
+    # secrets in less obvious places (issue 24): a member named twice, a URL's query inside a
+    # string, JSON inside a string, a push config's url, a multipart form field
+    {"body": b'{"password":"first-123456","password":"second-123456"}'},
+    {"body": b'{"callback":"https://h/cb?token=t-1234567&x=1"}'},
+    {"body": b'{"params":"{\\"password\\": \\"p-1234567\\"}"}'},
+    {"body": b'{"taskId":"t","url":"https://h/cb/aB3dE5fG7hJ9kL1mN3pQ"}'},
+    {
+        "body": b'--b\r\nContent-Disposition: form-data; name="password"\r\n\r\n'
+        b"p-1234567\r\n--b--\r\n",
+        "headers": [(b"content-type", b"multipart/form-data; boundary=b")],
+    },
     {"reply": b"data: {}\n\n", "kept": [(b"content-type", b"text/event-stream")]},
     {"headers": [JSON, (b"bad name", b"x")]},
     {"headers": [JSON, (b"#comment", b"x")]},

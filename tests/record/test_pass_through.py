@@ -18,6 +18,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from recorder import load
+from recorder.checking import check_paths
 from recorder.record.proxy import create_proxy_app
 from recorder.record.proxy.forwarding import PASS_THROUGH_AT
 
@@ -81,7 +82,7 @@ async def test_a_large_sized_reply_passes_through_whole_and_its_follow_up_joins_
 
 
 @pytest.mark.anyio
-async def test_a_pass_through_reply_the_upstream_breaks_off_is_cut_short_and_not_recorded(
+async def test_a_pass_through_reply_the_upstream_breaks_off_is_cut_short_and_recorded_truncated(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     size = 3 * PASS_THROUGH_AT
@@ -105,8 +106,14 @@ async def test_a_pass_through_reply_the_upstream_breaks_off_is_cut_short_and_not
             with pytest.raises(RuntimeError, match="broke off the reply"):
                 await client.post("/a2a/jsonrpc", json={"jsonrpc": "2.0", "id": 1})
         assert await proxy.flush(10.0)
-        assert "the client's reply is cut short, not recorded" in caplog.text
-        assert list(tmp_path.glob("*.http")) == []
+        assert "the client's reply is cut short" in caplog.text
+        # (issue 24: it was neither recorded nor counted)
+        [path] = tmp_path.glob("*.http")
+        [exchange] = load(path).exchanges
+        assert exchange.truncated
+        assert exchange.response.body.startswith(b"[")
+        assert proxy.status()["recorded"] == 1
+        assert check_paths([path]) == (1, [])  # the recorder's own output passes the check
     finally:
         await proxy.aclose()
         server.close()

@@ -1,5 +1,6 @@
-"""The proxy's HTTP/1.1 upstream client (`recorder.record.upstream.Http11Upstream`) against a raw
-loopback server that answers each request path with exact bytes: framing, reuse, errors."""
+"""The proxy's HTTP/1.1 upstream client (`recorder.record.transport.upstream.Http11Upstream`)
+against a raw loopback server that answers each request path with exact bytes: framing, reuse,
+errors."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from recorder.record import upstream as upstream_module
-from recorder.record.upstream import Http11Upstream, UpstreamReply
+from recorder.record.transport import upstream as upstream_module
+from recorder.record.transport.upstream import Http11Upstream, UpstreamReply
 from recorder.servers import ServerThread, bind_socket
 
 pytestmark = pytest.mark.anyio

@@ -637,8 +637,10 @@ def _one_exchange(path: Path, headers: dict[str, str], reply: Response) -> None:
 
 
 def test_non_ascii_header_values_are_sent_as_their_octets(tmp_path: Path) -> None:
-    # a recorded value the recorder wrote as Latin-1, and a placeholder filled with characters
-    # beyond Latin-1 (sent as UTF-8): sent, not a UnicodeEncodeError
+    # a recorded value beyond ASCII (sent as UTF-8, as the recorder read it:
+    # `recorder.model.header_text`), one an earlier recorder wrote as Latin-1 text of UTF-8
+    # bytes (sent as those bytes), and a placeholder filled with characters beyond Latin-1
+    # (sent as UTF-8): sent, not a UnicodeEncodeError
     from starlette.applications import Starlette
     from starlette.requests import Request as StarletteRequest
     from starlette.responses import JSONResponse
@@ -649,17 +651,23 @@ def test_non_ascii_header_values_are_sent_as_their_octets(tmp_path: Path) -> Non
     async def echo(request: StarletteRequest) -> JSONResponse:
         raw = dict(request.headers.raw)
         return JSONResponse(
-            {"note": raw[b"x-note"].hex(), "auth": raw[b"authorization"].hex()},
+            {
+                "note": raw[b"x-note"].hex(),
+                "old": raw[b"x-old"].hex(),
+                "auth": raw[b"authorization"].hex(),
+            },
         )
 
     expected = {
-        "note": "café".encode("latin-1").hex(),
+        "note": "café".encode().hex(),
+        "old": "café".encode().hex(),
         "auth": "Bearer tökén€".encode().hex(),
     }
     path = tmp_path / "01-headers.http"
     json_type = {"Content-Type": "application/json"}
     reply = Response(200, "OK", json_type, json.dumps(expected).encode())
-    _one_exchange(path, {"X-Note": "café", "Authorization": "Bearer {{A2A_TOKEN}}"}, reply)
+    headers = {"X-Note": "café", "X-Old": "cafÃ©", "Authorization": "Bearer {{A2A_TOKEN}}"}
+    _one_exchange(path, headers, reply)
     with ServerThread(Starlette(routes=[Route("/a2a/jsonrpc", echo, methods=["POST"])])) as server:
         result = play([path], agent=server.url, environ={"A2A_TOKEN": "tökén€"})
     assert result.passed, mismatch_paths(result)

@@ -1,6 +1,6 @@
 """The recording reverse proxy: an ASGI app that forwards to one upstream agent and records.
 
-    client ──▶ proxy (this app, under http1) ──recorder.record.upstream──▶ upstream agent
+    client ──▶ proxy (this app, under http1) ──recorder.record.transport.upstream──▶ upstream agent
                  │
                  └─▶ TranscriptStore: NN-slug.http, one file per scenario
 
@@ -149,6 +149,7 @@ class RecordingProxy:
         redactor = Redactor(
             headers=secret_names(secret_headers, fold=True),
             fields=secret_names(secret_fields, fold=False),
+            url_fields=rules.secret_url_fields,
         )
         self.recording = Recording(
             self.store, redactor, host_header=parts.netloc.decode("ascii"), lineage=Lineage(rules)
@@ -269,7 +270,10 @@ class RecordingProxy:
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         """One request, through the rooms."""
-        path = scope["path"]
+        # the control prefix is matched on the path as sent: `/%5Frecorder/status` is the
+        # agent's path (its decoded spelling is the proxy's only when sent so)
+        raw_path: bytes | None = scope.get("raw_path")
+        path = raw_path.decode("latin-1") if raw_path else scope["path"]
         if path.startswith("/_recorder/"):
             if path == CONTROL_PATH:
                 await self.scenarios.control(scope, receive, send)

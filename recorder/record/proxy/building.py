@@ -8,11 +8,11 @@ made as its text straight from its bytes (`recorder.record.proxy.direct`: the sa
 
 from __future__ import annotations
 
-from recorder.model import Exchange, Headers, Request, Response
+from recorder.model import Exchange, Headers, Request, Response, header_text
 from recorder.record.naming import exchange_title, header_case, operation_name
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.direct import Direct
-from recorder.record.upstream import UpstreamReply
+from recorder.record.transport.upstream import UpstreamReply
 from recorder.redact import Redactor
 from recorder.sse import SseDecoder
 
@@ -42,7 +42,7 @@ class Builder:
         request = call.recorded_request or self.record_request(call)
         response_headers = Headers(
             [
-                (header_case(n.decode("latin-1")), v.decode("latin-1"))
+                (header_case(n.decode("latin-1")), header_text(v))
                 for n, v in kept
                 if n.lower() != b"content-length"
             ]
@@ -80,7 +80,7 @@ class Builder:
         redactor = call.redactor
         request_headers = Headers(
             [("Host", self._host_header)]
-            + [(header_case(n.decode("latin-1")), v.decode("latin-1")) for n, v in call.headers]
+            + [(header_case(n.decode("latin-1")), header_text(v)) for n, v in call.headers]
         )
         request_headers = redactor.redact_headers(request_headers)
         return Request(

@@ -98,15 +98,6 @@ async def read_body(receive: Receive, limit: int, timeout: float | None = None) 
         raise BodyTimedOut from None
 
 
-def header_text(value: bytes) -> str:
-    """A header value as text: UTF-8 as clients send names today, else Latin-1 (RFC 9110
-    obs-text), so that every byte keeps a meaning."""
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return value.decode("latin-1")
-
-
 _ERROR_STATUS = {
     400: "INVALID_ARGUMENT",
     405: "METHOD_NOT_ALLOWED",

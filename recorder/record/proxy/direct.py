@@ -4,8 +4,10 @@
 The common exchange is a buffered reply (no event stream) to a request of a common method,
 tagged with nothing (no `@during`), with no secret in its query or its bodies (the redactor's
 own checks say so, and take nothing out; a JSON body's members are looked at in the one walk
-of `jsonbody.plain_json`), and with header names and values the model takes as they came.
-Secret headers are made placeholders by the call's redactor, as `Redactor.redact_headers`
+of `jsonbody.plain_json`, which leaves to the general path any body with a secret member, a
+`url` member (a push config's may hold a secret path segment), or a string that may hide a
+secret: JSON text, a URL with a query), and with header names and values the model takes as
+they came. Secret headers are made placeholders by the call's redactor, as `Redactor.redact_headers`
 does (their values remembered for the scrub, in the same order). Its block is made of the
 parts the model and `recorder.httpfile` make, by the same functions: header names in
 conventional case (`naming.header_case`), values stripped, the canonical JSON of a JSON body
@@ -33,6 +35,7 @@ from recorder.model import (
     _COMMON_METHODS,
     _REQUEST_TARGET,
     _TOKEN,
+    header_text,
     is_event_stream,
     is_json_media_type,
 )
@@ -62,7 +65,7 @@ class Direct:
         self._request_lines: dict[tuple[bytes, bytes], _Line] = {}
         self._reply_lines: dict[tuple[bytes, bytes], _Line] = {}
         # member names of JSON bodies found to be no secret field's (`jsonbody.plain_json`)
-        self._field_names = redactor.fields
+        self._field_names = redactor.member_names
         self._known: set[str] = set()
         host = _field("Host", host_header)
         self._host = None if host is None or "host" in self._secret else _line_of(*host)[0]
@@ -178,10 +181,11 @@ class Direct:
         enough for Python's `json` to give up (the redactor then reads them as text) are left out
         (deeper than half the recursion limit).
         """
-        known = self._known if redactor.fields is self._field_names else None
+        names = redactor.member_names
+        known = self._known if names is self._field_names else None
         if known is not None and len(known) > _MAX_LINES:
             known.clear()
-        found = plain_json(body, redactor.fields, sys.getrecursionlimit() // 2, known)
+        found = plain_json(body, names, sys.getrecursionlimit() // 2, known)
         if found is None:
             return None
         return found[0].decode(), found[1]
@@ -206,7 +210,7 @@ class Direct:
                 if remembered is self._reply_lines and name.lower() == b"content-length":
                     line = _SKIP
                 else:
-                    field = _field(header_case(name.decode("latin-1")), value.decode("latin-1"))
+                    field = _field(header_case(name.decode("latin-1")), header_text(value))
                     if field is None:
                         raise _Uncommon
                     folded = field[0].lower()

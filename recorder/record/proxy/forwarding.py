@@ -17,11 +17,12 @@
 
 Upstream refused / reset: 502, timed out: 504, with a JSON body naming the upstream (not
 recorded: it is not the agent's reply); so is a buffered reply the upstream breaks off (one
-passed through has its head sent: its client connection is closed, the reply cut short).
+passed through has its head sent: its client connection is closed, the reply cut short, and
+it is recorded `@truncated`).
 
 Upstream connections are kept on a free list, one request at a time each, their replies parsed
-by httptools (`recorder.record.upstream.Http11Upstream`: no pool lock, no httpx objects per
-request); an injected httpx transport (tests) or `pool="shared"` goes through httpx
+by httptools (`recorder.record.transport.upstream.Http11Upstream`: no pool lock, no httpx
+objects per request); an injected httpx transport (tests) or `pool="shared"` goes through httpx
 (`HttpxUpstream`).
 """
 
@@ -49,7 +50,7 @@ from recorder.record.proxy.call import (
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import StreamRelay
 from recorder.record.proxy.scenarios import SCENARIO_HEADER, TITLE_HEADER
-from recorder.record.upstream import Http11Upstream, HttpxUpstream, UpstreamReply
+from recorder.record.transport.upstream import Http11Upstream, HttpxUpstream, UpstreamReply
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ PASS_THROUGH_AT = 64 * 1024
 # request bodies are held whole (forwarded with a Content-Length, recorded): at most this much
 MAX_REQUEST_BODY = 64 * 1024 * 1024
 # seconds a request's body may take after its head (`recorder record --client-timeout`; the
-# head gets as long, `recorder.record.proxy.http1`)
+# head gets as long, `recorder.record.transport.http1`)
 CLIENT_TIMEOUT = 30.0
 
 Pool = Literal["per-connection", "shared"]
@@ -289,7 +290,8 @@ class Forwarder:
         the last goes once the body is whole, and its values are learned right after it
         (`Recording.settle`). The upstream breaking off
         after the head: the client's connection is closed with the reply cut short (fewer
-        bytes than its length), and nothing is recorded."""
+        bytes than its length), and what came is recorded `@truncated` (as a stream cut
+        short is: `Recording.write_truncated`)."""
         await send({"type": "http.response.start", "status": upstream.status_code, "headers": kept})
         call.response_started = True
         parts: list[bytes] = []
@@ -302,10 +304,13 @@ class Forwarder:
                 held = chunk
         except httpx.HTTPError as exc:
             log.warning(
-                "upstream %s broke off %s: %s; the client's reply is cut short, not recorded",
+                "upstream %s broke off %s: %s; the client's reply is cut short",
                 self.upstream_url,
                 call.shown,
                 describe_http_error(exc),
+            )
+            self.recording.write_truncated(
+                call, upstream, kept, None, parts, "the upstream broke off the reply"
             )
             raise RuntimeError(
                 f"the upstream {self.upstream_url} broke off the reply: {describe_http_error(exc)}"

@@ -54,7 +54,7 @@ from recorder.record.proxy.building import Builder
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.writer import Writer
 from recorder.record.store import CONVERSATION, FileKey, TranscriptStore, describe_error
-from recorder.record.upstream import UpstreamReply
+from recorder.record.transport.upstream import UpstreamReply
 from recorder.redact import Redactor
 from recorder.sse import SseDecoder
 

@@ -38,7 +38,7 @@ from typing import Any
 from recorder.model import is_event_stream
 from recorder.record.proxy.call import Call, Receive, Send, describe_http_error
 from recorder.record.proxy.recording import Recording
-from recorder.record.upstream import UpstreamReply
+from recorder.record.transport.upstream import UpstreamReply
 from recorder.sse import SseDecoder
 
 log = logging.getLogger(__name__)

@@ -19,6 +19,7 @@ import contextlib
 import json
 from typing import Any
 
+from recorder.model import header_text
 from recorder.record.naming import slugify
 from recorder.record.proxy.call import (
     BodyTooLarge,
@@ -26,7 +27,6 @@ from recorder.record.proxy.call import (
     Receive,
     Scope,
     Send,
-    header_text,
     read_body,
     send_error,
     send_json,

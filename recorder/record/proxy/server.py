@@ -1,7 +1,7 @@
 """Serving the proxy: its own HTTP/1.1 server on a listening socket, and the listen address.
 
 `serve` (what `recorder record` runs) and `ProxyServer` (the same in a thread: the planner,
-the tests) run `RecordingProxy` under `recorder.record.proxy.http1.Http1Server` on uvloop
+the tests) run `RecordingProxy` under `recorder.record.transport.http1.Http1Server` on uvloop
 (asyncio's own loop where uvloop is missing), on a socket whose connections get TCP_NODELAY
 (`listening_socket`). Not uvicorn: its general HTTP/1.1 protocol cost a sixth of the event
 loop's time per proxied request (bench/bench_proxy.py measures the difference).
@@ -34,7 +34,7 @@ from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from recorder.record.proxy.http1 import Http1Server
+from recorder.record.transport.http1 import Http1Server
 
 if TYPE_CHECKING:
     from recorder.record.proxy import RecordingProxy

@@ -18,7 +18,7 @@ from recorder.model import Exchange
 from recorder.record.proxy.building import Builder
 from recorder.record.proxy.call import Call
 from recorder.record.store import TranscriptStore, describe_error
-from recorder.record.upstream import UpstreamReply
+from recorder.record.transport.upstream import UpstreamReply
 
 __all__ = ["Job", "Writer"]
 

@@ -1,5 +1,6 @@
 """One request and its reply over HTTP/1.1 (`Cycle`): the ASGI `receive` and `send` the app
-gets for it from `recorder.record.proxy.http1`, and the reply's framing.
+gets for it from `recorder.record.transport.http1`, and the reply's framing. What it needs of
+its connection is `Connection` (so that this module does not import `http1`).
 
 `receive` answers at once when the body (or the part of it that came) is there, and waits
 otherwise, asking for `100 Continue` first when the client expects it; once the body is taken,
@@ -21,14 +22,11 @@ import asyncio
 import http
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from recorder.record.proxy.http1 import Http1Protocol
+__all__ = ["App", "Connection", "Cycle", "Message", "Scope"]
 
-__all__ = ["App", "Cycle", "Message", "Scope"]
-
-log = logging.getLogger("recorder.record.proxy.http1")
+log = logging.getLogger("recorder.record.transport.http1")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -58,6 +56,28 @@ _SERVER_ERROR: list[tuple[bytes, bytes]] = [
 ]
 
 
+class _Server(Protocol):
+    stopping: bool
+    tasks: set[asyncio.Task[None]]
+
+
+class Connection(Protocol):
+    """What a `Cycle` asks of its connection (`http1.Http1Protocol`)."""
+
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
+    write_paused: bool
+
+    @property
+    def server(self) -> _Server: ...
+
+    async def drain(self) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+    def response_complete(self, cycle: Cycle) -> None: ...
+
+
 class Cycle:
     """One request and its reply: the ASGI `receive` and `send` the app gets."""
 
@@ -84,7 +104,7 @@ class Cycle:
     )
 
     def __init__(
-        self, proto: Http1Protocol, scope: Scope, keep_alive: bool, expect: bool, http11: bool
+        self, proto: Connection, scope: Scope, keep_alive: bool, expect: bool, http11: bool
     ) -> None:
         self.proto = proto
         self.scope = scope

@@ -28,8 +28,16 @@ app, and its tests through `httpx.ASGITransport`, do not know the difference:
 - Errors: the app raising before its reply started gets a 500 and the connection closed;
   after, or returning with its reply unfinished, the connection is closed without the final
   chunk, so the client sees a reply cut short (logged, but not for streams the shutdown ends).
-  A malformed request (llhttp's error, a bad method, an invalid header, a non-ASCII target) is
-  answered `400 Bad Request` and its connection closed.
+  A malformed request (llhttp's error, a bad method, an invalid header, a non-ASCII target, a
+  broken chunked body, an unknown Transfer-Encoding) is answered `400 Bad Request` and its
+  connection closed: at once when it is the request being answered (whose app waits for its
+  body: it gets `http.disconnect`), else after the replies before it.
+- Bounds: a request head (request line and header fields) past `max_head` bytes (16 KiB,
+  h11's default; counted from the read after the one it began in, so the parser holds at most
+  one read more) is answered `431 Request Header Fields Too Large` and closed.
+- Trailers (the fields after a chunked body, RFC 9110 §6.5) are dropped: they never join the
+  header fields the app gets (§6.5.1: a client could slip `Authorization` past a header
+  filter so), and the proxy does not forward them.
 - Slow clients: one timer per connection, armed lazily (a deadline it re-reads when it fires,
   not a timer per request): a connection silent `keep_alive` seconds before a request, or
   between two, is closed; a request head not ended `client_timeout` seconds after its first
@@ -53,18 +61,24 @@ from typing import Any
 
 import httptools
 
-from recorder.record.proxy.cycle import App, Cycle
+from recorder.record.transport.cycle import App, Cycle
 
-__all__ = ["HIGH_WATER", "Http1Protocol", "Http1Server"]
+__all__ = ["HIGH_WATER", "MAX_HEAD", "Http1Protocol", "Http1Server"]
 
 log = logging.getLogger(__name__)
 
 # request body bytes held for the app before reading from the client pauses
 HIGH_WATER = 64 * 1024
+# the most bytes a request head may hold (h11's default `max_incomplete_event_size`)
+MAX_HEAD = 16 * 1024
 _ASGI = {"version": "3.0", "spec_version": "2.3"}
 _BAD_REQUEST = (
     b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"content-length: 30\r\nconnection: close\r\n\r\nInvalid HTTP request received."
+)
+_HEAD_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 31\r\nconnection: close\r\n\r\nThe request head is too large.\n"
 )
 _HEAD_TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 
@@ -73,12 +87,16 @@ class Http1Server:
     """Serves `app` (ASGI 3, http scopes only) on listening sockets in the running loop.
 
     `client_timeout`: seconds a request head may take from its first byte (a 408 after);
-    `keep_alive`: seconds a connection may stay silent before a request and between two."""
+    `keep_alive`: seconds a connection may stay silent before a request and between two;
+    `max_head`: the most bytes a request head may hold (a 431 past it)."""
 
-    def __init__(self, app: App, *, client_timeout: float, keep_alive: float) -> None:
+    def __init__(
+        self, app: App, *, client_timeout: float, keep_alive: float, max_head: int = MAX_HEAD
+    ) -> None:
         self.app = app
         self.client_timeout = client_timeout
         self.keep_alive = keep_alive
+        self.max_head = max_head
         self.connections: set[Http1Protocol] = set()
         self.tasks: set[asyncio.Task[None]] = set()
         self.stopping = False  # the shutdown began: a reply cut short is not news
@@ -168,7 +186,11 @@ class Http1Protocol(asyncio.Protocol):
         # the request the app answers now, and those parsed ahead of their turn
         self.active: Cycle | None = None
         self._queue: deque[Cycle] = deque()
-        self._bad = False  # a malformed request follows the queued ones: 400 after them
+        # the answer to a malformed request that follows the queued ones (sent after them)
+        self._bad: bytes | None = None
+        self._refused = False  # answered as malformed: what else comes is not read
+        self._in_head = False  # a request head is being parsed
+        self._head_bytes = 0  # bytes of the reads since the one it began in
         # the slow-client bounds: one timer, reading these when it fires
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
@@ -241,12 +263,27 @@ class Http1Protocol(asyncio.Protocol):
     # ------------------------------------------------------------------------ reading
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        if self._in_head:
+            self._head_bytes += len(data)
+            if self._head_bytes > self.server.max_head:
+                self._head_too_large()
+                return
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
             self._upgraded(data[upgrade.args[0] :])
         except httptools.HttpParserError as exc:
             self._malformed(exc)
+
+    def _head_too_large(self) -> None:
+        log.warning(
+            "a request head from %s past %d bytes: answered 431, connection closed",
+            _client_shown(self.client),
+            self.server.max_head,
+        )
+        self._refuse(_HEAD_TOO_LARGE)
 
     def _upgraded(self, rest: bytes) -> None:
         """llhttp stopped after an Upgrade request's head (and skipped its body): go on with
@@ -284,15 +321,33 @@ class Http1Protocol(asyncio.Protocol):
             _client_shown(self.client),
             cause,
         )
+        self._refuse(_BAD_REQUEST)
+
+    def _refuse(self, answer: bytes) -> None:
+        """Answer the request being parsed with `answer` (a 400, a 431) and close: now when
+        no reply is in flight, or when the request being answered is this one (its body is
+        what broke: the app, waiting for it, gets `http.disconnect`); else after the replies
+        before it."""
+        self._refused = True
+        self._in_head = False
+        active = self.active
+        if active is not None and active is self._cycle and active.more_body:
+            active.disconnected = True
+            active.pending = None
+            active.wake()
+            if active.started:  # (its reply began: it can only be cut short)
+                self.transport.close()
+                return
+            self.active = None
         if self.active is None:
-            self._bad_request()
-        else:  # a reply is in flight: the 400 follows it and those queued
-            self._bad = True
+            self._answer_and_close(answer)
+        else:  # a reply is in flight: the answer follows it and those queued
+            self._bad = answer
             self.pause_reading()
 
-    def _bad_request(self) -> None:
+    def _answer_and_close(self, answer: bytes) -> None:
         if not self.transport.is_closing():
-            self.transport.write(_BAD_REQUEST)
+            self.transport.write(answer)
             self.transport.close()
 
     # llhttp's callbacks, one request after another
@@ -301,6 +356,10 @@ class Http1Protocol(asyncio.Protocol):
         self._url = b""
         self._headers = []
         self._expect = False
+        self._in_head = True
+        # (the reads after this one are counted: where in this one the head began is unknown,
+        # and it may hold a pipelined request's body; the parser holds at most this read more)
+        self._head_bytes = 0
         now = self._head_at = self.loop.time()
         if self.active is None and (
             self._timer is None or self._timer_at > now + self.server.client_timeout
@@ -311,6 +370,8 @@ class Http1Protocol(asyncio.Protocol):
         self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if not self._in_head:
+            return  # a trailer field (after a chunked body): dropped, RFC 9110 §6.5.1
         name = name.lower()
         if name == b"expect" and value.lower() == b"100-continue":
             self._expect = True
@@ -318,6 +379,7 @@ class Http1Protocol(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         self._head_at = None
+        self._in_head = False
         parser = self.parser
         if self._body_only:
             return  # the stand-in head of an Upgrade request's body
@@ -406,8 +468,8 @@ class Http1Protocol(asyncio.Protocol):
         if self._queue:
             self._run(self._queue.popleft())
             return
-        if self._bad:
-            self._bad_request()
+        if self._bad is not None:
+            self._answer_and_close(self._bad)
             return
         self._idle_since = self.loop.time()
         self._watch()
