@@ -4,8 +4,8 @@ A request gets a ticket when it starts (its place in the request order) and a fi
 its scenario's file as the scenario is now (`(slug, generation)`; `end` starts the next
 generation), a conversation's (`(CONVERSATION, id)`, `recorder.record.lineage`), or, with
 neither, a file of its own. `Routes` keeps the files open in memory while a request begun in
-them may still be written, and under `replace` tells which earlier file a scenario's new
-file is written over (`recorder.record.modes`).
+them may still be written, and under `replace` tells which file from before the recording
+a scenario's file is written over (`recorder.record.modes`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Hashable
 from pathlib import Path
 
 from recorder.record.filetext import OpenFile
-from recorder.record.modes import existing_file
+from recorder.record.modes import existing_files
 from recorder.record.naming import operation_slug, slugify
 
 __all__ = ["CONVERSATION", "KEPT", "FileKey", "Routes"]
@@ -35,10 +35,11 @@ class Routes:
         self.out = out
         self.mode = mode
         self.lock = lock
-        # slug -> its file on disk when the store first saw the scenario (replace, once)
-        self._found: dict[str, Path | None] = {}
-        # slug -> the file this store wrote its scenario to (replace: the next run's file)
-        self.paths: dict[str, Path] = {}
+        # slug -> its file in the folder when the recording started (replace, once)
+        self._before: dict[str, Path] | None = None
+        # slug -> its scenario's file under `replace`: a run again in this recording goes on
+        # in it (appended), never over it
+        self._runs: dict[str, OpenFile] = {}
         # (scenario slug, generation) -> its file; `end` starts the slug's next generation
         self.open: dict[FileKey, OpenFile] = {}
         self._generation: dict[str, int] = {}
@@ -73,13 +74,19 @@ class Routes:
             return (slug, KEPT)
         return (slug, self._generation.get(slug, 0))
 
+    def look(self) -> None:
+        """Note the files in the folder now, before the recording starts: only these are
+        `replace`d or kept by `once` (a file another recorder makes meanwhile is not)."""
+        with self.lock:
+            self._before = existing_files(self.out)
+
     def _existing(self, slug: str) -> Path | None:
-        """The file named for `slug` in the folder when the store first asked (the lowest
-        number when there are several; None when there is none, or the folder cannot be
-        read). Read once per scenario."""
-        if slug not in self._found:
-            self._found[slug] = existing_file(self.out, slug)
-        return self._found[slug]
+        """The file named for `slug` in the folder when the recording started (`look`; else
+        at the first request: the lowest number when there are several; None when there is
+        none, or the folder cannot be read)."""
+        if self._before is None:
+            self._before = existing_files(self.out)
+        return self._before.get(slug)
 
     def file_key(self, ticket: int) -> FileKey | None:
         """`TranscriptStore.file_key`."""
@@ -111,38 +118,34 @@ class Routes:
         if generation < self._generation.get(slug, 0) and key not in self.pending.values():
             self.open.pop(key, None)
 
-    def file_for(
-        self, ticket: int, scenario: str | None, operation: str
-    ) -> tuple[FileKey | None, OpenFile | None]:
-        """The key and the open file the exchange of `ticket` goes to (a new file of its
-        own when the key is None; no file when `once` keeps its scenario's)."""
+    def file_for(self, ticket: int, scenario: str | None, operation: str) -> OpenFile | None:
+        """The open file the exchange of `ticket` goes to (a new file of its own when it has
+        no key; None when `once` keeps its scenario's file)."""
         key = self.pending.pop(ticket, None)
         if key is None and scenario is not None:
             key = self._scenario_key(slugify(scenario))
         if key is None:
-            return None, OpenFile(operation_slug(operation))
+            return OpenFile(operation_slug(operation))
         if key[1] == KEPT:
-            return key, None
+            return None
         found = self.open.get(key)
         if found is None:
             found = self._new_file(key)
             self.open[key] = found
         self._release(key)
-        return key, found
+        return found
 
     def _new_file(self, key: FileKey) -> OpenFile:
         # the file of a scenario's run, or of a conversation. Under `replace`, a scenario's
-        # earlier file (on disk when first seen, or written by an earlier run of it here) is
-        # written again in place
+        # file from before the recording started is written again in place by its first
+        # run; a later run of it in this recording goes on in the same file (appended: what
+        # this recording wrote is never replaced)
         slug = key[0]
         if self.mode != "replace" or slug == CONVERSATION:
             return OpenFile(self._slugs.get(key, slug))
-        path = self._existing(slug) or self.paths.get(slug)
-        if path is None:
-            return OpenFile(slug)
-        for other in self.open.values():
-            if other.path == path:
-                # an earlier run of the scenario with a request still on the way: what it
-                # still writes goes to a new file, not over this run's
-                other.path, other.written = None, 0
-        return OpenFile(slug, path=path, replacing=True)
+        found = self._runs.get(slug)
+        if found is None:
+            path = self._existing(slug)
+            found = OpenFile(slug) if path is None else OpenFile(slug, path=path, replacing=True)
+            self._runs[slug] = found
+        return found

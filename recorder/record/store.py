@@ -124,6 +124,7 @@ class TranscriptStore:
         if not os.access(self.out, os.W_OK | os.X_OK):
             raise PermissionError(f"cannot write to {self.out}")
         remove_stale_temporaries(self.out)
+        self.routes.look()
 
     def begin(
         self,
@@ -218,7 +219,7 @@ class TranscriptStore:
                     self._secret_log.append((value, name))
             all_secrets = dict(self._secrets) if self._secrets else {}
             version = len(self._secret_log)
-            key, found = self.routes.file_for(ticket, scenario, operation)
+            found = self.routes.file_for(ticket, scenario, operation)
             if found is None:
                 return None  # (`once` keeps its scenario's file)
             record = found
@@ -251,8 +252,6 @@ class TranscriptStore:
                     if name not in self._locks:
                         self.written.append(record.path)
                     self._locks[name] = record.lock
-                    if key is not None and key[0] != CONVERSATION:
-                        self.routes.paths.setdefault(key[0], record.path)
         if new and self._scrub is not None:
             self._rescrub(earlier, {value: sent_secrets[value] for value in new}, record.path)
         return record.path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -104,7 +105,9 @@ def test_exchange_title_adds_a_one_line_description() -> None:
         ("..", None),
         ("", None),
         ("/", None),
-        ("x" * 200, "x" * 60),
+        ("x" * 60, "x" * 60),
+        ("x" * 200, "x" * 51 + "-" + hashlib.sha256(b"x" * 200).hexdigest()[:8]),
+        ("a-" * 40, "a-" * 26 + hashlib.sha256(b"a-" * 39 + b"a").hexdigest()[:8]),
         ("Überprüfung 2", "uberprufung-2"),
         ("Café\x00crème/..", "cafe-creme"),
         ("ﬁle ＣＯＮ", "file-con"),
@@ -118,6 +121,17 @@ def test_slugify(name: str, slug: str | None) -> None:
     else:
         assert slugify(name) == slug
         assert "/" not in slug and ".." not in slug
+
+
+def test_slugs_cut_at_60_stay_apart() -> None:
+    # test node ids of one module: a long common prefix, the test's name past the cut
+    prefix = "tests/e2e/test_a_module_with_a_longer_name.py::TestAClassOfManyCases::"
+    assert len(prefix) >= 70
+    names = [f"{prefix}test_{n}" for n in range(30)]
+    slugs = [slugify(name) for name in names]
+    assert len(set(slugs)) == 30
+    assert all(len(slug) <= 60 and slug.startswith(slugify(prefix)[:40]) for slug in slugs)
+    assert slugify(names[0]) == slugs[0]  # the same name, the same file, every run
 
 
 def test_next_number_continues_after_the_highest() -> None:
