@@ -10,6 +10,7 @@ a scenario's file is written over (`recorder.record.modes`).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Hashable
 from pathlib import Path
@@ -37,6 +38,9 @@ class Routes:
         self.lock = lock
         # slug -> its file in the folder when the recording started (replace, once)
         self._before: dict[str, Path] | None = None
+        # `replace`: each of those files as `stat` told then (inode, size, mtime): a file
+        # changed since by another writer is not replaced (`TranscriptStore`)
+        self.stamps: dict[Path, tuple[int, int, int]] = {}
         # slug -> its scenario's file under `replace`: a run again in this recording goes on
         # in it (appended), never over it
         self._runs: dict[str, OpenFile] = {}
@@ -78,14 +82,25 @@ class Routes:
         """Note the files in the folder now, before the recording starts: only these are
         `replace`d or kept by `once` (a file another recorder makes meanwhile is not)."""
         with self.lock:
-            self._before = existing_files(self.out)
+            self._look()
+
+    def _look(self) -> None:
+        self._before = existing_files(self.out)
+        if self.mode == "replace":
+            for path in self._before.values():
+                try:
+                    found = os.stat(path)
+                except OSError:
+                    continue
+                self.stamps[path] = (found.st_ino, found.st_size, found.st_mtime_ns)
 
     def _existing(self, slug: str) -> Path | None:
         """The file named for `slug` in the folder when the recording started (`look`; else
         at the first request: the lowest number when there are several; None when there is
         none, or the folder cannot be read)."""
         if self._before is None:
-            self._before = existing_files(self.out)
+            self._look()
+        assert self._before is not None
         return self._before.get(slug)
 
     def file_key(self, ticket: int) -> FileKey | None:

@@ -48,18 +48,22 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from recorder.atomic import (
-    append_text,
     hold_scratch,
+    note_file,
+    noted_by_others,
+    other_writers,
     release_scratch,
     write_text_atomic,
 )
 from recorder.httpfile import dumps_exchange, loads
+from recorder.locking import Held, append_held, locked, read_held
 from recorder.model import Exchange
-from recorder.record.filetext import FILE_HEAD, Entry, OpenFile, during_tagged
+from recorder.record.filetext import FILE_HEAD, Disk, Entry, OpenFile, during_tagged
 from recorder.record.leftovers import remove_stale_temporaries
 from recorder.record.modes import MODES, Keep, keep_in_place
 from recorder.record.numbering import Numbers
 from recorder.record.routing import CONVERSATION, FileKey, Routes
+from recorder.record.sharing import as_left, join, refresh
 
 __all__ = [
     "CONVERSATION",
@@ -112,10 +116,12 @@ class TranscriptStore:
         self._secrets: dict[str, str] = {}
         self._secret_log: list[tuple[str, str]] = []  # each change of `_secrets`, in order
         self.written: list[Path] = []
-        # each written file's lock, by its path as a string (a `Path`'s hash costs ~3 us)
-        self._locks: dict[str, threading.Lock] = {}
+        # each written file's lock and state, by its path as a string (a `Path`'s hash
+        # costs ~3 us)
+        self._disks: dict[str, Disk] = {}
         self._holding = False  # this process's temporary folder in `out` (`recorder.atomic`)
         self._numbers = Numbers(self.out)  # new files' numbers, claimed on disk
+        self._folder = os.path.abspath(self.out)
 
     def prepare(self) -> None:
         """Create the folder (and fail early, with the reason, if it cannot be written), and
@@ -172,9 +178,15 @@ class TranscriptStore:
         with self._lock:
             previous, self._previous = self._previous, {}
         for path, before in previous.items():
-            lock = self._locks.get(os.fspath(path))
-            with lock if lock is not None else contextlib.nullcontext():
-                self.replaced[path] = keep_in_place(path, before, self._keep, fsync=self._fsync)
+            disk = self._disks.get(os.fspath(path))
+            with disk.lock if disk is not None else contextlib.nullcontext():
+                try:
+                    # (under the file's lock on disk: another writer's append waits for it)
+                    with locked(path):
+                        changed = keep_in_place(path, before, self._keep, fsync=self._fsync)
+                except FileNotFoundError:
+                    changed = False
+                self.replaced[path] = changed
         return dict(self.replaced)
 
     def _hold(self) -> None:
@@ -249,9 +261,11 @@ class TranscriptStore:
             if first:
                 with self._lock:
                     name = os.fspath(record.path)
-                    if name not in self._locks:
+                    if name not in self._disks:
                         self.written.append(record.path)
-                    self._locks[name] = record.lock
+                        # (other recorders do not replace it, `noted_by_others`)
+                        note_file(self._folder, record.path.name)
+                    self._disks[name] = record.disk
         if new and self._scrub is not None:
             self._rescrub(earlier, {value: sent_secrets[value] for value in new}, record.path)
         return record.path
@@ -264,48 +278,125 @@ class TranscriptStore:
         version: int,
     ) -> None:
         """Write `record`'s new last entry or changed entries (its lock held): appended when
-        the new entry is the last and the text on disk stays as a rewrite would write it."""
-        scrub = self._scrub if secrets else None
-        count = len(record.entries)
-        if record.replacing:
-            assert record.path is not None
+        the new entry is the last and the text on disk stays as a rewrite would write it.
+        Every write to a file that is there is made under the file's lock on disk
+        (`recorder.locking`): a file another writer wrote since is joined (`sharing`), and
+        only appended to from then on."""
+        path = record.path
+        if path is not None:
+            try:
+                with locked(path) as held:
+                    if record.replacing:
+                        self._claim_replace(record, entry, path, held)
+                    elif not record.disk.shared and not as_left(record, held):
+                        join(record, entry, held)
+                    if record.disk.shared:
+                        self._put_shared(record, entry, held, secrets)
+                    else:
+                        self._put_own(record, entry, held, secrets)
+                record.secrets = version
+                return
+            except FileNotFoundError:
+                if os.path.isdir(self.out) and os.path.lexists(path):
+                    raise
+                # deleted (or its folder): made again whole, below, with this store's part
+        text = self._scrubbed(record.text(), secrets, record.path)
+        self._write_whole(record, text)
+        record.written, record.secrets = len(record.entries), version
+        record.replacing = False
+
+    def _claim_replace(self, record: OpenFile, entry: Entry, path: Path, held: Held) -> None:
+        """`replace`'s first write of `record` (the file `held`): its text is kept for the
+        keep pass and the file rewritten, unless another writer changed it since the
+        recording started or writes it now: then this store joins it (nothing replaced)."""
+        record.replacing = False
+        stamp = self.routes.stamps.get(path)
+        if stamp == (held.ino, held.size, held.mtime_ns) and not (
+            other_writers(self.out) and noted_by_others(self.out, path.name)
+        ):
             with self._lock:
-                if record.path not in self._previous and record.path not in self.replaced:
-                    with contextlib.suppress(FileNotFoundError, UnicodeDecodeError):
-                        self._previous[record.path] = record.path.read_bytes().decode("utf-8")
+                if path not in self._previous and path not in self.replaced:
+                    with contextlib.suppress(UnicodeDecodeError):
+                        self._previous[path] = read_held(held).decode("utf-8")
+            record.disk.size = -2  # (not as left: rewritten whole by `_put_own`)
+            return
+        record.disk.size = -1
+        join(record, entry, held)
+
+    def _put_own(
+        self, record: OpenFile, entry: Entry, held: Held, secrets: Mapping[str, str]
+    ) -> None:
+        """Write to a file only this store writes: the new entry appended when it is the
+        last and nothing on disk changes, else the file rewritten whole (atomically)."""
+        count = len(record.entries)
+        assert record.path is not None
         if (
-            not record.replacing
-            and record.path is not None
+            record.disk.size >= 0
             and record.entries[-1] is entry
             and record.written == count - 1
             and self._unchanged(record)
         ):
-            tail = record.last_block()
-            if scrub is not None:
-                scrubbed = scrub(tail, secrets)
-                if scrubbed != tail:
-                    # scrubbing replaced text inside values: the exchange must still parse
-                    # (let go only after this; given as its block only when it has no tag)
-                    exchange = entry.exchange
-                    plain = entry.block if exchange is None else dumps_exchange(exchange)
-                    loads(FILE_HEAD + "\n" + scrub(plain, secrets), source=record.path)
-                    tail = scrubbed
-            try:
-                append_text(record.path, tail, fsync=self._fsync)
-            except FileNotFoundError:
-                pass  # deleted: made again whole, below
-            else:
-                record.written, record.secrets = count, version
-                return
-        text = record.text()
-        if scrub is not None:
-            scrubbed = scrub(text, secrets)
+            tail = self._scrubbed_block(record.last_block(), entry, secrets, record.path)
+            append_held(held, tail.encode("utf-8"), fsync=self._fsync)
+        else:
+            data = self._scrubbed(record.text(), secrets, record.path).encode("utf-8")
+            write_text_atomic(record.path, data, fsync=self._fsync)
+            held.size, held.ino = len(data), 0  # (a new file: its inode learned next time)
+        record.disk.size, record.disk.ino = held.size, held.ino
+        record.written = count
+
+    def _put_shared(
+        self, record: OpenFile, entry: Entry, held: Held, secrets: Mapping[str, str]
+    ) -> None:
+        """Append the new entry to a file other writers write too (at its end, whatever its
+        ticket). Secrets learned since the file was last written are scrubbed from its text
+        on disk, not rewritten from memory."""
+        assert record.path is not None
+        refresh(record, held)
+        disk = record.disk
+        tail = self._scrubbed_block(
+            "\n" + entry.text(record.shared_tag(entry)), entry, secrets, record.path
+        )
+        if record.secrets != len(self._secret_log) and self._scrub is not None and secrets:
+            text = read_held(held).decode("utf-8")
+            scrubbed = self._scrub(text, secrets)
             if scrubbed != text:
-                loads(scrubbed, source=record.path)  # the file must still parse
-                text = scrubbed
-        self._write_whole(record, text)
-        record.written, record.secrets = count, version
-        record.replacing = False
+                loads(scrubbed, source=record.path)
+                data = (scrubbed + tail).encode("utf-8")
+                write_text_atomic(record.path, data, fsync=self._fsync)
+                held.size, held.ino = len(data), 0
+                tail = ""
+        if tail:
+            append_held(held, tail.encode("utf-8"), fsync=self._fsync)
+        disk.size, disk.ino = held.size, held.ino
+        if disk.count >= 0:
+            disk.count += 1
+            entry.at = disk.count
+        record.written += 1
+
+    def _scrubbed(self, text: str, secrets: Mapping[str, str], source: Path | None) -> str:
+        """`text` (a whole file) with `secrets` replaced; it must still parse."""
+        if not secrets or self._scrub is None:
+            return text
+        scrubbed = self._scrub(text, secrets)
+        if scrubbed != text:
+            loads(scrubbed, source=source)  # the file must still parse
+        return scrubbed
+
+    def _scrubbed_block(
+        self, tail: str, entry: Entry, secrets: Mapping[str, str], source: Path
+    ) -> str:
+        """`tail` (an entry's block as appended) with `secrets` replaced."""
+        if not secrets or self._scrub is None:
+            return tail
+        scrubbed = self._scrub(tail, secrets)
+        if scrubbed != tail:
+            # scrubbing replaced text inside values: the exchange must still parse (let go
+            # only after this; given as its block only when it has no tag)
+            exchange = entry.exchange
+            plain = entry.block if exchange is None else dumps_exchange(exchange)
+            loads(FILE_HEAD + "\n" + self._scrub(plain, secrets), source=source)
+        return scrubbed
 
     def _unchanged(self, record: OpenFile) -> bool:
         """Whether the secrets learned since `record` was last written leave its text on
@@ -319,42 +410,46 @@ class TranscriptStore:
         return self._scrub(text, learned) == text
 
     def _write_whole(self, record: OpenFile, text: str) -> None:
-        """Write the whole file: over the file when it is there (atomically), else as a new
-        file whose name is claimed on disk (a number found taken is passed over)."""
+        """Write the file whole as a new file whose name is claimed on disk (a number found
+        taken is passed over): a new file, or one of this store's that is gone (its name
+        again, unless another writer took it since)."""
         path = record.path
-        if path is not None and os.path.lexists(path):
-            try:
-                write_text_atomic(path, text, fsync=self._fsync)
-                return
-            except FileNotFoundError:
-                if os.path.isdir(self.out):
-                    raise  # (else the folder is gone: made again below)
         candidate = self._numbers.claim(record.slug, text, path, fsync=self._fsync)
-        if record.path is not None and candidate != record.path:
+        if path is not None and candidate != path:
             # deleted, and its name taken by another writer since: this file moved
             with self._lock:
-                self.written[self.written.index(record.path)] = candidate
-                self._locks[os.fspath(candidate)] = self._locks.pop(os.fspath(record.path))
+                self.written[self.written.index(path)] = candidate
+                self._disks[os.fspath(candidate)] = self._disks.pop(os.fspath(path))
+            note_file(self._folder, candidate.name)
         record.path = candidate
+        disk = record.disk
+        disk.size, disk.ino, disk.shared, disk.count = len(text.encode("utf-8")), 0, False, 0
 
     def _rescrub(self, paths: Iterable[Path], secrets: Mapping[str, str], skip: Path) -> None:
-        """Scrub newly learned secrets from files already written (each under its lock)."""
+        """Scrub newly learned secrets from files already written (each under its lock in
+        the process and on disk), from their text on disk."""
         assert self._scrub is not None
         for path in paths:
             if path == skip:
                 continue
-            lock = self._locks.get(os.fspath(path))
-            if lock is None:
+            disk = self._disks.get(os.fspath(path))
+            if disk is None:
                 continue
-            with lock:
+            with disk.lock:
                 try:
-                    text = path.read_bytes().decode("utf-8")  # as written: no newline changes
+                    with locked(path) as held:
+                        data = read_held(held)
+                        text = data.decode("utf-8")  # as written: no newline changes
+                        scrubbed = self._scrub(text, secrets)
+                        if scrubbed == text:
+                            continue
+                        loads(scrubbed, source=path)
+                        new = scrubbed.encode("utf-8")
+                        write_text_atomic(path, new, fsync=self._fsync)
+                        if disk.size == held.size:  # (as left: else another wrote it too)
+                            disk.size, disk.ino = len(new), 0
                 except FileNotFoundError:
                     continue  # deleted by a user: made again whole on its next write
-                scrubbed = self._scrub(text, secrets)
-                if scrubbed != text:
-                    loads(scrubbed, source=path)
-                    write_text_atomic(path, scrubbed, fsync=self._fsync)
 
 
 def describe_error(exc: BaseException) -> str:
