@@ -4,15 +4,19 @@ client on loopback; what the status and the summary say is what is on disk."""
 from __future__ import annotations
 
 import signal
+import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import httpx
 import pytest
+from factories import make_exchange
 from helpers import DIFF, recorder_process, rpc, user_message
 
-from recorder.httpfile import load
+from recorder.httpfile import dumps, load
 from recorder.kit import KitServer
+from recorder.model import Transcript
 
 pytestmark = pytest.mark.e2e
 
@@ -67,3 +71,56 @@ def test_thirty_scenarios_with_a_long_common_prefix_are_all_on_disk(
     assert len(list(out.glob("*.http"))) == 30
     assert "stopped; 90 exchanges recorded in 30 files" in err
     assert "recorded again in place" not in err
+
+
+def test_two_recorders_on_one_scenario_under_load_lose_nothing(
+    kit: KitServer, tmp_path: Path
+) -> None:
+    # two `recorder record`s on one --out, one scenario whose file is there already (the
+    # default --mode replace), four clients at once: every reply a client got is on disk once
+    out = tmp_path / "out"
+    out.mkdir()
+    earlier = Transcript(exchanges=(make_exchange(title="from an earlier run"),))
+    (out / "01-dup.http").write_text(dumps(earlier))
+    args = ("--upstream", kit.base_url, "--out", str(out))
+    with (
+        recorder_process(*args, limit=LIMIT) as (first, first_url),
+        recorder_process(*args, limit=LIMIT) as (second, second_url),
+    ):
+        errors: list[BaseException] = []
+        sent: list[str] = []
+
+        def client(url: str, which: int) -> None:
+            headers = {**HEADERS, "Recorder-Scenario": "dup"}
+            try:
+                with httpx.Client(timeout=LIMIT) as http:
+                    for n in range(25):
+                        message = f"c{which}-{n}"
+                        body = rpc(n, "SendMessage", user_message(message, DIFF))
+                        reply = http.post(url + "/a2a/jsonrpc", content=body, headers=headers)
+                        assert reply.status_code == 200
+                        sent.append(message)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        urls = [first_url, second_url, first_url, second_url]
+        threads = [threading.Thread(target=client, args=(url, n)) for n, url in enumerate(urls)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(LIMIT)
+        assert not errors
+        with httpx.Client(timeout=LIMIT) as http:
+            recorded = [settled(http, url)["recorded"] for url in (first_url, second_url)]
+        for process in (first, second):
+            process.send_signal(signal.SIGINT)
+        errs = [process.communicate(timeout=LIMIT)[1] for process in (first, second)]
+    assert [process.returncode for process in (first, second)] == [0, 0], errs
+    assert len(sent) == 100 and recorded[0] + recorded[1] == 100
+    found = Counter(
+        exchange.request.json["params"]["message"]["messageId"]
+        for path in out.glob("*.http")
+        for exchange in load(path).exchanges
+        if exchange.request.json is not None
+    )
+    assert found == Counter(sent)  # each exchange in exactly one file
