@@ -3,6 +3,7 @@ client on loopback; what the status and the summary say is what is on disk."""
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 import time
@@ -124,3 +125,41 @@ def test_two_recorders_on_one_scenario_under_load_lose_nothing(
         if exchange.request.json is not None
     )
     assert found == Counter(sent)  # each exchange in exactly one file
+
+
+def test_each_line_says_the_replys_status_and_the_exchanges_duration(
+    kit: KitServer, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    args = ("--upstream", kit.base_url, "--out", str(out))
+    with (
+        recorder_process(*args, limit=LIMIT) as (process, url),
+        httpx.Client(timeout=LIMIT) as http,
+    ):
+        body = rpc(1, "SendMessage", user_message("m-1", DIFF))
+        assert http.post(url + "/a2a/jsonrpc", content=body, headers=HEADERS).status_code == 200
+        missing = rpc(2, "GetTask", {"id": "no-such-task"})
+        reply = http.post(url + "/a2a/jsonrpc", content=missing, headers=HEADERS)
+        assert reply.json()["error"]["code"] == -32001
+        streaming = rpc(3, "SendStreamingMessage", user_message("m-3", DIFF))
+        with http.stream(
+            "POST",
+            url + "/a2a/jsonrpc",
+            content=streaming,
+            headers={**HEADERS, "Accept": "text/event-stream"},
+        ) as stream:
+            frames = sum(1 for line in stream.iter_lines() if line.startswith("data:"))
+        assert frames >= 2
+        settled(http, url)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=LIMIT)
+    assert process.returncode == 0, err
+    lines = [line for line in err.splitlines() if line.startswith("recorder record: recorded ")]
+    assert len(lines) == 3, err
+    number = r" +\d+(\.\d)? ms  "
+    start = "recorder record: recorded "
+    assert re.fullmatch(start + "200 " + number + "SendMessage -> .*", lines[0])
+    assert re.fullmatch(start + "200 -32001" + number + "GetTask -> .*", lines[1])
+    stream_line = start + f"200 {frames} frames" + number
+    assert re.fullmatch(stream_line + "SendStreamingMessage -> .*", lines[2]), lines[2]
+    assert len({line.index(" ms  ") for line in lines}) == 1  # one column

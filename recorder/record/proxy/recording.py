@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Hashable
 from typing import Any, cast
 
@@ -94,6 +95,7 @@ class Recording:
         """On arrival (its scenario chosen): the call's file (its scenario's, else by id
         lineage, else a new one), its place in the file, its redactor, and the open exchange
         of its file it arrived during, if any."""
+        call.started = time.monotonic()
         # the values of the request as recorded (`Request` of these parts), from its parts
         headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.headers]
         content_type = None

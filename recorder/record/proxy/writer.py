@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from recorder.model import Exchange
+from recorder.record.lines import jsonrpc_error_code, outcome, record_line
 from recorder.record.proxy.building import Builder
 from recorder.record.proxy.call import Call
 from recorder.record.store import TranscriptStore, describe_error
@@ -26,6 +27,16 @@ log = logging.getLogger(__name__)
 
 # (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream
 Job = tuple[Call, UpstreamReply | None, list[tuple[bytes, bytes]] | None, Any]
+
+
+def _outcome(upstream: UpstreamReply | None, payload: Any) -> str:
+    """The status a job's reply had, for its line (`recorder.record.lines.outcome`)."""
+    if upstream is not None:
+        return outcome(upstream.status_code, error_code=jsonrpc_error_code(payload))
+    response = payload.response
+    if response.events is not None:
+        return outcome(response.status, frames=len(response.events))
+    return outcome(response.status, error_code=jsonrpc_error_code(response.body))
 
 
 class Writer:
@@ -50,6 +61,7 @@ class Writer:
         """Queue `job` for the writer thread (started by the first job)."""
         call = job[0]
         call.queued = True
+        call.took = time.monotonic() - call.started  # (its reply is with the client now)
         with self._counts:
             if self._closed:
                 self.failed += 1
@@ -111,7 +123,8 @@ class Writer:
             log.info("not recorded (--mode once keeps its scenario's file): %s", title)
             return
         self._done(error=None)
-        log.info("recorded %s -> %s", title, path)
+        if log.isEnabledFor(logging.INFO):
+            log.info("%s", record_line(_outcome(upstream, payload), call.took, title, path))
 
     def _done(self, error: str | None, *, kept: bool = False) -> None:
         with self._counts:
