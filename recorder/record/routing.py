@@ -51,6 +51,8 @@ class Routes:
         # (CONVERSATION, id) of a conversation's
         self.pending: dict[int, FileKey] = {}
         self._slugs: dict[FileKey, str] = {}  # a conversation's file name, from its first request
+        # a conversation folded into another's file (`fold`) -> that file's key
+        self._folded: dict[FileKey, FileKey] = {}
         self._order = 0
 
     def begin(
@@ -66,6 +68,7 @@ class Routes:
             if scenario is not None:
                 self.pending[self._order] = self._scenario_key(slugify(scenario))
             elif into is not None:
+                into = self._folded.get(into, into)
                 if into[0] == CONVERSATION:
                     self._slugs.setdefault(into, operation_slug(operation))
                 self.pending[self._order] = into
@@ -114,6 +117,15 @@ class Routes:
                 key = self.pending.pop(ticket, None)
                 if key is not None:
                     self._release(key)
+
+    def fold(self, ticket: int, key: FileKey) -> None:
+        """`TranscriptStore.fold`."""
+        with self.lock:
+            before = self.pending.get(ticket)
+            if before is None or before == key or before[0] != CONVERSATION:
+                return
+            self.pending[ticket] = key
+            self._folded[before] = key
 
     def end(self, scenario: str) -> None:
         """`TranscriptStore.end`."""

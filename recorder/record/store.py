@@ -156,6 +156,12 @@ class TranscriptStore:
         """The request of `ticket` will not be written (cheap; nothing when it was written)."""
         self.routes.forget(ticket)
 
+    def fold(self, ticket: int, key: FileKey) -> None:
+        """The request of `ticket`, the first of its conversation, goes to the file of `key`
+        instead (a card fetch like the one before it, `recorder.record.proxy.folding`); so do
+        the later requests of its conversation."""
+        self.routes.fold(ticket, key)
+
     def end(self, scenario: str) -> None:
         """Close a scenario: its next request starts a new file."""
         self.routes.end(scenario)

@@ -477,3 +477,23 @@ def test_numbers_grow_past_99_and_play_in_number_order(tmp_path: Path) -> None:
         "99-last-two-digit.http",
         "100-get-task.http",
     ]
+
+
+def test_a_folded_conversation_goes_on_in_the_file_it_was_folded_into(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    first = store.begin(into=(CONVERSATION, 1), operation="GetAgentCard")
+    store.write(first, make_exchange(title="card 1"), scenario=None, operation="GetAgentCard")
+    second = store.begin(into=(CONVERSATION, 2), operation="GetAgentCard")
+    store.fold(second, (CONVERSATION, 1))
+    store.write(second, make_exchange(title="card 2"), scenario=None, operation="GetAgentCard")
+    # a later request by an id of the folded conversation joins the same file
+    later = store.begin(into=(CONVERSATION, 2))
+    store.write(later, make_exchange(title="later"), scenario=None, operation="GetTask")
+    store.fold(store.begin("s"), (CONVERSATION, 1))  # (a scenario's request is never folded)
+    store.close()
+    assert sorted(p.name for p in tmp_path.glob("*.http")) == ["01-get-agent-card.http"]
+    assert [e.title for e in load(tmp_path / "01-get-agent-card.http")] == [
+        "card 1",
+        "card 2",
+        "later",
+    ]

@@ -62,6 +62,9 @@ class Call:
     # handed on (the recording writer's line)
     started: float = 0.0
     took: float = 0.0
+    # the ticket of the card fetch without a scenario begun right before this request, when
+    # the request before it without a scenario was one (0: not; `recorder.record.proxy.folding`)
+    follows_card: int = 0
 
     @property
     def shown(self) -> str:

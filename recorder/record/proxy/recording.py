@@ -51,6 +51,7 @@ from typing import Any, cast
 from recorder.model import Exchange, SseEvent, is_json_media_type
 from recorder.record.lineage import Lineage, parse_json
 from recorder.record.naming import operation_of
+from recorder.record.proxy.agent_cards import CARD_OPERATIONS
 from recorder.record.proxy.building import Builder
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.writer import Writer
@@ -88,6 +89,7 @@ class Recording:
         self._conversations = itertools.count(1)
         # file key -> {ticket of an open exchange: its data frames arrived so far}
         self._open: dict[Hashable, dict[int, int]] = {}
+        self._last_card = 0  # the last request without a scenario, when it fetched a card
 
     # ---------------------------------------------------------------- a call's life
 
@@ -118,6 +120,9 @@ class Recording:
             else:
                 operation = ""  # (the file has its name)
             call.ticket = store.begin(into=cast(FileKey, home), operation=operation)
+            # (the card fetches of a client run, one after another: one file, `folding`)
+            call.follows_card = self._last_card
+            self._last_card = call.ticket if call.operation in CARD_OPERATIONS else 0
         call.file_key = key = store.file_key(call.ticket)
         call.redactor = self._redactor.fresh()
         opened = self._open.setdefault(key, {})

@@ -16,8 +16,10 @@ from typing import Any
 
 from recorder.model import Exchange
 from recorder.record.lines import jsonrpc_error_code, outcome, record_line
+from recorder.record.proxy.agent_cards import CARD_OPERATIONS
 from recorder.record.proxy.building import Builder
 from recorder.record.proxy.call import Call
+from recorder.record.proxy.folding import CardFolds
 from recorder.record.store import TranscriptStore, describe_error
 from recorder.record.upstream import UpstreamReply
 
@@ -56,6 +58,7 @@ class Writer:
         self._closed = False  # shut down: what is still pending is not recorded
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._cards = CardFolds(store)  # card fetches folded into one file
 
     def hand_over(self, job: Job) -> None:
         """Queue `job` for the writer thread (started by the first job)."""
@@ -95,6 +98,8 @@ class Writer:
             else:
                 assert kept is not None
                 exchange = self._builder.built(call, upstream, kept, payload)
+            if call.scenario is None and call.operation in CARD_OPERATIONS:
+                self._cards.place(call, exchange)
             path = self.store.write(
                 call.ticket,
                 exchange,
