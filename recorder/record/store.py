@@ -12,7 +12,7 @@ as text (of an exchange once written only its block, unless its `@during` tag ma
 numbered again: ~3 KB per exchange of small JSON instead of the ~21 KB its model took).
 
 An exchange that comes next in its file's order (the common case) is appended to the file
-(`recorder.atomic.append_text`), so recording costs the same at the 5,000th exchange of a
+(`recorder.locking.append_held`), so recording costs the same at the 5,000th exchange of a
 scenario as at the first; the file is rewritten whole and atomically
 (`recorder.atomic.write_text_atomic`: a temporary file, then a rename) only when an exchange
 lands before one already written (concurrent requests finishing out of order, whose `@during`
@@ -21,6 +21,16 @@ text is what a rewrite would write (`dumps` of the file's exchanges, byte for by
 may see the last exchange half written while it is appended; a write that fails is cut
 back; a recorder killed inside an append (or a power loss without `fsync`) may leave the
 start of one exchange at the end of a file, which `recorder check` reports.
+
+Every write to a file that is there is made holding the file's lock on disk
+(`recorder.locking.locked`), and checks that the file is as this store left it (its size and
+inode). One that another writer wrote meanwhile (two recorders on one scenario, both
+replacing its file, or one joining the file another runs) is shared from then on
+(`recorder.record.sharing`): each exchange is appended at its end, under the lock, and never
+rewritten from this store's memory (an exchange that comes out of order is appended too; a
+newly learned secret is scrubbed from the text on disk), so every exchange of every writer is
+in it once. `replace` replaces a file only when it is as it was when the recorder started and
+no running recorder noted it as one it writes (`recorder.atomic.note_file`).
 
 Record modes (`mode`: `new`, `replace`, `once`) say what a scenario that already has a file
 does: `recorder.record.modes`.

@@ -227,6 +227,10 @@ class Recording:
         """What `GET /_recorder/status` reports."""
         return self.writer.status()
 
+    async def catch_up(self) -> None:
+        """Before a new request is forwarded while the writer is behind (`Writer.catch_up`)."""
+        await self.writer.catch_up()
+
     async def flush(self, timeout: float) -> bool:
         """Wait (at most `timeout` seconds) until every exchange handed over is written or
         failed; True when none is pending."""
