@@ -54,7 +54,7 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from recorder.atomic import (
@@ -65,14 +65,15 @@ from recorder.atomic import (
     release_scratch,
     write_text_atomic,
 )
-from recorder.httpfile import dumps_exchange, loads
+from recorder.httpfile import loads
 from recorder.locking import Held, append_held, locked, read_held
 from recorder.model import Exchange
-from recorder.record.filetext import FILE_HEAD, Disk, Entry, OpenFile, during_tagged
+from recorder.record.filetext import Disk, Entry, OpenFile, during_tagged
 from recorder.record.leftovers import remove_stale_temporaries
 from recorder.record.modes import MODES, Keep, keep_in_place
 from recorder.record.numbering import Numbers
 from recorder.record.routing import CONVERSATION, FileKey, Routes
+from recorder.record.scrubbing import Scrub, rescrub, scrubbed, scrubbed_block
 from recorder.record.sharing import as_left, join, refresh
 
 __all__ = [
@@ -105,7 +106,7 @@ class TranscriptStore:
         self,
         out: Path,
         *,
-        scrub: Callable[[str, Mapping[str, str]], str] | None = None,
+        scrub: Scrub | None = None,
         fsync: bool = False,
         mode: str = "new",
         keep: Keep | None = None,
@@ -316,7 +317,7 @@ class TranscriptStore:
                 if os.path.isdir(self.out) and os.path.lexists(path):
                     raise
                 # deleted (or its folder): made again whole, below, with this store's part
-        text = self._scrubbed(record.text(), secrets, record.path)
+        text = scrubbed(self._scrub, record.text(), secrets, record.path)
         self._write_whole(record, text)
         record.written, record.secrets = len(record.entries), version
         record.replacing = False
@@ -352,10 +353,10 @@ class TranscriptStore:
             and record.written == count - 1
             and self._unchanged(record)
         ):
-            tail = self._scrubbed_block(record.last_block(), entry, secrets, record.path)
+            tail = scrubbed_block(self._scrub, record.last_block(), entry, secrets, record.path)
             append_held(held, tail.encode("utf-8"), fsync=self._fsync)
         else:
-            data = self._scrubbed(record.text(), secrets, record.path).encode("utf-8")
+            data = scrubbed(self._scrub, record.text(), secrets, record.path).encode("utf-8")
             write_text_atomic(record.path, data, fsync=self._fsync)
             held.size, held.ino = len(data), 0  # (a new file: its inode learned next time)
         record.disk.size, record.disk.ino = held.size, held.ino
@@ -370,8 +371,8 @@ class TranscriptStore:
         assert record.path is not None
         refresh(record, held)
         disk = record.disk
-        tail = self._scrubbed_block(
-            "\n" + entry.text(record.shared_tag(entry)), entry, secrets, record.path
+        tail = scrubbed_block(
+            self._scrub, "\n" + entry.text(record.shared_tag(entry)), entry, secrets, record.path
         )
         if record.secrets != len(self._secret_log) and self._scrub is not None and secrets:
             text = read_held(held).decode("utf-8")
@@ -389,30 +390,6 @@ class TranscriptStore:
             disk.count += 1
             entry.at = disk.count
         record.written += 1
-
-    def _scrubbed(self, text: str, secrets: Mapping[str, str], source: Path | None) -> str:
-        """`text` (a whole file) with `secrets` replaced; it must still parse."""
-        if not secrets or self._scrub is None:
-            return text
-        scrubbed = self._scrub(text, secrets)
-        if scrubbed != text:
-            loads(scrubbed, source=source)  # the file must still parse
-        return scrubbed
-
-    def _scrubbed_block(
-        self, tail: str, entry: Entry, secrets: Mapping[str, str], source: Path
-    ) -> str:
-        """`tail` (an entry's block as appended) with `secrets` replaced."""
-        if not secrets or self._scrub is None:
-            return tail
-        scrubbed = self._scrub(tail, secrets)
-        if scrubbed != tail:
-            # scrubbing replaced text inside values: the exchange must still parse (let go
-            # only after this; given as its block only when it has no tag)
-            exchange = entry.exchange
-            plain = entry.block if exchange is None else dumps_exchange(exchange)
-            loads(FILE_HEAD + "\n" + self._scrub(plain, secrets), source=source)
-        return scrubbed
 
     def _unchanged(self, record: OpenFile) -> bool:
         """Whether the secrets learned since `record` was last written leave its text on
@@ -442,30 +419,13 @@ class TranscriptStore:
         disk.size, disk.ino, disk.shared, disk.count = len(text.encode("utf-8")), 0, False, 0
 
     def _rescrub(self, paths: Iterable[Path], secrets: Mapping[str, str], skip: Path) -> None:
-        """Scrub newly learned secrets from files already written (each under its lock in
-        the process and on disk), from their text on disk."""
+        """Scrub newly learned secrets from files already written, from their text on disk
+        (`recorder.record.scrubbing.rescrub`)."""
         assert self._scrub is not None
         for path in paths:
-            if path == skip:
-                continue
             disk = self._disks.get(os.fspath(path))
-            if disk is None:
-                continue
-            with disk.lock:
-                try:
-                    with locked(path) as held:
-                        data = read_held(held)
-                        text = data.decode("utf-8")  # as written: no newline changes
-                        scrubbed = self._scrub(text, secrets)
-                        if scrubbed == text:
-                            continue
-                        loads(scrubbed, source=path)
-                        new = scrubbed.encode("utf-8")
-                        write_text_atomic(path, new, fsync=self._fsync)
-                        if disk.size == held.size:  # (as left: else another wrote it too)
-                            disk.size, disk.ino = len(new), 0
-                except FileNotFoundError:
-                    continue  # deleted by a user: made again whole on its next write
+            if path != skip and disk is not None:
+                rescrub(self._scrub, path, disk, secrets, self._fsync)
 
 
 def describe_error(exc: BaseException) -> str:
