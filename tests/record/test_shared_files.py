@@ -157,3 +157,22 @@ def test_a_recorder_started_after_another_made_the_file_does_not_replace_it(
     found = titles(out)
     assert set(found) == {f"p{which}-{n}" for which in (0, 1) for n in range(20)}
     assert set(found.values()) == {1}
+
+
+def test_a_during_tag_in_a_shared_file_names_the_exchanges_place_there(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    path = earlier_file(out)
+    store = TranscriptStore(out, mode="replace")
+    store.prepare()
+    first, stream, follow = store.begin("dup"), store.begin("dup"), store.begin("dup")
+    assert store.write(first, make_exchange(title="first"), scenario="dup", operation="Op")
+    with path.open("a") as file:  # another recorder's exchange lands in between
+        file.write("\n" + dumps(Transcript(exchanges=(make_exchange(title="theirs"),)))[21:])
+    store.write(stream, make_exchange(title="stream"), scenario="dup", operation="Op")
+    store.write(
+        follow, make_exchange(title="follow"), scenario="dup", operation="Op", during=(stream, 2)
+    )
+    store.close()
+    exchanges = load(path).exchanges
+    assert [e.title for e in exchanges] == ["first", "theirs", "stream", "follow"]
+    assert "@during exchange 3 frame 2" in exchanges[3].comments
