@@ -38,7 +38,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
@@ -46,6 +46,8 @@ __all__ = [
     "append_text",
     "create_exclusive",
     "hold_scratch",
+    "note_file",
+    "noted_by_others",
     "other_writers",
     "release_scratch",
     "remove_stale_scratch",
@@ -86,6 +88,9 @@ class _Scratch:
     holders: int = 0  # `hold_scratch`es: writers of many files (stores)
     path: str | None = None  # made when first needed, again when removed under us
     fd: int = -1  # its lock file, locked
+    # the files a holder writes (`note_file`), one a line in its lock file, for other writers
+    names: list[str] = field(default_factory=list)
+    noted: set[str] = field(default_factory=set)  # (the same, to look up)
 
 
 # this process's temporary folders, by the absolute path of the folder they write into
@@ -204,6 +209,57 @@ def _keep_scratch(folder: str, mine: str | None) -> str | None:
         return None
 
 
+def note_file(folder: Path | str, name: str) -> None:
+    """Tell other writers on `folder` that this process's holder writes the file `name`
+    there (`noted_by_others`): a line in the lock file of its temporary folder."""
+    # (a key of `_scratch` is absolute and normal already: it is its own `abspath`)
+    key = folder if type(folder) is str and folder in _scratch else os.path.abspath(folder)
+    line = name + "\n"
+    with _guard:
+        found = _scratch.get(key)
+        if found is None or found.holders == 0 or line in found.noted:
+            return
+        found.noted.add(line)
+        found.names.append(line)
+        fd = found.fd if found.path is not None else -1
+    if fd >= 0:
+        with contextlib.suppress(OSError):
+            _write_all(fd, line.encode("utf-8"), False)
+
+
+def noted_by_others(folder: Path | str, name: str) -> bool:
+    """Whether a running process's writer noted the file `name` of `folder` as one it
+    writes (`note_file`); a killed process's notes do not count."""
+    root = os.path.join(os.path.abspath(folder), SCRATCH)
+    key = os.path.abspath(folder)
+    with _guard:
+        found = _scratch.get(key)
+        mine = os.path.basename(found.path) if found is not None and found.path else None
+    try:
+        others = [other for other in os.listdir(root) if other != mine]
+    except OSError:
+        return False
+    line = name + "\n"
+    for other in others:
+        try:
+            fd = os.open(os.path.join(root, other, _LOCK), os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                pass  # held: its process runs
+            else:
+                continue  # no process holds it: a killed one's
+            text = os.read(fd, 1 << 24).decode("utf-8", "replace")
+        finally:
+            os.close(fd)
+        if text.startswith(line) or ("\n" + line) in text:
+            return True
+    return False
+
+
 def release_scratch(folder: Path) -> None:
     """Let go of a `hold_scratch`: the temporary folder is removed once no write uses it
     (and `.recorder-tmp` when it is left empty)."""
@@ -277,6 +333,8 @@ def _scratch_of(folder: str) -> str:
                 # a cleaner that took the lock before this process did removed the folder
                 if os.stat(lock).st_ino == os.fstat(fd).st_ino:
                     found.path, found.fd = mine, fd
+                    if found.names:  # (made again: what the one removed told)
+                        _write_all(fd, "".join(found.names).encode("utf-8"), False)
                     break
             os.close(fd)
         else:

@@ -32,6 +32,7 @@ BENCH = Path(__file__).parent.parent / "bench"
             ["--idle", "50", "--mb", "5", "--keep-alive", "1"],
             '"target": "reply-text"',
         ),
+        ("bench_kill.py", ["--kills", "1", "--seconds", "0.3"], '"bench": "kill"'),
         (
             "bench_proxy.py",
             ["--smoke", "--variants", "per-connection"],

@@ -19,7 +19,7 @@ from pathlib import Path
 from recorder.httpfile import dumps, dumps_exchange
 from recorder.model import Exchange, Transcript
 
-__all__ = ["FILE_HEAD", "Entry", "OpenFile", "during_tag", "during_tagged"]
+__all__ = ["FILE_HEAD", "Disk", "Entry", "OpenFile", "during_tag", "during_tagged"]
 
 FILE_HEAD = dumps(Transcript())  # "# recorder-format: 1\n"
 
@@ -34,6 +34,7 @@ class Entry:
     # the exchange's block of the file, cached with the `@during` tag it was made with
     block: str = ""
     tag: str | None = None
+    at: int = 0  # its place in a file shared with other writers (`Disk.shared`), once there
 
     def text(self, tag: str | None) -> str:
         if not self.block or tag != self.tag:
@@ -46,13 +47,28 @@ class Entry:
 
 
 @dataclass
+class Disk:
+    """What one store knows of a file on disk: its lock in the process, and the file as the
+    store last left it (another writer's append or rewrite since is told by its size and
+    inode: the file is then `shared`)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    ino: int = 0  # 0: not known (learned at the next write, when the size is as left)
+    size: int = -1
+    # another writer writes the file too: it is appended to, never rewritten from memory;
+    # `count` is how many exchanges it holds (-1: not known, no `@during` tag is written)
+    shared: bool = False
+    count: int = 0
+
+
+@dataclass
 class OpenFile:
     slug: str
     path: Path | None = None  # claimed on disk by its first write
     # `path` is an earlier file of its scenario (`replace`): its first write replaces it
     replacing: bool = False
     entries: list[Entry] = field(default_factory=list)  # sorted by ticket
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    disk: Disk = field(default_factory=Disk)
     # entries[:written] are the file on disk, scrubbed with the store's first `secrets` secrets
     written: int = 0
     secrets: int = 0
@@ -87,6 +103,22 @@ class OpenFile:
             if at < len(entries) and entries[at].ticket == entry.during[0]:
                 tag = during_tag(entry.during, {entry.during[0]: at + 1})
         return "\n" + entry.text(tag)
+
+    @property
+    def lock(self) -> threading.Lock:
+        """The file's lock in this process (each write holds it)."""
+        return self.disk.lock
+
+    def shared_tag(self, entry: Entry) -> str | None:
+        """The `@during` tag of `entry` in a shared file: by the place its exchange N took
+        there (None when N is not there, or the places are not known)."""
+        if entry.during is None or self.disk.count < 0:
+            return None
+        entries = self.entries
+        at = bisect.bisect_left(entries, entry.during[0], key=lambda e: e.ticket)
+        if at < len(entries) and entries[at].ticket == entry.during[0] and entries[at].at:
+            return during_tag(entry.during, {entry.during[0]: entries[at].at})
+        return None
 
     def written_text(self) -> str:
         """The exchanges on disk as made, before scrubbing (head left out)."""

@@ -1,7 +1,8 @@
 """Record modes: what recording a scenario that already has a file does (VCR.py's names).
 
 For a scenario whose name already has a file `NN-slug.http` in the folder when the recorder
-first sees the scenario (the lowest number when several have its name):
+starts (the lowest number when several have its name; a file another recorder makes while
+this one runs is not one):
 
 - `new`: a new file, numbered after the highest;
 - `replace`: that file is written again in place, same number, same name. Its text before
@@ -11,7 +12,8 @@ first sees the scenario (the lowest number when several have its name):
   timestamps, `Date`) are the recorded ones again wherever the agent's behaviour did not
   change, and an unchanged scenario leaves its file byte for byte as it was. Until then the
   file holds the fresh recording as it comes. A scenario that runs again in the same
-  recording (after its end) rewrites its file again: the latest run wins;
+  recording (after its end) goes on in the same file: its runs are appended, what this
+  recording wrote is never replaced;
 - `once`: that file is kept as it is, and the scenario's exchanges are forwarded but not
   written.
 
@@ -31,11 +33,31 @@ from recorder.errors import ParseError
 from recorder.httpfile import dumps, loads
 from recorder.model import Transcript
 
-__all__ = ["MODES", "Keep", "existing_file", "keep_in_place"]
+__all__ = ["MODES", "Keep", "existing_file", "existing_files", "keep_in_place"]
+
+# `NN-slug.http`: its number, then its slug
+_NAMED = re.compile(r"^(\d+)-(.+)\.http$")
 
 MODES = ("new", "replace", "once")
 Keep = Callable[[Transcript, Transcript], Transcript]
 """(previous, fresh) -> the transcript `replace` leaves in the file."""
+
+
+def existing_files(folder: Path) -> dict[str, Path]:
+    """Each slug's file `NN-slug.http` in `folder` (the lowest number when there are several;
+    none when the folder cannot be read)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return {}
+    lowest: dict[str, tuple[int, str]] = {}
+    for name in names:
+        match = _NAMED.match(name)
+        if match is not None:
+            number, slug = int(match.group(1)), match.group(2)
+            if slug not in lowest or (number, name) < lowest[slug]:
+                lowest[slug] = (number, name)
+    return {slug: folder / name for slug, (_, name) in lowest.items()}
 
 
 def existing_file(folder: Path, slug: str) -> Path | None:

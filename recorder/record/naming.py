@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -31,6 +32,7 @@ __all__ = [
 # a transcript's name: `NN-slug.http`, its number first
 NUMBERED = re.compile(r"^(\d+)-.*\.http$")
 _MAX_SLUG = 60
+_HASHED = 8  # hex digits of the hash that ends a cut slug
 
 _PUSH = r"/tasks/[^/]+/pushNotificationConfigs"
 # REST routes of the HTTP+JSON binding (A2A §11), matched on the end of the path, so any
@@ -112,19 +114,22 @@ def exchange_title(request: Request, description: str | None = None) -> str:
 
 
 @functools.lru_cache(maxsize=1024)  # a scenario's name is slugged several times per request
-@functools.lru_cache(maxsize=1024)  # a pure function, called a few times per request
 def slugify(name: str) -> str:
     """A scenario or operation name as a file-name slug: lowercase ASCII letters, digits and
-    single dashes; no separators, no dots (so no `..`), at most 60 characters. Raises
-    ValueError when nothing usable is left."""
+    single dashes; no separators, no dots (so no `..`), at most 60 characters. A longer slug
+    is cut and ends with 8 hex digits of a hash of its whole text, so two names that differ
+    only past the cut (test ids of one module) never share a file. Raises ValueError when
+    nothing usable is left."""
     # accents off (`Überprüfung` -> `Uberprufung`, not `berpr-fung`); other letters drop out
     plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
     # CamelCase -> camel-case, so operation names read well
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", plain)
     slug = re.sub(r"[^a-z0-9]+", "-", spaced.lower()).strip("-")
-    slug = slug[:_MAX_SLUG].rstrip("-")
     if not slug:
         raise ValueError(f"cannot make a file name from {name!r}: use letters or digits")
+    if len(slug) > _MAX_SLUG:
+        digest = hashlib.sha256(slug.encode("ascii")).hexdigest()[:_HASHED]
+        slug = slug[: _MAX_SLUG - _HASHED - 1].rstrip("-") + "-" + digest
     return slug
 
 

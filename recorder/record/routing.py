@@ -4,18 +4,19 @@ A request gets a ticket when it starts (its place in the request order) and a fi
 its scenario's file as the scenario is now (`(slug, generation)`; `end` starts the next
 generation), a conversation's (`(CONVERSATION, id)`, `recorder.record.lineage`), or, with
 neither, a file of its own. `Routes` keeps the files open in memory while a request begun in
-them may still be written, and under `replace` tells which earlier file a scenario's new
-file is written over (`recorder.record.modes`).
+them may still be written, and under `replace` tells which file from before the recording
+a scenario's file is written over (`recorder.record.modes`).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Hashable
 from pathlib import Path
 
 from recorder.record.filetext import OpenFile
-from recorder.record.modes import existing_file
+from recorder.record.modes import existing_files
 from recorder.record.naming import operation_slug, slugify
 
 __all__ = ["CONVERSATION", "KEPT", "FileKey", "Routes"]
@@ -35,10 +36,14 @@ class Routes:
         self.out = out
         self.mode = mode
         self.lock = lock
-        # slug -> its file on disk when the store first saw the scenario (replace, once)
-        self._found: dict[str, Path | None] = {}
-        # slug -> the file this store wrote its scenario to (replace: the next run's file)
-        self.paths: dict[str, Path] = {}
+        # slug -> its file in the folder when the recording started (replace, once)
+        self._before: dict[str, Path] | None = None
+        # `replace`: each of those files as `stat` told then (inode, size, mtime): a file
+        # changed since by another writer is not replaced (`TranscriptStore`)
+        self.stamps: dict[Path, tuple[int, int, int]] = {}
+        # slug -> its scenario's file under `replace`: a run again in this recording goes on
+        # in it (appended), never over it
+        self._runs: dict[str, OpenFile] = {}
         # (scenario slug, generation) -> its file; `end` starts the slug's next generation
         self.open: dict[FileKey, OpenFile] = {}
         self._generation: dict[str, int] = {}
@@ -46,6 +51,8 @@ class Routes:
         # (CONVERSATION, id) of a conversation's
         self.pending: dict[int, FileKey] = {}
         self._slugs: dict[FileKey, str] = {}  # a conversation's file name, from its first request
+        # a conversation folded into another's file (`fold`) -> that file's key
+        self._folded: dict[FileKey, FileKey] = {}
         self._order = 0
 
     def begin(
@@ -61,6 +68,7 @@ class Routes:
             if scenario is not None:
                 self.pending[self._order] = self._scenario_key(slugify(scenario))
             elif into is not None:
+                into = self._folded.get(into, into)
                 if into[0] == CONVERSATION:
                     self._slugs.setdefault(into, operation_slug(operation))
                 self.pending[self._order] = into
@@ -73,13 +81,30 @@ class Routes:
             return (slug, KEPT)
         return (slug, self._generation.get(slug, 0))
 
+    def look(self) -> None:
+        """Note the files in the folder now, before the recording starts: only these are
+        `replace`d or kept by `once` (a file another recorder makes meanwhile is not)."""
+        with self.lock:
+            self._look()
+
+    def _look(self) -> None:
+        self._before = existing_files(self.out)
+        if self.mode == "replace":
+            for path in self._before.values():
+                try:
+                    found = os.stat(path)
+                except OSError:
+                    continue
+                self.stamps[path] = (found.st_ino, found.st_size, found.st_mtime_ns)
+
     def _existing(self, slug: str) -> Path | None:
-        """The file named for `slug` in the folder when the store first asked (the lowest
-        number when there are several; None when there is none, or the folder cannot be
-        read). Read once per scenario."""
-        if slug not in self._found:
-            self._found[slug] = existing_file(self.out, slug)
-        return self._found[slug]
+        """The file named for `slug` in the folder when the recording started (`look`; else
+        at the first request: the lowest number when there are several; None when there is
+        none, or the folder cannot be read)."""
+        if self._before is None:
+            self._look()
+        assert self._before is not None
+        return self._before.get(slug)
 
     def file_key(self, ticket: int) -> FileKey | None:
         """`TranscriptStore.file_key`."""
@@ -92,6 +117,15 @@ class Routes:
                 key = self.pending.pop(ticket, None)
                 if key is not None:
                     self._release(key)
+
+    def fold(self, ticket: int, key: FileKey) -> None:
+        """`TranscriptStore.fold`."""
+        with self.lock:
+            before = self.pending.get(ticket)
+            if before is None or before == key or before[0] != CONVERSATION:
+                return
+            self.pending[ticket] = key
+            self._folded[before] = key
 
     def end(self, scenario: str) -> None:
         """`TranscriptStore.end`."""
@@ -132,17 +166,15 @@ class Routes:
 
     def _new_file(self, key: FileKey) -> OpenFile:
         # the file of a scenario's run, or of a conversation. Under `replace`, a scenario's
-        # earlier file (on disk when first seen, or written by an earlier run of it here) is
-        # written again in place
+        # file from before the recording started is written again in place by its first
+        # run; a later run of it in this recording goes on in the same file (appended: what
+        # this recording wrote is never replaced)
         slug = key[0]
         if self.mode != "replace" or slug == CONVERSATION:
             return OpenFile(self._slugs.get(key, slug))
-        path = self._existing(slug) or self.paths.get(slug)
-        if path is None:
-            return OpenFile(slug)
-        for other in self.open.values():
-            if other.path == path:
-                # an earlier run of the scenario with a request still on the way: what it
-                # still writes goes to a new file, not over this run's
-                other.path, other.written = None, 0
-        return OpenFile(slug, path=path, replacing=True)
+        found = self._runs.get(slug)
+        if found is None:
+            path = self._existing(slug)
+            found = OpenFile(slug) if path is None else OpenFile(slug, path=path, replacing=True)
+            self._runs[slug] = found
+        return found

@@ -12,7 +12,7 @@ as text (of an exchange once written only its block, unless its `@during` tag ma
 numbered again: ~3 KB per exchange of small JSON instead of the ~21 KB its model took).
 
 An exchange that comes next in its file's order (the common case) is appended to the file
-(`recorder.atomic.append_text`), so recording costs the same at the 5,000th exchange of a
+(`recorder.locking.append_held`), so recording costs the same at the 5,000th exchange of a
 scenario as at the first; the file is rewritten whole and atomically
 (`recorder.atomic.write_text_atomic`: a temporary file, then a rename) only when an exchange
 lands before one already written (concurrent requests finishing out of order, whose `@during`
@@ -21,6 +21,16 @@ text is what a rewrite would write (`dumps` of the file's exchanges, byte for by
 may see the last exchange half written while it is appended; a write that fails is cut
 back; a recorder killed inside an append (or a power loss without `fsync`) may leave the
 start of one exchange at the end of a file, which `recorder check` reports.
+
+Every write to a file that is there is made holding the file's lock on disk
+(`recorder.locking.locked`), and checks that the file is as this store left it (its size and
+inode). One that another writer wrote meanwhile (two recorders on one scenario, both
+replacing its file, or one joining the file another runs) is shared from then on
+(`recorder.record.sharing`): each exchange is appended at its end, under the lock, and never
+rewritten from this store's memory (an exchange that comes out of order is appended too; a
+newly learned secret is scrubbed from the text on disk), so every exchange of every writer is
+in it once. `replace` replaces a file only when it is as it was when the recorder started and
+no running recorder noted it as one it writes (`recorder.atomic.note_file`).
 
 Record modes (`mode`: `new`, `replace`, `once`) say what a scenario that already has a file
 does: `recorder.record.modes`.
@@ -44,23 +54,28 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 
 from recorder.atomic import (
-    append_text,
     hold_scratch,
+    note_file,
+    noted_by_others,
+    other_writers,
     release_scratch,
     write_text_atomic,
 )
 from recorder.checking import natural_key
-from recorder.httpfile import dumps_exchange, loads
+from recorder.httpfile import loads
+from recorder.locking import Held, append_held, locked, read_held
 from recorder.model import Exchange
-from recorder.record.filetext import FILE_HEAD, Entry, OpenFile, during_tagged
+from recorder.record.filetext import Disk, Entry, OpenFile, during_tagged
 from recorder.record.leftovers import remove_stale_temporaries
 from recorder.record.modes import MODES, Keep, keep_in_place
 from recorder.record.numbering import Numbers
 from recorder.record.routing import CONVERSATION, FileKey, Routes
+from recorder.record.scrubbing import Scrub, rescrub, scrubbed, scrubbed_block
+from recorder.record.sharing import as_left, join, refresh
 
 __all__ = [
     "CONVERSATION",
@@ -92,7 +107,7 @@ class TranscriptStore:
         self,
         out: Path,
         *,
-        scrub: Callable[[str, Mapping[str, str]], str] | None = None,
+        scrub: Scrub | None = None,
         fsync: bool = False,
         mode: str = "new",
         keep: Keep | None = None,
@@ -113,13 +128,15 @@ class TranscriptStore:
         self._secrets: dict[str, str] = {}
         self._secret_log: list[tuple[str, str]] = []  # each change of `_secrets`, in order
         self.written: list[Path] = []
-        # each written file's lock, by its path as a string (a `Path`'s hash costs ~3 us)
-        self._locks: dict[str, threading.Lock] = {}
+        # each written file's lock and state, by its path as a string (a `Path`'s hash
+        # costs ~3 us)
+        self._disks: dict[str, Disk] = {}
         self._names: dict[Hashable, str] = {}  # a written file's name, by key (`# @after`)
         # a need not yet written -> the files that need it, to name it in once it is
         self._awaiting: dict[Hashable, list[OpenFile]] = {}
         self._holding = False  # this process's temporary folder in `out` (`recorder.atomic`)
         self._numbers = Numbers(self.out)  # new files' numbers, claimed on disk
+        self._folder = os.path.abspath(self.out)
 
     def prepare(self) -> None:
         """Create the folder (and fail early, with the reason, if it cannot be written), and
@@ -128,6 +145,7 @@ class TranscriptStore:
         if not os.access(self.out, os.W_OK | os.X_OK):
             raise PermissionError(f"cannot write to {self.out}")
         remove_stale_temporaries(self.out)
+        self.routes.look()
 
     def begin(
         self,
@@ -153,6 +171,12 @@ class TranscriptStore:
         """The request of `ticket` will not be written (cheap; nothing when it was written)."""
         self.routes.forget(ticket)
 
+    def fold(self, ticket: int, key: FileKey) -> None:
+        """The request of `ticket`, the first of its conversation, goes to the file of `key`
+        instead (a card fetch like the one before it, `recorder.record.proxy.folding`); so do
+        the later requests of its conversation."""
+        self.routes.fold(ticket, key)
+
     def end(self, scenario: str) -> None:
         """Close a scenario: its next request starts a new file."""
         self.routes.end(scenario)
@@ -175,9 +199,15 @@ class TranscriptStore:
         with self._lock:
             previous, self._previous = self._previous, {}
         for path, before in previous.items():
-            lock = self._locks.get(os.fspath(path))
-            with lock if lock is not None else contextlib.nullcontext():
-                self.replaced[path] = keep_in_place(path, before, self._keep, fsync=self._fsync)
+            disk = self._disks.get(os.fspath(path))
+            with disk.lock if disk is not None else contextlib.nullcontext():
+                try:
+                    # (under the file's lock on disk: another writer's append waits for it)
+                    with locked(path):
+                        changed = keep_in_place(path, before, self._keep, fsync=self._fsync)
+                except FileNotFoundError:
+                    changed = False
+                self.replaced[path] = changed
         return dict(self.replaced)
 
     def _hold(self) -> None:
@@ -266,11 +296,11 @@ class TranscriptStore:
             if first:
                 with self._lock:
                     name = os.fspath(record.path)
-                    if name not in self._locks:
+                    if name not in self._disks:
                         self.written.append(record.path)
-                    self._locks[name] = record.lock
-                    if key is not None and key[0] != CONVERSATION:
-                        self.routes.paths.setdefault(key[0], record.path)
+                        # (other recorders do not replace it, `noted_by_others`)
+                        note_file(self._folder, record.path.name)
+                    self._disks[name] = record.disk
                     if key is not None:
                         self._names[key] = record.path.name  # (for the files that need it)
                         dependents = self._awaiting.pop(key, [])
@@ -282,20 +312,28 @@ class TranscriptStore:
 
     def _name_in_dependent(self, dependent: OpenFile, name: str) -> None:
         """A file that needs the file just written first (`name`) names it in its head:
-        rewritten whole if it is on disk already, else at its first write."""
+        rewritten whole (under its lock on disk) if it is on disk already, else at its first
+        write. A file other writers write too keeps its head (it is only appended to)."""
         with dependent.lock:
             _add_needs(dependent, {name})
-            if dependent.path is None or not dependent.written or dependent.replacing:
+            path = dependent.path
+            if path is None or not dependent.written or dependent.replacing:
+                return
+            if dependent.disk.shared:
                 return
             with self._lock:
                 secrets = dict(self._secrets)
-            text = dependent.text()
-            if secrets and self._scrub is not None:
-                scrubbed = self._scrub(text, secrets)
-                if scrubbed != text:
-                    loads(scrubbed, source=dependent.path)  # the file must still parse
-                    text = scrubbed
-            self._write_whole(dependent, text)
+            text = scrubbed(self._scrub, dependent.text(), secrets, path)
+            try:
+                with locked(path) as held:
+                    if not as_left(dependent, held):
+                        return  # changed by another writer: never rewritten from memory
+                    data = text.encode("utf-8")
+                    write_text_atomic(path, data, fsync=self._fsync)
+                    held.size, held.ino = len(data), 0
+            except FileNotFoundError:
+                return  # deleted: made again whole, with its head, at its next write
+            dependent.disk.size, dependent.disk.ino = held.size, held.ino
             dependent.after_written = dependent.after
 
     def _put(
@@ -306,50 +344,104 @@ class TranscriptStore:
         version: int,
     ) -> None:
         """Write `record`'s new last entry or changed entries (its lock held): appended when
-        the new entry is the last and the text on disk stays as a rewrite would write it."""
-        scrub = self._scrub if secrets else None
-        count = len(record.entries)
-        if record.replacing:
-            assert record.path is not None
+        the new entry is the last and the text on disk stays as a rewrite would write it.
+        Every write to a file that is there is made under the file's lock on disk
+        (`recorder.locking`): a file another writer wrote since is joined (`sharing`), and
+        only appended to from then on."""
+        path = record.path
+        if path is not None:
+            try:
+                with locked(path) as held:
+                    if record.replacing:
+                        self._claim_replace(record, entry, path, held)
+                    elif not record.disk.shared and not as_left(record, held):
+                        join(record, entry, held)
+                    if record.disk.shared:
+                        self._put_shared(record, entry, held, secrets)
+                    else:
+                        self._put_own(record, entry, held, secrets)
+                record.secrets = version
+                return
+            except FileNotFoundError:
+                if os.path.isdir(self.out) and os.path.lexists(path):
+                    raise
+                # deleted (or its folder): made again whole, below, with this store's part
+        text = scrubbed(self._scrub, record.text(), secrets, record.path)
+        self._write_whole(record, text)
+        record.written, record.secrets = len(record.entries), version
+        record.replacing = False
+        record.after_written = record.after
+
+    def _claim_replace(self, record: OpenFile, entry: Entry, path: Path, held: Held) -> None:
+        """`replace`'s first write of `record` (the file `held`): its text is kept for the
+        keep pass and the file rewritten, unless another writer changed it since the
+        recording started or writes it now: then this store joins it (nothing replaced)."""
+        record.replacing = False
+        stamp = self.routes.stamps.get(path)
+        if stamp == (held.ino, held.size, held.mtime_ns) and not (
+            other_writers(self.out) and noted_by_others(self.out, path.name)
+        ):
             with self._lock:
-                if record.path not in self._previous and record.path not in self.replaced:
-                    with contextlib.suppress(FileNotFoundError, UnicodeDecodeError):
-                        self._previous[record.path] = record.path.read_bytes().decode("utf-8")
+                if path not in self._previous and path not in self.replaced:
+                    with contextlib.suppress(UnicodeDecodeError):
+                        self._previous[path] = read_held(held).decode("utf-8")
+            record.disk.size = -2  # (not as left: rewritten whole by `_put_own`)
+            return
+        record.disk.size = -1
+        join(record, entry, held)
+
+    def _put_own(
+        self, record: OpenFile, entry: Entry, held: Held, secrets: Mapping[str, str]
+    ) -> None:
+        """Write to a file only this store writes: the new entry appended when it is the
+        last and nothing on disk changes, else the file rewritten whole (atomically)."""
+        count = len(record.entries)
+        assert record.path is not None
         if (
-            not record.replacing
-            and record.path is not None
+            record.disk.size >= 0
             and record.entries[-1] is entry
             and record.written == count - 1
             and record.after == record.after_written
             and self._unchanged(record)
         ):
-            tail = record.last_block()
-            if scrub is not None:
-                scrubbed = scrub(tail, secrets)
-                if scrubbed != tail:
-                    # scrubbing replaced text inside values: the exchange must still parse
-                    # (let go only after this; given as its block only when it has no tag)
-                    exchange = entry.exchange
-                    plain = entry.block if exchange is None else dumps_exchange(exchange)
-                    loads(FILE_HEAD + "\n" + scrub(plain, secrets), source=record.path)
-                    tail = scrubbed
-            try:
-                append_text(record.path, tail, fsync=self._fsync)
-            except FileNotFoundError:
-                pass  # deleted: made again whole, below
-            else:
-                record.written, record.secrets = count, version
-                return
-        text = record.text()
-        if scrub is not None:
-            scrubbed = scrub(text, secrets)
+            tail = scrubbed_block(self._scrub, record.last_block(), entry, secrets, record.path)
+            append_held(held, tail.encode("utf-8"), fsync=self._fsync)
+        else:
+            data = scrubbed(self._scrub, record.text(), secrets, record.path).encode("utf-8")
+            write_text_atomic(record.path, data, fsync=self._fsync)
+            held.size, held.ino = len(data), 0  # (a new file: its inode learned next time)
+            record.after_written = record.after
+        record.disk.size, record.disk.ino = held.size, held.ino
+        record.written = count
+
+    def _put_shared(
+        self, record: OpenFile, entry: Entry, held: Held, secrets: Mapping[str, str]
+    ) -> None:
+        """Append the new entry to a file other writers write too (at its end, whatever its
+        ticket). Secrets learned since the file was last written are scrubbed from its text
+        on disk, not rewritten from memory."""
+        assert record.path is not None
+        refresh(record, held)
+        disk = record.disk
+        tail = scrubbed_block(
+            self._scrub, "\n" + entry.text(record.shared_tag(entry)), entry, secrets, record.path
+        )
+        if record.secrets != len(self._secret_log) and self._scrub is not None and secrets:
+            text = read_held(held).decode("utf-8")
+            scrubbed = self._scrub(text, secrets)
             if scrubbed != text:
-                loads(scrubbed, source=record.path)  # the file must still parse
-                text = scrubbed
-        self._write_whole(record, text)
-        record.written, record.secrets = count, version
-        record.replacing = False
-        record.after_written = record.after
+                loads(scrubbed, source=record.path)
+                data = (scrubbed + tail).encode("utf-8")
+                write_text_atomic(record.path, data, fsync=self._fsync)
+                held.size, held.ino = len(data), 0
+                tail = ""
+        if tail:
+            append_held(held, tail.encode("utf-8"), fsync=self._fsync)
+        disk.size, disk.ino = held.size, held.ino
+        if disk.count >= 0:
+            disk.count += 1
+            entry.at = disk.count
+        record.written += 1
 
     def _unchanged(self, record: OpenFile) -> bool:
         """Whether the secrets learned since `record` was last written leave its text on
@@ -363,42 +455,29 @@ class TranscriptStore:
         return self._scrub(text, learned) == text
 
     def _write_whole(self, record: OpenFile, text: str) -> None:
-        """Write the whole file: over the file when it is there (atomically), else as a new
-        file whose name is claimed on disk (a number found taken is passed over)."""
+        """Write the file whole as a new file whose name is claimed on disk (a number found
+        taken is passed over): a new file, or one of this store's that is gone (its name
+        again, unless another writer took it since)."""
         path = record.path
-        if path is not None and os.path.lexists(path):
-            try:
-                write_text_atomic(path, text, fsync=self._fsync)
-                return
-            except FileNotFoundError:
-                if os.path.isdir(self.out):
-                    raise  # (else the folder is gone: made again below)
         candidate = self._numbers.claim(record.slug, text, path, fsync=self._fsync)
-        if record.path is not None and candidate != record.path:
+        if path is not None and candidate != path:
             # deleted, and its name taken by another writer since: this file moved
             with self._lock:
-                self.written[self.written.index(record.path)] = candidate
-                self._locks[os.fspath(candidate)] = self._locks.pop(os.fspath(record.path))
+                self.written[self.written.index(path)] = candidate
+                self._disks[os.fspath(candidate)] = self._disks.pop(os.fspath(path))
+            note_file(self._folder, candidate.name)
         record.path = candidate
+        disk = record.disk
+        disk.size, disk.ino, disk.shared, disk.count = len(text.encode("utf-8")), 0, False, 0
 
     def _rescrub(self, paths: Iterable[Path], secrets: Mapping[str, str], skip: Path) -> None:
-        """Scrub newly learned secrets from files already written (each under its lock)."""
+        """Scrub newly learned secrets from files already written, from their text on disk
+        (`recorder.record.scrubbing.rescrub`)."""
         assert self._scrub is not None
         for path in paths:
-            if path == skip:
-                continue
-            lock = self._locks.get(os.fspath(path))
-            if lock is None:
-                continue
-            with lock:
-                try:
-                    text = path.read_bytes().decode("utf-8")  # as written: no newline changes
-                except FileNotFoundError:
-                    continue  # deleted by a user: made again whole on its next write
-                scrubbed = self._scrub(text, secrets)
-                if scrubbed != text:
-                    loads(scrubbed, source=path)
-                    write_text_atomic(path, scrubbed, fsync=self._fsync)
+            disk = self._disks.get(os.fspath(path))
+            if path != skip and disk is not None:
+                rescrub(self._scrub, path, disk, secrets, self._fsync)
 
 
 def _add_needs(record: OpenFile, names: set[str]) -> None:

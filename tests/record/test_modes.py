@@ -8,7 +8,7 @@ import pytest
 from factories import make_exchange
 
 from recorder import Transcript, dumps, load
-from recorder.record.modes import existing_file, keep_in_place
+from recorder.record.modes import existing_file, existing_files, keep_in_place
 from recorder.record.store import CONVERSATION, TranscriptStore
 
 
@@ -103,15 +103,63 @@ def test_replace_without_keep_leaves_the_fresh_recording(tmp_path: Path) -> None
     assert titles(out / "02-ask.http") == ["b1"]
 
 
-def test_a_scenario_run_again_replaces_its_file_again(tmp_path: Path) -> None:
+def test_a_scenario_run_again_goes_on_in_its_file(tmp_path: Path) -> None:
+    # what this recording wrote is never replaced: the second run is appended
     out = tmp_path / "out"
     store = TranscriptStore(out, mode="replace")
     assert put(store, "first") == out / "01-ask.http"
     store.end("ask")
     assert put(store, "second") == out / "01-ask.http"
+    store.end("ask")
+    assert put(store, "third") == out / "01-ask.http"
     store.close()
-    assert titles(out / "01-ask.http") == ["second"]
+    assert titles(out / "01-ask.http") == ["first", "second", "third"]
     assert [p.name for p in out.iterdir()] == ["01-ask.http"]
+    assert store.replaced == {}
+
+
+def test_a_file_replaced_then_run_again_keeps_both_runs(tmp_path: Path) -> None:
+    out = previous_folder(tmp_path)
+    store = TranscriptStore(out, mode="replace")
+    assert put(store, "b1") == out / "02-ask.http"
+    store.end("ask")
+    assert put(store, "b2") == out / "02-ask.http"
+    store.close()
+    assert titles(out / "02-ask.http") == ["b1", "b2"]
+    assert store.replaced == {out / "02-ask.http": True}
+
+
+def test_replace_leaves_a_file_made_after_the_start(tmp_path: Path) -> None:
+    # another recorder's file, made while this one runs, is not this one's to replace
+    out = tmp_path / "out"
+    store = TranscriptStore(out, mode="replace")
+    store.prepare()
+    other = out / "01-ask.http"
+    other.write_text(dumps(Transcript(exchanges=(make_exchange(title="theirs"),))))
+    assert put(store, "mine") == out / "02-ask.http"
+    store.close()
+    assert titles(other) == ["theirs"]
+    assert titles(out / "02-ask.http") == ["mine"]
+
+
+def test_once_keeps_only_files_from_before_the_start(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    store = TranscriptStore(out, mode="once")
+    store.prepare()
+    (out / "01-ask.http").write_text(dumps(Transcript(exchanges=(make_exchange(title="x"),))))
+    assert put(store, "mine") == out / "02-ask.http"
+    store.close()
+
+
+def test_existing_files_are_each_slugs_lowest_number(tmp_path: Path) -> None:
+    for name in ("07-ask.http", "03-ask.http", "02-2-ask.http", "01-ask-more.http", "ask.http"):
+        (tmp_path / name).write_text("")
+    assert existing_files(tmp_path) == {
+        "ask": tmp_path / "03-ask.http",
+        "2-ask": tmp_path / "02-2-ask.http",
+        "ask-more": tmp_path / "01-ask-more.http",
+    }
+    assert existing_files(tmp_path / "missing") == {}
 
 
 def test_once_keeps_the_file_and_records_new_scenarios(tmp_path: Path) -> None:

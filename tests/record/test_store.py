@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -104,7 +105,9 @@ def test_exchange_title_adds_a_one_line_description() -> None:
         ("..", None),
         ("", None),
         ("/", None),
-        ("x" * 200, "x" * 60),
+        ("x" * 60, "x" * 60),
+        ("x" * 200, "x" * 51 + "-" + hashlib.sha256(b"x" * 200).hexdigest()[:8]),
+        ("a-" * 40, "a-" * 26 + hashlib.sha256(b"a-" * 39 + b"a").hexdigest()[:8]),
         ("Überprüfung 2", "uberprufung-2"),
         ("Café\x00crème/..", "cafe-creme"),
         ("ﬁle ＣＯＮ", "file-con"),
@@ -118,6 +121,17 @@ def test_slugify(name: str, slug: str | None) -> None:
     else:
         assert slugify(name) == slug
         assert "/" not in slug and ".." not in slug
+
+
+def test_slugs_cut_at_60_stay_apart() -> None:
+    # test node ids of one module: a long common prefix, the test's name past the cut
+    prefix = "tests/e2e/test_a_module_with_a_longer_name.py::TestAClassOfManyCases::"
+    assert len(prefix) >= 70
+    names = [f"{prefix}test_{n}" for n in range(30)]
+    slugs = [slugify(name) for name in names]
+    assert len(set(slugs)) == 30
+    assert all(len(slug) <= 60 and slug.startswith(slugify(prefix)[:40]) for slug in slugs)
+    assert slugify(names[0]) == slugs[0]  # the same name, the same file, every run
 
 
 def test_next_number_continues_after_the_highest() -> None:
@@ -505,3 +519,23 @@ def test_a_need_written_after_the_file_that_needs_it_is_named_then(tmp_path: Pat
     store.write(streamed, make_exchange(), scenario=None, operation="x")
     assert load(path).after == ("02-send-streaming-message.http",)
     assert path.read_text() == dumps(load(path))
+
+
+def test_a_folded_conversation_goes_on_in_the_file_it_was_folded_into(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path)
+    first = store.begin(into=(CONVERSATION, 1), operation="GetAgentCard")
+    store.write(first, make_exchange(title="card 1"), scenario=None, operation="GetAgentCard")
+    second = store.begin(into=(CONVERSATION, 2), operation="GetAgentCard")
+    store.fold(second, (CONVERSATION, 1))
+    store.write(second, make_exchange(title="card 2"), scenario=None, operation="GetAgentCard")
+    # a later request by an id of the folded conversation joins the same file
+    later = store.begin(into=(CONVERSATION, 2))
+    store.write(later, make_exchange(title="later"), scenario=None, operation="GetTask")
+    store.fold(store.begin("s"), (CONVERSATION, 1))  # (a scenario's request is never folded)
+    store.close()
+    assert sorted(p.name for p in tmp_path.glob("*.http")) == ["01-get-agent-card.http"]
+    assert [e.title for e in load(tmp_path / "01-get-agent-card.http")] == [
+        "card 1",
+        "card 2",
+        "later",
+    ]

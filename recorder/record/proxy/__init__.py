@@ -67,6 +67,7 @@ from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import STREAM_GRACE, StreamRelay
 from recorder.record.proxy.scenarios import CONTROL_PATH, STATUS_PATH, Scenarios
 from recorder.record.proxy.server import ProxyServer, listening_socket, parse_listen, serve
+from recorder.record.proxy.writer import BACKLOG
 from recorder.record.store import TranscriptStore
 from recorder.redact import (
     DEFAULT_SECRET_FIELDS,
@@ -292,6 +293,9 @@ class RecordingProxy:
         self.cards.inspect(call, scope)
         self.recording.begin(call)
         try:
+            if self.recording.pending > BACKLOG:
+                # the writer has fallen behind: it catches up first (a crash costs less)
+                await self.recording.catch_up()
             await self.forwarder.forward(call, receive, send)
         except asyncio.CancelledError:
             if not call.queued:  # e.g. the server's shutdown grace period ran out

@@ -60,6 +60,13 @@ class Call:
     queued: bool = False  # handed to the recording writer (`Recording.submit` / `write`)
     finished: bool = False  # the proxy is done with it
     sent_secrets: dict[str, str] = field(default_factory=dict)  # those in the request
+    # when its request was read (`time.monotonic`), and the seconds until its reply was
+    # handed on (the recording writer's line)
+    started: float = 0.0
+    took: float = 0.0
+    # the ticket of the card fetch without a scenario begun right before this request, when
+    # the request before it without a scenario was one (0: not; `recorder.record.proxy.folding`)
+    follows_card: int = 0
 
     @property
     def shown(self) -> str:

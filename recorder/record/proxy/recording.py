@@ -44,12 +44,14 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Hashable
 from typing import Any, cast
 
 from recorder.model import Exchange, SseEvent, is_json_media_type
 from recorder.record.lineage import Lineage, parse_json
 from recorder.record.naming import operation_of
+from recorder.record.proxy.agent_cards import CARD_OPERATIONS
 from recorder.record.proxy.building import Builder
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.writer import Writer
@@ -87,6 +89,7 @@ class Recording:
         self._conversations = itertools.count(1)
         # file key -> {ticket of an open exchange: its data frames arrived so far}
         self._open: dict[Hashable, dict[int, int]] = {}
+        self._last_card = 0  # the last request without a scenario, when it fetched a card
 
     # ---------------------------------------------------------------- a call's life
 
@@ -94,6 +97,7 @@ class Recording:
         """On arrival (its scenario chosen): the call's file (its scenario's, else by id
         lineage, else a new one), its place in the file, its redactor, and the open exchange
         of its file it arrived during, if any."""
+        call.started = time.monotonic()
         # the values of the request as recorded (`Request` of these parts), from its parts
         headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.headers]
         content_type = None
@@ -116,6 +120,9 @@ class Recording:
             else:
                 operation = ""  # (the file has its name)
             call.ticket = store.begin(into=cast(FileKey, home), operation=operation)
+            # (the card fetches of a client run, one after another: one file, `folding`)
+            call.follows_card = self._last_card
+            self._last_card = call.ticket if call.operation in CARD_OPERATIONS else 0
         call.file_key = key = store.file_key(call.ticket)
         lineage.note_request(values, key)
         call.redactor = self._redactor.fresh()
@@ -222,6 +229,10 @@ class Recording:
     def status(self) -> dict[str, Any]:
         """What `GET /_recorder/status` reports."""
         return self.writer.status()
+
+    async def catch_up(self) -> None:
+        """Before a new request is forwarded while the writer is behind (`Writer.catch_up`)."""
+        await self.writer.catch_up()
 
     async def flush(self, timeout: float) -> bool:
         """Wait (at most `timeout` seconds) until every exchange handed over is written or

@@ -8,6 +8,7 @@ what was recorded, kept, and failed (`GET /_recorder/status`, the summary of
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import threading
@@ -15,8 +16,11 @@ import time
 from typing import Any
 
 from recorder.model import Exchange
+from recorder.record.lines import jsonrpc_error_code, outcome, record_line
+from recorder.record.proxy.agent_cards import CARD_OPERATIONS
 from recorder.record.proxy.building import Builder
 from recorder.record.proxy.call import Call
+from recorder.record.proxy.folding import CardFolds
 from recorder.record.store import TranscriptStore, describe_error
 from recorder.record.transport.upstream import UpstreamReply
 
@@ -24,8 +28,25 @@ __all__ = ["Job", "Writer"]
 
 log = logging.getLogger(__name__)
 
+# exchanges answered and not yet written past which a new request waits for the writer
+# (`catch_up`): what a crash of the recorder can cost (the window between a reply and its
+# write) stays about this, plus the requests in flight
+BACKLOG = 16
+# seconds a request waits for the writer at most (a stalled disk does not stall the proxy)
+CATCH_UP = 0.5
+
 # (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream
 Job = tuple[Call, UpstreamReply | None, list[tuple[bytes, bytes]] | None, Any]
+
+
+def _outcome(upstream: UpstreamReply | None, payload: Any) -> str:
+    """The status a job's reply had, for its line (`recorder.record.lines.outcome`)."""
+    if upstream is not None:
+        return outcome(upstream.status_code, error_code=jsonrpc_error_code(payload))
+    response = payload.response
+    if response.events is not None:
+        return outcome(response.status, frames=len(response.events))
+    return outcome(response.status, error_code=jsonrpc_error_code(response.body))
 
 
 class Writer:
@@ -45,11 +66,17 @@ class Writer:
         self._closed = False  # shut down: what is still pending is not recorded
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._cards = CardFolds(store)  # card fetches folded into one file
+        # requests wait on this while the writer catches up (`catch_up`), in this loop
+        self._caught: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waking = False
 
     def hand_over(self, job: Job) -> None:
         """Queue `job` for the writer thread (started by the first job)."""
         call = job[0]
         call.queued = True
+        call.took = time.monotonic() - call.started  # (its reply is with the client now)
         with self._counts:
             if self._closed:
                 self.failed += 1
@@ -83,6 +110,8 @@ class Writer:
             else:
                 assert kept is not None
                 exchange = self._builder.built(call, upstream, kept, payload)
+            if call.scenario is None and call.operation in CARD_OPERATIONS:
+                self._cards.place(call, exchange)
             path = self.store.write(
                 call.ticket,
                 exchange,
@@ -112,7 +141,8 @@ class Writer:
             log.info("not recorded (--mode once keeps its scenario's file): %s", title)
             return
         self._done(error=None)
-        log.info("recorded %s -> %s", title, path)
+        if log.isEnabledFor(logging.INFO):
+            log.info("%s", record_line(_outcome(upstream, payload), call.took, title, path))
 
     def _done(self, error: str | None, *, kept: bool = False) -> None:
         with self._counts:
@@ -128,6 +158,16 @@ class Writer:
                 self.last_error = error
             if self._pending == 0:
                 self._idle.set()
+            loop = self._loop
+            if (
+                self._caught is not None
+                and loop is not None
+                and not self._waking
+                and self._pending <= BACKLOG // 2
+            ):
+                self._waking = True
+                with contextlib.suppress(RuntimeError):  # (the loop closed: none waits)
+                    loop.call_soon_threadsafe(self._wake)
 
     @property
     def pending(self) -> int:
@@ -145,6 +185,29 @@ class Writer:
                 "out": str(self.store.out),
                 "last_error": self.last_error,
             }
+
+    async def catch_up(self) -> None:
+        """Wait (bounded, `CATCH_UP`) until the writer's backlog is down to half of
+        `BACKLOG`: called before a new request is forwarded while the backlog is over it, so
+        that a writer falling behind gets the processor, and a crash costs no more than the
+        backlog."""
+        if self._pending <= BACKLOG // 2:
+            return
+        caught = self._caught
+        if caught is None:
+            caught = self._caught = asyncio.Event()
+            self._loop = asyncio.get_running_loop()
+            if self._pending <= BACKLOG // 2:  # (caught up meanwhile, before it was seen)
+                self._wake()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(caught.wait(), CATCH_UP)
+
+    def _wake(self) -> None:
+        # in the event loop: the requests waiting for the writer go on
+        caught, self._caught = self._caught, None
+        self._waking = False
+        if caught is not None:
+            caught.set()
 
     async def flush(self, timeout: float) -> bool:
         """Wait (at most `timeout` seconds) until every exchange handed over is written or
