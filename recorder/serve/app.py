@@ -33,7 +33,7 @@ from recorder.serve.fallback import Fallback
 from recorder.serve.match import LiveRequest
 from recorder.serve.nomatch import NO_MATCH, error_body, no_match_message
 from recorder.serve.render import Renderer, pacing
-from recorder.serve.steps import prepare
+from recorder.serve.steps import needed_files, prepare
 
 __all__ = ["NO_MATCH", "StandIn", "load_stand_in", "no_match_message"]
 
@@ -60,8 +60,9 @@ class StandIn:
         fallback: Fallback | None = None,
     ) -> None:
         self.pairing = PairingRules(rules)
-        self.steps = prepare(transcripts, self.pairing)
-        self.book = Book(self.steps, self.pairing, fresh=fresh_ids)
+        after = needed_files(transcripts)
+        self.steps = prepare(transcripts, self.pairing, after)
+        self.book = Book(self.steps, self.pairing, fresh=fresh_ids, after=after)
         self.pace = pace
         self.during_wait = during_wait
         self.fallback = fallback
@@ -131,6 +132,18 @@ class StandIn:
     def _log_tie(self, tie: Tie) -> None:
         """One line per pair of recorded exchanges that tied: a warning when their replies
         differ (the order of the recording chose), else for -v."""
+        if tie.conversations is not None:
+            # (not once per pair of exchanges: each such request chose between conversations)
+            chosen, other = tie.conversations
+            line = (
+                f"{tie.chosen.where}: conversations {chosen} and {other} both played a file it"
+                f" needs (@after) and match the request as well; conversation {chosen} answers"
+                " (it played it last)"
+            )
+            logger.warning("%s", line)
+            if len(self.ties) < 100:
+                self.ties.append(line)
+            return
         key = (tie.chosen.file, tie.chosen.index, tie.other.file, tie.other.index)
         if key in self._logged_ties:
             return

@@ -23,6 +23,15 @@ The strategy (docs/serve.md says it for users):
 5. **Ids handed out** are the recorded ones, unless another conversation holds that value
    already (two clients running the same scenario at once) or `fresh` is set: then a new one
    of the same shape (a uuid4 for a uuid). Loose kinds (timestamps) are always as recorded.
+6. **A file that needs others** (`# @after 03-send-message.http`: a ListTasks that lists the
+   tasks file 03 created) is answered within a conversation that played a file it needs: its
+   branch joins that conversation (a group of its own: the conversation's other branches go
+   on), its recorded ids are paired as the needed files' branches paired them (the tasks it
+   lists are the ones the conversation was handed), and so are the client's values. Which
+   conversation: the one a handed-out id or the client's own id names, as in 1 and 2; for a
+   request that carries neither, the conversation that matches best, among equals the one that
+   played a needed file most recently (a `Tie` names the others). With none, the file starts
+   a conversation of its own, as any other.
 
 A choice between candidates that score alike (or within one leaf) is a `Tie` in `ties`, for
 the app to log: never a silent arbitrary choice.
@@ -34,7 +43,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +70,11 @@ class Branch:
     """recorded generated value -> the value handed out."""
     echo: dict[str, str] = field(default_factory=dict)
     """recorded client value -> the client's live value."""
+    group: int = 0
+    """Branches of one group are alternatives (a later request keeps those where it matches);
+    a file that joined the conversation (`@after`) is a group of its own."""
+    last: int = 0
+    """When the branch last answered (the book's count of answers)."""
 
 
 @dataclass
@@ -103,6 +117,9 @@ class Tie:
     other: Step
     same_reply: bool
     """Whether their recorded replies are alike but for generated values (a harmless tie)."""
+    conversations: tuple[int, int] | None = None
+    """(the conversation that answered, another that played the needed file as well): two
+    conversations a file that needs others could have joined (`chosen` is `other`)."""
 
 
 class Book:
@@ -116,6 +133,7 @@ class Book:
         *,
         fresh: bool = False,
         new_id: Callable[[str, str], str] | None = None,
+        after: Sequence[tuple[int, ...]] | None = None,
     ) -> None:
         self.files = files
         self.rules = rules
@@ -130,7 +148,21 @@ class Book:
         self.ties: list[Tie] = []
         """The ties of the last `find` (the app logs them)."""
         self._numbers = itertools.count(1)
+        self._groups = itertools.count(1)
+        self._clock = itertools.count(1)
         self._starters = [[step for step in steps if not step.needs] for steps in files]
+        self.after: list[tuple[int, ...]] = list(after) if after is not None else []
+        """Each file's needs (`recorder.serve.steps.needed_files`), file numbers."""
+        self.after += [()] * (len(files) - len(self.after))
+        self._needed_by: dict[int, list[int]] = {}
+        for number, needs in enumerate(self.after):
+            for needed in needs:
+                self._needed_by.setdefault(needed, []).append(number)
+        self._joining_keys = {
+            step.key for number, needs in enumerate(self.after) if needs for step in files[number]
+        }
+        self.playing: dict[int, dict[int, Conversation]] = {}
+        """A needed file -> the conversations (by number) that have had a branch of it."""
 
     # ------------------------------------------------------------------ matching
 
@@ -208,6 +240,7 @@ class Book:
                 best = self._best(branch, self.files[branch.file], live)
                 if best is not None:
                     chosen.append(best)
+            chosen.extend(self._joins(conversation, live))
             if chosen:
                 # the best score answers; among equals, the conversation's first branch
                 chosen.sort(key=lambda c: _negated(c.score))
@@ -233,6 +266,61 @@ class Book:
             return self.closest(live)
         return NotFound(closest[1], closest[2])
 
+    def _joins(self, conversation: Conversation, live: LiveRequest) -> list[_Candidate]:
+        """The best step of each file that needs one the conversation plays and is not among
+        its branches yet, on a branch (one new group) paired as the needed files' were."""
+        if live.key not in self._joining_keys:
+            return []
+        files = {branch.file for branch in conversation.branches}
+        joining = sorted({f for file in files for f in self._needed_by.get(file, ())} - files)
+        found: list[_Candidate] = []
+        group = 0
+        for number in joining:
+            needed = [b for b in conversation.branches if b.file in self.after[number]]
+            if not needed:
+                continue
+            group = group or next(self._groups)
+            branch = Branch(number, group=group)
+            for other in reversed(needed):  # (the first branch's pairs win)
+                branch.to_live.update(other.to_live)
+                branch.echo.update(other.echo)
+            best = self._best(branch, self.files[number], live)
+            if best is not None:
+                found.append(best)
+        return found
+
+    def _join_anywhere(self, live: LiveRequest) -> tuple[Conversation, list[_Candidate]] | None:
+        """For a request that names no conversation: the conversation that played a file a
+        matching file needs, and the candidates of its joining files; the best score wins,
+        among equals the conversation that played a needed file last (a `Tie` per other)."""
+        if live.key not in self._joining_keys:
+            return None
+        options: list[tuple[Score, int, Conversation, list[_Candidate]]] = []
+        seen: set[int] = set()
+        for needed in self._needed_by:
+            for conversation in self.playing.get(needed, {}).values():
+                if conversation.number in seen:
+                    continue
+                seen.add(conversation.number)
+                joins = self._joins(conversation, live)
+                if joins:
+                    joins.sort(key=lambda c: _negated(c.score))
+                    needs = self.after[joins[0].step.file]
+                    last = max(b.last for b in conversation.branches if b.file in needs)
+                    options.append((joins[0].score, last, conversation, joins))
+        if not options:
+            return None
+        options.sort(key=lambda o: (_negated(o[0]), -o[1]))
+        score, _, conversation, joins = options[0]
+        for other in options[1:]:
+            if other[0] != score:
+                break
+            step = joins[0].step
+            self.ties.append(
+                Tie(step, step, True, conversations=(conversation.number, other[2].number))
+            )
+        return conversation, joins
+
     def _start(self, live: LiveRequest) -> Found | NotFound:
         chosen: list[_Candidate] = []
         for starters in self._starters:
@@ -240,6 +328,13 @@ class Book:
                 best = self._best(Branch(starters[0].file), starters, live)
                 if best is not None:
                     chosen.append(best)
+        joined = self._join_anywhere(live)
+        if joined is not None:
+            conversation, joins = joined
+            if not chosen or joins[0].score >= max(c.score for c in chosen):
+                # the state the client made in that conversation is what this file reads
+                return self._answer(conversation, joins, live)
+            self.ties = []
         if chosen:
             # the best score answers; among equals, the transcript opened by the fewest
             # conversations (repeated identical requests each get their own), then file order
@@ -294,6 +389,7 @@ class Book:
         first = chosen[0]
         branch, step = first.branch, first.step
         branch.used.add(step.index)
+        branch.last = next(self._clock)
         branch.echo.update(first.echoes)
         self._note_echoes(conversation, first.echoes)
         handed: list[str] = []
@@ -310,12 +406,35 @@ class Book:
             self.owner.setdefault(given, conversation)
         kept = [branch]
         for other in chosen[1:]:
+            if other.branch.group != branch.group:
+                continue  # (another group goes on as it was)
             if _pair(other.step.hands_out, handed, other.branch.to_live):
                 other.branch.used.add(other.step.index)
+                other.branch.last = branch.last
                 other.branch.echo.update(other.echoes)
                 kept.append(other.branch)
-        conversation.branches = kept
+        conversation.branches = _regroup(conversation.branches, kept)
+        for one in kept:
+            if one.file in self._needed_by:
+                self.playing.setdefault(one.file, {})[conversation.number] = conversation
         return Found(conversation, branch, step, live.rpc_id)
+
+
+def _regroup(branches: list[Branch], kept: list[Branch]) -> list[Branch]:
+    """`branches` with those of `kept`'s group replaced by `kept` (where the group was, or
+    at the end: a file that joined)."""
+    group = kept[0].group
+    out: list[Branch] = []
+    placed = False
+    for branch in branches:
+        if branch.group != group:
+            out.append(branch)
+        elif not placed:
+            out.extend(kept)
+            placed = True
+    if not placed:
+        out.extend(kept)
+    return out
 
 
 def _pair(recorded: list[tuple[str, str]], handed: list[str], to_live: dict[str, str]) -> bool:

@@ -4,12 +4,20 @@ A `Step` is one recorded exchange with what matching and replying need computed 
 request's pieces, the generated values it carries that earlier replies of its file handed out
 (`needs`), the generated values its reply hands out (`hands_out`, in document order), and its
 `@during` links.
+
+A file that needs others (`# @after NAME.http`, `Transcript.after`) reads the state they made:
+`needed_files` names them (transitively, among the served files), and the generated values
+their replies hand out count, in the needing file, as handed out earlier (a request of the
+file that carries one needs it; its reply hands it out again, as the needed file's value when
+the conversation played that file: `recorder.serve.book`).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +27,7 @@ from recorder.pairing import PairingRules
 from recorder.serve.match import NOT_JSON, parse_json, significant_headers, split_target
 from recorder.serve.spelling import canonical_method, modern
 
-__all__ = ["Step", "prepare"]
+__all__ = ["Step", "needed_files", "prepare"]
 
 
 @dataclass
@@ -116,53 +124,119 @@ def _reply_values(exchange: Exchange) -> tuple[list[Any], Any]:
     return [], parse_json(response.body) if response.body else NOT_JSON
 
 
-def prepare(transcripts: list[Transcript], rules: PairingRules) -> list[list[Step]]:
-    """Each transcript's steps, in order."""
-    files: list[list[Step]] = []
-    loose = rules.loose
+def needed_files(transcripts: Sequence[Transcript]) -> list[tuple[int, ...]]:
+    """For each transcript, the numbers of the served transcripts it needs (its `@after`
+    tags, transitively, each once, the needed before those that need them). A tag naming a
+    file that is not served, and a cycle, add nothing (the player reports those; serving
+    answers the file alone)."""
+    numbers: dict[str, int] = {}
     for number, transcript in enumerate(transcripts):
-        learned: set[str] = set()
-        client: set[str] = set()
-        steps: list[Step] = []
-        for index, exchange in enumerate(transcript.exchanges):
-            request = exchange.request
-            carried = rules.request_values(request)
-            needs = frozenset(carried & learned)
-            client.update(carried - learned)
-            frames, body = _reply_values(exchange)
-            found: dict[tuple[str, str], None] = {}
-            for value in frames or [body]:
-                if value is not NOT_JSON:
-                    found.update(dict.fromkeys(rules.generated_values(value)))
-            hands_out = [
-                (value, kind)
-                for value, kind in found
-                if kind not in loose and value not in client and value not in learned
-            ]
-            learned.update(value for value, _ in hands_out)
-            steps.append(
-                Step(
-                    file=number,
-                    index=index,
-                    path=transcript.source or f"transcript {number + 1}",
-                    exchange=exchange,
-                    pieces=split_target(request.target),
-                    significant=significant_headers(request.headers),
-                    json=parse_json(request.body),
-                    needs=needs,
-                    hands_out=hands_out,
-                    frames=frames,
-                    shapes=rules.shapes,
-                )
+        if transcript.source:
+            numbers.setdefault(os.path.normpath(transcript.source), number)
+
+    def direct(number: int) -> list[int]:
+        transcript = transcripts[number]
+        if not transcript.after or not transcript.source:
+            return []
+        folder = os.path.dirname(transcript.source)
+        found = (
+            numbers.get(os.path.normpath(os.path.join(folder, name))) for name in transcript.after
+        )
+        return [other for other in found if other is not None and other != number]
+
+    def visit(number: int, trail: tuple[int, ...], order: list[int]) -> None:
+        for other in direct(number):
+            if other in trail or other in order:
+                continue
+            visit(other, (*trail, other), order)
+            order.append(other)
+
+    needed: list[tuple[int, ...]] = []
+    for number in range(len(transcripts)):
+        order: list[int] = []
+        visit(number, (number,), order)
+        needed.append(tuple(order))
+    return needed
+
+
+def prepare(
+    transcripts: list[Transcript],
+    rules: PairingRules,
+    after: Sequence[tuple[int, ...]] | None = None,
+) -> list[list[Step]]:
+    """Each transcript's steps, in order; `after` (`needed_files`, computed when None) gives
+    each file the values its needs hand out."""
+    needed = needed_files(transcripts) if after is None else after
+    handed: dict[int, set[str]] = {}
+    files: dict[int, list[Step]] = {}
+
+    def visit(number: int, trail: tuple[int, ...]) -> None:
+        for other in needed[number]:
+            if other not in files and other not in trail:
+                visit(other, (*trail, other))
+        inherited: set[str] = set()
+        for other in needed[number]:
+            inherited |= handed.get(other, set())
+        files[number], handed[number] = _prepare_file(
+            number, transcripts[number], rules, frozenset(inherited)
+        )
+
+    for number in range(len(transcripts)):
+        if number not in files:
+            visit(number, (number,))
+    return [files[number] for number in range(len(transcripts))]
+
+
+def _prepare_file(
+    number: int, transcript: Transcript, rules: PairingRules, inherited: frozenset[str]
+) -> tuple[list[Step], set[str]]:
+    """(the steps of one transcript, the generated values its own replies hand out);
+    `inherited`: the values the files it needs hand out."""
+    loose = rules.loose
+    learned: set[str] = set()
+    client: set[str] = set()
+    steps: list[Step] = []
+    for index, exchange in enumerate(transcript.exchanges):
+        request = exchange.request
+        carried = rules.request_values(request)
+        known = learned | inherited
+        needs = frozenset(carried & known)
+        client.update(carried - known)
+        frames, body = _reply_values(exchange)
+        found: dict[tuple[str, str], None] = {}
+        for value in frames or [body]:
+            if value is not NOT_JSON:
+                found.update(dict.fromkeys(rules.generated_values(value)))
+        # (a value a needed file handed out is handed out again: as that file's live
+        # value when the conversation played it, else as any other)
+        hands_out = [
+            (value, kind)
+            for value, kind in found
+            if kind not in loose and value not in client and value not in learned
+        ]
+        learned.update(value for value, _ in hands_out if value not in inherited)
+        steps.append(
+            Step(
+                file=number,
+                index=index,
+                path=transcript.source or f"transcript {number + 1}",
+                exchange=exchange,
+                pieces=split_target(request.target),
+                significant=significant_headers(request.headers),
+                json=parse_json(request.body),
+                needs=needs,
+                hands_out=hands_out,
+                frames=frames,
+                shapes=rules.shapes,
             )
-        for step in steps:
-            for comment in step.exchange.comments:
-                match = DURING_TAG.match(comment.strip())
-                if match is not None:
-                    stream, frames_sent = int(match.group(1)) - 1, int(match.group(2))
-                    if 0 <= stream < step.index:
-                        step.during = (stream, frames_sent)
-                        steps[stream].waited.setdefault(frames_sent, []).append(step.index)
-                        break
-        files.append(steps)
-    return files
+        )
+    for step in steps:
+        for comment in step.exchange.comments:
+            match = DURING_TAG.match(comment.strip())
+            if match is not None:
+                stream, frames_sent = int(match.group(1)) - 1, int(match.group(2))
+                if 0 <= stream < step.index:
+                    step.during = (stream, frames_sent)
+                    steps[stream].waited.setdefault(frames_sent, []).append(step.index)
+                    break
+    return steps, learned
