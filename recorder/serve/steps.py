@@ -167,7 +167,8 @@ def prepare(
     """Each transcript's steps, in order; `after` (`needed_files`, computed when None) gives
     each file the values its needs hand out."""
     needed = needed_files(transcripts) if after is None else after
-    handed: dict[int, set[str]] = {}
+    # file -> (the generated values its replies hand out, the values its client sent)
+    handed: dict[int, tuple[set[str], set[str]]] = {}
     files: dict[int, list[Step]] = {}
 
     def visit(number: int, trail: tuple[int, ...]) -> None:
@@ -175,11 +176,15 @@ def prepare(
             if other not in files and other not in trail:
                 visit(other, (*trail, other))
         inherited: set[str] = set()
+        theirs: set[str] = set()
         for other in needed[number]:
-            inherited |= handed.get(other, set())
-        files[number], handed[number] = _prepare_file(
-            number, transcripts[number], rules, frozenset(inherited)
+            their_generated, their_client = handed.get(other, (set(), set()))
+            inherited |= their_generated
+            theirs |= their_client
+        steps, generated, client = _prepare_file(
+            number, transcripts[number], rules, frozenset(inherited), theirs
         )
+        files[number], handed[number] = steps, (generated, client)
 
     for number in range(len(transcripts)):
         if number not in files:
@@ -188,13 +193,18 @@ def prepare(
 
 
 def _prepare_file(
-    number: int, transcript: Transcript, rules: PairingRules, inherited: frozenset[str]
-) -> tuple[list[Step], set[str]]:
+    number: int,
+    transcript: Transcript,
+    rules: PairingRules,
+    inherited: frozenset[str],
+    theirs: set[str],
+) -> tuple[list[Step], set[str], set[str]]:
     """(the steps of one transcript, the generated values its own replies hand out);
-    `inherited`: the values the files it needs hand out."""
+    `inherited`: the values the files it needs hand out; `theirs`: the values their client
+    sent (the client's contextId a listing quotes: the client's, never handed out)."""
     loose = rules.loose
     learned: set[str] = set()
-    client: set[str] = set()
+    client: set[str] = set(theirs)
     steps: list[Step] = []
     for index, exchange in enumerate(transcript.exchanges):
         request = exchange.request
@@ -239,4 +249,4 @@ def _prepare_file(
                     step.during = (stream, frames_sent)
                     steps[stream].waited.setdefault(frames_sent, []).append(step.index)
                     break
-    return steps, learned
+    return steps, learned, client
