@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 
 import click
 
@@ -15,6 +16,13 @@ import click
     show_default=True,
     type=click.IntRange(0, 65535),
     help="Port (0: any free).",
+)
+@click.option(
+    "--grpc-port",
+    default=None,
+    type=click.IntRange(0, 65535),
+    help="Port of the gRPC binding (0: any free) [default: the HTTP port + 1; any free with "
+    "--port 0].",
 )
 @click.option(
     "--token",
@@ -30,18 +38,20 @@ import click
     help="Log level of the server (uvicorn). The SDK's per-request warnings about client "
     "errors show from 'info' down.",
 )
-def kit(host: str, port: int, token: str | None, log_level: str) -> None:
+def kit(host: str, port: int, grpc_port: int | None, token: str | None, log_level: str) -> None:
     """Run the code-reviewer A2A agent (a2a-sdk) until Ctrl-C.
 
-    JSON-RPC at /a2a/jsonrpc, HTTP+JSON under /a2a/rest, the card at
-    /.well-known/agent-card.json. Every request needs the header A2A-Version: 1.0.
+    JSON-RPC at /a2a/jsonrpc, HTTP+JSON under /a2a/rest, gRPC (lf.a2a.v1.A2AService) on
+    --grpc-port, the card at /.well-known/agent-card.json. Every request needs the header
+    A2A-Version: 1.0 (gRPC: the metadata a2a-version: 1.0).
     """
     import logging
 
     import uvicorn
 
-    from recorder.cli import fail
+    from recorder.cli import fail, warn
     from recorder.kit import DEFAULT_TOKEN, create_app
+    from recorder.kit.grpc_server import grpc_available
     from recorder.kit.serve import public_base_url
     from recorder.servers import bind_socket, listen_problem, quiet_shutdown
 
@@ -51,13 +61,31 @@ def kit(host: str, port: int, token: str | None, log_level: str) -> None:
         fail("kit", listen_problem(host, port, error))
     bound_port = int(sock.getsockname()[1])
     base_url = public_base_url(host, bound_port)
-    app = create_app(base_url, token=token or os.environ.get("RECORDER_KIT_TOKEN") or DEFAULT_TOKEN)
+    if grpc_port is None and not grpc_available():
+        warn("kit", "no gRPC binding: it needs the grpc extra: pip install 'a2a-recorder[grpc]'")
+    else:
+        grpc_port = _grpc_port(host, bound_port if port else 0, grpc_port, sock)
     shown_host = f"[{host}]" if ":" in host else host
-    click.echo(f"code-reviewer listening on http://{shown_host}:{bound_port}")
-    click.echo(f"  agent card  {base_url}/.well-known/agent-card.json")
-    click.echo(f"  JSON-RPC    {base_url}/a2a/jsonrpc")
-    click.echo(f"  HTTP+JSON   {base_url}/a2a/rest")
-    click.echo("Press Ctrl-C to stop.")
+    started: list[bool] = []
+
+    def banner(grpc_address: str | None) -> None:
+        # (printed once the gRPC port is bound: the app's startup, before the first request)
+        started.append(True)
+        click.echo(f"code-reviewer listening on http://{shown_host}:{bound_port}")
+        click.echo(f"  agent card  {base_url}/.well-known/agent-card.json")
+        click.echo(f"  JSON-RPC    {base_url}/a2a/jsonrpc")
+        click.echo(f"  HTTP+JSON   {base_url}/a2a/rest")
+        if grpc_address is not None:
+            click.echo(f"  gRPC        {grpc_address}")
+        click.echo("Press Ctrl-C to stop.")
+
+    app = create_app(
+        base_url,
+        token=token or os.environ.get("RECORDER_KIT_TOKEN") or DEFAULT_TOKEN,
+        grpc_port=grpc_port,
+        grpc_host=host,
+        on_start=banner,
+    )
     level = logging.getLevelName(log_level.upper())
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=level)
     # The SDK logs every client error (-32001, -32602 ...) as a warning; the kit is made to
@@ -71,4 +99,25 @@ def kit(host: str, port: int, token: str | None, log_level: str) -> None:
         pass  # uvicorn has shut down already; it re-raises the Ctrl-C it captured
     finally:
         sock.close()
+    if not started:  # the app's startup failed (uvicorn said why above)
+        fail("kit", "the agent did not start", 1)
     click.echo("code-reviewer stopped.")
+
+
+def _grpc_port(host: str, http_port: int, asked: int | None, sock: socket.socket) -> int:
+    """The gRPC port to serve on: the one asked for, else the HTTP port + 1 (any free one
+    when the HTTP port was any free one); a busy one is an error here, before the start."""
+    from recorder.cli import fail
+    from recorder.servers import bind_socket, listen_problem
+
+    port = asked if asked is not None else (http_port + 1 if http_port else 0)
+    if port == 0:
+        return 0
+    if port > 65535:
+        fail("kit", f"no gRPC port after {http_port}: give one with --grpc-port")
+    try:
+        bind_socket(host, port).close()  # (a probe: the gRPC server binds it next)
+    except (OSError, OverflowError) as error:
+        sock.close()
+        fail("kit", listen_problem(host, port, error) + " (gRPC: see --grpc-port)")
+    return port
