@@ -244,7 +244,11 @@ class _Message:
 
     @property
     def is_json(self) -> bool:
-        return self.is_grpc or is_json_media_type(self.content_type)
+        """Whether the body is JSON: by its media type, or a gRPC message (not a stream's
+        frames)."""
+        if self.is_grpc:
+            return getattr(self, "events", None) is None
+        return is_json_media_type(self.content_type)
 
     @cached_property
     def json(self) -> Any:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -53,6 +54,7 @@ __all__ = [
     "card_interface",
     "is_grpc",
     "is_server_streaming",
+    "message_problem",
     "message_type",
     "metadata_headers",
     "metadata_of",
@@ -225,6 +227,43 @@ def to_message(name: str, json_bytes: bytes | str, *, reply: bool = False) -> An
     problem when the JSON is not one."""
     cls = message_type(name, reply=reply)
     return _parse(cls, json_bytes)
+
+
+_FIELD_CHAIN = re.compile(r"Failed to parse (\S+) field: ")
+_NO_FIELD = re.compile(r'has no field named "([^"]*)"')
+
+
+def message_problem(
+    name: str, body: bytes | str, *, reply: bool = False
+) -> tuple[tuple[str, ...], str] | None:
+    """None when `body` is ProtoJSON of method `name`'s request (reply) message; else (the
+    JSON names leading to the mistake, outermost first: where to look; what is wrong).
+    `name` "google.rpc.Status" checks a failed call's status."""
+    status = name == "google.rpc.Status"
+    cls = _protobuf()[2].Status if status else message_type(name, reply=reply)
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return (), "not JSON"
+    type_name = cls.DESCRIPTOR.full_name
+    if not isinstance(value, dict):
+        return (), f"not a {type_name}: a message is a JSON object"
+    try:
+        _parse(cls, text)
+    except ValueError as exc:
+        found = str(exc).split("\n", 1)[0]
+        chain = _FIELD_CHAIN.findall(found)
+        where = ".".join(chain)
+        missing = _NO_FIELD.search(found)
+        if missing:
+            chain.append(missing.group(1))
+            reason = f'no field named "{missing.group(1)}"'
+        else:
+            reason = _FIELD_CHAIN.sub("", found.removeprefix(f"not a {type_name}: "))
+            reason = re.sub(r" at \S+$", "", reason.rstrip(".")).rstrip(".")
+        return tuple(chain), f"not a {type_name}: " + (f"{where}: {reason}" if where else reason)
+    return None
 
 
 def _parse(cls: Any, json_bytes: bytes | str) -> Any:

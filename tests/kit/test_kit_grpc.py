@@ -10,6 +10,7 @@ import signal
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -38,7 +39,9 @@ from a2a.utils.errors import TaskNotFoundError
 from google.protobuf.json_format import MessageToDict
 from helpers import cli_process
 
+from recorder import Exchange, Transcript, dump, loads
 from recorder.bindings import grpc as binding
+from recorder.checking import check_paths
 from recorder.kit import KitServer, start_kit
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
@@ -359,3 +362,97 @@ def test_recorder_kit_refuses_a_busy_grpc_port(kit: KitServer) -> None:
         f"recorder kit: cannot listen on 127.0.0.1:{busy}: address already in use"
         " (gRPC: see --grpc-port)\n"
     )
+
+
+async def _call(channel: grpc.aio.Channel, name: str, request: Any) -> Exchange:
+    """One real call to the kit, as the transcript model holds it (`recorder.bindings.grpc`)."""
+    target = binding.target_of(name)
+    reply_type = binding.message_type(name, reply=True)
+    metadata = [*VERSION, ("x-trace-bin", b"\x00\x01")]
+    request_type = binding.message_type(name)
+    streaming = binding.is_server_streaming(name)
+    if streaming:
+        multi = channel.unary_stream(
+            target,
+            request_serializer=request_type.SerializeToString,
+            response_deserializer=reply_type.FromString,
+        )
+        call: Any = multi(request, metadata=metadata)
+    else:
+        single = channel.unary_unary(
+            target,
+            request_serializer=request_type.SerializeToString,
+            response_deserializer=reply_type.FromString,
+        )
+        call = single(request, metadata=metadata)
+    messages: list[Any] = []
+    reply = None
+    try:
+        if streaming:
+            messages.extend([m async for m in call])
+        else:
+            reply = await call
+    except grpc.aio.AioRpcError:
+        pass
+    code = (await call.code()).value[0]
+    response = binding.response_of(
+        code,
+        message=await call.details() or "",
+        initial=await call.initial_metadata() or (),
+        trailing=await call.trailing_metadata() or (),
+        reply=reply,
+        messages=messages if streaming else None,
+    )
+    return Exchange(binding.request_of(name, metadata, request), response, title=name)
+
+
+def test_real_calls_make_a_transcript_that_checks_and_round_trips(
+    kit: KitServer, tmp_path: Path
+) -> None:
+    async def scenario() -> list[Exchange]:
+        assert kit.grpc_address is not None
+        async with grpc.aio.insecure_channel(kit.grpc_address) as channel:
+            streamed = await _call(channel, "SendStreamingMessage", user_message(DIFF))
+            assert streamed.response.events
+            task_id = json.loads(streamed.response.events[0].data or "")["task"]["id"]
+            config = a2a_pb2.TaskPushNotificationConfig(
+                task_id=task_id, id="hook-1", url="http://127.0.0.1:9/hook"
+            )
+            delete = a2a_pb2.DeleteTaskPushNotificationConfigRequest(task_id=task_id, id="hook-1")
+            return [
+                await _call(channel, "SendMessage", user_message("What languages?")),
+                streamed,
+                await _call(channel, "GetTask", a2a_pb2.GetTaskRequest(id=task_id)),
+                await _call(channel, "ListTasks", a2a_pb2.ListTasksRequest()),
+                await _call(channel, "CancelTask", a2a_pb2.CancelTaskRequest(id=task_id)),
+                await _call(channel, "SubscribeToTask", a2a_pb2.SubscribeToTaskRequest(id=task_id)),
+                await _call(channel, "CreateTaskPushNotificationConfig", config),
+                await _call(channel, "DeleteTaskPushNotificationConfig", delete),
+                await _call(channel, "GetTask", a2a_pb2.GetTaskRequest(id="no-such-task")),
+                await _call(channel, "GetExtendedAgentCard", a2a_pb2.GetExtendedAgentCardRequest()),
+            ]
+
+    exchanges = run(scenario())
+    statuses = [(e.response.status, e.response.reason) for e in exchanges]
+    assert statuses == [
+        *[(0, "OK")] * 4,
+        (9, "FAILED_PRECONDITION"),  # CancelTask of a completed task
+        (9, "FAILED_PRECONDITION"),  # SubscribeToTask of a completed task: no message
+        *[(0, "OK")] * 2,
+        (5, "NOT_FOUND"),
+        (16, "UNAUTHENTICATED"),
+    ]
+    not_found = exchanges[8].response
+    assert not_found.events is None
+    assert not_found.json["details"][0]["reason"] == "TASK_NOT_FOUND"
+    assert exchanges[5].response.events is None  # failed before any message: the status
+    assert exchanges[7].response.body == b"{}"
+    path = tmp_path / "01-grpc.http"
+    transcript = Transcript(tuple(exchanges))
+    dump(transcript, path)
+    text = path.read_text()
+    assert "GRPC /lf.a2a.v1.A2AService/SendStreamingMessage\na2a-version: 1.0\n" in text
+    assert "\nx-trace-bin: AAE=\n" in text
+    assert text.count("\ndata: {") == len(exchanges[1].response.events or ())
+    assert loads(text) == transcript
+    assert check_paths([path], canonical=True) == (1, [])
