@@ -25,6 +25,13 @@ import click
     "--port 0].",
 )
 @click.option(
+    "--grpc/--no-grpc",
+    "serve_grpc",
+    default=True,
+    show_default=True,
+    help="Serve the gRPC binding (and list it in the card).",
+)
+@click.option(
     "--token",
     default=None,
     help="Bearer token for GetExtendedAgentCard [default: $RECORDER_KIT_TOKEN, else the demo "
@@ -38,7 +45,14 @@ import click
     help="Log level of the server (uvicorn). The SDK's per-request warnings about client "
     "errors show from 'info' down.",
 )
-def kit(host: str, port: int, grpc_port: int | None, token: str | None, log_level: str) -> None:
+def kit(
+    host: str,
+    port: int,
+    grpc_port: int | None,
+    serve_grpc: bool,
+    token: str | None,
+    log_level: str,
+) -> None:
     """Run the code-reviewer A2A agent (a2a-sdk) until Ctrl-C.
 
     JSON-RPC at /a2a/jsonrpc, HTTP+JSON under /a2a/rest, gRPC (lf.a2a.v1.A2AService) on
@@ -61,7 +75,9 @@ def kit(host: str, port: int, grpc_port: int | None, token: str | None, log_leve
         fail("kit", listen_problem(host, port, error))
     bound_port = int(sock.getsockname()[1])
     base_url = public_base_url(host, bound_port)
-    if grpc_port is None and not grpc_available():
+    if not serve_grpc:
+        grpc_port = None
+    elif grpc_port is None and not grpc_available():
         warn("kit", "no gRPC binding: it needs the grpc extra: pip install 'a2a-recorder[grpc]'")
     else:
         grpc_port = _grpc_port(host, bound_port if port else 0, grpc_port, sock)

@@ -456,3 +456,18 @@ def test_real_calls_make_a_transcript_that_checks_and_round_trips(
     assert text.count("\ndata: {") == len(exchanges[1].response.events or ())
     assert loads(text) == transcript
     assert check_paths([path], canonical=True) == (1, [])
+
+
+def test_recorder_kit_no_grpc_serves_and_lists_http_only() -> None:
+    with cli_process("kit", "--port", "0", "--no-grpc") as process:
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(5)]
+        assert lines[-1] == "Press Ctrl-C to stop.\n", lines
+        url = lines[0].split()[-1]
+        card = httpx.get(url + "/.well-known/agent-card.json", timeout=LIMIT).json()
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=LIMIT)
+    assert not any("gRPC" in line for line in lines)
+    assert [i["protocolBinding"] for i in card["supportedInterfaces"]] == ["JSONRPC", "HTTP+JSON"]
+    assert process.returncode == 0, err
+    assert out == "code-reviewer stopped.\n"
