@@ -155,3 +155,27 @@ def test_the_card_interface() -> None:
         "protocolBinding": "GRPC",
         "protocolVersion": "1.0",
     }
+
+
+def test_the_model_holds_a_grpc_call_only_in_its_shape() -> None:
+    from recorder import Headers, Request, Response
+
+    with pytest.raises(ValueError, match="expected 0 to 16"):
+        Response(17, http_version="GRPC")
+    with pytest.raises(ValueError, match="only a gRPC reply has trailers"):
+        Response(200, trailers=Headers([("x-a", "1")]))
+    with pytest.raises(ValueError, match="without an HTTP version is a gRPC call"):
+        Request("POST", "/a2a/jsonrpc", http_version="")
+    grpc_request = Request(
+        "GRPC", "/lf.a2a.v1.A2AService/GetTask", body=b'{"id":"t"}', http_version=""
+    )
+    assert grpc_request.is_grpc and grpc_request.is_json
+    assert grpc_request.body == b'{\n  "id": "t"\n}'  # pretty, whatever the content type
+    with pytest.raises(ValueError, match="different bindings"):
+        Exchange(grpc_request, Response(200))
+    stream = Response(0, "OK", http_version="GRPC")
+    assert stream.events == () and not stream.is_json  # no message, no body: a stream
+    unary = Response(0, "OK", body=b"{}", http_version="GRPC")
+    assert unary.events is None and unary.is_json and unary.json == {}
+    kept = unary.with_content(Headers(), body=b'{"id": "t"}')
+    assert kept.trailers == unary.trailers and kept.http_version == "GRPC"
