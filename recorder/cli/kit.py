@@ -56,8 +56,8 @@ def kit(
     """Run the code-reviewer A2A agent (a2a-sdk) until Ctrl-C.
 
     JSON-RPC at /a2a/jsonrpc, HTTP+JSON under /a2a/rest, gRPC (lf.a2a.v1.A2AService) on
-    --grpc-port, the card at /.well-known/agent-card.json. Every request needs the header
-    A2A-Version: 1.0 (gRPC: the metadata a2a-version: 1.0).
+    --grpc-port, the card at /.well-known/agent-card.json. Every HTTP request needs the
+    header A2A-Version: 1.0.
     """
     import logging
 
