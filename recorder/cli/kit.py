@@ -63,6 +63,7 @@ def kit(
 
     import uvicorn
 
+    from recorder.bindings.grpc import MISSING
     from recorder.cli import fail, warn
     from recorder.kit import DEFAULT_TOKEN, create_app
     from recorder.kit.grpc_server import grpc_available
@@ -77,8 +78,11 @@ def kit(
     base_url = public_base_url(host, bound_port)
     if not serve_grpc:
         grpc_port = None
-    elif grpc_port is None and not grpc_available():
-        warn("kit", "no gRPC binding: it needs the grpc extra: pip install 'a2a-recorder[grpc]'")
+    elif not grpc_available():
+        if grpc_port is not None:  # asked for: an error, not a kit without it
+            sock.close()
+            fail("kit", f"--grpc-port {grpc_port}: {MISSING}")
+        warn("kit", f"no gRPC binding: {MISSING}")
     else:
         grpc_port = _grpc_port(host, bound_port if port else 0, grpc_port, sock)
     shown_host = f"[{host}]" if ":" in host else host

@@ -471,3 +471,23 @@ def test_recorder_kit_no_grpc_serves_and_lists_http_only() -> None:
     assert [i["protocolBinding"] for i in card["supportedInterfaces"]] == ["JSONRPC", "HTTP+JSON"]
     assert process.returncode == 0, err
     assert out == "code-reviewer stopped.\n"
+
+
+def test_without_grpcio_the_kit_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from click.testing import CliRunner
+
+    from recorder.cli import main
+    from recorder.errors import RecorderError
+    from recorder.kit.grpc_server import grpc_available, start_grpc
+
+    monkeypatch.setitem(sys.modules, "grpc", None)  # `import grpc` fails as if not installed
+    assert not grpc_available()
+    with pytest.raises(RecorderError, match=re.escape(binding.MISSING)):
+        run(start_grpc(object(), "127.0.0.1", 0, token="t"))
+    result = CliRunner().invoke(main, ["kit", "--port", "0", "--grpc-port", "0"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "recorder kit: --grpc-port 0: gRPC needs the grpc extra: pip install 'a2a-recorder[grpc]'\n"
+    )
