@@ -222,7 +222,7 @@ def message_type(name: str, *, reply: bool = False) -> Any:
     return getattr(a2a_pb2, type_name)
 
 
-def to_message(name: str, json_bytes: bytes | str, *, reply: bool = False) -> Any:
+def to_message(name: str, json_bytes: bytes | str, reply: bool = False) -> Any:
     """Method `name`'s request (or reply) message from its ProtoJSON; ValueError naming the
     problem when the JSON is not one."""
     cls = message_type(name, reply=reply)

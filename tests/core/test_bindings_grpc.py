@@ -89,7 +89,7 @@ def test_messages_go_to_protojson_and_back() -> None:
     assert binding.to_message("SendMessage", text) == request
     with pytest.raises(ValueError, match="no field named"):
         binding.to_message("GetTask", b'{"taskId": "t-1"}')
-    empty = binding.to_message("DeleteTaskPushNotificationConfig", b"{}", reply=True)
+    empty = binding.to_message("DeleteTaskPushNotificationConfig", b"{}", True)  # (the contract)
     assert empty.DESCRIPTOR.full_name == "google.protobuf.Empty"
 
 
