@@ -102,7 +102,8 @@ if TYPE_CHECKING:
     default=None,
     help="Where the gRPC listener listens: A2A's gRPC binding, forwarded to the GRPC interface "
     "the agent's card lists, and recorded [default: when the card lists one, the --listen host "
-    "and its port + 1 (any free port with port 0)]. Needs the grpc extra.",
+    "and its port + 1, or the next port that is not the agent's own (41244 in front of the "
+    "kit); any free port with port 0]. Needs the grpc extra.",
 )
 @click.option(
     "-q",
@@ -136,7 +137,8 @@ def record(
 
     gRPC: when the agent's card (fetched once at the start) lists a GRPC interface, a gRPC
     listener forwards and records that binding too, on --grpc-listen or else the --listen
-    port + 1, and the card the client gets names it. An interface the recorder does not
+    port + 1 (the next port not the agent's own: 41244 in front of the kit), and the card the
+    client gets names it. An interface the recorder does not
     proxy is named in a warning: what is called there is not recorded.
 
     Record modes (--mode), for a scenario whose file is already in --out: replace (the
@@ -238,7 +240,7 @@ def _listen_grpc(
         except ValueError as exc:
             fail("record", f"--grpc-listen: {exc}")
     else:
-        grpc_host, grpc_port = host, (port + 1 if port else 0)
+        grpc_host, grpc_port = host, _next_port(port, upstream, agent)
     try:
         proxy.listen_grpc(grpc_host, grpc_port, agent)
     except RecorderError as exc:
@@ -250,6 +252,26 @@ def _listen_grpc(
             err=True,
         )
         return
+
+
+def _next_port(port: int, upstream: str, agent: str | None) -> int:
+    """The gRPC listener's default port: the --listen port + 1, or the next one after it that
+    is not one of the agent's own (in front of the kit, 41241 + 1 is its HTTP port, + 2 its
+    gRPC port: 41244); 0 (any free) with --listen port 0."""
+    if not port:
+        return 0
+    import urllib.parse
+
+    from recorder.record.cards import grpc_address
+
+    taken = {urllib.parse.urlsplit(upstream).port}
+    found = grpc_address(agent) if agent else None
+    if found is not None:
+        taken.add(found[1])
+    candidate = port + 1
+    while candidate in taken and candidate < 65535:
+        candidate += 1
+    return candidate
 
 
 def _status(line: str) -> None:

@@ -271,3 +271,50 @@ def test_recorder_record_listens_for_grpc_when_the_card_lists_it(
     assert process.returncode == 0, stderr
     files = grpc_calls(tmp_path)
     assert list(files.values()) == [["SendStreamingMessage"]]
+
+
+def test_the_planners_grpc_scenarios_record_checked_files_that_a_second_run_keeps(
+    tmp_path: Path,
+) -> None:
+    from recorder.planner.grpc_scenarios import GRPC_SCENARIOS
+    from recorder.planner.run import record_scenarios
+    from recorder.planner.scenarios import SCENARIOS
+    from recorder.replay.rerecord import keep_recorded_values
+    from recorder.rules import DEFAULT_RULES
+
+    planned = (SCENARIOS[0], *GRPC_SCENARIOS)  # (the card first: the gRPC client is made from it)
+    first = record_scenarios(tmp_path / "first", planned, kit_port=0)
+    second = record_scenarios(tmp_path / "second", planned, kit_port=0)
+    assert [p.name for p in first] == [
+        "01-agent-card.http",
+        "02-grpc-message-reply.http",
+        "03-grpc-streaming.http",
+        "04-grpc-get-task.http",
+        "05-grpc-cancel-task.http",
+        "06-grpc-errors.http",
+    ]
+    assert check_paths([tmp_path / "first"])[1] == []
+    methods = [[e.request.target.rsplit("/", 1)[1] for e in load(p)] for p in first[1:]]
+    assert methods == [
+        ["SendMessage"],
+        ["SendStreamingMessage"],
+        ["SendMessage", "GetTask"],
+        ["SendMessage", "CancelTask"],
+        ["GetTask"],
+    ]
+    errors = first[-1].read_text()
+    assert (
+        "GRPC 5 NOT_FOUND" in errors and "### GetTask: a task id the agent never issued" in errors
+    )
+    assert "recorder-scenario" not in "".join(p.read_text() for p in first)
+    # a second run with fresh ids, laid over the first (what make record does), is the first
+    for old, new in zip(first[1:], second[1:], strict=True):
+        previous = load(old)
+        kept = keep_recorded_values(previous, load(new), DEFAULT_RULES)
+        assert dump_text(kept) == old.read_text(), old.name
+
+
+def dump_text(transcript: Transcript) -> str:
+    from recorder import dumps
+
+    return dumps(transcript)

@@ -204,3 +204,12 @@ def test_a_grpc_interface_elsewhere_or_without_a_listener_stays_and_is_named() -
     plain = rewrite_card(card("127.0.0.1:41243"), UPSTREAM, PROXY)
     assert plain["supportedInterfaces"][1]["url"] == "127.0.0.1:41243"
     assert unproxied(plain, PROXY) == [("GRPC", "127.0.0.1:41243")]
+
+
+def test_the_default_grpc_port_is_the_next_one_that_is_not_the_agents() -> None:
+    from recorder.cli.record import _next_port
+
+    # in front of the kit (HTTP 41242, gRPC 41243): 41241 + 1 and + 2 are the kit's
+    assert _next_port(41241, "http://localhost:41242", "127.0.0.1:41243") == 41244
+    assert _next_port(8000, "http://agent:9000", "agent:9001") == 8001
+    assert _next_port(0, "http://localhost:41242", "127.0.0.1:41243") == 0
