@@ -33,6 +33,7 @@ BENCH = Path(__file__).parent.parent / "bench"
             '"target": "reply-text"',
         ),
         ("bench_kill.py", ["--kills", "1", "--seconds", "0.3"], '"bench": "kill"'),
+        ("bench_grpc_proxy.py", ["--smoke"], '"bench": "grpc-proxy"'),
         (
             "bench_proxy.py",
             ["--smoke", "--variants", "per-connection"],

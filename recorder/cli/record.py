@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,6 +12,9 @@ from recorder.cli import fail, plural
 from recorder.errors import RecorderError
 from recorder.model import Transcript
 from recorder.record.modes import MODES
+
+if TYPE_CHECKING:
+    from recorder.record.proxy import RecordingProxy
 
 
 @click.command(short_help="Record the traffic to an agent as .http transcripts.")
@@ -93,6 +97,15 @@ from recorder.record.modes import MODES
     "cannot send one), as if POSTed to /_recorder/scenario at the start.",
 )
 @click.option(
+    "--grpc-listen",
+    metavar="HOST:PORT",
+    default=None,
+    help="Where the gRPC listener listens: A2A's gRPC binding, forwarded to the GRPC interface "
+    "the agent's card lists, and recorded [default: when the card lists one, the --listen host "
+    "and its port + 1, or the next port that is not the agent's own (41244 in front of the "
+    "kit); any free port with port 0]. Needs the grpc extra.",
+)
+@click.option(
     "-q",
     "--quiet",
     is_flag=True,
@@ -111,6 +124,7 @@ def record(
     keep_alive: float,
     mode: str,
     scenario: str | None,
+    grpc_listen: str | None,
     quiet: bool,
 ) -> None:
     """Record every exchange between clients and the agent at UPSTREAM.
@@ -120,6 +134,12 @@ def record(
     to one file. Without one, an exchange joins the file of the exchange that generated an id
     its request carries (a GetTask goes with the SendMessage that made the task), else starts
     a new file. Agent cards are rewritten for the client so that every call goes through.
+
+    gRPC: when the agent's card (fetched once at the start) lists a GRPC interface, a gRPC
+    listener forwards and records that binding too, on --grpc-listen or else the --listen
+    port + 1 (the next port not the agent's own: 41244 in front of the kit), and the card the
+    client gets names it. An interface the recorder does not
+    proxy is named in a warning: what is called there is not recorded.
 
     Record modes (--mode), for a scenario whose file is already in --out: replace (the
     default) records it again into that file, same number and name, keeping the previous
@@ -178,6 +198,7 @@ def record(
             keep=keep,
         )
         proxy.scenario = scenario
+        _listen_grpc(proxy, upstream, host, port, grpc_listen)
         serve(proxy, host=host, port=port, announce=_status, keep_alive=keep_alive)
     except (ValueError, RecorderError) as exc:
         fail("record", str(exc))
@@ -199,6 +220,58 @@ def record(
             "(see above)",
             code=1,
         )
+
+
+def _listen_grpc(
+    proxy: RecordingProxy, upstream: str, host: str, port: int, grpc_listen: str | None
+) -> None:
+    """Add the gRPC listener when the card lists a GRPC interface, or --grpc-listen asks
+    (its agent address then learned from the first card relayed, if the card cannot be
+    fetched now)."""
+    from recorder.record.grpc_proxy import card_grpc_interface
+    from recorder.record.proxy import parse_listen
+
+    agent = card_grpc_interface(upstream)
+    if grpc_listen is None and agent is None:
+        return
+    if grpc_listen is not None:
+        try:
+            grpc_host, grpc_port = parse_listen(grpc_listen)
+        except ValueError as exc:
+            fail("record", f"--grpc-listen: {exc}")
+    else:
+        grpc_host, grpc_port = host, _next_port(port, upstream, agent)
+    try:
+        proxy.listen_grpc(grpc_host, grpc_port, agent)
+    except RecorderError as exc:
+        if grpc_listen is not None:
+            fail("record", f"--grpc-listen {grpc_listen}: {exc}")
+        click.echo(
+            f"recorder record: warning: the agent's card lists a GRPC interface at {agent}: "
+            f"not proxied ({exc}); calls there are NOT recorded",
+            err=True,
+        )
+        return
+
+
+def _next_port(port: int, upstream: str, agent: str | None) -> int:
+    """The gRPC listener's default port: the --listen port + 1, or the next one after it that
+    is not one of the agent's own (in front of the kit, 41241 + 1 is its HTTP port, + 2 its
+    gRPC port: 41244); 0 (any free) with --listen port 0."""
+    if not port:
+        return 0
+    import urllib.parse
+
+    from recorder.record.cards import grpc_address
+
+    taken = {urllib.parse.urlsplit(upstream).port}
+    found = grpc_address(agent) if agent else None
+    if found is not None:
+        taken.add(found[1])
+    candidate = port + 1
+    while candidate in taken and candidate < 65535:
+        candidate += 1
+    return candidate
 
 
 def _status(line: str) -> None:

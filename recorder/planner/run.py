@@ -28,13 +28,19 @@ from pathlib import Path
 from recorder.errors import ParseError
 from recorder.httpfile import dump, load
 from recorder.kit import KitServer, start_kit
+from recorder.planner.grpc_scenarios import GRPC
 from recorder.planner.scenarios import SCENARIOS, Scenario, Session
 from recorder.record.naming import file_name
 from recorder.record.proxy import ProxyServer, create_proxy_app
 from recorder.replay.rerecord import keep_recorded_values
 from recorder.rules import DEFAULT_RULES
 
-__all__ = ["PREFERRED_KIT_PORT", "main", "record_scenarios"]
+__all__ = ["PLANNED", "PREFERRED_KIT_PORT", "main", "record_scenarios"]
+
+PLANNED: tuple[Scenario, ...] = SCENARIOS
+"""Every scenario `make record` records, in file-number order. (The gRPC ones,
+`GRPC_SCENARIOS`, are recorded by `record_scenarios` when given; once the player, serve,
+learn and export play gRPC files they come after these, as transcripts/17-21.)"""
 
 PREFERRED_KIT_PORT = 41242
 # seconds one scenario may take in all (each wait inside it is bounded too, by LIMIT; the
@@ -70,10 +76,12 @@ async def _run(
     token: str,
     *,
     limit: float = SCENARIO_LIMIT,
+    grpc_address: str | None = None,
 ) -> None:
     card = None
     for scenario in scenarios:
         session = Session(scenario.name, proxy_url, token=token, card=card)
+        session.grpc_address = grpc_address
         try:
             await asyncio.wait_for(scenario.run(session), limit)
         except TimeoutError as exc:
@@ -88,15 +96,23 @@ async def _run(
 
 
 def record_scenarios(
-    out: Path, scenarios: Sequence[Scenario] = SCENARIOS, *, kit_port: int = PREFERRED_KIT_PORT
+    out: Path, scenarios: Sequence[Scenario] = PLANNED, *, kit_port: int = PREFERRED_KIT_PORT
 ) -> list[Path]:
     """Record `scenarios` into the empty folder `out`; returns the files, checked.
 
     The kit listens on `kit_port` when it is free, else on a free port (0: any free port)."""
-    with _start_kit(kit_port) as kit:
+    with contextlib.ExitStack() as stack:
+        kit = stack.enter_context(_start_kit(kit_port))
         proxy = create_proxy_app(kit.base_url, out=out)
-        with ProxyServer(proxy) as server:
-            asyncio.run(_run(scenarios, server.url, kit.token))
+        listener = None
+        if any(s.binding == GRPC for s in scenarios):
+            # a kit of their own, serving gRPC: the first kit's card, recorded in
+            # 01-agent-card.http, stays HTTP only; the gRPC files hold no address of it
+            grpc_kit = stack.enter_context(start_kit(port=0, grpc_port=0))
+            listener = proxy.listen_grpc(port=0, upstream=grpc_kit.grpc_address)
+        server = stack.enter_context(ProxyServer(proxy))
+        grpc_address = f"127.0.0.1:{listener.port}" if listener is not None else None
+        asyncio.run(_run(scenarios, server.url, kit.token, grpc_address=grpc_address))
     expected = [file_name(n, s.name) for n, s in enumerate(scenarios, start=1)]
     written = sorted(p.name for p in out.iterdir())
     if written != expected:

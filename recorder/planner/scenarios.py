@@ -158,6 +158,7 @@ class Session:
         self.http.headers["Recorder-Scenario"] = scenario
         self._messages = 0
         self._clients: list[Client] = []
+        self.grpc_address: str | None = None  # the recorder's gRPC listener (`grpc_scenarios`)
 
     def title(self, text: str) -> None:
         """The description of the next exchange(s) (`### Operation: text`)."""
@@ -200,6 +201,10 @@ class Session:
         client = ClientFactory(config).create(self.card)
         self._clients.append(client)
         return client
+
+    def add_client(self, client: Client) -> None:
+        """A client made elsewhere (`grpc_scenarios`), closed with the session."""
+        self._clients.append(client)
 
     async def raw_jsonrpc(
         self,
@@ -550,6 +555,7 @@ class Scenario:
 
     name: str
     run: Callable[[Session], Awaitable[None]]
+    binding: str = JSONRPC  # GRPC: through the recorder's gRPC listener (`grpc_scenarios`)
 
 
 # in file-number order: 01-agent-card.http, 02-message-reply.http, ..., 11-errors.http, ...

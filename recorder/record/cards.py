@@ -7,8 +7,12 @@ agent sent it.
 
 Pure: `rewrite_card(card_json, upstream, proxy)` takes and returns values. A URL is rewritten
 when it has the upstream's scheme, port and host (the loopback names `localhost`, `127.0.0.1`
-and `::1` count as one host) and its path starts with the upstream's path. Everything else
-(other hosts, `provider.url`, `documentationUrl`) is left alone.
+and `::1` count as one host) and its path starts with the upstream's path. A `GRPC`
+interface (`host:port`, A2A's gRPC binding) is rewritten to the recorder's gRPC listener when
+there is one (`GrpcRoute`) and it names the agent's gRPC address. Everything else (other
+hosts, `provider.url`, `documentationUrl`) is left alone; `unproxied` lists the interfaces a
+rewritten card still points elsewhere by, for the warning that traffic goes around the
+recorder.
 """
 
 from __future__ import annotations
@@ -18,7 +22,16 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Origin", "card_of_reply", "rewrite_card", "rewrite_card_body", "rewrite_url"]
+__all__ = [
+    "GrpcRoute",
+    "Origin",
+    "card_of_reply",
+    "grpc_address",
+    "rewrite_card",
+    "rewrite_card_body",
+    "rewrite_url",
+    "unproxied",
+]
 
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -54,6 +67,37 @@ class Origin:
         return host == self.host or (host in _LOOPBACK and self.host in _LOOPBACK)
 
 
+@dataclass(frozen=True)
+class GrpcRoute:
+    """The agent's gRPC address (`host:port`, as its card's GRPC interface names it) and the
+    port of the recorder's gRPC listener that stands in for it."""
+
+    upstream: str
+    listen_port: int
+
+
+def grpc_address(url: str) -> tuple[str, int] | None:
+    """(host, port) of a GRPC interface's url (`host:port`, `[::1]:port`, a `grpc://` or
+    `http://` prefix allowed), or None when it names no port."""
+    rest = url.partition("://")[2] if "://" in url else url
+    rest = rest.rstrip("/")
+    host, _, port = rest.rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    return host.strip("[]").lower(), int(port)
+
+
+def _rewrite_grpc(url: str, upstream: Origin, proxy: Origin, grpc: GrpcRoute) -> str:
+    found, agent = grpc_address(url), grpc_address(grpc.upstream)
+    if found is None or agent is None or found[1] != agent[1]:
+        return url
+    host = found[0]
+    if not (host == agent[0] or (host in _LOOPBACK and agent[0] in _LOOPBACK)):
+        return url
+    shown = f"[{proxy.host}]" if ":" in proxy.host else proxy.host
+    return f"{shown}:{grpc.listen_port}"
+
+
 def rewrite_url(url: str, upstream: Origin, proxy: Origin) -> str:
     """`url` with the upstream's origin and path prefix swapped for the proxy's, or unchanged."""
     try:
@@ -75,25 +119,66 @@ def rewrite_url(url: str, upstream: Origin, proxy: Origin) -> str:
     return f"{proxy.base}{rest}{query}{fragment}"
 
 
-def rewrite_card(card: Any, upstream: Origin, proxy: Origin) -> Any:
-    """A copy of a parsed card with its interface URLs rewritten (v1.0 and v0.3 fields)."""
+def rewrite_card(card: Any, upstream: Origin, proxy: Origin, grpc: GrpcRoute | None = None) -> Any:
+    """A copy of a parsed card with its interface URLs rewritten (v1.0 and v0.3 fields); its
+    GRPC interface too with a `grpc` route."""
     if not isinstance(card, dict):
         return card
     out = dict(card)
     for key in ("supportedInterfaces", "additionalInterfaces"):
         interfaces = card.get(key)
         if isinstance(interfaces, list):
-            out[key] = [_rewrite_interface(i, upstream, proxy) for i in interfaces]
+            out[key] = [_rewrite_interface(i, upstream, proxy, grpc) for i in interfaces]
     # v0.3 cards (and the SDK's legacy fields) carry the preferred interface's URL at the top
     if isinstance(card.get("url"), str):
         out["url"] = rewrite_url(card["url"], upstream, proxy)
     return out
 
 
-def _rewrite_interface(interface: Any, upstream: Origin, proxy: Origin) -> Any:
+def _rewrite_interface(
+    interface: Any, upstream: Origin, proxy: Origin, grpc: GrpcRoute | None
+) -> Any:
     if isinstance(interface, dict) and isinstance(interface.get("url"), str):
-        return {**interface, "url": rewrite_url(interface["url"], upstream, proxy)}
+        url = interface["url"]
+        if interface.get("protocolBinding") == "GRPC":
+            url = _rewrite_grpc(url, upstream, proxy, grpc) if grpc is not None else url
+        else:
+            url = rewrite_url(url, upstream, proxy)
+        return {**interface, "url": url}
     return interface
+
+
+def unproxied(card: Any, proxy: Origin, grpc_port: int | None = None) -> list[tuple[str, str]]:
+    """(binding, url) of each interface of a card as the client gets it that does not point
+    at the recorder (its HTTP origin `proxy`, or its gRPC listener's port): calls there go
+    around it, unrecorded."""
+    found: list[tuple[str, str]] = []
+    if not isinstance(card, dict):
+        return found
+    for key in ("supportedInterfaces", "additionalInterfaces"):
+        interfaces = card.get(key)
+        for interface in interfaces if isinstance(interfaces, list) else ():
+            if not isinstance(interface, dict) or not isinstance(interface.get("url"), str):
+                continue
+            url, binding = interface["url"], str(interface.get("protocolBinding") or "?")
+            if binding == "GRPC":
+                address = grpc_address(url)
+                ours = address is not None and address[1] == grpc_port
+                if ours and address is not None and proxy.same_host(address[0]):
+                    continue
+            elif _points_at(url, proxy):
+                continue
+            found.append((binding, url))
+    return found
+
+
+def _points_at(url: str, proxy: Origin) -> bool:
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower())
+    except ValueError:
+        return False
+    return bool(parts.hostname) and proxy.same_host(parts.hostname or "") and port == proxy.port
 
 
 def card_of_reply(reply: Any) -> tuple[Any, str | None]:
@@ -106,7 +191,9 @@ def card_of_reply(reply: Any) -> tuple[Any, str | None]:
     return reply, None
 
 
-def rewrite_card_body(body: bytes, upstream: Origin, proxy: Origin) -> bytes | None:
+def rewrite_card_body(
+    body: bytes, upstream: Origin, proxy: Origin, grpc: GrpcRoute | None = None
+) -> bytes | None:
     """The rewritten JSON body (a bare card or a JSON-RPC reply holding one), or None when
     there is nothing to rewrite (not JSON, no interface URL naming the upstream)."""
     try:
@@ -114,7 +201,7 @@ def rewrite_card_body(body: bytes, upstream: Origin, proxy: Origin) -> bytes | N
     except (ValueError, RecursionError):
         return None
     card, member = card_of_reply(reply)
-    rewritten = rewrite_card(card, upstream, proxy)
+    rewritten = rewrite_card(card, upstream, proxy, grpc)
     if rewritten == card:
         return None
     reply = {**reply, member: rewritten} if member is not None else rewritten

@@ -15,7 +15,8 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from recorder.model import Request
+from recorder.bindings import grpc as grpc_binding
+from recorder.model import GRPC_METHOD, Request
 
 __all__ = [
     "NUMBERED",
@@ -93,6 +94,8 @@ def operation_name(request: Request) -> str:
 def operation_of(method: str, path: str, value: Any) -> str:
     """`operation_name` of a request given by its parts: `value` is its body parsed (None
     unless a POST with a JSON body)."""
+    if method == GRPC_METHOD:  # a gRPC call: its method's name
+        return grpc_binding.method_of(path) or f"{method} {path}"
     if isinstance(value, dict):
         called = value.get("method")
         if isinstance(called, str) and _JSONRPC_METHOD.fullmatch(called):

@@ -46,12 +46,16 @@ _TARGET_PARTS = re.compile(r"([/?&=:])")
 def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) -> Transcript:
     """`fresh` with the values `previous` recorded wherever the two say the same thing."""
     live_base = fresh.recorded_base_url
+    recorded_base = previous.recorded_base_url
+    if live_base is None and _all_grpc(fresh) and _all_grpc(previous):
+        # gRPC calls name no host (no Host header, no URL): the two sides share one
+        live_base = recorded_base = _NO_HOST
     if live_base is None:
         return fresh
     if len(fresh.exchanges) != len(previous.exchanges):
         return fresh
     fresh = align_client_values(previous, fresh, rules)
-    state = ReplayState(rules, recorded_base=previous.recorded_base_url, live_base=live_base)
+    state = ReplayState(rules, recorded_base=recorded_base, live_base=live_base)
     compared: list[tuple[Exchange, Exchange, bool]] = []
     for old, new in zip(previous.exchanges, fresh.exchanges, strict=True):
         if state.prepare(old.request) != new.request:
@@ -67,6 +71,13 @@ def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) 
         for old, new, matched in compared
     ]
     return dataclasses.replace(fresh, exchanges=tuple(kept))
+
+
+_NO_HOST = "http://grpc.invalid"
+
+
+def _all_grpc(transcript: Transcript) -> bool:
+    return bool(transcript.exchanges) and all(e.request.is_grpc for e in transcript.exchanges)
 
 
 def align_client_values(previous: Transcript, fresh: Transcript, rules: Rules) -> Transcript:

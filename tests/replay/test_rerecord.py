@@ -39,7 +39,8 @@ def fresh_run(text: str) -> str:
 def test_an_unchanged_scenario_keeps_its_file_byte_for_byte(name: str) -> None:
     previous = load(TRANSCRIPTS / name)
     fresh = loads(fresh_run(dumps(previous)))
-    assert fresh != previous or not UUID.search(dumps(previous))
+    generated = [u for u in UUID.findall(dumps(previous)) if not u.startswith("00000000-")]
+    assert fresh != previous or not generated  # (a file with only the client's ids: the same)
     assert dumps(keep_recorded_values(previous, fresh, DEFAULT_RULES)) == dumps(previous)
 
 

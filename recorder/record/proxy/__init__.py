@@ -47,6 +47,7 @@ import logging
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -77,6 +78,9 @@ from recorder.redact import (
     secret_names,
 )
 from recorder.rules import DEFAULT_RULES, Rules
+
+if TYPE_CHECKING:
+    from recorder.record.grpc_proxy import GrpcListener
 
 __all__ = [
     "CONTROL_PATH",
@@ -157,6 +161,7 @@ class RecordingProxy:
         )
         self.scenarios = Scenarios(self.store, self.upstream_url)
         self.cards = AgentCards(self.upstream)
+        self.grpc: GrpcListener | None = None  # `listen_grpc`
         self.relay = StreamRelay(self.recording, self.upstream_url, grace=stream_grace)
         self.forwarder = Forwarder(
             self.upstream,
@@ -171,6 +176,22 @@ class RecordingProxy:
             relay=self.relay,
             cards=self.cards,
         )
+
+    def listen_grpc(
+        self, host: str = "127.0.0.1", port: int = 0, upstream: str | None = None
+    ) -> GrpcListener:
+        """Forward and record A2A's gRPC binding too: a listener on host:port (0: a free
+        port), started and stopped with the proxy, calling the agent at `upstream` (its
+        card's GRPC interface, `host:port`; None: learned from the first card relayed).
+        Raises RecorderError without grpcio (`recorder.record.grpc_proxy`)."""
+        from recorder.record.grpc_proxy import GrpcListener
+
+        listener = GrpcListener(
+            self.recording, self.scenarios, host=host, port=port, upstream=upstream
+        )
+        listener.http_upstream = self.upstream_url
+        self.grpc = self.cards.grpc = listener
+        return listener
 
     @property
     def scenario(self) -> str | None:

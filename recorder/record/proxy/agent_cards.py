@@ -6,7 +6,10 @@ an A2A client sends every later call through the proxy too; the transcript keeps
 the agent sent it. The upstream is asked without `If-None-Match` (its ETag names the
 unrewritten card); the client gets an ETag of the rewritten card and a 304 when it already
 holds that one. A card that comes streamed (no Content-Length, or larger than the buffer
-limit) passes through unchanged, with a warning.
+limit) passes through unchanged, with a warning. The card's GRPC interface points at the
+recorder's gRPC listener when there is one (`grpc`, `recorder.record.grpc_proxy`; its agent
+address learned from the first card that lists one); an interface the client would still
+call the agent by (a binding the recorder does not proxy) is named once, in a warning.
 """
 
 from __future__ import annotations
@@ -15,9 +18,28 @@ import hashlib
 import json
 import logging
 import re
+from typing import Any, Protocol
 
-from recorder.record.cards import Origin, rewrite_card_body
+from recorder.record.cards import (
+    GrpcRoute,
+    Origin,
+    card_of_reply,
+    grpc_address,
+    rewrite_card_body,
+    unproxied,
+)
 from recorder.record.proxy.call import Call, Scope
+
+
+class GrpcSide(Protocol):
+    """What the card room needs of the gRPC listener (`recorder.record.grpc_proxy`)."""
+
+    upstream: str | None
+    port: int
+    http_base: str
+
+    def route(self) -> GrpcRoute | None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +53,8 @@ class AgentCards:
 
     def __init__(self, upstream: Origin) -> None:
         self.upstream = upstream
+        self.grpc: GrpcSide | None = None
+        self._warned: set[tuple[str, str]] = set()
 
     def inspect(self, call: Call, scope: Scope) -> None:
         """Set `call.operation` when it is cheap to tell (it decides card rewriting); for a
@@ -60,7 +84,9 @@ class AgentCards:
             proxy = Origin.parse(call.client_base)
         except ValueError:
             return body, headers, False
-        rewritten = rewrite_card_body(body, self.upstream, proxy)
+        route = self._grpc_route(body, call.client_base)
+        rewritten = rewrite_card_body(body, self.upstream, proxy, route)
+        self._warn_unproxied(rewritten if rewritten is not None else body, proxy)
         if rewritten is None:
             return body, headers, False
         etag = b'W/"' + hashlib.sha256(rewritten).hexdigest().encode() + b'"'
@@ -69,6 +95,59 @@ class AgentCards:
         if call.if_none_match is not None and _etag_matches(call.if_none_match, etag):
             return b"", headers, True
         return rewritten, headers, False
+
+    def _grpc_route(self, body: bytes, client_base: str) -> GrpcRoute | None:
+        """The gRPC listener's route, its agent address learned from this card when it has
+        none yet (the card's GRPC interface on the agent's host)."""
+        side = self.grpc
+        if side is None:
+            return None
+        if not side.http_base:
+            side.http_base = client_base
+        if side.upstream is None:
+            for binding, url in _interfaces(body):
+                address = grpc_address(url) if binding == "GRPC" else None
+                if address is not None and self.upstream.same_host(address[0]):
+                    side.upstream = url
+                    log.info("gRPC calls go to the agent at %s", url)
+                    break
+        return side.route()
+
+    def _warn_unproxied(self, body: bytes, proxy: Origin) -> None:
+        """Name, once each, the interfaces of the card the client gets that go around the
+        recorder: what is called there is not recorded."""
+        grpc_port = self.grpc.port if self.grpc is not None and self.grpc.upstream else None
+        for binding, url in unproxied(_card(body), proxy, grpc_port):
+            if (binding, url) in self._warned:
+                continue
+            self._warned.add((binding, url))
+            hint = " (recorder record --grpc-listen, the grpc extra)" if binding == "GRPC" else ""
+            log.warning(
+                "the agent card lists a %s interface at %s that the recorder does not proxy%s: "
+                "calls there go straight to the agent and are NOT recorded",
+                binding,
+                url,
+                hint,
+            )
+
+
+def _card(body: bytes) -> Any:
+    try:
+        return card_of_reply(json.loads(body))[0]
+    except (ValueError, RecursionError):
+        return None
+
+
+def _interfaces(body: bytes) -> list[tuple[str, str]]:
+    card = _card(body)
+    found: list[tuple[str, str]] = []
+    if isinstance(card, dict):
+        for key in ("supportedInterfaces", "additionalInterfaces"):
+            listed = card.get(key)
+            for item in listed if isinstance(listed, list) else ():
+                if isinstance(item, dict) and isinstance(item.get("url"), str):
+                    found.append((str(item.get("protocolBinding") or ""), item["url"]))
+    return found
 
 
 def _client_base(scope: Scope, client_host: bytes | None) -> str:

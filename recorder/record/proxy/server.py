@@ -115,12 +115,21 @@ async def _serve_until(
     `force` set meanwhile cuts the waits short."""
     server = Http1Server(proxy, client_timeout=proxy.client_timeout, keep_alive=keep_alive)
     await server.start(sock)
+    grpc = proxy.grpc
+    if grpc is not None:  # A2A's gRPC binding, beside (`recorder.record.grpc_proxy`)
+        try:
+            await grpc.start()
+        except BaseException:
+            server.close()
+            raise
     started()
     try:
         await stop.wait()
     finally:
         server.close()
         proxy.stop_streams()
+        if grpc is not None:
+            await grpc.stop()
         await server.shutdown(GRACE, force)
         if force.is_set():
             proxy.drain_timeout = 0.0
@@ -181,8 +190,15 @@ def serve(
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.add_signal_handler(signum, stopping)
                     handled.append(signum)
+
+        def started() -> None:
+            grpc = proxy.grpc
+            if grpc is not None:  # (its port is bound by now)
+                target = grpc.upstream or "the GRPC interface of the first card relayed"
+                announce(f"gRPC listening on {grpc.address}, forwarding to {target}")
+
         try:
-            await _serve_until(proxy, sock, stop, force, keep_alive=keep_alive)
+            await _serve_until(proxy, sock, stop, force, keep_alive=keep_alive, started=started)
         finally:
             for signum in handled:
                 loop.remove_signal_handler(signum)

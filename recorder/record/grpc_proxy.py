@@ -1,0 +1,496 @@
+"""The recorder's gRPC listener: A2A's gRPC binding through the recorder (issue 26).
+
+    client ──gRPC──▶ GrpcListener (grpc.aio, raw bytes) ──gRPC──▶ the agent's GRPC interface
+                          │
+                          └─▶ Recording (the HTTP proxy's): the same store, files, lineage
+
+Every call is forwarded as it comes, message by message: a generic handler with identity
+serializers takes the request's bytes, a channel's `unary_unary` / `unary_stream` with
+identity (de)serializers sends them on, and each reply message reaches the client as soon as
+the agent sends it (a server stream is never buffered). The call's metadata goes on (the
+recorder's own, `recorder-scenario` and `recorder-title`, stripped, as the HTTP headers are),
+its deadline too (the time the client has left), and the agent's initial metadata, trailing
+metadata and status come back as they were. A client that cancels cancels the agent's call.
+
+The record is made beside the traffic, never in its way: the messages are decoded to ProtoJSON
+(`recorder.bindings.grpc`) only for the transcript, the call joins its scenario's file (its
+`recorder-scenario` metadata, else the control endpoint's scenario), else the file its ids
+lead to (`recorder.record.lineage`: an id the agent generated in a gRPC reply gives it a home,
+as in the other bindings), and the exchange is written by the HTTP proxy's writer thread with
+secrets replaced (metadata by the rules' `secret_headers`, message fields by the same
+redaction as JSON bodies). A GetExtendedAgentCard reply reaches the client with its
+interfaces pointing at the recorder (`recorder.record.cards`), and is recorded as the agent
+sent it.
+
+grpcio is imported only here and only when a listener is made (`recorder record` makes one
+when the card lists a GRPC interface, or `--grpc-listen` asks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from recorder.bindings import grpc as binding
+from recorder.errors import RecorderError
+from recorder.model import GRPC_METHOD, Exchange, Headers, Request, Response, SseEvent
+from recorder.record.cards import GrpcRoute, Origin, grpc_address, rewrite_card
+from recorder.record.naming import exchange_title
+from recorder.record.proxy.call import Call
+from recorder.record.proxy.recording import Recording
+from recorder.record.proxy.scenarios import Scenarios
+
+__all__ = ["GrpcListener", "card_grpc_interface", "grpc_target"]
+
+log = logging.getLogger(__name__)
+
+SCENARIO_KEY = "recorder-scenario"
+TITLE_KEY = "recorder-title"
+# what the client's gRPC library adds to every call (not the client's metadata, and what the
+# recorder's own channel to the agent sends again itself)
+_TRANSPORT_KEYS = frozenset({"user-agent", "te", "content-type", "grpc-accept-encoding"})
+_GRACE = 2.0  # seconds the open calls get at shutdown
+
+
+def grpc_target(url: str) -> str:
+    """A card's GRPC interface url as a channel target: `host:port` (a `grpc://` or
+    `http://` prefix, which some agents write, dropped)."""
+    for prefix in ("grpc://", "grpcs://", "http://", "https://", "dns:///"):
+        if url.startswith(prefix):
+            return url[len(prefix) :].rstrip("/")
+    return url
+
+
+def card_grpc_interface(upstream: str, timeout: float = 5.0) -> str | None:
+    """The url of the GRPC interface the agent at `upstream` lists in its card, on its own
+    host (None: no card now, or none listed): where `recorder record` forwards gRPC."""
+    import httpx
+
+    try:
+        origin = Origin.parse(upstream)
+        reply = httpx.get(
+            f"{origin.base}/.well-known/agent-card.json",
+            headers={"A2A-Version": "1.0"},
+            timeout=timeout,
+        )
+        card = reply.json() if reply.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    listed = card.get("supportedInterfaces") if isinstance(card, dict) else None
+    for interface in listed if isinstance(listed, list) else ():
+        if not isinstance(interface, dict) or interface.get("protocolBinding") != "GRPC":
+            continue
+        url = interface.get("url")
+        address = grpc_address(url) if isinstance(url, str) else None
+        if isinstance(url, str) and address is not None and origin.same_host(address[0]):
+            return url
+    return None
+
+
+def _metadata_pairs(metadata: Any) -> list[tuple[str, str | bytes]]:
+    """A call's metadata (grpc's tuples of metadatums, or None) as pairs."""
+    return [(str(key), value) for key, value in (metadata or ())]
+
+
+class GrpcListener:
+    """A grpc.aio server on `host:port` (0: a free port) forwarding each call to `upstream`
+    (the agent's gRPC interface, `host:port`; None: learned from the first card relayed) and
+    recording it through `recording`. `http_base`: the HTTP proxy as clients address it (a
+    card relayed over gRPC points there); `timeout`: seconds a call may take when its client
+    sets no deadline (None: no bound)."""
+
+    def __init__(
+        self,
+        recording: Recording,
+        scenarios: Scenarios,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        upstream: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        try:
+            import grpc
+            import grpc.aio
+        except ImportError:
+            raise RecorderError(binding.MISSING) from None
+        self._grpc = grpc
+        self.recording = recording
+        self.scenarios = scenarios
+        self.host = host
+        self.port = port
+        self.upstream = upstream
+        # the HTTP proxy as clients address it, and the agent's HTTP origin (for the cards)
+        self.http_base = ""
+        self.http_upstream = ""
+        self.timeout = timeout
+        self._server: Any = None
+        self._channel: Any = None
+        self._channel_target: str | None = None
+        self._unknown_warned: set[str] = set()
+
+    # ---------------------------------------------------------------- life
+
+    @property
+    def address(self) -> str:
+        """`host:port` the listener is bound to (the port known once started)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    def route(self) -> GrpcRoute | None:
+        """What a relayed card's GRPC interface is rewritten by (None: no upstream yet)."""
+        return GrpcRoute(self.upstream, self.port) if self.upstream else None
+
+    async def start(self) -> None:
+        """Bind and serve (in the running event loop)."""
+        grpc = self._grpc
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers((_Handler(self),))
+        try:
+            bound = server.add_insecure_port(self.address)
+        except RuntimeError as exc:
+            raise RecorderError(f"--grpc-listen {self.address}: cannot listen ({exc})") from None
+        if not bound:
+            raise RecorderError(f"--grpc-listen {self.address}: cannot listen (port in use?)")
+        self.port = bound
+        await server.start()
+        self._server = server
+
+    async def stop(self, grace: float = _GRACE) -> None:
+        """Stop taking calls; the open ones get `grace` seconds, then are cancelled (each is
+        recorded as it ended)."""
+        if self._server is not None:
+            await self._server.stop(grace)
+            self._server = None
+        if self._channel is not None:
+            await self._channel.close()
+            self._channel = None
+
+    def _upstream_channel(self) -> Any:
+        target = self.upstream
+        if target is None:
+            return None
+        if self._channel is None or self._channel_target != target:
+            self._channel = self._grpc.aio.insecure_channel(grpc_target(target))
+            self._channel_target = target
+        return self._channel
+
+    # ---------------------------------------------------------------- one call
+
+    def _begin(self, path: str, name: str, request: bytes, context: Any) -> tuple[Call, list[Any]]:
+        """The call as the recording sees it (its file, its redactor), and the metadata to
+        forward (the recorder's own stripped)."""
+        metadata = _metadata_pairs(context.invocation_metadata())
+        forwarded = [
+            (k, v)
+            for k, v in metadata
+            if k not in (SCENARIO_KEY, TITLE_KEY)
+            and k not in _TRANSPORT_KEYS
+            and not k.startswith(":")
+        ]
+        own = dict((k, v) for k, v in metadata if k in (SCENARIO_KEY, TITLE_KEY))
+
+        def raw(value: str | bytes) -> bytes:
+            return value if isinstance(value, bytes) else value.encode("utf-8")
+
+        body = self._json(name, request, reply=False)
+        call = Call(
+            method=GRPC_METHOD,
+            target=path,
+            # (the lineage reads the request's values from the message's ProtoJSON)
+            headers=[(k.encode("latin-1"), raw(v)) for k, v in forwarded if not k.endswith("-bin")]
+            + [(b"content-type", b"application/json")],
+            body=body,
+            scenario_header=raw(own[SCENARIO_KEY]) if SCENARIO_KEY in own else None,
+            title_header=raw(own[TITLE_KEY]) if TITLE_KEY in own else None,
+        )
+        call.operation = "" if name in _CARDS else name
+        self.scenarios.choose(call)
+        self.recording.begin(call)
+        return call, forwarded
+
+    @staticmethod
+    def _json(name: str, data: bytes, *, reply: bool) -> bytes:
+        """A message's ProtoJSON (for the record); bytes that do not parse as the method's
+        message type are kept as they came, so the record shows what was sent."""
+        try:
+            return binding.to_json(binding.message_type(name, reply=reply).FromString(data))
+        except Exception:  # (a DecodeError, or the SDK's types missing: the call still goes on)
+            return data
+
+    def _timeout(self, context: Any) -> float | None:
+        remaining = context.time_remaining()
+        return remaining if remaining is not None else self.timeout
+
+    def _record(
+        self,
+        call: Call,
+        code: int,
+        details: str,
+        initial: Any,
+        trailing: Any,
+        *,
+        reply: bytes | None = None,
+        messages: Sequence[bytes] | None = None,
+        forwarded: list[Any],
+        truncated: bool = False,
+    ) -> None:
+        """Hand the call's exchange, secrets out, to the writer (never raises: a call that
+        cannot be recorded is logged and counted, its client has its reply)."""
+        try:
+            redactor = call.redactor
+            request = binding.request_of(call.target, forwarded, call.body)
+            request = Request(
+                method=request.method,
+                target=request.target,
+                headers=redactor.redact_headers(request.headers),
+                body=redactor.redact_body(request.body, "application/json"),
+                http_version=request.http_version,
+            )
+            title = exchange_title(request, call.description)
+            call.recorded_request, call.recorded_title = request, title
+            call.recorded_operation = binding.method_of(call.target) or ""
+            if redactor.seen:
+                call.sent_secrets = dict(redactor.seen)
+            response = binding.response_of(
+                code,
+                message=details,
+                initial=_metadata_pairs(initial),
+                trailing=_metadata_pairs(trailing),
+                reply=reply,
+                messages=messages,
+            )
+            response = _redacted(response, redactor)
+            exchange = Exchange(
+                request=request, response=response, title=title, truncated=truncated
+            )
+        except Exception as exc:
+            log.exception("could not record the gRPC call %s", call.target)
+            self.recording.writer.count_failure(f"{type(exc).__name__}: {exc}")
+            return
+        self.recording.write(call, exchange)
+
+    async def unary(self, path: str, request: bytes, context: Any) -> bytes:
+        """A unary call, forwarded and recorded."""
+        grpc = self._grpc
+        name = binding.method_of(path)
+        channel = self._upstream_channel()
+        if name is None or channel is None:
+            return await self._unrecorded(path, request, context, channel)
+        try:
+            call, forwarded = self._begin(path, name, request, context)
+        except ValueError as exc:  # a scenario name that makes no file name
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        rpc = channel.unary_unary(path)(
+            request, metadata=forwarded or None, timeout=self._timeout(context)
+        )
+        code, details, reply = 0, "", b""
+        initial: Any = ()
+        trailing: Any = ()
+        try:
+            try:
+                reply = await rpc
+                initial = await rpc.initial_metadata()
+                trailing = await rpc.trailing_metadata()
+            except grpc.aio.AioRpcError as error:
+                code, details = error.code().value[0], error.details() or ""
+                initial, trailing = error.initial_metadata(), error.trailing_metadata()
+            except asyncio.CancelledError:
+                rpc.cancel()
+                self.recording.close(call)
+                self._record(call, 1, "cancelled by the client", (), (), forwarded=forwarded)
+                raise
+            recorded = self._json(name, reply, reply=True) if code == 0 else None
+            # (its ids learned before the writer reads `call.after`, and before the client
+            # has the reply: a follow-up by one of them finds this call's file)
+            if recorded is not None:
+                self.recording.settle(call, recorded)
+            else:
+                self.recording.close(call)
+            self._record(
+                call, code, details, initial, trailing, reply=recorded, forwarded=forwarded
+            )
+        finally:
+            self.recording.finish(call)
+        if initial:
+            await context.send_initial_metadata(_sendable(initial))
+        if code != 0:
+            await context.abort(_status(grpc, code), details, _sendable(trailing))
+        if trailing:
+            context.set_trailing_metadata(_sendable(trailing))
+        if name in _CARDS:
+            return self._card_for_client(name, reply)
+        return reply
+
+    async def stream(self, path: str, request: bytes, context: Any) -> AsyncIterator[bytes]:
+        """A server-streaming call, forwarded message by message and recorded when it ends."""
+        grpc = self._grpc
+        name = binding.method_of(path) or ""
+        channel = self._upstream_channel()
+        if channel is None:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, _NO_UPSTREAM)
+        try:
+            call, forwarded = self._begin(path, name, request, context)
+        except ValueError as exc:  # a scenario name that makes no file name
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        rpc = channel.unary_stream(path)(
+            request, metadata=forwarded or None, timeout=self._timeout(context)
+        )
+        messages: list[bytes] = []
+        code, details = 0, ""
+        initial: Any = ()
+        trailing: Any = ()
+        truncated = False
+        sent_initial = False
+        try:
+            try:
+                async for message in rpc:
+                    if not sent_initial:
+                        sent_initial = True
+                        initial = await rpc.initial_metadata()
+                        if initial:
+                            await context.send_initial_metadata(_sendable(initial))
+                    recorded = self._json(name, message, reply=True)
+                    messages.append(recorded)
+                    event = SseEvent(data=recorded.decode("utf-8", "replace"))
+                    self.recording.learn_frame(call, event)
+                    self.recording.frames_arrived(call, len(messages))
+                    yield message
+                if not sent_initial:
+                    initial = await rpc.initial_metadata()
+                trailing = await rpc.trailing_metadata()
+            except grpc.aio.AioRpcError as error:
+                code, details = error.code().value[0], error.details() or ""
+                initial, trailing = error.initial_metadata(), error.trailing_metadata()
+            except (asyncio.CancelledError, GeneratorExit):
+                # the client cancelled or left: the agent's call ends too, recorded as it was
+                rpc.cancel()
+                code, details, truncated = 1, "cancelled by the client", True
+                raise
+            finally:
+                self.recording.close(call)
+                self._record(
+                    call,
+                    code,
+                    details,
+                    initial,
+                    trailing,
+                    messages=messages,
+                    forwarded=forwarded,
+                    truncated=truncated,
+                )
+        finally:
+            self.recording.finish(call)
+        if code != 0:
+            if not sent_initial and initial:
+                await context.send_initial_metadata(_sendable(initial))
+            await context.abort(_status(grpc, code), details, _sendable(trailing))
+        if trailing:
+            context.set_trailing_metadata(_sendable(trailing))
+
+    async def _unrecorded(self, path: str, request: bytes, context: Any, channel: Any) -> bytes:
+        """A call the recorder cannot record (a method A2A's service has not, or no agent
+        address yet): forwarded as it is, or refused with UNAVAILABLE saying why."""
+        grpc = self._grpc
+        if channel is None:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, _NO_UPSTREAM)
+        if path not in self._unknown_warned:
+            self._unknown_warned.add(path)
+            log.warning("gRPC %s is not an A2A method: forwarded, not recorded", path)
+        metadata = [
+            (k, v)
+            for k, v in _metadata_pairs(context.invocation_metadata())
+            if k not in _TRANSPORT_KEYS and not k.startswith(":")
+        ]
+        rpc = channel.unary_unary(path)(
+            request, metadata=metadata or None, timeout=self._timeout(context)
+        )
+        try:
+            reply: bytes = await rpc
+        except grpc.aio.AioRpcError as error:
+            await context.abort(
+                error.code(), error.details() or "", _sendable(error.trailing_metadata())
+            )
+        return reply
+
+    def _card_for_client(self, name: str, reply: bytes) -> bytes:
+        """GetExtendedAgentCard's card with its interfaces pointing at the recorder (the
+        transcript keeps it as the agent sent it)."""
+        try:
+            card = json.loads(self._json(name, reply, reply=True))
+            proxy = Origin.parse(self.http_base) if self.http_base else None
+            upstream = Origin.parse(self.http_upstream) if self.http_upstream else None
+            if proxy is None or upstream is None:
+                return reply
+            rewritten = rewrite_card(card, upstream, proxy, grpc=self.route())
+            if rewritten == card:
+                return reply
+            message = binding.to_message(name, json.dumps(rewritten).encode(), reply=True)
+            data: bytes = message.SerializeToString()
+            return data
+        except Exception:  # (a card the recorder cannot read goes on as it came)
+            return reply
+
+
+_CARDS = frozenset({"GetExtendedAgentCard"})
+_NO_UPSTREAM = (
+    "the recorder does not know the agent's gRPC address yet: its card lists no GRPC interface "
+    "(fetch the card through the recorder first)"
+)
+
+
+def _status(grpc: Any, value: int) -> Any:
+    """grpc's StatusCode of a code number (UNKNOWN for one it has not)."""
+    for status in grpc.StatusCode:
+        if status.value[0] == value:
+            return status
+    return grpc.StatusCode.UNKNOWN
+
+
+def _sendable(metadata: Any) -> tuple[tuple[str, str | bytes], ...]:
+    """Metadata to pass on to the client (the status entries grpc sets itself left out)."""
+    return tuple(
+        (k, v)
+        for k, v in _metadata_pairs(metadata)
+        if k not in ("grpc-status", "grpc-message") and not k.startswith(":")
+    )
+
+
+def _redacted(response: Response, redactor: Any) -> Response:
+    """`response` with its secrets replaced: metadata by name, messages' fields as JSON."""
+    events = None
+    if response.events is not None:
+        events = redactor.redact_events(response.events)
+    return Response(
+        status=response.status,
+        reason=response.reason,
+        headers=redactor.redact_headers(response.headers),
+        body=redactor.redact_body(response.body, "application/json") if response.body else b"",
+        events=events,
+        http_version=response.http_version,
+        trailers=redactor.redact_headers(response.trailers) if response.trailers else Headers(),
+    )
+
+
+class _Handler:
+    """grpc's generic handler: every method, on raw bytes (no (de)serializers)."""
+
+    def __init__(self, listener: GrpcListener) -> None:
+        self._listener = listener
+        grpc = listener._grpc
+        self._unary = grpc.unary_unary_rpc_method_handler
+        self._stream = grpc.unary_stream_rpc_method_handler
+
+    def service(self, details: Any) -> Any:
+        path: str = details.method
+        listener = self._listener
+        name = binding.method_of(path)
+        if name is not None and binding.is_server_streaming(name):
+            # (a partial of the async generator method: grpc.aio tells a streaming behaviour
+            # by `inspect.isasyncgenfunction`, which sees through it)
+            return self._stream(functools.partial(listener.stream, path))
+        return self._unary(functools.partial(listener.unary, path))
