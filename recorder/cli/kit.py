@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import os
+from typing import cast
 
 import click
 
 
 @click.command(short_help="Run the reference code-reviewer A2A agent.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option(
-    "--port",
-    default=41242,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="Port (0: any free).",
+    "--listen",
+    default=None,
+    metavar="HOST:PORT",
+    help="Where the kit listens (HOST:PORT, or a port; 0: any free port) "
+    "[default: 127.0.0.1:41242].",
 )
+# the spellings before --listen, kept working (hidden: one spelling per idea in --help)
+@click.option("--host", default=None, hidden=True)
+@click.option("--port", default=None, hidden=True, type=click.IntRange(0, 65535))
 @click.option(
     "--token",
     default=None,
@@ -30,7 +33,9 @@ import click
     help="Log level of the server (uvicorn). The SDK's per-request warnings about client "
     "errors show from 'info' down.",
 )
-def kit(host: str, port: int, token: str | None, log_level: str) -> None:
+def kit(
+    listen: str | None, host: str | None, port: int | None, token: str | None, log_level: str
+) -> None:
     """Run the code-reviewer A2A agent (a2a-sdk) until Ctrl-C.
 
     JSON-RPC at /a2a/jsonrpc, HTTP+JSON under /a2a/rest, the card at
@@ -43,8 +48,9 @@ def kit(host: str, port: int, token: str | None, log_level: str) -> None:
     from recorder.cli import fail
     from recorder.kit import DEFAULT_TOKEN, create_app
     from recorder.kit.serve import public_base_url
-    from recorder.servers import bind_socket, listen_problem, quiet_shutdown
+    from recorder.servers import SHUTDOWN_GRACE, bind_socket, listen_problem, quiet_shutdown
 
+    host, port = _address(listen, host, port)
     try:
         sock = bind_socket(host, port)
     except (OSError, OverflowError) as error:
@@ -63,7 +69,12 @@ def kit(host: str, port: int, token: str | None, log_level: str) -> None:
     # The SDK logs every client error (-32001, -32602 ...) as a warning; the kit is made to
     # answer such requests, so by default only the SDK's errors reach the console.
     logging.getLogger("a2a").setLevel(level if level <= logging.INFO else logging.ERROR)
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level))
+    # a call still open at Ctrl-C (a slow review's blocking SendMessage, an event stream) is
+    # cut after SHUTDOWN_GRACE, not waited for: the kit stops in well under a second (uvicorn
+    # types the option int, but hands it to asyncio.wait_for, which takes any seconds)
+    grace = cast(int, SHUTDOWN_GRACE)
+    config = uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=grace)
+    server = uvicorn.Server(config)
     quiet_shutdown(server)  # the streams open at Ctrl-C end without an ERROR line
     try:
         server.run(sockets=[sock])
@@ -72,3 +83,18 @@ def kit(host: str, port: int, token: str | None, log_level: str) -> None:
     finally:
         sock.close()
     click.echo("code-reviewer stopped.")
+
+
+def _address(listen: str | None, host: str | None, port: int | None) -> tuple[str, int]:
+    """The host and port to bind: --listen, else the old --host/--port, else the default."""
+    from recorder.cli import fail
+    from recorder.record.proxy import parse_listen
+
+    if listen is not None and (host is not None or port is not None):
+        fail("kit", "--listen HOST:PORT replaces --host and --port: give one or the other")
+    if listen is None:
+        return host or "127.0.0.1", 41242 if port is None else port
+    try:
+        return parse_listen(listen)
+    except ValueError as exc:
+        fail("kit", f"--listen: {exc}")
