@@ -46,8 +46,14 @@ def kit(
     import uvicorn
 
     from recorder.cli import fail
-    from recorder.kit import DEFAULT_TOKEN, create_app
-    from recorder.kit.serve import public_base_url
+
+    try:
+        from recorder.kit import DEFAULT_TOKEN, create_app
+        from recorder.kit.serve import public_base_url
+    except ImportError as exc:  # the core installed without the kit's server stack
+        fail(
+            "kit", f"the bundled kit cannot start ({exc}): it needs pip install 'a2a-recorder[kit]'"
+        )
     from recorder.servers import SHUTDOWN_GRACE, bind_socket, listen_problem, quiet_shutdown
 
     host, port = _address(listen, host, port)

@@ -54,8 +54,8 @@ def embedded_kit(command: str) -> Callable[[], AgentHandle]:
             from recorder.kit import start_kit
         except ImportError as exc:
             raise RecorderError(
-                f"no --agent given, and the bundled kit cannot start ({exc.name} is not "
-                f"installed: {KIT_EXTRA}): give --agent URL"
+                f"no --agent given, and the bundled kit cannot start ({exc}; it needs "
+                f"{KIT_EXTRA}): give --agent URL"
             ) from None
         handle = start_kit(host="127.0.0.1", port=0)
         verb = "learning from" if command == "learn" else "playing against"

@@ -262,8 +262,8 @@ def _start_kit(config: pytest.Config) -> Any:
         from recorder.kit import start_kit
     except ImportError as exc:
         raise RecorderError(
-            f"no --recorder-agent given, and the bundled kit cannot start ({exc.name} is not "
-            "installed: pip install 'a2a-recorder[kit]'): give --recorder-agent URL"
+            f"no --recorder-agent given, and the bundled kit cannot start ({exc}; it needs "
+            "pip install 'a2a-recorder[kit]'): give --recorder-agent URL"
         ) from None
     handle = start_kit(host="127.0.0.1", port=0)
     message = (
