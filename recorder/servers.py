@@ -17,7 +17,14 @@ from typing import Any
 
 import uvicorn
 
-__all__ = ["SHUTDOWN_GRACE", "ServerThread", "bind_socket", "listen_problem", "quiet_shutdown"]
+__all__ = [
+    "SHUTDOWN_GRACE",
+    "ServerThread",
+    "bind_socket",
+    "listen_problem",
+    "parse_listen",
+    "quiet_shutdown",
+]
 
 # Seconds uvicorn lets the calls still open at a shutdown go on before it cancels them
 # (`timeout_graceful_shutdown`). Without a bound it waits for each to end: a blocking call
@@ -56,6 +63,25 @@ def quiet_shutdown(server: uvicorn.Server) -> None:
     was asked. The same lines before the
     shutdown still show."""
     logging.getLogger("uvicorn.error").addFilter(_QuietShutdown(server))
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """`127.0.0.1:41242` -> ("127.0.0.1", 41242); `[::1]:8080` and a bare port are accepted.
+
+    What `--listen` takes (the kit; the same rules as the recorder's and the stand-in's, here
+    so that `recorder kit` does not import the recording proxy to read its address).
+    """
+    text = listen.strip()
+    if text.isdigit():
+        return "127.0.0.1", int(text)
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ValueError(f"expected HOST:PORT such as 127.0.0.1:41242, got {listen!r}")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    number = int(port)
+    if not 0 <= number <= 65535:
+        raise ValueError(f"invalid port {number} (ports are 0-65535)")
+    return host, number
 
 
 def listen_problem(host: str, port: int, error: BaseException) -> str:

@@ -94,7 +94,7 @@ def kit(
 def _address(listen: str | None, host: str | None, port: int | None) -> tuple[str, int]:
     """The host and port to bind: --listen, else the old --host/--port, else the default."""
     from recorder.cli import fail
-    from recorder.record.proxy import parse_listen
+    from recorder.servers import parse_listen
 
     if listen is not None and (host is not None or port is not None):
         fail("kit", "--listen HOST:PORT replaces --host and --port: give one or the other")

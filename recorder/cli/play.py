@@ -226,8 +226,8 @@ def _is_transcript(path: str) -> bool:
     type=click.FloatRange(min=0, max=3600),
     default=None,
     metavar="SECONDS",
-    help="Wait up to SECONDS for the agent to answer (its card is polled) before playing: "
-    "for CI, where the agent starts beside the player.",
+    help="Wait up to SECONDS for the --agent to answer (its card is polled) before playing: "
+    "for CI, where the agent starts beside the player. (The bundled kit needs no wait.)",
 )
 @click.option(
     "--report-json",

@@ -3,13 +3,20 @@ already holds the user's agent on a2a-sdk 1.1.0. The SDK stays 1.1.0 (the core n
 it), `recorder record` and `recorder play --wait` work against that agent (an A2A server built
 with a2a-sdk 1.1.0, run by that venv's Python), and the `[kit]` extra gives `recorder kit`.
 
+Then docs/ci.md's two CI jobs, run as their shells would run them: in a scratch repository laid
+out as the page says (requirements.txt, agent.py, transcripts/, the wheel under ci/), with a
+fresh venv's bin first on PATH (the runner's Python). The agent (the same a2a-sdk 1.1.0 one) is
+started in the background by the job itself; the job's `recorder play --wait` meets it still
+starting, and its report is kept.
+
 It needs the package index (a2a-sdk 1.1.0, setuptools for the build): skipped, saying why,
-only when the index cannot be reached. The wheel is built once per session; the whole check
-is one test (one venv), kept on one xdist worker (`xdist_group`).
+only when the index cannot be reached. The wheel is built once per session, and these tests
+are one file, so that pytest-xdist's `--dist loadfile` (make test) keeps them on one worker.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -17,117 +24,37 @@ import signal
 import subprocess
 import sys
 import venv
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from installs import (
+    ECHO_AGENT,
+    LIMIT,
+    ROOT,
+    USER_SDK,
+    USER_STACK,
+    Background,
+    ci_blocks,
+    ci_jobs,
+    pip,
+    readme_line,
+    run_line,
+    sdk_version,
+)
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("install")]
-
-ROOT = Path(__file__).resolve().parents[2]
-ECHO_AGENT = ROOT / "tests" / "fixtures" / "agents" / "echo_agent.py"
-USER_SDK = "1.1.0"
-LIMIT = 30.0  # seconds, for each wait on a process
-INSTALL_LIMIT = 600.0  # seconds, for each pip run (downloads on a cold cache)
-
-
-def _pip(python: Path | str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(python), "-m", "pip", "--disable-pip-version-check", *args],
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_LIMIT,
-        check=False,
-    )
+pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture(scope="session")
-def index_reachable(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Skip (with the reason) when the package index cannot give a2a-sdk 1.1.0."""
-    where = tmp_path_factory.mktemp("index-probe")
-    probe = _pip(sys.executable, "download", "--no-deps", "-d", str(where), f"a2a-sdk=={USER_SDK}")
-    if probe.returncode != 0:
-        last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"the package index is unreachable (pip download a2a-sdk=={USER_SDK}: {last})")
-
-
-@pytest.fixture(scope="session")
-def wheel(tmp_path_factory: pytest.TempPathFactory, index_reachable: None) -> Path:
-    """The a2a-recorder wheel, built once per session from a copy of the sources (the
-    checkout gets no build/ or egg-info)."""
-    work = tmp_path_factory.mktemp("wheel")
-    source = work / "src"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    shutil.copytree(
-        ROOT / "recorder", source / "recorder", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    built = _pip(sys.executable, "wheel", "--no-deps", "-q", "-w", str(work / "dist"), str(source))
-    assert built.returncode == 0, built.stderr
-    (path,) = (work / "dist").glob("a2a_recorder-*.whl")
-    return path
-
-
-@pytest.fixture
-def user_venv(tmp_path: Path, index_reachable: None) -> Path:
-    """A fresh venv holding the user's agent stack: a2a-sdk 1.1.0 with its HTTP server."""
-    folder = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(folder)
-    python = folder / "bin" / "python"
-    installed = _pip(python, "install", "-q", f"a2a-sdk[http-server]=={USER_SDK}", "uvicorn")
-    assert installed.returncode == 0, installed.stderr
-    return folder
-
-
-def _sdk_version(folder: Path) -> str:
-    code = "import importlib.metadata as m; print(m.version('a2a-sdk'))"
-    return subprocess.run(
-        [str(folder / "bin" / "python"), "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=LIMIT,
-        check=True,
-    ).stdout.strip()
-
-
-class Background:
-    """A child process whose first line (stdout or stderr) says where it listens."""
-
-    def __init__(self, *command: str, stream: str = "stdout") -> None:
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        pipe = self.process.stdout if stream == "stdout" else self.process.stderr
-        assert pipe is not None
-        self.first_line = pipe.readline()
-
-    def interrupt(self) -> tuple[str, str]:
-        self.process.send_signal(signal.SIGINT)
-        return self.process.communicate(timeout=LIMIT)
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.communicate(timeout=LIMIT)
-
-
-@pytest.fixture
-def processes() -> Iterator[list[Background]]:
-    started: list[Background] = []
-    yield started
-    for process in reversed(started):
-        process.close()
-
-
+@pytest.mark.timeout(1800)  # pip runs: minutes on a cold download cache
 def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent(
-    wheel: Path, user_venv: Path, tmp_path: Path, processes: list[Background]
+    wheel: Path, fresh_venv: Path, tmp_path: Path, processes: list[Background]
 ) -> None:
-    bin_ = user_venv / "bin"
-    installed = _pip(bin_ / "python", "install", "-q", str(wheel))
+    bin_ = fresh_venv / "bin"
+    here = wheel.parent.parent  # where the README's `dist/…whl` is
+    installed = run_line(readme_line("pip install dist/"), here, bin_)
     assert installed.returncode == 0, installed.stderr
-    assert _sdk_version(user_venv) == USER_SDK  # the user's pin is left alone
+    assert sdk_version(fresh_venv) == USER_SDK  # the user's pin is left alone
 
     # the user's agent, on a2a-sdk 1.1.0, run by that venv's Python
     agent = Background(str(bin_ / "python"), str(ECHO_AGENT))
@@ -178,12 +105,33 @@ def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent
     assert played.returncode == 0, played.stdout + played.stderr
     assert played.stdout.endswith("1 transcript, 1 exchange: 1 passed, 0 failed\n")
     assert 'failures="0"' in junit.read_text()
-    assert _sdk_version(user_venv) == USER_SDK
+    assert sdk_version(fresh_venv) == USER_SDK
 
-    # the [kit] extra gives the bundled kit (and the SDK it is built on)
-    with_kit = _pip(bin_ / "python", "install", "-q", f"{wheel}[kit]")
+    # the README's pipx line: the command in a venv of its own
+    assert pip(bin_ / "python", "install", "-q", "pipx").returncode == 0
+    pipx_bin = tmp_path / "pipx-bin"
+    piped = run_line(
+        readme_line("pipx install"),
+        here,
+        bin_,
+        PIPX_HOME=str(tmp_path / "pipx"),
+        PIPX_BIN_DIR=str(pipx_bin),
+    )
+    assert piped.returncode == 0, piped.stdout + piped.stderr
+    checked = subprocess.run(
+        [str(pipx_bin / "recorder"), "check", str(recorded)],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stderr
+    assert sdk_version(fresh_venv) == USER_SDK
+
+    # the README's [kit] line gives the bundled kit (and the SDK it is built on)
+    with_kit = run_line(readme_line("pip install 'dist/"), here, bin_)
     assert with_kit.returncode == 0, with_kit.stderr
-    assert _sdk_version(user_venv).startswith("1.")
+    assert sdk_version(fresh_venv).startswith("1.")
     kit = Background(str(bin_ / "recorder"), "kit", "--listen", "127.0.0.1:0")
     processes.append(kit)
     assert kit.first_line.startswith("code-reviewer listening on http://127.0.0.1:"), kit.first_line
@@ -235,3 +183,93 @@ def test_the_core_imports_none_of_the_kits_server_stack() -> None:
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("recorder kit: the bundled kit cannot start (hidden: a2a")
     assert result.stderr.endswith("it needs pip install 'a2a-recorder[kit]'\n")
+
+
+# --------------------------------------------------------------------------- docs/ci.md
+
+ECHO_TRANSCRIPT = ROOT / "tests" / "fixtures" / "agents" / "echo.http"
+
+
+def _report(lines: list[str]) -> str:
+    (play,) = [line for line in lines if line.startswith("recorder play ")]
+    return play.split("--junit-xml ", 1)[1].split()[0]
+
+
+def test_both_jobs_keep_the_report_whatever_the_outcome() -> None:
+    blocks = ci_blocks()
+    jobs = ci_jobs()
+    github_report = _report(jobs["github"])
+    (upload,) = [
+        step
+        for job in blocks["github"]["jobs"].values()  # type: ignore[attr-defined]
+        for step in job["steps"]
+        if str(step.get("uses", "")).startswith("actions/upload-artifact")
+    ]
+    assert upload["if"] == "always()"
+    assert upload["with"]["path"].split() == [github_report, "agent.log"]
+    (gitlab,) = [job for job in blocks["gitlab"].values() if isinstance(job, dict)]
+    artifacts = gitlab["artifacts"]
+    assert artifacts["when"] == "always"
+    assert artifacts["reports"]["junit"] == _report(jobs["gitlab"])
+    assert artifacts["paths"] == [_report(jobs["gitlab"]), "agent.log"]
+    for lines in jobs.values():
+        # the background agent writes to a file, not to the job's output
+        (start,) = [line for line in lines if line.endswith("&")]
+        assert "> agent.log 2>&1 &" in start
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory: pytest.TempPathFactory, index_reachable: None) -> Path:
+    """The CI runner's Python: a fresh venv, empty (each job installs what it needs; the
+    second job finds it installed)."""
+    folder = tmp_path_factory.mktemp("runner") / "venv"
+    venv.EnvBuilder(with_pip=True).create(folder)
+    return folder
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("job", ["github", "gitlab"])
+def test_the_job_runs_green(job: str, wheel: Path, runner: Path, tmp_path: Path) -> None:
+    lines = ci_jobs()[job]
+    repo = tmp_path / "repo"
+    (repo / "transcripts").mkdir(parents=True)
+    (repo / "requirements.txt").write_text("\n".join(USER_STACK) + "\n")
+    shutil.copy(ECHO_AGENT, repo / "agent.py")
+    shutil.copy(ECHO_TRANSCRIPT, repo / "transcripts" / "01-echo.http")
+    (wheel_line,) = [line for line in lines if ".whl" in line]
+    wheel_path = repo / wheel_line.split()[-1]
+    assert wheel_path.name == wheel.name, f"docs/ci.md names {wheel_path.name}, built {wheel.name}"
+    wheel_path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(wheel, wheel_path)
+    # the page's port 8000 becomes a free one (two jobs may run side by side here)
+    from recorder.servers import bind_socket
+
+    with bind_socket("127.0.0.1", 0) as sock:
+        port = str(sock.getsockname()[1])
+    script = "set -e\n" + "\n".join(line.replace("8000", port) for line in lines) + "\n"
+    env = {**os.environ, "PATH": f"{runner / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("VIRTUAL_ENV", None)
+    env.pop("A2A_TOKEN", None)
+    # output to files, as a CI log: the job's own end is waited for, not its pipes' (the
+    # background agent would hold them open)
+    with (tmp_path / "out").open("w+") as out_file, (tmp_path / "err").open("w+") as err_file:
+        process = subprocess.Popen(
+            ["bash", "-c", script],
+            cwd=repo,
+            env=env,
+            stdout=out_file,
+            stderr=err_file,
+            start_new_session=True,  # the job's background agent is in its group: ended below
+        )
+        try:
+            process.wait(timeout=1200)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=LIMIT)
+        out = (tmp_path / "out").read_text()
+        err = (tmp_path / "err").read_text()
+    assert process.returncode == 0, out + err + (repo / "agent.log").read_text()
+    assert out.endswith("1 transcript, 1 exchange: 1 passed, 0 failed\n"), out
+    report = (repo / _report(lines)).read_text()
+    assert 'tests="1"' in report and 'failures="0"' in report and 'errors="0"' in report

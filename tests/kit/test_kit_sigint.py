@@ -16,7 +16,7 @@ from helpers import cli_process, recorder_process, wait_until_serving
 
 from recorder.kit import KitServer
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]  # Ctrl-C timed to a second: run alone
 
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 SLOW = "please review slowly\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"

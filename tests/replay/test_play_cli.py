@@ -340,6 +340,7 @@ def test_update_leaves_a_file_whose_requests_carried_unpaired_recorded_ids(
     assert path.read_bytes() == before
 
 
+@pytest.mark.serial  # timed to 2 s: run alone
 def test_ctrl_c_stops_parallel_jobs_at_once_with_exit_130(tmp_path: Path) -> None:
     # six files of eight exchanges against an agent that takes 3 s per reply, two jobs: Ctrl-C
     # while the first replies are on their way ends the run at once (no waiting for them, and
