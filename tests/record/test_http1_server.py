@@ -52,9 +52,16 @@ class Served:
 
     def shut_down(self, *, force: bool = False) -> None:
         assert self.stop is not None and self.force is not None
-        self.loop.call_soon_threadsafe(self.stop.set)
-        if force:
-            self.loop.call_soon_threadsafe(self.force.set)
+        stop, forced = self.stop, self.force
+
+        def signal() -> None:
+            if force:
+                forced.set()
+            stop.set()
+
+        # one call: once `stop` is set the loop may end and close at once (a loaded machine
+        # did, between two calls), and a second call_soon_threadsafe then raised
+        self.loop.call_soon_threadsafe(signal)
 
     def __enter__(self) -> Served:
         self.thread.start()
