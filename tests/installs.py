@@ -117,7 +117,7 @@ def build_wheel(work: Path) -> Path:
 def user_venv(folder: Path) -> Path:
     """A fresh venv holding the user's agent stack (a2a-sdk 1.1.0 with its HTTP server)."""
     venv.EnvBuilder(with_pip=True).create(folder)
-    installed = pip(folder / "bin" / "python", "install", "-q", *USER_STACK)
+    installed = pip(folder / "bin" / "python", "install", "-q", "--no-compile", *USER_STACK)
     assert installed.returncode == 0, installed.stderr
     return folder
 

@@ -108,7 +108,7 @@ def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent
     assert sdk_version(fresh_venv) == USER_SDK
 
     # the README's pipx line: the command in a venv of its own
-    assert pip(bin_ / "python", "install", "-q", "pipx").returncode == 0
+    assert pip(bin_ / "python", "install", "-q", "--no-compile", "pipx").returncode == 0
     pipx_bin = tmp_path / "pipx-bin"
     piped = run_line(
         readme_line("pipx install"),
