@@ -106,8 +106,9 @@ def test_ctrl_c_of_the_kit_with_an_open_stream_is_quick_and_quiet() -> None:
         out, err, took = interrupt(kit)
         stream.join()
     assert kit.returncode == 0, err
-    # sse-starlette notices a shutdown by polling every 0.5 s; 0.66 s measured here
-    assert took < 1.5
+    # the open stream is cut after SHUTDOWN_GRACE: ~0.5 s measured here; 1.6 s at load 10 on
+    # two cores. The bound is far under the 30 s the slow review would hold it
+    assert took < 5.0
     assert err == ""  # no "ERROR: ASGI callable returned without completing response."
     assert out.endswith("code-reviewer stopped.\n")
     assert stream.ended == "RemoteProtocolError"  # the client sees the stream cut
@@ -122,8 +123,9 @@ def test_ctrl_c_of_the_kit_with_a_blocking_call_in_flight_ends_it_in_under_a_sec
         out, err, took = interrupt(kit)
         call.join()
     assert kit.returncode == 0, err
-    # the open call is cut after SHUTDOWN_GRACE (0.2 s): ~0.6 s measured; was 28 s
-    assert took < 2.0
+    # the open call is cut after SHUTDOWN_GRACE (0.2 s): ~0.6 s measured; was 28 s. The
+    # bound leaves room for a loaded machine, far under the 30 s of the review
+    assert took < 5.0
     assert err == ""  # no "ERROR: Cancel 1 running task(s), timeout graceful shutdown ..."
     assert out.endswith("code-reviewer stopped.\n")
     assert call.ended is not None  # the client is not left waiting
