@@ -382,6 +382,9 @@ def test_ctrl_c_stops_parallel_jobs_at_once_with_exit_130(tmp_path: Path) -> Non
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            # Ctrl-C as a terminal gives it: a suite started in the background by a shell
+            # (`make test &`) hands its children SIGINT ignored, and Python then leaves it so
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         try:
             # the first request in flight: Ctrl-C then, not after a guess of the start-up time
