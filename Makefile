@@ -28,8 +28,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# the tests on every core (pytest-xdist; a file's tests stay on one worker: its module fixtures,
+# a kit, recorded goldens, are made once), then the few that time themselves, alone
 unit: $(STAMP) tools
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --dist loadfile -m "not serial"
+	$(BIN)/pytest -q -m serial
 
 ## tools: httpyac in .tools/ for the export tests (skipped without npm or offline)
 tools:

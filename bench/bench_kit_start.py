@@ -2,10 +2,11 @@
 
     .venv/bin/python bench/bench_kit_start.py [--runs 5]
 
-Each run starts `recorder kit --port 0` as a new process (a cold interpreter: the a2a-sdk,
-uvicorn and starlette imports included), reads the port from its first line, and asks for the
-agent card until it answers; then stops the kit with Ctrl-C (SIGINT). Prints each run and the
-median; exits 1 when the median is 2 s or more. Loopback only; every wait is bounded.
+Each run starts `recorder kit --listen 127.0.0.1:0` as a new process (a cold interpreter: the
+a2a-sdk, uvicorn and starlette imports included), reads the port from its first line, and asks
+for the agent card until it answers; then stops the kit with Ctrl-C (SIGINT). Prints each run
+and the median; exits 1 when the median is 2 s (`--limit`) or more. Loopback only; every wait
+is bounded.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def one_start() -> float:
     """Seconds from the command to the first served agent card."""
     started = time.perf_counter()
     process = subprocess.Popen(
-        [str(RECORDER), "kit", "--port", "0"],
+        [str(RECORDER), "kit", "--listen", "127.0.0.1:0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -58,6 +59,9 @@ def one_start() -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--limit", type=float, default=LIMIT, help="the median to stay under (exit 1 past it)"
+    )
     args = parser.parse_args()
     times = []
     for run in range(1, args.runs + 1):
@@ -65,9 +69,11 @@ def main() -> int:
         times.append(seconds)
         print(f"run {run}: first agent card after {seconds:.2f} s")
     median = statistics.median(times)
-    verdict = "under" if median < LIMIT else "NOT under"
-    print(f"recorder kit start: median {median:.2f} s, {args.runs} runs ({verdict} {LIMIT:g} s)")
-    return 0 if median < LIMIT else 1
+    verdict = "under" if median < args.limit else "NOT under"
+    print(
+        f"recorder kit start: median {median:.2f} s, {args.runs} runs ({verdict} {args.limit:g} s)"
+    )
+    return 0 if median < args.limit else 1
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The `language` check's detector: py3langid (an optional dependency, `recorder[language]`).
+"""The `language` check's detector: py3langid (an optional dependency, `a2a-recorder[language]`).
 
 py3langid is langid.py's naive Bayes model (97 languages, ISO 639-1 codes): deterministic (the
 same text gives the same answer on every run, unlike langdetect's sampling), about 5 MB with no
@@ -16,7 +16,7 @@ __all__ = ["LANGUAGE_MISSING", "detect_language", "language_available"]
 
 LANGUAGE_MISSING = (
     "the language check needs py3langid, which is not installed:"
-    " pip install 'recorder[language]' (or pip install py3langid)"
+    " pip install 'a2a-recorder[language]' (or pip install py3langid)"
 )
 
 _lock = threading.Lock()

@@ -7,6 +7,7 @@ embedded default agent, and the end-to-end tests.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import threading
@@ -16,11 +17,25 @@ from typing import Any
 
 import uvicorn
 
-__all__ = ["ServerThread", "bind_socket", "listen_problem", "quiet_shutdown"]
+__all__ = [
+    "SHUTDOWN_GRACE",
+    "ServerThread",
+    "bind_socket",
+    "listen_problem",
+    "parse_listen",
+    "quiet_shutdown",
+]
+
+# Seconds uvicorn lets the calls still open at a shutdown go on before it cancels them
+# (`timeout_graceful_shutdown`). Without a bound it waits for each to end: a blocking call
+# to the kit's slow review held Ctrl-C for the 30 s of the review.
+SHUTDOWN_GRACE = 0.2
 
 # what uvicorn logs as an ERROR when an app returns before its reply ended: at shutdown, an
 # event stream that the shutdown cut (the client sees it cut); at any other time, a bug
 _INCOMPLETE = "ASGI callable returned without completing response."
+# what it logs as an ERROR when SHUTDOWN_GRACE has passed and it cancels the open calls
+_CANCELLED = "timeout graceful shutdown exceeded"
 
 
 class _QuietShutdown(logging.Filter):
@@ -29,14 +44,44 @@ class _QuietShutdown(logging.Filter):
         self.server = server
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (self.server.should_exit and record.getMessage() == _INCOMPLETE)
+        if not self.server.should_exit:
+            return True
+        message = record.getMessage()
+        # a call SHUTDOWN_GRACE cancelled: its task ends in CancelledError, which uvicorn
+        # logs with a traceback as an "Exception in ASGI application"
+        cancelled = record.exc_info is not None and isinstance(
+            record.exc_info[1], asyncio.CancelledError
+        )
+        return not (message == _INCOMPLETE or message.endswith(_CANCELLED) or cancelled)
 
 
 def quiet_shutdown(server: uvicorn.Server) -> None:
     """Keep uvicorn from printing `ERROR: ASGI callable returned without completing
-    response.` for the streams still open when Ctrl-C (or SIGTERM) stops `server`: ending
-    them is what was asked. The same line before the shutdown still shows."""
+    response.` for the streams still open when Ctrl-C (or SIGTERM) stops `server`, and
+    `ERROR: Cancel 1 running task(s), timeout graceful shutdown exceeded` (and the
+    CancelledError's traceback) for the calls cut after SHUTDOWN_GRACE: ending them is what
+    was asked. The same lines before the
+    shutdown still show."""
     logging.getLogger("uvicorn.error").addFilter(_QuietShutdown(server))
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """`127.0.0.1:41242` -> ("127.0.0.1", 41242); `[::1]:8080` and a bare port are accepted.
+
+    What `--listen` takes (the kit; the same rules as the recorder's and the stand-in's, here
+    so that `recorder kit` does not import the recording proxy to read its address).
+    """
+    text = listen.strip()
+    if text.isdigit():
+        return "127.0.0.1", int(text)
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ValueError(f"expected HOST:PORT such as 127.0.0.1:41242, got {listen!r}")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    number = int(port)
+    if not 0 <= number <= 65535:
+        raise ValueError(f"invalid port {number} (ports are 0-65535)")
+    return host, number
 
 
 def listen_problem(host: str, port: int, error: BaseException) -> str:

@@ -126,6 +126,6 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="recorder")
+@click.version_option(package_name="a2a-recorder")
 def main() -> None:
     """Record, replay and document A2A agent exchanges as .http transcripts."""

@@ -8,6 +8,7 @@ import click
 
 from recorder.checking import find_transcripts, is_export
 from recorder.cli import fail, plural
+from recorder.cli.options import AliasedOption
 from recorder.docs.curlscript import export_curl
 from recorder.docs.export import DIALECTS, ExportError, export_http
 from recorder.docs.render import (
@@ -213,9 +214,14 @@ def check(paths: tuple[str, ...]) -> None:
     "Client and httpyac; vscode: VS Code REST Client.",
 )
 @click.option(
+    "--agent",
     "--base-url",
+    "base_url",
+    cls=AliasedOption,
+    aliases=("--base-url",),
+    metavar="URL",
     default=None,
-    help="Where to send the requests (default: http:// + the recorded Host header).",
+    help="The agent the requests go to (default: http:// + the recorded Host header).",
 )
 @click.option(
     "-o",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import cast
 
 import click
 
@@ -22,20 +23,22 @@ def _seed(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
 
 
 @click.command(short_help="Run the reference code-reviewer A2A agent.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option(
-    "--port",
-    default=41242,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="Port (0: any free).",
+    "--listen",
+    default=None,
+    metavar="HOST:PORT",
+    help="Where the kit listens (HOST:PORT, or a port; 0: any free port) "
+    "[default: 127.0.0.1:41242].",
 )
+# the spellings before --listen, kept working (hidden: one spelling per idea in --help)
+@click.option("--host", default=None, hidden=True)
+@click.option("--port", default=None, hidden=True, type=click.IntRange(0, 65535))
 @click.option(
     "--grpc-port",
     default=None,
     type=click.IntRange(0, 65535),
     help="Port of the gRPC binding (0: any free) [default: the HTTP port + 1; any free with "
-    "--port 0].",
+    "--listen 0].",
 )
 @click.option(
     "--grpc/--no-grpc",
@@ -71,8 +74,9 @@ def _seed(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
     "of wordings each start.",
 )
 def kit(
-    host: str,
-    port: int,
+    listen: str | None,
+    host: str | None,
+    port: int | None,
     grpc_port: int | None,
     serve_grpc: bool,
     token: str | None,
@@ -91,11 +95,18 @@ def kit(
 
     from recorder.bindings.grpc import MISSING
     from recorder.cli import fail, warn
-    from recorder.kit import DEFAULT_TOKEN, create_app
-    from recorder.kit.grpc_server import grpc_available
-    from recorder.kit.serve import public_base_url
-    from recorder.servers import bind_socket, listen_problem, quiet_shutdown
 
+    try:
+        from recorder.kit import DEFAULT_TOKEN, create_app
+        from recorder.kit.grpc_server import grpc_available
+        from recorder.kit.serve import public_base_url
+    except ImportError as exc:  # the core installed without the kit's server stack
+        fail(
+            "kit", f"the bundled kit cannot start ({exc}): it needs pip install 'a2a-recorder[kit]'"
+        )
+    from recorder.servers import SHUTDOWN_GRACE, bind_socket, listen_problem, quiet_shutdown
+
+    host, port = _address(listen, host, port)
     try:
         sock = bind_socket(host, port)
     except (OSError, OverflowError) as error:
@@ -141,7 +152,12 @@ def kit(
     # The SDK logs every client error (-32001, -32602 ...) as a warning; the kit is made to
     # answer such requests, so by default only the SDK's errors reach the console.
     logging.getLogger("a2a").setLevel(level if level <= logging.INFO else logging.ERROR)
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level))
+    # a call still open at Ctrl-C (a slow review's blocking SendMessage, an event stream) is
+    # cut after SHUTDOWN_GRACE, not waited for: the kit stops in well under a second (uvicorn
+    # types the option int, but hands it to asyncio.wait_for, which takes any seconds)
+    grace = cast(int, SHUTDOWN_GRACE)
+    config = uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=grace)
+    server = uvicorn.Server(config)
     quiet_shutdown(server)  # the streams open at Ctrl-C end without an ERROR line
     try:
         server.run(sockets=[sock])
@@ -171,3 +187,18 @@ def _grpc_port(host: str, http_port: int, asked: int | None, sock: socket.socket
         sock.close()
         fail("kit", listen_problem(host, port, error) + " (gRPC: see --grpc-port)")
     return port
+
+
+def _address(listen: str | None, host: str | None, port: int | None) -> tuple[str, int]:
+    """The host and port to bind: --listen, else the old --host/--port, else the default."""
+    from recorder.cli import fail
+    from recorder.servers import parse_listen
+
+    if listen is not None and (host is not None or port is not None):
+        fail("kit", "--listen HOST:PORT replaces --host and --port: give one or the other")
+    if listen is None:
+        return host or "127.0.0.1", 41242 if port is None else port
+    try:
+        return parse_listen(listen)
+    except ValueError as exc:
+        fail("kit", f"--listen: {exc}")

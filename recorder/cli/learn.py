@@ -11,7 +11,7 @@ from recorder.cli.play import (
     _agent,
     _quiet_embedded_kit,
     _read_env_files,
-    _start_embedded_kit,
+    embedded_kit,
     variable_options,
 )
 from recorder.errors import RecorderError
@@ -19,6 +19,7 @@ from recorder.replay.envfile import merge_variables
 from recorder.replay.plan import TranscriptErrors
 from recorder.replay.send import DEFAULT_TIMEOUT
 from recorder.replay.variables import MissingVariableError
+from recorder.replay.wait import wait_for_agent
 from recorder.rules import load_rules, rules_warnings
 
 _NAME = "learn"
@@ -42,7 +43,15 @@ def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> st
     "--agent",
     metavar="URL",
     callback=_agent,
-    help="The agent to learn from. Default: start the bundled kit agent on a free loopback port.",
+    help="The agent to learn from. Without it the bundled kit agent is started on a free "
+    "loopback port (said on stderr).",
+)
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0, max=3600),
+    default=None,
+    metavar="SECONDS",
+    help="Wait up to SECONDS for the agent to answer (its card is polled) before the runs.",
 )
 @click.option(
     "--runs",
@@ -82,6 +91,7 @@ def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> st
 def learn(
     paths: tuple[str, ...],
     agent: str | None,
+    wait: float | None,
     runs: int,
     rules_path: str | None,
     output: str | None,
@@ -115,6 +125,8 @@ def learn(
         if rules_path is not None:
             for warning in rules_warnings(rules_path):
                 click.echo(f"recorder {_NAME}: warning: {warning}", err=True)
+        if agent is not None and wait is not None:
+            wait_for_agent(agent, wait)
         with _quiet_embedded_kit(agent is None):
             learned = learn_noise(
                 paths,
@@ -125,7 +137,7 @@ def learn(
                 runs=runs,
                 environ=environ,
                 timeout=timeout,
-                start_agent=_start_embedded_kit,
+                start_agent=embedded_kit(_NAME),
             )
     except TranscriptErrors as exc:
         for error in exc.errors:

@@ -28,6 +28,7 @@ from recorder.replay.results import PlayResult
 from recorder.replay.select import Selection, SelectionError
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url
 from recorder.replay.variables import MissingVariableError
+from recorder.replay.wait import wait_for_agent
 from recorder.rules import load_rules, rules_warnings
 
 
@@ -50,12 +51,35 @@ def _selection(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return value
 
 
-def _start_embedded_kit() -> AgentHandle:
-    """The bundled kit agent on a free loopback port: what `recorder play` plays against
-    without --agent (imported only then: the kit brings in the a2a-sdk)."""
-    from recorder.kit import start_kit
+KIT_EXTRA = "pip install 'a2a-recorder[kit]'"
 
-    return start_kit(host="127.0.0.1", port=0)
+
+def embedded_kit(command: str) -> Callable[[], AgentHandle]:
+    """What `recorder <command>` starts without --agent: the bundled kit agent on a free
+    loopback port (imported only then: the kit brings in the a2a-sdk's server). Starting it
+    is said on stderr, once, naming the flag: transcripts of another agent played against the
+    kit would fail for a reason the report alone does not show."""
+
+    def start() -> AgentHandle:
+        try:
+            from recorder.kit import start_kit
+        except ImportError as exc:
+            raise RecorderError(
+                f"no --agent given, and the bundled kit cannot start ({exc}; it needs "
+                f"{KIT_EXTRA}): give --agent URL"
+            ) from None
+        handle = start_kit(host="127.0.0.1", port=0)
+        verb = "learning from" if command == "learn" else "playing against"
+        click.echo(
+            f"recorder {command}: no --agent given: {verb} the bundled kit at {handle.url}",
+            err=True,
+        )
+        return handle
+
+    return start
+
+
+_start_embedded_kit = embedded_kit("play")  # the starter of `recorder play`
 
 
 @contextlib.contextmanager
@@ -159,7 +183,7 @@ def _is_transcript(path: str) -> bool:
     metavar="URL",
     callback=_agent,
     help="The agent to play against (its scheme, host and port replace the recorded ones). "
-    "Default: start the bundled kit agent on a free loopback port.",
+    "Without it the bundled kit agent is started on a free loopback port (said on stderr).",
 )
 @click.option(
     "--rules", "rules_path", metavar="FILE", help="A YAML rules file merged over the A2A defaults."
@@ -210,6 +234,14 @@ def _is_transcript(path: str) -> bool:
     default=DEFAULT_TIMEOUT,
     show_default=True,
     help="Seconds allowed for each reply (a whole event stream included).",
+)
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0, max=3600),
+    default=None,
+    metavar="SECONDS",
+    help="Wait up to SECONDS for the --agent to answer (its card is polled) before playing: "
+    "for CI, where the agent starts beside the player. (The bundled kit needs no wait.)",
 )
 @click.option(
     "--report-json",
@@ -271,6 +303,7 @@ def play(
     jobs: int,
     shard: tuple[int, int] | None,
     timeout: float,
+    wait: float | None,
     json_path: str | None,
     variables: dict[str, str],
     env_files: tuple[str, ...],
@@ -307,6 +340,8 @@ def play(
             # rules that can never apply (a kind typo, a place only the client fills)
             for warning in rules_warnings(rules_path):
                 click.echo(f"recorder play: warning: {warning}", err=True)
+        if agent is not None and wait is not None:
+            wait_for_agent(agent, wait)
         with _quiet_embedded_kit(agent is None):
             result = play_transcripts(
                 paths,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from recorder.cli import fail, plural
+from recorder.cli.options import AliasedOption
 from recorder.errors import RecorderError
 from recorder.model import Transcript
 from recorder.record.modes import MODES
@@ -18,7 +19,16 @@ if TYPE_CHECKING:
 
 
 @click.command(short_help="Record the traffic to an agent as .http transcripts.")
-@click.option("--upstream", required=True, help="The agent to record, e.g. http://localhost:41242")
+@click.option(
+    "--agent",
+    "--upstream",
+    "upstream",
+    cls=AliasedOption,
+    aliases=("--upstream",),
+    required=True,
+    metavar="URL",
+    help="The agent to record, e.g. http://localhost:41242",
+)
 @click.option(
     "--listen",
     default="127.0.0.1:41241",
@@ -127,7 +137,7 @@ def record(
     grpc_listen: str | None,
     quiet: bool,
 ) -> None:
-    """Record every exchange between clients and the agent at UPSTREAM.
+    """Record every exchange between clients and the agent at --agent.
 
     Point clients at the proxy instead of the agent. Name a scenario with the request header
     `Recorder-Scenario: <name>` (or POST {"name": ...} to /_recorder/scenario): its exchanges go

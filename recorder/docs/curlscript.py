@@ -5,7 +5,7 @@ The script (`export_curl`):
 1. Starts with `EXPORT_MARK` (play and check skip such a file), what it needs (bash, curl, and
    jq when it captures a value) and the variables to set; `set -euo pipefail`.
 2. Sends to `"$BASE_URL"` + the recorded path; `BASE_URL` defaults to the recorded agent
-   (`--base-url`, else `http://` + the recorded Host).
+   (`--agent`, else `http://` + the recorded Host).
 3. Prints each reply as `curl -i` shows it (status line, headers, body) under a `### N. title`
    line, then a blank line, so a reply never runs into the next status line.
 4. Captures each generated value a later request sends (`recorder.docs.chains`) from the

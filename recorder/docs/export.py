@@ -110,8 +110,8 @@ def request_url(request: Request, base_url: str | None = None) -> str:
     host = request.headers.get("Host")
     if not host:
         raise ExportError(
-            f"{request.method} {request.target} has no Host header: pass a base URL "
-            "(--base-url http://127.0.0.1:41242)"
+            f"{request.method} {request.target} has no Host header: pass the agent "
+            "(--agent http://127.0.0.1:41242)"
         )
     return f"http://{host}{target}"
 
@@ -255,7 +255,7 @@ def export_base(exchanges: Iterable[Exchange], base_url: str | None, source: str
         line = "" if first is None or first.line is None else f":{first.line}"
         where_ = f"{source}{line}: "
     raise ExportError(
-        f"{where_}no request has a Host header: pass a base URL (--base-url http://127.0.0.1:41242)"
+        f"{where_}no request has a Host header: pass the agent (--agent http://127.0.0.1:41242)"
     )
 
 

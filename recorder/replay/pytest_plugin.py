@@ -19,7 +19,8 @@ the way of projects that do not use it):
 
 Nothing else is collected, and nothing is started until the first exchange runs. Without
 `--recorder-agent`, the bundled kit agent is started on a free loopback port for the session
-(and its token fills `{{A2A_TOKEN}}` unless the environment sets it). The ini options
+(said on stderr; its token fills `{{A2A_TOKEN}}` unless the environment sets it);
+`--recorder-wait SECONDS` waits for the named agent to answer first. The ini options
 `recorder_agent`, `recorder_rules` (relative to the ini file's folder) and `recorder_timeout`
 set the same as the command-line options, which win when given.
 
@@ -56,6 +57,7 @@ first exchange after one quick connection attempt, not a timeout per exchange.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,6 +97,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=float,
         default=None,
         help="Seconds allowed for each reply (default 30).",
+    )
+    group.addoption(
+        "--recorder-wait",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="Wait up to SECONDS for --recorder-agent to answer (its card is polled) before "
+        "the first exchange: for CI, where the agent starts beside the tests.",
     )
     group.addoption(
         "--recorder-update",
@@ -297,10 +307,22 @@ class _Agent:
         self.live_base: str | None = None
         self.variables: dict[str, str] = {}
         self.watch: AgentWatch | None = None
+        self._failed: Exception | None = None
 
     def ensure(self) -> None:
         if self._transport is not None:
             return
+        if self._failed is not None:
+            raise self._failed  # once per session: not a wait, or a kit start, per item
+        from recorder.errors import RecorderError
+
+        try:
+            self._start()
+        except RecorderError as exc:
+            self._failed = exc
+            raise
+
+    def _start(self) -> None:
         from recorder.replay.send import agent_base_url, make_transport
         from recorder.replay.watch import AgentWatch
         from recorder.rules import load_rules
@@ -310,10 +332,13 @@ class _Agent:
         agent = _agent_setting(self.config)
         if agent:
             self.base_url = agent_base_url(agent)
-        else:
-            from recorder.kit import start_kit
+            wait: float | None = self.config.getoption("recorder_wait", None)
+            if wait is not None:
+                from recorder.replay.wait import wait_for_agent
 
-            self._handle = start_kit(host="127.0.0.1", port=0)
+                wait_for_agent(self.base_url, wait)
+        else:
+            self._handle = _start_kit(self.config)
             self.base_url = agent_base_url(self._handle.url)
             self.live_base = agent_base_url(self._handle.base_url)
             self.variables.setdefault("A2A_TOKEN", self._handle.token)
@@ -363,6 +388,32 @@ class _Agent:
             self._handle = None
 
 
+def _start_kit(config: pytest.Config) -> Any:
+    """The bundled kit, for a session without --recorder-agent: said once on stderr (past
+    pytest's capture), naming the option, since transcripts of another agent would fail
+    against it for a reason the failures alone do not show."""
+    from recorder.errors import RecorderError
+
+    try:
+        from recorder.kit import start_kit
+    except ImportError as exc:
+        raise RecorderError(
+            f"no --recorder-agent given, and the bundled kit cannot start ({exc}; it needs "
+            "pip install 'a2a-recorder[kit]'): give --recorder-agent URL"
+        ) from None
+    handle = start_kit(host="127.0.0.1", port=0)
+    message = (
+        f"recorder: no --recorder-agent given: playing against the bundled kit at {handle.url}\n"
+    )
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is None:
+        sys.stderr.write(message)
+    else:
+        with capture.global_and_fixture_disabled():
+            sys.stderr.write(message)
+    return handle
+
+
 _AGENT = pytest.StashKey[_Agent]()
 _UPDATED = pytest.StashKey[list["TranscriptResult"]]()
 
@@ -400,6 +451,9 @@ def _check_options(config: pytest.Config) -> None:
         except ValueError as exc:
             raise pytest.UsageError(f"--recorder-agent: {exc}") from None
     _trials_setting(config)
+    wait: float | None = config.getoption("recorder_wait", None)
+    if wait is not None and not 0 <= wait <= 3600:
+        raise pytest.UsageError(f"--recorder-wait: expected 0 to 3600 seconds, got {wait:g}")
     timeout = _timeout_setting(config)
     if not 0 < timeout <= 86400:
         raise pytest.UsageError(

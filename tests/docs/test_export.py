@@ -97,8 +97,8 @@ def test_cli_export_of_exchange_n_numbers_it_n(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["export", f"{source}#4", "--to", "curl"])
     assert result.exit_code == 2
     assert result.stderr == (
-        f"recorder export: {source}:{lines[3]}: no request has a Host header: pass a base URL"
-        " (--base-url http://127.0.0.1:41242)\n"
+        f"recorder export: {source}:{lines[3]}: no request has a Host header: pass the agent"
+        " (--agent http://127.0.0.1:41242)\n"
     )
 
 
@@ -167,7 +167,7 @@ def test_a_base_url_without_scheme_is_refused() -> None:
 
 def test_without_host_or_base_url_the_error_says_what_to_pass() -> None:
     request = make_request(headers=Headers([("Content-Type", "application/json")]))
-    with pytest.raises(ExportError, match=r"has no Host header: pass a base URL \(--base-url"):
+    with pytest.raises(ExportError, match=r"has no Host header: pass the agent \(--agent"):
         curl_command(request)
 
 
@@ -177,8 +177,8 @@ def test_cli_export_without_host_exits_2_naming_file_and_line(tmp_path: Path) ->
     result = CliRunner().invoke(main, ["export", str(path), "--to", "curl"])
     assert result.exit_code == 2
     assert result.stderr == (
-        f"recorder export: {path}:1: no request has a Host header: pass a base URL "
-        "(--base-url http://127.0.0.1:41242)\n"
+        f"recorder export: {path}:1: no request has a Host header: pass the agent "
+        "(--agent http://127.0.0.1:41242)\n"
     )
 
 

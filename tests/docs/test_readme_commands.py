@@ -32,6 +32,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from installs import ci_jobs, readme_line
 
 from recorder.kit import KitServer, start_kit
 
@@ -253,8 +254,8 @@ def run_planner(place: Place, text: str) -> None:
 
 
 def run_kit(place: Place, text: str) -> None:
-    if "--port" not in text:
-        text += f" --port {free_port()}"
+    if "--listen" not in text:
+        text += f" --listen 127.0.0.1:{free_port()}"
     if "--grpc-port" not in text:
         text += " --grpc-port 0"  # (its default, the HTTP port + 1, may be another's)
     out = place.serve(text, ready=serving(3))
@@ -388,6 +389,26 @@ def run_client(place: Place, text: str) -> None:
     assert "Reviewed 1 file" in place.run(text.replace("41241", "41242")).stdout
 
 
+def run_own_agent(place: Place, text: str) -> None:
+    # "your agent at 127.0.0.1:8000": here the kit stands in for it
+    text = text.replace("127.0.0.1:8000", f"127.0.0.1:{place.kit.port}")
+    if text.startswith("recorder record"):
+        run_record(place, text + " --listen 127.0.0.1:41241")
+    else:
+        run_play(place, text)
+
+
+def run_install(place: Place, text: str) -> None:
+    # the README's install lines need the package index and fresh venvs: run as written by
+    # tests/e2e/test_install.py (the wheel built, installed beside a2a-sdk 1.1.0, pipx, [kit]),
+    # each picked there by `readme_line(PREFIX)`
+    users = (REPO / "tests" / "installs.py").read_text() + (
+        REPO / "tests" / "e2e" / "test_install.py"
+    ).read_text()
+    prefixes = re.findall(r'readme_line\("([^"]+)"\)', users)
+    assert any(readme_line(prefix) == text for prefix in prefixes), (text, prefixes)
+
+
 def run_check(place: Place, text: str) -> None:
     assert place.run(text).stdout.strip(), "recorder check printed nothing"
 
@@ -422,12 +443,12 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "make docs-check": run_make,
     "make bench": run_make,
     "recorder kit": run_kit,
-    "recorder kit --port 0 --token s3cret": run_kit,
+    "recorder kit --listen 127.0.0.1:0 --token s3cret": run_kit,
     "curl -s localhost:41242/a2a/jsonrpc -H 'Content-Type: application/json' -H "
     '\'A2A-Version: 1.0\' -d \'{"jsonrpc":"2.0","id":1,"method":"SendMessage",'
     '"params":{"message":{"messageId":"m1", "role":"ROLE_USER","parts":[{"text":'
     '"What languages can you review?"}]}}}\'': run_curl,
-    "recorder record --upstream http://localhost:41242 [--listen 127.0.0.1:41241] "
+    "recorder record --agent http://localhost:41242 [--listen 127.0.0.1:41241] "
     "[--out transcripts/] [--rules rules.yaml]": run_record_with_rules,
     "python -m recorder.planner --fresh": run_planner_fresh,
     "recorder play transcripts/": run_play,
@@ -447,21 +468,28 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "recorder docs check README.md docs/": run_docs,
     "recorder docs sync docs/": run_docs,
     # docs/live-traffic.md (its whole flow, in order: tests/docs/test_live_traffic_page.py)
-    "recorder record --upstream http://localhost:41242 --out docs/examples/ "
+    "recorder record --agent http://localhost:41242 --out docs/examples/ "
     "--scenario ask-and-review": run_record,
-    "recorder record --upstream http://localhost:41242 --out docs/examples/ "
+    "recorder record --agent http://localhost:41242 --out docs/examples/ "
     "--scenario ask-and-review --mode replace": run_record,
     "recorder docs check docs/": run_docs,
     "python docs/ask_and_review.py http://127.0.0.1:41241": run_client,
     # docs/llm-agents.md
     "recorder kit --vary": run_kit,
-    "recorder record --upstream http://localhost:41242 --out docs/llm/ "
+    "recorder record --agent http://localhost:41242 --out docs/llm/ "
     "--scenario llm-review": run_record,
     "recorder play docs/llm/ --agent http://localhost:41242": run_llm,
     "recorder learn docs/llm/ --agent http://localhost:41242 -o llm-rules.yaml": run_llm,
     "recorder play docs/llm/ --agent http://localhost:41242 --rules llm-rules.yaml": (run_llm),
     "recorder play docs/llm/ --agent http://localhost:41242 --rules llm-rules.yaml "
     "--trials 10": run_llm,
+    # README.md, "Using it from your own project"
+    "pip wheel --no-deps -w dist/ .": run_install,
+    "pip install dist/a2a_recorder-0.1.0-py3-none-any.whl": run_install,
+    "pipx install dist/a2a_recorder-0.1.0-py3-none-any.whl": run_install,
+    "pip install 'dist/a2a_recorder-0.1.0-py3-none-any.whl[kit]'": run_install,
+    "recorder record --agent http://127.0.0.1:8000 --out transcripts/": run_own_agent,
+    "recorder play transcripts/ --agent http://127.0.0.1:8000": run_own_agent,
 }
 
 
@@ -497,3 +525,17 @@ def test_every_documented_command_is_run() -> None:
 @pytest.mark.parametrize("command", sorted(RUNS))
 def test_a_documented_command_runs(command: str, place: Place) -> None:
     RUNS[command](place, command)
+
+
+def test_the_ci_pages_jobs_are_run_whole() -> None:
+    """docs/ci.md's jobs are YAML (`run:` steps, `script:` lines), not sh blocks: each is run
+    whole, in order, as its CI would (tests/e2e/test_install.py); here, that each job has
+    lines to run, and plays with --wait and a JUnit report as the page says."""
+    jobs = ci_jobs()
+    assert set(jobs) == {"github", "gitlab"}
+    for lines in jobs.values():
+        (play,) = [line for line in lines if line.startswith("recorder play ")]
+        assert " --agent " in play and " --wait " in play and " --junit-xml " in play
+        assert any(line.endswith("&") for line in lines)  # the agent starts in the background
+    e2e = REPO / "tests" / "e2e" / "test_install.py"
+    assert "ci_jobs()[job]" in e2e.read_text()

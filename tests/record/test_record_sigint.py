@@ -13,7 +13,7 @@ from helpers import recorder_process
 
 from recorder.servers import ServerThread
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]  # Ctrl-C timed to a second: run alone
 
 
 def test_ctrl_c_stops_the_recorder_quickly_and_quietly(tmp_path: Path) -> None:
