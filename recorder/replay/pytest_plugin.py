@@ -64,6 +64,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from recorder.replay.plugin_settings import (
+    agent_setting,
+    rules_setting,
+    timeout_setting,
+    trials_setting,
+    variables_setting,
+)
+
 if TYPE_CHECKING:
     import httpx
 
@@ -169,95 +177,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def _agent_setting(config: pytest.Config) -> str | None:
-    value: str | None = config.getoption("recorder_agent", None) or config.getini("recorder_agent")
-    return value or None
-
-
-def _rules_setting(config: pytest.Config) -> str | None:
-    option: str | None = config.getoption("recorder_rules", None)
-    if option:
-        return option  # relative to where pytest was started, like any command-line path
-    value: str = config.getini("recorder_rules")
-    if not value:
-        return None
-    base = config.inipath.parent if config.inipath is not None else config.rootpath
-    return str(base / value)
-
-
-def _timeout_setting(config: pytest.Config) -> float:
-    option: float | None = config.getoption("recorder_timeout", None)
-    if option is not None:
-        return option
-    value: str = config.getini("recorder_timeout")
-    if not value:
-        return 30.0
-    try:
-        return float(value)
-    except ValueError:
-        raise pytest.UsageError(
-            f"recorder_timeout (ini): expected a number of seconds, got {value!r}"
-        ) from None
-
-
-def _variables_setting(config: pytest.Config) -> dict[str, str]:
-    """The environment, under --recorder-env-file's files, under --recorder-var's values
-    (`recorder play`'s order); a bad one is a usage error."""
-    from recorder.replay.envfile import EnvFileError, merge_variables, parse_env_file, parse_var
-
-    values: dict[str, str] = {}
-    for text in config.getoption("recorder_var", None) or []:
-        try:
-            name, value = parse_var(text)
-        except ValueError as exc:
-            raise pytest.UsageError(f"--recorder-var: {exc}") from None
-        values[name] = value
-    files = []
-    for path in config.getoption("recorder_env_file", None) or []:
-        try:
-            with open(path, encoding="utf-8-sig") as file:
-                files.append(parse_env_file(file.read(), path))
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise pytest.UsageError(
-                f"--recorder-env-file: cannot read the env file {path}: {reason}"
-            ) from None
-        except EnvFileError as exc:
-            raise pytest.UsageError(f"--recorder-env-file: {exc}") from None
-    return merge_variables(os.environ, files, values)
-
-
-def _trials_setting(config: pytest.Config) -> tuple[int, float] | None:
-    """(N, R) from --recorder-trials and --recorder-pass-rate (or the ini), or None."""
-    trials: int | None = config.getoption("recorder_trials", None)
-    if trials is None:
-        trials = _ini_number(config, "recorder_trials", int)
-    rate: float | None = config.getoption("recorder_pass_rate", None)
-    if rate is None:
-        rate = _ini_number(config, "recorder_pass_rate", float)
-    if rate is not None and trials is None:
-        raise pytest.UsageError("--recorder-pass-rate needs --recorder-trials N")
-    if trials is None:
-        return None
-    if config.getoption("recorder_update", False):
-        raise pytest.UsageError("--recorder-trials cannot be used with --recorder-update")
-    if not 1 <= trials <= 1000:
-        raise pytest.UsageError(f"--recorder-trials: expected 1 to 1000, got {trials}")
-    if rate is not None and not 0 < rate <= 1:
-        raise pytest.UsageError(f"--recorder-pass-rate: expected 0 < R <= 1, got {rate:g}")
-    return trials, 1.0 if rate is None else rate
-
-
-def _ini_number(config: pytest.Config, name: str, kind: type[Any]) -> Any:
-    value: str = config.getini(name)
-    if not value:
-        return None
-    try:
-        return kind(value)
-    except ValueError:
-        raise pytest.UsageError(f"{name} (ini): expected a number, got {value!r}") from None
-
-
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if file_path.suffix != ".http" or not _wanted(file_path, parent.config):
         return None
@@ -327,9 +246,9 @@ class _Agent:
         from recorder.replay.watch import AgentWatch
         from recorder.rules import load_rules
 
-        self._rules = load_rules(_rules_setting(self.config))
-        self.variables = _variables_setting(self.config)
-        agent = _agent_setting(self.config)
+        self._rules = load_rules(rules_setting(self.config))
+        self.variables = variables_setting(self.config)
+        agent = agent_setting(self.config)
         if agent:
             self.base_url = agent_base_url(agent)
             wait: float | None = self.config.getoption("recorder_wait", None)
@@ -349,7 +268,7 @@ class _Agent:
 
     @property
     def timeout(self) -> float:
-        return _timeout_setting(self.config)
+        return timeout_setting(self.config)
 
     def file_player(
         self,
@@ -442,7 +361,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 def _check_options(config: pytest.Config) -> None:
     """A bad --recorder-agent or --recorder-rules is one usage error, before any test runs
     (not one traceback per item). Nothing is imported unless the options are given."""
-    agent = _agent_setting(config)
+    agent = agent_setting(config)
     if agent:
         from recorder.replay.send import agent_base_url
 
@@ -450,18 +369,18 @@ def _check_options(config: pytest.Config) -> None:
             agent_base_url(agent)
         except ValueError as exc:
             raise pytest.UsageError(f"--recorder-agent: {exc}") from None
-    _trials_setting(config)
+    trials_setting(config)
     wait: float | None = config.getoption("recorder_wait", None)
     if wait is not None and not 0 <= wait <= 3600:
         raise pytest.UsageError(f"--recorder-wait: expected 0 to 3600 seconds, got {wait:g}")
-    timeout = _timeout_setting(config)
+    timeout = timeout_setting(config)
     if not 0 < timeout <= 86400:
         raise pytest.UsageError(
             f"--recorder-timeout: expected seconds above 0 and at most 86400, got {timeout:g}"
         )
     if config.getoption("recorder_var", None) or config.getoption("recorder_env_file", None):
-        _variables_setting(config)
-    rules = _rules_setting(config)
+        variables_setting(config)
+    rules = rules_setting(config)
     if rules:
         from recorder.errors import RecorderError
         from recorder.judges import import_judges
@@ -533,7 +452,7 @@ class TranscriptFile(pytest.File):
     def player(self) -> FilePlayer | TrialPlayer:
         if self._player is None:
             agent = self.config.stash[_AGENT]
-            trials = _trials_setting(self.config)
+            trials = trials_setting(self.config)
             if trials is None:
                 player = agent.file_player(
                     self.display_path,

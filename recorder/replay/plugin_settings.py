@@ -1,0 +1,106 @@
+"""The pytest plugin's settings: each option, or its ini key, read and checked (a bad one
+is a `pytest.UsageError` naming it). Kept apart from the plugin's collection and items."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+__all__ = [
+    "agent_setting",
+    "rules_setting",
+    "timeout_setting",
+    "trials_setting",
+    "variables_setting",
+]
+
+
+def agent_setting(config: pytest.Config) -> str | None:
+    value: str | None = config.getoption("recorder_agent", None) or config.getini("recorder_agent")
+    return value or None
+
+
+def rules_setting(config: pytest.Config) -> str | None:
+    option: str | None = config.getoption("recorder_rules", None)
+    if option:
+        return option  # relative to where pytest was started, like any command-line path
+    value: str = config.getini("recorder_rules")
+    if not value:
+        return None
+    base = config.inipath.parent if config.inipath is not None else config.rootpath
+    return str(base / value)
+
+
+def timeout_setting(config: pytest.Config) -> float:
+    option: float | None = config.getoption("recorder_timeout", None)
+    if option is not None:
+        return option
+    value: str = config.getini("recorder_timeout")
+    if not value:
+        return 30.0
+    try:
+        return float(value)
+    except ValueError:
+        raise pytest.UsageError(
+            f"recorder_timeout (ini): expected a number of seconds, got {value!r}"
+        ) from None
+
+
+def variables_setting(config: pytest.Config) -> dict[str, str]:
+    """The environment, under --recorder-env-file's files, under --recorder-var's values
+    (`recorder play`'s order); a bad one is a usage error."""
+    from recorder.replay.envfile import EnvFileError, merge_variables, parse_env_file, parse_var
+
+    values: dict[str, str] = {}
+    for text in config.getoption("recorder_var", None) or []:
+        try:
+            name, value = parse_var(text)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--recorder-var: {exc}") from None
+        values[name] = value
+    files = []
+    for path in config.getoption("recorder_env_file", None) or []:
+        try:
+            with open(path, encoding="utf-8-sig") as file:
+                files.append(parse_env_file(file.read(), path))
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise pytest.UsageError(
+                f"--recorder-env-file: cannot read the env file {path}: {reason}"
+            ) from None
+        except EnvFileError as exc:
+            raise pytest.UsageError(f"--recorder-env-file: {exc}") from None
+    return merge_variables(os.environ, files, values)
+
+
+def trials_setting(config: pytest.Config) -> tuple[int, float] | None:
+    """(N, R) from --recorder-trials and --recorder-pass-rate (or the ini), or None."""
+    trials: int | None = config.getoption("recorder_trials", None)
+    if trials is None:
+        trials = _ini_number(config, "recorder_trials", int)
+    rate: float | None = config.getoption("recorder_pass_rate", None)
+    if rate is None:
+        rate = _ini_number(config, "recorder_pass_rate", float)
+    if rate is not None and trials is None:
+        raise pytest.UsageError("--recorder-pass-rate needs --recorder-trials N")
+    if trials is None:
+        return None
+    if config.getoption("recorder_update", False):
+        raise pytest.UsageError("--recorder-trials cannot be used with --recorder-update")
+    if not 1 <= trials <= 1000:
+        raise pytest.UsageError(f"--recorder-trials: expected 1 to 1000, got {trials}")
+    if rate is not None and not 0 < rate <= 1:
+        raise pytest.UsageError(f"--recorder-pass-rate: expected 0 < R <= 1, got {rate:g}")
+    return trials, 1.0 if rate is None else rate
+
+
+def _ini_number(config: pytest.Config, name: str, kind: type[Any]) -> Any:
+    value: str = config.getini(name)
+    if not value:
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        raise pytest.UsageError(f"{name} (ini): expected a number, got {value!r}") from None
