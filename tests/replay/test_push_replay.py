@@ -1,0 +1,119 @@
+"""Push notifications replayed: the player points a push config at its receiver, awaits the
+recorded deliveries and compares them (`recorder.replay.pushes`), against the real kit."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pushtraffic import spoiling_proxy, write_push_transcript
+
+from recorder.httpfile import load
+from recorder.kit import KitServer
+from recorder.model import Exchange, Headers, Request, Response
+from recorder.replay.player import play
+from recorder.replay.pushes import delivery_plan, point_configs, push_config_of
+from recorder.replay.pushrecv import PushReceiver
+
+
+@pytest.fixture(scope="module")
+def push_file(kit: KitServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_push_transcript(kit.url, tmp_path_factory.mktemp("push") / "01-push.http")
+
+
+def _lines(result: Any) -> list[str]:
+    return [
+        f"{e.number}: {m.describe()}"
+        for f in result.transcripts
+        for e in f.exchanges
+        for m in e.mismatches
+    ]
+
+
+def test_a_push_transcript_replays_clean_five_times(kit: KitServer, push_file: Path) -> None:
+    transcript = load(push_file)
+    assert delivery_plan(transcript) == {1: [1, 2, 3, 4]}
+    for _ in range(5):
+        result = play([push_file], agent=kit.url, environ={"TOKEN": "live-token"})
+        assert result.passed, _lines(result)
+        assert [e.number for e in result.transcripts[0].exchanges] == [1, 2, 3, 4, 5]
+
+
+def _spoiled(kit: KitServer, push_file: Path, spoil: Any, timeout: float = 10.0) -> list[str]:
+    with spoiling_proxy(kit.url, spoil) as proxy:
+        result = play([push_file], agent=proxy, environ={"TOKEN": "t"}, timeout=timeout)
+    assert not result.passed
+    return _lines(result)
+
+
+def test_an_agent_that_stops_delivering_fails_at_the_missing_deliveries(
+    kit: KitServer, push_file: Path
+) -> None:
+    lines = _spoiled(kit, push_file, lambda n, body: [body] if n <= 2 else [], timeout=2.0)
+    assert lines == [
+        '4: delivery 3 (push config 1): expected "a delivery", got "missing (none within 2 s)"',
+        '5: delivery 4 (push config 1): expected "a delivery", got "missing (none within 2 s)"',
+    ]
+
+
+def test_a_wrong_state_fails_at_its_path(kit: KitServer, push_file: Path) -> None:
+    def spoil(number: int, body: dict[str, Any]) -> list[dict[str, Any]]:
+        if number == 4:
+            body = copy.deepcopy(body)
+            body["statusUpdate"]["status"]["state"] = "TASK_STATE_FAILED"
+        return [body]
+
+    lines = _spoiled(kit, push_file, spoil)
+    assert lines == [
+        '5: $.statusUpdate.status.state: expected "TASK_STATE_COMPLETED", got "TASK_STATE_FAILED"'
+    ]
+
+
+def test_an_extra_update_fails_where_it_came(kit: KitServer, push_file: Path) -> None:
+    # the WORKING update sent twice: delivery 3 is that repeat, not the artifact
+    lines = _spoiled(kit, push_file, lambda n, body: [body, body] if n == 2 else [body])
+    assert lines and all(line.startswith(("4:", "5:")) for line in lines), lines
+    assert lines[0].startswith("4: $.artifactUpdate: expected {"), lines
+
+
+# ---------------------------------------------------------------- pure parts, the receiver
+
+
+def test_the_tag_is_read_from_the_model_or_the_comment() -> None:
+    request = Request("POST", "/hook")
+    tagged = Exchange(request, Response(200), comments=("@push config 3",))
+    assert push_config_of(tagged) == 3
+    assert push_config_of(Exchange(request, Response(200), comments=("push config 3",))) is None
+
+
+def test_a_push_config_url_is_pointed_at_the_receiver() -> None:
+    json_type = Headers([("Content-Type", "application/json")])
+    body = b'{"method": "CreateTaskPushNotificationConfig", "params": {"taskId": "t", "url": "http://c/hook"}}'
+    original = Request("POST", "/a2a/jsonrpc", json_type, body)
+    pointed, sent = point_configs(original, "http://r/push/1")
+    assert sent == "http://c/hook"
+    assert pointed.json["params"]["url"] == "http://r/push/1"
+    assert original.json["params"]["url"] == "http://c/hook"  # the recorded one untouched
+    plain = Request(
+        "POST", "/a2a/jsonrpc", json_type, b'{"method": "GetTask", "params": {"id": "t"}}'
+    )
+    assert point_configs(plain, "http://r/push/1") == (plain, None)
+
+
+def test_the_receiver_answers_as_recorded_and_wakes_the_waiter() -> None:
+    import httpx
+
+    receiver = PushReceiver()
+    try:
+        key = receiver.new_key()
+        receiver.answer(key, [Response(202, "Accepted", Headers([("X-Seen", "1")]), b"ok")])
+        assert receiver.wait(key, 1, 0.05) == []
+        first = httpx.post(receiver.url(key), json={"a": 1}, timeout=10)
+        second = httpx.post(receiver.url(key), json={"a": 2}, timeout=10)
+        assert (first.status_code, first.headers["x-seen"], first.content) == (202, "1", b"ok")
+        assert (second.status_code, second.content) == (200, b"")
+        assert [a.body for a in receiver.wait(key, 2, 10)] == [b'{"a":1}', b'{"a":2}']
+    finally:
+        receiver.close()
