@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import string
+from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -126,7 +127,11 @@ def exchanges(draw: st.DrawFn) -> Exchange:
     comments = draw(
         st.lists(
             one_line.filter(
-                lambda s: s.strip() != "@truncated" and not s.strip().startswith("@during")
+                lambda s: (
+                    s.strip() != "@truncated"
+                    and not s.strip().startswith("@during")
+                    and s.split(maxsplit=1)[:1] != ["@push"]
+                )
             ),
             max_size=2,
         )
@@ -140,9 +145,19 @@ def exchanges(draw: st.DrawFn) -> Exchange:
     )
 
 
+@st.composite
+def pushed(draw: st.DrawFn) -> tuple[Exchange, ...]:
+    """Exchanges, some of them deliveries (`@push config N`) naming an earlier one."""
+    found = draw(st.lists(exchanges(), max_size=4))
+    return tuple(
+        replace(e, push_config=draw(st.none() | st.integers(1, index))) if index else e
+        for index, e in enumerate(found)
+    )
+
+
 transcripts = st.builds(
     Transcript,
-    exchanges=st.lists(exchanges(), max_size=4).map(tuple),
+    exchanges=pushed(),
     comments=st.lists(one_line, max_size=3).map(tuple),
 )
 
