@@ -116,7 +116,7 @@ def write_push_transcript(kit_url: str, path: Path) -> Path:
                 ),
                 Response(200, "OK"),
                 title=f"delivery {number}",
-                comments=("@push config 1",),
+                push_config=1,
             )
         )
     dump(Transcript(tuple(exchanges)), path)

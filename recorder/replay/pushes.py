@@ -24,12 +24,10 @@ The parsing of the tag and the body rewrites are pure; the waiting is the receiv
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
 
 from recorder.model import Exchange, Headers, Request, Response, Transcript
+from recorder.push import config_objects
 from recorder.replay.diff import Mismatch
 from recorder.replay.live import LiveReply
 from recorder.replay.pushrecv import Arrival, PushReceiver
@@ -45,23 +43,11 @@ __all__ = [
 ]
 
 TOKEN_HEADER = "X-A2A-Notification-Token"
-_TAG = re.compile(r"@push\s+config\s+(\d+)\s*$")
-# the members beside `url` that make an object a push config (A2A TaskPushNotificationConfig)
-_CONFIG_SIBLINGS = ("token", "authentication", "taskId", "id")
 
 
 def push_config_of(exchange: Exchange) -> int | None:
-    """N of the exchange's `# @push config N` tag (the recorded delivery of config N), or None.
-
-    The model's `push_config` when it has one; otherwise the tag as a comment line."""
-    tagged = getattr(exchange, "push_config", None)
-    if isinstance(tagged, int):
-        return tagged
-    for comment in exchange.comments:
-        match = _TAG.search(comment.strip())
-        if match is not None:
-            return int(match.group(1))
-    return None
+    """N of the exchange's `# @push config N` tag (a recorded delivery of config N), or None."""
+    return exchange.push_config
 
 
 def delivery_plan(transcript: Transcript) -> dict[int, list[int]]:
@@ -74,35 +60,13 @@ def delivery_plan(transcript: Transcript) -> dict[int, list[int]]:
     return plan
 
 
-def _configs(value: Any, *, push: bool, top: bool) -> Iterator[dict[str, Any]]:
-    """The push-config objects in a request body: an object with a `url` beside a config's
-    members, or held by a member whose name holds "push", or the body itself (`top`)."""
-    if isinstance(value, dict):
-        if isinstance(value.get("url"), str) and (
-            push or top or any(key in value for key in _CONFIG_SIBLINGS)
-        ):
-            yield value
-        for key, item in value.items():
-            yield from _configs(item, push="push" in key.lower(), top=False)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _configs(item, push=push, top=False)
-
-
 def point_configs(request: Request, url: str) -> tuple[Request, str | None]:
     """`request` with its push config's `url` set to `url`, and the URL it had; (request,
     None) when it registers no push config."""
     if request.json is None:
         return request, None
     body = json.loads(request.body)  # a copy: the request's parsed body is cached, shared
-    rest_config = request.method == "POST" and "pushNotificationConfigs" in request.path
-    method = body.get("method") if isinstance(body, dict) else None
-    top = rest_config or method in (
-        "CreateTaskPushNotificationConfig",
-        "SetTaskPushNotificationConfig",
-    )
-    params = body.get("params") if isinstance(body, dict) and method is not None else None
-    found = list(_configs(params if params is not None else body, push=False, top=top))
+    found = config_objects(request.method, request.target, body)
     if not found:
         return request, None
     sent = str(found[0]["url"])

@@ -81,16 +81,18 @@ def test_an_extra_update_fails_where_it_came(kit: KitServer, push_file: Path) ->
 # ---------------------------------------------------------------- pure parts, the receiver
 
 
-def test_the_tag_is_read_from_the_model_or_the_comment() -> None:
+def test_the_tag_is_the_models() -> None:
     request = Request("POST", "/hook")
-    tagged = Exchange(request, Response(200), comments=("@push config 3",))
-    assert push_config_of(tagged) == 3
+    assert push_config_of(Exchange(request, Response(200), push_config=3)) == 3
     assert push_config_of(Exchange(request, Response(200), comments=("push config 3",))) is None
 
 
 def test_a_push_config_url_is_pointed_at_the_receiver() -> None:
     json_type = Headers([("Content-Type", "application/json")])
-    body = b'{"method": "CreateTaskPushNotificationConfig", "params": {"taskId": "t", "url": "http://c/hook"}}'
+    body = (
+        b'{"method": "CreateTaskPushNotificationConfig", "jsonrpc": "2.0",'
+        b' "params": {"taskId": "t", "url": "http://c/hook"}}'
+    )
     original = Request("POST", "/a2a/jsonrpc", json_type, body)
     pointed, sent = point_configs(original, "http://r/push/1")
     assert sent == "http://c/hook"
