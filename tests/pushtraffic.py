@@ -4,6 +4,7 @@ the deliveries (drops, changes, repeats one) on their way to the webhook."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -14,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.helpers import new_text_message
+from a2a.types import Role, SendMessageRequest, Task, TaskPushNotificationConfig
 
 from recorder.httpfile import dump
 from recorder.model import Exchange, Headers, Request, Response, Transcript
@@ -63,34 +67,58 @@ class Webhook:
         self._server.server_close()
 
 
-def send_message_body(url: str, token: str) -> dict[str, Any]:
-    """A JSON-RPC SendMessage of a diff, with a push config for `url`."""
-    return {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "SendMessage",
-        "params": {
-            "message": {"messageId": "push-1", "role": "ROLE_USER", "parts": [{"text": DIFF}]},
-            "configuration": {"taskPushNotificationConfig": {"url": url, "token": token}},
-        },
-    }
+def push_request(text: str, url: str, token: str) -> SendMessageRequest:
+    """A SendMessage of `text` with a push config for `url` and `token`, as SDK users build it."""
+    request = SendMessageRequest(message=new_text_message(text, role=Role.ROLE_USER))
+    request.configuration.task_push_notification_config.CopyFrom(
+        TaskPushNotificationConfig(url=url, token=token)
+    )
+    return request
+
+
+async def _sdk_send(base_url: str, request: SendMessageRequest) -> tuple[Task, list[Any]]:
+    """Send `request` with the a2a-sdk client (JSON-RPC, not streaming); the task, and the
+    JSON-RPC POSTs as they went (request, response)."""
+    seen: list[Any] = []
+
+    async def keep(response: httpx.Response) -> None:
+        if response.request.url.path.endswith("/a2a/jsonrpc"):
+            await response.aread()
+            seen.append((response.request, response))
+
+    http = httpx.AsyncClient(timeout=LIMIT, event_hooks={"response": [keep]})
+    http.headers.setdefault("A2A-Version", "1.0")
+    try:
+        card = await A2ACardResolver(http, base_url).get_agent_card()
+        config = ClientConfig(
+            httpx_client=http, streaming=False, supported_protocol_bindings=["JSONRPC"]
+        )
+        client = ClientFactory(config).create(card)
+        events = [event async for event in client.send_message(request)]
+        await client.close()
+    finally:
+        await http.aclose()
+    tasks = [event.task for event in events if event.HasField("task")]
+    assert tasks, events
+    return tasks[0], seen
+
+
+def sdk_send(base_url: str, request: SendMessageRequest) -> tuple[Task, list[Any]]:
+    return asyncio.run(asyncio.wait_for(_sdk_send(base_url, request), LIMIT))
 
 
 def write_push_transcript(kit_url: str, path: Path) -> Path:
-    """Run a SendMessage with a push config against the kit and write what passed, the four
-    deliveries tagged `@push config 1` (written by hand in the agreed format: the token
-    redacted, the webhook's path kept)."""
+    """Send a diff with a push config to the kit with the a2a-sdk client and write what passed:
+    the SendMessage, the four deliveries tagged `@push config 1` (by hand, in the agreed
+    format: the token redacted, the webhook's path kept)."""
     hook = Webhook()
     try:
-        body = send_message_body(hook.url, TOKEN)
-        reply = httpx.post(
-            f"{kit_url}/a2a/jsonrpc", json=body, headers={"A2A-Version": "1.0"}, timeout=LIMIT
-        )
+        _, seen = sdk_send(kit_url, push_request(DIFF, hook.url, TOKEN))
         got = hook.wait(4)
     finally:
         hook.close()
-    assert len(got) == 4, got
-    redacted = json.loads(json.dumps(body).replace(TOKEN, "{{TOKEN}}"))
+    assert len(got) == 4 and len(seen) == 1, (got, seen)
+    sent, reply = seen[0]
     json_type = [("Content-Type", "application/json")]
     exchanges = [
         Exchange(
@@ -98,7 +126,7 @@ def write_push_transcript(kit_url: str, path: Path) -> Path:
                 "POST",
                 "/a2a/jsonrpc",
                 Headers([("Host", "localhost:41242"), ("A2A-Version", "1.0"), *json_type]),
-                json.dumps(redacted).encode(),
+                sent.content.replace(TOKEN.encode(), b"{{TOKEN}}"),
             ),
             Response(200, "OK", Headers(json_type), reply.content),
             title="SendMessage: a review with a webhook",
