@@ -11,13 +11,12 @@ its own module:
    (carry-forward of generated values) and after filling `{{NAME}}` placeholders from the
    environment (`recorder.replay.variables`), goes to the agent; the live reply is read as it
    arrives, within the timeout.
-3. Compare (`FilePlayer`, here, one per file; `recorder.replay.during` for the requests sent
-   while an earlier event stream is open): `ReplayState.compare` gives the mismatches.
+3. Compare (`FilePlayer`, one per file; `recorder.replay.during`: requests sent while a stream
+   is open; `recorder.replay.pushes`: push deliveries, awaited): `ReplayState.compare`.
 4. With `update`, bless (`recorder.replay.update`): `ReplayState.bless` gives the reply to
    write back into the golden file.
 
-Files run one after another or in parallel (`recorder.replay.jobs`); the verdicts are
-`recorder.replay.results`.
+Files run in turn or in parallel (`recorder.replay.jobs`); the verdicts: `recorder.replay.results`.
 
 A mismatch is a result (`ExchangeResult.mismatches`), and so is an exchange that got no whole
 reply (`ExchangeResult.error`: a timeout, a dropped connection): the rest of its file is then
@@ -54,7 +53,7 @@ from recorder.replay.live import real_frames
 from recorder.replay.needs import attach_needs, play_needs
 from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.plan import PlanItem, load_transcripts, plan
-from recorder.replay.pushes import FilePushes, PushReceiver
+from recorder.replay.pushes import FilePushes, PushReceiver, as_reply
 from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
 from recorder.replay.state import LiveReply, ReplayState
@@ -125,8 +124,7 @@ class FilePlayer:
     on_reply: Callable[[int, LiveReply], None] | None = None
     """Told each whole live reply (the exchange's 0-based index, the reply), before it is
     compared (`recorder learn` keeps them)."""
-    pushes: PushReceiver | None = None
-    """The run's webhook receiver (`recorder.replay.pushes`); None: the file's own."""
+    pushes: PushReceiver | None = None  # the run's webhook receiver; None: the file's own
     state: ReplayState = field(init=False)
     results: dict[int, ExchangeResult] = field(init=False, default_factory=dict)
 
@@ -202,8 +200,10 @@ class FilePlayer:
             )
             return
         if self._pushes.is_delivery(index):  # the agent's call: awaited, compared, not sent
-            found, _ = self._pushes.verdict(index, self.state, self.timeout)
-            self.results[index] = self._result(index, mismatches=found)
+            if (live := self._pushes.delivered(index, self.timeout)) is not None:
+                self._record(index, live, time.perf_counter())
+            else:  # it did not come
+                self.results[index] = self._result(index, mismatches=self._pushes.after(index))
             return
         unset = unset_variable(
             golden.request,
@@ -326,7 +326,7 @@ class FilePlayer:
 
     def _expected(self, index: int) -> Exchange:
         """The recorded exchange, with the placeholders of its reply filled."""
-        golden = self.transcript.exchanges[index]
+        golden = as_reply(self.transcript.exchanges[index])  # a push delivery: its request
         expected = fill_reply_placeholders(golden.response, self._filled, self._reply_names)
         return golden if expected is golden.response else replace(golden, response=expected)
 
@@ -335,7 +335,7 @@ class FilePlayer:
         if self.on_reply is not None:
             self.on_reply(index, live)
         golden = self._expected(index)
-        mismatches = tuple(self.state.compare(golden, live, number=index + 1))
+        mismatches = self._pushes.compare(self.state, golden, live, index)
         if self.watch is not None:
             self.watch.answered()
         details: tuple[str, ...] = ()

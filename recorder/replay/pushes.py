@@ -12,11 +12,12 @@ does not send a delivery (it is the agent's call); `FilePushes`, one per file:
   client answer of its place;
 - `live`: the agent's echo of the receiver's URL in any reply of the file reads as the URL sent
   (a GetTaskPushNotificationConfig compares as recorded);
-- `verdict`: at a delivery's place in the file, the Kth delivery of its config is awaited
-  (within the timeout) and compared like any reply (its body against the recorded request
-  body: aliasing, order), the recorded token header required; a delivery that does not come
-  is a mismatch (`delivery 3 (push config 1): missing`), and at the config's last recorded
-  delivery so is each one that arrived beyond it (an extra update).
+- `delivered`: at a delivery's place in the file, the Kth delivery of its config is awaited
+  (within the timeout), to be compared like any reply (its body against the recorded request
+  body, `as_reply`: aliasing, order; `--update` blesses it so); a delivery that does not come
+  is a mismatch (`delivery 3 (push config 1): missing`); `after`: the recorded token header is
+  required, and at the config's last recorded delivery each one that arrived beyond it is a
+  mismatch (an extra update).
 
 The parsing of the tag and the body rewrites are pure; the waiting is the receiver's.
 """
@@ -37,6 +38,7 @@ __all__ = [
     "TOKEN_HEADER",
     "FilePushes",
     "PushReceiver",
+    "as_reply",
     "delivery_plan",
     "point_configs",
     "push_config_of",
@@ -95,6 +97,8 @@ class FilePushes:
         }
         self._receiver = receiver
         self._configs: dict[int, _Config] = {}
+        self._arrivals: dict[int, Arrival] = {}
+        self._missing: dict[int, Mismatch] = {}
 
     def is_delivery(self, index: int) -> bool:
         """Whether exchange `index` (0-based) is a recorded delivery (awaited, not sent)."""
@@ -127,47 +131,72 @@ class FilePushes:
             reply.status, reply.reason, reply.headers, body, reply.http_version, cut=reply.cut
         )
 
-    def verdict(
-        self, index: int, state: ReplayState, timeout: float
-    ) -> tuple[tuple[Mismatch, ...], Arrival | None]:
-        """Await delivery `index` (0-based exchange) and compare it with the file's `state`:
-        the mismatches, and the delivery (None: it did not come)."""
+    def delivered(self, index: int, timeout: float) -> LiveReply | None:
+        """Await delivery `index` (0-based exchange), within `timeout`: it as a live reply (its
+        body), to compare with `as_reply` of the recorded one; None: it did not come (`after`
+        says so)."""
         config_number, place = self._place[index]
         name = f"delivery {place} (push config {config_number})"
         config = self._configs.get(config_number)
         if config is None:
             why = f"none: exchange {config_number} registered no push config"
-            return (Mismatch(name, "a delivery", why),), None
+            self._missing[index] = Mismatch(name, "a delivery", why)
+            return None
         arrived = self._receiver.wait(config.key, place, timeout)
         if len(arrived) < place:
-            missing = Mismatch(name, "a delivery", f"missing (none within {timeout:g} s)")
-            return (missing,), None
+            missing = f"missing (none within {timeout:g} s)"
+            self._missing[index] = Mismatch(name, "a delivery", missing)
+            return None
         arrival = arrived[place - 1]
+        self._arrivals[index] = arrival
+        content_type = arrival.header("Content-Type") or "application/json"
+        return LiveReply(200, "OK", [("Content-Type", content_type)], arrival.body)
+
+    def compare(
+        self, state: ReplayState, golden: Exchange, live: LiveReply, index: int
+    ) -> tuple[Mismatch, ...]:
+        """`state.compare` of exchange `index` (0-based), and for a delivery what `after` adds."""
+        return (*state.compare(golden, live, number=index + 1), *self.after(index))
+
+    def after(self, index: int) -> tuple[Mismatch, ...]:
+        """What else is wrong with delivery `index`: it did not come; it came without the
+        recorded token header; at its config's last recorded delivery, each that came beyond
+        it (an extra update)."""
+        if index in self._missing:
+            return (self._missing[index],)
+        arrival = self._arrivals.get(index)
+        if arrival is None:
+            return ()
+        out: list[Mismatch] = []
         golden = self._exchanges[index]
-        mismatches = state.compare(_as_reply(golden), _live(arrival), number=index + 1)
         if golden.request.headers.get(TOKEN_HEADER) is not None and (
             arrival.header(TOKEN_HEADER) is None
         ):
-            mismatches.append(Mismatch(f"header {TOKEN_HEADER}", "present", None))
+            out.append(Mismatch(f"header {TOKEN_HEADER}", "present", None))
+        config_number, place = self._place[index]
         if place == len(self._plan[config_number]):
             # the config's last recorded delivery: what came beyond it is an extra update
-            for extra, more in enumerate(arrived[place:], place + 1):
-                mismatches.append(
+            beyond = self._receiver.arrived(self._configs[config_number].key)[place:]
+            for extra, more in enumerate(beyond, place + 1):
+                out.append(
                     Mismatch(
                         f"delivery {extra} (push config {config_number})",
                         "no delivery",
                         f"an extra one: {_glimpse(more.body)}",
                     )
                 )
-        return tuple(mismatches), arrival
+        return tuple(out)
 
     def _answer(self, index: int) -> Response:
         return self._exchanges[index].response
 
 
-def _as_reply(golden: Exchange) -> Exchange:
-    """A recorded delivery as a reply to compare: its request's body (and Content-Type), the
-    request itself without a body (its values are the agent's, not the client's)."""
+def as_reply(golden: Exchange) -> Exchange:
+    """A recorded delivery as a reply to compare (or bless): its request's body and
+    Content-Type, the request itself without a body (its values are the agent's, not the
+    client's); any other exchange as it is."""
+    if golden.push_config is None:
+        return golden
     request = golden.request
     content_type = request.headers.get("Content-Type") or "application/json"
     return Exchange(
@@ -175,11 +204,6 @@ def _as_reply(golden: Exchange) -> Exchange:
         Response(200, "OK", Headers([("Content-Type", content_type)]), request.body),
         title=golden.title,
     )
-
-
-def _live(arrival: Arrival) -> LiveReply:
-    content_type = arrival.header("Content-Type") or "application/json"
-    return LiveReply(200, "OK", [("Content-Type", content_type)], arrival.body)
 
 
 def _glimpse(body: bytes) -> str:

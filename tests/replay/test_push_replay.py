@@ -59,13 +59,7 @@ def test_an_agent_that_stops_delivering_fails_at_the_missing_deliveries(
 
 
 def test_a_wrong_state_fails_at_its_path(kit: KitServer, push_file: Path) -> None:
-    def spoil(number: int, body: dict[str, Any]) -> list[dict[str, Any]]:
-        if number == 4:
-            body = copy.deepcopy(body)
-            body["statusUpdate"]["status"]["state"] = "TASK_STATE_FAILED"
-        return [body]
-
-    lines = _spoiled(kit, push_file, spoil)
+    lines = _spoiled(kit, push_file, _failed_state)
     assert lines == [
         '5: $.statusUpdate.status.state: expected "TASK_STATE_COMPLETED", got "TASK_STATE_FAILED"'
     ]
@@ -119,3 +113,28 @@ def test_the_receiver_answers_as_recorded_and_wakes_the_waiter() -> None:
         assert [a.body for a in receiver.wait(key, 2, 10)] == [b'{"a":1}', b'{"a":2}']
     finally:
         receiver.close()
+
+
+def _failed_state(number: int, body: dict[str, Any]) -> list[dict[str, Any]]:
+    # the final update of every run fails (the proxy numbers deliveries over its life)
+    if body.get("statusUpdate", {}).get("status", {}).get("state") == "TASK_STATE_COMPLETED":
+        body = copy.deepcopy(body)
+        body["statusUpdate"]["status"]["state"] = "TASK_STATE_FAILED"
+    return [body]
+
+
+def test_update_records_the_live_delivery(kit: KitServer, push_file: Path, tmp_path: Path) -> None:
+    copied = tmp_path / push_file.name
+    copied.write_bytes(push_file.read_bytes())
+    before = load(copied)
+    with spoiling_proxy(kit.url, _failed_state) as proxy:
+        updated = play([copied], agent=proxy, environ={"TOKEN": "t"}, update=True)
+        assert updated.transcripts[0].updated, updated.transcripts[0].not_updated
+        after = load(copied)
+        again = play([copied], agent=proxy, environ={"TOKEN": "t"})
+    assert again.passed, _lines(again)
+    assert after.exchanges[4].request.json["statusUpdate"]["status"]["state"] == "TASK_STATE_FAILED"
+    # only the delivery changed: the SendMessage, the other deliveries, the answers as they were
+    assert after.exchanges[:4] == before.exchanges[:4]
+    assert after.exchanges[4].response == before.exchanges[4].response
+    assert after.exchanges[4].push_config == 1
