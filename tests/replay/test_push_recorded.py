@@ -1,0 +1,98 @@
+"""A push conversation recorded through the real recorder (the a2a-sdk client, the kit, a
+loopback webhook) replays clean: its deliveries awaited and compared (`recorder.replay.pushes`)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import (
+    AuthenticationInfo,
+    GetTaskPushNotificationConfigRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    TaskPushNotificationConfig,
+)
+
+from recorder.httpfile import load
+from recorder.kit import KitServer
+from recorder.planner.webhook import Webhook
+from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.replay.player import play
+
+LIMIT = 20.0
+ASKS = "@@ -1,2 +1,3 @@\n def total(items):\n+    # FIXME: handle it\n     return sum(items)\n"
+
+
+def _message(text: str, n: int, *, task_id: str = "", context_id: str = "") -> Message:
+    found = Message(message_id=f"m-{n}", role=Role.ROLE_USER, parts=[Part(text=text)])
+    if task_id:
+        found.task_id, found.context_id = task_id, context_id
+    return found
+
+
+async def _conversation(url: str, binding: str, config: TaskPushNotificationConfig) -> None:
+    """A review that asks for a file name, its push config registered with the SendMessage
+    (JSON-RPC) or by CreateTaskPushNotificationConfig and read back (HTTP+JSON), the answer."""
+    async with httpx.AsyncClient(timeout=LIMIT) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        settings = ClientConfig(
+            httpx_client=http, streaming=False, supported_protocol_bindings=[binding]
+        )
+        client = ClientFactory(settings).create(card)
+        request = SendMessageRequest(message=_message(ASKS, 1))
+        if binding == "JSONRPC":
+            request.configuration.task_push_notification_config.CopyFrom(config)
+        task = [event async for event in client.send_message(request)][-1].task
+        if binding != "JSONRPC":
+            config.task_id = task.id
+            created = await client.create_task_push_notification_config(config)
+            await client.get_task_push_notification_config(
+                GetTaskPushNotificationConfigRequest(task_id=task.id, id=created.id)
+            )
+        answer = _message("src/totals.py", 2, task_id=task.id, context_id=task.context_id)
+        _ = [event async for event in client.send_message(SendMessageRequest(message=answer))]
+        await client.close()
+
+
+def _deliveries(binding: str) -> int:
+    # the review's updates: SUBMITTED, WORKING, INPUT_REQUIRED, then WORKING, artifact,
+    # COMPLETED; a config created after the first SendMessage hears the last three only
+    return 6 if binding == "JSONRPC" else 3
+
+
+def _recorded(kit: KitServer, folder: Path, binding: str) -> Path:
+    config = TaskPushNotificationConfig(
+        token="push-token-5f1e9a",
+        authentication=AuthenticationInfo(scheme="Bearer", credentials="push-credentials-77c2b4"),
+    )
+    proxy = create_proxy_app(kit.base_url, out=folder)
+    with Webhook() as hook, ProxyServer(proxy) as server:
+        config.url = hook.url("/hook")
+        asyncio.run(asyncio.wait_for(_conversation(server.url, binding, config), LIMIT))
+        deadline = time.monotonic() + LIMIT
+        while len(hook.received) < _deliveries(binding) and time.monotonic() < deadline:
+            time.sleep(0.01)  # polling a count, bounded (the webhook has no wait of its own)
+        calls = 3 if binding == "JSONRPC" else 5
+        while proxy.recorded < len(hook.received) + calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return next(p for p in sorted(folder.glob("*.http")) if "agent-card" not in p.name)
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+def test_a_recorded_push_conversation_replays_clean_five_times(
+    kit: KitServer, tmp_path: Path, binding: str
+) -> None:
+    path = _recorded(kit, tmp_path, binding)
+    deliveries = [e for e in load(path).exchanges if e.push_config is not None]
+    assert len(deliveries) == _deliveries(binding)
+    for _ in range(5):
+        result = play([path], agent=kit.url, environ={"A2A_TOKEN": kit.token})
+        lines = [m.describe() for e in result.transcripts[0].exchanges for m in e.mismatches]
+        assert result.passed, lines
