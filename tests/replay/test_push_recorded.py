@@ -1,5 +1,6 @@
 """A push conversation recorded through the real recorder (the a2a-sdk client, the kit, a
-loopback webhook) replays clean: its deliveries awaited and compared (`recorder.replay.pushes`)."""
+loopback webhook) replays clean: its deliveries awaited and compared (`recorder.replay.pushes`);
+and `serve` sends them to a live client's webhook (`recorder.serve.deliveries`)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ from recorder.kit import KitServer
 from recorder.planner.webhook import Webhook
 from recorder.record.proxy import ProxyServer, create_proxy_app
 from recorder.replay.player import play
+from recorder.rules import DEFAULT_RULES
+from recorder.serve import load_stand_in
+from recorder.serve.server import server_options
+from recorder.servers import ServerThread
 
 LIMIT = 20.0
 ASKS = "@@ -1,2 +1,3 @@\n def total(items):\n+    # FIXME: handle it\n     return sum(items)\n"
@@ -96,3 +101,27 @@ def test_a_recorded_push_conversation_replays_clean_five_times(
         result = play([path], agent=kit.url, environ={"A2A_TOKEN": kit.token})
         lines = [m.describe() for e in result.transcripts[0].exchanges for m in e.mismatches]
         assert result.passed, lines
+
+
+def test_serve_delivers_a_recorded_conversations_updates_to_the_clients_webhook(
+    kit: KitServer, tmp_path: Path
+) -> None:
+    _recorded(kit, tmp_path, "JSONRPC")
+    stand_in = load_stand_in([str(tmp_path)], DEFAULT_RULES)
+    config = TaskPushNotificationConfig(
+        token="live-token-3c",
+        authentication=AuthenticationInfo(scheme="Bearer", credentials="live-credentials-8d"),
+    )
+    with Webhook() as hook, ServerThread(stand_in, **server_options()) as server:
+        config.url = hook.url("/client/hook")
+        asyncio.run(asyncio.wait_for(_conversation(server.url, "JSONRPC", config), LIMIT))
+        assert stand_in.deliveries.wait_idle(LIMIT)
+        got = list(hook.received)
+    assert stand_in.problems == []
+    assert len(got) == 6 and {d.path for d in got} == {"/client/hook"}
+    assert {d.headers["x-a2a-notification-token"] for d in got} == {"live-token-3c"}
+    assert {d.headers["authorization"] for d in got} == {"Bearer live-credentials-8d"}
+    states = [
+        d.body[k]["status"]["state"] for d in got for k in ("task", "statusUpdate") if k in d.body
+    ]
+    assert states[0] == "TASK_STATE_SUBMITTED" and states[-1] == "TASK_STATE_COMPLETED"
