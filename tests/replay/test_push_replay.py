@@ -16,6 +16,9 @@ from recorder.model import Exchange, Headers, Request, Response
 from recorder.replay.player import play
 from recorder.replay.pushes import delivery_plan, point_configs, push_config_of
 from recorder.replay.pushrecv import PushReceiver
+from recorder.replay.report_json import json_report
+
+pytest_plugins = ["pytester"]
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +73,31 @@ def test_an_extra_update_fails_where_it_came(kit: KitServer, push_file: Path) ->
     lines = _spoiled(kit, push_file, lambda n, body: [body, body] if n == 2 else [body])
     assert lines and all(line.startswith(("4:", "5:")) for line in lines), lines
     assert lines[0].startswith("4: $.artifactUpdate: expected {"), lines
+
+
+def test_the_pytest_plugin_awaits_each_delivery_as_an_item(
+    pytester: pytest.Pytester, kit: KitServer, push_file: Path
+) -> None:
+    (pytester.path / "transcripts").mkdir()
+    (pytester.path / "transcripts" / push_file.name).write_bytes(push_file.read_bytes())
+    result = pytester.runpytest("transcripts", "--recorder-agent", kit.url, "-v")
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(["*delivery 4 PASSED*"])
+
+
+def test_a_json_report_has_each_delivery_with_its_verdict(
+    kit: KitServer, push_file: Path, tmp_path: Path
+) -> None:
+    with spoiling_proxy(kit.url, _failed_state) as proxy:
+        result = play([push_file], agent=proxy, environ={"TOKEN": "t"})
+    report = json_report(result)
+    verdicts = [(e["exchange"], e["title"], e["verdict"]) for e in report["exchanges"]]
+    assert verdicts[1:] == [
+        (2, "delivery 1", "passed"),
+        (3, "delivery 2", "passed"),
+        (4, "delivery 3", "passed"),
+        (5, "delivery 4", "failed"),
+    ]
 
 
 # ---------------------------------------------------------------- pure parts, the receiver
