@@ -130,6 +130,7 @@ class StandIn:
         for tie in self.book.ties:
             self._log_tie(tie)
         self._pulse(found.conversation.number)
+        self.deliveries.registered(found, live)
         renderer = Renderer(self.pairing, found.step, found.branch, found.rpc_id, host)
         await self._reply(found, renderer, receive, send)
         self.deliveries.answered(found, live, host)

@@ -5,7 +5,8 @@ the exchange whose request registered the config). The stand-in never answers th
 does not send them: `Book` skips them); `Deliveries` sends them:
 
 - when a request that registers a push config is answered, its live config (the client's
-  `url`, `token`, `authentication`) is kept for the conversation's branch, by N;
+  `url`, `token`, `authentication`) is kept for the conversation, by N, and the recorded url
+  reads as the live one in the replies (a CreateTaskPushNotificationConfig's echo);
 - after a reply, the deliveries that follow its exchange in the file (up to the next exchange
   that is not one) are POSTed in order, each to its config's live `url`, its body the
   recorded one with the conversation's live ids (`Renderer`, as a reply is), the recorded
@@ -89,13 +90,23 @@ class Deliveries:
         """Deliveries the client's webhooks answered with a 2xx."""
         self.failed = 0
 
-    def answered(self, found: Found, live: LiveRequest, host: str | None) -> None:
-        """`found` answered `live`: keep a config it registered, send the deliveries that follow
-        it (in the background, after the deliveries sent before in this conversation)."""
-        step, branch, number = found.step, found.branch, found.conversation.number
+    def registered(self, found: Found, live: LiveRequest) -> None:
+        """Before `found` answers `live`: a push config it registers is kept, and its recorded
+        url reads as the client's live one in the replies (the agent's echo of it)."""
+        step, number = found.step, found.conversation.number
         config = _live_config(live)
-        if config is not None:
-            self._configs[(number, step.index + 1)] = config
+        if config is None:
+            return
+        self._configs[(number, step.index + 1)] = config
+        request = step.exchange.request
+        for recorded in config_objects(request.method, request.target, step.json):
+            for branch in found.conversation.branches:
+                branch.echo[str(recorded["url"])] = config.url
+
+    def answered(self, found: Found, live: LiveRequest, host: str | None) -> None:
+        """`found` answered `live`: send the deliveries that follow it (in the background,
+        after the deliveries sent before in this conversation)."""
+        step, branch, number = found.step, found.branch, found.conversation.number
         following = following_deliveries(self._steps[step.file], step.index)
         if not following:
             return
