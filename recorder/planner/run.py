@@ -29,6 +29,7 @@ from recorder.errors import ParseError
 from recorder.httpfile import dump, load
 from recorder.kit import KitServer, start_kit
 from recorder.planner.scenarios import SCENARIOS, Scenario, Session
+from recorder.planner.webhook import Webhook
 from recorder.record.naming import file_name
 from recorder.record.proxy import ProxyServer, create_proxy_app
 from recorder.replay.rerecord import keep_recorded_values
@@ -37,6 +38,8 @@ from recorder.rules import DEFAULT_RULES
 __all__ = ["PREFERRED_KIT_PORT", "main", "record_scenarios"]
 
 PREFERRED_KIT_PORT = 41242
+# the client's webhook (push notifications): its address is in the push scenario's file
+PREFERRED_WEBHOOK_PORT = 41243
 # seconds one scenario may take in all (each wait inside it is bounded too, by LIMIT; the
 # slowest, subscribe, takes well under a second)
 SCENARIO_LIMIT = 120.0
@@ -64,16 +67,34 @@ def _start_kit(port: int) -> KitServer:
         return kit
 
 
+def _start_webhook(port: int) -> Webhook:
+    try:
+        return Webhook(port=port)  # (bound here, started by `with`)
+    except OSError as exc:
+        hook = Webhook()
+        logger.warning(
+            "cannot listen on port %d (%s): the webhook runs on port %d, so the push "
+            "scenario's file names 127.0.0.1:%d",
+            port,
+            exc.strerror or exc,
+            hook.port,
+            hook.port,
+        )
+        return hook
+
+
 async def _run(
     scenarios: Sequence[Scenario],
     proxy_url: str,
     token: str,
     *,
     limit: float = SCENARIO_LIMIT,
+    webhook: Webhook | None = None,
 ) -> None:
     card = None
     for scenario in scenarios:
         session = Session(scenario.name, proxy_url, token=token, card=card)
+        session.webhook = webhook
         try:
             await asyncio.wait_for(scenario.run(session), limit)
         except TimeoutError as exc:
@@ -93,10 +114,11 @@ def record_scenarios(
     """Record `scenarios` into the empty folder `out`; returns the files, checked.
 
     The kit listens on `kit_port` when it is free, else on a free port (0: any free port)."""
-    with _start_kit(kit_port) as kit:
+    hook = _start_webhook(PREFERRED_WEBHOOK_PORT if kit_port else 0)
+    with hook, _start_kit(kit_port) as kit:
         proxy = create_proxy_app(kit.base_url, out=out)
         with ProxyServer(proxy) as server:
-            asyncio.run(_run(scenarios, server.url, kit.token))
+            asyncio.run(_run(scenarios, server.url, kit.token, webhook=hook))
     expected = [file_name(n, s.name) for n, s in enumerate(scenarios, start=1)]
     written = sorted(p.name for p in out.iterdir())
     if written != expected:

@@ -35,6 +35,18 @@ class Delivery:
     headers: dict[str, str]  # lowercase names
     body: Any
 
+    @property
+    def state(self) -> str | None:
+        """The task state a task or status update says (None for an artifact update)."""
+        if not isinstance(self.body, dict):
+            return None
+        for kind in ("task", "statusUpdate"):
+            event = self.body.get(kind)
+            if isinstance(event, dict) and isinstance(event.get("status"), dict):
+                state = event["status"].get("state")
+                return state if isinstance(state, str) else None
+        return None
+
 
 class Webhook:
     """A push-notification receiver on a loopback port, in a thread of its own."""
@@ -78,6 +90,25 @@ class Webhook:
     async def wait_for(self, count: int, timeout: float = 20.0) -> list[Delivery]:
         """`wait`, from a coroutine (the waiting in a worker thread)."""
         return await asyncio.to_thread(self.wait, count, timeout)
+
+    def _wait_state(self, state: str, after: int, timeout: float) -> list[Delivery]:
+        def came() -> bool:
+            return any(d.state == state for d in self.received[after:])
+
+        with self._changed:
+            if not self._changed.wait_for(came, timeout):
+                raise RuntimeError(
+                    f"no push notification of state {state} within {timeout:g} s (the "
+                    f"webhook got {[d.state for d in self.received]})"
+                )
+            return list(self.received)
+
+    async def wait_for_state(
+        self, state: str, *, after: int = 0, timeout: float = 20.0
+    ) -> list[Delivery]:
+        """The deliveries once one after the first `after` says the task is in `state`
+        (`TASK_STATE_COMPLETED`): a task's last update, nothing follows it."""
+        return await asyncio.to_thread(self._wait_state, state, after, timeout)
 
     def __enter__(self) -> Webhook:
         self.server.start()
