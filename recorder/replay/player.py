@@ -191,12 +191,6 @@ class FilePlayer:
             self._finish_open()
         golden = exchanges[index]
         self._next += 1
-        if golden.push_config is not None:
-            # a push delivery (`# @push config N`): the agent sends it, not the client; it
-            # is not sent here (waiting for the live ones and comparing them is the player's
-            # push support, to come)
-            self.results[index] = self._result(index)
-            return
         if self._no_reply is not None:
             # the rest of the file needs the ids of the reply that did not come
             self.results[index] = self._result(

@@ -51,3 +51,31 @@ def test_serve_delivers_to_the_clients_webhook_with_its_token(
     assert {body[kind]["taskId"] for body in bodies[1:] for kind in body} == {task.id}
     assert bodies[3]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert stand_in.deliveries.delivered == 4
+
+
+def test_the_planners_push_scenario_passes_against_the_served_golden() -> None:
+    # the scenario checks it all itself: the updates reach its webhook's path, in order, with
+    # its token, up to INPUT_REQUIRED after the first SendMessage and COMPLETED after the answer
+    import asyncio
+
+    from recorder.planner.scenarios import Session, push_notifications
+    from recorder.planner.webhook import Webhook as PlannerWebhook
+
+    files = [str(GOLDENS / "01-agent-card.http"), str(GOLDENS / "17-push-notifications.http")]
+    stand_in = load_stand_in(files, DEFAULT_RULES)
+    with PlannerWebhook() as hook, ServerThread(stand_in, **server_options()) as server:
+
+        async def run() -> None:
+            session = Session("push-notifications", server.url, token="t", card=None)
+            session.webhook = hook
+            try:
+                session.card = await session.fetch_card()
+                await asyncio.wait_for(push_notifications(session), 30)
+            finally:
+                await session.aclose()
+
+        asyncio.run(run())
+        assert stand_in.deliveries.wait_idle(10.0)
+    assert stand_in.problems == []
+    recorded = sum(1 for step in stand_in.steps[1] if step.exchange.push_config is not None)
+    assert stand_in.deliveries.delivered == recorded > 0
