@@ -19,6 +19,8 @@ __all__ = ["without_urls"]
 def without_urls(value: Any, request: Request) -> Any:
     """`value` (a request body spelled as `request`'s) with its push configs' urls blank (a
     copy; pure): what serve matches of a request that registers one."""
+    if not isinstance(value, dict):
+        return value  # (a sentinel such as NOT_JSON must stay itself: no copy)
     copied = copy.deepcopy(value)
     for config in config_objects(request.method, request.target, copied):
         config["url"] = ""

@@ -79,3 +79,16 @@ def test_the_planners_push_scenario_passes_against_the_served_golden() -> None:
     assert stand_in.problems == []
     recorded = sum(1 for step in stand_in.steps[1] if step.exchange.push_config is not None)
     assert stand_in.deliveries.delivered == recorded > 0
+
+
+def test_a_body_that_is_no_json_is_matched_against_a_push_config_request_as_it_is() -> None:
+    # the live body's NOT_JSON marker stays itself (a copy of it read as a JSON value: a 500)
+    from recorder.model import Request
+    from recorder.serve.match import NOT_JSON
+    from recorder.serve.webhooks import without_urls
+
+    request = Request("POST", "/a2a/jsonrpc")
+    assert without_urls(NOT_JSON, request) is NOT_JSON
+    body = {"jsonrpc": "2.0", "method": "CreateTaskPushNotificationConfig", "params": {"url": "u"}}
+    assert without_urls(body, request)["params"]["url"] == ""
+    assert body["params"]["url"] == "u"
