@@ -96,6 +96,16 @@ class FilePushes:
             for place, index in enumerate(indexes, 1)
         }
         self._receiver = receiver
+        # the exchanges whose recorded request registers a push config (parsed once: a
+        # recorded request's JSON is kept with it)
+        self._registering = {
+            index
+            for index, exchange in enumerate(self._exchanges)
+            if exchange.request.is_json
+            and config_objects(
+                exchange.request.method, exchange.request.target, exchange.request.json
+            )
+        }
         self._configs: dict[int, _Config] = {}
         self._arrivals: dict[int, Arrival] = {}
         self._missing: dict[int, Mismatch] = {}
@@ -106,13 +116,14 @@ class FilePushes:
 
     def prepare(self, index: int, request: Request) -> Request:
         """The request of exchange `index` as sent: a push config pointed at the receiver."""
-        if request.json is None or point_configs(request, "")[1] is None:
-            return request  # no push config: no receiver started for it
+        if index not in self._registering:
+            return request  # no push config: no receiver started for it, no body parsed
         receiver = self._receiver
         key = receiver.new_key()
         url = receiver.url(key)
         pointed, sent = point_configs(request, url)
-        assert sent is not None
+        if sent is None:  # (the request as filled no longer holds one: sent as it is)
+            return request
         number = index + 1
         self._configs[number] = _Config(key, url, sent)
         answers = [self._answer(i) for i in self._plan.get(number, ())]
