@@ -18,6 +18,7 @@ from recorder.errors import ParseError, RecorderError
 from recorder.httpfile import dumps
 from recorder.httpread import BODY_MARKER, TRAILERS_TAG, after_lines, loads
 from recorder.model import Exchange, Transcript
+from recorder.push import registers_push_config
 
 __all__ = [
     "EXPORT_MARK",
@@ -159,6 +160,7 @@ def _check_file(path: Path, *, canonical: bool) -> list[Problem]:
     if not transcript.exchanges:
         return [Problem(name, None, "no exchanges: a transcript holds at least one")]
     problems = json_problems(name, text, transcript=transcript, body_lines=starts)
+    problems.extend(push_problems(name, transcript))
     if transcript.after:
         problems.extend(after_problems(name, path, text))
     if canonical:
@@ -168,6 +170,28 @@ def _check_file(path: Path, *, canonical: bool) -> list[Problem]:
             problems.append(
                 Problem(name, line, "not in canonical form (rewrite it with recorder's writer)")
             )
+    return problems
+
+
+def push_problems(name: str, transcript: Transcript) -> list[Problem]:
+    """Each `# @push config N` whose exchange N registers no push config (a SendMessage with
+    `configuration.taskPushNotificationConfig`, a CreateTaskPushNotificationConfig), at the
+    delivery's line. (The reader has made sure N names an earlier exchange.)"""
+    problems: list[Problem] = []
+    exchanges = transcript.exchanges
+    for exchange in exchanges:
+        number = exchange.push_config
+        if number is None or registers_push_config(exchanges[number - 1].request):
+            continue
+        problems.append(
+            Problem(
+                name,
+                exchange.line,
+                f"@push config {number}: exchange {number} registers no push config (a "
+                "SendMessage with configuration.taskPushNotificationConfig, or a "
+                "CreateTaskPushNotificationConfig)",
+            )
+        )
     return problems
 
 

@@ -79,6 +79,19 @@ sent while the event stream of exchange N, an earlier one, was still open, once 
 had arrived: a CancelTask sent during a SubscribeToTask stream). A `@during` tag that does not
 read so, or names no earlier exchange, is a parse error.
 
+    push-tag      = "# @push config " 1*DIGIT                      ; "# @push config 1"
+
+"# @push config N" marks a push notification delivery (`Exchange.push_config`): its request is
+the agent's POST to the client's webhook as the webhook got it (the webhook's path as target,
+its headers and JSON body, secrets as placeholders: the token header, credentials, secret path
+segments), its reply the webhook's answer. N is the exchange of the same file whose request
+registered the push config (a SendMessage carrying `configuration.taskPushNotificationConfig`,
+or a CreateTaskPushNotificationConfig); the deliveries sit in the file of the task they are
+about, in the order they arrived. A `@push` tag that does not read so, a second one, or one
+that names no earlier exchange is a parse error; `recorder check` also fails one whose exchange
+registers no push config. The writer puts it after the exchange's comments, before
+`@truncated`.
+
 A file's head (its comments before the first "###") may hold "# @after NAME.http" tags, one
 name each: this file reads state those files of its folder made (a ListTasks whose reply lists
 the tasks they created), and the player plays them first (`recorder.replay.needs`). They stay
@@ -109,13 +122,14 @@ from recorder.httpread import (
     DURING_TAG,
     FORMAT_VERSION,
     MARKER_PREFIX,
+    PUSH_TAG,
     TRAILERS_TAG,
     TRUNCATED_TAG,
     loads,
 )
 from recorder.model import Exchange, Transcript, is_event_stream
 
-__all__ = ["DURING_TAG", "FORMAT_VERSION", "dump", "dumps", "load", "loads"]
+__all__ = ["DURING_TAG", "FORMAT_VERSION", "PUSH_TAG", "dump", "dumps", "load", "loads"]
 
 # a body line that would end the body: "###" (next exchange) or a status line
 _AMBIGUOUS_LINE = re.compile(r"^(?:###|HTTP/\d|GRPC \d)", re.MULTILINE)
@@ -187,6 +201,8 @@ def _exchange_lines(exchange: Exchange) -> list[str]:
     request, response = exchange.request, exchange.response
     lines = [f"### {exchange.title}" if exchange.title else "###"]
     lines.extend(_comment(c) for c in exchange.comments)
+    if exchange.push_config is not None:
+        lines.append(_comment(f"@push config {exchange.push_config}"))
     if exchange.truncated:
         lines.append(_comment(TRUNCATED_TAG))
     version = f" {request.http_version}" if request.http_version else ""  # (gRPC: none)

@@ -39,6 +39,7 @@ __all__ = [
     "DURING_TAG",
     "FORMAT_VERSION",
     "MARKER_PREFIX",
+    "PUSH_TAG",
     "TRAILERS_TAG",
     "TRUNCATED_TAG",
     "after_lines",
@@ -55,6 +56,7 @@ TRAILERS_TAG = "# @trailers"
 # (ProtoJSON, an object, never starts so)
 _FRAME_START = ("data:", "event:", "id:", "retry:", ":")
 DURING_TAG = re.compile(r"^@during exchange (\d+) frame (\d+)$")
+PUSH_TAG = re.compile(r"^@push config (\d+)$")
 
 _REQUEST_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*) (\S+)(?: (HTTP/\d+(?:\.\d+)?))?$")
 _STATUS_LINE = re.compile(r"^(?:(HTTP/\d+(?:\.\d+)?) (\d{3})|(GRPC) (\d{1,2}))(?: (.*))?$")
@@ -244,6 +246,7 @@ def _read_exchange(cursor: _Cursor, earlier: Sequence[Exchange]) -> Exchange:
     cursor.index += 1
     comments: list[str] = []
     truncated = False
+    push_config: int | None = None
     while not cursor.at_end():
         line = cursor.peek()
         if line.startswith("###"):
@@ -252,6 +255,10 @@ def _read_exchange(cursor: _Cursor, earlier: Sequence[Exchange]) -> Exchange:
             text = _comment_text(cursor, line)
             if text == TRUNCATED_TAG:
                 truncated = True
+            elif _is_tag(text, "@push"):
+                if push_config is not None:
+                    raise cursor.error("a second @push tag: a delivery has one push config")
+                push_config = _read_push(cursor, text, earlier)
             else:
                 if text.strip().startswith("@during"):
                     _check_during(cursor, text, earlier)
@@ -278,10 +285,28 @@ def _read_exchange(cursor: _Cursor, earlier: Sequence[Exchange]) -> Exchange:
             title=title,
             comments=tuple(comments),
             truncated=truncated,
+            push_config=push_config,
             line=start,
         )
     except ValueError as exc:
         raise cursor.error(str(exc), start) from None
+
+
+def _read_push(cursor: _Cursor, tag: str, earlier: Sequence[Exchange]) -> int:
+    """The N of a `@push config N` tag: an earlier exchange of the file (`recorder check`
+    also fails one whose exchange registers no push config)."""
+    match = PUSH_TAG.match(tag.strip())
+    if match is None:
+        raise cursor.error(f'a @push tag reads "@push config N", got {_show(tag)}')
+    digits = match.group(1)
+    number = int(digits) if len(digits) <= _MAX_DIGITS else 0
+    if not 1 <= number <= len(earlier):
+        shown = _digits(digits)
+        raise cursor.error(
+            f"@push config {shown}: no earlier exchange {shown}"
+            f" (this is exchange {len(earlier) + 1})"
+        )
+    return number
 
 
 def _check_during(cursor: _Cursor, tag: str, earlier: Sequence[Exchange]) -> None:

@@ -466,7 +466,10 @@ class Exchange:
 
     `truncated` marks a response that did not arrive whole (the client went away mid-stream,
     the upstream reset the connection); it is written as `# @truncated` and a player compares
-    only what was recorded. `line` is where the exchange starts in its file (not compared).
+    only what was recorded. `push_config` marks a push notification delivery (the agent's
+    POST to the client's webhook, and the webhook's answer): the number (1-based, in its file)
+    of the exchange whose request registered the config, written as `# @push config N`.
+    `line` is where the exchange starts in its file (not compared).
     """
 
     request: Request
@@ -474,6 +477,7 @@ class Exchange:
     title: str = ""
     comments: tuple[str, ...] = ()
     truncated: bool = False
+    push_config: int | None = None
     line: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -494,6 +498,12 @@ class Exchange:
                 raise ValueError("a comment is one line")
             if comment.strip() == "@truncated":
                 raise ValueError('"@truncated" is a tag: set Exchange.truncated instead')
+            if comment.split(maxsplit=1)[:1] == ["@push"]:
+                raise ValueError('"@push config N" is a tag: set Exchange.push_config instead')
+        if self.push_config is not None and (
+            type(self.push_config) is not int or self.push_config < 1
+        ):
+            raise ValueError("push_config is the 1-based number of an exchange")
         object.__setattr__(self, "comments", comments)
 
 

@@ -442,6 +442,11 @@ class Redactor:
             return text
         return f"{head}{question}{redacted}{hash_}{fragment}"
 
+    def redact_push_url(self, url: str) -> str:
+        """A push webhook's URL or target (`/hook/...`) as a push config's `url` is redacted:
+        secret-looking path segments -> `{{PUSH_URL_SECRET}}`, secret query values too."""
+        return self._redact_url(url, PUSH_URL_SECRET)
+
     def _redact_url(self, url: str, env: str) -> str:
         """A URL whose secret-looking path segments (`looks_secret`) become `{{env}}`, and
         whose secret query parameters become theirs."""

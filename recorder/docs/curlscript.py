@@ -150,6 +150,8 @@ def export_curl(
         blocks.append("\n".join(lines) + "\n")
 
     for index in range(len(exchanges)):
+        if exchanges[index].push_config is not None:
+            continue  # a push delivery (`# @push config N`): the agent sends it, not the client
         if index in chains.during and chains.during[index][0] in opened:
             continue  # sent by the exchange it arrived during
         if index not in opened:

@@ -14,6 +14,9 @@
   a background task (kept in order per task) and returns at once; the SDK's
   `BasePushNotificationSender` does the delivery with a short-timeout httpx client and logs
   failures without raising.
+- `loopback_push_url`: the kit is a local reference agent, so it delivers to loopback
+  webhooks only (127.0.0.0/8, ::1, `localhost`); a config naming any other address is kept
+  (the A2A calls answer as usual) but its deliveries are refused and logged.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import ipaddress
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -56,6 +60,7 @@ __all__ = [
     "BackgroundPushSender",
     "ExtendedCardGuard",
     "create_app",
+    "loopback_push_url",
     "quiet_sdk_log_noise",
 ]
 
@@ -243,6 +248,37 @@ class BackgroundPushSender(PushNotificationSender):
         await asyncio.gather(*pending, return_exceptions=True)
 
 
+def is_loopback_url(url: str) -> bool:
+    """Whether `url` is an http(s) URL whose host is a loopback address or `localhost` (no
+    name is looked up: any other name is refused)."""
+    try:
+        parts = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return False
+    host = parts.host.strip("[]").lower()
+    if parts.scheme not in ("http", "https") or not host:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def loopback_push_url(url: str) -> bool:
+    """The kit's push URL check (the SDK's `push_url_validator`): loopback webhooks only,
+    any other refused and logged."""
+    if is_loopback_url(url):
+        return True
+    logger.warning(
+        "push notification to %s refused: the kit delivers to loopback webhooks only "
+        "(127.0.0.1, ::1, localhost)",
+        url,
+    )
+    return False
+
+
 class _DropKnownNoise(logging.Filter):
     """Drops log records that say nothing about the kit's health (pitfall R13 and kin)."""
 
@@ -307,11 +343,16 @@ def create_app(
     public_card = build_public_card(base_url)
     extended_card = build_extended_card(base_url)
     push_store = InMemoryPushNotificationConfigStore()
-    # No keep-alive: a webhook connection never outlives its delivery.
+    # No keep-alive: a webhook connection never outlives its delivery. No proxy from the
+    # environment either: a loopback webhook is reached directly.
     push_client = httpx.AsyncClient(
-        timeout=push_timeout, limits=httpx.Limits(max_keepalive_connections=0)
+        timeout=push_timeout,
+        limits=httpx.Limits(max_keepalive_connections=0),
+        trust_env=False,
     )
-    push_sender = BackgroundPushSender(BasePushNotificationSender(push_client, push_store))
+    push_sender = BackgroundPushSender(
+        BasePushNotificationSender(push_client, push_store, push_url_validator=loopback_push_url)
+    )
     handler = DefaultRequestHandler(
         agent_executor=CodeReviewerExecutor(
             slow_review_seconds=slow_review_seconds, wording=wording

@@ -30,6 +30,7 @@ from recorder.httpfile import dump, load
 from recorder.kit import KitServer, start_kit
 from recorder.planner.grpc_scenarios import GRPC
 from recorder.planner.scenarios import SCENARIOS, Scenario, Session
+from recorder.planner.webhook import Webhook
 from recorder.record.naming import file_name
 from recorder.record.proxy import ProxyServer, create_proxy_app
 from recorder.replay.rerecord import keep_recorded_values
@@ -43,6 +44,8 @@ PLANNED: tuple[Scenario, ...] = SCENARIOS
 learn and export play gRPC files they come after these, as transcripts/17-21.)"""
 
 PREFERRED_KIT_PORT = 41242
+# the client's webhook (push notifications): its address is in the push scenario's file
+PREFERRED_WEBHOOK_PORT = 41243
 # seconds one scenario may take in all (each wait inside it is bounded too, by LIMIT; the
 # slowest, subscribe, takes well under a second)
 SCENARIO_LIMIT = 120.0
@@ -70,6 +73,22 @@ def _start_kit(port: int) -> KitServer:
         return kit
 
 
+def _start_webhook(port: int) -> Webhook:
+    try:
+        return Webhook(port=port)  # (bound here, started by `with`)
+    except OSError as exc:
+        hook = Webhook()
+        logger.warning(
+            "cannot listen on port %d (%s): the webhook runs on port %d, so the push "
+            "scenario's file names 127.0.0.1:%d",
+            port,
+            exc.strerror or exc,
+            hook.port,
+            hook.port,
+        )
+        return hook
+
+
 async def _run(
     scenarios: Sequence[Scenario],
     proxy_url: str,
@@ -77,11 +96,13 @@ async def _run(
     *,
     limit: float = SCENARIO_LIMIT,
     grpc_address: str | None = None,
+    webhook: Webhook | None = None,
 ) -> None:
     card = None
     for scenario in scenarios:
         session = Session(scenario.name, proxy_url, token=token, card=card)
         session.grpc_address = grpc_address
+        session.webhook = webhook
         try:
             await asyncio.wait_for(scenario.run(session), limit)
         except TimeoutError as exc:
@@ -101,7 +122,9 @@ def record_scenarios(
     """Record `scenarios` into the empty folder `out`; returns the files, checked.
 
     The kit listens on `kit_port` when it is free, else on a free port (0: any free port)."""
+    hook = _start_webhook(PREFERRED_WEBHOOK_PORT if kit_port else 0)
     with contextlib.ExitStack() as stack:
+        stack.enter_context(hook)
         kit = stack.enter_context(_start_kit(kit_port))
         proxy = create_proxy_app(kit.base_url, out=out)
         listener = None
@@ -112,7 +135,7 @@ def record_scenarios(
             listener = proxy.listen_grpc(port=0, upstream=grpc_kit.grpc_address)
         server = stack.enter_context(ProxyServer(proxy))
         grpc_address = f"127.0.0.1:{listener.port}" if listener is not None else None
-        asyncio.run(_run(scenarios, server.url, kit.token, grpc_address=grpc_address))
+        asyncio.run(_run(scenarios, server.url, kit.token, grpc_address=grpc_address, webhook=hook))
     expected = [file_name(n, s.name) for n, s in enumerate(scenarios, start=1)]
     written = sorted(p.name for p in out.iterdir())
     if written != expected:

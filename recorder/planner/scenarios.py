@@ -39,6 +39,7 @@ from a2a.client import (
 )
 from a2a.types import (
     AgentCard,
+    AuthenticationInfo,
     CancelTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
     GetExtendedAgentCardRequest,
@@ -57,6 +58,8 @@ from a2a.types import (
     TaskPushNotificationConfig,
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
+
+from recorder.planner.webhook import Webhook
 
 __all__ = ["SCENARIOS", "Scenario", "Session", "StableJsonRpcIds"]
 
@@ -143,7 +146,10 @@ class StableJsonRpcIds(httpx.AsyncBaseTransport):
 
 
 class Session:
-    """One scenario's connection to the recorder: every request carries `Recorder-Scenario`."""
+    """One scenario's connection to the recorder: every request carries `Recorder-Scenario`.
+    `webhook`: the client's push-notification receiver (`run.py` starts one for the run)."""
+
+    webhook: Webhook | None = None
 
     def __init__(self, scenario: str, proxy_url: str, *, token: str, card: AgentCard | None):
         self.scenario = scenario
@@ -549,6 +555,39 @@ async def rest_tasks(session: Session) -> None:
     )
 
 
+PUSH_PATH = "/.planner/push/q7Xk2mP9vL4tR8sW3nZ5"  # a secret-looking segment, as tools make
+PUSH_TOKEN = "planner-push-token"
+PUSH_CREDENTIALS = "planner-push-credentials"
+
+
+async def push_notifications(session: Session) -> None:
+    # Each push is waited for before the next request: the agent sends a task's updates one
+    # after another, and its last one (INPUT_REQUIRED, COMPLETED) may come after its reply,
+    # so the recorder's arrival order is the same on every run.
+    hook = session.webhook
+    if hook is None:
+        raise RuntimeError("the push scenario needs the planner's webhook (Session.webhook)")
+    client = session.client()
+    config = TaskPushNotificationConfig(
+        url=hook.url(PUSH_PATH),
+        token=PUSH_TOKEN,
+        authentication=AuthenticationInfo(scheme="Bearer", credentials=PUSH_CREDENTIALS),
+    )
+    session.title("a diff without a file name, with a webhook for its task")
+    request = session.send(session.message(DIFF_WITHOUT_FILE_NAME))
+    request.configuration.task_push_notification_config.CopyFrom(config)
+    task = _task_of(await _collect(client.send_message(request)))
+    _check(task.status.state == 6, "INPUT_REQUIRED")
+    asked = await hook.wait_for_state("TASK_STATE_INPUT_REQUIRED", timeout=LIMIT)
+    session.title("answer with the file name: the review's updates are pushed too")
+    follow_up = session.message("src/totals.py", task_id=task.id, context_id=task.context_id)
+    done = await _send_blocking(session, client, follow_up)
+    _check(done.status.state == 3, "the follow-up completes the review")
+    pushed = await hook.wait_for_state("TASK_STATE_COMPLETED", after=len(asked), timeout=LIMIT)
+    _check({d.headers.get("x-a2a-notification-token") for d in pushed} == {PUSH_TOKEN}, "token")
+    _check({d.path for d in pushed} == {PUSH_PATH}, "every push reached the webhook's path")
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One transcript file: its name (the slug) and the conversation that fills it."""
@@ -576,4 +615,5 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("rest-review-task", rest_review_task),
     Scenario("rest-streaming", rest_streaming),
     Scenario("rest-tasks", rest_tasks),
+    Scenario("push-notifications", push_notifications),
 )

@@ -1,5 +1,5 @@
 """A transcript file's text as the store holds it (pure, no I/O): each exchange's block,
-made once and reused, and the `@during` tags by place in the file.
+made once and reused, and the `@during` and `@push config N` tags by place in the file.
 
 `Entry` is one exchange of a file (its ticket: its place in the request order), `OpenFile`
 one file of `recorder.record.store.TranscriptStore` (its entries in ticket order, what of
@@ -35,14 +35,20 @@ class Entry:
     block: str = ""
     tag: str | None = None
     at: int = 0  # its place in a file shared with other writers (`Disk.shared`), once there
+    # a push delivery: the ticket of the exchange that registered its config (written as
+    # `@push config N`, N that exchange's place in the file), and the N its block holds
+    push: int | None = None
+    push_at: int | None = None
 
-    def text(self, tag: str | None) -> str:
-        if not self.block or tag != self.tag:
+    def text(self, tag: str | None, push_at: int | None = None) -> str:
+        if not self.block or tag != self.tag or push_at != self.push_at:
             exchange = self.exchange
             assert exchange is not None, "an exchange let go is never rendered again"
             if tag is not None:
                 exchange = dataclasses.replace(exchange, comments=(*exchange.comments, tag))
-            self.block, self.tag = dumps_exchange(exchange), tag
+            if push_at is not None:
+                exchange = dataclasses.replace(exchange, push_config=push_at)
+            self.block, self.tag, self.push_at = dumps_exchange(exchange), tag, push_at
         return self.block
 
 
@@ -90,8 +96,17 @@ class OpenFile:
         parts = [self.head()]
         for entry in self.entries:
             parts.append("\n")
-            parts.append(entry.text(during_tag(entry.during, position)))
+            push_at = None if entry.push is None else position.get(entry.push)
+            parts.append(entry.text(during_tag(entry.during, position), push_at))
         return "".join(parts)
+
+    def _place(self, ticket: int | None) -> int | None:
+        """The 1-based place of the exchange of `ticket` among the entries (None: not there)."""
+        if ticket is None:
+            return None
+        entries = self.entries
+        at = bisect.bisect_left(entries, ticket, key=lambda e: e.ticket)
+        return at + 1 if at < len(entries) and entries[at].ticket == ticket else None
 
     def last_block(self) -> str:
         """The text the last exchange adds to the file (the earlier ones are unchanged)."""
@@ -102,7 +117,7 @@ class OpenFile:
             at = bisect.bisect_left(entries, entry.during[0], key=lambda e: e.ticket)
             if at < len(entries) and entries[at].ticket == entry.during[0]:
                 tag = during_tag(entry.during, {entry.during[0]: at + 1})
-        return "\n" + entry.text(tag)
+        return "\n" + entry.text(tag, self._place(entry.push))
 
     @property
     def lock(self) -> threading.Lock:
@@ -119,6 +134,14 @@ class OpenFile:
         if at < len(entries) and entries[at].ticket == entry.during[0] and entries[at].at:
             return during_tag(entry.during, {entry.during[0]: entries[at].at})
         return None
+
+    def shared_push(self, entry: Entry) -> int | None:
+        """The N of `entry`'s `@push config N` in a shared file: the place its registering
+        exchange took there (None when it is not there, or the places are not known)."""
+        if entry.push is None or self.disk.count < 0:
+            return None
+        place = self._place(entry.push)
+        return self.entries[place - 1].at or None if place is not None else None
 
     def written_text(self) -> str:
         """The exchanges on disk as made, before scrubbing (head left out)."""

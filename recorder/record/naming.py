@@ -68,6 +68,7 @@ _HEADER_SPELLING = {
     "dnt": "DNT",
     "content-md5": "Content-MD5",
     "x-api-key": "X-API-Key",
+    "x-a2a-notification-token": "X-A2A-Notification-Token",  # (a push delivery's)
     "x-request-id": "X-Request-ID",
     "x-xss-protection": "X-XSS-Protection",
 }

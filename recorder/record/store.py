@@ -227,6 +227,7 @@ class TranscriptStore:
         sent_secrets: Mapping[str, str] = {},
         during: tuple[int, int] | None = None,
         after: Iterable[Hashable] = (),
+        push: int | None = None,
     ) -> Path | None:
         """Record one finished exchange; returns the file it went to (None: not written, its
         scenario's file is kept, `once`). Raises OSError when the file cannot be written (the
@@ -237,6 +238,10 @@ class TranscriptStore:
         exchange with that ticket (same scenario) was open, after `frames` of its frames had
         gone to the client. It is written as the tag `# @during exchange N frame K` (N counted
         from 1 in the file), which tells a player to send this request at the same point.
+
+        `push`: the exchange is a push notification delivery, and this is the ticket of the
+        exchange (of the same file) that registered its config: written as the tag `# @push
+        config N`, N that exchange's place in the file.
 
         `after`: the keys of the files whose state the file's replies read so far
         (`Lineage.needs`); each one already written is named in the file's head as
@@ -272,11 +277,11 @@ class TranscriptStore:
         with record.lock:
             _add_needs(record, needed)
             if isinstance(exchange, str):
-                if during is not None:
+                if during is not None or push is not None:
                     raise ValueError("an exchange given as its block has no @during tag")
                 entry = Entry(ticket, None, None, block=exchange)
             else:
-                entry = Entry(ticket, exchange, during)
+                entry = Entry(ticket, exchange, during, push=push)
             entries = record.entries
             if not entries or entries[-1].ticket < ticket:
                 entries.append(entry)  # (in order: the common case)
@@ -288,7 +293,7 @@ class TranscriptStore:
             except BaseException:
                 record.entries.remove(entry)
                 raise
-            if entry.during is None and entry.block:
+            if entry.during is None and entry.push is None and entry.block:
                 # its block stays (the file's text); the exchange, several times its size in
                 # memory, is not needed again: a store holds every file it writes to
                 entry.exchange = None
@@ -424,7 +429,11 @@ class TranscriptStore:
         refresh(record, held)
         disk = record.disk
         tail = scrubbed_block(
-            self._scrub, "\n" + entry.text(record.shared_tag(entry)), entry, secrets, record.path
+            self._scrub,
+            "\n" + entry.text(record.shared_tag(entry), record.shared_push(entry)),
+            entry,
+            secrets,
+            record.path,
         )
         if record.secrets != len(self._secret_log) and self._scrub is not None and secrets:
             text = read_held(held).decode("utf-8")

@@ -11,13 +11,12 @@ its own module:
    (carry-forward of generated values) and after filling `{{NAME}}` placeholders from the
    environment (`recorder.replay.variables`), goes to the agent; the live reply is read as it
    arrives, within the timeout.
-3. Compare (`FilePlayer`, here, one per file; `recorder.replay.during` for the requests sent
-   while an earlier event stream is open): `ReplayState.compare` gives the mismatches.
+3. Compare (`FilePlayer`, one per file; `recorder.replay.during`: requests sent while a stream
+   is open; `recorder.replay.pushes`: push deliveries, awaited): `ReplayState.compare`.
 4. With `update`, bless (`recorder.replay.update`): `ReplayState.bless` gives the reply to
    write back into the golden file.
 
-Files run one after another or in parallel (`recorder.replay.jobs`); the verdicts are
-`recorder.replay.results`.
+Files run in turn or in parallel (`recorder.replay.jobs`); the verdicts: `recorder.replay.results`.
 
 A mismatch is a result (`ExchangeResult.mismatches`), and so is an exchange that got no whole
 reply (`ExchangeResult.error`: a timeout, a dropped connection): the rest of its file is then
@@ -54,6 +53,7 @@ from recorder.replay.live import real_frames
 from recorder.replay.needs import attach_needs, play_needs
 from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.plan import PlanItem, load_transcripts, plan
+from recorder.replay.pushes import FilePushes, PushReceiver, as_reply
 from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
 from recorder.replay.state import LiveReply, ReplayState
@@ -124,6 +124,7 @@ class FilePlayer:
     on_reply: Callable[[int, LiveReply], None] | None = None
     """Told each whole live reply (the exchange's 0-based index, the reply), before it is
     compared (`recorder learn` keeps them)."""
+    pushes: PushReceiver | None = None  # the run's webhook receiver; None: the file's own
     state: ReplayState = field(init=False)
     results: dict[int, ExchangeResult] = field(init=False, default_factory=dict)
 
@@ -169,6 +170,7 @@ class FilePlayer:
         self._open: dict[int, BackgroundExchange] = {}
         # exchange -> (the exchange it is sent during, frames); the exchanges read meanwhile
         self._during, self._in_background = during_tags(self.transcript)
+        self._pushes = FilePushes(self.transcript, self.pushes or PushReceiver())
 
     def play_until(self, index: int) -> ExchangeResult:
         while index not in self.results:
@@ -197,6 +199,12 @@ class FilePlayer:
                 played=False,
             )
             return
+        if self._pushes.is_delivery(index):  # the agent's call: awaited, compared, not sent
+            if (live := self._pushes.delivered(index, self.timeout)) is not None:
+                self._record(index, live, time.perf_counter())
+            else:  # it did not come
+                self.results[index] = self._result(index, mismatches=self._pushes.after(index))
+            return
         unset = unset_variable(
             golden.request,
             self.variables,
@@ -221,6 +229,7 @@ class FilePlayer:
         request = self.state.prepare(golden.request)
         self._notes[index] = self._unpaired_notes(index, golden.request)
         request = fill_placeholders(request, self._filled, path=self.path, line=golden.line)
+        request = self._pushes.prepare(index, request)
         max_events = None
         if golden.truncated and golden.response.events is not None:
             # the data frames the client read: keep-alive pings are not waited for
@@ -317,15 +326,16 @@ class FilePlayer:
 
     def _expected(self, index: int) -> Exchange:
         """The recorded exchange, with the placeholders of its reply filled."""
-        golden = self.transcript.exchanges[index]
+        golden = as_reply(self.transcript.exchanges[index])  # a push delivery: its request
         expected = fill_reply_placeholders(golden.response, self._filled, self._reply_names)
         return golden if expected is golden.response else replace(golden, response=expected)
 
     def _record(self, index: int, live: LiveReply, started: float) -> None:
+        live = self._pushes.live(live)
         if self.on_reply is not None:
             self.on_reply(index, live)
         golden = self._expected(index)
-        mismatches = tuple(self.state.compare(golden, live, number=index + 1))
+        mismatches = self._pushes.compare(self.state, golden, live, index)
         if self.watch is not None:
             self.watch.answered()
         details: tuple[str, ...] = ()
@@ -414,6 +424,7 @@ class _Settings:
     """-x: set once a file failed; the files not yet started are not played."""
     trials: tuple[int, float] | None = None
     """--trials N, --pass-rate R (`recorder.replay.trials`)."""
+    pushes: PushReceiver | None = None
 
 
 HALTED = "not played: the run stopped at the first failing file (-x)"
@@ -485,6 +496,7 @@ def _file_player(
         watch=settings.watch,
         verbose=settings.verbose,
         on_reply=None if lives is None else lives.__setitem__,
+        pushes=settings.pushes,
     )
 
 
@@ -604,6 +616,7 @@ def play(
         variables.setdefault("A2A_TOKEN", handle.token)
     else:
         base_url = "http://127.0.0.1"  # nothing to play: no agent started for nothing
+    pushes = PushReceiver()  # started when a file registers a push config
     try:
         if listener is not None:
             listener.started(items)
@@ -620,6 +633,7 @@ def play(
             verbose=verbose,
             exitfirst=exitfirst,
             trials=trials,
+            pushes=pushes,
         )
         results = run_files(
             items,
@@ -630,6 +644,7 @@ def play(
             listener=listener,
         )
     finally:
+        pushes.close()
         if handle is not None:
             handle.stop()
     return PlayResult(tuple(results), update=update, selected_files=selected_files)

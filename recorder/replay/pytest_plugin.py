@@ -221,6 +221,7 @@ class _Agent:
         self.config = config
         self._handle: Any = None
         self._transport: httpx.HTTPTransport | None = None
+        self._pushes: Any = None  # the session's push webhook receiver (started on use)
         self._rules: Rules | None = None
         self.base_url = ""
         self.live_base: str | None = None
@@ -262,6 +263,9 @@ class _Agent:
             self.live_base = agent_base_url(self._handle.base_url)
             self.variables.setdefault("A2A_TOKEN", self._handle.token)
         self._transport = make_transport(self.base_url)
+        from recorder.replay.pushrecv import PushReceiver
+
+        self._pushes = PushReceiver()
         # the agent going away mid-session: the exchange that lost its reply fails, the rest
         # of its file is skipped, each later file fails fast (`recorder.replay.watch`)
         self.watch = AgentWatch(self.base_url, probe_seconds=min(1.0, self.timeout))
@@ -296,9 +300,13 @@ class _Agent:
             # pytest's own -v: the diff of the replies; -vv both whole; -vvv the request too
             verbose=max(0, int(self.config.getoption("verbose", 0) or 0)),
             on_reply=on_reply,
+            pushes=self._pushes,
         )
 
     def close(self) -> None:
+        if self._pushes is not None:
+            self._pushes.close()
+            self._pushes = None
         if self._transport is not None:
             self._transport.close()
             self._transport = None

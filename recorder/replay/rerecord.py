@@ -32,7 +32,7 @@ import re
 from typing import Any
 
 from recorder.httpfile import dumps, loads
-from recorder.model import Exchange, Request, Transcript
+from recorder.model import Exchange, Headers, Request, Response, Transcript
 from recorder.pairing import PairingRules
 from recorder.replay.state import ReplayState
 from recorder.rules import Rules
@@ -57,19 +57,35 @@ def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) 
     fresh = align_client_values(previous, fresh, rules)
     state = ReplayState(rules, recorded_base=recorded_base, live_base=live_base)
     compared: list[tuple[Exchange, Exchange, bool]] = []
-    for old, new in zip(previous.exchanges, fresh.exchanges, strict=True):
-        if state.prepare(old.request) != new.request:
+    pushed: dict[int, tuple[Response, Response, bool]] = {}  # a delivery's request, as a reply
+    for number, (old, new) in enumerate(zip(previous.exchanges, fresh.exchanges, strict=True)):
+        if old.push_config is not None or new.push_config is not None:
+            # a push delivery: the agent made its request, so it pairs as a reply does
+            if old.push_config != new.push_config or old.request.target != new.request.target:
+                return fresh
+            golden, live = _as_reply(old.request), _as_reply(new.request)
+            unpaired = Exchange(
+                request=Request(method="POST", target=old.request.target), response=golden
+            )
+            pushed[number] = (golden, live, not state.compare(unpaired, live))
+        elif state.prepare(old.request) != new.request:
             return fresh
         compared.append((old, new, not state.compare(old, new.response)))
     # blessed once all are compared: a value a later exchange pairs is put back everywhere
-    kept = [
-        dataclasses.replace(
-            new,
-            request=old.request,
-            response=state.bless(old.response, new.response, matched=matched),
+    kept = []
+    for number, (old, new, matched) in enumerate(compared):
+        request = old.request
+        if number in pushed:
+            golden, live, same = pushed[number]
+            body = state.bless(golden, live, matched=same).body
+            request = old.request if same else dataclasses.replace(new.request, body=body)
+        kept.append(
+            dataclasses.replace(
+                new,
+                request=request,
+                response=state.bless(old.response, new.response, matched=matched),
+            )
         )
-        for old, new, matched in compared
-    ]
     return dataclasses.replace(fresh, exchanges=tuple(kept))
 
 
@@ -78,6 +94,14 @@ _NO_HOST = "http://grpc.invalid"
 
 def _all_grpc(transcript: Transcript) -> bool:
     return bool(transcript.exchanges) and all(e.request.is_grpc for e in transcript.exchanges)
+
+
+def _as_reply(request: Request) -> Response:
+    """A push delivery's request as a reply the player compares: its JSON body."""
+    content_type = request.headers.get("Content-Type") or "application/json"
+    return Response(
+        status=200, headers=Headers([("Content-Type", content_type)]), body=request.body
+    )
 
 
 def align_client_values(previous: Transcript, fresh: Transcript, rules: Rules) -> Transcript:

@@ -18,6 +18,7 @@ from recorder.httpfile import dumps, loads, splice, write_text_atomic
 from recorder.model import Exchange, Response, Transcript
 from recorder.noise import Replies, propose
 from recorder.redact import Redactor, scrub_response
+from recorder.replay.pushes import as_reply
 from recorder.replay.results import ExchangeResult
 from recorder.replay.state import LiveReply, ReplayState
 from recorder.rules import Rules
@@ -59,7 +60,7 @@ def blessed_exchanges(
     )
     blessed: dict[int, Response] = {}
     for index in sorted(live):
-        golden = transcript.exchanges[index]
+        golden = as_reply(transcript.exchanges[index])  # a push delivery: its request's body
         response = state.bless(golden.response, live[index], matched=False, number=index + 1)
         blessed[index] = redactor.redact_response(response)
     scrubbed = {**redactor.seen, **secrets}
@@ -69,7 +70,13 @@ def blessed_exchanges(
         response = scrub_response(response, scrubbed)
         # a truncated recording whose live reply was read to its end is whole now
         truncated = golden.truncated and live[index].cut
-        if response != golden.response or truncated != golden.truncated:
+        if golden.push_config is not None:
+            # a delivery: the agent's request is what was blessed, the client's answer stays
+            if response.body != golden.request.body:
+                replaced[index] = replace(
+                    golden, request=replace(golden.request, body=response.body)
+                )
+        elif response != golden.response or truncated != golden.truncated:
             replaced[index] = replace(golden, response=response, truncated=truncated)
     return replaced
 
@@ -153,7 +160,7 @@ def noise_refusal(
     replies = [
         Replies(
             f"exchange {index + 1}",
-            transcript.exchanges[index].response,
+            as_reply(transcript.exchanges[index]).response,
             (first[index].response, second[index].response),
         )
         for index in sorted(indices)

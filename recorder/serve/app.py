@@ -29,6 +29,7 @@ from recorder.model import Transcript, header_bytes, header_text
 from recorder.pairing import PairingRules
 from recorder.rules import Rules
 from recorder.serve.book import Book, Found, NotFound, Tie
+from recorder.serve.deliveries import Deliveries
 from recorder.serve.fallback import Fallback
 from recorder.serve.match import LiveRequest
 from recorder.serve.nomatch import NO_MATCH, error_body, no_match_message
@@ -63,6 +64,8 @@ class StandIn:
         after = needed_files(transcripts)
         self.steps = prepare(transcripts, self.pairing, after)
         self.book = Book(self.steps, self.pairing, fresh=fresh_ids, after=after)
+        self.deliveries = Deliveries(self.steps, self.pairing)
+        """The recorded push deliveries, sent to the live client's webhooks."""
         self.pace = pace
         self.during_wait = during_wait
         self.fallback = fallback
@@ -88,7 +91,9 @@ class StandIn:
         self._closing_event().set()
 
     async def aclose(self) -> None:
-        """Close the fallback's connections (on the serving loop, after the last request)."""
+        """Close the fallback's connections (on the serving loop, after the last request), once
+        the push deliveries under way are sent."""
+        await self.deliveries.aclose()
         if self.fallback is not None:
             await self.fallback.aclose()
 
@@ -126,8 +131,10 @@ class StandIn:
         for tie in self.book.ties:
             self._log_tie(tie)
         self._pulse(found.conversation.number)
+        self.deliveries.registered(found, live)
         renderer = Renderer(self.pairing, found.step, found.branch, found.rpc_id, host)
         await self._reply(found, renderer, receive, send)
+        self.deliveries.answered(found, live, host)
 
     def _log_tie(self, tie: Tie) -> None:
         """One line per pair of recorded exchanges that tied: a warning when their replies

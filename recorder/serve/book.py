@@ -48,8 +48,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.pairing import PairingRules
+from recorder.push import config_objects
 from recorder.serve.match import LiveRequest, Matching, random_template
 from recorder.serve.steps import Step
+from recorder.serve.webhooks import without_urls
 
 __all__ = ["Book", "Branch", "Conversation", "Found", "NotFound", "Score", "Tie"]
 
@@ -182,6 +184,10 @@ class Book:
             # any recording in the client's own spelling
             recorded, live_json = canon, live.canon
             matching.respelled = True
+        request = step.exchange.request
+        if config_objects(request.method, request.target, recorded):
+            # a push config's url is the client's webhook, its own: not matched
+            recorded, live_json = without_urls(recorded, request), without_urls(live_json, request)
         differences = matching.compare(
             step.exchange.request.method,
             step.pieces,
@@ -201,8 +207,8 @@ class Book:
         key = live.key
         best: _Candidate | None = None
         for step in steps:
-            if step.key != key or step.index in branch.used:
-                continue
+            if step.key != key or step.index in branch.used or step.exchange.push_config:
+                continue  # (a push delivery is the agent's call: `recorder.serve.deliveries`)
             outcome = self._try(branch, step, live)
             if isinstance(outcome, _Candidate) and (best is None or outcome.score > best.score):
                 best = outcome

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import string
+from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -126,7 +127,11 @@ def exchanges(draw: st.DrawFn) -> Exchange:
     comments = draw(
         st.lists(
             one_line.filter(
-                lambda s: s.strip() != "@truncated" and not s.strip().startswith("@during")
+                lambda s: (
+                    s.strip() != "@truncated"
+                    and not s.strip().startswith("@during")
+                    and s.split(maxsplit=1)[:1] != ["@push"]
+                )
             ),
             max_size=2,
         )
@@ -196,9 +201,21 @@ def grpc_exchanges(draw: st.DrawFn) -> Exchange:
     return Exchange(request=request, response=response, title=draw(one_line))
 
 
+@st.composite
+def pushed(draw: st.DrawFn) -> tuple[Exchange, ...]:
+    """Exchanges, some of them deliveries (`@push config N`) naming an earlier one."""
+    found = draw(st.lists(st.one_of(exchanges(), grpc_exchanges()), max_size=4))
+    return tuple(
+        replace(e, push_config=draw(st.none() | st.integers(1, index)))
+        if index and not e.request.is_grpc
+        else e
+        for index, e in enumerate(found)
+    )
+
+
 transcripts = st.builds(
     Transcript,
-    exchanges=st.lists(st.one_of(exchanges(), grpc_exchanges()), max_size=4).map(tuple),
+    exchanges=pushed(),
     comments=st.lists(one_line, max_size=3).map(tuple),
 )
 

@@ -35,6 +35,7 @@ from traffic import drive
 from recorder.kit import KitServer
 from recorder.pairing import PairingRules
 from recorder.planner.scenarios import SCENARIOS, Session
+from recorder.planner.webhook import Webhook
 from recorder.record.proxy import ProxyServer, create_proxy_app
 from recorder.rules import DEFAULT_RULES
 from recorder.serve import NO_MATCH, StandIn, load_stand_in
@@ -156,14 +157,16 @@ async def run_scenarios(url: str, token: str) -> list[dict[str, Any]]:
     client's traffic captured."""
     log: list[dict[str, Any]] = []
     card = None
-    for scenario in SCENARIOS:
-        session = Session(scenario.name, url, token=token, card=card)
-        session.ids._inner = Capture(session.ids._inner, log)  # the planner's own transport
-        try:
-            await asyncio.wait_for(scenario.run(session), LIMIT)
-        finally:
-            await session.aclose()
-        card = session.card
+    with Webhook() as hook:  # the push scenario's: the stand-in delivers to it as the kit does
+        for scenario in SCENARIOS:
+            session = Session(scenario.name, url, token=token, card=card)
+            session.webhook = hook
+            session.ids._inner = Capture(session.ids._inner, log)  # the planner's own transport
+            try:
+                await asyncio.wait_for(scenario.run(session), LIMIT)
+            finally:
+                await session.aclose()
+            card = session.card
     return log
 
 
@@ -174,13 +177,14 @@ def test_the_planners_scenarios_get_from_the_stand_in_what_they_get_from_the_kit
     with recorder_serve(str(GOLDENS), "--listen", "127.0.0.1:0", "--strict") as (process, url):
         from_stand_in = asyncio.run(run_scenarios(url, "any-token-will-do"))
         err, took = interrupt(process)
-    assert len(from_kit) == len(from_stand_in) == 43
+    assert len(from_kit) == len(from_stand_in) == 45
     for kit_entry, served in zip(from_kit, from_stand_in, strict=True):
         assert normalized(served) == normalized(kit_entry)
     # message, task, stream frames, input-required, cancel while subscribed, push configs,
-    # the extended card with a token, every error: all 43 answered, none unmatched
+    # the extended card with a token, every error, push deliveries: all 45 answered, none
+    # unmatched
     assert process.returncode == 0, err
-    assert "stopped; 43 requests answered, 0 unmatched" in err
+    assert "stopped; 45 requests answered, 0 unmatched" in err
     assert "Traceback" not in err and took < 5
 
 

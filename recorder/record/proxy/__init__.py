@@ -21,6 +21,9 @@ the rooms it uses:
 - `recording` (`Recording`): the exchange as the upstream got and sent it, secrets replaced by
   `{{PLACEHOLDER}}`s (`recorder.redact`), written through the `TranscriptStore` by one writer
   thread, after the client has its reply;
+- `push` (`PushRoom`): push notifications: a config's url pointed at the proxy's receiver
+  (`/_recorder/push/<id>`) and back in the agent's echo; each delivery forwarded to the
+  client's webhook and recorded in its config's file, tagged `# @push config N`;
 - `call` (`Call`): one request while it is handled, and the ASGI helpers the rooms share;
 - `server`: `serve` and `ProxyServer` (the proxy's own HTTP/1.1 server, `http1` and `cycle`),
   `parse_listen`, `listening_socket`.
@@ -64,6 +67,7 @@ from recorder.record.proxy.forwarding import (
     Forwarder,
     Pool,
 )
+from recorder.record.proxy.push import PUSH_PREFIX, PushRoom
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import STREAM_GRACE, StreamRelay
 from recorder.record.proxy.scenarios import CONTROL_PATH, STATUS_PATH, Scenarios
@@ -176,6 +180,10 @@ class RecordingProxy:
             relay=self.relay,
             cards=self.cards,
         )
+        self.push = PushRoom(
+            self.recording, redactor, max_body=max_body, client_timeout=client_timeout
+        )
+        self.forwarder.restore = self.push.restore
 
     def listen_grpc(
         self, host: str = "127.0.0.1", port: int = 0, upstream: str | None = None
@@ -260,6 +268,7 @@ class RecordingProxy:
         """Close the upstream connections, write the pending recordings (at most
         `drain_timeout` seconds; those still pending then are counted as not recorded)."""
         await self.forwarder.aclose()
+        await self.push.aclose()
         await self.recording.drain(self.drain_timeout)
         self.store.close()
 
@@ -303,6 +312,9 @@ class RecordingProxy:
             if path == STATUS_PATH:
                 await self.scenarios.status(scope, receive, send, self.recording.status())
                 return
+            if path.startswith(PUSH_PREFIX):
+                await self.push.deliver(scope, receive, send, path)
+                return
         call = await self.forwarder.take(scope, receive, send)
         if call is None:
             return
@@ -314,6 +326,7 @@ class RecordingProxy:
         self.cards.inspect(call, scope)
         self.recording.begin(call)
         try:
+            self.push.rewrite(call, scope)
             if self.recording.pending > BACKLOG:
                 # the writer has fallen behind: it catches up first (a crash costs less)
                 await self.recording.catch_up()

@@ -64,6 +64,11 @@ class Call:
     # handed on (the recording writer's line)
     started: float = 0.0
     took: float = 0.0
+    # the body sent upstream when it is not `body` (a push config's url pointed at the
+    # proxy's receiver, `recorder.record.proxy.push`); `body` is what is recorded
+    upstream_body: bytes | None = None
+    # a push delivery: the ticket of the exchange that registered its config (`@push config`)
+    push_of: int | None = None
     # the ticket of the card fetch without a scenario begun right before this request, when
     # the request before it without a scenario was one (0: not; `recorder.record.proxy.folding`)
     follows_card: int = 0

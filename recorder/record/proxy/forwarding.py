@@ -29,6 +29,7 @@ objects per request); an injected httpx transport (tests) or `pool="shared"` goe
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Literal
 
 import httpx
@@ -113,6 +114,9 @@ class Forwarder:
         self.recording = recording
         self.relay = relay
         self.cards = cards
+        # a buffered reply's body as the client gets it and it is recorded (the push room's
+        # `restore`: its receiver's urls back to the client's)
+        self.restore: Callable[[bytes], bytes] | None = None
 
     async def aclose(self) -> None:
         await self._upstream.aclose()
@@ -187,9 +191,10 @@ class Forwarder:
     async def forward(self, call: Call, receive: Receive, send: Send) -> None:
         """Send the request upstream; relay and record the reply, or answer 502/504."""
         method, target = call.method, call.target
+        body = call.body if call.upstream_body is None else call.upstream_body
         try:
             upstream = await self._upstream.send(
-                method, (self._path_prefix + target).encode("latin-1"), call.headers, call.body
+                method, (self._path_prefix + target).encode("latin-1"), call.headers, body
             )
         except httpx.TimeoutException:
             log.warning("upstream %s timed out: %s", self.upstream_url, call.shown)
@@ -270,6 +275,8 @@ class Forwarder:
                 f"the upstream {self.upstream_url} broke off its reply: {describe_http_error(exc)}",
             )
             return
+        if self.restore is not None:
+            body = self.restore(body)  # (the agent's echo of a push url: the client's again)
         recording = self.recording
         try:
             await self._send_buffered(call, upstream, kept, body, send)

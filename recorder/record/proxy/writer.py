@@ -121,6 +121,7 @@ class Writer:
                 sent_secrets=call.sent_secrets,
                 during=call.during,
                 after=call.after,
+                push=call.push_of,
             )
         except Exception as exc:
             self.store.forget(call.ticket)
