@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from recorder.bindings import grpc as grpc_binding
 from recorder.errors import ParseError
 from recorder.httpfile import dumps
-from recorder.httpread import BODY_MARKER, after_lines, loads
-from recorder.model import Transcript
+from recorder.httpread import BODY_MARKER, TRAILERS_TAG, after_lines, loads
+from recorder.model import Exchange, Transcript
 
 __all__ = [
     "EXPORT_MARK",
@@ -223,6 +224,7 @@ def json_problems(
     frame's `data:` that starts with `{` or `[` that is not JSON, at the line of the mistake
     (the body's first line for a base64 or escaped body). `text` parses (`check_paths`);
     `transcript` and `body_lines` are what `loads(text, body_lines=...)` gave, when known.
+    A gRPC call's messages are checked against their message types too (`_grpc_problems`).
 
     A request body that is not JSON passes when the recorded reply rejects it (a 4xx status,
     or a JSON-RPC parse error -32700): the client sent it so on purpose (an error scenario),
@@ -275,7 +277,112 @@ def json_problems(
                     )
                 )
             position += 1
+        if exchange.request.is_grpc:
+            bodies = (request_line, response_line)
+            problems.extend(_grpc_problems(name, exchange, lines, bodies))
     return problems
+
+
+def _grpc_problems(
+    name: str, exchange: Exchange, lines: list[str], at: tuple[int, int]
+) -> list[Problem]:
+    """A gRPC call's messages against the method's message types (ProtoJSON): the request,
+    the reply (a google.rpc.Status when the call failed), each frame of a server stream,
+    a failed stream's `grpc-status-details` trailer; each mistake at its field's line. The
+    JSON that is not JSON at all is `json_problems`'s to report."""
+    request, response = exchange.request, exchange.response
+    request_line, response_line = at
+    method = grpc_binding.method_of(request.target)
+    if method is None:
+        line = _next_line(lines, (exchange.line or 1) - 1, "GRPC ")
+        service = grpc_binding.SERVICE
+        return [Problem(name, line, f"{request.target}: not a method of the A2A service {service}")]
+    problems: list[Problem] = []
+
+    def check(body: bytes | str, kind: str, start: int, what: str, *, reply: bool) -> None:
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        if not text or _json_error(text) is not None:
+            return
+        found = grpc_binding.message_problem(kind, text, reply=reply)
+        if found is not None:
+            chain, reason = found
+            line = _field_line(lines, start, text.count("\n") + 1, chain)
+            problems.append(Problem(name, line, f"the {what} is {reason}"))
+
+    check(request.body, method, request_line, "request", reply=False)
+    streaming = grpc_binding.is_server_streaming(method)
+    status_line = _previous_line(lines, response_line - 1, "GRPC ")
+    if response.events:
+        if not streaming:
+            problems.append(
+                Problem(name, response_line, f"{method} replies one message, not a stream's frames")
+            )
+        position = response_line - 1
+        for frame, event in enumerate(response.events, start=1):
+            position = _next_line(lines, position, "data:") - 1
+            if event.data is not None:
+                check(event.data, method, position + 1, f"message of frame {frame}", reply=True)
+            position += 1
+    elif response.events is None and response.status == 0:
+        if streaming:
+            problems.append(
+                Problem(name, response_line, f"{method} replies a stream: its messages as frames")
+            )
+        check(response.body, method, response_line, "reply", reply=True)
+    elif response.events is None:
+        check(response.body, "google.rpc.Status", response_line, "status", reply=False)
+        code = response.json.get("code") if isinstance(response.json, dict) else None
+        if code is not None and code != response.status:
+            problems.append(
+                Problem(
+                    name, status_line, f"the status line says {response.status}, its body {code}"
+                )
+            )
+    details = response.trailers.get(grpc_binding.STATUS_DETAILS)
+    if details is not None:
+        tag = _next_line(lines, response_line - 1, TRAILERS_TAG)
+        line = _next_line(lines, tag - 1, grpc_binding.STATUS_DETAILS + ":")
+        found = _json_error(details)
+        if found is not None:
+            problems.append(
+                Problem(name, line, f"the trailer grpc-status-details is not JSON: {found[1]}")
+            )
+        else:
+            check(details, "google.rpc.Status", line, "trailer grpc-status-details", reply=False)
+    return problems
+
+
+def _next_line(lines: list[str], index: int, prefix: str) -> int:
+    """The number (1-based) of the first line from `lines[index]` on that starts with
+    `prefix`; `index + 1` when there is none."""
+    for number in range(max(index, 0), len(lines)):
+        if lines[number].startswith(prefix):
+            return number + 1
+    return index + 1
+
+
+def _previous_line(lines: list[str], index: int, prefix: str) -> int:
+    """The number (1-based) of the last line before `lines[index]` that starts with
+    `prefix`; `index + 1` when there is none."""
+    for number in range(min(index, len(lines)) - 1, -1, -1):
+        if lines[number].startswith(prefix):
+            return number + 1
+    return index + 1
+
+
+def _field_line(lines: list[str], start: int, count: int, chain: tuple[str, ...]) -> int:
+    """The line of the field `chain` names (its names outermost first, each looked for after
+    the one before) in the `count` lines from line `start` (1-based); `start` if not found."""
+    line, end = start, min(start - 1 + count, len(lines))
+    for key in chain:
+        quoted = json.dumps(key) + ":"
+        for number in range(line - 1, end):
+            if quoted in lines[number]:
+                line = number + 1
+                break
+        else:
+            return line
+    return line
 
 
 def _first_difference(actual: str, expected: str) -> int:

@@ -13,12 +13,15 @@ line is split only at LF, never at other Unicode line separators.
                     request-line *header-line blank
                     request-body
                     status-line *header-line blank
-                    response-body
+                    response-body [trailers]                       ; trailers: gRPC only
     comment       = "#" [SP text]                                  ; not "###"
     request-line  = method SP target [SP http-version]             ; "POST /a2a/jsonrpc HTTP/1.1"
+                  / "GRPC" SP "/" service "/" rpc-method           ; a gRPC call: no version
     status-line   = http-version SP 3DIGIT [SP reason]             ; "HTTP/1.1 200 OK"
+                  / "GRPC" SP 1*2DIGIT [SP code-name]              ; "GRPC 5 NOT_FOUND" (0-16)
     header-line   = field-name ":" [SP field-value]                ; no obs-fold
     http-version  = "HTTP/" DIGIT ["." DIGIT]
+    trailers      = blank "# @trailers" LF *header-line            ; trailing metadata
 
 Bodies. The request body is every line after the blank line that ends the request headers, up
 to the status line; the response body is every line up to the next `###` line or the end of
@@ -36,6 +39,39 @@ part of the body. A body is written in one of these forms:
                   (any UTF-8 text that cannot be verbatim, and raw event streams).
     base64        "# recorder-body: base64" then base64 lines of 76 characters (bytes that are
                   not UTF-8 text).
+
+gRPC (the third A2A binding, `recorder.bindings.grpc`). A call is written as the JetBrains HTTP
+Client and httpyac write one: the request line `GRPC /lf.a2a.v1.A2AService/SendMessage`, the
+call's metadata as header lines (lower case, as on the wire; `-bin` values in base64), the
+request message as ProtoJSON (lowerCamelCase names, pretty-printed like every JSON body).
+The reply's status line is the call's end, `GRPC <code> <name>`; its header lines are the
+initial metadata; its body is the reply message as ProtoJSON (a unary call), the messages of
+a server stream as frames (one `data:` line of compact ProtoJSON each, then a blank line: the
+SSE form, so the bindings' frames read alike), or, for a call that failed before any message,
+its google.rpc.Status as JSON (`{"code": 5, "message": "…", "details": [{"@type": …}]}`).
+The trailing metadata follows in a `# @trailers` block. A stream that failed after messages
+keeps them as frames, and its status's message and details are trailers: `grpc-message`
+(the text) and `grpc-status-details` (the google.rpc.Status as one line of JSON, what the wire's
+`grpc-status-details-bin` holds). A reply body of a gRPC call that is neither JSON nor frames
+and that would read as frames or trailers is escaped.
+
+    ### SendStreamingMessage
+    GRPC /lf.a2a.v1.A2AService/SendStreamingMessage
+    a2a-version: 1.0
+
+    {
+      "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+    }
+
+    GRPC 0 OK
+    content-type: application/grpc
+
+    data: {"task": {"id": "t-1", "status": {"state": "TASK_STATE_SUBMITTED"}}}
+
+    data: {"statusUpdate": {"taskId": "t-1", "status": {"state": "TASK_STATE_COMPLETED"}}}
+
+    # @trailers
+    x-served-by: kit
 
 Tags are comments of an exchange that start with "@": "# @truncated" (the reply was cut off
 while recording: `Exchange.truncated`), and "# @during exchange N frame K" (this request was
@@ -68,10 +104,12 @@ from pathlib import Path
 from recorder.atomic import write_text_atomic as write_text_atomic  # (re-exported)
 from recorder.errors import ParseError
 from recorder.httpread import (
+    _FRAME_START,
     BODY_MARKER,
     DURING_TAG,
     FORMAT_VERSION,
     MARKER_PREFIX,
+    TRAILERS_TAG,
     TRUNCATED_TAG,
     loads,
 )
@@ -80,7 +118,7 @@ from recorder.model import Exchange, Transcript, is_event_stream
 __all__ = ["DURING_TAG", "FORMAT_VERSION", "dump", "dumps", "load", "loads"]
 
 # a body line that would end the body: "###" (next exchange) or a status line
-_AMBIGUOUS_LINE = re.compile(r"^(?:###|HTTP/\d)", re.MULTILINE)
+_AMBIGUOUS_LINE = re.compile(r"^(?:###|HTTP/\d|GRPC \d)", re.MULTILINE)
 _SAFE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"
 # control characters (TAB and LF excepted) and the characters editors take as line breaks
 _UNSAFE_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
@@ -151,7 +189,8 @@ def _exchange_lines(exchange: Exchange) -> list[str]:
     lines.extend(_comment(c) for c in exchange.comments)
     if exchange.truncated:
         lines.append(_comment(TRUNCATED_TAG))
-    lines.append(f"{request.method} {request.target} {request.http_version}")
+    version = f" {request.http_version}" if request.http_version else ""  # (gRPC: none)
+    lines.append(f"{request.method} {request.target}{version}")
     lines.extend([f"{n}: {v}" if v else f"{n}:" for n, v in request.headers])
     lines.append("")
     request_body = _body_lines(request.body, raw_stream=False)
@@ -163,12 +202,25 @@ def _exchange_lines(exchange: Exchange) -> list[str]:
     lines.extend([f"{n}: {v}" if v else f"{n}:" for n, v in response.headers])
     if response.events is not None:
         body = [response.body.decode().rstrip("\n")] if response.events else []
+    elif response.is_grpc:
+        body = _body_lines(response.body, raw_stream=_grpc_unsafe(response.body))
     else:
         body = _body_lines(response.body, raw_stream=is_event_stream(response.content_type))
     if body:  # an empty response body needs no blank line: "###" or the end follows
         lines.append("")
         lines.extend(body)
+    if response.trailers:
+        lines.extend(("", TRAILERS_TAG))
+        lines.extend([f"{n}: {v}" if v else f"{n}:" for n, v in response.trailers])
     return lines
+
+
+def _grpc_unsafe(body: bytes) -> bool:
+    """Whether a gRPC reply's body (not JSON: JSON is always safe) would read back as
+    something else verbatim: frames (a first line like an SSE field), or trailers."""
+    return body.startswith(tuple(s.encode() for s in _FRAME_START)) or (
+        b"\n" + TRAILERS_TAG.encode() in b"\n" + body
+    )
 
 
 def _body_lines(body: bytes, *, raw_stream: bool) -> list[str]:
@@ -217,7 +269,9 @@ def _has_ambiguous_line(text: str) -> bool:
     # (a one-character `in` is a memchr, ~50x faster than a longer one: a gate)
     if text.startswith("###") or ("#" in text and "\n###" in text):
         return True
-    return "/" in text and "HTTP/" in text and _AMBIGUOUS_LINE.search(text) is not None
+    if ("/" in text and "HTTP/" in text) or ("C" in text and "GRPC " in text):
+        return _AMBIGUOUS_LINE.search(text) is not None
+    return False
 
 
 # --------------------------------------------------------------------------- files

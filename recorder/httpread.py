@@ -24,6 +24,8 @@ from recorder import sse
 from recorder.errors import ParseError
 from recorder.model import (
     AFTER_TAG,
+    GRPC_METHOD,
+    GRPC_VERSION,
     Exchange,
     Headers,
     Request,
@@ -37,6 +39,7 @@ __all__ = [
     "DURING_TAG",
     "FORMAT_VERSION",
     "MARKER_PREFIX",
+    "TRAILERS_TAG",
     "TRUNCATED_TAG",
     "after_lines",
     "loads",
@@ -46,17 +49,24 @@ FORMAT_VERSION = 1
 MARKER_PREFIX = "# recorder-format:"
 BODY_MARKER = "# recorder-body:"
 TRUNCATED_TAG = "@truncated"
+TRAILERS_TAG = "# @trailers"
+"""The line that starts a gRPC reply's trailing metadata, after its body or frames."""
+# what an SSE frame's first line starts with: a gRPC reply's body so is its stream's frames
+# (ProtoJSON, an object, never starts so)
+_FRAME_START = ("data:", "event:", "id:", "retry:", ":")
 DURING_TAG = re.compile(r"^@during exchange (\d+) frame (\d+)$")
 
 _REQUEST_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*) (\S+)(?: (HTTP/\d+(?:\.\d+)?))?$")
-_STATUS_LINE = re.compile(r"^(HTTP/\d+(?:\.\d+)?) (\d{3})(?: (.*))?$")
-_LIKE_STATUS = re.compile(r"^HTTP/\d")  # what a status line starts with, typo or not
+_STATUS_LINE = re.compile(r"^(?:(HTTP/\d+(?:\.\d+)?) (\d{3})|(GRPC) (\d{1,2}))(?: (.*))?$")
+# what a status line starts with, typo or not
+_LIKE_STATUS = re.compile(r"^(?:HTTP/\d|GRPC \d)")
 # a header line's name and colon; the value is the rest, stripped of spaces and tabs by
 # `str.strip` (a regular expression that strips them, `[ \t]*(.*?)[ \t]*$`, is quadratic in
 # the spaces inside a value: 40,000 took 4 s)
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+:")
-# where a line that may end a body starts: "###" or a status line's "HTTP/<digit>" after a LF
-_BOUNDARY = re.compile(r"\n(?=###|HTTP/\d)")
+# where a line that may end a body starts: "###" or a status line's "HTTP/<digit>" (or
+# "GRPC <digit>") after a LF
+_BOUNDARY = re.compile(r"\n(?=###|HTTP/\d|GRPC \d)")
 # the longest number the parser reads as a number (Python's int() refuses past 4,300 digits)
 _MAX_DIGITS = 18
 
@@ -66,7 +76,8 @@ class _Cursor:
     lines: list[str]
     path: str | None
     boundaries: list[int] = field(default_factory=list)
-    """The numbers (0-based) of the lines that start with "###" or "HTTP/<digit>", in order:
+    """The numbers (0-based) of the lines that start with "###", "HTTP/<digit>" or
+    "GRPC <digit>", in order:
     a body ends at one of them, found by bisection instead of a look at each line."""
     index: int = 0
     comments: list[str] = field(default_factory=list)
@@ -150,8 +161,9 @@ def after_lines(text: str) -> list[tuple[int, str]]:
 
 
 def _boundary_lines(text: str) -> list[int]:
-    """The numbers of the lines of `text` (split at LF) that start with "###" or
-    "HTTP/<digit>": one search through the text, and a count of the LFs between two hits."""
+    """The numbers of the lines of `text` (split at LF) that start with "###",
+    "HTTP/<digit>" or "GRPC <digit>": one search through the text, and a count of the LFs
+    between two hits."""
     padded = "\n" + text  # (the first line starts after a LF too)
     count = padded.count
     numbers: list[int] = []
@@ -304,6 +316,8 @@ def _read_request(cursor: _Cursor) -> Request:
             f'expected a request line such as "POST /a2a/jsonrpc HTTP/1.1", got {_show(line)}'
         )
     method, target, version = match.groups()
+    if version is None:  # "GRPC /service/Method": a gRPC call; any other method: HTTP/1.1
+        version = "" if method == GRPC_METHOD else "HTTP/1.1"
     cursor.index += 1
     headers = _read_headers(cursor, stop_at_status=True)
     body_start = cursor.line_number
@@ -333,7 +347,7 @@ def _read_request(cursor: _Cursor) -> Request:
             target=target,
             headers=headers,
             body=body,
-            http_version=version or "HTTP/1.1",
+            http_version=version,
         )
     except ValueError as exc:
         raise cursor.error(str(exc), line_number) from None
@@ -343,8 +357,9 @@ def _read_response(cursor: _Cursor, exchange_start: int) -> Response:
     line_number = cursor.line_number
     match = _STATUS_LINE.match(cursor.peek())
     assert match is not None  # _read_request stops only at a status line
-    version, status, reason = match.groups()
-    if status.startswith("0"):
+    http, http_status, grpc, grpc_status, reason = match.groups()
+    version, status = (http, http_status) if http else (grpc, grpc_status)
+    if http and status.startswith("0"):
         raise cursor.error(f"invalid status code {status}: expected 100 to 999")
     cursor.index += 1
     headers = _read_headers(cursor, stop_at_status=False)
@@ -355,6 +370,9 @@ def _read_response(cursor: _Cursor, exchange_start: int) -> Response:
     followed_by_exchange = not cursor.at_end()
     if cursor.body_lines is not None:
         cursor.body_lines.append(body_start)
+    if grpc:
+        at = (line_number, body_start, followed_by_exchange)
+        return _read_grpc_reply(cursor, at, int(status), reason, headers, region)
     content_type = headers.get("Content-Type")
     if is_event_stream(content_type) and not (region and region[0].startswith(BODY_MARKER)):
         if region and region[-1] == "":
@@ -390,6 +408,73 @@ def _read_response(cursor: _Cursor, exchange_start: int) -> Response:
         )
     except ValueError as exc:
         raise cursor.error(str(exc), line_number) from None
+
+
+def _read_grpc_reply(
+    cursor: _Cursor,
+    at: tuple[int, int, bool],
+    status: int,
+    reason: str | None,
+    headers: Headers,
+    region: list[str],
+) -> Response:
+    """A gRPC reply from its body region (`at`: the status line's number, the body's, and
+    whether an exchange follows): the body or frames, then, after a `# @trailers` line, the
+    trailing metadata."""
+    line_number, body_start, followed_by_exchange = at
+    trailers = Headers()
+    try:
+        tag = region.index(TRAILERS_TAG)
+    except ValueError:
+        tag = -1
+    if tag >= 0:
+        trailers = _trailer_lines(cursor, region[tag + 1 :], body_start + tag + 1)
+        region = region[:tag]
+    if (tag >= 0 or followed_by_exchange) and region and region[-1] == "":
+        region.pop()  # the blank line before the trailers, or before the next "###"
+    events: tuple[sse.SseEvent, ...] | None = None
+    body = b""
+    if region and region[0].startswith(_FRAME_START):
+        try:
+            events = tuple(sse.parse_lines(region, require_final_blank=False))
+        except sse.SseSyntaxError as exc:
+            raise cursor.error(str(exc), body_start + exc.offset) from None
+        except ValueError as exc:
+            raise cursor.error(f"invalid stream message frame: {exc}", body_start) from None
+    else:
+        body = _decode_body(cursor, region, body_start)
+    try:
+        return Response(
+            status=status,
+            reason=reason or "",
+            headers=headers,
+            body=body,
+            events=events,
+            http_version=GRPC_VERSION,
+            trailers=trailers,
+        )
+    except ValueError as exc:
+        raise cursor.error(str(exc), line_number) from None
+
+
+def _trailer_lines(cursor: _Cursor, region: list[str], start: int) -> Headers:
+    """The trailing metadata: header lines up to the next `###` (blank lines at the end)."""
+    while region and region[-1] == "":
+        region = region[:-1]
+    pairs: list[tuple[str, str]] = []
+    for offset, line in enumerate(region):
+        match = _HEADER_NAME.match(line)
+        if not match:
+            raise cursor.error(
+                f'expected a trailer line such as "x-request-id: 7" after "{TRAILERS_TAG}", '
+                f"got {_show(line)}",
+                start + offset,
+            )
+        pairs.append((line[: match.end() - 1], line[match.end() :].strip(" \t")))
+    try:
+        return Headers(pairs)
+    except ValueError as exc:
+        raise cursor.error(str(exc), start) from None
 
 
 def _read_headers(cursor: _Cursor, *, stop_at_status: bool) -> Headers:

@@ -14,6 +14,13 @@ dataclasses with liberal constructors and one canonical form inside:
   SSE without loss (see `recorder.sse`); its body is then the canonical serialization of those
   events (LF line endings, fields in a fixed order). Otherwise `events` is None and the body is
   kept as it came.
+- A gRPC call (`recorder.bindings.grpc`) is a `Request` with method `GRPC`, the call's path as
+  its target and no HTTP version (`http_version=""`), its metadata as headers and the request
+  message as ProtoJSON; its `Response` has `http_version="GRPC"`, the gRPC status code (0-16)
+  as `status`, the initial metadata as headers, the reply message (or the google.rpc.Status of
+  a failed call) as ProtoJSON, a server stream's messages as `events` (one per message, its
+  compact JSON as `data`), and the trailing metadata as `trailers`. Their bodies are JSON
+  whatever the content type says (`application/grpc`).
 
 Edits go through `dataclasses.replace`, which runs the same canonicalization.
 """
@@ -56,6 +63,11 @@ _HTTP_VERSION = re.compile(r"^HTTP/\d+(?:\.\d+)?\Z")
 _REQUEST_TARGET = re.compile(r"^\S+\Z")
 _JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
 _COMMON_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+GRPC_METHOD = "GRPC"
+"""A gRPC call's request line: `GRPC /lf.a2a.v1.A2AService/SendMessage` (no HTTP version)."""
+GRPC_VERSION = "GRPC"
+"""A gRPC call's status line: `GRPC 0 OK` (`Response.http_version`)."""
+_GRPC_STATUS_CODES = range(17)  # OK (0) .. UNAUTHENTICATED (16)
 
 
 def media_type(content_type: str | None) -> str:
@@ -260,7 +272,16 @@ class _Message:
         return self.headers.get("Content-Type")
 
     @property
+    def is_grpc(self) -> bool:
+        """Whether this is a gRPC call's request or reply (its body is ProtoJSON)."""
+        return False
+
+    @property
     def is_json(self) -> bool:
+        """Whether the body is JSON: by its media type, or a gRPC message (not a stream's
+        frames)."""
+        if self.is_grpc:
+            return getattr(self, "events", None) is None
         return is_json_media_type(self.content_type)
 
     @cached_property
@@ -289,7 +310,8 @@ class _Message:
 
 @dataclass(frozen=True, eq=True)
 class Request(_Message):
-    """One HTTP request as recorded: `POST /a2a/jsonrpc HTTP/1.1`, headers, body."""
+    """One HTTP request as recorded: `POST /a2a/jsonrpc HTTP/1.1`, headers, body; or a gRPC
+    call: `GRPC /lf.a2a.v1.A2AService/SendMessage` (`http_version=""`), metadata, message."""
 
     method: str
     target: str
@@ -302,8 +324,12 @@ class Request(_Message):
             raise ValueError(f"invalid request method {self.method!r}")
         if not _REQUEST_TARGET.match(self.target):
             raise ValueError(f"invalid request target {self.target!r} (empty or has whitespace)")
-        if self.http_version != "HTTP/1.1" and not _HTTP_VERSION.match(self.http_version):
-            raise ValueError(f"invalid HTTP version {self.http_version!r}")
+        version = self.http_version
+        if version == "":
+            if self.method != GRPC_METHOD:
+                raise ValueError(f"a request without an HTTP version is a gRPC call: {version!r}")
+        elif version != "HTTP/1.1" and not _HTTP_VERSION.match(version):
+            raise ValueError(f"invalid HTTP version {version!r}")
         headers = self.headers
         if type(headers) is not Headers:
             headers = _to_headers(headers)
@@ -311,10 +337,14 @@ class Request(_Message):
         body = self.body
         if type(body) is not bytes:
             body = _to_bytes(body)
-        if is_json_media_type(headers.get("Content-Type")):
+        if version == "" or is_json_media_type(headers.get("Content-Type")):
             _set_json_body(self, body)
         else:
             object.__setattr__(self, "body", body)
+
+    @property
+    def is_grpc(self) -> bool:
+        return self.http_version == ""
 
     @property
     def path(self) -> str:
@@ -324,7 +354,13 @@ class Request(_Message):
 
 @dataclass(frozen=True, eq=True)
 class Response(_Message):
-    """One HTTP response: `HTTP/1.1 200 OK`, headers, body (and SSE events for a stream)."""
+    """One HTTP response: `HTTP/1.1 200 OK`, headers, body (and SSE events for a stream).
+
+    A gRPC call's (`http_version="GRPC"`): `GRPC 5 NOT_FOUND`, the initial metadata, the reply
+    message or the call's google.rpc.Status as ProtoJSON, or a server stream's messages as
+    `events`; `trailers` is its trailing metadata (empty for HTTP). A gRPC reply without
+    events and without a body is a stream of no message (`events=()`): every unary reply has
+    a message (`{}` at least) or a status."""
 
     status: int
     reason: str = ""
@@ -332,24 +368,42 @@ class Response(_Message):
     body: bytes = b""
     events: tuple[SseEvent, ...] | None = None
     http_version: str = "HTTP/1.1"
+    trailers: Headers = field(default_factory=Headers)
 
     def __post_init__(self) -> None:
-        if not 100 <= self.status <= 999:
+        grpc = self.http_version == GRPC_VERSION
+        if grpc:
+            if self.status not in _GRPC_STATUS_CODES:
+                raise ValueError(f"invalid gRPC status code {self.status}: expected 0 to 16")
+        elif not 100 <= self.status <= 999:
             raise ValueError(f"invalid status code {self.status}")
         reason = self.reason
         if "\r" in reason or "\n" in reason or "\0" in reason:
             raise ValueError("the reason phrase has a line break or NUL")
         object.__setattr__(self, "reason", reason.strip())
-        if self.http_version != "HTTP/1.1" and not _HTTP_VERSION.match(self.http_version):
+        if (
+            not grpc
+            and self.http_version != "HTTP/1.1"
+            and not _HTTP_VERSION.match(self.http_version)
+        ):
             raise ValueError(f"invalid HTTP version {self.http_version!r}")
         headers = self.headers
         if type(headers) is not Headers:
             headers = _to_headers(headers)
             object.__setattr__(self, "headers", headers)
+        trailers = self.trailers
+        if type(trailers) is not Headers:
+            trailers = _to_headers(trailers)
+            object.__setattr__(self, "trailers", trailers)
+        if trailers and not grpc:
+            raise ValueError("only a gRPC reply has trailers (trailing metadata)")
         body = self.body
         if type(body) is not bytes:
             body = _to_bytes(body)
         events = self.events
+        if grpc:
+            self._grpc_content(body, events)
+            return
         content_type = headers.get("Content-Type")
         if events is not None:
             events = tuple(events)
@@ -367,6 +421,21 @@ class Response(_Message):
         else:
             object.__setattr__(self, "body", body)
 
+    def _grpc_content(self, body: bytes, events: tuple[SseEvent, ...] | None) -> None:
+        """A gRPC reply's content: its messages as events, or its JSON body."""
+        if events is None and not body:
+            events = ()
+        if events is not None:
+            events = tuple(events)
+            object.__setattr__(self, "events", events)
+            object.__setattr__(self, "body", sse.serialize(events))
+        else:
+            _set_json_body(self, body)
+
+    @property
+    def is_grpc(self) -> bool:
+        return self.http_version == GRPC_VERSION
+
     @property
     def is_stream(self) -> bool:
         return self.events is not None
@@ -378,7 +447,8 @@ class Response(_Message):
         body: bytes = b"",
         events: tuple[SseEvent, ...] | None = None,
     ) -> Response:
-        """This reply's status line with other headers and content: a body, or frames."""
+        """This reply's status line (and trailers) with other headers and content: a body, or
+        frames."""
         return Response(
             status=self.status,
             reason=self.reason,
@@ -386,6 +456,7 @@ class Response(_Message):
             body=body,
             events=events,
             http_version=self.http_version,
+            trailers=self.trailers,
         )
 
 
@@ -406,6 +477,11 @@ class Exchange:
     line: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
+        if self.request.is_grpc != self.response.is_grpc:
+            raise ValueError(
+                "a gRPC call (GRPC /service/Method) and its reply (GRPC 0 OK) go together: "
+                "the request and the reply are of different bindings"
+            )
         title = self.title
         if "\r" in title or "\n" in title:
             raise ValueError("an exchange title is one line")

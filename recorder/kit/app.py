@@ -45,8 +45,10 @@ from recorder.kit.card import (
     REST_PATH,
     build_extended_card,
     build_public_card,
+    grpc_interface,
 )
 from recorder.kit.executor import SLOW_REVIEW_SECONDS, CodeReviewerExecutor
+from recorder.kit.grpc_server import start_grpc
 from recorder.kit.wording import Wording
 
 __all__ = [
@@ -285,17 +287,25 @@ def create_app(
     slow_review_seconds: float = SLOW_REVIEW_SECONDS,
     push_timeout: float = PUSH_TIMEOUT_SECONDS,
     wording: Wording | None = None,
+    grpc_port: int | None = None,
+    grpc_host: str = "127.0.0.1",
+    on_start: Callable[[str | None], None] | None = None,
 ) -> Starlette:
     """The code-reviewer agent as a Starlette app, for an agent reachable at `base_url`.
 
     `base_url` is the public address written into the agent card (e.g.
     `http://localhost:41242`); `token` guards GetExtendedAgentCard; `wording` (`kit --vary`)
-    words its answers anew on each reply.
+    words its answers anew on each reply. With a `grpc_port` (0: a free one), the app's
+    startup also serves the gRPC binding on grpc_host:grpc_port, on the same request handler,
+    and adds its `GRPC` interface to both cards before the first request;
+    `app.state.grpc_address` is then `127.0.0.1:PORT` (else None). `on_start` is called at
+    the end of the startup with that address.
     """
     if not token:
         raise ValueError("the kit needs a non-empty token for GetExtendedAgentCard")
     quiet_sdk_log_noise()
     public_card = build_public_card(base_url)
+    extended_card = build_extended_card(base_url)
     push_store = InMemoryPushNotificationConfigStore()
     # No keep-alive: a webhook connection never outlives its delivery.
     push_client = httpx.AsyncClient(
@@ -310,23 +320,38 @@ def create_app(
         agent_card=public_card,
         push_config_store=push_store,
         push_sender=push_sender,
-        extended_agent_card=build_extended_card(base_url),
+        extended_agent_card=extended_card,
     )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
-        await handler.aclose()
-        await push_sender.aclose()
-        await push_client.aclose()
+        grpc_kit = None
+        if grpc_port is not None:
+            grpc_kit = await start_grpc(handler, grpc_host, grpc_port, token=token)
+            # (the cards are served from these objects: changed before the first request)
+            for card in (public_card, extended_card):
+                card.supported_interfaces.append(grpc_interface(grpc_kit.address))
+        app.state.grpc_address = grpc_kit.address if grpc_kit else None
+        if on_start is not None:
+            on_start(app.state.grpc_address)
+        try:
+            yield
+        finally:
+            if grpc_kit is not None:
+                await grpc_kit.stop()
+            await handler.aclose()
+            await push_sender.aclose()
+            await push_client.aclose()
 
     routes = [
         *create_agent_card_routes(public_card),
         *create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH),
         *create_rest_routes(handler, path_prefix=REST_PATH),
     ]
-    return Starlette(
+    app = Starlette(
         routes=routes,
         middleware=[Middleware(ExtendedCardGuard, token=token)],
         lifespan=lifespan,
     )
+    app.state.grpc_address = None
+    return app

@@ -2,7 +2,8 @@
 
 Both are built from the public base URL, e.g. `http://localhost:41242`; the interfaces are
 `{base}/a2a/jsonrpc` (JSONRPC) and `{base}/a2a/rest` (HTTP+JSON), each with protocolVersion
-"1.0" (without it the SDK merges v0.3 legacy fields into the served card).
+"1.0" (without it the SDK merges v0.3 legacy fields into the served card). A kit that serves
+gRPC adds its `GRPC` interface (`grpc_interface`: `127.0.0.1:PORT`) once its port is bound.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from a2a.types import (
     StringList,
 )
 
+from recorder.bindings import grpc as grpc_binding
 from recorder.kit.review import LANGUAGES, SLOW_MARKER
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "REST_PATH",
     "build_extended_card",
     "build_public_card",
+    "grpc_interface",
 ]
 
 AGENT_NAME = "code-reviewer"
@@ -115,6 +118,14 @@ def build_public_card(base_url: str) -> AgentCard:
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=_skills(),
+    )
+
+
+def grpc_interface(address: str) -> AgentInterface:
+    """The card's gRPC interface for the kit's gRPC server at `address` (`127.0.0.1:PORT`:
+    host and port, as a gRPC channel dials it; no scheme, no path)."""
+    return AgentInterface(
+        url=address, protocol_binding=grpc_binding.BINDING, protocol_version=_PROTOCOL_VERSION
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import TracebackType
+from typing import Any
 
 from recorder.kit.app import DEFAULT_TOKEN, create_app
 from recorder.kit.wording import Wording
@@ -23,12 +24,16 @@ def public_base_url(host: str, port: int) -> str:
 
 
 class KitServer:
-    """A started kit: `.url` (where it listens), `.base_url` (what its card says), `.token`."""
+    """A started kit: `.url` (where it listens), `.base_url` (what its card says), `.token`,
+    `.grpc_address` (`127.0.0.1:PORT` where it serves gRPC, or None: not asked for)."""
 
-    def __init__(self, server: ServerThread, *, base_url: str, token: str) -> None:
+    def __init__(
+        self, server: ServerThread, *, base_url: str, token: str, grpc_address: str | None = None
+    ) -> None:
         self._server = server
         self.base_url = base_url
         self.token = token
+        self.grpc_address = grpc_address
 
     @property
     def url(self) -> str:
@@ -61,20 +66,27 @@ def start_kit(
     slow_review_seconds: float | None = None,
     vary: bool = False,
     seed: int | None = None,
+    grpc_port: int | None = None,
 ) -> KitServer:
     """Bind host:port (0: a free port), build the app with that port in its card, start it.
     `vary`: answers worded anew on each reply (`recorder.kit.wording`; `seed`: the same
-    sequence of wordings each start)."""
+    sequence of wordings each start).
+
+    With a `grpc_port` (0: a free port) it serves the gRPC binding too, on the same host, and
+    its card lists it; without, the kit and its card are HTTP only (what the recorded
+    transcripts hold)."""
     sock = bind_socket(host, port)
     actual_port = int(sock.getsockname()[1])
     base_url = public_base_url(host, actual_port)
     kit_token = token or DEFAULT_TOKEN
-    options = {} if slow_review_seconds is None else {"slow_review_seconds": slow_review_seconds}
-    wording = Wording(seed) if vary else None
-    app = create_app(base_url, token=kit_token, wording=wording, **options)
+    options: dict[str, Any] = {"grpc_port": grpc_port, "grpc_host": host}
+    if slow_review_seconds is not None:
+        options["slow_review_seconds"] = slow_review_seconds
+    app = create_app(base_url, token=kit_token, wording=Wording(seed) if vary else None, **options)
     try:
         server = ServerThread(app, sock=sock, lifespan="on").start()
     except BaseException:
         sock.close()
         raise
-    return KitServer(server, base_url=base_url, token=kit_token)
+    grpc_address = app.state.grpc_address
+    return KitServer(server, base_url=base_url, token=kit_token, grpc_address=grpc_address)

@@ -437,6 +437,85 @@ Content-Type: application/json
 {"note": "a\\ud800b", "n": 1}
 """,
     ),
+    Case(
+        "a gRPC call: no HTTP version, ProtoJSON, a stream's messages as frames, trailers",
+        one(
+            Exchange(
+                request=Request(
+                    method="GRPC",
+                    target="/lf.a2a.v1.A2AService/SubscribeToTask",
+                    headers=Headers([("a2a-version", "1.0")]),
+                    body=b'{"id": "t-1"}',
+                    http_version="",
+                ),
+                response=Response(
+                    status=0,
+                    reason="OK",
+                    headers=Headers([("content-type", "application/grpc")]),
+                    events=(SseEvent(data='{"task": {"id": "t-1"}}'),),
+                    http_version="GRPC",
+                    trailers=Headers([("x-served-by", "kit")]),
+                ),
+                title="SubscribeToTask",
+            )
+        ),
+        """\
+# recorder-format: 1
+
+### SubscribeToTask
+GRPC /lf.a2a.v1.A2AService/SubscribeToTask
+a2a-version: 1.0
+
+{
+  "id": "t-1"
+}
+
+GRPC 0 OK
+content-type: application/grpc
+
+data: {"task": {"id": "t-1"}}
+
+# @trailers
+x-served-by: kit
+""",
+    ),
+    Case(
+        "a failed gRPC call: its google.rpc.Status as the body",
+        one(
+            Exchange(
+                request=Request(
+                    method="GRPC",
+                    target="/lf.a2a.v1.A2AService/GetTask",
+                    body=b'{"id": "t-9"}',
+                    http_version="",
+                ),
+                response=Response(
+                    status=5,
+                    reason="NOT_FOUND",
+                    body=b'{"code": 5, "message": "Task not found"}',
+                    http_version="GRPC",
+                ),
+                title="GetTask",
+            )
+        ),
+        """\
+# recorder-format: 1
+
+### GetTask
+GRPC /lf.a2a.v1.A2AService/GetTask
+
+{
+  "id": "t-9"
+}
+
+GRPC 5 NOT_FOUND
+
+{
+  "code": 5,
+  "message": "Task not found"
+}
+""",
+    ),
 ]
 
 

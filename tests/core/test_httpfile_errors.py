@@ -12,8 +12,23 @@ REQUEST = "POST /a2a/jsonrpc HTTP/1.1\nContent-Type: application/json\n\n{}\n\n"
 
 EXCHANGE = "GET / HTTP/1.1\n\nHTTP/1.1 200 OK\n\n"
 
+GRPC_CALL = "GRPC /lf.a2a.v1.A2AService/GetTask\n\n{}\n\n"
+
 MALFORMED = [
     # (name, text, line, words the message must contain)
+    (
+        "a gRPC call answered by an HTTP status line",
+        "### a\n" + GRPC_CALL + "HTTP/1.1 200 OK\n",
+        1,
+        "the request and the reply are of different bindings",
+    ),
+    ("a gRPC status past 16", "### a\n" + GRPC_CALL + "GRPC 17 NOPE\n", 6, "expected 0 to 16"),
+    (
+        "a trailer line that is not one",
+        "### a\n" + GRPC_CALL + "GRPC 0 OK\n\n{}\n\n# @trailers\nx-a: 1\nnot a trailer\n",
+        12,
+        'expected a trailer line such as "x-request-id: 7" after "# @trailers"',
+    ),
     (
         "@during names a later exchange",
         "### a\n" + EXCHANGE + "### b\n# @during exchange 5 frame 1\n" + EXCHANGE,

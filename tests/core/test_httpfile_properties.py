@@ -140,9 +140,65 @@ def exchanges(draw: st.DrawFn) -> Exchange:
     )
 
 
+metadata_names = st.text(
+    alphabet=string.ascii_lowercase + string.digits + "-_.", min_size=1, max_size=16
+)
+metadata = st.lists(st.tuples(metadata_names, header_values), max_size=3)
+grpc_targets = st.one_of(
+    st.sampled_from(
+        [
+            "/lf.a2a.v1.A2AService/SendMessage",
+            "/lf.a2a.v1.A2AService/SendStreamingMessage",
+            "/lf.a2a.v1.A2AService/GetTask",
+        ]
+    ),
+    targets,
+)
+
+
+@st.composite
+def grpc_exchanges(draw: st.DrawFn) -> Exchange:
+    """A gRPC call: its metadata, a JSON (or any) message, a status 0-16, a reply message or
+    status, or a stream's frames, and trailing metadata (the `# @trailers` block)."""
+    request_body = draw(
+        st.one_of(
+            st.builds(lambda v: json.dumps(v).encode(), json_values),
+            text_bodies.map(str.encode),
+            st.binary(max_size=60),
+        )
+    )
+    request = Request(
+        method="GRPC",
+        target=draw(grpc_targets),
+        headers=Headers(draw(metadata)),
+        body=request_body,
+        http_version="",
+    )
+    kind = draw(st.sampled_from(["json", "text", "binary", "frames", "none"]))
+    content: dict[str, object] = {}
+    if kind == "json":
+        content["body"] = json.dumps(draw(json_values)).encode()
+    elif kind == "text":  # a hand-edited body: "data: x", "# @trailers" … must stay the body
+        lines = st.sampled_from(["data: x", "# @trailers", ": c", "GRPC 0 OK", "{"]) | one_line
+        content["body"] = "\n".join(draw(st.lists(lines, min_size=1, max_size=4))).encode()
+    elif kind == "binary":
+        content["body"] = draw(st.binary(min_size=1, max_size=60))
+    elif kind == "frames":
+        content["events"] = tuple(draw(st.lists(sse_events, max_size=4)))
+    response = Response(
+        status=draw(st.integers(min_value=0, max_value=16)),
+        reason=draw(one_line.filter(lambda s: "\0" not in s)),
+        headers=Headers(draw(metadata)),
+        http_version="GRPC",
+        trailers=Headers(draw(metadata)),
+        **content,  # type: ignore[arg-type]
+    )
+    return Exchange(request=request, response=response, title=draw(one_line))
+
+
 transcripts = st.builds(
     Transcript,
-    exchanges=st.lists(exchanges(), max_size=4).map(tuple),
+    exchanges=st.lists(st.one_of(exchanges(), grpc_exchanges()), max_size=4).map(tuple),
     comments=st.lists(one_line, max_size=3).map(tuple),
 )
 
@@ -176,6 +232,13 @@ FRAGMENTS = [
     "# recorder-body: escaped",
     "# recorder-body: zip",
     "POST /a2a/jsonrpc HTTP/1.1",
+    "GRPC /lf.a2a.v1.A2AService/SendMessage",
+    "GRPC 0 OK",
+    "GRPC 5 NOT_FOUND",
+    "GRPC 99 Bad",
+    "GRPC x",
+    "# @trailers",
+    "x-trailer: 1",
     "GET / HTTP/9.9",
     "GET",
     "HTTP/1.1 200 OK",

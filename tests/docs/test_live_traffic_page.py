@@ -126,7 +126,10 @@ def page(tmp_path: Path) -> Iterator[Page]:
     shutil.copytree(REPO / "transcripts", tmp_path / "transcripts")  # docs/example.md's
     page = Page(tmp_path)
     card = f"http://127.0.0.1:{page.kit_port}/.well-known/agent-card.json"
-    kit = page.start(page.kit + f" --port {page.kit_port}", card)
+    # --no-grpc: the committed example was recorded from the HTTP-only kit, and the recorder
+    # does not yet point the card's GRPC interface anywhere stable (issue 26, the recorder's
+    # part): the page's example is recorded again then, and this option goes
+    kit = page.start(page.kit + f" --port {page.kit_port} --no-grpc", card)
     try:
         yield page
     finally:

@@ -255,6 +255,8 @@ def run_planner(place: Place, text: str) -> None:
 def run_kit(place: Place, text: str) -> None:
     if "--port" not in text:
         text += f" --port {free_port()}"
+    if "--grpc-port" not in text:
+        text += " --grpc-port 0"  # (its default, the HTTP port + 1, may be another's)
     out = place.serve(text, ready=serving(3))
     assert out.rstrip().endswith("code-reviewer stopped."), out
 
