@@ -50,12 +50,13 @@ def _selection(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return value
 
 
-def _start_embedded_kit() -> AgentHandle:
+def _start_embedded_kit(*, grpc: bool = False) -> AgentHandle:
     """The bundled kit agent on a free loopback port: what `recorder play` plays against
-    without --agent (imported only then: the kit brings in the a2a-sdk)."""
+    without --agent (imported only then: the kit brings in the a2a-sdk); with `grpc` (a file
+    holds a gRPC call), its gRPC binding on another free port too."""
     from recorder.kit import start_kit
 
-    return start_kit(host="127.0.0.1", port=0)
+    return start_kit(host="127.0.0.1", port=0, grpc_port=0 if grpc else None)
 
 
 @contextlib.contextmanager
@@ -77,6 +78,17 @@ def _agent(ctx: click.Context, param: click.Parameter, value: str | None) -> str
         return None
     try:
         return agent_base_url(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _grpc_agent(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    from recorder.replay.grpc_send import grpc_address
+
+    try:
+        return grpc_address(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
@@ -160,6 +172,13 @@ def _is_transcript(path: str) -> bool:
     callback=_agent,
     help="The agent to play against (its scheme, host and port replace the recorded ones). "
     "Default: start the bundled kit agent on a free loopback port.",
+)
+@click.option(
+    "--grpc-agent",
+    metavar="HOST:PORT",
+    callback=_grpc_agent,
+    help="Where the gRPC calls go. Default: the GRPC interface the --agent's card lists (the "
+    "started kit's without --agent).",
 )
 @click.option(
     "--rules", "rules_path", metavar="FILE", help="A YAML rules file merged over the A2A defaults."
@@ -264,6 +283,7 @@ def _is_transcript(path: str) -> bool:
 def play(
     paths: tuple[str, ...],
     agent: str | None,
+    grpc_agent: str | None,
     rules_path: str | None,
     update: bool,
     junit_path: str | None,
@@ -311,6 +331,7 @@ def play(
             result = play_transcripts(
                 paths,
                 agent=agent,
+                grpc_agent=grpc_agent,
                 rules=rules,
                 update=update,
                 pattern=pattern,

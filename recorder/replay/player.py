@@ -49,6 +49,7 @@ from recorder.judges import import_judges
 from recorder.model import Exchange, Request, Transcript
 from recorder.redact import scrub_text
 from recorder.replay.during import BackgroundExchange, during_tags
+from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc, send_grpc
 from recorder.replay.jobs import Stopped, run_files
 from recorder.replay.live import real_frames
 from recorder.replay.needs import attach_needs, play_needs
@@ -124,6 +125,7 @@ class FilePlayer:
     on_reply: Callable[[int, LiveReply], None] | None = None
     """Told each whole live reply (the exchange's 0-based index, the reply), before it is
     compared (`recorder learn` keeps them)."""
+    grpc: GrpcTarget | None = None  # where its gRPC calls go
     state: ReplayState = field(init=False)
     results: dict[int, ExchangeResult] = field(init=False, default_factory=dict)
 
@@ -228,11 +230,8 @@ class FilePlayer:
         if index in self._in_background:
 
             def start(background: BackgroundExchange) -> LiveReply:
-                return send_raw(
-                    self.transport,
-                    self.base_url,
+                return self._send(
                     request,
-                    timeout=self.timeout,
                     max_events=max_events,
                     on_frames=background.on_frames,
                     on_chunk=background.on_chunk,
@@ -244,9 +243,7 @@ class FilePlayer:
                 self._sent[index] = request
             return
         try:
-            live = send_raw(
-                self.transport, self.base_url, request, timeout=self.timeout, max_events=max_events
-            )
+            live = self._send(request, max_events=max_events)
         except NoReplyError as exc:
             self._failed(index, exc, started)
             return
@@ -256,6 +253,11 @@ class FilePlayer:
         if self.verbose > 2:
             self._sent[index] = request
         self._record(index, live, started)
+
+    def _send(self, request: Request, **options: Any) -> LiveReply:
+        if request.is_grpc:  # (`recorder.replay.grpc_send`)
+            return send_grpc(self.grpc, request, timeout=self.timeout, **options)
+        return send_raw(self.transport, self.base_url, request, timeout=self.timeout, **options)
 
     def _lost(self, index: int, error: UpstreamError, started: float) -> None:
         """The agent could not be reached: an exception before it ever answered (a wrong
@@ -414,6 +416,7 @@ class _Settings:
     """-x: set once a file failed; the files not yet started are not played."""
     trials: tuple[int, float] | None = None
     """--trials N, --pass-rate R (`recorder.replay.trials`)."""
+    grpc: GrpcTarget | None = None
 
 
 HALTED = "not played: the run stopped at the first failing file (-x)"
@@ -485,6 +488,7 @@ def _file_player(
         watch=settings.watch,
         verbose=settings.verbose,
         on_reply=None if lives is None else lives.__setitem__,
+        grpc=settings.grpc,
     )
 
 
@@ -561,10 +565,11 @@ def play(
     timeout: float = DEFAULT_TIMEOUT,
     environ: Mapping[str, str] | None = None,
     listener: Listener | None = None,
-    start_agent: Callable[[], AgentHandle] | None = None,
+    start_agent: Callable[..., AgentHandle] | None = None,
     verbose: int = 0,
     exitfirst: bool = False,
     trials: tuple[int, float] | None = None,
+    grpc_agent: str | None = None,
 ) -> PlayResult:
     """Replay the transcripts under `paths` against `agent`, or against the agent that
     `start_agent` starts (only when there is something to play; stopped at the end). A
@@ -576,7 +581,9 @@ def play(
     too (the exchange that lost it is an error, each later file fails fast:
     `recorder.replay.watch`).
     `trials` (N, R) plays each file N times, an exchange passing in ceil(R * N) of them
-    (`recorder.replay.trials`; not with `update`).
+    (`recorder.replay.trials`; not with `update`). gRPC calls go to `grpc_agent` (HOST:PORT),
+    else to the GRPC interface of the agent's card (`start_agent(grpc=True)` when a file has
+    one: the started agent's).
 
     Raises `TranscriptErrors`, `RulesError` (a judge of the rules' checks cannot be imported),
     `UpstreamError` (the agent never answered), or ValueError for
@@ -597,13 +604,14 @@ def play(
     elif start_agent is None:
         raise ValueError("no agent to play against: give agent or start_agent")
     elif items:
-        handle = start_agent()
+        handle = start_agent(grpc=True) if has_grpc(items) else start_agent()
         base_url = agent_base_url(handle.url)
         live_base = agent_base_url(handle.base_url)
         # the agent we started (the kit) checks this token: `make demo` needs no setup
         variables.setdefault("A2A_TOKEN", handle.token)
     else:
         base_url = "http://127.0.0.1"  # nothing to play: no agent started for nothing
+    grpc = grpc_target(grpc_agent, base_url, handle, timeout)
     try:
         if listener is not None:
             listener.started(items)
@@ -620,6 +628,7 @@ def play(
             verbose=verbose,
             exitfirst=exitfirst,
             trials=trials,
+            grpc=grpc,
         )
         results = run_files(
             items,
@@ -630,6 +639,7 @@ def play(
             listener=listener,
         )
     finally:
+        grpc.channels.close()
         if handle is not None:
             handle.stop()
     return PlayResult(tuple(results), update=update, selected_files=selected_files)
