@@ -158,3 +158,25 @@ def record_cancel_during_stream(address: str, path: Path) -> Path:
     finally:
         calls.close()
     return write(path, calls.exchanges)
+
+
+def record_card(base_url: str, path: Path) -> Path:
+    """The agent card fetched over HTTP (what a client reads first: it lists the GRPC
+    interface)."""
+    import httpx
+
+    from recorder.model import Request, Response
+
+    reply = httpx.get(f"{base_url}/.well-known/agent-card.json", timeout=LIMIT)
+    host = base_url.split("//", 1)[1]
+    exchange = Exchange(
+        Request("GET", "/.well-known/agent-card.json", [("Host", host)]),
+        Response(
+            reply.status_code,
+            "OK",
+            [("content-type", "application/json")],
+            reply.content,
+        ),
+        title="the agent card",
+    )
+    return write(path, [exchange])
