@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recorder.bindings import grpc as grpc_binding
-from recorder.errors import ParseError
+from recorder.errors import ParseError, RecorderError
 from recorder.httpfile import dumps
 from recorder.httpread import BODY_MARKER, TRAILERS_TAG, after_lines, loads
 from recorder.model import Exchange, Transcript
@@ -279,7 +279,12 @@ def json_problems(
             position += 1
         if exchange.request.is_grpc:
             bodies = (request_line, response_line)
-            problems.extend(_grpc_problems(name, exchange, lines, bodies))
+            try:
+                problems.extend(_grpc_problems(name, exchange, lines, bodies))
+            except RecorderError as exc:  # the SDK's message types are not installed
+                line = _next_line(lines, (exchange.line or 1) - 1, "GRPC ")
+                problems.append(Problem(name, line, f"cannot check a gRPC call: {exc}"))
+                break
     return problems
 
 

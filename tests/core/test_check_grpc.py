@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from recorder.checking import check_paths
 
 GOOD = """\
@@ -186,3 +188,25 @@ def test_each_mistake_is_named_at_its_line(tmp_path: Path) -> None:
     assert lines[53].startswith('data: {"message"')
     assert lines[62] == "{"
     assert lines[67].startswith("GRPC /lf.a2a.v1.A2AService/Nope")
+
+
+def test_without_the_sdk_a_grpc_call_cannot_be_checked_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    path = tmp_path / "01-grpc.http"
+    path.write_text(GOOD)
+    import google.protobuf
+
+    # as if not installed: no attribute of the package, and no module to import
+    monkeypatch.delattr(google.protobuf, "json_format")
+    monkeypatch.setitem(sys.modules, "google.protobuf.json_format", None)
+    assert check_paths([path])[0] == 1
+    _, problems = check_paths([path])
+    assert [(p.line, p.message) for p in problems] == [
+        (
+            4,
+            "cannot check a gRPC call: gRPC needs the grpc extra: pip install 'a2a-recorder[grpc]'",
+        )
+    ]
