@@ -27,9 +27,8 @@ import httpx
 
 from recorder.bindings import grpc as binding
 from recorder.errors import NoReplyError, RecorderError, UpstreamError
-from recorder.model import Request
+from recorder.model import Request, Transcript
 from recorder.replay.live import LiveReply
-from recorder.replay.plan import PlanItem
 
 __all__ = [
     "GrpcChannels",
@@ -250,9 +249,9 @@ def grpc_address(value: str) -> str:
     return text
 
 
-def has_grpc(items: Iterable[PlanItem]) -> bool:
-    """Whether a planned file holds a gRPC call (a started agent then serves gRPC too)."""
-    return any(exchange.request.is_grpc for item in items for exchange in item.transcript.exchanges)
+def has_grpc(transcripts: Iterable[Transcript]) -> bool:
+    """Whether a transcript holds a gRPC call (a started agent then serves gRPC too)."""
+    return any(exchange.request.is_grpc for t in transcripts for exchange in t.exchanges)
 
 
 def grpc_target(agent: str | None, base_url: str, handle: object, timeout: float) -> GrpcTarget:

@@ -604,7 +604,8 @@ def play(
     elif start_agent is None:
         raise ValueError("no agent to play against: give agent or start_agent")
     elif items:
-        handle = start_agent(grpc=True) if has_grpc(items) else start_agent()
+        serves = has_grpc(item.transcript for item in items)
+        handle = start_agent(grpc=True) if serves else start_agent()
         base_url = agent_base_url(handle.url)
         live_base = agent_base_url(handle.base_url)
         # the agent we started (the kit) checks this token: `make demo` needs no setup

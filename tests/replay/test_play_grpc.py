@@ -144,3 +144,21 @@ def test_an_agent_whose_card_lists_no_grpc_interface_says_how_to_name_one(
 ) -> None:
     with start_kit() as http_only, pytest.raises(UpstreamError, match="--grpc-agent"):
         play([goldens / "01-review.http"], agent=http_only.url)
+
+
+def test_learn_absorbs_the_noise_of_grpc_replies_and_frames(tmp_path: Path) -> None:
+    from recorder.learn.run import learn
+
+    with start_kit(grpc_port=0, vary=True, seed=1) as kit:
+        assert kit.grpc_address is not None
+        path = record_review(kit.grpc_address, tmp_path / "01-review.http")
+
+    def varied(grpc: bool = False) -> KitServer:
+        return start_kit(port=0, grpc_port=0 if grpc else None, vary=True)
+
+    learned = learn([path], agent=None, runs=3, start_agent=varied)
+    assert learned.errors == []
+    # the worded review: in the unary reply, GetTask's task and the stream's artifact frame
+    for place in ('in: "01-review.http#1"', 'in: "01-review.http#2"', 'in: "01-review.http#3"'):
+        assert place in learned.text
+    assert learned.verify.passed
