@@ -15,6 +15,7 @@ from helpers import closed_port, edit
 
 from recorder.errors import UpstreamError
 from recorder.kit import KitServer, start_kit
+from recorder.replay.diff import ABSENT
 from recorder.replay.player import play
 from recorder.replay.results import PlayResult
 
@@ -162,3 +163,14 @@ def test_learn_absorbs_the_noise_of_grpc_replies_and_frames(tmp_path: Path) -> N
     for place in ('in: "01-review.http#1"', 'in: "01-review.http#2"', 'in: "01-review.http#3"'):
         assert place in learned.text
     assert learned.verify.passed
+
+
+def test_a_trailer_the_agent_no_longer_sends_fails_at_the_trailer(
+    goldens: Path, kit: KitServer
+) -> None:
+    path = goldens / "01-review.http"
+    text = path.read_text()
+    assert text.endswith("}\n")
+    path.write_text(text + "\n# @trailers\nx-review-shard: r-1\n", encoding="utf-8")
+    found = mismatches(play([path], agent=kit.url))
+    assert found == [("01-review.http", 5, None, "trailer x-review-shard", "r-1", ABSENT)]
