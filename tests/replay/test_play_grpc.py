@@ -174,3 +174,17 @@ def test_a_trailer_the_agent_no_longer_sends_fails_at_the_trailer(
     path.write_text(text + "\n# @trailers\nx-review-shard: r-1\n", encoding="utf-8")
     found = mismatches(play([path], agent=kit.url))
     assert found == [("01-review.http", 5, None, "trailer x-review-shard", "r-1", ABSENT)]
+
+
+def test_recorder_play_starts_a_kit_serving_grpc_and_names_a_bad_grpc_agent(
+    goldens: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from recorder.cli import main
+
+    played = CliRunner().invoke(main, ["play", str(goldens), "-q"])
+    assert played.exit_code == 0, played.output
+    bad = CliRunner().invoke(main, ["play", str(goldens), "--grpc-agent", "localhost"])
+    assert bad.exit_code == 2
+    assert "--grpc-agent" in bad.output and "expected HOST:PORT" in bad.output
