@@ -53,10 +53,12 @@ def _selection(ctx: click.Context, param: click.Parameter, value: str | None) ->
 def _start_embedded_kit(*, grpc: bool = False) -> AgentHandle:
     """The bundled kit agent on a free loopback port: what `recorder play` plays against
     without --agent (imported only then: the kit brings in the a2a-sdk); with `grpc` (a file
-    holds a gRPC call), its gRPC binding on another free port too."""
+    holds a gRPC call), its gRPC binding on another free port too, not listed in its card:
+    the recorded cards are the HTTP-only kit's (the player dials the address it knows)."""
     from recorder.kit import start_kit
 
-    return start_kit(host="127.0.0.1", port=0, grpc_port=0 if grpc else None)
+    grpc_port = 0 if grpc else None
+    return start_kit(host="127.0.0.1", port=0, grpc_port=grpc_port, grpc_in_card=False)
 
 
 @contextlib.contextmanager

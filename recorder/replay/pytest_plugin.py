@@ -65,6 +65,7 @@ import pytest
 if TYPE_CHECKING:
     import httpx
 
+    from recorder.replay.grpc_send import GrpcTarget
     from recorder.replay.live import LiveReply
     from recorder.replay.player import FilePlayer
     from recorder.replay.results import ExchangeResult, TranscriptResult
@@ -297,6 +298,7 @@ class _Agent:
         self.live_base: str | None = None
         self.variables: dict[str, str] = {}
         self.watch: AgentWatch | None = None
+        self.grpc: GrpcTarget | None = None
 
     def ensure(self) -> None:
         if self._transport is not None:
@@ -312,12 +314,20 @@ class _Agent:
             self.base_url = agent_base_url(agent)
         else:
             from recorder.kit import start_kit
+            from recorder.kit.grpc_server import grpc_available
 
-            self._handle = start_kit(host="127.0.0.1", port=0)
+            # its gRPC binding for transcripts with gRPC calls, not in its card (as `play`'s)
+            grpc_port = 0 if grpc_available() else None
+            self._handle = start_kit(
+                host="127.0.0.1", port=0, grpc_port=grpc_port, grpc_in_card=False
+            )
             self.base_url = agent_base_url(self._handle.url)
             self.live_base = agent_base_url(self._handle.base_url)
             self.variables.setdefault("A2A_TOKEN", self._handle.token)
         self._transport = make_transport(self.base_url)
+        from recorder.replay.grpc_send import grpc_target
+
+        self.grpc = grpc_target(None, self.base_url, self._handle, self.timeout)
         # the agent going away mid-session: the exchange that lost its reply fails, the rest
         # of its file is skipped, each later file fails fast (`recorder.replay.watch`)
         self.watch = AgentWatch(self.base_url, probe_seconds=min(1.0, self.timeout))
@@ -352,12 +362,15 @@ class _Agent:
             # pytest's own -v: the diff of the replies; -vv both whole; -vvv the request too
             verbose=max(0, int(self.config.getoption("verbose", 0) or 0)),
             on_reply=on_reply,
+            grpc=self.grpc,
         )
 
     def close(self) -> None:
         if self._transport is not None:
             self._transport.close()
             self._transport = None
+        if self.grpc is not None:
+            self.grpc.channels.close()
         if self._handle is not None:
             self._handle.stop()
             self._handle = None
