@@ -279,9 +279,10 @@ def _verbatim_safe(text: str) -> bool:
 
 
 def _has_ambiguous_line(text: str) -> bool:
-    """Whether a line of `text` starts with "###" or a status line's "HTTP/<digit>". The `in`
-    tests are memory searches; `_AMBIGUOUS_LINE` (a MULTILINE `^`) tries every position of
-    the text (about 5 ms per MiB), so it runs only when "HTTP/" is there at all."""
+    """Whether a line of `text` starts with "###" or a status line's "HTTP/<digit>" (or
+    "GRPC <digit>"). The `in` tests are memory searches; `_AMBIGUOUS_LINE` (a MULTILINE `^`)
+    tries every position of the text (about 5 ms per MiB), so it runs only when "HTTP/" or
+    "GRPC " is there at all."""
     # (a one-character `in` is a memchr, ~50x faster than a longer one: a gate)
     if text.startswith("###") or ("#" in text and "\n###" in text):
         return True

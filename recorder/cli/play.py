@@ -54,13 +54,16 @@ def _selection(ctx: click.Context, param: click.Parameter, value: str | None) ->
 KIT_EXTRA = "pip install 'a2a-recorder[kit]'"
 
 
-def embedded_kit(command: str) -> Callable[[], AgentHandle]:
+def embedded_kit(command: str) -> Callable[..., AgentHandle]:
     """What `recorder <command>` starts without --agent: the bundled kit agent on a free
     loopback port (imported only then: the kit brings in the a2a-sdk's server). Starting it
     is said on stderr, once, naming the flag: transcripts of another agent played against the
     kit would fail for a reason the report alone does not show."""
 
-    def start() -> AgentHandle:
+    def start(*, grpc: bool = False) -> AgentHandle:
+        # with `grpc` (a file holds a gRPC call), its gRPC binding on another free port too,
+        # not listed in its card: the recorded cards are the HTTP-only kit's (the player
+        # dials the address it knows)
         try:
             from recorder.kit import start_kit
         except ImportError as exc:
@@ -68,7 +71,8 @@ def embedded_kit(command: str) -> Callable[[], AgentHandle]:
                 f"no --agent given, and the bundled kit cannot start ({exc}; it needs "
                 f"{KIT_EXTRA}): give --agent URL"
             ) from None
-        handle = start_kit(host="127.0.0.1", port=0)
+        grpc_port = 0 if grpc else None
+        handle = start_kit(host="127.0.0.1", port=0, grpc_port=grpc_port, grpc_in_card=False)
         verb = "learning from" if command == "learn" else "playing against"
         click.echo(
             f"recorder {command}: no --agent given: {verb} the bundled kit at {handle.url}",
@@ -101,6 +105,17 @@ def _agent(ctx: click.Context, param: click.Parameter, value: str | None) -> str
         return None
     try:
         return agent_base_url(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _grpc_agent(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    from recorder.replay.grpc_send import grpc_address
+
+    try:
+        return grpc_address(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
@@ -184,6 +199,13 @@ def _is_transcript(path: str) -> bool:
     callback=_agent,
     help="The agent to play against (its scheme, host and port replace the recorded ones). "
     "Without it the bundled kit agent is started on a free loopback port (said on stderr).",
+)
+@click.option(
+    "--grpc-agent",
+    metavar="HOST:PORT",
+    callback=_grpc_agent,
+    help="Where the gRPC calls go. Default: the GRPC interface the --agent's card lists (the "
+    "started kit's without --agent).",
 )
 @click.option(
     "--rules", "rules_path", metavar="FILE", help="A YAML rules file merged over the A2A defaults."
@@ -296,6 +318,7 @@ def _is_transcript(path: str) -> bool:
 def play(
     paths: tuple[str, ...],
     agent: str | None,
+    grpc_agent: str | None,
     rules_path: str | None,
     update: bool,
     junit_path: str | None,
@@ -346,6 +369,7 @@ def play(
             result = play_transcripts(
                 paths,
                 agent=agent,
+                grpc_agent=grpc_agent,
                 rules=rules,
                 update=update,
                 pattern=pattern,

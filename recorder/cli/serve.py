@@ -13,6 +13,7 @@ from recorder.errors import RecorderError
 if TYPE_CHECKING:
     from recorder.record.proxy import ProxyServer
     from recorder.rules import Rules
+    from recorder.serve.app import StandIn
 
 
 @click.command(short_help="Serve transcripts as a stand-in agent for client tests.")
@@ -22,6 +23,12 @@ if TYPE_CHECKING:
     default="127.0.0.1:41242",
     show_default=True,
     help="Where the stand-in listens (HOST:PORT, or a port; 0: any free port).",
+)
+@click.option(
+    "--grpc-listen",
+    metavar="HOST:PORT",
+    help="Where the stand-in serves the gRPC binding (HOST:PORT, or a port; 0: any free port) "
+    "[default: the --listen port + 1 when the transcripts hold a gRPC call, else none].",
 )
 @click.option(
     "--rules",
@@ -71,6 +78,7 @@ if TYPE_CHECKING:
 def serve(
     paths: tuple[str, ...],
     listen: str,
+    grpc_listen: str | None,
     rules: str | None,
     fresh_ids: bool,
     pace: bool,
@@ -120,7 +128,8 @@ def serve(
             during_wait=during_wait,
             fallback=relay,
         )
-        run(stand_in, host=host, port=port, announce=_status)
+        grpc_at = _grpc_listen(grpc_listen, host, port, stand_in)
+        run(stand_in, host=host, port=port, announce=_status, grpc_listen=grpc_at)
     except (ValueError, RecorderError) as exc:
         fail("serve", str(exc))
     except OSError as exc:
@@ -135,6 +144,20 @@ def serve(
         fail(
             "serve", f"{plural(stand_in.unmatched, 'request')} matched no recorded exchange", code=1
         )
+
+
+def _grpc_listen(
+    value: str | None, host: str, port: int, stand_in: StandIn
+) -> tuple[str, int] | None:
+    """Where to serve gRPC: `--grpc-listen`, else beside the HTTP port when a transcript
+    holds a gRPC call."""
+    from recorder.record.proxy import parse_listen
+
+    if value is not None:
+        return parse_listen(value)
+    if not any(step.exchange.request.is_grpc for steps in stand_in.steps for step in steps):
+        return None
+    return host, port + 1 if port else 0
 
 
 def _recorder(upstream: str, out: str, rules: Rules) -> ProxyServer:

@@ -34,6 +34,7 @@ from recorder.docs.export import (
     sent_placeholders,
     where,
 )
+from recorder.docs.grpcexport import grpcurl_command
 from recorder.model import Exchange, is_event_stream
 
 __all__ = ["export_curl", "jq_path"]
@@ -117,6 +118,14 @@ def export_curl(
 
     `start` is the number of the first exchange in its file (`FILE#4` exports exchange 4);
     chains are followed within `exchanges` only."""
+    for number, exchange in enumerate(exchanges, start=start):
+        if exchange.request.is_grpc:
+            raise ExportError(
+                where(source, exchange, number)
+                + f"GRPC {exchange.request.target} is a gRPC call, which curl cannot send:"
+                " export it --to http (httpyac's GRPC requests), or call it with grpcurl: "
+                + grpcurl_command(exchange.request, exchange.request.headers.get("host"))
+            )
     base = export_base(exchanges, base_url, source)
     chains = find_chains(exchanges)
     local = frozenset(capture.name for capture in chains.captures)

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 
 from recorder.checking import EXPORT_MARK
 from recorder.docs.chains import JsonPath, find_chains, templated_request
+from recorder.docs.grpcexport import GRPC_HOST, grpc_head, grpc_request_line, grpc_sent_headers
 from recorder.errors import RecorderError
 from recorder.model import Exchange, Request, is_event_stream
 from recorder.redact import PLACEHOLDER
@@ -300,6 +301,7 @@ def export_http(
     source: str | None = None,
     start: int = 1,
     dialect: str = "jetbrains",
+    grpc_host: str | None = None,
 ) -> str:
     """A requests-only `.http` file (rule 5), whose requests chain (`recorder.docs.chains`).
 
@@ -309,10 +311,12 @@ def export_http(
     response.body.result.task.id); %}`) and sends `{{task_id_1}}`; "vscode" (VS Code REST
     Client) sends a request variable `{{send_message_1.response.body.$.result.task.id}}`.
     A value a stream frame generated is sent as recorded (noted). `start` numbers the first
-    exchange in error messages, as in `export_curl`."""
+    exchange in error messages, as in `export_curl`. A gRPC call is httpyac's `GRPC` request
+    to `{{grpc_host}}` (`grpc_host`, else its recorded host; `recorder.docs.grpcexport`)."""
     if dialect not in DIALECTS:
         raise ExportError(f"unknown .http dialect {dialect!r}: one of {', '.join(DIALECTS)}")
-    base = export_base(exchanges, base_url, source)
+    http = [e for e in exchanges if not e.request.is_grpc]
+    base = export_base(http, base_url, source) if http or not exchanges else None
     chains = find_chains(exchanges)
     names = [_request_name(e, n) for n, e in enumerate(exchanges, start=start)]
     blocks: list[str] = []
@@ -339,8 +343,12 @@ def export_http(
                 f" {frame}): .http clients send one request at a time, so it goes after that"
                 " stream ends"
             )
-        lines.append(f"{request.method} {{{{host}}}}{target} {request.http_version}")
-        for name, value in _sent_headers(request):
+        if request.is_grpc:
+            lines.append(grpc_request_line(request))
+        else:
+            lines.append(f"{request.method} {{{{host}}}}{target} {request.http_version}")
+        sent = grpc_sent_headers(request) if request.is_grpc else _sent_headers(request)
+        for name, value in sent:
             lines.append(f"{name}: {value}")
         if request.body:
             try:
@@ -361,7 +369,9 @@ def export_http(
             lines.append("")
             lines.extend(body_lines)
         block = "\n".join(lines) + "\n"
-        variables.extend(n for n in placeholders(block) if n not in local and n != "host")
+        variables.extend(
+            n for n in placeholders(block) if n not in local and n not in ("host", GRPC_HOST)
+        )
         if dialect == "vscode":
             for capture in usable:
                 reference = f"{names[capture.exchange]}.response.body.{_json_path(capture.path)}"
@@ -384,7 +394,12 @@ def export_http(
     names_to_define = list(dict.fromkeys(variables))
     if names_to_define:
         head.append("# Define in your client's environment: " + ", ".join(names_to_define))
-    head.append(f"@host = {base}")
+    if base is not None:
+        head.append(f"@host = {base}")
+    grpc_lines = grpc_head(exchanges, grpc_host)
+    if grpc_lines and not any(line.startswith(f"@{GRPC_HOST} ") for line in grpc_lines):
+        head.append("# Define grpc_host (the agent's gRPC host:port) in your environment.")
+    head.extend(grpc_lines)
     return "\n".join(head) + "\n\n" + "\n".join(blocks)
 
 

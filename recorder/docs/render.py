@@ -80,6 +80,7 @@ from recorder.docs.select import (
     parse_pick,
     picked_paths,
 )
+from recorder.httpread import TRAILERS_TAG
 from recorder.model import Exchange, Headers, Request, Response
 
 __all__ = [
@@ -252,7 +253,9 @@ def render_exchanges(
 
 
 def _request_lines(request: Request, context: _Context) -> list[str]:
-    lines = [context.text(f"{request.method} {request.target} {request.http_version}")]
+    # (a gRPC call's line has no version: `GRPC /lf.a2a.v1.A2AService/SendMessage`)
+    line = f"{request.method} {request.target} {request.http_version}".rstrip()
+    lines = [context.text(line)]
     lines.extend(_header_lines(request.headers, context))
     lines.extend(_body_lines(request.body, request.is_json, context))
     return lines
@@ -276,6 +279,13 @@ def _response_lines(response: Response, context: _Context) -> list[str]:
         )
     else:
         lines.extend(_body_lines(response.body, response.is_json, context))
+    if response.trailers:
+        # a gRPC call's trailing metadata, as the transcript writes it
+        while lines and lines[-1] == "":
+            lines.pop()
+        trailers = _header_lines(response.trailers, context)
+        if trailers[0] not in ("", ELLIPSIS):
+            lines.extend(["", TRAILERS_TAG, *trailers])
     return lines
 
 

@@ -326,16 +326,18 @@ def create_app(
     grpc_port: int | None = None,
     grpc_host: str = "127.0.0.1",
     on_start: Callable[[str | None], None] | None = None,
+    grpc_in_card: bool = True,
 ) -> Starlette:
     """The code-reviewer agent as a Starlette app, for an agent reachable at `base_url`.
 
     `base_url` is the public address written into the agent card (e.g.
     `http://localhost:41242`); `token` guards GetExtendedAgentCard; `wording` (`kit --vary`)
-    words its answers anew on each reply. With a `grpc_port` (0:
-    a free one), the app's startup also serves the gRPC binding on grpc_host:grpc_port, on
-    the same request handler, and adds its `GRPC` interface to both cards before the first
-    request; `app.state.grpc_address` is then `127.0.0.1:PORT` (else None). `on_start` is
-    called at the end of the startup with that address.
+    words its answers anew on each reply. With a `grpc_port` (0: a free one), the app's
+    startup also serves the gRPC binding on grpc_host:grpc_port, on the same request handler,
+    and adds its `GRPC` interface to both cards before the first request;
+    `app.state.grpc_address` is then `127.0.0.1:PORT` (else None). `on_start` is called at
+    the end of the startup with that address. `grpc_in_card=False` serves gRPC without
+    listing it (the player's kit for transcripts recorded against the HTTP-only card).
     """
     if not token:
         raise ValueError("the kit needs a non-empty token for GetExtendedAgentCard")
@@ -370,7 +372,7 @@ def create_app(
         if grpc_port is not None:
             grpc_kit = await start_grpc(handler, grpc_host, grpc_port, token=token)
             # (the cards are served from these objects: changed before the first request)
-            for card in (public_card, extended_card):
+            for card in (public_card, extended_card) if grpc_in_card else ():
                 card.supported_interfaces.append(grpc_interface(grpc_kit.address))
         app.state.grpc_address = grpc_kit.address if grpc_kit else None
         if on_start is not None:

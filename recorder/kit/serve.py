@@ -67,6 +67,7 @@ def start_kit(
     vary: bool = False,
     seed: int | None = None,
     grpc_port: int | None = None,
+    grpc_in_card: bool = True,
 ) -> KitServer:
     """Bind host:port (0: a free port), build the app with that port in its card, start it.
     `vary`: answers worded anew on each reply (`recorder.kit.wording`; `seed`: the same
@@ -74,16 +75,19 @@ def start_kit(
 
     With a `grpc_port` (0: a free port) it serves the gRPC binding too, on the same host, and
     its card lists it; without, the kit and its card are HTTP only (what the recorded
-    transcripts hold)."""
+    transcripts hold); `grpc_in_card=False` serves it without listing it."""
     sock = bind_socket(host, port)
     actual_port = int(sock.getsockname()[1])
     base_url = public_base_url(host, actual_port)
     kit_token = token or DEFAULT_TOKEN
-    options: dict[str, Any] = {"grpc_port": grpc_port, "grpc_host": host}
+    options: dict[str, Any] = {
+        "grpc_port": grpc_port,
+        "grpc_host": host,
+        "grpc_in_card": grpc_in_card,
+    }
     if slow_review_seconds is not None:
         options["slow_review_seconds"] = slow_review_seconds
-    wording = Wording(seed) if vary else None
-    app = create_app(base_url, token=kit_token, wording=wording, **options)
+    app = create_app(base_url, token=kit_token, wording=Wording(seed) if vary else None, **options)
     try:
         server = ServerThread(app, sock=sock, lifespan="on").start()
     except BaseException:

@@ -24,6 +24,7 @@ from recorder.learn.rulesfile import merge, render
 from recorder.model import Transcript
 from recorder.noise import Proposals, Replies, propose
 from recorder.redact import scrub_text
+from recorder.replay.grpc_send import grpc_target, has_grpc
 from recorder.replay.live import LiveReply
 from recorder.replay.needs import needs_of, play_needs
 from recorder.replay.plan import load_transcripts
@@ -102,12 +103,15 @@ def learn(
     runs: int = 4,
     environ: Mapping[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
-    start_agent: Callable[[], AgentHandle] | None = None,
+    start_agent: Callable[..., AgentHandle] | None = None,
+    grpc_agent: str | None = None,
 ) -> Learned:
     """Play `paths` `runs` times against `agent` (or the agent `start_agent` starts), propose
     the rules that absorb the noise over `rules` (read from `rules_file`, if any), write them
     to `output` (or merged into `rules_file`; neither: not written, see `Learned.text`), and
-    play once more with them. Raises `TranscriptErrors`, `UpstreamError`, `RulesError`."""
+    play once more with them. gRPC calls go where `recorder.replay.grpc_send.grpc_target`
+    says (`grpc_agent`, the started agent's, the card's). Raises `TranscriptErrors`,
+    `UpstreamError`, `RulesError`."""
     if runs < 2:
         raise ValueError("learning needs two live runs or more")
     loaded = load_transcripts(paths)
@@ -120,10 +124,11 @@ def learn(
     elif start_agent is None:
         raise ValueError("no agent to learn from: give agent or start_agent")
     else:
-        handle = start_agent()
+        handle = start_agent(grpc=True) if has_grpc(t for _, t in loaded) else start_agent()
         base_url = agent_base_url(handle.url)
         live_base = agent_base_url(handle.base_url)
         variables.setdefault("A2A_TOKEN", handle.token)
+    grpc = grpc_target(grpc_agent, base_url, handle, timeout)
     try:
         lives: dict[tuple[int, int], list[LiveReply]] = {}
         errors: list[str] = []
@@ -141,6 +146,7 @@ def learn(
                             variables=variables,
                             timeout=timeout,
                             live_base=live_base,
+                            grpc=grpc,
                         )
 
                     player = file_player(path, transcript)
@@ -193,13 +199,14 @@ def learn(
         target = output or rules_file
         if target is not None and (output is not None or proposals.rules):
             write_text_atomic(Path(target), text)
-        start: Callable[[], AgentHandle] | None = None
+        start: Callable[..., AgentHandle] | None = None
         if handle is not None:
             kept = _Kept(handle)
-            start = lambda: kept  # noqa: E731
+            start = lambda **_: kept  # noqa: E731
         verify = play(
             paths,
             agent=base_url if handle is None else None,
+            grpc_agent=grpc_agent or getattr(handle, "grpc_address", None),
             rules=learned_rules,
             environ=variables,
             timeout=timeout,
@@ -207,5 +214,6 @@ def learn(
         )
         return Learned(proposals, len(loaded), exchanges, runs, text, errors, verify)
     finally:
+        grpc.channels.close()
         if handle is not None:
             handle.stop()

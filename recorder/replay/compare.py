@@ -113,6 +113,10 @@ class Comparison:
         if expected.status != live.status:
             out.append(Mismatch("status", expected.status, live.status))
         self._compare_headers(expected.headers, live.headers, out)
+        live_trailers = live.trailers
+        if expected.trailers or live_trailers:
+            # a gRPC call's trailing metadata, compared as headers are ("trailer NAME")
+            self._compare_headers(expected.trailers, live_trailers, out, what="trailer")
         if isinstance(live, LiveReply):
             if (
                 golden.truncated
@@ -144,7 +148,12 @@ class Comparison:
             self._compare_bodies(expected, live, out)
 
     def _compare_headers(
-        self, expected: Headers, actual: Iterable[tuple[str, str]], out: list[Mismatch]
+        self,
+        expected: Headers,
+        actual: Iterable[tuple[str, str]],
+        out: list[Mismatch],
+        *,
+        what: str = "header",
     ) -> None:
         expected_fields = _fields_by_name(expected)
         actual_fields = _fields_by_name(actual)
@@ -157,7 +166,7 @@ class Comparison:
         if not same:
             out.append(
                 Mismatch(
-                    "header content-type",
+                    f"{what} content-type",
                     ABSENT if expected_type is None else expected_type,
                     ABSENT if actual_type is None else actual_type,
                 )
@@ -171,7 +180,7 @@ class Comparison:
             if not expected_values or not actual_values:
                 out.append(
                     Mismatch(
-                        f"header {name}",
+                        f"{what} {name}",
                         ", ".join(expected_values) if expected_values else ABSENT,
                         ", ".join(actual_values) if actual_values else ABSENT,
                     )
@@ -183,7 +192,7 @@ class Comparison:
                 continue
             problem = self._compare_text(normal_expected, normal_actual)
             if problem is not None:
-                out.append(Mismatch(f"header {name}", problem[0], problem[1], message=problem[2]))
+                out.append(Mismatch(f"{what} {name}", problem[0], problem[1], message=problem[2]))
 
     def _compare_bodies(
         self, expected: Response, actual: Response, out: list[Mismatch], *, fast: bool = True

@@ -70,7 +70,17 @@ class LiveReply:
     stream read only up to the frames of a truncated recording).
     """
 
-    __slots__ = ("_response", "body", "cut", "headers", "http_version", "reason", "status")
+    __slots__ = (
+        "_response",
+        "body",
+        "cut",
+        "events",
+        "headers",
+        "http_version",
+        "reason",
+        "status",
+        "trailers",
+    )
 
     def __init__(
         self,
@@ -81,8 +91,12 @@ class LiveReply:
         http_version: str = "HTTP/1.1",
         *,
         cut: bool = False,
+        events: tuple[SseEvent, ...] | None = None,
+        trailers: Iterable[tuple[str, str]] = (),
     ) -> None:
         self.status = status
+        self.events = events  # a gRPC stream's messages (an HTTP stream is parsed from body)
+        self.trailers = Headers(trailers)
         self.cut = cut
         self.reason = reason
         self.headers: tuple[tuple[str, str], ...] = tuple(
@@ -91,6 +105,22 @@ class LiveReply:
         self.body = body
         self.http_version = http_version
         self._response: Response | None = None
+
+    @classmethod
+    def of(cls, response: Response, *, cut: bool = False) -> LiveReply:
+        """A reply already in the model's form (a gRPC call's, `recorder.replay.grpc_send`)."""
+        live = cls(
+            response.status,
+            response.reason,
+            response.headers,
+            response.body,
+            response.http_version,
+            cut=cut,
+            events=response.events,
+            trailers=response.trailers,
+        )
+        live._response = response
+        return live
 
     @property
     def content_type(self) -> str | None:
@@ -110,7 +140,9 @@ class LiveReply:
                 # comment): left out here, it is still compared (and reported) from `headers`
                 headers=Headers([(n, v) for n, v in self.headers if not n.startswith("#")]),
                 body=self.body,
+                events=self.events,
                 http_version=self.http_version,
+                trailers=self.trailers,
             )
         return self._response
 

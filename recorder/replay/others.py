@@ -65,7 +65,13 @@ class Others:
         if isinstance(live, Response):
             return dataclasses.replace(live, body=body)
         return LiveReply(
-            live.status, live.reason, live.headers, body, live.http_version, cut=live.cut
+            live.status,
+            live.reason,
+            live.headers,
+            body,
+            live.http_version,
+            cut=live.cut,
+            trailers=live.trailers,
         )
 
     def _walk(self, recorded: Any, live: Any) -> tuple[Any, int]:

@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
@@ -47,7 +47,9 @@ from recorder.errors import NoReplyError, UpstreamError
 from recorder.judges import import_judges
 from recorder.model import Exchange, Request, Transcript
 from recorder.redact import scrub_text
+from recorder.replay.agents import AgentHandle as AgentHandle
 from recorder.replay.during import BackgroundExchange, during_tags
+from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc, send_grpc
 from recorder.replay.jobs import Stopped, run_files
 from recorder.replay.live import real_frames
 from recorder.replay.needs import attach_needs, play_needs
@@ -125,6 +127,7 @@ class FilePlayer:
     """Told each whole live reply (the exchange's 0-based index, the reply), before it is
     compared (`recorder learn` keeps them)."""
     pushes: PushReceiver | None = None  # the run's webhook receiver; None: the file's own
+    grpc: GrpcTarget | None = None  # where its gRPC calls go
     state: ReplayState = field(init=False)
     results: dict[int, ExchangeResult] = field(init=False, default_factory=dict)
 
@@ -237,11 +240,8 @@ class FilePlayer:
         if index in self._in_background:
 
             def start(background: BackgroundExchange) -> LiveReply:
-                return send_raw(
-                    self.transport,
-                    self.base_url,
+                return self._send(
                     request,
-                    timeout=self.timeout,
                     max_events=max_events,
                     on_frames=background.on_frames,
                     on_chunk=background.on_chunk,
@@ -253,9 +253,7 @@ class FilePlayer:
                 self._sent[index] = request
             return
         try:
-            live = send_raw(
-                self.transport, self.base_url, request, timeout=self.timeout, max_events=max_events
-            )
+            live = self._send(request, max_events=max_events)
         except NoReplyError as exc:
             self._failed(index, exc, started)
             return
@@ -265,6 +263,11 @@ class FilePlayer:
         if self.verbose > 2:
             self._sent[index] = request
         self._record(index, live, started)
+
+    def _send(self, request: Request, **options: Any) -> LiveReply:
+        if request.is_grpc:  # (`recorder.replay.grpc_send`)
+            return send_grpc(self.grpc, request, timeout=self.timeout, **options)
+        return send_raw(self.transport, self.base_url, request, timeout=self.timeout, **options)
 
     def _lost(self, index: int, error: UpstreamError, started: float) -> None:
         """The agent could not be reached: an exception before it ever answered (a wrong
@@ -425,6 +428,7 @@ class _Settings:
     trials: tuple[int, float] | None = None
     """--trials N, --pass-rate R (`recorder.replay.trials`)."""
     pushes: PushReceiver | None = None
+    grpc: GrpcTarget | None = None
 
 
 HALTED = "not played: the run stopped at the first failing file (-x)"
@@ -497,6 +501,7 @@ def _file_player(
         verbose=settings.verbose,
         on_reply=None if lives is None else lives.__setitem__,
         pushes=settings.pushes,
+        grpc=settings.grpc,
     )
 
 
@@ -546,21 +551,6 @@ def _play_file(
 # --------------------------------------------------------------------------- the run
 
 
-class AgentHandle(Protocol):
-    """A started agent (such as the kit): where it listens, what it calls itself, its token."""
-
-    @property
-    def url(self) -> str: ...
-
-    @property
-    def base_url(self) -> str: ...
-
-    @property
-    def token(self) -> str: ...
-
-    def stop(self) -> None: ...
-
-
 def play(
     paths: Sequence[str | os.PathLike[str]],
     *,
@@ -573,10 +563,11 @@ def play(
     timeout: float = DEFAULT_TIMEOUT,
     environ: Mapping[str, str] | None = None,
     listener: Listener | None = None,
-    start_agent: Callable[[], AgentHandle] | None = None,
+    start_agent: Callable[..., AgentHandle] | None = None,
     verbose: int = 0,
     exitfirst: bool = False,
     trials: tuple[int, float] | None = None,
+    grpc_agent: str | None = None,
 ) -> PlayResult:
     """Replay the transcripts under `paths` against `agent`, or against the agent that
     `start_agent` starts (only when there is something to play; stopped at the end). A
@@ -588,7 +579,9 @@ def play(
     too (the exchange that lost it is an error, each later file fails fast:
     `recorder.replay.watch`).
     `trials` (N, R) plays each file N times, an exchange passing in ceil(R * N) of them
-    (`recorder.replay.trials`; not with `update`).
+    (`recorder.replay.trials`; not with `update`). gRPC calls go to `grpc_agent` (HOST:PORT),
+    else to the GRPC interface of the agent's card (`start_agent(grpc=True)` when a file has
+    one: the started agent's).
 
     Raises `TranscriptErrors`, `RulesError` (a judge of the rules' checks cannot be imported),
     `UpstreamError` (the agent never answered), or ValueError for
@@ -609,7 +602,8 @@ def play(
     elif start_agent is None:
         raise ValueError("no agent to play against: give agent or start_agent")
     elif items:
-        handle = start_agent()
+        serves = has_grpc(item.transcript for item in items)
+        handle = start_agent(grpc=True) if serves else start_agent()
         base_url = agent_base_url(handle.url)
         live_base = agent_base_url(handle.base_url)
         # the agent we started (the kit) checks this token: `make demo` needs no setup
@@ -617,6 +611,7 @@ def play(
     else:
         base_url = "http://127.0.0.1"  # nothing to play: no agent started for nothing
     pushes = PushReceiver()  # started when a file registers a push config
+    grpc = grpc_target(grpc_agent, base_url, handle, timeout)
     try:
         if listener is not None:
             listener.started(items)
@@ -634,6 +629,7 @@ def play(
             exitfirst=exitfirst,
             trials=trials,
             pushes=pushes,
+            grpc=grpc,
         )
         results = run_files(
             items,
@@ -645,6 +641,7 @@ def play(
         )
     finally:
         pushes.close()
+        grpc.channels.close()
         if handle is not None:
             handle.stop()
     return PlayResult(tuple(results), update=update, selected_files=selected_files)

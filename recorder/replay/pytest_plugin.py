@@ -75,6 +75,7 @@ from recorder.replay.plugin_settings import (
 if TYPE_CHECKING:
     import httpx
 
+    from recorder.replay.grpc_send import GrpcTarget
     from recorder.replay.live import LiveReply
     from recorder.replay.player import FilePlayer
     from recorder.replay.results import ExchangeResult, TranscriptResult
@@ -228,6 +229,7 @@ class _Agent:
         self.variables: dict[str, str] = {}
         self.watch: AgentWatch | None = None
         self._failed: Exception | None = None
+        self.grpc: GrpcTarget | None = None
 
     def ensure(self) -> None:
         if self._transport is not None:
@@ -266,6 +268,9 @@ class _Agent:
         from recorder.replay.pushrecv import PushReceiver
 
         self._pushes = PushReceiver()
+        from recorder.replay.grpc_send import grpc_target
+
+        self.grpc = grpc_target(None, self.base_url, self._handle, self.timeout)
         # the agent going away mid-session: the exchange that lost its reply fails, the rest
         # of its file is skipped, each later file fails fast (`recorder.replay.watch`)
         self.watch = AgentWatch(self.base_url, probe_seconds=min(1.0, self.timeout))
@@ -301,6 +306,7 @@ class _Agent:
             verbose=max(0, int(self.config.getoption("verbose", 0) or 0)),
             on_reply=on_reply,
             pushes=self._pushes,
+            grpc=self.grpc,
         )
 
     def close(self) -> None:
@@ -310,6 +316,8 @@ class _Agent:
         if self._transport is not None:
             self._transport.close()
             self._transport = None
+        if self.grpc is not None:
+            self.grpc.channels.close()
         if self._handle is not None:
             self._handle.stop()
             self._handle = None
@@ -328,7 +336,11 @@ def _start_kit(config: pytest.Config) -> Any:
             f"no --recorder-agent given, and the bundled kit cannot start ({exc}; it needs "
             "pip install 'a2a-recorder[kit]'): give --recorder-agent URL"
         ) from None
-    handle = start_kit(host="127.0.0.1", port=0)
+    from recorder.kit.grpc_server import grpc_available
+
+    # its gRPC binding for transcripts with gRPC calls, not in its card (as `play`'s)
+    grpc_port = 0 if grpc_available() else None
+    handle = start_kit(host="127.0.0.1", port=0, grpc_port=grpc_port, grpc_in_card=False)
     message = (
         f"recorder: no --recorder-agent given: playing against the bundled kit at {handle.url}\n"
     )

@@ -84,6 +84,9 @@ class StandIn:
         self._pulses: dict[int, asyncio.Event] = {}
         self._logged_ties: set[tuple[int, int, int, int]] = set()
         self._closing: asyncio.Event | None = None
+        self.grpc_address: str | None = None
+        """Where the gRPC binding is served (`recorder.serve.grpc_server`), once started: the
+        cards' GRPC interface names it."""
 
     def stop_streams(self) -> None:
         """End every reply held for `@during` now (the server is shutting down). Called on
@@ -112,11 +115,25 @@ class StandIn:
         if scope["type"] != "http":
             return
         live = await _read(scope, receive)
-        found = self.book.find(live)
         host = next((value for name, value in live.headers if name.lower() == "host"), None)
+        found = self.take(live)
         if isinstance(found, NotFound):
             await self._no_match(live, found, send, host)
             return
+        self.deliveries.registered(found, live)
+        renderer = Renderer(
+            self.pairing, found.step, found.branch, found.rpc_id, host, grpc=self.grpc_address
+        )
+        await self._reply(found, renderer, receive, send)
+        self.deliveries.answered(found, live, host)
+
+    def take(self, live: LiveRequest) -> Found | NotFound:
+        """The recorded exchange that answers `live` (counted, logged, its conversation's
+        held replies woken), or what came closest (`missed` counts it). The HTTP bindings'
+        and the gRPC binding's (`recorder.serve.grpc_server`) requests alike."""
+        found = self.book.find(live)
+        if isinstance(found, NotFound):
+            return found
         self.matched += 1
         if logger.isEnabledFor(logging.INFO):
             logger.info(
@@ -131,10 +148,22 @@ class StandIn:
         for tie in self.book.ties:
             self._log_tie(tie)
         self._pulse(found.conversation.number)
-        self.deliveries.registered(found, live)
-        renderer = Renderer(self.pairing, found.step, found.branch, found.rpc_id, host)
-        await self._reply(found, renderer, receive, send)
-        self.deliveries.answered(found, live, host)
+        return found
+
+    def missed(self, live: LiveRequest, found: NotFound, message: str | None = None) -> str:
+        """A request that matched nothing and is not relayed: counted and logged; the
+        message naming the closest recorded request (`message`, when made already)."""
+        message = no_match_message(live, found) if message is None else message
+        self.unmatched += 1
+        logger.warning("%s", message)
+        if len(self.problems) < 100:
+            self.problems.append(message)
+        return message
+
+    async def hold(self, found: Found, frames: int) -> bool:
+        """`@during`: hold the reply after `frames` frames until the later requests the
+        recording shows came; False when it should end here (see `_wait_for_later`)."""
+        return await self._wait_for_later(found, frames, None)
 
     def _log_tie(self, tie: Tie) -> None:
         """One line per pair of recorded exchanges that tied: a warning when their replies
@@ -293,10 +322,7 @@ class StandIn:
                 self.relayed += 1
                 logger.info("%s; relayed to %s", message, self.fallback.url)
                 return
-        self.unmatched += 1
-        logger.warning("%s", message)
-        if len(self.problems) < 100:
-            self.problems.append(message)
+        self.missed(live, found, message)
         status, body = error_body(live, found, message)
         await send(
             {

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from recorder.bindings.grpc import BINDING
 from recorder.pairing import PairingRules
 from recorder.redact import PLACEHOLDER
 from recorder.serve.book import Branch
@@ -38,9 +39,17 @@ class Renderer:
     """Renders one step's reply for one branch and one live request."""
 
     def __init__(
-        self, rules: PairingRules, step: Step, branch: Branch, rpc_id: Any, address: str | None
+        self,
+        rules: PairingRules,
+        step: Step,
+        branch: Branch,
+        rpc_id: Any,
+        address: str | None,
+        *,
+        grpc: str | None = None,
     ) -> None:
         self.rules = rules
+        self.grpc = grpc  # the stand-in's gRPC address: a card's GRPC interface names it
         self.step = step
         self.values = {**branch.echo, **branch.to_live}
         # the client's values with a random part (`tck-missing-af33c277`), wherever a recorded
@@ -77,17 +86,24 @@ class Renderer:
         value = parse_json(response.body) if response.is_json else NOT_JSON
         if value is NOT_JSON:
             return self._text(response.body.decode("utf-8", "replace")).encode()
-        return orjson.dumps(self._value(value, top=True))
+        rendered = self._value(value, top=True)
+        if self.grpc is not None and isinstance(rendered, dict):
+            rendered = grpc_card(rendered, self.grpc)
+        return orjson.dumps(rendered)
+
+    def frame_data(self, number: int) -> str | None:
+        """The data of frame `number` of a stream, rendered (a gRPC stream's message)."""
+        event = (self.step.exchange.response.events or ())[number]
+        parsed = self.step.frames[number] if number < len(self.step.frames) else NOT_JSON
+        if parsed is NOT_JSON:
+            return None if event.data is None else self._text(event.data)
+        return orjson.dumps(self._value(parsed, top=True)).decode()
 
     def frame(self, number: int) -> bytes:
         """Frame `number` of a stream, as SSE bytes."""
         events = self.step.exchange.response.events or ()
         event = events[number]
-        parsed = self.step.frames[number] if number < len(self.step.frames) else NOT_JSON
-        if parsed is NOT_JSON:
-            data = None if event.data is None else self._text(event.data)
-        else:
-            data = orjson.dumps(self._value(parsed, top=True)).decode()
+        data = self.frame_data(number)
         return serialize(
             [
                 SseEvent(
@@ -143,6 +159,24 @@ class Renderer:
         if self.address is not None and "//" in text:
             text = self.address.sub(self.live_address, text)
         return text
+
+
+def grpc_card(value: dict[str, Any], address: str) -> dict[str, Any]:
+    """An agent card (a JSON object with `supportedInterfaces`) whose GRPC interface is
+    `address` (one added, as the card's first interface's version, when it lists none)."""
+    interfaces = value.get("supportedInterfaces")
+    if not isinstance(interfaces, list) or not interfaces:
+        return value
+
+    def grpc(item: Any) -> bool:
+        return isinstance(item, dict) and item.get("protocolBinding") == BINDING
+
+    fixed = [{**item, "url": address} if grpc(item) else item for item in interfaces]
+    if not any(map(grpc, interfaces)):
+        first = interfaces[0] if isinstance(interfaces[0], dict) else {}
+        version = first.get("protocolVersion", "1.0")
+        fixed.append({"url": address, "protocolBinding": BINDING, "protocolVersion": version})
+    return {**value, "supportedInterfaces": fixed}
 
 
 @functools.lru_cache(maxsize=64)

@@ -31,9 +31,12 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 41242,
     announce: Callable[[str], None] = print,
+    grpc_listen: tuple[str, int] | None = None,
 ) -> None:
-    """Serve `stand_in` on host:port until Ctrl-C (SIGINT) or SIGTERM. Raises RecorderError
-    when the address cannot be listened on."""
+    """Serve `stand_in` on host:port until Ctrl-C (SIGINT) or SIGTERM, and with `grpc_listen`
+    (host, port; 0: any free one) its gRPC binding too, in the same event loop
+    (`recorder.serve.grpc_server`). Raises RecorderError when an address cannot be listened
+    on."""
     import uvicorn
 
     try:
@@ -47,9 +50,26 @@ def serve(
         f"on http://{shown}:{bound_port} (Ctrl-C stops)"
     )
 
+    from recorder.serve.grpc_server import GrpcStandIn
+
+    grpc_side = GrpcStandIn(stand_in)
+    failed: list[RecorderError] = []
+
     class _Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            if grpc_listen is not None:
+                try:
+                    address = await grpc_side.start(*grpc_listen)
+                except RecorderError as error:
+                    failed.append(error)
+                    self.should_exit = True
+                    return
+                announce(f"serving the gRPC binding on {address}")
+            await super().startup(sockets)
+
         async def shutdown(self, sockets: Any = None) -> None:
             stand_in.stop_streams()  # replies held for @during end now
+            await grpc_side.stop()
             await super().shutdown(sockets)
             await stand_in.aclose()  # the fallback's connections
 
@@ -61,6 +81,8 @@ def serve(
         pass  # uvicorn re-raises the Ctrl-C it handled: the shutdown already happened
     finally:
         sock.close()
+    if failed:
+        raise failed[0]
     relayed = f", {stand_in.relayed} relayed" if stand_in.fallback is not None else ""
     announce(
         f"stopped; {stand_in.matched} requests answered, {stand_in.unmatched} unmatched{relayed}"

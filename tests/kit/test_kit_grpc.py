@@ -491,3 +491,14 @@ def test_without_grpcio_the_kit_says_what_to_install(monkeypatch: pytest.MonkeyP
     assert result.stderr == (
         "recorder kit: --grpc-port 0: gRPC needs the grpc extra: pip install 'a2a-recorder[grpc]'\n"
     )
+
+
+def test_the_readme_grpc_example_prints_the_languages_message(
+    kit: KitServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readme = Path(__file__).parent.parent.parent / "README.md"
+    blocks = re.findall(r"^```python\n(.*?)^```$", readme.read_text(), re.S | re.M)
+    (source,) = [block for block in blocks if "grpc_channel_factory" in block]
+    source = source.replace("http://localhost:41242", kit.url)
+    exec(compile(source, "README.md", "exec"), {"__name__": "readme"})
+    assert capsys.readouterr().out.startswith("I can review Python, JavaScript")

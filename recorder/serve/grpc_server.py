@@ -1,0 +1,191 @@
+"""The stand-in's gRPC binding: a grpc.aio server beside its HTTP server, in the same event
+loop, answering `lf.a2a.v1.A2AService` calls from the recorded gRPC exchanges.
+
+A live call is a `LiveRequest` like any other (`GRPC /lf.a2a.v1.A2AService/<Method>`, its
+metadata as headers, its message as ProtoJSON), matched by the same `Book` (the handed-out
+ids, the client's own values); the recorded reply is rendered for the conversation and sent
+as the call's: the initial metadata, the unary message or the stream's messages one by one
+(held where `@during` says), the trailing metadata, and the recorded status (a failed call's
+message and google.rpc.Status details, which the SDK's client reads the A2A error from). A
+call that matches nothing ends NOT_FOUND, its message naming the closest recorded request
+(the `--fallback` agent is for the HTTP bindings only).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from recorder.bindings import grpc as binding
+from recorder.errors import RecorderError
+from recorder.model import GRPC_METHOD, Response
+from recorder.serve.app import StandIn
+from recorder.serve.book import Found, NotFound
+from recorder.serve.match import LiveRequest
+from recorder.serve.render import Renderer
+
+__all__ = ["GrpcStandIn"]
+
+# what grpcio writes itself: not sent again as recorded metadata
+_OWN = frozenset({"content-type", "date", "server", "user-agent", "te", "content-length"})
+_OPTIONS = (("grpc.so_reuseport", 0),)  # a port in use is an error, not a shared port
+
+
+def _grpc() -> Any:
+    try:
+        import grpc
+    except ImportError:
+        raise RecorderError(binding.MISSING) from None
+    return grpc
+
+
+class GrpcStandIn:
+    """The gRPC server of a `StandIn` (`start` in its serving loop, `stop` before it ends)."""
+
+    def __init__(self, stand_in: StandIn) -> None:
+        self.stand_in = stand_in
+        self._server: Any = None
+
+    async def start(self, host: str, port: int) -> str:
+        """Listen on host:port (0: any free port); the address (`127.0.0.1:PORT`), which the
+        stand-in's cards then list as their GRPC interface. RecorderError when it cannot."""
+        grpc = _grpc()
+        handlers = {}
+        for name in binding.METHODS:
+            if binding.is_server_streaming(name):
+                handlers[name] = grpc.unary_stream_rpc_method_handler(self._streaming(name))
+            else:
+                handlers[name] = grpc.unary_unary_rpc_method_handler(self._unary(name))
+        server = grpc.aio.server(options=_OPTIONS)
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(binding.SERVICE, handlers),)
+        )
+        shown = f"[{host}]" if ":" in host else host
+        try:
+            bound = server.add_insecure_port(f"{shown}:{port}")
+        except RuntimeError as exc:
+            raise RecorderError(f"cannot listen for gRPC on {shown}:{port}: {exc}") from None
+        if not bound:
+            raise RecorderError(f"cannot listen for gRPC on {shown}:{port}: the port is in use")
+        await server.start()
+        self._server = server
+        loopback = host in ("", "0.0.0.0", "::", "localhost", "127.0.0.1", "::1")
+        address = f"{'127.0.0.1' if loopback else shown}:{bound}"
+        self.stand_in.grpc_address = address
+        return address
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            await self._server.stop(0)
+            self._server = None
+
+    # ------------------------------------------------------------------ calls
+
+    def _take(self, name: str, data: bytes, context: Any) -> tuple[Found, Renderer] | str:
+        """The recorded exchange that answers the call, with its renderer; or the no-match
+        message."""
+        try:
+            body = binding.to_json(binding.message_type(name).FromString(data))
+        except Exception as exc:  # (protobuf's DecodeError): a bad message, not a crash
+            return f"GRPC {binding.target_of(name)}: not a {name} request message: {exc}"
+        headers = binding.metadata_headers(context.invocation_metadata() or ())
+        live = LiveRequest(GRPC_METHOD, binding.target_of(name), list(headers), body)
+        found = self.stand_in.take(live)
+        if isinstance(found, NotFound):
+            return self.stand_in.missed(live, found)
+        renderer = Renderer(
+            self.stand_in.pairing,
+            found.step,
+            found.branch,
+            None,
+            None,
+            grpc=self.stand_in.grpc_address,
+        )
+        return found, renderer
+
+    def _unary(self, name: str) -> Any:
+        grpc = _grpc()
+
+        async def call(data: bytes, context: Any) -> bytes:
+            taken = self._take(name, data, context)
+            if isinstance(taken, str):
+                await context.abort(grpc.StatusCode.NOT_FOUND, taken)
+                return b""  # (abort raises)
+            found, renderer = taken
+            response = found.step.exchange.response
+            await _initial(context, renderer)
+            if not await self.stand_in.hold(found, 0):
+                await context.abort(grpc.StatusCode.CANCELLED, "the stand-in is stopping")
+            if response.status != 0:
+                await _end(grpc, context, response, renderer)
+            reply = binding.to_message(name, renderer.body(), reply=True)
+            context.set_trailing_metadata(_trailing(response))
+            data_out: bytes = reply.SerializeToString()
+            return data_out
+
+        return call
+
+    def _streaming(self, name: str) -> Any:
+        grpc = _grpc()
+
+        async def call(data: bytes, context: Any) -> AsyncIterator[bytes]:
+            taken = self._take(name, data, context)
+            if isinstance(taken, str):
+                await context.abort(grpc.StatusCode.NOT_FOUND, taken)
+                return
+            found, renderer = taken
+            response = found.step.exchange.response
+            await _initial(context, renderer)
+            if not await self.stand_in.hold(found, 0):
+                return
+            sent = 0
+            for number in range(len(response.events or ())):
+                text = renderer.frame_data(number)
+                if text is None:
+                    continue  # (a comment-only frame: no message)
+                yield binding.to_message(name, text, reply=True).SerializeToString()
+                sent += 1
+                if not await self.stand_in.hold(found, sent):
+                    return
+            if response.status != 0:
+                await _end(grpc, context, response, renderer)
+            context.set_trailing_metadata(_trailing(response))
+
+        return call
+
+
+async def _initial(context: Any, renderer: Renderer) -> None:
+    metadata = [
+        (key, value)
+        for key, value in binding.metadata_of(renderer.headers())
+        if key not in _OWN and not key.startswith(("grpc-", ":"))
+    ]
+    if metadata:
+        await context.send_initial_metadata(metadata)
+
+
+def _trailing(response: Response) -> list[tuple[str, str | bytes]]:
+    return [
+        (key, value)
+        for key, value in binding.reply_trailing(response)
+        if not (key.startswith("grpc-") and key != binding.STATUS_DETAILS_BIN)
+    ]
+
+
+async def _end(grpc: Any, context: Any, response: Response, renderer: Renderer) -> None:
+    """End the call with the recorded status: its message and details rendered for the
+    conversation (the ids in them are the ones handed out)."""
+    status = binding.call_status(response)
+    if response.events is None and response.body:
+        try:
+            rendered = json.loads(renderer.body())
+        except ValueError:
+            rendered = None
+        if isinstance(rendered, dict):
+            status = {**rendered, "code": response.status}
+    trailing = [(k, v) for k, v in _trailing(response) if k != binding.STATUS_DETAILS_BIN]
+    if status.get("details"):
+        trailing.append((binding.STATUS_DETAILS_BIN, binding.status_details_bin(status)))
+    code = next(c for c in grpc.StatusCode if c.value[0] == response.status)
+    await context.abort(code, str(status.get("message", "")), trailing_metadata=tuple(trailing))
