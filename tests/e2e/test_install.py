@@ -154,7 +154,7 @@ def test_the_core_metadata_names_no_a2a_sdk_and_no_starlette() -> None:
         assert name not in core
     kit = " ".join(project["optional-dependencies"]["kit"])
     assert "a2a-sdk" in kit and "==" not in kit  # a range, never an exact pin
-    assert "a2a-recorder[kit]" in project["optional-dependencies"]["test"]
+    assert "a2a-recorder[kit,grpc]" in project["optional-dependencies"]["test"]
 
 
 def test_the_core_imports_none_of_the_kits_server_stack() -> None:
