@@ -66,7 +66,16 @@ def wire(response: Response) -> LiveReply:
     body = response.body
     if response.is_json and response.json is not None:
         body = json.dumps(response.json, ensure_ascii=False, separators=(",", ":")).encode()
-    return LiveReply(response.status, response.reason, response.headers, body)
+    # a gRPC reply as the player reads it: its version, its stream's messages, its trailers
+    return LiveReply(
+        response.status,
+        response.reason,
+        response.headers,
+        body,
+        response.http_version,
+        events=response.events if response.is_grpc else None,
+        trailers=response.trailers,
+    )
 
 
 def one_round(files: list[tuple[str, Transcript, list[LiveReply]]], rules: Rules) -> float:

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from recorder.httpfile import dump, dumps, loads
-from recorder.kit import KitServer
+from recorder.kit import KitServer, start_kit
 from recorder.model import Exchange, Headers, Request, Response, Transcript
 from recorder.replay.send import make_transport, send_raw
 from recorder.replay.state import LiveReply
@@ -40,6 +40,15 @@ DIFF = (
     "+print('debug')  # TODO remove\n"
     " x = 1\n"
 )
+
+
+def start_test_kit(*, grpc: bool = False, **options: Any) -> KitServer:
+    """The kit on a free loopback port, as the player's `start_agent` calls it: with `grpc`
+    (a played file holds a gRPC call), its gRPC binding on another free port too, unlisted in
+    its card (the goldens' cards are the HTTP-only kit's), as `recorder play` starts it."""
+    if grpc:
+        return start_kit(grpc_port=0, grpc_in_card=False, **options)
+    return start_kit(**options)
 
 
 def rpc(rpc_id: int, method: str, params: dict[str, Any]) -> bytes:
@@ -207,7 +216,16 @@ def as_wire(response: Response, *, spaced: bool = False) -> LiveReply:
     if response.is_json and response.json is not None:
         separators = (", ", ": ") if spaced else (",", ":")
         body = json.dumps(response.json, ensure_ascii=False, separators=separators).encode()
-    return LiveReply(response.status, response.reason, response.headers, body)
+    # a gRPC reply as the player reads it: its version, its stream's messages, its trailers
+    return LiveReply(
+        response.status,
+        response.reason,
+        response.headers,
+        body,
+        response.http_version,
+        events=response.events if response.is_grpc else None,
+        trailers=response.trailers,
+    )
 
 
 CLI = [sys.executable, "-c", "from recorder.cli import main; main()"]

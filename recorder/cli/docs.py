@@ -301,10 +301,23 @@ def _export_folder(
     except OSError as exc:
         fail("export", f"cannot create {output}: {exc.strerror or exc}")
     suffix = ".sh" if target == "curl" else ".http"
+    written = 0
     for path in paths:
         exchanges = _load("export", str(path))
+        if target == "curl" and any(exchange.request.is_grpc for exchange in exchanges):
+            # one gRPC transcript does not stop the folder's other scripts: said, not written
+            click.echo(
+                f"recorder export: skipped {path}: it holds gRPC calls, which curl cannot"
+                f" send (export it --to http, or `recorder export {path} --to curl` names"
+                " the grpcurl command)",
+                err=True,
+            )
+            continue
         name = path.relative_to(folder).with_suffix(suffix)
         text = _exported(exchanges, target, dialect, base_url, str(path), 1)
         (destination / name).parent.mkdir(parents=True, exist_ok=True)
         _write_export(destination / name, text)
-    click.echo(f"recorder export: wrote {plural(len(paths), 'file')} to {output}", err=True)
+        written += 1
+    skipped = len(paths) - written
+    note = f" ({skipped} with gRPC calls skipped)" if skipped else ""
+    click.echo(f"recorder export: wrote {plural(written, 'file')} to {output}{note}", err=True)

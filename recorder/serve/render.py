@@ -89,6 +89,10 @@ class Renderer:
         rendered = self._value(value, top=True)
         if self.grpc is not None and isinstance(rendered, dict):
             rendered = grpc_card(rendered, self.grpc)
+            result = rendered.get("result")
+            if "jsonrpc" in rendered and isinstance(result, dict):
+                # GetExtendedAgentCard over JSON-RPC: the card is the result
+                rendered = {**rendered, "result": grpc_card(result, self.grpc)}
         return orjson.dumps(rendered)
 
     def frame_data(self, number: int) -> str | None:

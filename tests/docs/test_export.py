@@ -458,3 +458,28 @@ def test_the_scripts_frame_helpers_read_multi_line_data_and_crlf(tmp_path: Path)
     assert completed.stdout == '{"a":\n1}\n{"b": 2}\n{"c": 3}\n2\n'
     assert jq_path(("result", "task", "id")) == ".result.task.id"
     assert jq_path(("a-b", 0, "x")) == '.["a-b"][0].x'
+
+
+def test_a_folder_exported_to_curl_skips_its_grpc_transcripts_and_says_so(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "transcripts"
+    folder.mkdir()
+    shutil.copy(ROOT / "transcripts" / "02-message-reply.http", folder)
+    grpc = folder / "18-grpc-get-task.http"
+    grpc.write_text(
+        "### GetTask: over gRPC\nGRPC /lf.a2a.v1.A2AService/GetTask\na2a-version: 1.0\n\n"
+        '{"id": "task-1"}\n\nGRPC 5 NOT_FOUND\n\n{"code": 5, "message": "Task not found"}\n'
+    )
+    out = tmp_path / "exported"
+    result = CliRunner().invoke(main, ["export", str(folder), "--to", "curl", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["02-message-reply.sh"]
+    assert result.stderr == (
+        f"recorder export: skipped {grpc}: it holds gRPC calls, which curl cannot send"
+        f" (export it --to http, or `recorder export {grpc} --to curl` names the grpcurl"
+        f" command)\nrecorder export: wrote 1 file to {out} (1 with gRPC calls skipped)\n"
+    )
+    # the file alone still fails, with the grpcurl command to use instead
+    alone = CliRunner().invoke(main, ["export", str(grpc), "--to", "curl"])
+    assert alone.exit_code == 2 and "grpcurl -plaintext" in alone.stderr

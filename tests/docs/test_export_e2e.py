@@ -132,7 +132,11 @@ def test_every_golden_exported_to_curl_runs_with_the_recorded_outcomes(
     kit: KitServer, tmp_path: Path
 ) -> None:
     scripts = _export(tmp_path, "curl", "http://127.0.0.1:9")  # BASE_URL overrides it
-    assert len(scripts) == len(list(GOLDENS.glob("*.http")))
+    # the gRPC goldens are skipped (curl cannot send a gRPC call): one script for each other
+    http_goldens = [
+        p for p in GOLDENS.glob("*.http") if not any(e.request.is_grpc for e in load(p))
+    ]
+    assert len(scripts) == len(http_goldens)
     env = {"PATH": os.environ["PATH"], "BASE_URL": kit.url, "A2A_TOKEN": kit.token}
     env["TOKEN"] = "push-token-1"
     env["PUSH_URL_SECRET"] = "a-webhook-secret-1"
@@ -161,7 +165,7 @@ def test_every_golden_exported_to_curl_runs_with_the_recorded_outcomes(
         exchanges += len(replies)
         problems.extend(_compare(script, replies))
     assert problems == []
-    sent = [e for p in GOLDENS.glob("*.http") for e in load(p) if e.push_config is None]
+    sent = [e for p in http_goldens for e in load(p) if e.push_config is None]
     assert exchanges == len(sent) == 45
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import TRANSCRIPTS
+from helpers import TRANSCRIPTS, start_test_kit
 
 from recorder.cli import main
-from recorder.kit import KitServer, start_kit
+from recorder.kit import KitServer
 from recorder.learn import learn
 from recorder.learn.rulesfile import merge, render
 from recorder.noise import Proposal
@@ -79,8 +79,8 @@ def test_the_kits_goldens_learn_nothing() -> None:
     assert learned.exchanges > 30
 
 
-def _kit() -> KitServer:
-    return start_kit()
+def _kit(*, grpc: bool = False) -> KitServer:
+    return start_test_kit(grpc=grpc)
 
 
 def test_learn_cli_without_output_prints_the_rules_and_reports_on_stderr(tmp_path: Path) -> None:

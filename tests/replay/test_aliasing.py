@@ -26,7 +26,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recorder import httpfile
-from recorder.model import Exchange, Headers, Request, Response, SseEvent, Transcript
+from recorder.model import (
+    GRPC_VERSION,
+    Exchange,
+    Headers,
+    Request,
+    Response,
+    SseEvent,
+    Transcript,
+)
 from recorder.replay import compare, fastpath
 from recorder.replay.diff import ABSENT
 from recorder.replay.fastpath import FastPath
@@ -485,12 +493,21 @@ class FreshAgent:
             (n, SHAPES.sub(self.new_value, v).replace(RECORDED, LIVE)) for n, v in response.headers
         )
         body = SHAPES.sub(self.new_value, response.text).replace(RECORDED, LIVE)
+        events = None
+        if response.http_version == GRPC_VERSION and response.events is not None:
+            # a gRPC stream's messages are its events (its body is empty): renewed as well
+            events = tuple(
+                replace(e, data=None if e.data is None else SHAPES.sub(self.new_value, e.data))
+                for e in response.events
+            )
         return Response(
             response.status,
             response.reason,
             headers,
             body.encode(),
+            events=events,
             http_version=response.http_version,
+            trailers=response.trailers,
         )
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import click
 import httpx
 import pytest
-from helpers import closed_port, edit, record_goldens, stream_that_never_ends
+from helpers import closed_port, edit, record_goldens, start_test_kit, stream_that_never_ends
 
 from recorder.errors import RecorderError, UpstreamError
 from recorder.httpfile import dump, dumps, loads
@@ -220,7 +220,7 @@ def test_every_broken_transcript_is_reported_with_file_and_line(tmp_path: Path) 
 
 @pytest.mark.e2e
 def test_goldens_replay_cleanly_against_a_freshly_started_kit(goldens: Path) -> None:
-    result = play([goldens], environ={}, start_agent=start_kit)
+    result = play([goldens], environ={}, start_agent=start_test_kit)
     assert mismatch_paths(result) == []
     assert [(Path(t.path).name, len(t.exchanges)) for t in result.transcripts] == [
         ("01-languages.http", 1),
@@ -266,7 +266,7 @@ def test_the_replay_sends_the_live_ids_and_the_live_token(goldens: Path) -> None
 )
 def test_shipped_transcripts_replay_cleanly_five_times_in_a_row() -> None:
     for _ in range(5):
-        result = play([SHIPPED], environ={}, start_agent=start_kit)
+        result = play([SHIPPED], environ={}, start_agent=start_test_kit)
         assert mismatch_paths(result) == []
         assert result.exchange_count > 0
 

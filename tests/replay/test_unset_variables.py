@@ -86,14 +86,15 @@ def test_the_shipped_push_config_transcript_holds_a_placeholder_and_replays_with
 
 @pytest.fixture(scope="module")
 def kit() -> Iterator[KitServer]:
-    with start_kit() as server:
+    # its gRPC binding unlisted in its card (the goldens' cards are the HTTP-only kit's)
+    with start_kit(grpc_port=0, grpc_in_card=False) as server:
         yield server
 
 
 @pytest.mark.e2e
 def test_an_unset_a2a_token_fails_only_the_exchange_that_sends_it(kit: KitServer) -> None:
     # an agent the player did not start: nothing fills {{A2A_TOKEN}}
-    result = play([SHIPPED], agent=kit.base_url, environ={})
+    result = play([SHIPPED], agent=kit.base_url, grpc_agent=kit.grpc_address, environ={})
     card = SHIPPED / "10-extended-card.http"
     [(number, line)] = [
         (n, e.line)
