@@ -476,6 +476,7 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "python docs/ask_and_review.py http://127.0.0.1:41241": run_client,
     # docs/llm-agents.md
     "recorder kit --vary": run_kit,
+    "recorder kit --no-grpc": run_kit,
     "recorder record --agent http://localhost:41242 --out docs/llm/ "
     "--scenario llm-review": run_record,
     "recorder play docs/llm/ --agent http://localhost:41242": run_llm,
