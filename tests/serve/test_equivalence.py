@@ -140,6 +140,8 @@ def test_the_closest_hint_ranks_by_the_same_score() -> None:
         ("tck-nonexistent-err-test-af33c277", "tck-nonexistent-err-test-\0"),
         ("run_20261201_1733070000", "run_\0_\0"),
         ("req.9f8e7d6c5b", "req.\0"),
+        ("push-afaeddef", "push-\0"),  # a random hex run with no digit in it
+        ("tck-defaced", None),  # (a word of hex letters, shorter than a random run)
         ("tck-nonexistent-err-test", None),
         ("base64", None),
         ("v1beta1", None),
