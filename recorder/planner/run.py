@@ -28,7 +28,7 @@ from pathlib import Path
 from recorder.errors import ParseError
 from recorder.httpfile import dump, load
 from recorder.kit import KitServer, start_kit
-from recorder.planner.grpc_scenarios import GRPC
+from recorder.planner.grpc_scenarios import GRPC, GRPC_SCENARIOS
 from recorder.planner.scenarios import SCENARIOS, Scenario, Session
 from recorder.planner.webhook import Webhook
 from recorder.record.naming import file_name
@@ -38,10 +38,8 @@ from recorder.rules import DEFAULT_RULES
 
 __all__ = ["PLANNED", "PREFERRED_KIT_PORT", "main", "record_scenarios"]
 
-PLANNED: tuple[Scenario, ...] = SCENARIOS
-"""Every scenario `make record` records, in file-number order. (The gRPC ones,
-`GRPC_SCENARIOS`, are recorded by `record_scenarios` when given; once the player, serve,
-learn and export play gRPC files they come after these, as transcripts/17-21.)"""
+PLANNED: tuple[Scenario, ...] = (*SCENARIOS, *GRPC_SCENARIOS)
+"""Every scenario `make record` records, in file-number order: the HTTP bindings', then gRPC's."""
 
 PREFERRED_KIT_PORT = 41242
 # the client's webhook (push notifications): its address is in the push scenario's file

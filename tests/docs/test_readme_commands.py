@@ -306,9 +306,16 @@ def run_planner_fresh(place: Place, text: str) -> None:
     run_planner(place, text + " --out transcripts/")
 
 
+# the goldens hold gRPC calls, so serve listens for gRPC too: by default on the HTTP port + 1,
+# which may be another's (as for the kit's --grpc-port)
+GRPC_LISTEN = " --grpc-listen 127.0.0.1:0"
+
+
 def run_serve(place: Place, text: str) -> None:
     listen = f"--listen 127.0.0.1:{free_port()}"
     text = re.sub(r"--listen \S+", listen, text) if "--listen" in text else f"{text} {listen}"
+    if "--grpc-listen" not in text:
+        text += GRPC_LISTEN
     out = place.serve(text, ready=serving(9))
     assert "recorder serve: stopped; " in out and " 0 unmatched" in out, out
 
@@ -336,7 +343,7 @@ def run_serve_fallback(place: Place, text: str) -> None:
         codes.append(reply.json()["error"]["code"])
         return True
 
-    out = place.serve(f"{text} --listen 127.0.0.1:{free_port()}", ready=ready)
+    out = place.serve(f"{text} --listen 127.0.0.1:{free_port()}{GRPC_LISTEN}", ready=ready)
     assert codes == [-32001], (codes, out)  # the kit's TASK_NOT_FOUND, not -32099
     assert ", 1 relayed" in out and "recorded 1 new exchange in new-traffic/" in out, out
     assert list((place.root / "new-traffic").glob("*.http")), out

@@ -479,13 +479,13 @@ def test_secret_values_never_reach_any_written_byte(tmp_path: Path) -> None:
 
 
 def test_planner_records_every_scenario_through_the_proxy(tmp_path: Path) -> None:
-    from recorder.planner.run import record_scenarios
-    from recorder.planner.scenarios import SCENARIOS
+    from recorder.planner.run import PLANNED, record_scenarios
 
     paths = record_scenarios(tmp_path, kit_port=0)
     assert [p.name for p in paths][:2] == ["01-agent-card.http", "02-message-reply.http"]
     assert paths[10].name == "11-errors.http"
-    assert len(paths) == len(SCENARIOS)
+    assert len(paths) == len(PLANNED)
+    assert paths[-1].name == "22-grpc-errors.http"  # the gRPC scenarios after the HTTP ones
     [reply] = load(paths[1])
     assert reply.request.json["params"]["message"]["parts"][0]["text"] == (
         "What languages can you review?"

@@ -32,7 +32,7 @@ import httpx
 import pytest
 from traffic import drive
 
-from recorder.kit import KitServer
+from recorder.kit import KitServer, start_kit
 from recorder.pairing import PairingRules
 from recorder.planner.scenarios import SCENARIOS, Session
 from recorder.planner.webhook import Webhook
@@ -48,6 +48,8 @@ GOLDENS = Path(__file__).parent.parent.parent / "transcripts"
 LIMIT = 20.0  # seconds, for every wait
 RULES = PairingRules(DEFAULT_RULES)
 _LOOPBACK = re.compile(r"//(?:localhost|127\.0\.0\.1)(?::[0-9]+)?")
+# a card's GRPC interface: host and port, no scheme (as a gRPC channel dials it)
+_GRPC_LOOPBACK = re.compile(r'"(?:localhost|127\.0\.0\.1):[0-9]+"')
 
 
 # --------------------------------------------------------------------------- the CLI
@@ -136,7 +138,7 @@ def _rpc_method(content: bytes) -> str | None:
 
 def _normal(text: str) -> str:
     """Generated shapes and loopback addresses set aside."""
-    text = _LOOPBACK.sub("//loopback", text)
+    text = _GRPC_LOOPBACK.sub('"loopback-grpc"', _LOOPBACK.sub("//loopback", text))
     assert RULES.shapes is not None
     return RULES.shapes.sub(lambda m: f"<{(m.lastgroup or 'k_?')[2:]}>", text)
 
@@ -170,9 +172,18 @@ async def run_scenarios(url: str, token: str) -> list[dict[str, Any]]:
     return log
 
 
+@pytest.fixture
+def grpc_kit() -> Iterator[KitServer]:
+    """The kit as `recorder kit` runs it: its card lists its gRPC interface (the stand-in's
+    lists its own, since the goldens hold gRPC calls)."""
+    with start_kit(grpc_port=0) as server:
+        yield server
+
+
 def test_the_planners_scenarios_get_from_the_stand_in_what_they_get_from_the_kit(
-    kit: KitServer,
+    grpc_kit: KitServer,
 ) -> None:
+    kit = grpc_kit
     from_kit = asyncio.run(run_scenarios(kit.url, kit.token))
     with recorder_serve(str(GOLDENS), "--listen", "127.0.0.1:0", "--strict") as (process, url):
         from_stand_in = asyncio.run(run_scenarios(url, "any-token-will-do"))
