@@ -43,12 +43,10 @@ DIFF = (
 
 
 def start_test_kit(*, grpc: bool = False, **options: Any) -> KitServer:
-    """The kit on a free loopback port, as the player's `start_agent` calls it: with `grpc`
-    (a played file holds a gRPC call), its gRPC binding on another free port too, unlisted in
-    its card (the goldens' cards are the HTTP-only kit's), as `recorder play` starts it."""
-    if grpc:
-        return start_kit(grpc_port=0, grpc_in_card=False, **options)
-    return start_kit(**options)
+    """The kit on a free loopback port, as the player's `start_agent` calls it and as
+    `recorder play` starts it: its gRPC binding on another free port, listed in its card (the
+    goldens' cards list it). (`grpc`, a played file holds a gRPC call: served either way.)"""
+    return start_kit(grpc_port=0, **options)
 
 
 def rpc(rpc_id: int, method: str, params: dict[str, Any]) -> bytes:

@@ -61,18 +61,19 @@ def embedded_kit(command: str) -> Callable[..., AgentHandle]:
     kit would fail for a reason the report alone does not show."""
 
     def start(*, grpc: bool = False) -> AgentHandle:
-        # with `grpc` (a file holds a gRPC call), its gRPC binding on another free port too,
-        # not listed in its card: the recorded cards are the HTTP-only kit's (the player
-        # dials the address it knows)
+        # the kit as `recorder kit` runs it: its gRPC binding on another free port, listed in
+        # its card (the goldens' cards list it), when grpcio is there; `grpc` (a file holds a
+        # gRPC call) needs it
         try:
             from recorder.kit import start_kit
+            from recorder.kit.grpc_server import grpc_available
         except ImportError as exc:
             raise RecorderError(
                 f"no --agent given, and the bundled kit cannot start ({exc}; it needs "
                 f"{KIT_EXTRA}): give --agent URL"
             ) from None
-        grpc_port = 0 if grpc else None
-        handle = start_kit(host="127.0.0.1", port=0, grpc_port=grpc_port, grpc_in_card=False)
+        grpc_port = 0 if grpc or grpc_available() else None
+        handle = start_kit(host="127.0.0.1", port=0, grpc_port=grpc_port)
         verb = "learning from" if command == "learn" else "playing against"
         click.echo(
             f"recorder {command}: no --agent given: {verb} the bundled kit at {handle.url}",

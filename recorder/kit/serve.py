@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from recorder.kit.app import DEFAULT_TOKEN, create_app
+from recorder.kit.grpc_server import grpc_available
 from recorder.kit.wording import Wording
 from recorder.servers import ServerThread, bind_socket
 
@@ -66,16 +67,19 @@ def start_kit(
     slow_review_seconds: float | None = None,
     vary: bool = False,
     seed: int | None = None,
-    grpc_port: int | None = None,
+    grpc_port: int | Literal["auto"] | None = "auto",
     grpc_in_card: bool = True,
 ) -> KitServer:
     """Bind host:port (0: a free port), build the app with that port in its card, start it.
     `vary`: answers worded anew on each reply (`recorder.kit.wording`; `seed`: the same
     sequence of wordings each start).
 
-    With a `grpc_port` (0: a free port) it serves the gRPC binding too, on the same host, and
-    its card lists it; without, the kit and its card are HTTP only (what the recorded
-    transcripts hold); `grpc_in_card=False` serves it without listing it."""
+    It serves the gRPC binding too, on the same host, on `grpc_port` (0: a free port), and its
+    card lists it, as `recorder kit` does; by default ("auto") on a free port when grpcio is
+    installed (the grpc extra), else not; None: the kit and its card are HTTP only.
+    `grpc_in_card=False` serves it without listing it."""
+    if grpc_port == "auto":
+        grpc_port = 0 if grpc_available() else None
     sock = bind_socket(host, port)
     actual_port = int(sock.getsockname()[1])
     base_url = public_base_url(host, actual_port)

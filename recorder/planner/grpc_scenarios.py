@@ -5,17 +5,14 @@ They come after the HTTP scenarios (`recorder.planner.scenarios`) and, like them
 self-contained. The scenario and the titles travel as the metadata `recorder-scenario` and
 `recorder-title` (what the `Recorder-Scenario` and `Recorder-Title` headers are over HTTP); the
 listener strips them before the call goes on. The kit's public card, fetched by the first
-scenario, lists the HTTP bindings only (the goldens' card); the gRPC client is made from that
-card with the listener's GRPC interface added (`Session.grpc_address`), as a client made from
-a card the recorder rewrote would find it.
+scenario through the recorder, lists its GRPC interface rewritten to the recorder's gRPC
+listener (`Session.grpc_address`): the gRPC client is made from that card, as a user's is.
 """
 
 from __future__ import annotations
 
 from a2a.client import Client, ClientCallContext, ClientConfig, ClientFactory
 from a2a.types import (
-    AgentCard,
-    AgentInterface,
     CancelTaskRequest,
     GetTaskRequest,
     Message,
@@ -52,19 +49,22 @@ def _client(session: Session, *, streaming: bool = False) -> Client:
     """An a2a-sdk client on its gRPC transport, to the recorder's gRPC listener."""
     import grpc.aio
 
-    if session.card is None or session.grpc_address is None:
-        raise RuntimeError("the gRPC scenarios need the card and the recorder's gRPC listener")
-    card = AgentCard()
-    card.CopyFrom(session.card)
-    card.supported_interfaces.append(
-        AgentInterface(url=session.grpc_address, protocol_binding=GRPC, protocol_version="1.0")
-    )
+    if session.card is None:
+        raise RuntimeError("the gRPC scenarios need the card (the first scenario fetches it)")
+    listed = [i.url for i in session.card.supported_interfaces if i.protocol_binding == GRPC]
+    if listed != [session.grpc_address]:
+        # the recorder rewrites the card's GRPC interface to its listener: else the calls
+        # would go around it, unrecorded
+        raise RuntimeError(
+            f"the card lists the GRPC interfaces {listed}, not the recorder's gRPC listener "
+            f"{session.grpc_address}"
+        )
     config = ClientConfig(
         streaming=streaming,
         supported_protocol_bindings=[GRPC],
         grpc_channel_factory=grpc.aio.insecure_channel,
     )
-    client = ClientFactory(config).create(card)
+    client = ClientFactory(config).create(session.card)
     session.add_client(client)
     return client
 

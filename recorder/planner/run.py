@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import socket
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -28,7 +29,7 @@ from pathlib import Path
 from recorder.errors import ParseError
 from recorder.httpfile import dump, load
 from recorder.kit import KitServer, start_kit
-from recorder.planner.grpc_scenarios import GRPC, GRPC_SCENARIOS
+from recorder.planner.grpc_scenarios import GRPC_SCENARIOS
 from recorder.planner.scenarios import SCENARIOS, Scenario, Session
 from recorder.planner.webhook import Webhook
 from recorder.record.naming import file_name
@@ -42,8 +43,9 @@ PLANNED: tuple[Scenario, ...] = (*SCENARIOS, *GRPC_SCENARIOS)
 """Every scenario `make record` records, in file-number order: the HTTP bindings', then gRPC's."""
 
 PREFERRED_KIT_PORT = 41242
+"""The kit's HTTP port; its gRPC port is the next one (41243), as `recorder kit` has it."""
 # the client's webhook (push notifications): its address is in the push scenario's file
-PREFERRED_WEBHOOK_PORT = 41243
+PREFERRED_WEBHOOK_PORT = 41245
 # seconds one scenario may take in all (each wait inside it is bounded too, by LIMIT; the
 # slowest, subscribe, takes well under a second)
 SCENARIO_LIMIT = 120.0
@@ -53,11 +55,27 @@ _NUMBERED = re.compile(r"^\d+-.*\.http$")
 logger = logging.getLogger(__name__)
 
 
+def _port_free(port: int) -> bool:
+    """Whether 127.0.0.1:`port` can be listened on now (the kit's gRPC port is bound inside
+    its startup, where a busy port is a failed start rather than an OSError)."""
+    with socket.socket() as probe:
+        # as a server binds: a port that only closed connections remember (TIME_WAIT) is free
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def _start_kit(port: int) -> KitServer:
+    """The kit on `port` (0: any free port), serving gRPC on the next port and listing it in
+    its card, as `recorder kit` runs: the recorded cards name its three bindings."""
+    grpc_port = port + 1 if port and _port_free(port + 1) else 0
     try:
-        return start_kit(port=port)
+        kit = start_kit(port=port, grpc_port=grpc_port)
     except OSError as exc:
-        kit = start_kit(port=0)
+        kit = start_kit(port=0, grpc_port=0)
         # every Host header and card URL of the new files then names this other port
         logger.warning(
             "cannot listen on port %d (%s): the kit runs on port %d, so the transcripts name "
@@ -69,6 +87,15 @@ def _start_kit(port: int) -> KitServer:
             port,
         )
         return kit
+    if port and not grpc_port:
+        logger.warning(
+            "cannot listen on port %d: the kit serves gRPC on %s, so the cards name it; free "
+            "port %d and record again to keep the guide's address",
+            port + 1,
+            kit.grpc_address,
+            port + 1,
+        )
+    return kit
 
 
 def _start_webhook(port: int) -> Webhook:
@@ -125,14 +152,11 @@ def record_scenarios(
         stack.enter_context(hook)
         kit = stack.enter_context(_start_kit(kit_port))
         proxy = create_proxy_app(kit.base_url, out=out)
-        listener = None
-        if any(s.binding == GRPC for s in scenarios):
-            # a kit of their own, serving gRPC: the first kit's card, recorded in
-            # 01-agent-card.http, stays HTTP only; the gRPC files hold no address of it
-            grpc_kit = stack.enter_context(start_kit(port=0, grpc_port=0))
-            listener = proxy.listen_grpc(port=0, upstream=grpc_kit.grpc_address)
+        # the gRPC scenarios' calls go through the recorder's gRPC listener: the card the
+        # client gets names it (the recorded card names the kit's own gRPC address)
+        listener = proxy.listen_grpc(port=0, upstream=kit.grpc_address)
         server = stack.enter_context(ProxyServer(proxy))
-        grpc_address = f"127.0.0.1:{listener.port}" if listener is not None else None
+        grpc_address = f"127.0.0.1:{listener.port}"
         asyncio.run(_run(scenarios, server.url, kit.token, grpc_address=grpc_address, webhook=hook))
     expected = [file_name(n, s.name) for n, s in enumerate(scenarios, start=1)]
     written = sorted(p.name for p in out.iterdir())

@@ -338,9 +338,9 @@ def _start_kit(config: pytest.Config) -> Any:
         ) from None
     from recorder.kit.grpc_server import grpc_available
 
-    # its gRPC binding for transcripts with gRPC calls, not in its card (as `play`'s)
+    # its gRPC binding, listed in its card (as `play`'s and `recorder kit`'s)
     grpc_port = 0 if grpc_available() else None
-    handle = start_kit(host="127.0.0.1", port=0, grpc_port=grpc_port, grpc_in_card=False)
+    handle = start_kit(host="127.0.0.1", port=0, grpc_port=grpc_port)
     message = (
         f"recorder: no --recorder-agent given: playing against the bundled kit at {handle.url}\n"
     )

@@ -315,7 +315,7 @@ class StandIn:
         message = no_match_message(live, found)
         if self.fallback is not None:
             try:
-                await self.fallback.relay(live, send, host)
+                await self.fallback.relay(live, send, host, grpc=self.grpc_address)
             except httpx.HTTPError as error:
                 message += f"; the fallback agent {self.fallback.url} failed: {error!r}"
             else:

@@ -16,10 +16,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import orjson
 
 from recorder.model import header_bytes
-from recorder.serve.match import LiveRequest
-from recorder.serve.render import address_pattern
+from recorder.serve.match import LiveRequest, parse_json
+from recorder.serve.render import address_pattern, grpc_card
 
 __all__ = ["Fallback"]
 
@@ -55,9 +56,13 @@ class Fallback:
         self.relayed = 0
         self._client: httpx.AsyncClient | None = None
 
-    async def relay(self, live: LiveRequest, send: Send, host: str | None) -> None:
-        """Send `live` to the agent and its reply to the client. Raises httpx.HTTPError when
-        the agent cannot be reached (nothing was sent to the client then)."""
+    async def relay(
+        self, live: LiveRequest, send: Send, host: str | None, *, grpc: str | None = None
+    ) -> None:
+        """Send `live` to the agent and its reply to the client (a card's GRPC interface made
+        the stand-in's gRPC address `grpc`, or left out when it serves none: gRPC calls are not
+        relayed). Raises httpx.HTTPError when the agent cannot be reached (nothing was sent to
+        the client then)."""
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
         headers = [(name, value) for name, value in live.headers if name.lower() not in _HOP_BY_HOP]
@@ -83,7 +88,7 @@ class Fallback:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 await send({"type": "http.response.body", "body": b""})
             else:
-                body = self._address(await response.aread(), host)
+                body = _grpc_interface(self._address(await response.aread(), host), grpc)
                 kept.append(("content-length", str(len(body))))
                 await send(
                     {
@@ -113,6 +118,21 @@ class Fallback:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+def _grpc_interface(body: bytes, grpc: str | None) -> bytes:
+    """A relayed card's GRPC interface (the agent's own address, or the recorder's in front
+    of it, which the client must not dial around the stand-in) made `grpc`, or left out."""
+    if b'"GRPC"' not in body:
+        return body
+    value = parse_json(body)
+    if not isinstance(value, dict):
+        return body
+    fixed = grpc_card(value, grpc)
+    result = fixed.get("result")
+    if "jsonrpc" in fixed and isinstance(result, dict):
+        fixed = {**fixed, "result": grpc_card(result, grpc)}
+    return body if fixed == value else orjson.dumps(fixed)
 
 
 def _raw(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:

@@ -29,7 +29,7 @@ from recorder.serve.match import NOT_JSON, parse_json, random_template
 from recorder.serve.steps import Step
 from recorder.sse import SseEvent, serialize
 
-__all__ = ["Renderer", "address_pattern", "pacing"]
+__all__ = ["Renderer", "address_pattern", "grpc_card", "pacing"]
 
 _LOOPBACK = ("localhost", "127.0.0.1", "[::1]")
 _DROPPED = frozenset({"date", "server", "content-length", "transfer-encoding", "connection"})
@@ -87,7 +87,7 @@ class Renderer:
         if value is NOT_JSON:
             return self._text(response.body.decode("utf-8", "replace")).encode()
         rendered = self._value(value, top=True)
-        if self.grpc is not None and isinstance(rendered, dict):
+        if isinstance(rendered, dict):
             rendered = grpc_card(rendered, self.grpc)
             result = rendered.get("result")
             if "jsonrpc" in rendered and isinstance(result, dict):
@@ -165,9 +165,11 @@ class Renderer:
         return text
 
 
-def grpc_card(value: dict[str, Any], address: str) -> dict[str, Any]:
+def grpc_card(value: dict[str, Any], address: str | None) -> dict[str, Any]:
     """An agent card (a JSON object with `supportedInterfaces`) whose GRPC interface is
-    `address` (one added, as the card's first interface's version, when it lists none)."""
+    `address` (one added, as the card's first interface's version, when it lists none);
+    None (the stand-in serves no gRPC): the card without its GRPC interface, so that no
+    client dials the recorded agent's address."""
     interfaces = value.get("supportedInterfaces")
     if not isinstance(interfaces, list) or not interfaces:
         return value
@@ -175,6 +177,10 @@ def grpc_card(value: dict[str, Any], address: str) -> dict[str, Any]:
     def grpc(item: Any) -> bool:
         return isinstance(item, dict) and item.get("protocolBinding") == BINDING
 
+    if address is None:
+        if not any(map(grpc, interfaces)):
+            return value
+        return {**value, "supportedInterfaces": [i for i in interfaces if not grpc(i)]}
     fixed = [{**item, "url": address} if grpc(item) else item for item in interfaces]
     if not any(map(grpc, interfaces)):
         first = interfaces[0] if isinstance(interfaces[0], dict) else {}

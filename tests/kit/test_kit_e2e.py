@@ -178,7 +178,7 @@ def refused_url() -> Iterator[str]:
 # --- the card -------------------------------------------------------------------------------
 
 
-def test_card_announces_both_interfaces_at_the_localhost_base(
+def test_card_announces_its_three_interfaces_at_the_localhost_base(
     kit: KitServer, http: httpx.Client
 ) -> None:
     card = http.get("/.well-known/agent-card.json").json()
@@ -188,6 +188,7 @@ def test_card_announces_both_interfaces_at_the_localhost_base(
     assert card["supportedInterfaces"] == [
         {"url": f"{base}/a2a/jsonrpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
         {"url": f"{base}/a2a/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+        {"url": kit.grpc_address, "protocolBinding": "GRPC", "protocolVersion": "1.0"},
     ]
     assert card["capabilities"] == {
         "streaming": True,
@@ -775,7 +776,7 @@ def converse(kit: KitServer) -> list[str]:
 def test_two_runs_of_a_conversation_differ_only_in_generated_values() -> None:
     runs = []
     for _ in range(2):
-        with start_kit() as fresh_kit:
+        with start_kit(grpc_port=None) as fresh_kit:  # (the card names no other port)
             runs.append(converse(fresh_kit))
     first, second = runs
     assert len(first) == 14

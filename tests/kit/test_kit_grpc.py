@@ -115,7 +115,7 @@ def test_the_card_lists_the_grpc_interface_at_its_address(kit: KitServer) -> Non
 
 
 def test_a_kit_started_without_a_grpc_port_serves_http_only() -> None:
-    with start_kit() as plain:
+    with start_kit(grpc_port=None) as plain:
         card = httpx.get(plain.url + "/.well-known/agent-card.json", timeout=LIMIT).json()
     assert plain.grpc_address is None
     assert [i["protocolBinding"] for i in card["supportedInterfaces"]] == ["JSONRPC", "HTTP+JSON"]

@@ -143,7 +143,7 @@ def test_grpc_agent_that_refuses_is_the_agent_cannot_be_reached(
 def test_an_agent_whose_card_lists_no_grpc_interface_says_how_to_name_one(
     goldens: Path,
 ) -> None:
-    with start_kit() as http_only, pytest.raises(UpstreamError, match="--grpc-agent"):
+    with start_kit(grpc_port=None) as http_only, pytest.raises(UpstreamError, match="--grpc-agent"):
         play([goldens / "01-review.http"], agent=http_only.url)
 
 

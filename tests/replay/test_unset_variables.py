@@ -86,8 +86,7 @@ def test_the_shipped_push_config_transcript_holds_a_placeholder_and_replays_with
 
 @pytest.fixture(scope="module")
 def kit() -> Iterator[KitServer]:
-    # its gRPC binding unlisted in its card (the goldens' cards are the HTTP-only kit's)
-    with start_kit(grpc_port=0, grpc_in_card=False) as server:
+    with start_kit(grpc_port=0) as server:  # as `recorder kit`: gRPC listed in its card
         yield server
 
 
