@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -31,6 +31,7 @@ __all__ = [
     "METHODS",
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
+    "PAYLOADS",
     "STREAMING",
     "VERSION",
     "Method",
@@ -47,6 +48,8 @@ VERSION = "2.0"
 """The envelope's `jsonrpc` member."""
 ENVELOPE = ("jsonrpc", "id", "method", "params", "result", "error")
 """The envelope's members, in the order that tells a reader what the message is."""
+PAYLOADS = ("params", "result", "error")
+"""The members that carry a message's content: a request's, a result's, an error's."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ METHOD_NOT_FOUND = ERROR_CODES["MethodNotFoundError"]
 INVALID_PARAMS = ERROR_CODES["InvalidParamsError"]
 
 
-def is_jsonrpc(value: object) -> bool:
+def is_jsonrpc(value: object) -> TypeGuard[dict[str, Any]]:
     """Whether a parsed body is a JSON-RPC message (an object with a `jsonrpc` member)."""
     return isinstance(value, dict) and "jsonrpc" in value
 
