@@ -22,6 +22,7 @@ from typing import Any
 
 __all__ = [
     "BINDING",
+    "EXTENDED_CARD_PATH",
     "HTTP_STATUS",
     "MEDIA_TYPE",
     "ROUTES",
@@ -36,6 +37,9 @@ BINDING = "HTTP+JSON"
 """The card's `protocolBinding` of an HTTP+JSON interface."""
 MEDIA_TYPE = "application/a2a+json"
 """The media type the binding SHOULD use for requests and replies (§11)."""
+
+EXTENDED_CARD_PATH = "/extendedAgentCard"
+"""GetExtendedAgentCard's route (GET), under the interface's prefix."""
 
 _VARIABLE = re.compile(r"\{(\w+)\}")
 
@@ -83,7 +87,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/tasks/{id}:subscribe", "SubscribeToTask", streaming=True),
     Route("GET", "/tasks/{id}", "GetTask"),
     Route("GET", "/tasks", "ListTasks"),
-    Route("GET", "/extendedAgentCard", "GetExtendedAgentCard"),
+    Route("GET", EXTENDED_CARD_PATH, "GetExtendedAgentCard"),
 )
 """The routes, in the order they are tried (a longer path before the one it extends)."""
 
