@@ -16,6 +16,7 @@ Pure: no I/O, no SDK import.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
@@ -24,6 +25,7 @@ import orjson
 
 __all__ = [
     "BINDING",
+    "CLIENT_MEMBERS",
     "ENVELOPE",
     "ERROR_CODES",
     "INVALID_PARAMS",
@@ -36,6 +38,7 @@ __all__ = [
     "VERSION",
     "Method",
     "card_interface",
+    "client_member_path",
     "error_code",
     "error_response",
     "is_jsonrpc",
@@ -48,6 +51,9 @@ VERSION = "2.0"
 """The envelope's `jsonrpc` member."""
 ENVELOPE = ("jsonrpc", "id", "method", "params", "result", "error")
 """The envelope's members, in the order that tells a reader what the message is."""
+CLIENT_MEMBERS = ("jsonrpc", "method", "params")
+"""What a client writes in a request (its `id` aside, which the reply echoes): what is under
+these members is the client's."""
 PAYLOADS = ("params", "result", "error")
 """The members that carry a message's content: a request's, a result's, an error's."""
 
@@ -118,6 +124,12 @@ INVALID_PARAMS = ERROR_CODES["InvalidParamsError"]
 def is_jsonrpc(value: object) -> TypeGuard[dict[str, Any]]:
     """Whether a parsed body is a JSON-RPC message (an object with a `jsonrpc` member)."""
     return isinstance(value, dict) and "jsonrpc" in value
+
+
+def client_member_path() -> re.Pattern[str]:
+    """A rules path (`$.params…`, `$['method']`) that starts at a `CLIENT_MEMBERS` member."""
+    names = "|".join(CLIENT_MEMBERS)
+    return re.compile(r"""^\$(?:\.|\[\s*['"])(""" + names + r""")(?![A-Za-z0-9_])""")
 
 
 def method_of(value: object) -> str | None:
