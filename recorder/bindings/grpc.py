@@ -470,5 +470,5 @@ ERROR_STATUS: Mapping[str, str] = {
     "MethodNotFoundError": "NOT_FOUND",
     "InternalError": "INTERNAL",
 }
-"""The status a call ends with for each A2A error (spec §10.6; by the SDK's name for it);
+"""The status a call ends with for each A2A error (spec §10; by the SDK's name for it);
 the HTTP+JSON binding's error `status` is the same name."""

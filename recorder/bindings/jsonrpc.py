@@ -1,7 +1,7 @@
 """The JSON-RPC binding of A2A 1.0 (spec §9), in one place.
 
 - The methods: the eleven operations by their JSON-RPC `method` (the gRPC method names, spec
-  §9.4), which of them answer with an event stream (SSE, each frame's data a whole JSON-RPC
+  §9), which of them answer with an event stream (SSE, each frame's data a whole JSON-RPC
   response), and A2A 0.3's names for them (`message/send` …), which the SDK's compat layer
   still takes (`a2a/compat/v0_3/jsonrpc_adapter.py`).
 - The envelope (JSON-RPC 2.0): a body is a JSON-RPC message when it is an object with a
@@ -84,7 +84,7 @@ METHODS: Mapping[str, Method] = {
         Method("GetExtendedAgentCard", legacy="agent/getAuthenticatedExtendedCard"),
     )
 }
-"""The eleven operations' methods, by name (spec §9.4)."""
+"""The eleven operations' methods, by name (spec §9)."""
 
 STREAMING = frozenset(name for name, method in METHODS.items() if method.streaming)
 """The methods whose reply is an event stream (SendStreamingMessage, SubscribeToTask)."""

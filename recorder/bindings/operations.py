@@ -9,7 +9,7 @@ this module only lines them up, one row per operation (`operations_table()` prin
     GetTask               GET /tasks/{id}          no      =         =
     …
 
-(`=`: the JSON-RPC and gRPC methods are the operation's name, spec §9.4 and §10), and one
+(`=`: the JSON-RPC and gRPC methods are the operation's name, spec §9 and §10), and one
 row per A2A error (`errors_table()`):
 
     error                 reason          JSON-RPC  HTTP  gRPC
@@ -106,7 +106,7 @@ ERRORS: Mapping[str, A2AError] = {
     )
     for name, code in jsonrpc.ERROR_CODES.items()
 }
-"""The A2A errors (spec §3.3.2, §9.5, §10.6, §11.6), by the SDK's name for each."""
+"""The A2A errors (spec §3.3.2, §9.5, §11.6), by the SDK's name for each."""
 
 
 def _table(rows: Sequence[tuple[str, ...]]) -> str:
