@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recorder.bindings import grpc as grpc_binding
+from recorder.bindings import jsonrpc
 from recorder.errors import ParseError, RecorderError
 from recorder.httpfile import dumps
 from recorder.httpread import BODY_MARKER, TRAILERS_TAG, after_lines, loads
@@ -234,7 +235,7 @@ def _rejected(status: int, reply: object) -> bool:
     if not isinstance(reply, dict):
         return False
     error = reply.get("error")
-    return isinstance(error, dict) and error.get("code") == -32700
+    return isinstance(error, dict) and error.get("code") == jsonrpc.PARSE_ERROR
 
 
 def json_problems(

@@ -22,13 +22,13 @@ import difflib
 import fnmatch
 import json
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
 
+from recorder.bindings import jsonrpc
 from recorder.checks import CHECKS, TEXT_OPTIONS, Check, CheckOptionError, json_schema
 from recorder.jsonpath import JsonPathError, parse_path
 
@@ -94,7 +94,7 @@ def entries_for_file(entries: Sequence[CheckEntry], file: str) -> tuple[CheckEnt
 
 
 # a JSON-RPC request's own members: no reply has them
-_CLIENT_PATH = re.compile(r"""^\$(?:\.|\[\s*['"])(jsonrpc|method|params)(?![A-Za-z0-9_])""")
+_CLIENT_PATH = jsonrpc.client_member_path()
 
 
 def check_warnings(entries: Sequence[CheckEntry]) -> list[tuple[int | None, str]]:

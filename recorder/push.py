@@ -12,20 +12,16 @@ registers one).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from recorder.bindings import jsonrpc, rest
 from recorder.model import Request
 
 __all__ = ["config_objects", "registers_push_config"]
 
-_SEND_METHODS = frozenset({"SendMessage", "SendStreamingMessage", "message/send", "message/stream"})
-_CREATE_METHODS = frozenset(
-    {"CreateTaskPushNotificationConfig", "tasks/pushNotificationConfig/set"}
-)
+_SENDS = frozenset({"SendMessage", "SendStreamingMessage"})
+_CREATE = "CreateTaskPushNotificationConfig"
 _CONFIG_KEYS = ("taskPushNotificationConfig", "pushNotificationConfig")
-_REST_SEND = re.compile(r"/message:(?:send|stream)$")
-_REST_CREATE = re.compile(r"/tasks/[^/]+/pushNotificationConfigs$")
 
 
 def _configs_in(holder: object) -> list[dict[str, Any]]:
@@ -41,22 +37,23 @@ def config_objects(method: str, target: str, body: object) -> list[dict[str, Any
     `body`: [] when it registers none. `method` and `target` are the HTTP ones."""
     if not isinstance(body, dict):
         return []
-    rpc = body.get("method")
-    if isinstance(rpc, str) and "jsonrpc" in body:
+    rpc = jsonrpc.method_of(body)
+    if rpc is not None and jsonrpc.is_jsonrpc(body):
         params = body.get("params")
-        if rpc in _SEND_METHODS and isinstance(params, dict):
+        operation = jsonrpc.LEGACY_METHODS.get(rpc, rpc)  # (0.3's names read as 1.0's)
+        if operation in _SENDS and isinstance(params, dict):
             return _configs_in(params.get("configuration"))
-        if rpc in _CREATE_METHODS and isinstance(params, dict):
+        if operation == _CREATE and isinstance(params, dict):
             if isinstance(params.get("url"), str):
                 return [params]
             return _configs_in(params)
         return []
     if method.upper() != "POST":
         return []
-    path = target.split("?", 1)[0]
-    if _REST_SEND.search(path):
+    routed = rest.operation_of("POST", target.split("?", 1)[0])
+    if routed in _SENDS:
         return _configs_in(body.get("configuration"))
-    if _REST_CREATE.search(path):
+    if routed == _CREATE:
         if isinstance(body.get("url"), str):
             return [body]
         return _configs_in(body) or _configs_in({"pushNotificationConfig": body.get("config")})

@@ -37,6 +37,7 @@ from typing import Any
 
 import yaml
 
+from recorder.bindings import jsonrpc
 from recorder.checkrules import CheckEntry, CheckRulesError, check_warnings, read_checks
 from recorder.errors import RulesError
 from recorder.jsonpath import JsonPathError, PathMatcher, parse_path
@@ -559,8 +560,8 @@ def _item_lines(key: str, node: yaml.SequenceNode, lines: dict[str, int], depth:
 
 # JSON-RPC request members: what is under them is the client's (rule 2 of recorder.pairing:
 # a value the client sent is never generated), and no reply has them
-_CLIENT_MEMBERS = frozenset(("jsonrpc", "method", "params"))
-_CLIENT_PATH = re.compile(r"""^\$(?:\.|\[\s*['"])(jsonrpc|method|params)(?![A-Za-z0-9_])""")
+_CLIENT_MEMBERS = frozenset(jsonrpc.CLIENT_MEMBERS)
+_CLIENT_PATH = jsonrpc.client_member_path()
 
 
 def rules_warnings(path: str | os.PathLike[str]) -> list[str]:

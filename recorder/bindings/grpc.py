@@ -45,6 +45,7 @@ from recorder.model import (
 
 __all__ = [
     "BINDING",
+    "ERROR_STATUS",
     "METHODS",
     "SERVICE",
     "STATUS_DETAILS",
@@ -450,3 +451,24 @@ def card_interface(host: str, port: int, *, version: str = "1.0") -> dict[str, s
     """The agent card's gRPC interface (camelCase JSON, as a card is written): the url is
     `host:port`, as the SDK's gRPC client transport dials it."""
     return {"url": f"{host}:{port}", "protocolBinding": BINDING, "protocolVersion": version}
+
+
+# --------------------------------------------------------------------------- A2A errors
+
+ERROR_STATUS: Mapping[str, str] = {
+    "TaskNotFoundError": "NOT_FOUND",
+    "TaskNotCancelableError": "FAILED_PRECONDITION",
+    "PushNotificationNotSupportedError": "FAILED_PRECONDITION",
+    "UnsupportedOperationError": "FAILED_PRECONDITION",
+    "ContentTypeNotSupportedError": "INVALID_ARGUMENT",
+    "InvalidAgentResponseError": "INTERNAL",
+    "ExtendedAgentCardNotConfiguredError": "FAILED_PRECONDITION",
+    "ExtensionSupportRequiredError": "FAILED_PRECONDITION",
+    "VersionNotSupportedError": "FAILED_PRECONDITION",
+    "InvalidParamsError": "INVALID_ARGUMENT",
+    "InvalidRequestError": "INVALID_ARGUMENT",
+    "MethodNotFoundError": "NOT_FOUND",
+    "InternalError": "INTERNAL",
+}
+"""The status a call ends with for each A2A error (spec §10; by the SDK's name for it);
+the HTTP+JSON binding's error `status` is the same name."""

@@ -33,6 +33,7 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 from urllib.parse import urlsplit
 
+from recorder.bindings import jsonrpc, rest
 from recorder.checking import EXPORT_MARK
 from recorder.docs.chains import JsonPath, find_chains, templated_request
 from recorder.docs.grpcexport import GRPC_HOST, grpc_head, grpc_request_line, grpc_sent_headers
@@ -76,7 +77,6 @@ _NOT_SENT = frozenset(
         "Recorder-Scenario",
     )
 )
-_STREAMING_METHODS = frozenset({"SendStreamingMessage", "SubscribeToTask"})
 _CURL_GLOB = re.compile(r"[\[\]{}]")
 
 
@@ -135,10 +135,9 @@ def is_streaming_request(request: Request) -> bool:
     if "text/event-stream" in accept.lower():
         return True
     path = request.path
-    if path.endswith(":stream") or path.endswith(":subscribe"):
+    if rest.streams(path):
         return True
-    payload = request.json
-    return isinstance(payload, dict) and payload.get("method") in _STREAMING_METHODS
+    return jsonrpc.method_of(request.json) in jsonrpc.STREAMING
 
 
 # --------------------------------------------------------------------------- curl

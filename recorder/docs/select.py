@@ -35,6 +35,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from recorder.bindings import jsonrpc
 from recorder.model import Exchange
 
 __all__ = [
@@ -64,8 +65,8 @@ DEFAULT_PICK: tuple[str, ...] = (
 Step = str | int
 ELLIPSIS = "…"
 # Rule 2 of render: the JSON-RPC 2.0 members, in the order the spec's examples write them.
-_ENVELOPE = ("jsonrpc", "id", "method", "params", "result", "error")
-_PAYLOADS = ("params", "result", "error")
+_ENVELOPE = jsonrpc.ENVELOPE
+_PAYLOADS = jsonrpc.PAYLOADS
 # Characters that JSON allows raw in strings but editors show as line breaks or not at all.
 _INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029]")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -75,7 +76,7 @@ _BRACKET = re.compile(r"\[(?:(\*)|(\d+)|'([^']*)'|\"([^\"]*)\")\]")
 
 def envelope_first(value: Any) -> Any:
     """Rule 2: a JSON-RPC object with its envelope members first; anything else unchanged."""
-    if not isinstance(value, dict) or "jsonrpc" not in value:
+    if not jsonrpc.is_jsonrpc(value):
         return value
     ordered = {key: value[key] for key in _ENVELOPE if key in value}
     ordered.update((key, member) for key, member in value.items() if key not in ordered)
@@ -97,7 +98,7 @@ def first_leaf_path(value: Any) -> tuple[Step, ...]:
     """
     path: tuple[Step, ...] = ()
     node = value
-    if isinstance(value, dict) and "jsonrpc" in value:
+    if jsonrpc.is_jsonrpc(value):
         payload = next((key for key in _PAYLOADS if key in value), None)
         if payload is None:
             return (next(reversed(value)),) if value else ()
@@ -286,8 +287,8 @@ def exchange_operations(exchange: Exchange) -> tuple[str, ...]:
     """What `FILE#Operation` may call an exchange: its JSON-RPC method, its title's start."""
     names: list[str] = []
     value = exchange.request.json if exchange.request.is_json else None
-    method = value.get("method") if isinstance(value, dict) else None
-    if isinstance(method, str) and method:
+    method = jsonrpc.method_of(value)
+    if method:
         names.append(method)
     head, colon, _ = exchange.title.partition(": ")
     if colon and head not in names:

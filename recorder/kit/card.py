@@ -21,6 +21,7 @@ from a2a.types import (
 )
 
 from recorder.bindings import grpc as grpc_binding
+from recorder.bindings import jsonrpc, rest
 from recorder.kit.review import LANGUAGES, SLOW_MARKER
 
 __all__ = [
@@ -102,12 +103,12 @@ def build_public_card(base_url: str) -> AgentCard:
         supported_interfaces=[
             AgentInterface(
                 url=f"{base}{JSONRPC_PATH}",
-                protocol_binding="JSONRPC",
+                protocol_binding=jsonrpc.BINDING,
                 protocol_version=_PROTOCOL_VERSION,
             ),
             AgentInterface(
                 url=f"{base}{REST_PATH}",
-                protocol_binding="HTTP+JSON",
+                protocol_binding=rest.BINDING,
                 protocol_version=_PROTOCOL_VERSION,
             ),
         ],

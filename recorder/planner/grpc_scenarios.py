@@ -21,6 +21,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotFoundError
 
+from recorder.bindings.grpc import BINDING as GRPC
 from recorder.planner.scenarios import (
     DIFF,
     QUESTION,
@@ -31,8 +32,6 @@ from recorder.planner.scenarios import (
 )
 
 __all__ = ["GRPC", "GRPC_SCENARIOS"]
-
-GRPC = "GRPC"
 
 
 def _context(session: Session) -> ClientCallContext:

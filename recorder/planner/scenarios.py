@@ -59,12 +59,12 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 
+from recorder.bindings.jsonrpc import BINDING as JSONRPC
+from recorder.bindings.rest import BINDING as REST
 from recorder.planner.webhook import Webhook
 
 __all__ = ["SCENARIOS", "Scenario", "Session", "StableJsonRpcIds"]
 
-JSONRPC = "JSONRPC"
-REST = "HTTP+JSON"
 LIMIT = 20.0  # seconds: the bound of every wait for a frame
 
 QUESTION = "What languages can you review?"

@@ -22,6 +22,9 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
+from recorder.bindings import grpc as grpc_binding
+from recorder.bindings import jsonrpc
+
 __all__ = [
     "GrpcRoute",
     "Origin",
@@ -140,7 +143,7 @@ def _rewrite_interface(
 ) -> Any:
     if isinstance(interface, dict) and isinstance(interface.get("url"), str):
         url = interface["url"]
-        if interface.get("protocolBinding") == "GRPC":
+        if interface.get("protocolBinding") == grpc_binding.BINDING:
             url = _rewrite_grpc(url, upstream, proxy, grpc) if grpc is not None else url
         else:
             url = rewrite_url(url, upstream, proxy)
@@ -161,7 +164,7 @@ def unproxied(card: Any, proxy: Origin, grpc_port: int | None = None) -> list[tu
             if not isinstance(interface, dict) or not isinstance(interface.get("url"), str):
                 continue
             url, binding = interface["url"], str(interface.get("protocolBinding") or "?")
-            if binding == "GRPC":
+            if binding == grpc_binding.BINDING:
                 address = grpc_address(url)
                 ours = address is not None and address[1] == grpc_port
                 if ours and address is not None and proxy.same_host(address[0]):
@@ -186,7 +189,7 @@ def card_of_reply(reply: Any) -> tuple[Any, str | None]:
 
     Returns (card, "result") for a JSON-RPC reply, (card, None) for a bare card.
     """
-    if isinstance(reply, dict) and "jsonrpc" in reply and isinstance(reply.get("result"), dict):
+    if jsonrpc.is_jsonrpc(reply) and isinstance(reply.get("result"), dict):
         return reply["result"], "result"
     return reply, None
 

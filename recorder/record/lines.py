@@ -12,35 +12,13 @@ read to its reply handed on) stand in columns of a steady width, so that the tit
 
 from __future__ import annotations
 
-from typing import Any
-
-import orjson
+from recorder.bindings.jsonrpc import error_code as jsonrpc_error_code
 
 __all__ = ["jsonrpc_error_code", "outcome", "record_line"]
 
 _OUTCOME = 14  # columns of the status, padded: "200 14 frames", "200 -32001"
 _DURATION = 6  # columns of the duration, right-aligned: "0.4", "12", "12345"
-
-
-def jsonrpc_error_code(body: bytes | str | None) -> int | None:
-    """The `error.code` of a JSON-RPC error reply (None for any other body)."""
-    if not body:
-        return None
-    data = body.encode("utf-8") if isinstance(body, str) else body
-    if b'"error"' not in data:  # (most replies: no parse)
-        return None
-    try:
-        value: Any = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(value, dict) or "result" in value:
-        return None
-    error = value.get("error")
-    if isinstance(error, dict):
-        code = error.get("code")
-        if isinstance(code, int) and not isinstance(code, bool):
-            return code
-    return None
+# (`jsonrpc_error_code`: the `error.code` of a JSON-RPC error reply, `recorder.bindings.jsonrpc`)
 
 
 def outcome(status: int, *, error_code: int | None = None, frames: int | None = None) -> str:

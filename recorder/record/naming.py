@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from recorder.bindings import grpc as grpc_binding
+from recorder.bindings import jsonrpc, operations, rest
 from recorder.model import GRPC_METHOD, Request
 
 __all__ = [
@@ -35,25 +36,11 @@ NUMBERED = re.compile(r"^(\d+)-.*\.http$")
 _MAX_SLUG = 60
 _HASHED = 8  # hex digits of the hash that ends a cut slug
 
-_PUSH = r"/tasks/[^/]+/pushNotificationConfigs"
-# REST routes of the HTTP+JSON binding (A2A §11), matched on the end of the path, so any
-# interface prefix (`/a2a/rest`, a tenant) is allowed in front.
-_REST_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
-    ("POST", re.compile(r"/message:send$"), "SendMessage"),
-    ("POST", re.compile(r"/message:stream$"), "SendStreamingMessage"),
-    ("GET", re.compile(_PUSH + r"/[^/]+$"), "GetTaskPushNotificationConfig"),
-    ("DELETE", re.compile(_PUSH + r"/[^/]+$"), "DeleteTaskPushNotificationConfig"),
-    ("GET", re.compile(_PUSH + "$"), "ListTaskPushNotificationConfigs"),
-    ("POST", re.compile(_PUSH + "$"), "CreateTaskPushNotificationConfig"),
-    ("POST", re.compile(r"/tasks/[^/]+:cancel$"), "CancelTask"),
-    ("POST", re.compile(r"/tasks/[^/]+:subscribe$"), "SubscribeToTask"),
-    ("GET", re.compile(r"/tasks/[^/]+:subscribe$"), "SubscribeToTask"),
-    ("GET", re.compile(r"/tasks/[^/:]+$"), "GetTask"),
-    ("GET", re.compile(r"/tasks$"), "ListTasks"),
-    ("GET", re.compile(r"/extendedAgentCard$"), "GetExtendedAgentCard"),
-    # as the proxy tells a card (`_quick_operation`): under any prefix, like the routes above
-    ("GET", re.compile(r"/\.well-known/agent-card\.json$"), "GetAgentCard"),
-    ("GET", re.compile(r"^/\.well-known/agent\.json$"), "GetAgentCard"),
+# the card, as the proxy tells it (`_quick_operation`): under any prefix, like the REST routes
+# (`recorder.bindings.rest`); 0.3's path at the root only
+_CARD_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("GET", re.compile(re.escape(operations.AGENT_CARD_PATH) + "$"), "GetAgentCard"),
+    ("GET", re.compile("^" + re.escape(operations.LEGACY_AGENT_CARD_PATH) + "$"), "GetAgentCard"),
 )
 _JSONRPC_METHOD = re.compile(r"[\w./:-]{1,80}")
 
@@ -97,11 +84,13 @@ def operation_of(method: str, path: str, value: Any) -> str:
     unless a POST with a JSON body)."""
     if method == GRPC_METHOD:  # a gRPC call: its method's name
         return grpc_binding.method_of(path) or f"{method} {path}"
-    if isinstance(value, dict):
-        called = value.get("method")
-        if isinstance(called, str) and _JSONRPC_METHOD.fullmatch(called):
-            return called
-    for verb, pattern, name in _REST_ROUTES:
+    called = jsonrpc.method_of(value)
+    if called is not None and _JSONRPC_METHOD.fullmatch(called):
+        return called
+    routed = rest.operation_of(method, path)
+    if routed is not None:
+        return routed
+    for verb, pattern, name in _CARD_ROUTES:
         if method == verb and pattern.search(path):
             return name
     return f"{method} {path}"

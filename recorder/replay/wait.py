@@ -14,11 +14,12 @@ import time
 
 import httpx
 
+from recorder.bindings.operations import AGENT_CARD_PATH
 from recorder.errors import UpstreamError
 
 __all__ = ["CARD_PATH", "wait_for_agent"]
 
-CARD_PATH = "/.well-known/agent-card.json"
+CARD_PATH = AGENT_CARD_PATH
 # the pause between two attempts: short next to an agent's start-up, long next to a GET
 _PAUSE = 0.1
 

@@ -44,6 +44,7 @@ from urllib.parse import unquote
 
 import orjson
 
+from recorder.bindings import jsonrpc
 from recorder.pairing import PairingRules
 from recorder.redact import PLACEHOLDER
 from recorder.serve.spelling import canonical_method, modern
@@ -147,15 +148,12 @@ class LiveRequest:
 
     @property
     def rpc_method(self) -> str | None:
-        value = self.json
-        if isinstance(value, dict) and isinstance(value.get("method"), str):
-            return str(value["method"])
-        return None
+        return jsonrpc.method_of(self.json)
 
     @property
     def rpc_id(self) -> Any:
         value = self.json
-        return value.get("id") if isinstance(value, dict) and "jsonrpc" in value else None
+        return value.get("id") if jsonrpc.is_jsonrpc(value) else None
 
     def strings(self) -> list[str]:
         """Every string the request carries where a handed-out id could be: the JSON
@@ -363,7 +361,7 @@ class Matching:
                     self.loose += 1
                 else:
                     self._differ(f"{where}.{key}", f"not recorded, got {_show(live[key])}")
-            is_rpc = top and "jsonrpc" in recorded
+            is_rpc = top and jsonrpc.is_jsonrpc(recorded)
             for key, item in recorded.items():
                 if key in live:
                     self._value(item, live[key], f"{where}.{key}", key, is_rpc)

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from recorder.bindings import jsonrpc, rest
 from recorder.serve.book import NotFound
 from recorder.serve.match import NOT_JSON, LiveRequest
 
@@ -68,10 +69,10 @@ def _details(found: NotFound) -> list[dict[str, Any]]:
 def is_rpc(live: LiveRequest, found: NotFound) -> bool:
     """Whether the error is a JSON-RPC one: the request is a JSON-RPC call, or a body that
     is not JSON sent where the closest recorded request was one."""
-    if isinstance(live.json, dict) and "jsonrpc" in live.json:
+    if jsonrpc.is_jsonrpc(live.json):
         return True
     if live.json is NOT_JSON and found.closest is not None:
-        return isinstance(found.closest.json, dict) and "jsonrpc" in found.closest.json
+        return jsonrpc.is_jsonrpc(found.closest.json)
     return False
 
 
@@ -79,7 +80,6 @@ def error_body(live: LiveRequest, found: NotFound, message: str) -> tuple[int, b
     """(the HTTP status, the JSON body) of the no-match error for `live`."""
     details = _details(found)
     if is_rpc(live, found):
-        error = {"code": NO_MATCH, "message": message, "data": details}
-        return 200, orjson.dumps({"jsonrpc": "2.0", "id": live.rpc_id, "error": error})
-    status = {"code": 404, "status": "NOT_FOUND", "message": message, "details": details}
-    return 404, orjson.dumps({"error": status})
+        error = jsonrpc.error_response(live.rpc_id, NO_MATCH, message, details)
+        return 200, orjson.dumps(error)
+    return 404, orjson.dumps(rest.error_envelope(404, "NOT_FOUND", message, details))

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from recorder.bindings import jsonrpc
 from recorder.bindings.grpc import BINDING
 from recorder.pairing import PairingRules
 from recorder.redact import PLACEHOLDER
@@ -90,7 +91,7 @@ class Renderer:
         if isinstance(rendered, dict):
             rendered = grpc_card(rendered, self.grpc)
             result = rendered.get("result")
-            if "jsonrpc" in rendered and isinstance(result, dict):
+            if jsonrpc.is_jsonrpc(rendered) and isinstance(result, dict):
                 # GetExtendedAgentCard over JSON-RPC: the card is the result
                 rendered = {**rendered, "result": grpc_card(result, self.grpc)}
         return orjson.dumps(rendered)
@@ -126,7 +127,7 @@ class Renderer:
         if isinstance(value, str):
             return self._text(value)
         if isinstance(value, dict):
-            rpc = top and "jsonrpc" in value
+            rpc = top and jsonrpc.is_jsonrpc(value)
             out = {key: self._value(item) for key, item in value.items()}
             if (
                 rpc

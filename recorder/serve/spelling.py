@@ -4,7 +4,8 @@ The a2a-sdk's compat layer (`a2a/compat/v0_3/conversions.py`, `jsonrpc_adapter.p
 0.3 request as the 1.0 one it converts to; so does the stand-in, when the recording has the
 other spelling only (a recording of a 0.3 client served to a 1.0 one, or back):
 
-- JSON-RPC methods: `message/send` is `SendMessage`, `tasks/get` is `GetTask`, … (`METHODS`).
+- JSON-RPC methods: `message/send` is `SendMessage`, `tasks/get` is `GetTask`, … (`METHODS`,
+  the JSON-RPC binding's `LEGACY_METHODS`).
 - A message: `"kind": "message"` dropped; `role` `user` / `agent` is `ROLE_USER` / `ROLE_AGENT`.
 - A part: `{"kind": "text", "text": …}` is `{"text": …}`; `{"kind": "data", "data": …}` is
   `{"data": …}`; `{"kind": "file", "file": {"uri" | "bytes", "mimeType", "name"}}` is
@@ -19,22 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from recorder.bindings.jsonrpc import LEGACY_METHODS
+
 __all__ = ["METHODS", "canonical_method", "modern"]
 
-METHODS = {
-    "message/send": "SendMessage",
-    "message/stream": "SendStreamingMessage",
-    "tasks/get": "GetTask",
-    "tasks/list": "ListTasks",
-    "tasks/cancel": "CancelTask",
-    "tasks/resubscribe": "SubscribeToTask",
-    "tasks/pushNotificationConfig/set": "CreateTaskPushNotificationConfig",
-    "tasks/pushNotificationConfig/get": "GetTaskPushNotificationConfig",
-    "tasks/pushNotificationConfig/list": "ListTaskPushNotificationConfigs",
-    "tasks/pushNotificationConfig/delete": "DeleteTaskPushNotificationConfig",
-    "agent/getAuthenticatedExtendedCard": "GetExtendedAgentCard",
-}
-"""A2A 0.3 JSON-RPC method -> its A2A 1.0 name."""
+METHODS = LEGACY_METHODS
+"""A2A 0.3 JSON-RPC method -> its A2A 1.0 name (`recorder.bindings.jsonrpc`)."""
 _ROLES = {"user": "ROLE_USER", "agent": "ROLE_AGENT"}
 _FILE_MEMBERS = {"uri": "url", "bytes": "raw", "mimeType": "mediaType", "name": "filename"}
 

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from recorder.bindings import jsonrpc
 from recorder.httpfile import DURING_TAG
 from recorder.model import Exchange, Transcript
 from recorder.pairing import PairingRules
@@ -28,6 +29,8 @@ from recorder.serve.match import NOT_JSON, parse_json, significant_headers, spli
 from recorder.serve.spelling import canonical_method, modern
 
 __all__ = ["Step", "needed_files", "prepare"]
+
+_METHOD_NOT_FOUND = str(jsonrpc.METHOD_NOT_FOUND).encode()  # (looked for before a parse)
 
 
 @dataclass
@@ -67,13 +70,14 @@ class Step:
 
     @functools.cached_property
     def unknown_method(self) -> bool:
-        """Whether the recorded reply says the method is unknown (JSON-RPC -32601)."""
+        """Whether the recorded reply says the method is unknown (JSON-RPC -32601,
+        `METHOD_NOT_FOUND`)."""
         response = self.exchange.response
-        if response.events is not None or b"-32601" not in response.body:
+        if response.events is not None or _METHOD_NOT_FOUND not in response.body:
             return False
         value = parse_json(response.body)
         error = value.get("error") if isinstance(value, dict) else None
-        return isinstance(error, dict) and error.get("code") == -32601
+        return isinstance(error, dict) and error.get("code") == jsonrpc.METHOD_NOT_FOUND
 
     @functools.cached_property
     def spelled(self) -> tuple[Any, bool]:
@@ -103,9 +107,7 @@ class Step:
 
     @property
     def rpc_method(self) -> str | None:
-        if isinstance(self.json, dict) and isinstance(self.json.get("method"), str):
-            return str(self.json["method"])
-        return None
+        return jsonrpc.method_of(self.json)
 
     @property
     def host(self) -> str | None:

@@ -20,6 +20,8 @@ import logging
 import re
 from typing import Any, Protocol
 
+from recorder.bindings import grpc as grpc_binding
+from recorder.bindings import operations, rest
 from recorder.record.cards import (
     GrpcRoute,
     Origin,
@@ -45,6 +47,8 @@ log = logging.getLogger(__name__)
 
 _CONDITIONAL = frozenset({b"if-none-match", b"if-modified-since"})
 CARD_OPERATIONS = frozenset({"GetAgentCard", "GetExtendedAgentCard"})
+_CARD = operations.AGENT_CARD_PATH  # under any prefix, as the card routes of record.naming
+_EXTENDED_CARD = rest.EXTENDED_CARD_PATH
 _HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
 
 
@@ -106,7 +110,7 @@ class AgentCards:
             side.http_base = client_base
         if side.upstream is None:
             for binding, url in _interfaces(body):
-                address = grpc_address(url) if binding == "GRPC" else None
+                address = grpc_address(url) if binding == grpc_binding.BINDING else None
                 if address is not None and self.upstream.same_host(address[0]):
                     side.upstream = url
                     log.info("gRPC calls go to the agent at %s", url)
@@ -121,7 +125,8 @@ class AgentCards:
             if (binding, url) in self._warned:
                 continue
             self._warned.add((binding, url))
-            hint = " (recorder record --grpc-listen, the grpc extra)" if binding == "GRPC" else ""
+            grpc = binding == grpc_binding.BINDING
+            hint = " (recorder record --grpc-listen, the grpc extra)" if grpc else ""
             log.warning(
                 "the agent card lists a %s interface at %s that the recorder does not proxy%s: "
                 "calls there go straight to the agent and are NOT recorded",
@@ -168,9 +173,9 @@ def _client_base(scope: Scope, client_host: bytes | None) -> str:
 def _quick_operation(method: str, path: str, body: bytes) -> str:
     """The operation name, computed cheaply before forwarding (it decides card rewriting)."""
     if method == "GET":
-        if path.endswith("/.well-known/agent-card.json") or path == "/.well-known/agent.json":
+        if path.endswith(_CARD) or path == operations.LEGACY_AGENT_CARD_PATH:
             return "GetAgentCard"
-        if path.endswith("/extendedAgentCard"):
+        if path.endswith(_EXTENDED_CARD):
             return "GetExtendedAgentCard"
         return ""
     if method == "POST" and b"GetExtendedAgentCard" in body:

@@ -15,8 +15,9 @@ import threading
 import time
 from typing import Any
 
+from recorder.bindings.jsonrpc import error_code as jsonrpc_error_code
 from recorder.model import Exchange
-from recorder.record.lines import jsonrpc_error_code, outcome, record_line
+from recorder.record.lines import outcome, record_line
 from recorder.record.proxy.agent_cards import CARD_OPERATIONS
 from recorder.record.proxy.building import Builder
 from recorder.record.proxy.call import Call
