@@ -44,8 +44,12 @@ PLANNED: tuple[Scenario, ...] = (*SCENARIOS, *GRPC_SCENARIOS)
 
 PREFERRED_KIT_PORT = 41242
 """The kit's HTTP port; its gRPC port is the next one (41243), as `recorder kit` has it."""
-# the client's webhook (push notifications): its address is in the push scenario's file
-PREFERRED_WEBHOOK_PORT = 41245
+# the client's webhook (push notifications): its address is in the push scenario's file, and
+# is the client's, so a re-recording keeps the file only when it is the same. Below Linux's
+# ephemeral range (32768-60999), where no outgoing connection or port-0 listener of another
+# process can hold it by chance (the kit's ports can be other ones: the agent's addresses
+# pair with the recorded ones)
+PREFERRED_WEBHOOK_PORT = 31242
 # seconds one scenario may take in all (each wait inside it is bounded too, by LIMIT; the
 # slowest, subscribe, takes well under a second)
 SCENARIO_LIMIT = 120.0
