@@ -10,6 +10,7 @@ import pytest
 
 __all__ = [
     "agent_setting",
+    "grpc_agent_setting",
     "rules_setting",
     "timeout_setting",
     "trials_setting",
@@ -20,6 +21,21 @@ __all__ = [
 def agent_setting(config: pytest.Config) -> str | None:
     value: str | None = config.getoption("recorder_agent", None) or config.getini("recorder_agent")
     return value or None
+
+
+def grpc_agent_setting(config: pytest.Config) -> str | None:
+    """--recorder-grpc-agent (or its ini key) as HOST:PORT; a bad one is a usage error."""
+    value: str | None = config.getoption("recorder_grpc_agent", None) or config.getini(
+        "recorder_grpc_agent"
+    )
+    if not value:
+        return None
+    from recorder.replay.grpc_send import grpc_address
+
+    try:
+        return grpc_address(value)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--recorder-grpc-agent: {exc}") from None
 
 
 def rules_setting(config: pytest.Config) -> str | None:

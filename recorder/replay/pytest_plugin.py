@@ -66,6 +66,7 @@ import pytest
 
 from recorder.replay.plugin_settings import (
     agent_setting,
+    grpc_agent_setting,
     rules_setting,
     timeout_setting,
     trials_setting,
@@ -93,6 +94,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="URL",
         default=None,
         help="Agent that transcripts are played against (default: start the bundled kit).",
+    )
+    group.addoption(
+        "--recorder-grpc-agent",
+        metavar="HOST:PORT",
+        default=None,
+        help="Where the transcripts' gRPC calls go (default: the GRPC interface of the "
+        "agent's card), as recorder play --grpc-agent.",
     )
     group.addoption(
         "--recorder-rules",
@@ -167,6 +175,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini(
         "recorder_agent", default="", help="Like --recorder-agent (the option wins when given)."
+    )
+    parser.addini(
+        "recorder_grpc_agent",
+        default="",
+        help="Like --recorder-grpc-agent (the option wins when given).",
     )
     parser.addini(
         "recorder_rules",
@@ -270,7 +283,9 @@ class _Agent:
         self._pushes = PushReceiver()
         from recorder.replay.grpc_send import grpc_target
 
-        self.grpc = grpc_target(None, self.base_url, self._handle, self.timeout)
+        self.grpc = grpc_target(
+            grpc_agent_setting(self.config), self.base_url, self._handle, self.timeout
+        )
         # the agent going away mid-session: the exchange that lost its reply fails, the rest
         # of its file is skipped, each later file fails fast (`recorder.replay.watch`)
         self.watch = AgentWatch(self.base_url, probe_seconds=min(1.0, self.timeout))
@@ -389,6 +404,7 @@ def _check_options(config: pytest.Config) -> None:
             agent_base_url(agent)
         except ValueError as exc:
             raise pytest.UsageError(f"--recorder-agent: {exc}") from None
+    grpc_agent_setting(config)
     trials_setting(config)
     wait: float | None = config.getoption("recorder_wait", None)
     if wait is not None and not 0 <= wait <= 3600:

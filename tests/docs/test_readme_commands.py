@@ -421,7 +421,7 @@ def run_check(place: Place, text: str) -> None:
 
 
 def run_llm(place: Place, text: str) -> None:
-    # docs/llm-agents.md: the shipped recording (of `kit --vary 23`), against a kit worded
+    # docs/llm-agents.md: the shipped recording (of `kit --vary`), against a kit worded
     # anew (no seed: fresh wordings); play and trials learn first, as the page does
     with start_kit(vary=True) as kit:
         text = text.replace("http://localhost:41242", kit.url)

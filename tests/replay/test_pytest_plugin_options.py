@@ -160,3 +160,32 @@ def test_a_bad_variable_option_is_one_usage_error_before_any_test(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+GRPC_GOLDENS = sorted((Path(__file__).parents[2] / "transcripts").glob("*-grpc-*.http"))
+
+
+def test_recorder_grpc_agent_names_where_the_grpc_calls_go(pytester: pytest.Pytester) -> None:
+    folder = pytester.path / "transcripts"
+    folder.mkdir()
+    for path in GRPC_GOLDENS:
+        shutil.copy(path, folder / path.name)
+    calls = sum(len(loads(p.read_text())) for p in GRPC_GOLDENS)
+    assert calls >= 5
+    # a kit whose card lists no GRPC interface: the option is the only way to its gRPC port
+    with start_kit(grpc_port=0, grpc_in_card=False) as unlisted:
+        assert unlisted.grpc_address is not None
+        named = pytester.runpytest(
+            "transcripts",
+            "--recorder-agent",
+            unlisted.base_url,
+            "--recorder-grpc-agent",
+            unlisted.grpc_address,
+        )
+        named.assert_outcomes(passed=calls)
+        unnamed = pytester.runpytest("transcripts", "--recorder-agent", unlisted.base_url)
+        unnamed.assert_outcomes(failed=calls)
+        unnamed.stdout.fnmatch_lines(["*no gRPC address for the agent*--grpc-agent*"])
+    bad = pytester.runpytest("transcripts", "--recorder-grpc-agent", "no-port-here")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--recorder-grpc-agent: expected HOST:PORT*"])
