@@ -115,11 +115,16 @@ def serve(
         host, port = parse_listen(listen)
         loaded = load_rules(rules)
         relay = None
+        grpc_relay = None
         if fallback is not None:
             relay = Fallback(fallback)  # (a URL that is none is refused before anything starts)
+            agent_grpc = _fallback_grpc(fallback)
+            grpc_relay = agent_grpc
             if record_new is not None:
-                recorder = _recorder(fallback, record_new, loaded)
+                recorder = _recorder(fallback, record_new, loaded, agent_grpc)
                 relay = Fallback(recorder.url)
+                listener = recorder.proxy.grpc
+                grpc_relay = listener.address if listener is not None else None
         stand_in = load_stand_in(
             list(paths),
             loaded,
@@ -128,6 +133,7 @@ def serve(
             during_wait=during_wait,
             fallback=relay,
         )
+        stand_in.grpc_fallback = grpc_relay
         grpc_at = _grpc_listen(grpc_listen, host, port, stand_in)
         run(stand_in, host=host, port=port, announce=_status, grpc_listen=grpc_at)
     except (ValueError, RecorderError) as exc:
@@ -150,24 +156,42 @@ def _grpc_listen(
     value: str | None, host: str, port: int, stand_in: StandIn
 ) -> tuple[str, int] | None:
     """Where to serve gRPC: `--grpc-listen`, else beside the HTTP port when a transcript
-    holds a gRPC call."""
+    holds a gRPC call or the fallback agent serves gRPC."""
     from recorder.record.proxy import parse_listen
 
     if value is not None:
         return parse_listen(value)
-    if not any(step.exchange.request.is_grpc for steps in stand_in.steps for step in steps):
+    grpc_calls = any(step.exchange.request.is_grpc for steps in stand_in.steps for step in steps)
+    if not grpc_calls and stand_in.grpc_fallback is None:
         return None
     return host, port + 1 if port else 0
 
 
-def _recorder(upstream: str, out: str, rules: Rules) -> ProxyServer:
+def _fallback_grpc(upstream: str) -> str | None:
+    """The fallback agent's gRPC address (`host:port`), when its card (fetched now) lists a
+    GRPC interface on its host and grpcio is installed: unmatched gRPC calls are relayed there."""
+    import importlib.util
+
+    from recorder.record.grpc_proxy import card_grpc_interface, grpc_target
+
+    if importlib.util.find_spec("grpc") is None:
+        return None
+    url = card_grpc_interface(upstream)
+    return grpc_target(url) if url is not None else None
+
+
+def _recorder(upstream: str, out: str, rules: Rules, grpc: str | None) -> ProxyServer:
     """The recorder's proxy in front of the fallback agent, on a free loopback port, started:
-    what passes through it is recorded into `out`, as `recorder record` would."""
+    what passes through it is recorded into `out`, as `recorder record` would; with its gRPC
+    listener on a free port when the agent serves gRPC at `grpc`."""
     from pathlib import Path
 
     from recorder.record.proxy import ProxyServer, create_proxy_app
 
-    return ProxyServer(create_proxy_app(upstream, out=Path(out), rules=rules)).start()
+    proxy = create_proxy_app(upstream, out=Path(out), rules=rules)
+    if grpc is not None:
+        proxy.listen_grpc(port=0, upstream=grpc)
+    return ProxyServer(proxy).start()
 
 
 def _status(line: str) -> None:

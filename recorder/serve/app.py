@@ -87,6 +87,9 @@ class StandIn:
         self.grpc_address: str | None = None
         """Where the gRPC binding is served (`recorder.serve.grpc_server`), once started: the
         cards' GRPC interface names it."""
+        self.grpc_fallback: str | None = None
+        """Where a gRPC call that matches nothing is relayed (`host:port`: the `--fallback`
+        agent's GRPC interface, or the recorder's listener in front of it); None: not."""
 
     def stop_streams(self) -> None:
         """End every reply held for `@during` now (the server is shutting down). Called on

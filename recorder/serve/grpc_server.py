@@ -7,13 +7,14 @@ ids, the client's own values); the recorded reply is rendered for the conversati
 as the call's: the initial metadata, the unary message or the stream's messages one by one
 (held where `@during` says), the trailing metadata, and the recorded status (a failed call's
 message and google.rpc.Status details, which the SDK's client reads the A2A error from). A
-call that matches nothing ends NOT_FOUND, its message naming the closest recorded request
-(the `--fallback` agent is for the HTTP bindings only).
+call that matches nothing ends NOT_FOUND, its message naming the closest recorded request, or
+with a `--fallback` agent that serves gRPC is relayed to it (`recorder.serve.grpc_relay`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,7 +23,9 @@ from recorder.errors import RecorderError
 from recorder.model import GRPC_METHOD, Response
 from recorder.serve.app import StandIn
 from recorder.serve.book import Found, NotFound
+from recorder.serve.grpc_relay import GrpcRelay
 from recorder.serve.match import LiveRequest
+from recorder.serve.nomatch import no_match_message
 from recorder.serve.render import Renderer
 
 __all__ = ["GrpcStandIn"]
@@ -30,6 +33,8 @@ __all__ = ["GrpcStandIn"]
 # what grpcio writes itself: not sent again as recorded metadata
 _OWN = frozenset({"content-type", "date", "server", "user-agent", "te", "content-length"})
 _OPTIONS = (("grpc.so_reuseport", 0),)  # a port in use is an error, not a shared port
+
+logger = logging.getLogger(__name__)
 
 
 def _grpc() -> Any:
@@ -46,6 +51,8 @@ class GrpcStandIn:
     def __init__(self, stand_in: StandIn) -> None:
         self.stand_in = stand_in
         self._server: Any = None
+        fallback = stand_in.grpc_fallback
+        self.relay = GrpcRelay(fallback) if fallback is not None else None
 
     async def start(self, host: str, port: int) -> str:
         """Listen on host:port (0: any free port); the address (`127.0.0.1:PORT`), which the
@@ -79,12 +86,16 @@ class GrpcStandIn:
         if self._server is not None:
             await self._server.stop(0)
             self._server = None
+        if self.relay is not None:
+            await self.relay.aclose()
 
     # ------------------------------------------------------------------ calls
 
-    def _take(self, name: str, data: bytes, context: Any) -> tuple[Found, Renderer] | str:
+    def _take(
+        self, name: str, data: bytes, context: Any
+    ) -> tuple[Found, Renderer] | str | GrpcRelay:
         """The recorded exchange that answers the call, with its renderer; or the no-match
-        message."""
+        message; or the relay to the fallback agent (a call that matches nothing)."""
         try:
             body = binding.to_json(binding.message_type(name).FromString(data))
         except Exception as exc:  # (protobuf's DecodeError): a bad message, not a crash
@@ -93,6 +104,11 @@ class GrpcStandIn:
         live = LiveRequest(GRPC_METHOD, binding.target_of(name), list(headers), body)
         found = self.stand_in.take(live)
         if isinstance(found, NotFound):
+            if self.relay is not None:
+                self.stand_in.relayed += 1
+                message = no_match_message(live, found)
+                logger.info("%s; relayed to %s", message, self.relay.address)
+                return self.relay
             return self.stand_in.missed(live, found)
         renderer = Renderer(
             self.stand_in.pairing,
@@ -109,6 +125,8 @@ class GrpcStandIn:
 
         async def call(data: bytes, context: Any) -> bytes:
             taken = self._take(name, data, context)
+            if isinstance(taken, GrpcRelay):
+                return await taken.unary(grpc, binding.target_of(name), data, context)
             if isinstance(taken, str):
                 await context.abort(grpc.StatusCode.NOT_FOUND, taken)
                 return b""  # (abort raises)
@@ -131,6 +149,10 @@ class GrpcStandIn:
 
         async def call(data: bytes, context: Any) -> AsyncIterator[bytes]:
             taken = self._take(name, data, context)
+            if isinstance(taken, GrpcRelay):
+                async for message in taken.stream(grpc, binding.target_of(name), data, context):
+                    yield message
+                return
             if isinstance(taken, str):
                 await context.abort(grpc.StatusCode.NOT_FOUND, taken)
                 return

@@ -91,8 +91,14 @@ def test_what_matches_nothing_goes_to_the_agent_and_is_recorded(
     assert [frame.get("statusUpdate", {}).get("status", {}).get("state") for frame in frames][
         -1
     ] == "TASK_STATE_COMPLETED"
-    # the card came from the kit, its interfaces pointing at the stand-in, not the kit
-    assert seen["interfaces"] == [f"{url}/a2a/jsonrpc", f"{url}/a2a/rest"]
+    # the card came from the kit, its interfaces pointing at the stand-in, not the kit: its
+    # HTTP URLs, and its GRPC interface the stand-in's gRPC address (the kit serves gRPC, so
+    # unmatched gRPC calls are relayed too: tests/serve/test_serve_grpc.py)
+    http_listed = [i for i in seen["interfaces"] if "//" in i]
+    grpc_listed = [i for i in seen["interfaces"] if "//" not in i]
+    assert http_listed == [f"{url}/a2a/jsonrpc", f"{url}/a2a/rest"]
+    assert len(grpc_listed) == 1 and grpc_listed[0] != kit.grpc_address, grpc_listed
+    assert grpc_listed[0].startswith("127.0.0.1:")
     assert seen["question"].startswith("I can review Python")
     assert seen["review"] == ("TASK_STATE_COMPLETED", True)
     # the question was served; the card, the diff and the GetTask were the kit's

@@ -19,9 +19,20 @@ import httpx
 import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.helpers import new_text_message
-from a2a.types import GetTaskRequest, ListTasksRequest, Role, SendMessageRequest
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
+    Role,
+    SendMessageRequest,
+    SendMessageResponse,
+    StreamResponse,
+)
 from grpc_traffic import DIFF, record_cancel_during_stream, record_card, record_review
 
+from recorder import load
+from recorder.checking import check_paths
 from recorder.kit import start_kit
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -146,3 +157,69 @@ def test_a_call_that_matches_nothing_ends_not_found_naming_the_closest(goldens: 
             call(ListTasksRequest(), metadata=[("a2a-version", "1.0")], timeout=LIMIT)
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
     assert "GRPC /lf.a2a.v1.A2AService/ListTasks" in (caught.value.details() or "")
+
+
+def test_a_call_that_matches_nothing_goes_to_the_fallback_agent_and_is_recorded(
+    goldens: Path, tmp_path: Path
+) -> None:
+    new = tmp_path / "new"
+    metadata = [("a2a-version", "1.0")]
+    with start_kit(grpc_port=0) as kit:
+        assert kit.grpc_address is not None
+        with grpc.insecure_channel(kit.grpc_address) as direct:
+            made = direct.unary_unary(
+                "/lf.a2a.v1.A2AService/SendMessage",
+                request_serializer=SendMessageRequest.SerializeToString,
+                response_deserializer=SendMessageResponse.FromString,
+            )(question(DIFF), metadata=metadata, timeout=LIMIT)
+        with (
+            serving(
+                str(goldens),
+                "--listen",
+                "127.0.0.1:0",
+                "--grpc-listen",
+                "127.0.0.1:0",
+                "--fallback",
+                kit.url,
+                "--record-new",
+                str(new),
+            ) as (process, _url, address),
+            grpc.insecure_channel(address) as channel,
+        ):
+            listed = channel.unary_unary(
+                "/lf.a2a.v1.A2AService/ListTasks",
+                request_serializer=ListTasksRequest.SerializeToString,
+                response_deserializer=ListTasksResponse.FromString,
+            )(ListTasksRequest(), metadata=metadata, timeout=LIMIT)
+            stream = channel.unary_stream(
+                "/lf.a2a.v1.A2AService/SendStreamingMessage",
+                request_serializer=SendMessageRequest.SerializeToString,
+                response_deserializer=StreamResponse.FromString,
+            )(question("Which languages do you review?"), metadata=metadata, timeout=LIMIT)
+            events = list(stream)
+            with pytest.raises(grpc.RpcError) as caught:
+                channel.unary_unary(
+                    "/lf.a2a.v1.A2AService/CancelTask",
+                    request_serializer=CancelTaskRequest.SerializeToString,
+                    response_deserializer=lambda data: data,
+                )(CancelTaskRequest(id="no-such-task"), metadata=metadata, timeout=LIMIT)
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=LIMIT)
+    # the kit's answers, as it sent them: its tasks, its streamed message, its error
+    assert [t.id for t in listed.tasks] == [made.task.id]  # the kit's task, not a recorded one
+    [event] = events
+    assert "I can review Python" in event.message.parts[0].text
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    assert "Task not found" in (caught.value.details() or "")
+    details = dict(caught.value.trailing_metadata() or ())
+    assert "grpc-status-details-bin" in details  # (the SDK's client reads the A2A error there)
+    assert "3 relayed" in err and "0 unmatched" in err, err
+    assert "recorded 3 new exchanges" in err, err
+    recorded = [e for p in sorted(new.glob("*.http")) for e in load(p)]
+    assert sorted(e.request.target.rsplit("/", 1)[1] for e in recorded) == [
+        "CancelTask",
+        "ListTasks",
+        "SendStreamingMessage",
+    ]
+    count, problems = check_paths([new])
+    assert count >= 1 and problems == []
