@@ -70,6 +70,10 @@ class Page:
         words = shlex.split(command)
         if words[:2] == ["recorder", "record"] and "--listen" not in words:
             words += ["--listen", f"127.0.0.1:{self.proxy_port}"]  # the page's default, 41241
+        # the gRPC ports next to those (the kit's card lists its gRPC interface, so the
+        # recorder listens for gRPC): by default the HTTP port + 1, which may be another's here
+        if words[:2] == ["recorder", "record"] and "--grpc-listen" not in words:
+            words += ["--grpc-listen", "127.0.0.1:0"]
         if words[0] == "python":
             return [sys.executable, *words[1:]]
         return [str(BIN / words[0]), *words[1:]]
@@ -126,10 +130,9 @@ def page(tmp_path: Path) -> Iterator[Page]:
     shutil.copytree(REPO / "transcripts", tmp_path / "transcripts")  # docs/example.md's
     page = Page(tmp_path)
     card = f"http://127.0.0.1:{page.kit_port}/.well-known/agent-card.json"
-    # --no-grpc: the committed example was recorded from the HTTP-only kit, and the recorder
-    # does not yet point the card's GRPC interface anywhere stable (issue 26, the recorder's
-    # part): the page's example is recorded again then, and this option goes
-    kit = page.start(page.kit + f" --port {page.kit_port} --no-grpc", card)
+    # its gRPC port any free one (the page's default, the HTTP port + 1, may be another's here):
+    # the recorded card names it, and a re-recording pairs it with the committed one
+    kit = page.start(page.kit + f" --port {page.kit_port} --grpc-port 0", card)
     try:
         yield page
     finally:

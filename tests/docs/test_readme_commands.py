@@ -125,6 +125,10 @@ class Place:
         """The documented command as run here: free ports, optional parts `[...]` given."""
         text = re.sub(r"\[(--[^\]]*)\]", r"\1", text)
         text = text.replace("41242", str(self.kit.port))
+        if text.startswith("recorder record") and "--grpc-listen" not in text:
+            # the kit's card lists its gRPC interface, so the recorder listens for gRPC: by
+            # default on the --listen port + 1, which may be another's here
+            text += " --grpc-listen 127.0.0.1:0"
         return text.replace("41241", str(free_port()))
 
     def run(self, text: str, *, expect: int = 0) -> subprocess.CompletedProcess[str]:
