@@ -13,6 +13,12 @@ what the installed SDK speaks:
   googleapis' protos to read them. The `google/protobuf/*` imports stay: protoc, grpcurl
   and protobufjs (httpyac's proto-loader) have the well-known types built in.
 
+A message for protobufjs (`loader_object`): protobufjs's `fromObject`, which httpyac's
+requests go through, reads ProtoJSON but for the well-known types, whose JSON is their own
+(`Struct` as a plain object, `Value` as any JSON value, `Timestamp` as RFC 3339 text): it
+drops those silently. `loader_object` writes them in the object form it reads (`{"fields":
+{"k": {"stringValue": "v"}}}`, `{"seconds": "…", "nanos": …}`, `{"value": …}`).
+
 Pure: text out; the SDK's messages and protobuf's descriptors are imported lazily.
 """
 
@@ -24,7 +30,7 @@ from typing import Any
 
 from recorder.errors import RecorderError
 
-__all__ = ["PROTO_FILE", "PROTO_MARK", "proto_text"]
+__all__ = ["PROTO_FILE", "PROTO_MARK", "loader_object", "proto_text"]
 
 PROTO_FILE = "a2a.proto"
 """The file name the service definition is written as (what the exports refer to)."""
@@ -242,3 +248,84 @@ class _Printer:
         if field.type not in _SCALARS:
             raise RecorderError(f"field {field.name}: type {field.type} has no proto3 keyword")
         return _SCALARS[field.type]
+
+
+# --------------------------------------------------------------------------- protobufjs
+
+_WRAPPERS = frozenset(
+    f"google.protobuf.{name}Value"
+    for name in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes")
+)
+
+
+def loader_object(message: Any, value: Any) -> Any:
+    """The ProtoJSON `value` of a message of type `message` (a protobuf Descriptor) with its
+    well-known-type fields in protobufjs's object form; what it does not know (an unknown
+    member, a `{{placeholder}}` where a timestamp goes) is left as it is."""
+    full = message.full_name
+    if full == "google.protobuf.Struct":
+        return _struct(value) if isinstance(value, dict) else value
+    if full == "google.protobuf.Value":
+        return _value(value)
+    if full == "google.protobuf.ListValue":
+        return {"values": [_value(v) for v in value]} if isinstance(value, list) else value
+    if full in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
+        return _seconds(full, value)
+    if full in _WRAPPERS:
+        return {"value": value}
+    if not isinstance(value, dict):
+        return value
+    fields = {**message.fields_by_name, **message.fields_by_camelcase_name}
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        field = fields.get(key)
+        kind = None if field is None else field.message_type
+        if field is None or kind is None:
+            out[key] = item
+        elif kind.GetOptions().map_entry:
+            entry = kind.fields_by_name["value"].message_type
+            out[key] = (
+                {k: loader_object(entry, v) for k, v in item.items()}
+                if entry is not None and isinstance(item, dict)
+                else item
+            )
+        elif field.is_repeated and isinstance(item, list):
+            out[key] = [loader_object(kind, v) for v in item]
+        else:
+            out[key] = loader_object(kind, item)
+    return out
+
+
+def _struct(value: dict[str, Any]) -> dict[str, Any]:
+    return {"fields": {key: _value(item) for key, item in value.items()}}
+
+
+def _value(value: Any) -> Any:
+    """A google.protobuf.Value: which of its kinds the JSON value is."""
+    if value is None:
+        return {"nullValue": "NULL_VALUE"}
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, (int, float)):
+        return {"numberValue": value}
+    if isinstance(value, str):
+        return {"stringValue": value}
+    if isinstance(value, list):
+        return {"listValue": {"values": [_value(v) for v in value]}}
+    if isinstance(value, dict):
+        return {"structValue": _struct(value)}
+    return value
+
+
+def _seconds(full: str, value: Any) -> Any:
+    """A Timestamp's or a Duration's text as seconds (text: an int64) and nanos."""
+    if not isinstance(value, str):
+        return value
+    from google.protobuf import duration_pb2, timestamp_pb2
+
+    parsed = timestamp_pb2.Timestamp() if full.endswith("Timestamp") else duration_pb2.Duration()
+    try:
+        parsed.FromJsonString(value)
+    except ValueError:
+        return value
+    return {"seconds": str(parsed.seconds), "nanos": parsed.nanos}

@@ -35,7 +35,13 @@ from urllib.parse import urlsplit
 
 from recorder.checking import EXPORT_MARK
 from recorder.docs.chains import JsonPath, find_chains, templated_request
-from recorder.docs.grpcexport import GRPC_HOST, grpc_head, grpc_request_line, grpc_sent_headers
+from recorder.docs.grpcexport import (
+    GRPC_HOST,
+    grpc_head,
+    grpc_request_line,
+    grpc_sent_headers,
+    loader_body,
+)
 from recorder.errors import RecorderError
 from recorder.model import Exchange, Request, is_event_stream
 from recorder.redact import PLACEHOLDER
@@ -354,9 +360,10 @@ def export_http(
         sent = grpc_sent_headers(request) if request.is_grpc else _sent_headers(request)
         for name, value in sent:
             lines.append(f"{name}: {value}")
-        if request.body:
+        body = loader_body(request.body, request.target) if request.is_grpc else request.body
+        if body:
             try:
-                text = request.body.decode("utf-8")
+                text = body.decode("utf-8")
             except UnicodeDecodeError:
                 raise ExportError(
                     f"{where_}the request body is binary: .http clients cannot send it inline"

@@ -8,7 +8,9 @@ CLI writes it next to the export).
   them), `@grpc_host` (the `--grpc-agent`, else the call's recorded `host`, else a variable
   to define), then each call as `GRPC {{grpc_host}}/lf.a2a.v1.A2AService/Method`, the
   metadata as headers (but what the client writes itself: content-type, te, user-agent,
-  grpc-*, host), the request message as its ProtoJSON.
+  grpc-*, host), the request message as its ProtoJSON, but for the well-known types
+  (Struct, Value, Timestamp …), which protobufjs reads only in its object form
+  (`loader_body`).
 - bash: `grpcurl -plaintext -import-path "$PROTO_DIR" -proto a2a.proto -format-error -H ...
   -d JSON "$GRPC_HOST" lf.a2a.v1.A2AService/Method` (`grpcurl_arguments`); the script's
   `grpc_call` helper (`GRPC_HELPERS`) keeps its reply as `GRPC <code> <NAME>`, a blank line
@@ -21,8 +23,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from recorder.bindings.grpc import SERVICE, STATUS_NAMES, method_of
-from recorder.bindings.grpc_proto import PROTO_FILE
+from recorder.bindings.grpc import SERVICE, STATUS_NAMES, message_type, method_of
+from recorder.bindings.grpc_proto import PROTO_FILE, loader_object
+from recorder.jsonbody import pretty_json
 from recorder.model import Exchange, Request
 
 __all__ = [
@@ -35,6 +38,7 @@ __all__ = [
     "grpc_sent_headers",
     "grpcurl_arguments",
     "has_grpc",
+    "loader_body",
 ]
 
 GRPC_HOST = "grpc_host"
@@ -83,6 +87,22 @@ def grpc_sent_headers(request: Request) -> list[tuple[str, str]]:
         for name, value in request.headers
         if name.lower() not in _NOT_SENT and not name.lower().startswith(("grpc-", ":"))
     ]
+
+
+def loader_body(body: bytes, target: str) -> bytes:
+    """A `.http` GRPC request's message as httpyac sends it whole: its well-known-type
+    fields (metadata, a data part, a timestamp) in protobufjs's object form
+    (`recorder.bindings.grpc_proto.loader_object`); the body as it is when it holds none."""
+    method = method_of(target)
+    try:
+        value = json.loads(body)
+        message = message_type(method or "").DESCRIPTOR
+    except ValueError:
+        return body  # not JSON, or no method of the service: sent as recorded
+    converted = loader_object(message, value)
+    if converted == value:
+        return body
+    return (pretty_json(converted) + "\n").encode()
 
 
 def grpc_request_line(request: Request) -> str:

@@ -5,6 +5,7 @@ node, when `make tools` installed it) must see the same messages, fields, enums 
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import subprocess
@@ -15,7 +16,8 @@ import pytest
 from a2a.types import a2a_pb2
 from google.protobuf import descriptor_pb2
 
-from recorder.bindings.grpc_proto import PROTO_FILE, PROTO_MARK, proto_text
+from recorder.bindings import grpc as binding
+from recorder.bindings.grpc_proto import PROTO_FILE, PROTO_MARK, loader_object, proto_text
 from recorder.errors import RecorderError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -199,3 +201,77 @@ def test_a_proto2_file_is_refused_by_name() -> None:
     file = descriptor_pb2.FileDescriptorProto(name="old.proto", syntax="proto2")
     with pytest.raises(RecorderError, match=r"old\.proto: only proto3"):
         proto_text(file)
+
+
+# proto-loader (what httpyac sends a GRPC request's body through) serializes a request
+_ENCODE = r"""
+const loader = require("@grpc/proto-loader");
+const definition = loader.loadSync(process.argv[1], {enums: String, longs: String});
+const service = definition["lf.a2a.v1.A2AService"];
+const out = {};
+for (const [method, body] of Object.entries(JSON.parse(process.argv[2]))) {
+  out[method] = service[method].requestSerialize(body).toString("base64");
+}
+console.log(JSON.stringify(out));
+"""
+
+WELL_KNOWN = {
+    "SendMessage": {
+        "message": {
+            "messageId": "m-1",
+            "role": "ROLE_USER",
+            "parts": [
+                {"text": "hi", "metadata": {"lang": "en", "n": 2}},
+                {"data": {"list": [1, "two", None, True], "nested": {"x": {"y": []}}}},
+            ],
+            "metadata": {"trace": "{{trace_id}}"},
+        },
+        "metadata": {"empty": {}},
+    },
+    "ListTasks": {"statusTimestampAfter": "2026-12-01T18:13:06.583833Z", "pageSize": 5},
+    "CancelTask": {"id": "{{task_id_1}}", "metadata": {"reason": "done"}},
+}
+
+
+@pytest.mark.skipif(
+    NODE is None or not (NODE_MODULES / "@grpc" / "proto-loader").is_dir(),
+    reason="needs node and @grpc/proto-loader (httpyac's, `make tools`)",
+)
+def test_proto_loader_sends_the_well_known_types_of_a_loader_object_whole(
+    tmp_path: Path,
+) -> None:
+    proto = tmp_path / PROTO_FILE
+    proto.write_text(proto_text())
+    bodies = {
+        name: loader_object(binding.message_type(name).DESCRIPTOR, value)
+        for name, value in WELL_KNOWN.items()
+    }
+    assert bodies["SendMessage"]["message"]["metadata"] == {
+        "fields": {"trace": {"stringValue": "{{trace_id}}"}}
+    }
+    assert NODE is not None
+    completed = subprocess.run(
+        [NODE, "-e", _ENCODE, str(proto), json.dumps(bodies)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"NODE_PATH": str(NODE_MODULES), "PATH": "/usr/bin:/bin"},
+    )
+    assert completed.returncode == 0, completed.stderr
+    for name, data in json.loads(completed.stdout).items():
+        sent = binding.message_type(name).FromString(base64.b64decode(data))
+        assert sent == binding.to_message(name, json.dumps(WELL_KNOWN[name])), name
+    # what protobufjs makes of the ProtoJSON itself: the Struct dropped
+    plain = {"SendMessage": {"message": {"messageId": "m-2", "metadata": {"k": "v"}}}}
+    dropped = subprocess.run(
+        [NODE, "-e", _ENCODE, str(proto), json.dumps(plain)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={"NODE_PATH": str(NODE_MODULES), "PATH": "/usr/bin:/bin"},
+    )
+    data = json.loads(dropped.stdout)["SendMessage"]
+    message = binding.message_type("SendMessage").FromString(base64.b64decode(data)).message
+    assert message.message_id == "m-2" and not message.metadata.fields

@@ -159,3 +159,12 @@ def test_an_a2a_proto_recorder_did_not_write_is_never_overwritten(tmp_path: Path
     )
     assert mine.read_text() == 'syntax = "proto3";\n// my own\n'
     assert not out.exists()
+
+
+def test_export_http_writes_well_known_types_as_protobufjs_reads_them() -> None:
+    message = '{"message": {"messageId": "m-1", "metadata": {"k": "v"}}}'
+    exchange = call("SendMessage", message, binding.response_of(0, reply=b'{"message": {}}'))
+    text = export_http([exchange])
+    assert '"metadata": {\n      "fields": {\n        "k": {\n          "stringValue": "v"' in text
+    plain = call("GetTask", '{"id": "t-1"}', binding.response_of(0, reply=b"{}"))
+    assert '{\n  "id": "t-1"\n}\n' in export_http([plain])  # no well-known type: as recorded
