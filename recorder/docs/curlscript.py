@@ -20,7 +20,7 @@ The script (`export_curl`):
    `--grpc-agent`, else the recorded host, else to set) that loads `a2a.proto` from
    `"$PROTO_DIR"` (default: the script's folder, where the export writes it); its reply is
    printed as `GRPC 0 OK`, a blank line and its messages (a failed call's status as JSON),
-   and a stream's message K is captured as `.[K-1]` of its messages.
+   and a stream's message K is captured as the K-th JSON value of its messages so far.
 """
 
 from __future__ import annotations
@@ -117,7 +117,13 @@ def _capture_lines(
         if capture.frame is None:
             source, flags, jq = f"body {number}", "-er", what
         elif capture.exchange in grpc:
-            source, flags, jq = f"body {number}", "-ser", f".[{capture.frame - 1}] | {what}"
+            # the messages so far (the stream may be open), as many as needed: a message
+            # still being written after them is not read
+            source = f'cat "$out/{number}.grpc"'
+            flags, jq = (
+                "-ner",
+                f"[limit({capture.frame}; inputs)] | .[{capture.frame - 1}] | {what}",
+            )
         else:
             source, flags, jq = f"frame {number} {capture.frame}", "-er", what
         lines.append(

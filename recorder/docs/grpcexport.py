@@ -68,8 +68,8 @@ GRPC_HELPERS = (
     if [ "$code" -ne 0 ]; then cat "$out/$number.err"; fi
   } > "$out/$number"
 }
-grpc_frames() {  # how many messages of gRPC stream $1 came so far
-  jq -s length "$out/$1.grpc" 2> /dev/null || echo 0
+grpc_frames() {  # how many messages of gRPC stream $1 came whole so far
+  jq -n '[inputs] | length' "$out/$1.grpc" 2> /dev/null || echo 0
 }
 """
 )

@@ -103,7 +103,10 @@ def test_a_grpc_streams_message_k_is_captured_as_its_kth_json_value() -> None:
     frames = binding.response_of(0, messages=[('{"task": ' + _json(TASK) + "}").encode()])
     stream = call("SendStreamingMessage", '{"message": {"messageId": "m-2"}}', frames)
     script = export_curl([stream, get(TASK["id"])])
-    assert "task_id_1=$(body 1 | jq -ser '.[0] | .task.id')" in script
+    assert (
+        "task_id_1=$(cat \"$out/1.grpc\" | jq -ner '[limit(1; inputs)] | .[0] | .task.id')"
+        in script
+    )
 
 
 def _grpc_transcript(folder: Path) -> Path:

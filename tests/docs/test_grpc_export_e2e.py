@@ -235,3 +235,52 @@ def test_grpc_calls_exported_to_a_script_run_with_grpcurl_against_a_fresh_kit(
         if len(sent) == 2:
             sent[1] = {"id": sent[1].get("id")}
         _check(recorded, script.with_suffix(".http").name, live, sent)
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(None in (BASH, JQ, GRPCURL), reason="needs bash, jq and grpcurl on PATH")
+def test_a_cancel_recorded_during_a_grpc_stream_is_sent_while_the_script_holds_it_open(
+    tmp_path: Path,
+) -> None:
+    from grpc_traffic import record_cancel_during_stream
+
+    with start_kit(port=0, grpc_port=0) as kit:
+        source = record_cancel_during_stream(kit.grpc_address, tmp_path / "01-cancel.http")
+    assert "# @during exchange 1 frame 2" in source.read_text()
+    script = tmp_path / "out" / "01-cancel.sh"
+    with start_kit(port=0, grpc_port=0) as fresh:
+        result = CliRunner().invoke(
+            main,
+            ["export", str(source), "--to", "curl", "--grpc-agent", fresh.grpc_address],
+            catch_exceptions=False,
+        )
+        assert result.exit_code == 0, result.output
+        script.parent.mkdir()
+        script.write_text(result.stdout)
+        assert "await_frames 1 2 grpc_frames" in result.stdout
+        assert BASH is not None
+        # the proto in the script's folder, or PROTO_DIR (here: the export's --proto)
+        proto = CliRunner().invoke(
+            main, ["export", str(source), "--to", "curl", "--proto", str(script.parent)]
+        )
+        assert proto.exit_code == 0, proto.output
+        completed = subprocess.run(
+            [BASH, str(script)],
+            env={"PATH": os.environ["PATH"]},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    assert completed.returncode == 0, completed.stderr
+    # the cancel's reply first (sent while the stream was open), then the stream, ended by it
+    marks = [m.group(1) for m in _MARK.finditer(completed.stdout)]
+    assert marks == ["2", "1"]
+    chunks = _MARK.split(completed.stdout)
+    cancel = _json_values(chunks[2].partition("\n\n")[2])
+    stream = _json_values(chunks[4].partition("\n\n")[2])
+    assert chunks[2].startswith("GRPC 0 OK") and chunks[4].startswith("GRPC 0 OK")
+    assert cancel[0]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert cancel[0]["id"] == stream[0]["task"]["id"]  # the live task id, from message 1
+    assert stream[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
