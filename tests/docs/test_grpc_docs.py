@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from recorder import Transcript, dump
+from recorder import Transcript, dump, load
 from recorder.bindings import grpc as binding
 from recorder.bindings.grpc_proto import PROTO_FILE, proto_text
 from recorder.cli import main
@@ -18,6 +18,7 @@ from recorder.docs.export import export_http
 from recorder.docs.render import RenderOptions, render_exchange
 from recorder.model import Exchange
 
+ROOT = Path(__file__).resolve().parents[2]
 TASK = {"id": "7f9c1e9a-0000-4000-8000-000000000001", "status": {"state": "TASK_STATE_WORKING"}}
 METADATA = [("a2a-version", "1.0"), ("host", "127.0.0.1:41243")]
 
@@ -171,3 +172,17 @@ def test_export_http_writes_well_known_types_as_protobufjs_reads_them() -> None:
     assert '"metadata": {\n      "fields": {\n        "k": {\n          "stringValue": "v"' in text
     plain = call("GetTask", '{"id": "t-1"}', binding.response_of(0, reply=b"{}"))
     assert '{\n  "id": "t-1"\n}\n' in export_http([plain])  # no well-known type: as recorded
+
+
+def test_a_file_of_http_and_grpc_calls_exports_curl_and_grpcurl_side_by_side() -> None:
+    http = load(ROOT / "transcripts" / "02-message-reply.http").exchanges[0]
+    script = export_curl([http, send()])
+    head = script.split("out=$(mktemp -d)")[0]
+    assert "# Requires bash, curl and grpcurl.\n" in head
+    assert "BASE_URL=${BASE_URL:-http://localhost:41242}\n" in head
+    assert "GRPC_HOST=${GRPC_HOST:-127.0.0.1:41243}\n" in head
+    assert "\ncurl -sS -i 'http://localhost:41242" not in script  # sent to "$BASE_URL"
+    assert '\ncurl -sS -i "$BASE_URL"/a2a/jsonrpc' in script
+    assert "\ngrpc_call 2 grpcurl " in script
+    text = export_http([http, send()], grpc_host="127.0.0.1:9001")
+    assert "@host = http://localhost:41242\n" in text and "@grpc_host = 127.0.0.1:9001\n" in text
