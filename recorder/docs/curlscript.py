@@ -136,10 +136,7 @@ def _capture_lines(
 def _grpcurl_command(request: Request, local: frozenset[str]) -> str:
     """`grpc_call`'s arguments: the grpcurl command of a gRPC call (rule 7)."""
     headers, body, method = grpcurl_arguments(request)
-    lines = [
-        'grpcurl -plaintext -import-path "$PROTO_DIR" -proto '
-        + f"{PROTO_FILE} -format-error -max-time 60"
-    ]
+    lines = [f'grpcurl -plaintext -import-path "$PROTO_DIR" -proto {PROTO_FILE} -format-error']
     lines.extend("-H " + shell_word(header, local) for header in headers)
     lines.append("-d " + shell_word(body, local))
     lines.append(f'"$GRPC_HOST" {method}')

@@ -92,7 +92,7 @@ def test_export_curl_of_grpc_calls_is_grpcurl_commands_whose_ids_chain() -> None
     assert "GRPC_HOST=${GRPC_HOST:-127.0.0.1:41243}\n" in script
     assert (
         'grpc_call 1 grpcurl -plaintext -import-path "$PROTO_DIR" -proto a2a.proto '
-        "-format-error -max-time 60 \\\n  -H 'a2a-version: 1.0' \\\n  -d "
+        "-format-error \\\n  -H 'a2a-version: 1.0' \\\n  -d "
         '\'{"message": {"messageId": "m-1", "role": "ROLE_USER"}}\' \\\n'
         '  "$GRPC_HOST" lf.a2a.v1.A2AService/SendMessage\nshow 1\n'
     ) in script
