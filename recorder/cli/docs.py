@@ -280,7 +280,7 @@ def export(
     grpc = has_grpc(exchanges)
     if proto_dir is not None or (grpc and output is not None):
         folder = Path(proto_dir) if proto_dir is not None else Path(output or ".").parent
-        _write_proto(folder, "the gRPC calls' service definition")
+        _write_proto(folder)
     elif grpc:
         click.echo(
             f"recorder export: the gRPC calls load ./{PROTO_FILE} from the export's folder:"
@@ -305,12 +305,12 @@ class _Settings:
     grpc_agent: str | None
 
 
-def _write_proto(folder: Path, what: str) -> None:
+def _write_proto(folder: Path) -> None:
     try:
         path = write_proto(folder)
     except ExportError as exc:
         fail("export", str(exc))
-    click.echo(f"recorder export: wrote {path} ({what})", err=True)
+    click.echo(f"recorder export: wrote {path} (the gRPC calls' service definition)", err=True)
 
 
 def _exported(exchanges: tuple[Exchange, ...], settings: _Settings, source: str, start: int) -> str:
@@ -369,5 +369,5 @@ def _export_folder(
     if proto_dir is not None:
         protos = {Path(proto_dir)}
     for place in sorted(protos):
-        _write_proto(place, "the gRPC calls' service definition")
+        _write_proto(place)
     click.echo(f"recorder export: wrote {plural(len(paths), 'file')} to {output}", err=True)

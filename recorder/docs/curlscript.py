@@ -157,7 +157,7 @@ def export_curl(
     chains are followed within `exchanges` only."""
     sent = [e for e in exchanges if e.push_config is None]
     http = [e for e in sent if not e.request.is_grpc]
-    base = export_base(http, base_url, source) if http or not sent else None
+    base = export_base(http or exchanges, base_url, source) if http or not sent else None
     grpc = frozenset(i for i, e in enumerate(exchanges) if e.request.is_grpc)
     chains = find_chains(exchanges)
     local = frozenset(capture.name for capture in chains.captures)
