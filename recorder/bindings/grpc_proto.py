@@ -25,7 +25,6 @@ Pure: text out; the SDK's messages and protobuf's descriptors are imported lazil
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from recorder.errors import RecorderError
@@ -129,8 +128,16 @@ def _literal(value: object) -> str:
 
 
 def _default_json_name(name: str) -> str:
-    """protoc's json_name of a field: lowerCamelCase at each underscore."""
-    return re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), name)
+    """protoc's json_name of a field: each underscore dropped, the letter after it upper."""
+    out: list[str] = []
+    upper = False
+    for char in name:
+        if char == "_":
+            upper = True
+            continue
+        out.append(char.upper() if upper else char)
+        upper = False
+    return "".join(out)
 
 
 class _Printer:
