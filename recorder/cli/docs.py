@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -11,6 +12,8 @@ from recorder.cli import fail, plural
 from recorder.cli.options import AliasedOption
 from recorder.docs.curlscript import export_curl
 from recorder.docs.export import DIALECTS, ExportError, export_http
+from recorder.docs.grpcexport import PROTO_FILE, has_grpc
+from recorder.docs.protofile import write_proto
 from recorder.docs.render import (
     DEFAULT_MAX_LINES,
     DEFAULT_PICK,
@@ -224,6 +227,20 @@ def check(paths: tuple[str, ...]) -> None:
     help="The agent the requests go to (default: http:// + the recorded Host header).",
 )
 @click.option(
+    "--grpc-agent",
+    metavar="HOST:PORT",
+    default=None,
+    help="Where the gRPC calls go (default: the recorded host, else GRPC_HOST / grpc_host to set).",
+)
+@click.option(
+    "--proto",
+    "proto_dir",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write the a2a.proto that gRPC calls load into DIR (default: beside -o's export).",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Path(),
@@ -231,7 +248,13 @@ def check(paths: tuple[str, ...]) -> None:
     help="Write to this file (a folder when exporting a folder) instead of standard output.",
 )
 def export(
-    reference: str, target: str, dialect: str, base_url: str | None, output: str | None
+    reference: str,
+    target: str,
+    dialect: str,
+    base_url: str | None,
+    grpc_agent: str | None,
+    proto_dir: str | None,
+    output: str | None,
 ) -> None:
     """Export the requests of FILE (or exchange N), or of every transcript in FOLDER, as a bash
     script of curl commands or a .http file, in which later requests send the ids earlier
@@ -241,15 +264,29 @@ def export(
     and stay {{NAME}} variables in the .http file. A folder is exported to the folder -o names,
     one NN-name.sh or NN-name.http per transcript. Exports start with a line `# exported by
     recorder`, and `recorder play` and `recorder check` skip them.
+
+    gRPC calls are httpyac GRPC requests (--to http) or grpcurl commands (--to curl), which
+    load the service from a2a.proto: written beside the export (-o), or into --proto DIR.
     """
+    settings = _Settings(target, dialect, base_url, grpc_agent)
     if Path(reference).is_dir():
-        _export_folder(Path(reference), target, dialect, base_url, output)
+        _export_folder(Path(reference), settings, output, proto_dir)
         return
     exchanges = _load("export", reference)
     source, index = parse_reference(reference)
     if output is not None and Path(output).resolve() == Path(source).resolve():
         fail("export", f"-o {output} would overwrite the transcript it exports")
-    text = _exported(exchanges, target, dialect, base_url, source, index or 1)
+    text = _exported(exchanges, settings, source, index or 1)
+    grpc = has_grpc(exchanges)
+    if proto_dir is not None or (grpc and output is not None):
+        folder = Path(proto_dir) if proto_dir is not None else Path(output or ".").parent
+        _write_proto(folder)
+    elif grpc:
+        click.echo(
+            f"recorder export: the gRPC calls load ./{PROTO_FILE} from the export's folder:"
+            " write it there with --proto DIR",
+            err=True,
+        )
     if output is None:
         click.echo(text, nl=False)
         return
@@ -258,19 +295,38 @@ def export(
     click.echo(f"recorder export: wrote {output}", err=True)
 
 
-def _exported(
-    exchanges: tuple[Exchange, ...],
-    target: str,
-    dialect: str,
-    base_url: str | None,
-    source: str,
-    start: int,
-) -> str:
+@dataclass(frozen=True)
+class _Settings:
+    """How the export command exports (its options)."""
+
+    target: str
+    dialect: str
+    base_url: str | None
+    grpc_agent: str | None
+
+
+def _write_proto(folder: Path) -> None:
     try:
-        if target == "curl":
-            return export_curl(exchanges, base_url=base_url, source=source, start=start)
+        path = write_proto(folder)
+    except ExportError as exc:
+        fail("export", str(exc))
+    click.echo(f"recorder export: wrote {path} (the gRPC calls' service definition)", err=True)
+
+
+def _exported(exchanges: tuple[Exchange, ...], settings: _Settings, source: str, start: int) -> str:
+    base_url, grpc_host = settings.base_url, settings.grpc_agent
+    try:
+        if settings.target == "curl":
+            return export_curl(
+                exchanges, base_url=base_url, source=source, start=start, grpc_host=grpc_host
+            )
         return export_http(
-            exchanges, base_url=base_url, source=source, start=start, dialect=dialect
+            exchanges,
+            base_url=base_url,
+            source=source,
+            start=start,
+            dialect=settings.dialect,
+            grpc_host=grpc_host,
         )
     except ExportError as exc:
         fail("export", str(exc))
@@ -284,7 +340,7 @@ def _write_export(path: Path, text: str) -> None:
 
 
 def _export_folder(
-    folder: Path, target: str, dialect: str, base_url: str | None, output: str | None
+    folder: Path, settings: _Settings, output: str | None, proto_dir: str | None
 ) -> None:
     if output is None:
         fail("export", f"{folder} is a folder: pass -o FOLDER to export it to")
@@ -300,24 +356,18 @@ def _export_folder(
         destination.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         fail("export", f"cannot create {output}: {exc.strerror or exc}")
-    suffix = ".sh" if target == "curl" else ".http"
-    written = 0
+    suffix = ".sh" if settings.target == "curl" else ".http"
+    protos: set[Path] = set()  # the folders whose exports load a2a.proto
     for path in paths:
         exchanges = _load("export", str(path))
-        if target == "curl" and any(exchange.request.is_grpc for exchange in exchanges):
-            # one gRPC transcript does not stop the folder's other scripts: said, not written
-            click.echo(
-                f"recorder export: skipped {path}: it holds gRPC calls, which curl cannot"
-                f" send (export it --to http, or `recorder export {path} --to curl` names"
-                " the grpcurl command)",
-                err=True,
-            )
-            continue
         name = path.relative_to(folder).with_suffix(suffix)
-        text = _exported(exchanges, target, dialect, base_url, str(path), 1)
+        text = _exported(exchanges, settings, str(path), 1)
         (destination / name).parent.mkdir(parents=True, exist_ok=True)
         _write_export(destination / name, text)
-        written += 1
-    skipped = len(paths) - written
-    note = f" ({skipped} with gRPC calls skipped)" if skipped else ""
-    click.echo(f"recorder export: wrote {plural(written, 'file')} to {output}{note}", err=True)
+        if has_grpc(exchanges):
+            protos.add((destination / name).parent)
+    if proto_dir is not None:
+        protos = {Path(proto_dir)}
+    for place in sorted(protos):
+        _write_proto(place)
+    click.echo(f"recorder export: wrote {plural(len(paths), 'file')} to {output}", err=True)

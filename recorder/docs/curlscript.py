@@ -16,6 +16,11 @@ The script (`export_curl`):
 6. A request recorded `@during exchange N frame K` is sent while exchange N is open: N's curl
    runs in the background, the script waits (10 s at most) until its reply holds K frames,
    sends the request, then waits for N and prints N's reply.
+7. A gRPC call is a grpcurl command (`recorder.docs.grpcexport`) to `"$GRPC_HOST"` (the
+   `--grpc-agent`, else the recorded host, else to set) that loads `a2a.proto` from
+   `"$PROTO_DIR"` (default: the script's folder, where the export writes it); its reply is
+   printed as `GRPC 0 OK`, a blank line and its messages (a failed call's status as JSON),
+   and a stream's message K is captured as the K-th JSON value of its messages so far.
 """
 
 from __future__ import annotations
@@ -32,10 +37,16 @@ from recorder.docs.export import (
     export_base,
     is_streaming_request,
     sent_placeholders,
+    shell_word,
     where,
 )
-from recorder.docs.grpcexport import grpcurl_command
-from recorder.model import Exchange, is_event_stream
+from recorder.docs.grpcexport import (
+    GRPC_HELPERS,
+    PROTO_FILE,
+    grpc_host_of,
+    grpcurl_arguments,
+)
+from recorder.model import Exchange, Request, is_event_stream
 
 __all__ = ["export_curl", "jq_path"]
 
@@ -56,9 +67,9 @@ frames() {  # how many frames of exchange $1's event stream came so far
   body "$1" | awk '
     { sub(/\r$/, "") } /^data:/ { n++ } /^$/ { if (n) k++; n = 0 } END { print k + 0 }'
 }
-await_frames() {  # wait (10 s at most) until exchange $1's event stream holds $2 frames
+await_frames() {  # wait (10 s at most) until exchange $1's stream holds $2 frames ($3 counts)
   local tries=0
-  while [ "$(frames "$1")" -lt "$2" ]; do
+  while [ "$("${3:-frames}" "$1")" -lt "$2" ]; do
     if [ "$tries" -ge 200 ]; then
       echo "exchange $1: frame $2 of its event stream did not come within 10 s" >&2
       return 1
@@ -92,19 +103,44 @@ def _json_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _capture_lines(captures: Sequence[Capture], number_of: dict[int, int]) -> list[str]:
+def _capture_lines(
+    captures: Sequence[Capture], number_of: dict[int, int], grpc: frozenset[int] = frozenset()
+) -> list[str]:
+    """The jq lines that capture each value from its reply (body, SSE frame, or message K of
+    a gRPC stream: the K-th JSON value of its messages)."""
     lines = []
     for capture in captures:
         number = number_of[capture.exchange]
-        source = f"body {number}" if capture.frame is None else f"frame {number} {capture.frame}"
         what = jq_path(capture.path)
         where_ = f"exchange {number}" + ("" if capture.frame is None else f" frame {capture.frame}")
         message = shlex.quote(f"{where_}: the reply has no {what}")
+        if capture.frame is None:
+            source, flags, jq = f"body {number}", "-er", what
+        elif capture.exchange in grpc:
+            # the messages so far (the stream may be open), as many as needed: a message
+            # still being written after them is not read
+            source = f'cat "$out/{number}.grpc"'
+            flags, jq = (
+                "-ner",
+                f"[limit({capture.frame}; inputs)] | .[{capture.frame - 1}] | {what}",
+            )
+        else:
+            source, flags, jq = f"frame {number} {capture.frame}", "-er", what
         lines.append(
-            f"{capture.name}=$({source} | jq -er {shlex.quote(what)})"
+            f"{capture.name}=$({source} | jq {flags} {shlex.quote(jq)})"
             f" || {{ echo {message} >&2; exit 1; }}"
         )
     return lines
+
+
+def _grpcurl_command(request: Request, local: frozenset[str]) -> str:
+    """`grpc_call`'s arguments: the grpcurl command of a gRPC call (rule 7)."""
+    headers, body, method = grpcurl_arguments(request)
+    lines = [f'grpcurl -plaintext -import-path "$PROTO_DIR" -proto {PROTO_FILE} -format-error']
+    lines.extend("-H " + shell_word(header, local) for header in headers)
+    lines.append("-d " + shell_word(body, local))
+    lines.append(f'"$GRPC_HOST" {method}')
+    return " \\\n  ".join(lines)
 
 
 def export_curl(
@@ -113,20 +149,16 @@ def export_curl(
     base_url: str | None = None,
     source: str | None = None,
     start: int = 1,
+    grpc_host: str | None = None,
 ) -> str:
-    """The requests as one bash script (the module docstring's rules 1-6).
+    """The requests as one bash script (the module docstring's rules 1-7).
 
     `start` is the number of the first exchange in its file (`FILE#4` exports exchange 4);
     chains are followed within `exchanges` only."""
-    for number, exchange in enumerate(exchanges, start=start):
-        if exchange.request.is_grpc:
-            raise ExportError(
-                where(source, exchange, number)
-                + f"GRPC {exchange.request.target} is a gRPC call, which curl cannot send:"
-                " export it --to http (httpyac's GRPC requests), or call it with grpcurl: "
-                + grpcurl_command(exchange.request, exchange.request.headers.get("host"))
-            )
-    base = export_base(exchanges, base_url, source)
+    sent = [e for e in exchanges if e.push_config is None]
+    http = [e for e in sent if not e.request.is_grpc]
+    base = export_base(http or exchanges, base_url, source) if http or not sent else None
+    grpc = frozenset(i for i, e in enumerate(exchanges) if e.request.is_grpc)
     chains = find_chains(exchanges)
     local = frozenset(capture.name for capture in chains.captures)
     number_of = {index: index + start for index in range(len(exchanges))}
@@ -141,21 +173,22 @@ def export_curl(
         number = number_of[index]
         request = templated_request(exchange.request, chains.uses[index])
         secrets.extend(sent_placeholders(request, exclude=local))
+        title = f"### {number}. {exchange.title}" if exchange.title else f"### {number}."
+        if index in grpc:
+            return title, f"grpc_call {number} " + _grpcurl_command(request, local)
         stream = is_streaming_request(request) or is_event_stream(exchange.response.content_type)
         try:
             text = curl_command(request, stream=stream, local=local, base_variable="BASE_URL")
         except ExportError as exc:
             raise ExportError(where(source, exchange, number) + str(exc)) from None
-        title = f"### {number}. {exchange.title}" if exchange.title else f"### {number}."
-        return title, text
+        return title, text + f' \\\n  > "$out/{number}"'
 
     def foreground(index: int, note: str = "") -> None:
         title, text = command(index)
         number = number_of[index]
-        lines = [f"# {title[4:]}{note}", f"echo {shlex.quote(title)}"]
-        lines.append(f'{text} \\\n  > "$out/{number}"')
+        lines = [f"# {title[4:]}{note}", f"echo {shlex.quote(title)}", text]
         lines.append(f"show {number}")
-        lines.extend(_capture_lines(chains.of(index), number_of))
+        lines.extend(_capture_lines(chains.of(index), number_of, grpc))
         blocks.append("\n".join(lines) + "\n")
 
     for index in range(len(exchanges)):
@@ -170,36 +203,57 @@ def export_curl(
         number = number_of[index]
         blocks.append(
             f"# {title[4:]} (in the background: later requests are sent while it is open)\n"
-            f'{text} \\\n  > "$out/{number}" &\npid_{number}=$!\n'
+            f"{text} &\npid_{number}=$!\n"
         )
+        counter = " grpc_frames" if index in grpc else ""
         waited = 0
         for later in opened[index]:
             frame = chains.during[later][1]
             if frame > waited:
                 caught = [c for c in chains.of(index) if c.frame is not None and c.frame <= frame]
-                block = [f"await_frames {number} {frame}"]
-                block.extend(_capture_lines(caught, number_of))
+                block = [f"await_frames {number} {frame}{counter}"]
+                block.extend(_capture_lines(caught, number_of, grpc))
                 blocks.append("\n".join(block) + "\n")
                 waited = frame
             foreground(later, f" (sent while exchange {number}'s stream is open)")
         rest = [c for c in chains.of(index) if c.frame is None or c.frame > waited]
         lines = [f'wait "$pid_{number}"', f"echo {shlex.quote(title)}", f"show {number}"]
-        lines.extend(_capture_lines(rest, number_of))
+        lines.extend(_capture_lines(rest, number_of, grpc))
         blocks.append("\n".join(lines) + "\n")
 
     head = ["#!/usr/bin/env bash", EXPORT_MARK + (f" from {source}" if source else "")]
-    head.append("# Each request in order against BASE_URL, each reply printed after its '### N.'")
+    against = "GRPC_HOST" if grpc and not http else "BASE_URL"
+    head.append(f"# Each request in order against {against}, each reply printed after its '### N.'")
     head.append("# line; ids that earlier replies generated are captured and sent on.")
-    needs = "bash, curl and jq" if chains.captures else "bash and curl"
-    head.append(f"# Requires {needs}.")
+    # jq: the captures, and counting a gRPC stream's messages for a request sent during it
+    jq = bool(chains.captures) or any(open_index in grpc for open_index in opened)
+    tools = ["bash", *(["curl"] if http else []), *(["grpcurl"] if grpc else [])]
+    tools += ["jq"] if jq else []
+    head.append(f"# Requires {', '.join(tools[:-1])} and {tools[-1]}.")
+    if grpc:
+        head.append(
+            f"# The gRPC calls go to GRPC_HOST (host:port) and load {PROTO_FILE} from PROTO_DIR"
+        )
+        head.append("# (default: this script's folder, where recorder export writes it).")
     variables = list(dict.fromkeys(secrets))
     if variables:
         head.append("# Set first: " + ", ".join(variables) + ".")
     head.append("set -euo pipefail")
-    if chains.captures:
-        head.append(
-            'command -v jq > /dev/null || { echo "this script needs jq (apt-get install jq)"'
-            " >&2; exit 2; }"
-        )
-    head.append(f"BASE_URL=${{BASE_URL:-{shlex.quote(base)}}}")
-    return "\n".join(head) + "\n" + _HELPERS + "\n" + "\n".join(blocks)
+    for tool, why in (("jq", "jq (apt-get install jq)"), ("grpcurl", "grpcurl")):
+        if tool in tools:
+            head.append(
+                f'command -v {tool} > /dev/null || {{ echo "this script needs {why}"'
+                " >&2; exit 2; }"
+            )
+    if base is not None:
+        head.append(f"BASE_URL=${{BASE_URL:-{shlex.quote(base)}}}")
+    helpers = _HELPERS
+    if grpc:
+        host = grpc_host_of(exchanges, grpc_host)
+        if host:
+            head.append(f"GRPC_HOST=${{GRPC_HOST:-{shlex.quote(host)}}}")
+        else:
+            head.append(': "${GRPC_HOST:?set GRPC_HOST to the gRPC host:port of the agent}"')
+        head.append('PROTO_DIR=${PROTO_DIR:-$(dirname "${BASH_SOURCE[0]:-.}")}')
+        helpers += GRPC_HELPERS
+    return "\n".join(head) + "\n" + helpers + "\n" + "\n".join(blocks)

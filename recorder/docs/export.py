@@ -36,7 +36,13 @@ from urllib.parse import urlsplit
 from recorder.bindings import jsonrpc, rest
 from recorder.checking import EXPORT_MARK
 from recorder.docs.chains import JsonPath, find_chains, templated_request
-from recorder.docs.grpcexport import GRPC_HOST, grpc_head, grpc_request_line, grpc_sent_headers
+from recorder.docs.grpcexport import (
+    GRPC_HOST,
+    grpc_head,
+    grpc_request_line,
+    grpc_sent_headers,
+    loader_body,
+)
 from recorder.errors import RecorderError
 from recorder.model import Exchange, Request, is_event_stream
 from recorder.redact import PLACEHOLDER
@@ -53,6 +59,7 @@ __all__ = [
     "placeholders",
     "request_url",
     "sent_placeholders",
+    "shell_word",
     "where",
 ]
 
@@ -143,7 +150,7 @@ def is_streaming_request(request: Request) -> bool:
 # --------------------------------------------------------------------------- curl
 
 
-def _shell_word(text: str, local: frozenset[str] = frozenset()) -> str:
+def shell_word(text: str, local: frozenset[str] = frozenset()) -> str:
     """One shell word: literal parts single-quoted, `{{NAME}}` as `"${NAME:?set NAME}"` (rule 3:
     an unset or empty variable stops the script) or, for a name in `local` (a script's own
     variable), `"$NAME"`."""
@@ -212,16 +219,16 @@ def curl_command(
         first.append("--head")
     elif not ((method == "GET" and not has_body) or (method == "POST" and has_body)):
         first.extend(["-X", method])
-    first.append(_shell_word(url, local))
+    first.append(shell_word(url, local))
     lines = [" ".join(first)]
     for name, value in _sent_headers(request):
         # `-H 'Name:'` would remove the header; `-H 'Name;'` sends it empty
-        lines.append("-H " + _shell_word(f"{name}: {value}" if value else f"{name};", local))
+        lines.append("-H " + shell_word(f"{name}: {value}" if value else f"{name};", local))
     if has_body and request.headers.get("Content-Type") is None:
         lines.append("-H 'Content-Type:'")
     prefix = ""
     if text_body is not None:
-        lines.append("--data-binary " + _shell_word(text_body, local))
+        lines.append("--data-binary " + shell_word(text_body, local))
     elif binary_body is not None:
         encoded = base64.b64encode(binary_body).decode("ascii")
         prefix = f"printf '%s' {encoded} | base64 --decode | "
@@ -311,7 +318,8 @@ def export_http(
     Client) sends a request variable `{{send_message_1.response.body.$.result.task.id}}`.
     A value a stream frame generated is sent as recorded (noted). `start` numbers the first
     exchange in error messages, as in `export_curl`. A gRPC call is httpyac's `GRPC` request
-    to `{{grpc_host}}` (`grpc_host`, else its recorded host; `recorder.docs.grpcexport`)."""
+    to `{{grpc_host}}` (`grpc_host`, else its recorded host; `recorder.docs.grpcexport`), which
+    loads the service from `a2a.proto` beside the file (the caller writes it there)."""
     if dialect not in DIALECTS:
         raise ExportError(f"unknown .http dialect {dialect!r}: one of {', '.join(DIALECTS)}")
     http = [e for e in exchanges if not e.request.is_grpc and e.push_config is None]
@@ -351,9 +359,10 @@ def export_http(
         sent = grpc_sent_headers(request) if request.is_grpc else _sent_headers(request)
         for name, value in sent:
             lines.append(f"{name}: {value}")
-        if request.body:
+        body = loader_body(request.body, request.target) if request.is_grpc else request.body
+        if body:
             try:
-                text = request.body.decode("utf-8")
+                text = body.decode("utf-8")
             except UnicodeDecodeError:
                 raise ExportError(
                     f"{where_}the request body is binary: .http clients cannot send it inline"
@@ -397,10 +406,7 @@ def export_http(
         head.append("# Define in your client's environment: " + ", ".join(names_to_define))
     if base is not None:
         head.append(f"@host = {base}")
-    grpc_lines = grpc_head(exchanges, grpc_host)
-    if grpc_lines and not any(line.startswith(f"@{GRPC_HOST} ") for line in grpc_lines):
-        head.append("# Define grpc_host (the agent's gRPC host:port) in your environment.")
-    head.extend(grpc_lines)
+    head.extend(grpc_head(exchanges, grpc_host))
     return "\n".join(head) + "\n\n" + "\n".join(blocks)
 
 

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from factories import make_exchange, make_request
 
 from recorder import Exchange, Headers, Response, load
+from recorder.bindings.grpc_proto import PROTO_MARK
 from recorder.cli import main
 from recorder.docs.curlscript import export_curl
 from recorder.docs.export import (
@@ -460,7 +461,7 @@ def test_the_scripts_frame_helpers_read_multi_line_data_and_crlf(tmp_path: Path)
     assert jq_path(("a-b", 0, "x")) == '.["a-b"][0].x'
 
 
-def test_a_folder_exported_to_curl_skips_its_grpc_transcripts_and_says_so(
+def test_a_folder_exported_to_curl_writes_grpcurl_scripts_and_the_proto_they_load(
     tmp_path: Path,
 ) -> None:
     folder = tmp_path / "transcripts"
@@ -474,12 +475,14 @@ def test_a_folder_exported_to_curl_skips_its_grpc_transcripts_and_says_so(
     out = tmp_path / "exported"
     result = CliRunner().invoke(main, ["export", str(folder), "--to", "curl", "-o", str(out)])
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["02-message-reply.sh"]
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["02-message-reply.sh", "18-grpc-get-task.sh", "a2a.proto"]
     assert result.stderr == (
-        f"recorder export: skipped {grpc}: it holds gRPC calls, which curl cannot send"
-        f" (export it --to http, or `recorder export {grpc} --to curl` names the grpcurl"
-        f" command)\nrecorder export: wrote 1 file to {out} (1 with gRPC calls skipped)\n"
+        f"recorder export: wrote {out / 'a2a.proto'} (the gRPC calls' service definition)\n"
+        f"recorder export: wrote 2 files to {out}\n"
     )
-    # the file alone still fails, with the grpcurl command to use instead
-    alone = CliRunner().invoke(main, ["export", str(grpc), "--to", "curl"])
-    assert alone.exit_code == 2 and "grpcurl -plaintext" in alone.stderr
+    script = (out / "18-grpc-get-task.sh").read_text()
+    assert 'grpc_call 1 grpcurl -plaintext -import-path "$PROTO_DIR" -proto a2a.proto' in script
+    assert "# Requires bash and grpcurl.\n" in script and "curl -sS" not in script
+    assert "grpcurl" not in (out / "02-message-reply.sh").read_text()
+    assert (out / "a2a.proto").read_text().startswith(PROTO_MARK)
