@@ -184,4 +184,23 @@ def seen_summary(seen: dict[str, Any]) -> dict[str, Any]:
             out[key] = [_config(created), _config(got), [_config(c) for c in listed.configs]]
         else:
             out[key] = [_event(event) for event in value]
+    out["links"] = _links(seen)
     return out
+
+
+def _links(seen: dict[str, Any]) -> dict[str, bool]:
+    """Whether the ids the client was handed lead where they did from the agent: GetTask's
+    task is the review's, the cancel the slow review's, the answer the asked task's."""
+    links: dict[str, bool] = {}
+    if "review" in seen and "task" in seen:
+        links["task is the review"] = seen["task"].id == seen["review"][0].task.id
+    if "opened" in seen and "canceled" in seen:
+        links["canceled is the slow review"] = seen["canceled"].id == seen["opened"][0].task.id
+    if "asked" in seen and "answer" in seen:
+        asked = seen["asked"][0].task
+        answer = seen["answer"][0].status_update
+        links["answer is the asked task"] = (answer.task_id, answer.context_id) == (
+            asked.id,
+            asked.context_id,
+        )
+    return links
