@@ -6,12 +6,15 @@ and serve that traffic."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import grpc
 from a2a.client import Client, ClientCallContext, ClientConfig, create_client
+from a2a.client.errors import A2AClientTimeoutError
 from a2a.helpers import new_text_message
 from a2a.types import (
     CancelTaskRequest,
@@ -28,6 +31,7 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.errors import TaskNotFoundError
+from helpers import cli_process
 
 from recorder import Transcript, load
 
@@ -134,6 +138,19 @@ def grpc_calls(folder: Path) -> dict[str, list[str]]:
     return found
 
 
+@contextmanager
+def serving(folder: Path) -> Iterator[tuple[Any, str]]:
+    """`recorder serve FOLDER` with its gRPC binding, on free ports: (the process, its URL)."""
+    args = ("serve", str(folder), "--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0")
+    with cli_process(*args, limit=30.0) as process:
+        assert process.stderr is not None
+        first = process.stderr.readline()
+        second = process.stderr.readline()
+        url = re.search(r"on (http://\S+) ", first)
+        assert url and "gRPC binding on" in second, first + second
+        yield process, url.group(1)
+
+
 # ------------------------------------------------------------------ what a client saw
 
 
@@ -204,3 +221,17 @@ def _links(seen: dict[str, Any]) -> dict[str, bool]:
             asked.context_id,
         )
     return links
+
+
+async def expired_review(url: str, *, deadline: float) -> tuple[list[StreamResponse], str]:
+    """A client whose deadline (`deadline` seconds) expires during a slow streaming review:
+    (the messages it read, the error that ended its stream)."""
+    read: list[StreamResponse] = []
+    async with await open_client(url) as client:
+        context = ClientCallContext(timeout=deadline)
+        try:
+            async for event in client.send_message(user_message(SLOW_DIFF), context=context):
+                read.append(event)
+        except A2AClientTimeoutError as exc:
+            return read, type(exc).__name__
+    return read, ""

@@ -5,17 +5,14 @@ once; `--update`), served to the same client, and edited to fail where the edit 
 from __future__ import annotations
 
 import asyncio
-import re
 import shutil
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from grpc_sdk_traffic import grpc_calls, seen_summary, session
+from grpc_sdk_traffic import grpc_calls, seen_summary, serving, session
 from helpers import cli_process, edit, recorder_process
 
 from recorder import load
@@ -139,19 +136,6 @@ def test_recorder_play_update_changes_no_byte(goldens: Path) -> None:
         out, err = p.communicate(timeout=LIMIT * 2)
     assert p.returncode == 0, out + err
     assert {p.name: p.read_bytes() for p in goldens.iterdir()} == before
-
-
-@contextmanager
-def serving(folder: Path) -> Iterator[tuple[Any, str]]:
-    """`recorder serve FOLDER` with its gRPC binding, on free ports: (the process, its URL)."""
-    args = ("serve", str(folder), "--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0")
-    with cli_process(*args, limit=LIMIT) as process:
-        assert process.stderr is not None
-        first = process.stderr.readline()
-        second = process.stderr.readline()
-        url = re.search(r"on (http://\S+) ", first)
-        assert url and "gRPC binding on" in second, first + second
-        yield process, url.group(1)
 
 
 def test_serve_gives_the_same_client_what_the_kit_gave_it(
