@@ -223,11 +223,14 @@ def _links(seen: dict[str, Any]) -> dict[str, bool]:
     return links
 
 
-async def expired_review(url: str, *, deadline: float) -> tuple[list[StreamResponse], str]:
-    """A client whose deadline (`deadline` seconds) expires during a slow streaming review:
-    (the messages it read, the error that ended its stream)."""
+async def expired_review(
+    url: str, *, deadline: float, streaming: bool = True
+) -> tuple[list[StreamResponse], str]:
+    """A client whose deadline (`deadline` seconds) expires during a slow review, streamed
+    (or, not `streaming`, a unary SendMessage that waits for the review's end): (the messages
+    it read, the error that ended its call)."""
     read: list[StreamResponse] = []
-    async with await open_client(url) as client:
+    async with await open_client(url, streaming=streaming) as client:
         context = ClientCallContext(timeout=deadline)
         try:
             async for event in client.send_message(user_message(SLOW_DIFF), context=context):

@@ -32,7 +32,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
 LIMIT = 60.0  # seconds: all of a test's clients together
 CLIENTS = 4
-DEADLINE = 8.0  # seconds: the expiring client's deadline (the slow review runs 30 s)
+DEADLINE = 8.0  # seconds: the expiring clients' deadline (the slow review runs 30 s)
+# seconds the player waits for a reply: the unary call whose client left before the slow
+# review's reply is replayed as recorded when no reply has come by then
+PLAYER_TIMEOUT = 10.0
 
 
 def fresh_kit(grpc: bool = True) -> KitServer:
@@ -108,7 +111,12 @@ def abandoned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     async def clients(url: str) -> dict[str, Any]:
         closed = await asyncio.wait_for(abandoned_review(url, read=2), LIMIT)
         expired = await asyncio.wait_for(expired_review(url, deadline=DEADLINE), LIMIT)
-        return {"closed": closed, "expired": expired}
+        waited = expired_review(url, deadline=DEADLINE, streaming=False)
+        return {
+            "closed": closed,
+            "expired": expired,
+            "waited": await asyncio.wait_for(waited, LIMIT),
+        }
 
     with fresh_kit() as kit:
         direct = asyncio.run(clients(kit.url))
@@ -125,21 +133,24 @@ def abandoned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def _seen(clients: dict[str, Any]) -> dict[str, Any]:
     read, error = clients["expired"]
-    return seen_summary({"closed": clients["closed"], "expired": read}) | {"error": error}
+    unread, unary_error = clients["waited"]
+    seen = seen_summary({"closed": clients["closed"], "expired": read, "waited": unread})
+    return seen | {"error": error, "unary error": unary_error}
 
 
 def test_abandoning_clients_get_what_they_get_from_the_kit(abandoned: dict[str, Any]) -> None:
     direct = _seen(abandoned["direct"])
     assert _seen(abandoned["through"]) == direct
     assert len(direct["closed"]) == 2
-    assert direct["error"] == "A2AClientTimeoutError"
+    assert direct["error"] == direct["unary error"] == "A2AClientTimeoutError"
+    assert direct["waited"] == []
 
 
 def test_abandoned_streams_are_recorded_as_the_client_read_them(
     abandoned: dict[str, Any],
 ) -> None:
     folder = abandoned["folder"]
-    assert method_counts(folder) == {"SendStreamingMessage": 2}, grpc_calls(folder)
+    assert method_counts(folder) == {"SendMessage": 1, "SendStreamingMessage": 2}
     assert check_paths([folder])[1] == []
     calls = [
         e
@@ -147,7 +158,7 @@ def test_abandoned_streams_are_recorded_as_the_client_read_them(
         for e in load(path).exchanges
         if e.request.is_grpc
     ]
-    closed, expired = calls
+    closed, expired, waited = calls
     assert closed.response.events is not None and expired.response.events is not None
     assert len(closed.response.events) == 2
     assert len(expired.response.events) == len(abandoned["through"]["expired"][0])
@@ -164,11 +175,17 @@ def test_abandoned_streams_are_recorded_as_the_client_read_them(
         "DEADLINE_EXCEEDED",
     )
     assert expired.response.trailers.get("grpc-message") == "the client's deadline expired"
+    # the unary call the client stopped waiting for: no reply, the status of its leaving
+    assert (waited.truncated, waited.response.status, waited.response.json) == (
+        True,
+        4,
+        {"code": 4, "message": "the client's deadline expired"},
+    )
 
 
 def test_abandoned_streams_replay_as_recorded_on_a_fresh_kit(abandoned: dict[str, Any]) -> None:
     with fresh_kit() as kit:
-        result = play([abandoned["folder"]], agent=kit.url)
+        result = play([abandoned["folder"]], agent=kit.url, timeout=PLAYER_TIMEOUT)
     assert problems(result) == ([], [])
 
 
@@ -181,9 +198,9 @@ def test_update_of_an_abandoned_stream_keeps_how_its_client_left(
     path = next(p for p in folder.glob("*.http") if "GRPC 1 CANCELLED" in p.read_text())
     edit(path, "TASK_STATE_WORKING", "TASK_STATE_FAILED")
     with fresh_kit() as kit:
-        failed = play([path], agent=kit.url)
+        failed = play([path], agent=kit.url, timeout=PLAYER_TIMEOUT)
         assert problems(failed)[1] == [(path.name, 1, 2, "$.statusUpdate.status.state")]
-        updated = play([folder], agent=kit.url, update=True)
+        updated = play([folder], agent=kit.url, update=True, timeout=PLAYER_TIMEOUT)
     assert [Path(t.path).name for t in updated.transcripts if t.updated] == [path.name]
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
 
@@ -194,7 +211,12 @@ def test_serve_gives_the_abandoning_clients_what_the_kit_gave_them(
     async def clients(url: str) -> dict[str, Any]:
         closed = await asyncio.wait_for(abandoned_review(url, read=2), LIMIT)
         expired = await asyncio.wait_for(expired_review(url, deadline=DEADLINE), LIMIT)
-        return {"closed": closed, "expired": expired}
+        waited = expired_review(url, deadline=DEADLINE, streaming=False)
+        return {
+            "closed": closed,
+            "expired": expired,
+            "waited": await asyncio.wait_for(waited, LIMIT),
+        }
 
     with serving(abandoned["folder"]) as (process, url):
         served = asyncio.run(clients(url))
