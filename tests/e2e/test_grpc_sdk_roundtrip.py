@@ -179,6 +179,12 @@ def test_edited_copies_fail_at_the_exact_path(goldens: Path) -> None:
     text = review.read_text()
     last = text.rindex("\ndata: ", 0, text.index("### GetTask"))
     review.write_text(text[:last] + text[text.index("\n", last + 1) :])
+    # a state changed in a stream's message: the multi-turn answer's WORKING, its frame 1
+    turns = _file_with(goldens, ["SendStreamingMessage", "SendStreamingMessage"])
+    text = turns.read_text()
+    answer = text.index("GRPC 0 OK", text.rindex("GRPC /lf.a2a.v1.A2AService/"))
+    at = text.index('"state": "TASK_STATE_WORKING"', answer)
+    turns.write_text(text[:at] + '"state": "TASK_STATE_FAILED"' + text[at + 29 :])
     # another status code: the unknown task's NOT_FOUND
     unknown = next(p for p in goldens.glob("*.http") if "GRPC 5 NOT_FOUND" in p.read_text())
     edit(unknown, "GRPC 5 NOT_FOUND", "GRPC 9 FAILED_PRECONDITION")
@@ -191,6 +197,7 @@ def test_edited_copies_fail_at_the_exact_path(goldens: Path) -> None:
             [
                 (review.name, 1, None, "frames"),
                 (review.name, get_task, None, "$.status.state"),
+                (turns.name, 2, 1, "$.statusUpdate.status.state"),
                 (unknown.name, not_found, None, "status"),
             ]
         )

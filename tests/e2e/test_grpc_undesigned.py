@@ -95,6 +95,23 @@ def test_clients_at_once_each_get_what_one_gets_alone_and_every_call_is_recorded
         "ListTaskPushNotificationConfigs": CLIENTS,
         "SendStreamingMessage": 5 * CLIENTS,
     }
+    # grouped by id lineage as one client's session is, however the calls interleaved
+    one_session = [
+        ["GetExtendedAgentCard"],
+        ["GetTask"],  # the unknown task's
+        ["SendStreamingMessage"],  # the question
+        ["SendStreamingMessage", "CancelTask"],
+        [
+            "SendStreamingMessage",
+            "GetTask",
+            "CreateTaskPushNotificationConfig",
+            "GetTaskPushNotificationConfig",
+            "ListTaskPushNotificationConfigs",
+            "DeleteTaskPushNotificationConfig",
+        ],
+        ["SendStreamingMessage", "SendStreamingMessage"],
+    ]
+    assert sorted(grpc_calls(folder).values()) == sorted(one_session * CLIENTS)
     assert check_paths([folder])[1] == []
     with fresh_kit() as replayed_on:
         result = play([folder], agent=replayed_on.url, environ={"A2A_TOKEN": kit.token})
