@@ -118,6 +118,14 @@ def test_clients_at_once_each_get_what_one_gets_alone_and_every_call_is_recorded
     assert problems(result) == ([], [])
     together = play([folder], start_agent=fresh_kit, jobs=4)
     assert problems(together) == ([], [])
+    # and served, the same clients at once get the same again
+    with serving(folder) as (served, served_url):
+        again = asyncio.run(clients_at_once(served_url, "any-token"))
+        served.send_signal(signal.SIGINT)
+        _, err = served.communicate(timeout=LIMIT)
+    for client in again:
+        assert seen_summary(client) == alone
+    assert "0 unmatched" in err, err
 
 
 @pytest.fixture(scope="module")
