@@ -136,6 +136,7 @@ class GrpcListener:
         self._channel: Any = None
         self._channel_target: str | None = None
         self._unknown_warned: set[str] = set()
+        self._stopping = False  # (a call cancelled from now on: the recorder's stop ended it)
 
     # ---------------------------------------------------------------- life
 
@@ -167,6 +168,7 @@ class GrpcListener:
     async def stop(self, grace: float = _GRACE) -> None:
         """Stop taking calls; the open ones get `grace` seconds, then are cancelled (each is
         recorded as it ended)."""
+        self._stopping = True
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None
@@ -225,6 +227,16 @@ class GrpcListener:
             return binding.to_json(binding.message_type(name, reply=reply).FromString(data))
         except Exception:  # (a DecodeError, or the SDK's types missing: the call still goes on)
             return data
+
+    def _left(self, context: Any) -> tuple[int, str]:
+        """The status a cancelled call is recorded with (the same text whichever side noticed
+        first): DEADLINE_EXCEEDED when the client's deadline passed, CANCELLED by the client,
+        or by the recorder's stop."""
+        if _client_deadline_passed(context):
+            return _DEADLINE_EXCEEDED, _CLIENT_DEADLINE
+        if self._stopping:
+            return 1, "the recorder stopped"
+        return 1, "cancelled by the client"
 
     def _timeout(self, context: Any) -> float | None:
         remaining = context.time_remaining()
@@ -309,7 +321,7 @@ class GrpcListener:
             except asyncio.CancelledError:
                 rpc.cancel()
                 self.recording.close(call)
-                code, details = _left(context)
+                code, details = self._left(context)
                 self._record(call, code, details, (), (), forwarded=forwarded, truncated=True)
                 raise
             recorded = self._json(name, reply, reply=True) if code == 0 else None
@@ -389,7 +401,7 @@ class GrpcListener:
                 # the client cancelled, left or ran out of time: the agent's call ends too,
                 # recorded as it was
                 rpc.cancel()
-                (code, details), truncated = _left(context), True
+                (code, details), truncated = self._left(context), True
                 raise
             finally:
                 self.recording.close(call)
@@ -467,14 +479,6 @@ def _client_deadline_passed(context: Any) -> bool:
     """Whether the client's deadline has passed (or is about to): its call ends by it."""
     remaining = context.time_remaining()
     return remaining is not None and remaining <= _DEADLINE_SLACK
-
-
-def _left(context: Any) -> tuple[int, str]:
-    """The status a call the client left ends with, as recorded (the same text whichever
-    side noticed first): DEADLINE_EXCEEDED when its deadline passed, else CANCELLED."""
-    if _client_deadline_passed(context):
-        return _DEADLINE_EXCEEDED, _CLIENT_DEADLINE
-    return 1, "cancelled by the client"
 
 
 _CARDS = frozenset({"GetExtendedAgentCard"})

@@ -187,6 +187,38 @@ def test_a_client_whose_deadline_passes_mid_stream_is_recorded_truncated_as_it_l
     assert check_paths([tmp_path])[1] == []
 
 
+def test_a_stream_open_when_the_recorder_stops_is_recorded_truncated_saying_so(
+    tmp_path: Path,
+) -> None:
+    async def run() -> None:
+        agent = Agent()
+        await agent.start()
+        proxy = create_proxy_app("http://127.0.0.1:9", out=tmp_path)
+        proxy.store.prepare()
+        listener = proxy.listen_grpc(port=0, upstream=f"127.0.0.1:{agent.port}")
+        await listener.start()
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{listener.port}") as channel:
+                call = channel.unary_stream(SERVICE + "SendStreamingMessage")(
+                    send_request(), metadata=(("a2a-version", "1.0"),), timeout=LIMIT
+                )
+                agent.release.put_nowait(1)
+                await asyncio.wait_for(call.read(), LIMIT)
+                await listener.stop(0)
+                with pytest.raises(grpc.aio.AioRpcError):
+                    await asyncio.wait_for(call.read(), LIMIT)
+        finally:
+            await agent.server.stop(None)
+            await proxy.aclose()
+
+    asyncio.run(run())
+    (path,) = tmp_path.glob("*.http")
+    (exchange,) = load(path).exchanges
+    assert exchange.truncated and exchange.response.status == 1
+    assert len(exchange.response.events or ()) == 1
+    assert exchange.response.trailers.get("grpc-message") == "the recorder stopped"
+
+
 def test_a_failed_call_comes_back_with_its_status_and_trailers(tmp_path: Path) -> None:
     async def body(agent: Agent, channel: Any) -> grpc.aio.AioRpcError:
         request = a2a_pb2.GetTaskRequest(id="nope").SerializeToString()
