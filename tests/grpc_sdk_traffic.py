@@ -27,6 +27,7 @@ from a2a.types import (
     Role,
     SendMessageRequest,
     StreamResponse,
+    SubscribeToTaskRequest,
     TaskPushNotificationConfig,
     TaskState,
 )
@@ -238,3 +239,21 @@ async def expired_review(
         except A2AClientTimeoutError as exc:
             return read, type(exc).__name__
     return read, ""
+
+
+async def come_back(url: str) -> dict[str, Any]:
+    """A client that abandons a slow streaming review after two messages, then (a new client,
+    as after a restart) asks for its task, subscribes to it, and cancels it during the
+    subscription."""
+    async with await open_client(url) as client:
+        stream = client.send_message(user_message(SLOW_DIFF))
+        opened = [await anext(stream), await anext(stream)]
+        await stream.aclose()  # type: ignore[attr-defined]
+    async with await open_client(url) as client:
+        task_id = opened[0].task.id
+        task = await client.get_task(GetTaskRequest(id=task_id))
+        subscription = client.subscribe(SubscribeToTaskRequest(id=task_id))
+        first = await anext(subscription)
+        canceled = await client.cancel_task(CancelTaskRequest(id=task_id))
+        rest = await collect(subscription)
+    return {"opened": opened, "task": task, "followed": [first, *rest], "canceled": canceled}

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from grpc_sdk_traffic import (
     abandoned_review,
+    come_back,
     expired_review,
     grpc_calls,
     seen_summary,
@@ -248,4 +249,35 @@ def test_serve_gives_the_abandoning_clients_what_the_kit_gave_them(
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=LIMIT)
     assert _seen(served) == _seen(abandoned["direct"])
+    assert "0 unmatched" in err, err
+
+
+def test_a_client_that_comes_back_to_its_abandoned_task_is_recorded_and_replayed(
+    tmp_path: Path,
+) -> None:
+    with fresh_kit() as kit:
+        direct = seen_summary(asyncio.run(asyncio.wait_for(come_back(kit.url), LIMIT)))
+    folder = tmp_path / "recorded"
+    with (
+        fresh_kit() as kit,
+        recorder_process("--upstream", kit.url, "--out", str(folder)) as (process, url),
+    ):
+        through = seen_summary(asyncio.run(asyncio.wait_for(come_back(url), LIMIT)))
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=LIMIT)
+    assert through == direct
+    assert direct["canceled"][0] == direct["followed"][-1][1]  # (CANCELED, the last it followed)
+    # its follow-ups by the task id joined the abandoned stream's file
+    assert list(grpc_calls(folder).values()) == [
+        ["SendStreamingMessage", "GetTask", "SubscribeToTask", "CancelTask"]
+    ]
+    assert check_paths([folder])[1] == []
+    for _ in range(2):
+        with fresh_kit() as kit:
+            assert problems(play([folder], agent=kit.url)) == ([], [])
+    with serving(folder) as (served, served_url):
+        again = seen_summary(asyncio.run(asyncio.wait_for(come_back(served_url), LIMIT)))
+        served.send_signal(signal.SIGINT)
+        _, err = served.communicate(timeout=LIMIT)
+    assert again == direct
     assert "0 unmatched" in err, err
