@@ -318,6 +318,7 @@ class GrpcListener:
                 initial, trailing = error.initial_metadata(), error.trailing_metadata()
                 if code == _DEADLINE_EXCEEDED and _client_deadline_passed(context):
                     code, details, truncated = _DEADLINE_EXCEEDED, _CLIENT_DEADLINE, True
+                    trailing = ()
             except asyncio.CancelledError:
                 rpc.cancel()
                 self.recording.close(call)
