@@ -165,7 +165,7 @@ def test_a_client_whose_deadline_passes_mid_stream_is_recorded_truncated_as_it_l
 ) -> None:
     async def body(agent: Agent, channel: Any) -> dict[str, Any]:
         call = channel.unary_stream(SERVICE + "SendStreamingMessage")(
-            send_request(), metadata=(("a2a-version", "1.0"),), timeout=4
+            send_request(), metadata=(("a2a-version", "1.0"),), timeout=6
         )
         agent.release.put_nowait(1)
         first = await asyncio.wait_for(call.read(), LIMIT)
