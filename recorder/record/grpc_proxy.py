@@ -11,6 +11,10 @@ the agent sends it (a server stream is never buffered). The call's metadata goes
 recorder's own, `recorder-scenario` and `recorder-title`, stripped, as the HTTP headers are),
 its deadline too (the time the client has left), and the agent's initial metadata, trailing
 metadata and status come back as they were. A client that cancels cancels the agent's call.
+A call its client leaves (it cancels, or its deadline passes) is recorded `@truncated`, with
+the messages that reached the client and the status of its leaving, the same whichever side
+noticed first: CANCELLED "cancelled by the client", or DEADLINE_EXCEEDED "the client's
+deadline expired" (the player cuts its replay there and compares what the client read).
 
 The record is made beside the traffic, never in its way: the messages are decoded to ProtoJSON
 (`recorder.bindings.grpc`) only for the transcript, the call joins its scenario's file (its
@@ -132,6 +136,7 @@ class GrpcListener:
         self._channel: Any = None
         self._channel_target: str | None = None
         self._unknown_warned: set[str] = set()
+        self._stopping = False  # (a call cancelled from now on: the recorder's stop ended it)
 
     # ---------------------------------------------------------------- life
 
@@ -163,6 +168,7 @@ class GrpcListener:
     async def stop(self, grace: float = _GRACE) -> None:
         """Stop taking calls; the open ones get `grace` seconds, then are cancelled (each is
         recorded as it ended)."""
+        self._stopping = True
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None
@@ -221,6 +227,16 @@ class GrpcListener:
             return binding.to_json(binding.message_type(name, reply=reply).FromString(data))
         except Exception:  # (a DecodeError, or the SDK's types missing: the call still goes on)
             return data
+
+    def _left(self, context: Any) -> tuple[int, str]:
+        """The status a cancelled call is recorded with (the same text whichever side noticed
+        first): DEADLINE_EXCEEDED when the client's deadline passed, CANCELLED by the client,
+        or by the recorder's stop."""
+        if _client_deadline_passed(context):
+            return _DEADLINE_EXCEEDED, _CLIENT_DEADLINE
+        if self._stopping:
+            return 1, "the recorder stopped"
+        return 1, "cancelled by the client"
 
     def _timeout(self, context: Any) -> float | None:
         remaining = context.time_remaining()
@@ -289,6 +305,7 @@ class GrpcListener:
             request, metadata=forwarded or None, timeout=self._timeout(context)
         )
         code, details, reply = 0, "", b""
+        truncated = False
         initial: Any = ()
         trailing: Any = ()
         try:
@@ -299,10 +316,14 @@ class GrpcListener:
             except grpc.aio.AioRpcError as error:
                 code, details = error.code().value[0], error.details() or ""
                 initial, trailing = error.initial_metadata(), error.trailing_metadata()
+                if code == _DEADLINE_EXCEEDED and _client_deadline_passed(context):
+                    code, details, truncated = _DEADLINE_EXCEEDED, _CLIENT_DEADLINE, True
+                    trailing = ()
             except asyncio.CancelledError:
                 rpc.cancel()
                 self.recording.close(call)
-                self._record(call, 1, "cancelled by the client", (), (), forwarded=forwarded)
+                code, details = self._left(context)
+                self._record(call, code, details, (), (), forwarded=forwarded, truncated=True)
                 raise
             recorded = self._json(name, reply, reply=True) if code == 0 else None
             # (its ids learned before the writer reads `call.after`, and before the client
@@ -312,7 +333,14 @@ class GrpcListener:
             else:
                 self.recording.close(call)
             self._record(
-                call, code, details, initial, trailing, reply=recorded, forwarded=forwarded
+                call,
+                code,
+                details,
+                initial,
+                trailing,
+                reply=recorded,
+                forwarded=forwarded,
+                truncated=truncated,
             )
         finally:
             self.recording.finish(call)
@@ -366,10 +394,15 @@ class GrpcListener:
             except grpc.aio.AioRpcError as error:
                 code, details = error.code().value[0], error.details() or ""
                 initial, trailing = error.initial_metadata(), error.trailing_metadata()
+                if code == _DEADLINE_EXCEEDED and _client_deadline_passed(context):
+                    # the client's deadline, which the agent's call has too, noticed there first
+                    code, details, truncated = _DEADLINE_EXCEEDED, _CLIENT_DEADLINE, True
+                    trailing = ()
             except (asyncio.CancelledError, GeneratorExit):
-                # the client cancelled or left: the agent's call ends too, recorded as it was
+                # the client cancelled, left or ran out of time: the agent's call ends too,
+                # recorded as it was
                 rpc.cancel()
-                code, details, truncated = 1, "cancelled by the client", True
+                (code, details), truncated = self._left(context), True
                 raise
             finally:
                 self.recording.close(call)
@@ -434,6 +467,19 @@ class GrpcListener:
             return data
         except Exception:  # (a card the recorder cannot read goes on as it came)
             return reply
+
+
+_DEADLINE_EXCEEDED = 4
+_CLIENT_DEADLINE = "the client's deadline expired"
+# (seconds: the agent's call has the client's deadline, computed a moment later, so it can
+# end a moment before the client's is seen to pass)
+_DEADLINE_SLACK = 0.5
+
+
+def _client_deadline_passed(context: Any) -> bool:
+    """Whether the client's deadline has passed (or is about to): its call ends by it."""
+    remaining = context.time_remaining()
+    return remaining is not None and remaining <= _DEADLINE_SLACK
 
 
 _CARDS = frozenset({"GetExtendedAgentCard"})

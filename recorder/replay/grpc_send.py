@@ -111,10 +111,12 @@ def send_call(
     """Send the gRPC call `request` to the agent at `address`; its reply as it arrived.
 
     As `recorder.replay.send.send_raw`: `max_events` stops reading a server stream after that
-    many messages (the reply is `cut`), `on_frames(n)` is told the messages so far (0 when the
-    initial metadata arrives), `on_chunk` each message as an SSE frame's bytes (what `@during`
-    decodes), `on_sent()` once the call has started. Raises `UpstreamError` when the agent
-    cannot be reached and `NoReplyError` when the call does not end within `timeout`."""
+    many messages (the reply is `cut`); 0 for a unary call (its recording's client left before
+    the reply): no reply by `timeout` is a `cut` reply, not NoReplyError. `on_frames(n)` is
+    told the messages so far (0 when the initial metadata arrives), `on_chunk` each message as
+    an SSE frame's bytes (what `@during` decodes), `on_sent()` once the call has started.
+    Raises `UpstreamError` when the agent cannot be reached and `NoReplyError` when the call
+    does not end within `timeout`."""
     grpc = _grpc()
     name = binding.method_of(request.target)
     if name is None:
@@ -172,6 +174,10 @@ def send_call(
             call = future
     except grpc.RpcError as exc:
         call = exc
+        if not streaming and max_events == 0 and exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+            # the recording's client left before the reply, and the agent has not replied by
+            # the player's deadline either: that is the call as recorded, cut where it was
+            cut = True
     return _live(grpc, call, address, request, started, timeout, messages, reply, cut, streaming)
 
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from recorder.model import Headers, Response
+from recorder.model import Exchange, Headers, Response
 from recorder.sse import SseEvent
 
 __all__ = [
@@ -57,6 +57,18 @@ def is_frame(event: SseEvent) -> bool:
 def real_frames(events: Iterable[SseEvent]) -> list[SseEvent]:
     """The frames of a reply, without its comment-only frames (keep-alive pings)."""
     return [event for event in events if is_frame(event)]
+
+
+def frames_read(golden: Exchange) -> int | None:
+    """How many frames of the reply to read before the player cuts it: the data frames a
+    truncated recording holds (keep-alive pings are not waited for); 0 for a gRPC call cut
+    before its first message (its recorded body is the status of its client's leaving);
+    None (read to the end) for a recording that is whole, or a truncated single body."""
+    if not golden.truncated:
+        return None
+    if golden.response.events is not None:
+        return len(real_frames(golden.response.events))
+    return 0 if golden.request.is_grpc else None
 
 
 class LiveReply:

@@ -51,7 +51,7 @@ from recorder.replay.agents import AgentHandle as AgentHandle
 from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc, send_grpc
 from recorder.replay.jobs import Stopped, run_files
-from recorder.replay.live import real_frames
+from recorder.replay.live import frames_read
 from recorder.replay.needs import attach_needs, play_needs
 from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.plan import PlanItem, load_transcripts, plan
@@ -233,10 +233,7 @@ class FilePlayer:
         self._notes[index] = self._unpaired_notes(index, golden.request)
         request = fill_placeholders(request, self._filled, path=self.path, line=golden.line)
         request = self._pushes.prepare(index, request)
-        max_events = None
-        if golden.truncated and golden.response.events is not None:
-            # the data frames the client read: keep-alive pings are not waited for
-            max_events = len(real_frames(golden.response.events))
+        max_events = frames_read(golden)
         if index in self._in_background:
 
             def start(background: BackgroundExchange) -> LiveReply:

@@ -70,6 +70,8 @@ def blessed_exchanges(
         response = scrub_response(response, scrubbed)
         # a truncated recording whose live reply was read to its end is whole now
         truncated = golden.truncated and live[index].cut
+        if truncated and golden.request.is_grpc:
+            response = _left_as_recorded(golden.response, response)
         if golden.push_config is not None:
             # a delivery: the agent's request is what was blessed, the client's answer stays
             if response.body != golden.request.body:
@@ -79,6 +81,24 @@ def blessed_exchanges(
         elif response != golden.response or truncated != golden.truncated:
             replaced[index] = replace(golden, response=response, truncated=truncated)
     return replaced
+
+
+def _left_as_recorded(recorded: Response, blessed: Response) -> Response:
+    """A gRPC call cut where its recording ends, blessed: its messages the live ones, its
+    status, trailers (and, no message read, its body) the recorded ones, which say how the
+    recording's client left; the cut replay read no status."""
+    if not blessed.events:
+        return replace(
+            blessed,
+            status=recorded.status,
+            reason=recorded.reason,
+            trailers=recorded.trailers,
+            body=recorded.body,
+            events=recorded.events,
+        )
+    return replace(
+        blessed, status=recorded.status, reason=recorded.reason, trailers=recorded.trailers
+    )
 
 
 def write_exchanges(path: str, transcript: Transcript, replaced: Mapping[int, Exchange]) -> bool:

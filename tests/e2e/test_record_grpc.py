@@ -6,29 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
-from a2a.client import Client, ClientCallContext, ClientConfig, create_client
-from a2a.helpers import new_text_message
-from a2a.types import (
-    CancelTaskRequest,
-    DeleteTaskPushNotificationConfigRequest,
-    GetExtendedAgentCardRequest,
-    GetTaskPushNotificationConfigRequest,
-    GetTaskRequest,
-    ListTaskPushNotificationConfigsRequest,
-    ListTasksRequest,
-    Role,
-    SendMessageRequest,
-    StreamResponse,
-    TaskPushNotificationConfig,
-    TaskState,
-)
+from a2a.types import StreamResponse
 from a2a.utils.errors import TaskNotFoundError
+from grpc_sdk_traffic import CANCELED, collect, grpc_calls, open_client, session, user_message
 from helpers import recorder_process
 
 from recorder import Transcript, load
@@ -38,97 +24,11 @@ from recorder.record.proxy import ProxyServer, create_proxy_app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
-DIFF = (
-    "--- a/src/app.py\n+++ b/src/app.py\n@@ -1,2 +1,4 @@\n import os\n"
-    "+# TODO: read the port from the config\n+print(os.getcwd())\n x = 1\n"
-)
-HEADERLESS_DIFF = "@@ -1,2 +1,3 @@\n import os\n+# FIXME: handle errors\n x = 1\n"
-SLOW_DIFF = "please review slowly\n" + DIFF
-CANCELED = TaskState.TASK_STATE_CANCELED
-
 
 @pytest.fixture(scope="module")
 def grpc_kit() -> Iterator[KitServer]:
     with start_kit(grpc_port=0) as server:
         yield server
-
-
-def user_message(text: str, *, task_id: str = "", context_id: str = "") -> SendMessageRequest:
-    message = new_text_message(text, role=Role.ROLE_USER, task_id=task_id, context_id=context_id)
-    return SendMessageRequest(message=message)
-
-
-async def collect(stream: AsyncIterator[StreamResponse]) -> list[StreamResponse]:
-    return [event async for event in stream]
-
-
-async def open_client(url: str, *, streaming: bool = True) -> Client:
-    config = ClientConfig(
-        streaming=streaming,
-        supported_protocol_bindings=["GRPC"],
-        grpc_channel_factory=grpc.aio.insecure_channel,
-    )
-    return await create_client(url, client_config=config)
-
-
-async def session(url: str, token: str) -> dict[str, Any]:
-    """What a user does over gRPC, through the recorder at `url`."""
-    seen: dict[str, Any] = {}
-    async with await open_client(url) as client:
-        seen["card"] = [(i.protocol_binding, i.url) for i in client._card.supported_interfaces]  # type: ignore[attr-defined]
-        seen["question"] = await collect(client.send_message(user_message("What can you review?")))
-        review = await collect(client.send_message(user_message(DIFF)))
-        task_id = review[0].task.id
-        seen["review"] = review
-        seen["task"] = await client.get_task(GetTaskRequest(id=task_id))
-        seen["listed"] = await client.list_tasks(ListTasksRequest())
-        # CancelTask while the slow review's stream is open
-        stream = client.send_message(user_message(SLOW_DIFF))
-        opened = [await anext(stream), await anext(stream)]
-        seen["canceled"] = await client.cancel_task(CancelTaskRequest(id=opened[0].task.id))
-        seen["slow_rest"] = await collect(stream)
-        # multi-turn: the file name asked for, then given
-        first = await collect(client.send_message(user_message(HEADERLESS_DIFF)))
-        asked = first[0].task
-        seen["answer"] = await collect(
-            client.send_message(
-                user_message("src/app.py", task_id=asked.id, context_id=asked.context_id)
-            )
-        )
-        hook = "http://127.0.0.1:9/hook"
-        await client.create_task_push_notification_config(
-            TaskPushNotificationConfig(task_id=task_id, id="hook-1", url=hook, token="tok")
-        )
-        await client.get_task_push_notification_config(
-            GetTaskPushNotificationConfigRequest(task_id=task_id, id="hook-1")
-        )
-        await client.list_task_push_notification_configs(
-            ListTaskPushNotificationConfigsRequest(task_id=task_id)
-        )
-        await client.delete_task_push_notification_config(
-            DeleteTaskPushNotificationConfigRequest(task_id=task_id, id="hook-1")
-        )
-        try:
-            await client.get_task(GetTaskRequest(id="no-such-task"))
-        except TaskNotFoundError as exc:
-            seen["unknown"] = exc
-        bearer = {"Authorization": f"Bearer {token}"}
-        extended = await client.get_extended_agent_card(
-            GetExtendedAgentCardRequest(), context=ClientCallContext(service_parameters=bearer)
-        )
-        seen["extended"] = [(i.protocol_binding, i.url) for i in extended.supported_interfaces]
-    return seen
-
-
-def grpc_calls(folder: Path) -> dict[str, list[str]]:
-    """File name -> the gRPC methods recorded there, in order."""
-    found: dict[str, list[str]] = {}
-    for path in sorted(folder.glob("*.http")):
-        transcript: Transcript = load(path)
-        methods = [e.request.target.rsplit("/", 1)[1] for e in transcript.exchanges]
-        if any(e.request.is_grpc for e in transcript.exchanges):
-            found[path.name] = methods
-    return found
 
 
 @pytest.fixture(scope="module")

@@ -160,6 +160,65 @@ def test_the_deadline_goes_on_and_a_cancel_cancels_the_agents_call(tmp_path: Pat
     assert len(exchange.response.events or ()) == 1
 
 
+def test_a_client_whose_deadline_passes_mid_stream_is_recorded_truncated_as_it_left(
+    tmp_path: Path,
+) -> None:
+    async def body(agent: Agent, channel: Any) -> dict[str, Any]:
+        call = channel.unary_stream(SERVICE + "SendStreamingMessage")(
+            send_request(), metadata=(("a2a-version", "1.0"),), timeout=6
+        )
+        agent.release.put_nowait(1)
+        first = await asyncio.wait_for(call.read(), LIMIT)
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await asyncio.wait_for(call.read(), LIMIT)  # (the agent sends no second message)
+        await asyncio.wait_for(agent.cancelled.wait(), LIMIT)
+        return {"first": first, "code": raised.value.code()}
+
+    seen = asyncio.run(through_listener(tmp_path, body))
+    assert seen["first"] == status_event(1)
+    assert seen["code"] == grpc.StatusCode.DEADLINE_EXCEEDED
+    (path,) = tmp_path.glob("*.http")
+    (exchange,) = load(path).exchanges
+    # whichever side saw the deadline first, the agent's call or the client's, the same record
+    assert exchange.truncated
+    assert (exchange.response.status, exchange.response.reason) == (4, "DEADLINE_EXCEEDED")
+    assert len(exchange.response.events or ()) == 1
+    assert list(exchange.response.trailers) == [("grpc-message", "the client's deadline expired")]
+    assert check_paths([tmp_path])[1] == []
+
+
+def test_a_stream_open_when_the_recorder_stops_is_recorded_truncated_saying_so(
+    tmp_path: Path,
+) -> None:
+    async def run() -> None:
+        agent = Agent()
+        await agent.start()
+        proxy = create_proxy_app("http://127.0.0.1:9", out=tmp_path)
+        proxy.store.prepare()
+        listener = proxy.listen_grpc(port=0, upstream=f"127.0.0.1:{agent.port}")
+        await listener.start()
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{listener.port}") as channel:
+                call = channel.unary_stream(SERVICE + "SendStreamingMessage")(
+                    send_request(), metadata=(("a2a-version", "1.0"),), timeout=LIMIT
+                )
+                agent.release.put_nowait(1)
+                await asyncio.wait_for(call.read(), LIMIT)
+                await listener.stop(0)
+                with pytest.raises(grpc.aio.AioRpcError):
+                    await asyncio.wait_for(call.read(), LIMIT)
+        finally:
+            await agent.server.stop(None)
+            await proxy.aclose()
+
+    asyncio.run(run())
+    (path,) = tmp_path.glob("*.http")
+    (exchange,) = load(path).exchanges
+    assert exchange.truncated and exchange.response.status == 1
+    assert len(exchange.response.events or ()) == 1
+    assert exchange.response.trailers.get("grpc-message") == "the recorder stopped"
+
+
 def test_a_failed_call_comes_back_with_its_status_and_trailers(tmp_path: Path) -> None:
     async def body(agent: Agent, channel: Any) -> grpc.aio.AioRpcError:
         request = a2a_pb2.GetTaskRequest(id="nope").SerializeToString()

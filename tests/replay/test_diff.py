@@ -1114,3 +1114,37 @@ def test_a_card_recorded_through_127_0_0_1_that_says_localhost_replays() -> None
     assert [m.path for m in state.compare(exchanges[0], changed)] == ["$.name"]
     blessed = state.bless(exchanges[0].response, changed, matched=False).json
     assert blessed["supportedInterfaces"] == exchanges[0].response.json["supportedInterfaces"]
+
+
+def _grpc_stream_reply(code: int, states: list[str], message: str = "") -> Response:
+    from recorder.bindings import grpc as binding
+
+    frames = [{"statusUpdate": {"taskId": "t-1", "status": {"state": s}}} for s in states]
+    return binding.response_of(
+        code, message=message, messages=[json.dumps(f).encode() for f in frames]
+    )
+
+
+def test_a_truncated_grpc_call_compares_its_messages_not_how_its_client_left() -> None:
+    from recorder.bindings import grpc as binding
+    from recorder.replay.live import LiveReply, frames_read
+
+    request = binding.request_of("SendStreamingMessage", [("a2a-version", "1.0")], b"{}")
+    left = _grpc_stream_reply(1, ["TASK_STATE_SUBMITTED"], "cancelled by the client")
+    golden = Exchange(request, left, truncated=True)
+    assert frames_read(golden) == 1
+    # the replay read as many messages, then cut the call: no status, no trailers
+    cut = LiveReply.of(_grpc_stream_reply(0, ["TASK_STATE_SUBMITTED"]), cut=True)
+    state = ReplayState(DEFAULT_RULES, recorded_base=RECORDED_BASE, live_base=LIVE_BASE)
+    assert state.compare(golden, cut) == []
+    other = LiveReply.of(_grpc_stream_reply(0, ["TASK_STATE_WORKING"]), cut=True)
+    [mismatch] = state.compare(golden, other)
+    assert (mismatch.frame, mismatch.path) == (1, "$.statusUpdate.status.state")
+    # a whole recording's status and trailers are compared as ever
+    whole = replace(golden, truncated=False)
+    found = {m.path for m in state.compare(whole, cut)}
+    assert found == {"status", "trailer grpc-message"}
+    # a call cut before its first message: the replay reads none (its body is the status)
+    nothing = Exchange(request, binding.response_of(4, message="deadline"), truncated=True)
+    assert nothing.response.events is None and frames_read(nothing) == 0
+    assert frames_read(whole) is None
