@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 from typing import Any, NoReturn
 
 import click
 
 __all__ = ["fail", "main", "plural", "warn"]
+
+# grpcio's core logs a connection's end at INFO on stderr (a GOAWAY when an agent stops, say):
+# not the recorder's output. Set before grpc is first imported; a user's own setting wins.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 
 def fail(command: str, message: str, code: int = 2) -> NoReturn:
