@@ -227,11 +227,16 @@ def _json_error(text: str | bytes) -> tuple[int, str] | None:
     return None
 
 
-def _rejected(status: int, reply: object) -> bool:
-    """Whether the agent rejected the request: a 4xx status (HTTP+JSON's 400), or a JSON-RPC
-    parse error (-32700, sent with status 200)."""
+def _rejected(exchange: Exchange) -> bool:
+    """Whether the agent rejected the request: a 4xx status (HTTP+JSON's 400), a JSON-RPC
+    parse error (-32700, sent with status 200), or a gRPC call that failed (bytes that are no
+    message, which the recorder keeps as they came, end INTERNAL or INVALID_ARGUMENT)."""
+    status = exchange.response.status
+    if exchange.request.is_grpc:
+        return status != 0
     if 400 <= status < 500:
         return True
+    reply = exchange.response.json
     if not isinstance(reply, dict):
         return False
     error = reply.get("error")
@@ -270,7 +275,7 @@ def json_problems(
         for what, message, line in parts:
             if not message.is_json or not message.body:
                 continue
-            if what == "request" and _rejected(exchange.response.status, exchange.response.json):
+            if what == "request" and _rejected(exchange):
                 continue  # sent malformed on purpose, and the agent said so: a recording of that
             if what == "reply" and exchange.truncated:
                 continue  # cut short: what came, as it came

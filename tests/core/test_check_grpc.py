@@ -210,3 +210,41 @@ def test_without_the_sdk_a_grpc_call_cannot_be_checked_and_says_why(
             "cannot check a gRPC call: gRPC needs the grpc extra: pip install 'a2a-recorder[grpc]'",
         )
     ]
+
+
+UNDECODABLE = """\
+# recorder-format: 1
+
+### SendMessage: bytes that are no SendMessageRequest
+GRPC /lf.a2a.v1.A2AService/SendMessage
+a2a-version: 1.0
+
+# recorder-body: base64
+/wBnYXJiYWdlkw==
+
+GRPC {status}
+
+{reply}
+"""
+FAILED_CALL = '{\n  "code": 13,\n  "message": "Exception deserializing request!"\n}'
+ANSWERED = '{\n  "message": {\n    "messageId": "m-1",\n    "role": "ROLE_AGENT"\n  }\n}'
+
+
+def test_a_request_that_is_no_message_passes_when_the_agent_failed_the_call(
+    tmp_path: Path,
+) -> None:
+    # what the recorder writes for a client's garbage bytes (kept as they came, in base64):
+    # the agent's failure is the record of it, as a 400 is for a malformed HTTP body
+    path = tmp_path / "garbage.http"
+    path.write_text(UNDECODABLE.format(status="13 INTERNAL", reply=FAILED_CALL))
+    assert check_paths([path]) == (1, [])
+
+
+def test_a_request_that_is_no_message_fails_when_the_agent_answered_it(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.http"
+    path.write_text(UNDECODABLE.format(status="0 OK", reply=ANSWERED))
+    count, problems = check_paths([path])
+    assert count == 1
+    assert [(p.line, p.message.split(":")[0]) for p in problems] == [
+        (7, "the request body is not JSON")
+    ]
