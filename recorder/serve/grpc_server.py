@@ -13,6 +13,7 @@ with a `--fallback` agent that serves gRPC is relayed to it (`recorder.serve.grp
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -21,12 +22,12 @@ from typing import Any
 from recorder.bindings import grpc as binding
 from recorder.errors import RecorderError
 from recorder.model import GRPC_METHOD, Response
-from recorder.serve.app import StandIn
+from recorder.serve.app import PACE_LIMIT, StandIn
 from recorder.serve.book import Found, NotFound
 from recorder.serve.grpc_relay import GrpcRelay
 from recorder.serve.match import LiveRequest
 from recorder.serve.nomatch import no_match_message
-from recorder.serve.render import Renderer
+from recorder.serve.render import Renderer, pacing
 
 __all__ = ["GrpcStandIn"]
 
@@ -162,10 +163,15 @@ class GrpcStandIn:
             if not await self.stand_in.hold(found, 0):
                 return
             sent = 0
+            # --pace: the messages spaced as their timestamps say, as the HTTP bindings' frames
+            pace = self.stand_in.pace
+            waits = pacing(found.step, self.stand_in.pairing, limit=PACE_LIMIT) if pace else None
             for number in range(len(response.events or ())):
                 text = renderer.frame_data(number)
                 if text is None:
                     continue  # (a comment-only frame: no message)
+                if waits is not None and waits[number] > 0:
+                    await asyncio.sleep(waits[number])
                 yield binding.to_message(name, text, reply=True).SerializeToString()
                 sent += 1
                 if not await self.stand_in.hold(found, sent):

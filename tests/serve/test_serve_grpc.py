@@ -5,10 +5,12 @@ same results as the kit itself; its card lists the stand-in's GRPC interface."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +30,8 @@ from a2a.types import (
     SendMessageRequest,
     SendMessageResponse,
     StreamResponse,
+    SubscribeToTaskRequest,
+    TaskState,
 )
 from grpc_traffic import DIFF, record_cancel_during_stream, record_card, record_review
 
@@ -223,3 +227,44 @@ def test_a_call_that_matches_nothing_goes_to_the_fallback_agent_and_is_recorded(
     ]
     count, problems = check_paths([new])
     assert count >= 1 and problems == []
+
+
+def _status_frame(state: str, at: str) -> str:
+    update = {"taskId": "t-1", "contextId": "c-1", "status": {"state": state, "timestamp": at}}
+    return json.dumps({"statusUpdate": update})
+
+
+def test_pace_spaces_a_streams_messages_as_their_timestamps_say(tmp_path: Path) -> None:
+    times = ("2026-11-29T19:36:39.000000Z", "2026-11-29T19:36:39.400000Z")
+    frames = "\n\n".join(
+        f"data: {_status_frame(state, at)}"
+        for state, at in zip(("TASK_STATE_WORKING", "TASK_STATE_COMPLETED"), times, strict=True)
+    )
+    (tmp_path / "01-subscribe.http").write_text(
+        "# recorder-format: 1\n\n### SubscribeToTask\n"
+        "GRPC /lf.a2a.v1.A2AService/SubscribeToTask\na2a-version: 1.0\n\n"
+        '{\n  "id": "t-1"\n}\n\nGRPC 0 OK\n\n' + frames + "\n"
+    )
+    gaps = {}
+    for pace in (False, True):
+        options = ["--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0"]
+        with (
+            serving(str(tmp_path), *options, *(["--pace"] if pace else [])) as (_, _url, address),
+            grpc.insecure_channel(address) as channel,
+        ):
+            call = channel.unary_stream(
+                "/lf.a2a.v1.A2AService/SubscribeToTask",
+                request_serializer=SubscribeToTaskRequest.SerializeToString,
+                response_deserializer=StreamResponse.FromString,
+            )
+            arrivals = []
+            request = SubscribeToTaskRequest(id="t-1")
+            for event in call(request, metadata=[("a2a-version", "1.0")], timeout=LIMIT):
+                arrivals.append((time.monotonic(), event.status_update.status.state))
+        assert [state for _, state in arrivals] == [
+            TaskState.TASK_STATE_WORKING,
+            TaskState.TASK_STATE_COMPLETED,
+        ]
+        gaps[pace] = arrivals[1][0] - arrivals[0][0]
+    assert gaps[True] >= 0.35, gaps  # (asyncio.sleep waits at least that long)
+    assert gaps[True] > gaps[False], gaps
