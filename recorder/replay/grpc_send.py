@@ -18,6 +18,7 @@ gRPC reply as they see any other.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -97,6 +98,18 @@ def card_grpc_address(base_url: str, timeout: float) -> str | None:
     return None
 
 
+def _json_text(body: bytes) -> bool:
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
+
+
+def _same_bytes(data: bytes) -> bytes:
+    return data
+
+
 def send_call(
     channels: GrpcChannels,
     address: str,
@@ -121,10 +134,16 @@ def send_call(
     name = binding.method_of(request.target)
     if name is None:
         raise NoReplyError(f"cannot send GRPC {request.target}: not a method of {binding.SERVICE}")
+    message: Any
     try:
         message = binding.to_message(name, request.body or b"{}")
-    except ValueError as exc:
-        raise NoReplyError(f"cannot send GRPC {request.target}: {exc}") from None
+        serialize = type(message).SerializeToString
+    except ValueError as exc:  # (a UnicodeDecodeError too)
+        if _json_text(request.body):
+            raise NoReplyError(f"cannot send GRPC {request.target}: {exc}") from None
+        # bytes that are no message, as the recording's client sent them (the recorder kept
+        # them so): sent as they are, for the agent to fail the call again
+        message, serialize = request.body, _same_bytes
     metadata = [
         (key, value)
         for key, value in binding.metadata_of(request.headers)
@@ -136,7 +155,7 @@ def send_call(
     make = channel.unary_stream if streaming else channel.unary_unary
     stub = make(
         request.target,
-        request_serializer=type(message).SerializeToString,
+        request_serializer=serialize,
         response_deserializer=reply_type.FromString,
     )
     started = time.monotonic()

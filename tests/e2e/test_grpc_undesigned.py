@@ -11,6 +11,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import grpc
+import httpx
 import pytest
 from grpc_sdk_traffic import (
     abandoned_review,
@@ -281,3 +283,42 @@ def test_a_client_that_comes_back_to_its_abandoned_task_is_recorded_and_replayed
         _, err = served.communicate(timeout=LIMIT)
     assert again == direct
     assert "0 unmatched" in err, err
+
+
+def test_bytes_that_are_no_message_are_recorded_as_sent_checked_and_replayed(
+    tmp_path: Path,
+) -> None:
+    garbage = b"\xff\x00not a protobuf message\x93"
+    folder = tmp_path / "recorded"
+    metadata = [("a2a-version", "1.0")]
+
+    def send(address: str) -> tuple[Any, str]:
+        with grpc.insecure_channel(address) as channel, pytest.raises(grpc.RpcError) as caught:
+            channel.unary_unary("/lf.a2a.v1.A2AService/SendMessage")(
+                garbage, metadata=metadata, timeout=LIMIT
+            )
+        return caught.value.code(), caught.value.details() or ""
+
+    with (
+        fresh_kit() as kit,
+        recorder_process("--upstream", kit.url, "--out", str(folder)) as (process, url),
+    ):
+        assert kit.grpc_address is not None
+        card = httpx.get(
+            f"{url}/.well-known/agent-card.json", headers={"A2A-Version": "1.0"}, timeout=LIMIT
+        ).json()
+        listed = card["supportedInterfaces"]
+        [address] = [i["url"] for i in listed if i["protocolBinding"] == "GRPC"]
+        through = send(address)
+        direct = send(kit.grpc_address)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=LIMIT)
+    assert process.returncode == 0, stderr
+    assert through == direct  # the recorder changed nothing of what the client got
+    assert through[0] != grpc.StatusCode.OK
+    [recorded] = [e for p in sorted(folder.glob("*.http")) for e in load(p) if e.request.is_grpc]
+    assert recorded.request.body == garbage  # as the client sent it (base64 in the file)
+    assert check_paths([folder])[1] == []
+    with fresh_kit() as replayed_on:
+        result = play([folder], agent=replayed_on.url)
+    assert problems(result) == ([], [])
