@@ -1,25 +1,34 @@
-"""Held-out gRPC traffic: the `@a2a-js/sdk` client on its gRPC transport (`@grpc/grpc-js`,
-under `node`, when present and installable with npm), not the SDK the recorder was built with.
+"""Held-out gRPC traffic: the `@a2a-js/sdk` on its gRPC binding (`@grpc/grpc-js`, under
+`node`, when present and installable with npm), not the SDK the recorder was built with.
 
-`js_grpc_client.mjs` takes the card's GRPC interface and asks a question, reviews a diff,
-reads the task back, streams a review, cancels a slow review while its stream is open, and
-asks for a task that does not exist. Through `recorder record` it sees what it sees from the
-kit directly; what was recorded checks, replays clean on a fresh kit, and `recorder serve`
-of it gives the same client the same again.
+- Its client (`js_grpc_client.mjs`) takes the card's GRPC interface and asks a question,
+  reviews a diff, reads the task back, streams a review, cancels a slow review while its
+  stream is open, and asks for a task that does not exist. Through `recorder record` it sees
+  what it sees from the kit directly; what was recorded checks, replays clean on a fresh kit,
+  and `recorder serve` of it gives the same client the same again.
+- Its server (`js_grpc_agent.mjs`, the SDK's `grpcService`): the Python a2a-sdk client on its
+  gRPC transport through `recorder record` sees what it sees from that agent directly, and
+  what was recorded checks and replays clean against a fresh agent process (other ids).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
+from a2a.client import ClientConfig, create_client
+from a2a.helpers import new_text_message
+from a2a.types import CancelTaskRequest, GetTaskRequest, Role, SendMessageRequest
 from grpc_sdk_traffic import grpc_calls, serving
 from helpers import recorder_process
 
@@ -32,15 +41,16 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 LIMIT = 30.0  # seconds, for one client run and for a process to stop
 INSTALL_LIMIT = 180.0  # seconds: npm install, once per cache folder
 CLIENT = Path(__file__).parent / "js_grpc_client.mjs"
+AGENT = Path(__file__).parent / "js_grpc_agent.mjs"
 PACKAGES = ("@a2a-js/sdk@^1.3", "@grpc/grpc-js@^1.11", "@bufbuild/protobuf@^2.10")
 
 Client = Callable[[str], dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
-def js_client() -> Client:
-    """Runs `js_grpc_client.mjs` with node against an agent's URL (skips without node, npm or
-    the packages)."""
+def js_folder() -> tuple[str, Path]:
+    """(node, the folder with the SDK and @grpc/grpc-js installed, the scripts beside them);
+    skips without node, npm or the packages."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.skip("node and npm are not installed")
@@ -55,8 +65,16 @@ def js_client() -> Client:
             )
         except (subprocess.SubprocessError, OSError) as error:
             pytest.skip(f"@a2a-js/sdk with @grpc/grpc-js could not be installed: {error}")
-    script = folder / CLIENT.name  # node finds the packages from the script's folder
-    shutil.copy(CLIENT, script)
+    for script in (CLIENT, AGENT):  # node finds the packages from the script's folder
+        shutil.copy(script, folder / script.name)
+    return node, folder
+
+
+@pytest.fixture(scope="module")
+def js_client(js_folder: tuple[str, Path]) -> Client:
+    """Runs `js_grpc_client.mjs` with node against an agent's URL."""
+    node, folder = js_folder
+    script = folder / CLIENT.name
 
     def run(url: str) -> dict[str, Any]:
         done = subprocess.run(
@@ -105,3 +123,93 @@ def test_the_js_sdks_grpc_client_is_recorded_replayed_and_served(
         _, err = served.communicate(timeout=LIMIT)
     assert again == direct
     assert "0 unmatched" in err, err
+
+
+@contextmanager
+def js_agent(js_folder: tuple[str, Path]) -> Iterator[str]:
+    """`js_grpc_agent.mjs` running: its HTTP base URL (its card there lists its gRPC port)."""
+    node, folder = js_folder
+    with subprocess.Popen(
+        [node, str(folder / AGENT.name)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()  # (the agent prints it once it listens)
+            assert line.startswith("serving "), line + (
+                process.stderr.read() if process.stderr else ""
+            )
+            yield line.split()[1]
+        finally:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.communicate(timeout=LIMIT)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+
+
+def _message(text: str) -> SendMessageRequest:
+    return SendMessageRequest(message=new_text_message(text, role=Role.ROLE_USER))
+
+
+async def python_session(url: str) -> dict[str, Any]:
+    """The Python a2a-sdk client on its gRPC transport, blocking then streaming: a message, a
+    task, its GetTask, a task canceled during its stream, an unknown task."""
+    seen: dict[str, Any] = {}
+    for streaming in (False, True):
+        config = ClientConfig(
+            streaming=streaming,
+            supported_protocol_bindings=["GRPC"],
+            grpc_channel_factory=grpc.aio.insecure_channel,
+        )
+        async with await create_client(url, client_config=config) as client:
+            events = [e async for e in client.send_message(_message("hello there"))]
+            seen[f"hello {streaming}"] = [e.WhichOneof("payload") for e in events]
+            events = [e async for e in client.send_message(_message("review this"))]
+            seen[f"task {streaming}"] = [e.WhichOneof("payload") for e in events]
+            task_id = events[0].task.id
+            task = await client.get_task(GetTaskRequest(id=task_id))
+            texts = [part.text for artifact in task.artifacts for part in artifact.parts]
+            seen[f"get {streaming}"] = (task.id == task_id, task.status.state, texts)
+            if streaming:
+                stream = client.send_message(_message("please wait"))
+                opened = [await anext(stream), await anext(stream)]
+                canceled = await client.cancel_task(CancelTaskRequest(id=opened[0].task.id))
+                rest = [e async for e in stream]
+                events = [e.WhichOneof("payload") for e in opened + rest]
+                seen["cancel"] = (canceled.status.state, events)
+                try:
+                    await client.get_task(GetTaskRequest(id="no-such-task"))
+                except Exception as exc:  # (the A2A error the status details name)
+                    seen["unknown"] = type(exc).__name__
+    return seen
+
+
+def test_a_js_sdk_grpc_agent_is_recorded_and_replayed_with_the_python_client(
+    js_folder: tuple[str, Path], tmp_path: Path
+) -> None:
+    with js_agent(js_folder) as url:
+        direct = asyncio.run(asyncio.wait_for(python_session(url), LIMIT))
+    assert direct["task True"] == ["task", "status_update", "artifact_update", "status_update"]
+    assert direct["get False"] == (True, 3, ["REVIEW THIS"])  # TASK_STATE_COMPLETED
+    assert direct["cancel"][0] == 5 and direct["unknown"] == "TaskNotFoundError"
+    folder = tmp_path / "recorded"
+    with (
+        js_agent(js_folder) as url,
+        recorder_process("--upstream", url, "--out", str(folder)) as (process, proxy_url),
+    ):
+        through = asyncio.run(asyncio.wait_for(python_session(proxy_url), LIMIT))
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=LIMIT)
+    assert process.returncode == 0, stderr
+    assert through == direct
+    calls = sorted(m for methods in grpc_calls(folder).values() for m in methods)
+    assert calls.count("SendMessage") == 2 and calls.count("SendStreamingMessage") == 3
+    assert calls.count("GetTask") == 3 and calls.count("CancelTask") == 1
+    assert check_paths([folder])[1] == []
+    with js_agent(js_folder) as fresh:  # another process: none of the recorded ids
+        result = play([folder], agent=fresh)
+    errors = [e.error for t in result.transcripts for e in t.exchanges if e.error]
+    mismatches = [m.path for t in result.transcripts for e in t.exchanges for m in e.mismatches]
+    assert (errors, mismatches) == ([], [])
+    assert result.exchange_count >= len(calls)

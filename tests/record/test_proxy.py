@@ -782,3 +782,55 @@ async def test_under_another_asgi_server_the_lifespan_prepares_the_folder_and_cl
     [failed] = await lifespan(create_proxy_app(UPSTREAM, out=blocked))
     assert failed["type"] == "lifespan.startup.failed"
     assert str(blocked) in failed["message"]
+
+
+def _chunked_card_app(card: dict[str, Any]) -> Any:
+    """An agent that sends its card in chunks without a Content-Length (as Node's http does
+    for a body written in parts)."""
+    body = json.dumps(card).encode()
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for start in range(0, len(body), 64):
+            chunk = body[start : start + 64]
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    return app
+
+
+async def test_a_card_sent_chunked_is_rewritten_and_recorded(tmp_path: Path) -> None:
+    card = {
+        "name": "chunked",
+        "supportedInterfaces": [
+            {"url": f"{UPSTREAM}/a2a/jsonrpc", "protocolBinding": "JSONRPC"},
+            {"url": f"{UPSTREAM}/a2a/rest", "protocolBinding": "HTTP+JSON"},
+        ],
+    }
+    transport = httpx.ASGITransport(app=_chunked_card_app(card))
+    proxy = create_proxy_app(UPSTREAM, out=tmp_path, transport=transport)
+    async with client_for(proxy) as client:
+        reply = await client.get("/.well-known/agent-card.json")
+    assert reply.status_code == 200
+    urls = [i["url"] for i in reply.json()["supportedInterfaces"]]
+    assert urls == ["http://127.0.0.1:41241/a2a/jsonrpc", "http://127.0.0.1:41241/a2a/rest"]
+    await proxy.aclose()
+    [path] = tmp_path.glob("*.http")
+    assert load(path).exchanges[0].response.json == card  # recorded as the agent sent it
+
+
+async def test_a_chunked_card_over_the_limit_passes_as_it_came_and_is_recorded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    card = {"name": "chunked", "supportedInterfaces": [{"url": f"{UPSTREAM}/a2a/jsonrpc"}]}
+    transport = httpx.ASGITransport(app=_chunked_card_app(card))
+    proxy = create_proxy_app(UPSTREAM, out=tmp_path, transport=transport, buffer_limit=70)
+    async with client_for(proxy) as client:
+        with caplog.at_level(logging.WARNING, logger="recorder.record.proxy"):
+            reply = await client.get("/.well-known/agent-card.json")
+    assert reply.json() == card  # the agent's URLs: not rewritten, nothing lost
+    assert "passed through without pointing its URLs at the proxy" in caplog.text
+    await proxy.aclose()
+    [path] = tmp_path.glob("*.http")
+    assert load(path).exchanges[0].response.json == card

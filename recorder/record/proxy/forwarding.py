@@ -239,18 +239,27 @@ class Forwarder:
             for name, value in raw_headers
             if name.lower() not in HOP_BY_HOP and name.lower() not in connection_tokens
         ]
-        streamed = (
+        event_stream = content_type is not None and is_event_stream(content_type.decode("latin-1"))
+        body: bytes | None = None
+        if (
             content_length is None
-            or content_length > self._buffer_limit
-            or (content_type is not None and is_event_stream(content_type.decode("latin-1")))
-        )
-        if streamed:
+            and not event_stream
+            and call.operation in CARD_OPERATIONS
+            and upstream.status_code == 200
+        ):
+            # a card sent chunked (Node's http.ServerResponse without a Content-Length, say):
+            # read whole, up to the limit, so that its URLs can point at the proxy
+            body = await self._unsized_card(call, upstream, kept, send)
+            if body is None:
+                return  # (over the limit: passed on as it came; or the upstream broke off)
+        elif content_length is None or content_length > self._buffer_limit or event_stream:
             self.cards.warn_streamed(call, upstream.status_code, self._buffer_limit)
             await self.relay.relay(call, upstream, kept, receive, send)
             return
 
         if (
-            content_length is not None
+            body is None
+            and content_length is not None
             and content_length > PASS_THROUGH_AT
             and lengths == 1
             and call.operation not in CARD_OPERATIONS
@@ -259,22 +268,12 @@ class Forwarder:
         ):
             await self._pass_through(call, upstream, kept, send)
             return
-        try:
-            body = b"".join([chunk async for chunk in upstream.aiter_raw()])
-        except httpx.HTTPError as exc:
-            log.warning(
-                "upstream %s broke off %s: %s",
-                self.upstream_url,
-                call.shown,
-                describe_http_error(exc),
-            )
-            status = 504 if isinstance(exc, httpx.TimeoutException) else 502
-            await self._error(
-                send,
-                status,
-                f"the upstream {self.upstream_url} broke off its reply: {describe_http_error(exc)}",
-            )
-            return
+        if body is None:
+            try:
+                body = b"".join([chunk async for chunk in upstream.aiter_raw()])
+            except httpx.HTTPError as exc:
+                await self._broke_off(call, exc, send)
+                return
         if self.restore is not None:
             body = self.restore(body)  # (the agent's echo of a push url: the client's again)
         recording = self.recording
@@ -284,6 +283,60 @@ class Forwarder:
             recording.settle(call, body)
             # after the client has it (or has gone): off the reply path, in the writer
             recording.submit(call, upstream, kept, body)
+
+    async def _broke_off(self, call: Call, exc: httpx.HTTPError, send: Send) -> None:
+        """A buffered reply the upstream broke off: a 502 (504: timed out), not recorded."""
+        log.warning(
+            "upstream %s broke off %s: %s", self.upstream_url, call.shown, describe_http_error(exc)
+        )
+        status = 504 if isinstance(exc, httpx.TimeoutException) else 502
+        await self._error(
+            send,
+            status,
+            f"the upstream {self.upstream_url} broke off its reply: {describe_http_error(exc)}",
+        )
+
+    async def _unsized_card(
+        self, call: Call, upstream: UpstreamReply, kept: list[tuple[bytes, bytes]], send: Send
+    ) -> bytes | None:
+        """A card without a Content-Length, read whole (None when it is answered here: over
+        `buffer_limit` it is passed on as it came, unrewritten, with a warning, and recorded
+        as it came; broken off, a 502 as for any buffered reply)."""
+        parts: list[bytes] = []
+        size = 0
+        chunks = upstream.aiter_raw().__aiter__()
+        try:
+            async for chunk in chunks:
+                parts.append(chunk)
+                size += len(chunk)
+                if size > self._buffer_limit:
+                    break
+            else:
+                return b"".join(parts)
+        except httpx.HTTPError as exc:
+            await self._broke_off(call, exc, send)
+            return None
+        self.cards.warn_streamed(call, upstream.status_code, self._buffer_limit)
+        await send({"type": "http.response.start", "status": upstream.status_code, "headers": kept})
+        call.response_started = True
+        for part in parts:
+            await send({"type": "http.response.body", "body": part, "more_body": True})
+        try:
+            async for chunk in chunks:
+                parts.append(chunk)
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except httpx.HTTPError as exc:
+            self.recording.write_truncated(
+                call, upstream, kept, None, parts, "the upstream broke off the reply"
+            )
+            raise RuntimeError(
+                f"the upstream {self.upstream_url} broke off the reply: {describe_http_error(exc)}"
+            ) from None
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        body = b"".join(parts)
+        self.recording.settle(call, body)
+        self.recording.submit(call, upstream, kept, body)
+        return None
 
     async def _pass_through(
         self,
