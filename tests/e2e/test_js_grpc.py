@@ -8,7 +8,8 @@
   and `recorder serve` of it gives the same client the same again.
 - Its server (`js_grpc_agent.mjs`, the SDK's `grpcService`): the Python a2a-sdk client on its
   gRPC transport through `recorder record` sees what it sees from that agent directly, and
-  what was recorded checks and replays clean against a fresh agent process (other ids).
+  what was recorded checks, replays clean against a fresh agent process (other ids), and
+  `recorder serve` of it gives that client the same again.
 """
 
 from __future__ import annotations
@@ -213,3 +214,10 @@ def test_a_js_sdk_grpc_agent_is_recorded_and_replayed_with_the_python_client(
     mismatches = [m.path for t in result.transcripts for e in t.exchanges for m in e.mismatches]
     assert (errors, mismatches) == ([], [])
     assert result.exchange_count >= len(calls)
+    # the recording as a stand-in for the JS agent: the same client gets the same again
+    with serving(folder) as (served, served_url):
+        again = asyncio.run(asyncio.wait_for(python_session(served_url), LIMIT))
+        served.send_signal(signal.SIGINT)
+        _, err = served.communicate(timeout=LIMIT)
+    assert again == direct
+    assert "0 unmatched" in err, err
