@@ -29,6 +29,7 @@ from recorder.checking import check_paths
 from recorder.kit import KitServer, start_kit
 from recorder.planner.webhook import Delivery, Webhook
 from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.replay.player import play
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -191,3 +192,42 @@ def test_the_transcripts_show_the_clients_url_hold_no_secret_and_check(
         for secret in (TOKEN, CREDENTIALS, SECRET_SEGMENT, "/_recorder/push/"):
             assert secret not in text, (secret, path.name)
     assert check_paths([out]) == (len(files), [])
+
+
+def test_the_recording_replays_clean_on_a_fresh_kit_its_deliveries_compared(
+    recorded: tuple[dict[str, Any], list[Delivery], Path, str], tmp_path: Path
+) -> None:
+    _, _, out, _ = recorded
+    with start_kit(grpc_port=0) as fresh:
+        result = play([out], agent=fresh.url)
+    lines = [
+        f"{Path(t.path).name} {e.number}: {e.error or ''} {[m.describe() for m in e.mismatches]}"
+        for t in result.transcripts
+        for e in t.exchanges
+        if e.error or e.mismatches
+    ]
+    assert result.passed, lines
+    played = {Path(t.path).name: len(t.exchanges) for t in result.transcripts}
+    # the cards; the first review's two calls and six deliveries; the second's five and three
+    assert sorted(played.values()) == [1, 1, 8, 8], played
+
+
+def test_a_changed_delivery_of_a_grpc_registered_config_fails_at_its_place(
+    recorded: tuple[dict[str, Any], list[Delivery], Path, str], tmp_path: Path
+) -> None:
+    _, _, out, _ = recorded
+    source = next(p for p in sorted(out.glob("*.http")) if "CreateTask" in p.read_text())
+    text = source.read_text()
+    at = text.index("### push: artifact review")
+    changed = text[:at] + text[at:].replace('"name": "review"', '"name": "notes"', 1)
+    path = tmp_path / source.name
+    path.write_text(changed)
+    with start_kit(grpc_port=0) as fresh:
+        result = play([path], agent=fresh.url)
+    found = [
+        (e.number, m.path, m.expected, m.actual)
+        for t in result.transcripts
+        for e in t.exchanges
+        for m in e.mismatches
+    ]
+    assert found == [(7, "$.artifactUpdate.artifact.name", "notes", "review")]
