@@ -4,13 +4,19 @@ webhook. The config of a SendMessage and one made by CreateTaskPushNotificationC
 the agent pointed at the recorder's receiver, so each delivery passes through it to the
 client's webhook and is recorded `# @push config N` in the file of the call that registered
 it; the client, and the transcript, only ever see the client's URL; no secret reaches the
-disk."""
+disk. The recording replays clean on a fresh kit, and `recorder serve` sends its deliveries
+to a live client's webhook."""
 
 from __future__ import annotations
 
 import asyncio
+import re
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +237,44 @@ def test_a_changed_delivery_of_a_grpc_registered_config_fails_at_its_place(
         for m in e.mismatches
     ]
     assert found == [(7, "$.artifactUpdate.artifact.name", "notes", "review")]
+
+
+@contextmanager
+def serving(folder: Path) -> Iterator[str]:
+    """`recorder serve FOLDER` with its gRPC binding, in a subprocess: its URL."""
+    command = [sys.executable, "-c", "from recorder.cli import main; main()", "serve"]
+    command += [str(folder), "--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            assert process.stderr is not None
+            first = process.stderr.readline()
+            second = process.stderr.readline()
+            url = re.search(r"on (http://\S+) ", first)
+            assert url and "gRPC binding on" in second, first + second
+            yield url.group(1)
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                process.communicate(timeout=LIMIT)
+
+
+def test_serve_sends_the_recorded_deliveries_to_the_live_clients_webhook(
+    recorded: tuple[dict[str, Any], list[Delivery], Path, str],
+) -> None:
+    _, _, out, _ = recorded
+    with serving(out) as url, Webhook() as webhook:
+        hook = webhook.url("/live/hook")
+        seen = asyncio.run(asyncio.wait_for(conversation(url, hook), LIMIT))
+        got = webhook.wait(FIRST + SECOND, LIMIT)
+    # the stand-in's echo of the created config names the live webhook
+    assert seen["urls"] == [hook] * 3
+    assert len(got) == FIRST + SECOND
+    assert {d.path for d in got} == {"/live/hook"}
+    assert {d.headers["x-a2a-notification-token"] for d in got} == {TOKEN}
+    # each with the live ids (the two conversations' deliveries may interleave)
+    for task_id, count in ((seen["first"], FIRST), (seen["second"], SECOND)):
+        theirs = [d for d in got if task_id in str(d.body)]
+        assert len(theirs) == count
+        assert [d.state for d in theirs if d.state][-1] == COMPLETED
