@@ -178,6 +178,40 @@ def test_each_delivery_is_recorded_in_the_file_of_the_call_that_registered_its_c
         assert pushed[0].title.startswith("push: ")
 
 
+async def streamed_review(url: str, hook: str) -> str:
+    """A review whose push config comes with its SendStreamingMessage, then the answer
+    (streamed too); the task's id."""
+    async with await open_client(url) as client:
+        request = user_message(ASKS)
+        request.configuration.task_push_notification_config.CopyFrom(the_config(hook))
+        task = (await collect(client.send_message(request)))[0].task
+        answer = user_message("src/totals.py", task_id=task.id, context_id=task.context_id)
+        await collect(client.send_message(answer))
+    return str(task.id)
+
+
+def test_a_config_in_a_streamed_send_is_recorded_the_same(
+    grpc_kit: KitServer, tmp_path: Path
+) -> None:
+    proxy = create_proxy_app(grpc_kit.url, out=tmp_path)
+    assert grpc_kit.grpc_address is not None
+    proxy.listen_grpc(port=0, upstream=grpc_kit.grpc_address)
+    with Webhook() as webhook, ProxyServer(proxy) as server:
+        hook = webhook.url(f"/.client/push/{SECRET_SEGMENT}")
+        task_id = asyncio.run(asyncio.wait_for(streamed_review(server.url, hook), LIMIT))
+        got = webhook.wait(FIRST, LIMIT)
+        deadline = time.monotonic() + LIMIT
+        while time.monotonic() < deadline and proxy.recorded < FIRST + 3:
+            time.sleep(0.01)  # polling a count, bounded (the writer thread's)
+    assert [d.state for d in got if d.state][-1] == COMPLETED
+    transcript = _file_of(out=tmp_path, method="SendStreamingMessage")
+    pushed = [e for e in transcript.exchanges if e.push_config is not None]
+    assert [e.push_config for e in pushed] == [1] * FIRST
+    assert [e.request.json for e in pushed] == [d.body for d in got]
+    assert task_id in str(pushed[-1].request.json)
+    assert check_paths([tmp_path])[1] == []
+
+
 def test_the_transcripts_show_the_clients_url_hold_no_secret_and_check(
     recorded: tuple[dict[str, Any], list[Delivery], Path, str],
 ) -> None:
