@@ -3,7 +3,8 @@
 A client registers a webhook (A2A's TaskPushNotificationConfig: `url`, `token`,
 `authentication`) in a SendMessage's `configuration.taskPushNotificationConfig`, or by a
 CreateTaskPushNotificationConfig (JSON-RPC: `params` is the config; HTTP+JSON: `POST
-/tasks/{id}/pushNotificationConfigs`, the body is the config). A2A 0.3's spellings are read
+/tasks/{id}/pushNotificationConfigs`, the body is the config; gRPC: the request message is
+the config, its ProtoJSON the body). A2A 0.3's spellings are read
 too (`configuration.pushNotificationConfig`, `tasks/pushNotificationConfig/set` with `params.
 pushNotificationConfig`). `config_objects` finds them in a parsed body, for the recorder (the
 url rewritten to its receiver) and `recorder check` (a `@push config N` names an exchange that
@@ -14,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from recorder.bindings import jsonrpc, rest
-from recorder.model import Request
+from recorder.bindings import grpc, jsonrpc, rest
+from recorder.model import GRPC_METHOD, Request
 
 __all__ = ["config_objects", "registers_push_config"]
 
@@ -34,8 +35,16 @@ def _configs_in(holder: object) -> list[dict[str, Any]]:
 
 def config_objects(method: str, target: str, body: object) -> list[dict[str, Any]]:
     """The push configs a request registers, as the (mutable) objects of its parsed JSON
-    `body`: [] when it registers none. `method` and `target` are the HTTP ones."""
+    `body`: [] when it registers none. `method` and `target` are the request line's (a
+    gRPC call's: `GRPC` and the call's path, its body the message's ProtoJSON)."""
     if not isinstance(body, dict):
+        return []
+    if method == GRPC_METHOD:
+        name = grpc.method_of(target)
+        if name in _SENDS:
+            return _configs_in(body.get("configuration"))
+        if name == _CREATE and isinstance(body.get("url"), str):
+            return [body]
         return []
     rpc = jsonrpc.method_of(body)
     if rpc is not None and jsonrpc.is_jsonrpc(body):

@@ -26,6 +26,16 @@ redaction as JSON bodies). A GetExtendedAgentCard reply reaches the client with 
 interfaces pointing at the recorder (`recorder.record.cards`), and is recorded as the agent
 sent it.
 
+Push notifications: a call that registers a push config (a SendMessage's or
+SendStreamingMessage's `configuration.taskPushNotificationConfig`, a
+CreateTaskPushNotificationConfig) reaches the agent with the config's url pointed at the HTTP
+proxy's receiver (`recorder.record.proxy.push`, the one the other bindings' configs use: each
+delivery forwarded to the client's webhook and recorded `# @push config N` in the call's
+file); that message alone is re-encoded (from its ProtoJSON), and recorded as the client sent
+it. A reply whose bytes hold a receiver URL (the agent's echo: Create, Get, List) is decoded
+and reaches the client, and the transcript, with the client's URL again; no other reply is
+decoded for it.
+
 grpcio is imported only here and only when a listener is made (`recorder record` makes one
 when the card lists a GRPC interface, or `--grpc-listen` asks).
 """
@@ -45,6 +55,7 @@ from recorder.model import GRPC_METHOD, Exchange, Headers, Request, Response, Ss
 from recorder.record.cards import GrpcRoute, Origin, grpc_address, rewrite_card
 from recorder.record.naming import exchange_title
 from recorder.record.proxy.call import Call
+from recorder.record.proxy.push import PushRoom
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.scenarios import Scenarios
 
@@ -116,6 +127,7 @@ class GrpcListener:
         port: int = 0,
         upstream: str | None = None,
         timeout: float | None = None,
+        push: PushRoom | None = None,
     ) -> None:
         try:
             import grpc
@@ -132,6 +144,7 @@ class GrpcListener:
         self.http_base = ""
         self.http_upstream = ""
         self.timeout = timeout
+        self.push = push
         self._server: Any = None
         self._channel: Any = None
         self._channel_target: str | None = None
@@ -187,9 +200,12 @@ class GrpcListener:
 
     # ---------------------------------------------------------------- one call
 
-    def _begin(self, path: str, name: str, request: bytes, context: Any) -> tuple[Call, list[Any]]:
-        """The call as the recording sees it (its file, its redactor), and the metadata to
-        forward (the recorder's own stripped)."""
+    def _begin(
+        self, path: str, name: str, request: bytes, context: Any
+    ) -> tuple[Call, list[Any], bytes]:
+        """The call as the recording sees it (its file, its redactor), the metadata to
+        forward (the recorder's own stripped), and the message to forward (a push config
+        it registers pointed at the proxy's receiver: `_pointed`)."""
         metadata = _metadata_pairs(context.invocation_metadata())
         forwarded = [
             (k, v)
@@ -217,7 +233,39 @@ class GrpcListener:
         call.operation = "" if name in _CARDS else name
         self.scenarios.choose(call)
         self.recording.begin(call)
-        return call, forwarded
+        return call, forwarded, self._pointed(name, call, request)
+
+    def _pointed(self, name: str, call: Call, request: bytes) -> bytes:
+        """The request message as forwarded: each push config it registers pointed at the
+        HTTP proxy's receiver (`PushRoom.point`: its deliveries pass through the recorder and
+        are recorded), re-encoded from its ProtoJSON; `call.body`, what is recorded, stays the
+        client's. Any other call's message goes on as its bytes came."""
+        if self.push is None or name not in _REGISTERING or b'"url"' not in call.body:
+            return request
+        try:
+            body = json.loads(call.body)
+            if not self.push.point(call, body):
+                return request
+            data: bytes = binding.to_message(name, json.dumps(body)).SerializeToString()
+        except Exception as exc:  # (the agent says what is wrong with a message)
+            log.warning("%s: its push config goes on unrecorded: %s", call.target, exc)
+            return request
+        return data
+
+    def _restored(self, name: str, reply: bytes) -> bytes:
+        """A reply message with each receiver URL in it the client's again (the agent's echo
+        of a pointed push config: Create, Get, List); decoded only when its bytes hold one."""
+        push = self.push
+        if push is None or not push.holds_receiver(reply):
+            return reply
+        try:
+            restored = push.restore(
+                binding.to_json(binding.message_type(name, reply=True).FromString(reply))
+            )
+            data: bytes = binding.to_message(name, restored, reply=True).SerializeToString()
+        except Exception:  # (a reply the recorder cannot read goes on as it came)
+            return reply
+        return data
 
     @staticmethod
     def _json(name: str, data: bytes, *, reply: bool) -> bytes:
@@ -298,7 +346,7 @@ class GrpcListener:
         if name is None or channel is None:
             return await self._unrecorded(path, request, context, channel)
         try:
-            call, forwarded = self._begin(path, name, request, context)
+            call, forwarded, request = self._begin(path, name, request, context)
         except ValueError as exc:  # a scenario name that makes no file name
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         rpc = channel.unary_unary(path)(
@@ -310,7 +358,7 @@ class GrpcListener:
         trailing: Any = ()
         try:
             try:
-                reply = await rpc
+                reply = self._restored(name, await rpc)
                 initial = await rpc.initial_metadata()
                 trailing = await rpc.trailing_metadata()
             except grpc.aio.AioRpcError as error:
@@ -362,7 +410,7 @@ class GrpcListener:
         if channel is None:
             await context.abort(grpc.StatusCode.UNAVAILABLE, _NO_UPSTREAM)
         try:
-            call, forwarded = self._begin(path, name, request, context)
+            call, forwarded, request = self._begin(path, name, request, context)
         except ValueError as exc:  # a scenario name that makes no file name
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         rpc = channel.unary_stream(path)(
@@ -377,6 +425,7 @@ class GrpcListener:
         try:
             try:
                 async for message in rpc:
+                    message = self._restored(name, message)
                     if not sent_initial:
                         sent_initial = True
                         initial = await rpc.initial_metadata()
@@ -483,6 +532,10 @@ def _client_deadline_passed(context: Any) -> bool:
 
 
 _CARDS = frozenset({"GetExtendedAgentCard"})
+# the methods whose request may register a push config (`recorder.push.config_objects`)
+_REGISTERING = frozenset(
+    {"SendMessage", "SendStreamingMessage", "CreateTaskPushNotificationConfig"}
+)
 _NO_UPSTREAM = (
     "the recorder does not know the agent's gRPC address yet: its card lists no GRPC interface "
     "(fetch the card through the recorder first)"

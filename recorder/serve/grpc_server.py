@@ -9,6 +9,8 @@ as the call's: the initial metadata, the unary message or the stream's messages 
 message and google.rpc.Status details, which the SDK's client reads the A2A error from). A
 call that matches nothing ends NOT_FOUND, its message naming the closest recorded request, or
 with a `--fallback` agent that serves gRPC is relayed to it (`recorder.serve.grpc_relay`).
+A call that registers a push config has its recorded deliveries sent to the live config's
+webhook once it is answered, as an HTTP request's (`recorder.serve.deliveries`).
 """
 
 from __future__ import annotations
@@ -94,9 +96,10 @@ class GrpcStandIn:
 
     def _take(
         self, name: str, data: bytes, context: Any
-    ) -> tuple[Found, Renderer] | str | GrpcRelay:
-        """The recorded exchange that answers the call, with its renderer; or the no-match
-        message; or the relay to the fallback agent (a call that matches nothing)."""
+    ) -> tuple[Found, Renderer, LiveRequest] | str | GrpcRelay:
+        """The recorded exchange that answers the call, with its renderer and the live call
+        (a push config it registers kept for the deliveries: `Deliveries.registered`); or the
+        no-match message; or the relay to the fallback agent (a call that matches nothing)."""
         try:
             body = binding.to_json(binding.message_type(name).FromString(data))
         except Exception as exc:  # (protobuf's DecodeError): a bad message, not a crash
@@ -111,6 +114,7 @@ class GrpcStandIn:
                 logger.info("%s; relayed to %s", message, self.relay.address)
                 return self.relay
             return self.stand_in.missed(live, found)
+        self.stand_in.deliveries.registered(found, live)
         renderer = Renderer(
             self.stand_in.pairing,
             found.step,
@@ -119,7 +123,7 @@ class GrpcStandIn:
             None,
             grpc=self.stand_in.grpc_address,
         )
-        return found, renderer
+        return found, renderer, live
 
     def _unary(self, name: str) -> Any:
         grpc = _grpc()
@@ -131,11 +135,14 @@ class GrpcStandIn:
             if isinstance(taken, str):
                 await context.abort(grpc.StatusCode.NOT_FOUND, taken)
                 return b""  # (abort raises)
-            found, renderer = taken
+            found, renderer, live = taken
             response = found.step.exchange.response
             await _initial(context, renderer)
             if not await self.stand_in.hold(found, 0):
                 await context.abort(grpc.StatusCode.CANCELLED, "the stand-in is stopping")
+            # (the push deliveries that follow it go out in the background: as an agent's,
+            # they may reach the webhook before the client has this reply)
+            self.stand_in.deliveries.answered(found, live, None)
             if response.status != 0:
                 await _end(grpc, context, response, renderer)
             reply = binding.to_message(name, renderer.body(), reply=True)
@@ -157,7 +164,7 @@ class GrpcStandIn:
             if isinstance(taken, str):
                 await context.abort(grpc.StatusCode.NOT_FOUND, taken)
                 return
-            found, renderer = taken
+            found, renderer, live = taken
             response = found.step.exchange.response
             await _initial(context, renderer)
             if not await self.stand_in.hold(found, 0):
@@ -176,6 +183,7 @@ class GrpcStandIn:
                 sent += 1
                 if not await self.stand_in.hold(found, sent):
                     return
+            self.stand_in.deliveries.answered(found, live, None)  # (its stream sent)
             if response.status != 0:
                 await _end(grpc, context, response, renderer)
             context.set_trailing_metadata(_trailing(response))

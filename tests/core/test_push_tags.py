@@ -119,7 +119,29 @@ def _request(method: str, target: str, body: object) -> Request:
         target=target,
         headers=Headers([("Content-Type", "application/json")]),
         body=json.dumps(body).encode(),
+        http_version="" if method == "GRPC" else "HTTP/1.1",
     )
+
+
+GRPC_CREATE = (
+    "### register a webhook over gRPC\n"
+    "GRPC /lf.a2a.v1.A2AService/CreateTaskPushNotificationConfig\n"
+    "a2a-version: 1.0\n"
+    "\n"
+    '{"taskId": "t1", "url": "http://127.0.0.1:9/hook", "token": "{{TOKEN}}"}\n'
+    "\n"
+    "GRPC 0 OK\n"
+    "\n"
+    '{"taskId": "t1", "id": "c1", "url": "http://127.0.0.1:9/hook", "token": "{{TOKEN}}"}\n'
+    "\n"
+)
+
+
+def test_check_passes_a_delivery_of_a_config_registered_over_grpc(tmp_path: Path) -> None:
+    path = tmp_path / "grpc.http"
+    path.write_text(GRPC_CREATE + DELIVERY)
+    assert loads(path.read_text()).exchanges[1].push_config == 1
+    assert check_paths([path]) == (1, [])
 
 
 CONFIG = {"url": "http://127.0.0.1:9/hook", "token": "s"}
@@ -169,6 +191,28 @@ CONFIG = {"url": "http://127.0.0.1:9/hook", "token": "s"}
         ),
         ("POST", "/message:send", {"message": {}}, False),
         ("GET", "/tasks/t1/pushNotificationConfigs", CONFIG, False),
+        # gRPC: the call's path, its message's ProtoJSON
+        (
+            "GRPC",
+            "/lf.a2a.v1.A2AService/SendMessage",
+            {"message": {}, "configuration": {"taskPushNotificationConfig": CONFIG}},
+            True,
+        ),
+        (
+            "GRPC",
+            "/lf.a2a.v1.A2AService/SendStreamingMessage",
+            {"message": {}, "configuration": {"taskPushNotificationConfig": CONFIG}},
+            True,
+        ),
+        ("GRPC", "/lf.a2a.v1.A2AService/SendMessage", {"message": {}}, False),
+        (
+            "GRPC",
+            "/lf.a2a.v1.A2AService/CreateTaskPushNotificationConfig",
+            {"taskId": "t1", **CONFIG},
+            True,
+        ),
+        ("GRPC", "/lf.a2a.v1.A2AService/GetTaskPushNotificationConfig", CONFIG, False),
+        ("GRPC", "/other.Service/CreateTaskPushNotificationConfig", CONFIG, False),
     ],
 )
 def test_which_requests_register_a_push_config(

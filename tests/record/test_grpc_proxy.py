@@ -39,6 +39,7 @@ class Agent:
     def __init__(self) -> None:
         self.release: asyncio.Queue[int] = asyncio.Queue()
         self.metadata: list[tuple[str, Any]] = []
+        self.requests: list[bytes] = []
         self.remaining: float | None = None
         self.cancelled = asyncio.Event()
         self.server: Any = None
@@ -48,6 +49,7 @@ class Agent:
         agent = self
 
         async def stream(request: bytes, context: Any) -> AsyncIterator[bytes]:
+            agent.requests.append(request)
             agent.metadata = list(context.invocation_metadata())
             agent.remaining = context.time_remaining()
             await context.send_initial_metadata((("x-initial", "first"),))
@@ -84,10 +86,14 @@ def send_request() -> bytes:
     return a2a_pb2.SendMessageRequest(message=message).SerializeToString()
 
 
-async def through_listener(tmp_path: Path, body: Any) -> Any:
+async def through_listener(
+    tmp_path: Path, body: Any, *, http_at: tuple[str, int] | None = None
+) -> Any:
     agent = Agent()
     await agent.start()
     proxy = create_proxy_app("http://127.0.0.1:9", out=tmp_path)
+    if http_at is not None:  # (where the HTTP proxy listens, as its server tells it)
+        proxy.push.listening(*http_at)
     proxy.store.prepare()
     listener = proxy.listen_grpc(port=0, upstream=f"127.0.0.1:{agent.port}")
     await listener.start()
@@ -272,3 +278,49 @@ def test_the_default_grpc_port_is_the_next_one_that_is_not_the_agents() -> None:
     assert _next_port(41241, "http://localhost:41242", "127.0.0.1:41243") == 41244
     assert _next_port(8000, "http://agent:9000", "agent:9001") == 8001
     assert _next_port(0, "http://localhost:41242", "127.0.0.1:41243") == 0
+
+
+def _registering(url: str) -> bytes:
+    request = a2a_pb2.SendMessageRequest.FromString(send_request())
+    request.configuration.task_push_notification_config.url = url
+    request.configuration.task_push_notification_config.token = "hook-token-1f"
+    return request.SerializeToString()
+
+
+async def _one_registering_stream(agent: Agent, channel: Any) -> None:
+    call = channel.unary_stream(SERVICE + "SendStreamingMessage")(
+        _registering("http://127.0.0.1:9/hook"), metadata=(("a2a-version", "1.0"),), timeout=30
+    )
+    for _ in range(4):
+        agent.release.put_nowait(1)
+    assert len([m async for m in call]) == 3
+
+
+@pytest.mark.parametrize("http_at", [("0.0.0.0", 41999), None])
+def test_a_push_config_reaches_the_agent_pointed_at_the_http_proxys_receiver(
+    tmp_path: Path, http_at: tuple[str, int] | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    agents: list[Agent] = []
+
+    async def body(agent: Agent, channel: Any) -> None:
+        agents.append(agent)
+        await _one_registering_stream(agent, channel)
+
+    asyncio.run(through_listener(tmp_path, body, http_at=http_at))
+    (sent,) = agents[0].requests
+    config = a2a_pb2.SendMessageRequest.FromString(sent).configuration
+    url = config.task_push_notification_config.url
+    if http_at is not None:
+        # the receiver on the HTTP listener (any address: loopback), the rest of it as sent
+        assert url.startswith("http://127.0.0.1:41999/_recorder/push/"), url
+        assert len(url) > len("http://127.0.0.1:41999/_recorder/push/") + 10
+        assert config.task_push_notification_config.token == "hook-token-1f"
+        assert a2a_pb2.SendMessageRequest.FromString(sent).message.parts[0].text == "hello"
+    else:  # the HTTP address unknown: forwarded as sent, and said so
+        assert url == "http://127.0.0.1:9/hook"
+        assert "its deliveries go to the webhook directly, unrecorded" in caplog.text
+    # recorded as the client sent it, its token a placeholder
+    (path,) = tmp_path.glob("*.http")
+    (exchange,) = load(path).exchanges
+    recorded = exchange.request.json["configuration"]["taskPushNotificationConfig"]
+    assert recorded == {"url": "http://127.0.0.1:9/hook", "token": "{{TOKEN}}"}

@@ -195,7 +195,12 @@ class RecordingProxy:
         from recorder.record.grpc_proxy import GrpcListener
 
         listener = GrpcListener(
-            self.recording, self.scenarios, host=host, port=port, upstream=upstream
+            self.recording,
+            self.scenarios,
+            host=host,
+            port=port,
+            upstream=upstream,
+            push=self.push,
         )
         listener.http_upstream = self.upstream_url
         self.grpc = self.cards.grpc = listener

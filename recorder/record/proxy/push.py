@@ -6,6 +6,8 @@ webhook pass through the proxy and are recorded in the file of the config's task
   JSON-RPC and HTTP+JSON) reaches the agent with the config's `url` pointed at a receiver of
   the proxy's own, one path per config (`/_recorder/push/<random id>`: no part of the
   client's URL is in it); what is recorded is the request as the client sent it (`rewrite`).
+  A gRPC call's (`recorder.record.grpc_proxy`) is pointed at the same receiver, on the
+  proxy's HTTP listen address (`listening`, `point`).
 - The agent's echo of a receiver URL in a reply (the Create, Get and List replies) is the
   client's URL again before the client gets the reply and before it is recorded (`restore`).
 - Each delivery the receiver gets is forwarded to the client's URL (the agent's headers,
@@ -57,6 +59,7 @@ __all__ = ["PUSH_PREFIX", "PushRoom", "delivery_title"]
 log = logging.getLogger(__name__)
 
 PUSH_PREFIX = "/_recorder/push/"
+PUSH_PREFIX_BYTES = PUSH_PREFIX.encode()
 # a receiver URL in a reply: the proxy's own address, the prefix, the id
 _RECEIVER_URL = re.compile(rb"https?://[^\s\"'/]+" + re.escape(PUSH_PREFIX.encode()) + rb"([\w-]+)")
 _NOT_FORWARDED = frozenset(
@@ -129,6 +132,7 @@ class PushRoom:
         self._client_timeout = client_timeout
         self._timeout = timeout
         self._hooks: dict[str, Hook] = {}
+        self._listen: tuple[str, int] | None = None
         self._client: httpx.AsyncClient | None = None
 
     async def aclose(self) -> None:
@@ -137,6 +141,11 @@ class PushRoom:
             self._client = None
 
     # ---------------------------------------------------------------- the urls
+
+    def listening(self, host: str, port: int) -> None:
+        """The proxy's HTTP listen address: where a receiver URL points for a config
+        registered other than over HTTP (a gRPC call: `point`)."""
+        self._listen = (host, port)
 
     def rewrite(self, call: Call, scope: Scope) -> None:
         """When `call` registers push configs: each config's url pointed at a receiver path
@@ -155,18 +164,42 @@ class PushRoom:
         if not configs:
             return
         host, port = scope.get("server") or ("127.0.0.1", 0)
-        if host in ("0.0.0.0", "::", ""):
-            host = "127.0.0.1"  # (listening on every address: the agent reaches loopback)
-        base = f"http://{f'[{host}]' if ':' in host else host}:{port}{PUSH_PREFIX}"
+        self._point(configs, call, _receiver_base(host, port))
+        call.upstream_body = json.dumps(body, ensure_ascii=False).encode()
+
+    def point(self, call: Call, body: Any) -> bool:
+        """A call's parsed body (a gRPC call's ProtoJSON) with each push config it registers
+        pointed at a receiver path of its own, on the proxy's HTTP listener (`listening`);
+        whether there was one to point (False too when the listen address is unknown: the
+        config then goes on as the client sent it, and its deliveries around the recorder,
+        which is logged). Called once `call` has its ticket and file."""
+        configs = config_objects(call.method, call.target, body)
+        if not configs:
+            return False
+        if self._listen is None:
+            log.warning(
+                "%s registers a push config, but the recorder's HTTP address is not known: "
+                "its deliveries go to the webhook directly, unrecorded",
+                call.shown,
+            )
+            return False
+        self._point(configs, call, _receiver_base(*self._listen))
+        return True
+
+    def _point(self, configs: list[dict[str, Any]], call: Call, base: str) -> None:
         for config in configs:
             hook_id = secrets.token_urlsafe(16)
             self._hooks[hook_id] = Hook(config["url"], call.ticket, call.file_key)
             config["url"] = base + hook_id
-        call.upstream_body = json.dumps(body, ensure_ascii=False).encode()
+
+    def holds_receiver(self, data: bytes) -> bool:
+        """Whether `data` (a reply's bytes, any encoding that keeps strings as UTF-8) may hold
+        a receiver URL of this proxy's (cheap: no parsing; `restore` makes it the client's)."""
+        return bool(self._hooks) and PUSH_PREFIX_BYTES in data
 
     def restore(self, body: bytes) -> bytes:
         """`body` with every receiver URL of this proxy's the client's URL again."""
-        if not self._hooks or PUSH_PREFIX.encode() not in body:
+        if not self.holds_receiver(body):
             return body
 
         def client_url(match: re.Match[bytes]) -> bytes:
@@ -296,6 +329,13 @@ class PushRoom:
         call.recorded_title = title = delivery_title(request.json)
         call.recorded_operation = "push"
         return Exchange(request=request, response=response, title=title)
+
+
+def _receiver_base(host: str, port: int) -> str:
+    """The receiver URLs' base on the proxy listening on host:port."""
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"  # (listening on every address: the agent reaches loopback)
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}{PUSH_PREFIX}"
 
 
 def _forwarded(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:

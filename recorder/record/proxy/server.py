@@ -115,6 +115,8 @@ async def _serve_until(
     `force` set meanwhile cuts the waits short."""
     server = Http1Server(proxy, client_timeout=proxy.client_timeout, keep_alive=keep_alive)
     await server.start(sock)
+    # (where a push config registered over gRPC is pointed: the receiver on this listener)
+    proxy.push.listening(*sock.getsockname()[:2])
     grpc = proxy.grpc
     if grpc is not None:  # A2A's gRPC binding, beside (`recorder.record.grpc_proxy`)
         try:
