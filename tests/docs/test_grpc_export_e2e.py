@@ -1,9 +1,9 @@
 """gRPC calls recorded from a real kit, exported, and run by the real clients against a FRESH
 kit's gRPC port (issue 26): the `.http` export in httpyac (when `make tools` installed it in
-`.tools/`), the bash export with grpcurl (when it is on PATH). Each call must get the recorded
-status and outcome (the reply's kind and task state, a stream's messages, the error's code
-and reason), and the ids must chain: the GetTask and CancelTask of a task send the id the live
-SendMessage returned, not the recorded one."""
+`.tools/`), the bash export with grpcurl (on PATH, or in `.tools/bin` from `make tools`). Each
+call must get the recorded status and outcome (the reply's kind and task state, a stream's
+messages, the error's code and reason), and the ids must chain: the GetTask and CancelTask of
+a task send the id the live SendMessage returned, not the recorded one."""
 
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ ROOT = Path(__file__).resolve().parents[2]
 HTTPYAC = ROOT / ".tools" / "node_modules" / ".bin" / "httpyac"
 BASH = shutil.which("bash")
 JQ = shutil.which("jq")
-GRPCURL = shutil.which("grpcurl")
+# grpcurl on PATH, else the one `make tools` put in .tools/bin
+GRPCURL = shutil.which("grpcurl") or shutil.which("grpcurl", path=str(ROOT / ".tools" / "bin"))
+PATH = os.pathsep.join([str(Path(GRPCURL).parent), os.environ["PATH"]]) if GRPCURL else ""
 _MARK = re.compile(r"^### (\d+)\. .*\n", re.MULTILINE)
 # the gRPC goldens (the planner's gRPC scenarios, recorded through the recorder from the kit)
 METHODS = {
@@ -192,7 +194,7 @@ def _json_values(text: str) -> list[Any]:
 
 
 @pytest.mark.e2e
-@pytest.mark.skipif(None in (BASH, JQ, GRPCURL), reason="needs bash, jq and grpcurl on PATH")
+@pytest.mark.skipif(None in (BASH, JQ, GRPCURL), reason="needs bash, jq and grpcurl (make tools)")
 def test_grpc_calls_exported_to_a_script_run_with_grpcurl_against_a_fresh_kit(
     recorded: Path, fresh_kit: KitServer, tmp_path: Path
 ) -> None:
@@ -202,7 +204,7 @@ def test_grpc_calls_exported_to_a_script_run_with_grpcurl_against_a_fresh_kit(
         assert BASH is not None
         completed = subprocess.run(
             [BASH, str(script)],
-            env={"PATH": os.environ["PATH"]},
+            env={"PATH": PATH},
             capture_output=True,
             text=True,
             timeout=120,
@@ -233,7 +235,7 @@ def test_grpc_calls_exported_to_a_script_run_with_grpcurl_against_a_fresh_kit(
 
 
 @pytest.mark.e2e
-@pytest.mark.skipif(None in (BASH, JQ, GRPCURL), reason="needs bash, jq and grpcurl on PATH")
+@pytest.mark.skipif(None in (BASH, JQ, GRPCURL), reason="needs bash, jq and grpcurl (make tools)")
 def test_a_cancel_recorded_during_a_grpc_stream_is_sent_while_the_script_holds_it_open(
     tmp_path: Path,
 ) -> None:
@@ -261,7 +263,7 @@ def test_a_cancel_recorded_during_a_grpc_stream_is_sent_while_the_script_holds_i
         assert proto.exit_code == 0, proto.output
         completed = subprocess.run(
             [BASH, str(script)],
-            env={"PATH": os.environ["PATH"]},
+            env={"PATH": PATH},
             capture_output=True,
             text=True,
             timeout=120,
