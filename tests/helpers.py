@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from recorder.httpfile import dump, dumps, loads
 from recorder.kit import KitServer, start_kit
@@ -269,3 +272,21 @@ def recorder_process(
         url = process.stderr.readline().split()[4].rstrip(",")
         wait_until_serving(url, "/_recorder/status", limit)
         yield process, url
+
+
+JS_SDK = Path(__file__).resolve().parent.parent / ".tools" / "js"
+
+
+def js_sdk_folder(*, grpc: bool = False) -> tuple[str, Path]:
+    """(node, the folder where `@a2a-js/sdk` is installed: the Makefile's `tools` step puts it
+    in `.tools/js`, or RECORDER_JS_SDK_DIR names one); skips the test without them (the tests
+    install nothing: no network beyond loopback). `grpc`: `@grpc/grpc-js` is needed too."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    folder = Path(os.environ.get("RECORDER_JS_SDK_DIR", JS_SDK))
+    needed = ["@a2a-js/sdk", *(["@grpc/grpc-js", "@bufbuild/protobuf"] if grpc else [])]
+    missing = [name for name in needed if not (folder / "node_modules" / name).is_dir()]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed in {folder} (make tools)")
+    return node, folder

@@ -1,5 +1,6 @@
 """Held-out gRPC traffic: the `@a2a-js/sdk` on its gRPC binding (`@grpc/grpc-js`, under
-`node`, when present and installable with npm), not the SDK the recorder was built with.
+`node`, when present and installed by the Makefile's `tools` step), not the SDK the recorder
+was built with.
 
 - Its client (`js_grpc_client.mjs`) takes the card's GRPC interface and asks a question,
   reviews a diff, reads the task back, streams a review, cancels a slow review while its
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -31,7 +31,7 @@ from a2a.client import ClientConfig, create_client
 from a2a.helpers import new_text_message
 from a2a.types import CancelTaskRequest, GetTaskRequest, Role, SendMessageRequest
 from grpc_sdk_traffic import grpc_calls, serving
-from helpers import recorder_process
+from helpers import js_sdk_folder, recorder_process
 
 from recorder.checking import check_paths
 from recorder.kit import start_kit
@@ -40,10 +40,8 @@ from recorder.replay.player import play
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 LIMIT = 30.0  # seconds, for one client run and for a process to stop
-INSTALL_LIMIT = 180.0  # seconds: npm install, once per cache folder
 CLIENT = Path(__file__).parent / "js_grpc_client.mjs"
 AGENT = Path(__file__).parent / "js_grpc_agent.mjs"
-PACKAGES = ("@a2a-js/sdk@^1.3", "@grpc/grpc-js@^1.11", "@bufbuild/protobuf@^2.10")
 
 Client = Callable[[str], dict[str, Any]]
 
@@ -51,21 +49,8 @@ Client = Callable[[str], dict[str, Any]]
 @pytest.fixture(scope="module")
 def js_folder() -> tuple[str, Path]:
     """(node, the folder with the SDK and @grpc/grpc-js installed, the scripts beside them);
-    skips without node, npm or the packages."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are not installed")
-    default = Path.home() / ".cache" / "recorder-tests" / "js-sdk-grpc"
-    folder = Path(os.environ.get("RECORDER_JS_GRPC_DIR", default))
-    if not (folder / "node_modules" / "@grpc" / "grpc-js").is_dir():
-        folder.mkdir(parents=True, exist_ok=True)
-        try:
-            install = [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund"]
-            subprocess.run(
-                [*install, *PACKAGES], check=True, capture_output=True, timeout=INSTALL_LIMIT
-            )
-        except (subprocess.SubprocessError, OSError) as error:
-            pytest.skip(f"@a2a-js/sdk with @grpc/grpc-js could not be installed: {error}")
+    skips without node or the packages."""
+    node, folder = js_sdk_folder(grpc=True)
     for script in (CLIENT, AGENT):  # node finds the packages from the script's folder
         shutil.copy(script, folder / script.name)
     return node, folder

@@ -1,5 +1,5 @@
 """A recording made with one SDK serves the other's client: `@a2a-js/sdk` (under `node`, when
-present and installable with npm) and the Python a2a-sdk, both A2A 1.0.
+present and installed by the Makefile's `tools` step) and the Python a2a-sdk, both A2A 1.0.
 
 Both clients do the same (`js_client.mjs` and `_python_client` here): a question, a diff (a
 task), that task read back, and a task that does not exist (`tck-missing-<random>`). Each
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
 import uuid
@@ -24,6 +23,7 @@ import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers import get_message_text, new_text_message
 from a2a.types import GetTaskRequest, Role, SendMessageRequest
+from helpers import js_sdk_folder
 from traffic import DIFF
 
 from recorder.kit import KitServer
@@ -36,7 +36,6 @@ from recorder.servers import ServerThread
 pytestmark = pytest.mark.e2e
 
 LIMIT = 10.0
-INSTALL_LIMIT = 180.0  # seconds: npm install, once per cache folder
 CLIENT = Path(__file__).parent / "js_client.mjs"
 
 Client = Callable[[str], dict[str, Any]]
@@ -45,23 +44,7 @@ Client = Callable[[str], dict[str, Any]]
 @pytest.fixture(scope="module")
 def js_client() -> Client:
     """Runs `js_client.mjs` with node against a URL (skips without node or the package)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are not installed")
-    default = Path.home() / ".cache" / "recorder-tests" / "js-sdk"
-    folder = Path(os.environ.get("RECORDER_JS_SDK_DIR", default))
-    if not (folder / "node_modules" / "@a2a-js" / "sdk").is_dir():
-        folder.mkdir(parents=True, exist_ok=True)
-        try:
-            install = [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund"]
-            subprocess.run(
-                [*install, "@a2a-js/sdk@^1.3"],
-                check=True,
-                capture_output=True,
-                timeout=INSTALL_LIMIT,
-            )
-        except (subprocess.SubprocessError, OSError) as error:
-            pytest.skip(f"@a2a-js/sdk could not be installed: {error}")
+    node, folder = js_sdk_folder()
     script = folder / CLIENT.name  # node finds the package from the script's folder
     shutil.copy(CLIENT, script)
 
