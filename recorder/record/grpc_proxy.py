@@ -106,6 +106,48 @@ def card_grpc_interface(upstream: str, timeout: float = 5.0) -> str | None:
     return None
 
 
+def _message_json(name: str, data: bytes, *, reply: bool) -> bytes:
+    """A message's ProtoJSON (for the record); bytes that do not parse as the method's
+    message type are kept as they came, so the record shows what was sent."""
+    try:
+        return binding.to_json(binding.message_type(name, reply=reply).FromString(data))
+    except Exception:  # (a DecodeError, or the SDK's types missing: the call still goes on)
+        return data
+
+
+def _pointed(push: PushRoom | None, name: str, call: Call, request: bytes) -> bytes:
+    """The request message as forwarded: each push config it registers pointed at the
+    HTTP proxy's receiver (`PushRoom.point`: its deliveries pass through the recorder and
+    are recorded), re-encoded from its ProtoJSON; `call.body`, what is recorded, stays the
+    client's. Any other call's message goes on as its bytes came."""
+    if push is None or name not in _REGISTERING or b'"url"' not in call.body:
+        return request
+    try:
+        body = json.loads(call.body)
+        if not push.point(call, body):
+            return request
+        data: bytes = binding.to_message(name, json.dumps(body)).SerializeToString()
+    except Exception as exc:  # (the agent says what is wrong with a message)
+        log.warning("%s: its push config goes on unrecorded: %s", call.target, exc)
+        return request
+    return data
+
+
+def _restored(push: PushRoom | None, name: str, reply: bytes) -> bytes:
+    """A reply message with each receiver URL in it the client's again (the agent's echo
+    of a pointed push config: Create, Get, List); decoded only when its bytes hold one."""
+    if push is None or not push.holds_receiver(reply):
+        return reply
+    try:
+        restored = push.restore(
+            binding.to_json(binding.message_type(name, reply=True).FromString(reply))
+        )
+        data: bytes = binding.to_message(name, restored, reply=True).SerializeToString()
+    except Exception:  # (a reply the recorder cannot read goes on as it came)
+        return reply
+    return data
+
+
 def _metadata_pairs(metadata: Any) -> list[tuple[str, str | bytes]]:
     """A call's metadata (grpc's tuples of metadatums, or None) as pairs."""
     return [(str(key), value) for key, value in (metadata or ())]
@@ -219,7 +261,7 @@ class GrpcListener:
         def raw(value: str | bytes) -> bytes:
             return value if isinstance(value, bytes) else value.encode("utf-8")
 
-        body = self._json(name, request, reply=False)
+        body = _message_json(name, request, reply=False)
         call = Call(
             method=GRPC_METHOD,
             target=path,
@@ -233,48 +275,7 @@ class GrpcListener:
         call.operation = "" if name in _CARDS else name
         self.scenarios.choose(call)
         self.recording.begin(call)
-        return call, forwarded, self._pointed(name, call, request)
-
-    def _pointed(self, name: str, call: Call, request: bytes) -> bytes:
-        """The request message as forwarded: each push config it registers pointed at the
-        HTTP proxy's receiver (`PushRoom.point`: its deliveries pass through the recorder and
-        are recorded), re-encoded from its ProtoJSON; `call.body`, what is recorded, stays the
-        client's. Any other call's message goes on as its bytes came."""
-        if self.push is None or name not in _REGISTERING or b'"url"' not in call.body:
-            return request
-        try:
-            body = json.loads(call.body)
-            if not self.push.point(call, body):
-                return request
-            data: bytes = binding.to_message(name, json.dumps(body)).SerializeToString()
-        except Exception as exc:  # (the agent says what is wrong with a message)
-            log.warning("%s: its push config goes on unrecorded: %s", call.target, exc)
-            return request
-        return data
-
-    def _restored(self, name: str, reply: bytes) -> bytes:
-        """A reply message with each receiver URL in it the client's again (the agent's echo
-        of a pointed push config: Create, Get, List); decoded only when its bytes hold one."""
-        push = self.push
-        if push is None or not push.holds_receiver(reply):
-            return reply
-        try:
-            restored = push.restore(
-                binding.to_json(binding.message_type(name, reply=True).FromString(reply))
-            )
-            data: bytes = binding.to_message(name, restored, reply=True).SerializeToString()
-        except Exception:  # (a reply the recorder cannot read goes on as it came)
-            return reply
-        return data
-
-    @staticmethod
-    def _json(name: str, data: bytes, *, reply: bool) -> bytes:
-        """A message's ProtoJSON (for the record); bytes that do not parse as the method's
-        message type are kept as they came, so the record shows what was sent."""
-        try:
-            return binding.to_json(binding.message_type(name, reply=reply).FromString(data))
-        except Exception:  # (a DecodeError, or the SDK's types missing: the call still goes on)
-            return data
+        return call, forwarded, _pointed(self.push, name, call, request)
 
     def _left(self, context: Any) -> tuple[int, str]:
         """The status a cancelled call is recorded with (the same text whichever side noticed
@@ -358,22 +359,18 @@ class GrpcListener:
         trailing: Any = ()
         try:
             try:
-                reply = self._restored(name, await rpc)
+                reply = _restored(self.push, name, await rpc)
                 initial = await rpc.initial_metadata()
                 trailing = await rpc.trailing_metadata()
             except grpc.aio.AioRpcError as error:
-                code, details = error.code().value[0], error.details() or ""
-                initial, trailing = error.initial_metadata(), error.trailing_metadata()
-                if code == _DEADLINE_EXCEEDED and _client_deadline_passed(context):
-                    code, details, truncated = _DEADLINE_EXCEEDED, _CLIENT_DEADLINE, True
-                    trailing = ()
+                code, details, initial, trailing, truncated = _failed(error, context)
             except asyncio.CancelledError:
                 rpc.cancel()
                 self.recording.close(call)
                 code, details = self._left(context)
                 self._record(call, code, details, (), (), forwarded=forwarded, truncated=True)
                 raise
-            recorded = self._json(name, reply, reply=True) if code == 0 else None
+            recorded = _message_json(name, reply, reply=True) if code == 0 else None
             # (its ids learned before the writer reads `call.after`, and before the client
             # has the reply: a follow-up by one of them finds this call's file)
             if recorded is not None:
@@ -399,7 +396,7 @@ class GrpcListener:
         if trailing:
             context.set_trailing_metadata(_sendable(trailing))
         if name in _CARDS:
-            return self._card_for_client(name, reply)
+            return _card_for_client(self, name, reply)
         return reply
 
     async def stream(self, path: str, request: bytes, context: Any) -> AsyncIterator[bytes]:
@@ -425,13 +422,13 @@ class GrpcListener:
         try:
             try:
                 async for message in rpc:
-                    message = self._restored(name, message)
+                    message = _restored(self.push, name, message)
                     if not sent_initial:
                         sent_initial = True
                         initial = await rpc.initial_metadata()
                         if initial:
                             await context.send_initial_metadata(_sendable(initial))
-                    recorded = self._json(name, message, reply=True)
+                    recorded = _message_json(name, message, reply=True)
                     messages.append(recorded)
                     event = SseEvent(data=recorded.decode("utf-8", "replace"))
                     self.recording.learn_frame(call, event)
@@ -441,12 +438,7 @@ class GrpcListener:
                     initial = await rpc.initial_metadata()
                 trailing = await rpc.trailing_metadata()
             except grpc.aio.AioRpcError as error:
-                code, details = error.code().value[0], error.details() or ""
-                initial, trailing = error.initial_metadata(), error.trailing_metadata()
-                if code == _DEADLINE_EXCEEDED and _client_deadline_passed(context):
-                    # the client's deadline, which the agent's call has too, noticed there first
-                    code, details, truncated = _DEADLINE_EXCEEDED, _CLIENT_DEADLINE, True
-                    trailing = ()
+                code, details, initial, trailing, truncated = _failed(error, context)
             except (asyncio.CancelledError, GeneratorExit):
                 # the client cancelled, left or ran out of time: the agent's call ends too,
                 # recorded as it was
@@ -499,23 +491,24 @@ class GrpcListener:
             )
         return reply
 
-    def _card_for_client(self, name: str, reply: bytes) -> bytes:
-        """GetExtendedAgentCard's card with its interfaces pointing at the recorder (the
-        transcript keeps it as the agent sent it)."""
-        try:
-            card = json.loads(self._json(name, reply, reply=True))
-            proxy = Origin.parse(self.http_base) if self.http_base else None
-            upstream = Origin.parse(self.http_upstream) if self.http_upstream else None
-            if proxy is None or upstream is None:
-                return reply
-            rewritten = rewrite_card(card, upstream, proxy, grpc=self.route())
-            if rewritten == card:
-                return reply
-            message = binding.to_message(name, json.dumps(rewritten).encode(), reply=True)
-            data: bytes = message.SerializeToString()
-            return data
-        except Exception:  # (a card the recorder cannot read goes on as it came)
+
+def _card_for_client(listener: GrpcListener, name: str, reply: bytes) -> bytes:
+    """GetExtendedAgentCard's card with its interfaces pointing at the recorder (the
+    transcript keeps it as the agent sent it)."""
+    try:
+        card = json.loads(_message_json(name, reply, reply=True))
+        proxy = Origin.parse(listener.http_base) if listener.http_base else None
+        upstream = Origin.parse(listener.http_upstream) if listener.http_upstream else None
+        if proxy is None or upstream is None:
             return reply
+        rewritten = rewrite_card(card, upstream, proxy, grpc=listener.route())
+        if rewritten == card:
+            return reply
+        message = binding.to_message(name, json.dumps(rewritten).encode(), reply=True)
+        data: bytes = message.SerializeToString()
+        return data
+    except Exception:  # (a card the recorder cannot read goes on as it came)
+        return reply
 
 
 _DEADLINE_EXCEEDED = 4
@@ -540,6 +533,17 @@ _NO_UPSTREAM = (
     "the recorder does not know the agent's gRPC address yet: its card lists no GRPC interface "
     "(fetch the card through the recorder first)"
 )
+
+
+def _failed(error: Any, context: Any) -> tuple[int, str, Any, Any, bool]:
+    """(code, details, initial, trailing metadata, truncated) of a call the agent ended with
+    `error`: as it came, or, when the client's deadline passed (which the agent's call has
+    too, noticed there first), the client's leaving, recorded `@truncated` without trailers."""
+    code, details = error.code().value[0], error.details() or ""
+    initial, trailing = error.initial_metadata(), error.trailing_metadata()
+    if code == _DEADLINE_EXCEEDED and _client_deadline_passed(context):
+        return _DEADLINE_EXCEEDED, _CLIENT_DEADLINE, initial, (), True
+    return code, details, initial, trailing, False
 
 
 def _status(grpc: Any, value: int) -> Any:
