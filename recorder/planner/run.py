@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import logging
 import re
-import socket
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -36,6 +35,7 @@ from recorder.record.naming import file_name
 from recorder.record.proxy import ProxyServer, create_proxy_app
 from recorder.replay.rerecord import keep_recorded_values
 from recorder.rules import DEFAULT_RULES
+from recorder.servers import bind_socket
 
 __all__ = ["PLANNED", "PREFERRED_KIT_PORT", "main", "record_scenarios"]
 
@@ -62,13 +62,10 @@ logger = logging.getLogger(__name__)
 def _port_free(port: int) -> bool:
     """Whether 127.0.0.1:`port` can be listened on now (the kit's gRPC port is bound inside
     its startup, where a busy port is a failed start rather than an OSError)."""
-    with socket.socket() as probe:
-        # as a server binds: a port that only closed connections remember (TIME_WAIT) is free
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
+    try:
+        bind_socket("127.0.0.1", port).close()  # (as a server binds: TIME_WAIT is no use)
+    except OSError:
+        return False
     return True
 
 
