@@ -20,7 +20,7 @@ import orjson
 
 from recorder.model import header_bytes
 from recorder.serve.match import LiveRequest, parse_json
-from recorder.serve.render import address_pattern, grpc_card
+from recorder.serve.render import address_pattern, grpc_card_reply
 
 __all__ = ["Fallback"]
 
@@ -126,12 +126,7 @@ def _grpc_interface(body: bytes, grpc: str | None) -> bytes:
     if b'"GRPC"' not in body:
         return body
     value = parse_json(body)
-    if not isinstance(value, dict):
-        return body
-    fixed = grpc_card(value, grpc)
-    result = fixed.get("result")
-    if "jsonrpc" in fixed and isinstance(result, dict):
-        fixed = {**fixed, "result": grpc_card(result, grpc)}
+    fixed = grpc_card_reply(value, grpc)
     return body if fixed == value else orjson.dumps(fixed)
 
 

@@ -30,7 +30,7 @@ from recorder.serve.match import NOT_JSON, parse_json, random_template
 from recorder.serve.steps import Step
 from recorder.sse import SseEvent, serialize
 
-__all__ = ["Renderer", "address_pattern", "grpc_card", "pacing"]
+__all__ = ["Renderer", "address_pattern", "grpc_card", "grpc_card_reply", "pacing"]
 
 _LOOPBACK = ("localhost", "127.0.0.1", "[::1]")
 _DROPPED = frozenset({"date", "server", "content-length", "transfer-encoding", "connection"})
@@ -88,13 +88,7 @@ class Renderer:
         if value is NOT_JSON:
             return self._text(response.body.decode("utf-8", "replace")).encode()
         rendered = self._value(value, top=True)
-        if isinstance(rendered, dict):
-            rendered = grpc_card(rendered, self.grpc)
-            result = rendered.get("result")
-            if jsonrpc.is_jsonrpc(rendered) and isinstance(result, dict):
-                # GetExtendedAgentCard over JSON-RPC: the card is the result
-                rendered = {**rendered, "result": grpc_card(result, self.grpc)}
-        return orjson.dumps(rendered)
+        return orjson.dumps(grpc_card_reply(rendered, self.grpc))
 
     def frame_data(self, number: int) -> str | None:
         """The data of frame `number` of a stream, rendered (a gRPC stream's message)."""
@@ -188,6 +182,18 @@ def grpc_card(value: dict[str, Any], address: str | None) -> dict[str, Any]:
         version = first.get("protocolVersion", "1.0")
         fixed.append({"url": address, "protocolBinding": BINDING, "protocolVersion": version})
     return {**value, "supportedInterfaces": fixed}
+
+
+def grpc_card_reply(value: Any, address: str | None) -> Any:
+    """`grpc_card` of a reply that is a card, or holds one as its JSON-RPC `result`
+    (GetExtendedAgentCard); any other value as it is."""
+    if not isinstance(value, dict):
+        return value
+    value = grpc_card(value, address)
+    result = value.get("result")
+    if jsonrpc.is_jsonrpc(value) and isinstance(result, dict):
+        value = {**value, "result": grpc_card(result, address)}
+    return value
 
 
 @functools.lru_cache(maxsize=64)
