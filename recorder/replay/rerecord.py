@@ -13,8 +13,12 @@ recording the live side.
   places, each such fresh value is replaced by the previous one throughout the fresh
   recording (its replies echo them), provided the pairs are one-to-one.
 - A request is kept as previously recorded when it is that request with the previously
-  learned values carried forward (what the player would send). When one is not (the
-  scenario changed), the fresh recording is taken whole: keeping the earlier exchanges' ids
+  learned values carried forward (what the player would send). A request whose method,
+  target and body are that but whose headers differ (a client library's new `User-Agent`,
+  an added header) is the same call: its headers are the fresh ones, each header the fresh
+  recording has unchanged keeping its previous text, so an upgrade is one changed line.
+  When a request differs in anything else (the scenario changed), the fresh recording is
+  taken whole: keeping the earlier exchanges' ids
   while the later ones name the fresh ids would give a file whose requests carry ids its
   replies never gave (a GetTask of a task no reply in the file made), which fails to replay.
 - A reply that matches the previous one (no mismatch) is kept byte for byte; a reply that
@@ -58,6 +62,7 @@ def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) 
     state = ReplayState(rules, recorded_base=recorded_base, live_base=live_base)
     compared: list[tuple[Exchange, Exchange, bool]] = []
     pushed: dict[int, tuple[Response, Response, bool]] = {}  # a delivery's request, as a reply
+    requests: dict[int, Request] = {}  # a request kept, its headers refreshed
     for number, (old, new) in enumerate(zip(previous.exchanges, fresh.exchanges, strict=True)):
         if old.push_config is not None or new.push_config is not None:
             # a push delivery: the agent made its request, so it pairs as a reply does
@@ -68,13 +73,16 @@ def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) 
                 request=Request(method="POST", target=old.request.target), response=golden
             )
             pushed[number] = (golden, live, not state.compare(unpaired, live))
-        elif state.prepare(old.request) != new.request:
-            return fresh
+        else:
+            prepared = state.prepare(old.request)
+            if not _same_call(prepared, new.request):
+                return fresh
+            requests[number] = _headers_refreshed(old.request, prepared, new.request)
         compared.append((old, new, not state.compare(old, new.response)))
     # blessed once all are compared: a value a later exchange pairs is put back everywhere
     kept = []
     for number, (old, new, matched) in enumerate(compared):
-        request = old.request
+        request = requests.get(number, old.request)
         if number in pushed:
             golden, live, same = pushed[number]
             body = state.bless(golden, live, matched=same).body
@@ -90,6 +98,46 @@ def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) 
 
 
 _NO_HOST = "http://grpc.invalid"
+
+
+def _same_call(prepared: Request, fresh: Request) -> bool:
+    """Whether `fresh` is the recorded request `prepared` (its recorded values carried
+    forward) but for its headers: the same method, target, version and body."""
+    return (
+        prepared.method == fresh.method
+        and prepared.target == fresh.target
+        and prepared.http_version == fresh.http_version
+        and prepared.body == fresh.body
+    )
+
+
+def _headers_refreshed(old: Request, prepared: Request, fresh: Request) -> Request:
+    """`old` with the fresh recording's headers, in its order: a header the fresh request
+    sends as `prepared` (the old one carried forward) did keeps its old text (the recorded
+    ids, a secret's placeholder), one it sends otherwise or anew is the fresh one. `old` as
+    it is when the headers are the same."""
+    if prepared.headers == fresh.headers:
+        return old
+    if len(prepared.headers) != len(old.headers):
+        return dataclasses.replace(old, headers=fresh.headers)
+    seen: dict[str, int] = {}
+    before: dict[tuple[str, int], tuple[str, str, str]] = {}  # (name, nth) -> prepared, old
+    for (name, value), (_, old_value) in zip(prepared.headers, old.headers, strict=True):
+        key = name.lower()
+        before[key, seen.get(key, 0)] = (name, value, old_value)
+        seen[key] = seen.get(key, 0) + 1
+    seen.clear()
+    headers: list[tuple[str, str]] = []
+    for name, value in fresh.headers:
+        key = name.lower()
+        nth = seen.get(key, 0)
+        seen[key] = nth + 1
+        earlier = before.get((key, nth))
+        if earlier is not None and earlier[1] == value:
+            headers.append((earlier[0], earlier[2]))
+        else:
+            headers.append((name, value))
+    return dataclasses.replace(old, headers=Headers(headers))
 
 
 def _all_grpc(transcript: Transcript) -> bool:

@@ -138,3 +138,39 @@ def test_client_values_other_than_ids_are_not_laid_back() -> None:
     timed = dumps(previous).replace(a, "2031-01-02T03:04:05Z", 1)
     retimed = dumps(previous).replace(a, "2032-01-02T03:04:05Z", 1)
     assert align_client_values(loads(timed), loads(retimed), DEFAULT_RULES) == loads(retimed)
+
+
+def test_a_new_client_user_agent_is_one_changed_line_and_keeps_the_ids() -> None:
+    # a client library upgraded between two recordings (httpx 0.28 -> 0.29): the same calls
+    previous = load(Path(__file__).parent.parent.parent / "docs/examples/01-ask-and-review.http")
+    agent = re.search(r"^User-Agent: (.*)$", dumps(previous), re.MULTILINE)
+    assert agent is not None
+    upgraded = fresh_run(dumps(previous)).replace(agent.group(1), "python-httpx/9.9.9")
+    kept = dumps(keep_recorded_values(previous, loads(upgraded), DEFAULT_RULES))
+    before, after = dumps(previous).split("\n"), kept.split("\n")
+    assert len(before) == len(after)
+    differing = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+    agents = sum(1 for line in before if line.startswith("User-Agent:"))
+    assert agents >= 1
+    assert differing == [(agent.group(0), "User-Agent: python-httpx/9.9.9")] * agents
+
+
+def test_a_header_added_and_one_removed_change_only_their_lines() -> None:
+    previous = load(TRANSCRIPTS / "06-get-and-list-tasks.http")
+    fresh = loads(fresh_run(dumps(previous)))
+    first = fresh.exchanges[0]
+    headers = [(n, v) for n, v in first.request.headers if n.lower() != "a2a-version"]
+    edited = dataclasses.replace(
+        first,
+        request=dataclasses.replace(first.request, headers=[*headers, ("X-Trace", "on")]),
+    )
+    fresh = Transcript(exchanges=(edited, *fresh.exchanges[1:]))
+    kept = keep_recorded_values(previous, fresh, DEFAULT_RULES)
+    request = previous.exchanges[0].request
+    expected = [(n, v) for n, v in request.headers if n.lower() != "a2a-version"]
+    assert len(expected) == len(request.headers) - 1
+    assert kept.exchanges[0].request == dataclasses.replace(
+        request, headers=[*expected, ("X-Trace", "on")]
+    )
+    assert kept.exchanges[0].response == previous.exchanges[0].response
+    assert kept.exchanges[1:] == previous.exchanges[1:]  # the later ones kept whole
