@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from recorder.checks.language import language_available
 from recorder.httpfile import load
-from recorder.language import language_available
 from recorder.model import Response, Transcript
 from recorder.replay.live import LiveReply
 from recorder.replay.state import ReplayState

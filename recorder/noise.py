@@ -14,7 +14,7 @@ rules the replay would use (a place they already absorb proposes nothing):
   fails);
 - a string that differs and reads as prose in some run (two words or more, never an id: an
   answer a model words anew on every run) becomes a `checks` entry scoped to its exchange
-  (`in: "FILE#N"`): what held in every run and in the recording (`recorder.facts`: the
+  (`in: "FILE#N"`): what held in every run and in the recording (`recorder.checks.facts`: the
   tokens, a length band, the format, a similarity floor), never "any text";
 - any other scalar whose live values differ becomes a `generated_paths` entry of a value kind
   (`recorder.kinds`), chosen over every live value seen at that place in any exchange, so that
@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder.facts import ENOUGH_RUNS, Check, Texts, is_prose, learn_facts
+from recorder.checks.facts import ENOUGH_RUNS, Check, Texts, is_prose, learn_facts
 from recorder.jsonpath import PathMatcher, format_path
 from recorder.kinds import is_of_kind
 from recorder.model import Response
@@ -439,7 +439,7 @@ class _Learner:
 
     def facts(self, target: str, place: _Place) -> list[Proposal]:
         """One `checks` entry per exchange where the prose at `target` varied: what held in
-        every run there (`recorder.facts`)."""
+        every run there (`recorder.checks.facts`)."""
         out: list[Proposal] = []
         for group, exchange in dict.fromkeys((g, e) for g, e, _ in place.noisy_at):
             found = learn_facts(place.texts.get((group, exchange), []))

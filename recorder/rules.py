@@ -15,7 +15,7 @@ it over the defaults, key by key:
   one plain again with `null`: `secret_fields: {token: null}` (any case: `Token: null` too);
   `secret_headers: {cookie: null}` does the same for a header;
 - a boolean key takes a boolean;
-- `checks` (`recorder.checkrules`) takes a list of places and the checks that hold there; a
+- `checks` (`recorder.checks.entries`) takes a list of places and the checks that hold there; a
   user file's are added to the defaults' (none).
 
 Unknown keys, wrong types, bad JSONPaths and bad regular expressions raise `RulesError` naming the
@@ -38,7 +38,7 @@ from typing import Any
 import yaml
 
 from recorder.bindings import jsonrpc
-from recorder.checkrules import CheckEntry, CheckRulesError, check_warnings, read_checks
+from recorder.checks.entries import CheckEntry, CheckRulesError, check_warnings, read_checks
 from recorder.errors import RulesError
 from recorder.jsonpath import JsonPathError, PathMatcher, parse_path
 from recorder.kinds import VALUE_KINDS
@@ -91,7 +91,7 @@ class Rules:
     secret_fields: Mapping[str, str] = field(default_factory=dict, hash=False)
     """JSON member name -> placeholder name."""
     checks: tuple[CheckEntry, ...] = field(default=(), hash=False)
-    """Places checked instead of compared for equality (`recorder.checkrules`)."""
+    """Places checked instead of compared for equality (`recorder.checks.entries`)."""
     secret_url_fields: Mapping[str, str] = field(default_factory=dict, hash=False)
     """JSON member name -> placeholder name: a URL there has its secret-looking path segments
     replaced (a push config's `url` always is, `recorder.redact`)."""
@@ -570,7 +570,7 @@ def rules_warnings(path: str | os.PathLike[str]) -> list[str]:
     (`params`, `$.params.message.messageId`: client values are never generated), and a kind
     that is neither a known one (id, time, token) nor declared in the file (a key of
     `generated_shapes`, or in `loose_kinds`), most likely a typo (`tme`), and a check on a
-    place only a request has (`recorder.checkrules.check_warnings`). Raises RulesError
+    place only a request has (`recorder.checks.entries.check_warnings`). Raises RulesError
     when the file is not valid rules (as `load_rules`). Reads the file; prints nothing."""
     rules = load_rules(path)
     source = os.fspath(path)

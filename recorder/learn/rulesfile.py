@@ -9,7 +9,7 @@ as it was: under a key already there, the new entries go after its last entry (a
 mapping), or the key's flow value (`ignored_paths: []`) is rewritten as a block with its
 entries and the new ones; a key not there is appended at the end.
 
-`checks` entries (what held in every wording of a varying answer, `recorder.facts`) are
+`checks` entries (what held in every wording of a varying answer, `recorder.checks.facts`) are
 written one per exchange and path, scoped with `in: "FILE#N"`, each check with a comment
 saying what it saw (`# in all 4 runs and the recording`, `# seen 212..287 characters`).
 """

@@ -1,6 +1,6 @@
 """Checked places: where a rules file's `checks` decide instead of equality (issue 23).
 
-`FileChecks` holds the check entries that apply to one transcript file (`recorder.checkrules`);
+`FileChecks` holds the check entries that apply to one transcript file (`recorder.checks.entries`);
 `for_exchange` gives those of one exchange (None when no check applies: the comparison then
 runs exactly as without checks, fast path and all). `ExchangeChecks.split` takes the recorded
 and the live JSON value of a reply (or of one SSE frame) before the walk:
@@ -25,8 +25,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from recorder.checkrules import CheckEntry, entries_for_file
-from recorder.checks import Check, CheckContext, run_check
+from recorder.checks.entries import CheckEntry, entries_for_file
+from recorder.checks.vocabulary import Check, CheckContext, run_check
 from recorder.jsonpath import PathMatcher, State, format_path
 from recorder.model import Exchange, Response
 from recorder.replay.diff import Mismatch

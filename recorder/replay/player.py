@@ -43,8 +43,8 @@ from typing import Any
 
 import httpx
 
+from recorder.checks.judges import import_judges
 from recorder.errors import NoReplyError, UpstreamError
-from recorder.judges import import_judges
 from recorder.model import Exchange, Request, Transcript
 from recorder.redact import scrub_text
 from recorder.replay.agents import AgentHandle as AgentHandle

@@ -418,8 +418,8 @@ def _check_options(config: pytest.Config) -> None:
         variables_setting(config)
     rules = rules_setting(config)
     if rules:
+        from recorder.checks.judges import import_judges
         from recorder.errors import RecorderError
-        from recorder.judges import import_judges
         from recorder.rules import load_rules
 
         try:

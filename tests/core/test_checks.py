@@ -1,4 +1,5 @@
-"""The checks of issue 23 (recorder.checks): each kind passes and fails, with its reason's text."""
+"""The checks of issue 23 (recorder.checks.vocabulary): each kind passes and fails, with its
+reason's text."""
 
 from __future__ import annotations
 
@@ -7,8 +8,15 @@ from typing import Any
 
 import pytest
 
-from recorder.checks import CHECKS, Check, CheckContext, CheckOptionError, Outcome, run_check
-from recorder.language import language_available
+from recorder.checks.language import language_available
+from recorder.checks.vocabulary import (
+    CHECKS,
+    Check,
+    CheckContext,
+    CheckOptionError,
+    Outcome,
+    run_check,
+)
 
 ANSWER = (
     "Reviewed 1 file: 4 comments.\n"

@@ -1,4 +1,4 @@
-"""The rules' `checks` key (recorder.checkrules through recorder.rules): loading and errors."""
+"""The rules' `checks` key (recorder.checks.entries through recorder.rules): loading and errors."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder.checkrules import Scope
+from recorder.checks.entries import Scope
 from recorder.errors import RulesError
 from recorder.rules import DEFAULT_RULES, load_rules, rules_from_text
 

@@ -28,9 +28,9 @@ from traffic import drive
 from wordy_agent import IGNORE_SERVED_BY, WordyAgent
 
 from recorder import load
+from recorder.checks.language import language_available
 from recorder.cli import main
 from recorder.kit import KitServer, start_kit
-from recorder.language import language_available
 from recorder.learn import learn
 from recorder.learn.run import Learned
 from recorder.record.proxy import ProxyServer, create_proxy_app

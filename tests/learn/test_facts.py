@@ -1,4 +1,4 @@
-"""Learning what a varying answer must keep (`recorder.facts`, and `recorder.noise` proposing
+"""Learning what a varying answer must keep (`recorder.checks.facts`, and `recorder.noise` proposing
 `checks` with it), pure: facts against wording, the scope of an entry, its comments, the
 notes that ask for more runs."""
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from recorder.facts import Check, Texts, is_prose, learn_facts
-from recorder.language import language_available
+from recorder.checks.facts import Check, Texts, is_prose, learn_facts
+from recorder.checks.language import language_available
 from recorder.learn.rulesfile import merge, render
 from recorder.model import Response
 from recorder.noise import Proposal, Replies, propose
@@ -224,7 +224,7 @@ def test_an_answer_one_word_long_in_one_run_still_gets_checks() -> None:
 
 
 def test_every_proposed_check_holds_on_what_it_was_learned_from() -> None:
-    from recorder.checks import CheckContext, run_check
+    from recorder.checks.vocabulary import CheckContext, run_check
 
     cases = [("03-review.http", 1, RECORDED, WORDINGS), ("04-x.http", 2, "a b", ("", "c d e"))]
     for case in cases:

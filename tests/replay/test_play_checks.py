@@ -14,9 +14,9 @@ import pytest
 from helpers import record_goldens
 from wordy_agent import IGNORE_SERVED_BY, WordyAgent, reword, texts
 
+from recorder.checks.language import language_available
 from recorder.httpfile import load
 from recorder.kit import KitServer
-from recorder.language import language_available
 from recorder.replay.player import play
 from recorder.replay.results import PlayResult
 from recorder.rules import load_rules

@@ -1,7 +1,7 @@
 """Checks: assertions on a reply's value at one place, for answers whose wording varies.
 
 An agent that answers through a language model words the same answer differently on every
-run; the facts stay. A rules file's `checks` (see `recorder.checkrules` for the key and
+run; the facts stay. A rules file's `checks` (see `recorder.checks.entries` for the key and
 `recorder/default_rules.yaml` for its documentation) names such a place and the checks that
 must hold there instead of equality. Each check is data (`Check`: a name and its options)
 and one entry of one registry (`CHECKS`: name -> `CheckType`, which reads the options and
@@ -17,7 +17,7 @@ least 80`).
     json                     the text parses as JSON (and validates against a JSON Schema)
     similar                  lexical similarity (rapidfuzz, 0..1) to the recorded value
     language                 the text's language (ISO 639-1), by py3langid when installed
-    judge                    a Python callable or a command decides (`recorder.judges`)
+    judge                    a Python callable or a command decides (`recorder.checks.judges`)
 
 A text check on a live value that is not a string fails with "expected text, got <type>";
 `json` takes a value that is JSON already (an object at the place) as it is. Pure: no I/O,
@@ -440,7 +440,9 @@ def _language_options(value: Any) -> str:
 
 
 def _language(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
-    from recorder.language import detect_language  # (an optional dependency: said when missing)
+    from recorder.checks.language import (
+        detect_language,  # (an optional dependency: said when missing)
+    )
 
     text = _text(live)
     if isinstance(text, Outcome):
@@ -457,13 +459,13 @@ def _language(check: Check, recorded: Any, live: Any, context: CheckContext) -> 
 
 
 def _judge_options(value: Any) -> Any:
-    from recorder.judges import judge_spec
+    from recorder.checks.judges import judge_spec
 
     return judge_spec(value)
 
 
 def _judge(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
-    from recorder.judges import run_judge
+    from recorder.checks.judges import run_judge
 
     return run_judge(check.value, recorded, live, context, check.where)
 

@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from recorder.bindings import jsonrpc
-from recorder.checks import CHECKS, TEXT_OPTIONS, Check, CheckOptionError, json_schema
+from recorder.checks.vocabulary import CHECKS, TEXT_OPTIONS, Check, CheckOptionError, json_schema
 from recorder.jsonpath import JsonPathError, parse_path
 
 __all__ = [
@@ -238,7 +238,7 @@ def _check(key: str, item: Any, source: str | None, line: int | None, folder: st
 
 
 def _language(code: str) -> str:
-    from recorder.language import LANGUAGE_MISSING, language_available
+    from recorder.checks.language import LANGUAGE_MISSING, language_available
 
     if not language_available():
         raise CheckOptionError(LANGUAGE_MISSING)

@@ -20,7 +20,7 @@ checks of the rules file's `checks` key that held in EVERY run and in the record
   answer fails) unless an empty one was seen.
 - the format, when every text had it: `lines` (a band, for answers of several lines), a
   bulleted list (`matches`), a code fence (`contains`), JSON (`json: true`).
-- `language`: the language every text was detected in (`recorder.language`, when py3langid
+- `language`: the language every text was detected in (`recorder.checks.language`, when py3langid
   is installed), for texts of eight words or more (a detector guesses on fewer).
 - `similar`: a floor 0.15 below the lowest pairwise similarity seen at each place (rapidfuzz
   `token_set_ratio`, the check's default, as it scores), at most 0.7, rounded down to 0.05.
@@ -42,7 +42,7 @@ from typing import Any
 
 from rapidfuzz import fuzz, utils
 
-from recorder.language import detect_language, language_available
+from recorder.checks.language import detect_language, language_available
 
 __all__ = ["ENOUGH_RUNS", "Check", "Facts", "Texts", "is_prose", "learn_facts"]
 
