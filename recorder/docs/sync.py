@@ -24,6 +24,7 @@ Marker grammar (one line, outside any fenced block):
               / "pick=none"                  ; nothing picked: the plain line budget
               / "ids=" ("short" / "full")    ; UUIDs shortened or not (render's --ids)
               / "full"                       ; nothing elided (render's --full)
+              / "open-end"                   ; no closing `…` line (render's --open-end)
 
 An exchange named by its operation (`transcripts/04-streaming.http#SendStreamingMessage`: its
 JSON-RPC method, or its title up to `: `) or by its whole title, exactly
@@ -72,6 +73,7 @@ __all__ = [
     "find_markdown",
     "find_markers",
     "load_exchanges",
+    "load_selection",
     "marker_words",
     "parse_marker_options",
     "sync_paths",
@@ -131,8 +133,8 @@ def parse_marker_options(words: Iterable[str]) -> RenderOptions:
     settings: dict[str, object] = {}
     for word in words:
         key, equals, value = word.partition("=")
-        if key == "full" and (not equals or value in ("true", "yes", "1")):
-            settings["full"] = True
+        if key in ("full", "open-end") and (not equals or value in ("true", "yes", "1")):
+            settings[key.replace("-", "_")] = True
         elif key == "headers" and equals:
             settings["headers"] = tuple(h for h in value.split(",") if h)
         elif key in ("max-lines", "width") and equals:
@@ -152,7 +154,7 @@ def parse_marker_options(words: Iterable[str]) -> RenderOptions:
         else:
             raise ValueError(
                 f"unknown option {word!r} "
-                "(expected headers=, max-lines=, width=, only=, pick=, ids=, full)"
+                "(expected headers=, max-lines=, width=, only=, pick=, ids=, full, open-end)"
             )
     return RenderOptions(**settings)  # type: ignore[arg-type]
 
@@ -297,6 +299,17 @@ def load_exchanges(
 ) -> tuple[Exchange, ...]:
     """Exchange `index` (from 1, or the one a name names) of the transcript at `path`, or all
     of them (SourceError)."""
+    exchanges, numbers = load_selection(path, index, cache)
+    return tuple(exchanges[number - 1] for number in numbers)
+
+
+def load_selection(
+    path: str | os.PathLike[str],
+    index: int | ExchangeName | None,
+    cache: dict[Path, Transcript] | None = None,
+) -> tuple[tuple[Exchange, ...], tuple[int, ...]]:
+    """Every exchange of the transcript at `path`, and the numbers (from 1) of the ones
+    `index` names: the one at that position or of that name, or all (SourceError)."""
     key = Path(path)
     transcript = cache.get(key) if cache is not None else None
     if transcript is None:
@@ -308,20 +321,21 @@ def load_exchanges(
             raise SourceError(str(exc)) from None
         if cache is not None:
             cache[key] = transcript
-    count = len(transcript.exchanges)
+    exchanges = transcript.exchanges
+    count = len(exchanges)
     if count == 0:
         raise SourceError(f"{os.fspath(path)}: no exchanges: a transcript holds at least one")
     if index is None:
-        return transcript.exchanges
+        return exchanges, tuple(range(1, count + 1))
     if isinstance(index, ExchangeName):
         try:
-            index = named_exchange(transcript.exchanges, index)
+            index = named_exchange(exchanges, index)
         except ValueError as exc:
             raise SourceError(f"{os.fspath(path)}: {exc}") from None
     if index > count:
         has = f"{count} exchange" + ("" if count == 1 else "s")
         raise SourceError(f"{os.fspath(path)} has {has}: there is no #{index}")
-    return (transcript.exchanges[index - 1],)
+    return exchanges, (index,)
 
 
 def _not_a_transcript(name: str) -> str:
@@ -330,7 +344,10 @@ def _not_a_transcript(name: str) -> str:
         return f"{name}: is a folder; name one transcript file (FILE or FILE#N)"
     before = name.rpartition("#")[0]
     if before and os.path.isfile(before):
-        return f"{name}: no such transcript; after '#' comes an exchange number, e.g. {before}#1"
+        return (
+            f"{name}: no such transcript; after '#' comes an exchange number or name, "
+            f"e.g. {before}#1 or {before}#SendMessage"
+        )
     return f"{name}: no such transcript"
 
 
@@ -382,11 +399,11 @@ def _sync_file(path: Path, *, write: bool, cache: dict[Path, Transcript]) -> Fil
     for marker in markers:
         source = path.parent / marker.path
         try:
-            exchanges = load_exchanges(source, marker.index, cache)
+            exchanges, numbers = load_selection(source, marker.index, cache)
         except SourceError as exc:
             report.problems.append(Problem(name, marker.line, str(exc)))
             continue
-        content = render_exchanges(exchanges, marker.options)
+        content = render_exchanges(exchanges, marker.options, numbers=numbers)
         if marker.block is None or marker.block.content != content:
             report.outdated.append(marker)
             rendered[marker.line] = content

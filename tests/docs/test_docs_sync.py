@@ -10,8 +10,15 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from seed_text import (
+    SEED_MESSAGE_REPLY,
+    SEED_MESSAGE_REPLY_OPTIONS,
+    SEED_STREAM,
+    SEED_STREAM_OPTIONS,
+    seed_stream_going_on,
+)
 
-from recorder import load
+from recorder import Transcript, dump, load
 from recorder.cli import main
 from recorder.docs.render import RenderOptions, render_exchange
 from recorder.docs.sync import apply_blocks, find_markers, parse_marker_options
@@ -157,6 +164,38 @@ def test_apply_keeps_the_indent_of_a_block_in_a_list() -> None:
     assert apply_blocks(text, markers, {2: "a\n\nb\n"}) == (
         "1. step\n   <!-- recorder: x.http#1 -->\n   ```http\n   a\n\n   b\n   ```\n"
     )
+
+
+# --------------------------------------------------------------------------- the seed
+
+
+SEED_STREAM_REF = "../transcripts/04-streaming-review.http#SendStreamingMessage"
+SEED_PAGE = f"""\
+The reply repeats the request's id and holds the response message in result.
+
+<!-- recorder: ../transcripts/02-message-reply.http#1 {SEED_MESSAGE_REPLY_OPTIONS} -->
+```http
+```
+
+Streams as SSE frames
+
+<!-- recorder: {SEED_STREAM_REF} {SEED_STREAM_OPTIONS} -->
+```http
+```
+"""
+
+
+def test_docs_markers_reproduce_the_seed_guides_blocks_byte_for_byte(project: Path) -> None:
+    # the stream as a review's goes on: four frames, of which the guide shows two
+    stream = project / "transcripts" / "04-streaming-review.http"
+    dump(Transcript((seed_stream_going_on(load(stream).exchanges[0]),)), stream)
+    page = project / "docs" / "seed.md"
+    page.write_text(SEED_PAGE, encoding="utf-8")
+    assert run("docs", "sync", str(page))[0] == 0
+    assert page.read_text(encoding="utf-8") == SEED_PAGE.replace(
+        "-->\n```http\n```\n\nStreams", f"-->\n```http\n{SEED_MESSAGE_REPLY}```\n\nStreams"
+    ).replace("-->\n```http\n```\n", f"-->\n```http\n{SEED_STREAM}```\n")
+    assert run("docs", "check", str(page)) == (0, "2 blocks up to date\n", "")
 
 
 # --------------------------------------------------------------------------- sync and check
