@@ -173,7 +173,8 @@ def docs() -> None:
     Mark a fenced block with a comment on the line above it, for example
     `<!-- recorder: ../transcripts/02-message-reply.http#1 max-lines=12 -->` (the path is
     relative to the Markdown file's folder; options: headers=, max-lines=, width=, only=,
-    pick=, ids=, full, open-end).
+    pick=, ids=, full, open-end). A marker in a code block, fenced or indented, is an example
+    and is left alone.
     """
 
 
@@ -207,7 +208,8 @@ def sync(paths: tuple[str, ...]) -> None:
 def check(paths: tuple[str, ...]) -> None:
     """Fail when a marked block of PATHS differs from its transcript (for CI).
 
-    Exits 0 when all are up to date, 1 naming `file:line` of each out-of-date block, 2 naming
+    Exits 0 when all are up to date, 1 naming `file:line` of each out-of-date block with a
+    unified diff of it (the file's lines against the transcript's rendering), 2 naming
     `file:line` of each marker whose transcript or exchange is missing.
     """
     reports = sync_paths(paths, write=False)
@@ -220,6 +222,8 @@ def check(paths: tuple[str, ...]) -> None:
                 f"{report.path}:{marker.line}: the block from {marker.reference} {what} "
                 f"(run: recorder docs sync {report.path})"
             )
+            for line in report.diff(marker):
+                click.echo(line)
     if _print_problems("docs check", reports):
         raise SystemExit(2)
     if stale:
