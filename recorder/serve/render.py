@@ -19,10 +19,9 @@ import re
 from datetime import datetime
 from typing import Any
 
-import orjson
-
 from recorder.bindings import jsonrpc
 from recorder.bindings.grpc import BINDING
+from recorder.jsonbody import compact_json
 from recorder.pairing import PairingRules
 from recorder.redact import PLACEHOLDER
 from recorder.serve.book import Branch
@@ -88,7 +87,7 @@ class Renderer:
         if value is NOT_JSON:
             return self._text(response.body.decode("utf-8", "replace")).encode()
         rendered = self._value(value, top=True)
-        return orjson.dumps(grpc_card_reply(rendered, self.grpc))
+        return compact_json(grpc_card_reply(rendered, self.grpc))
 
     def frame_data(self, number: int) -> str | None:
         """The data of frame `number` of a stream, rendered (a gRPC stream's message)."""
@@ -96,7 +95,7 @@ class Renderer:
         parsed = self.step.frames[number] if number < len(self.step.frames) else NOT_JSON
         if parsed is NOT_JSON:
             return None if event.data is None else self._text(event.data)
-        return orjson.dumps(self._value(parsed, top=True)).decode()
+        return compact_json(self._value(parsed, top=True)).decode()
 
     def frame(self, number: int) -> bytes:
         """Frame `number` of a stream, as SSE bytes."""
