@@ -438,12 +438,16 @@ _TOKEN = re.compile(
 )
 
 
-def relayout(text: str, *, compact: bool = False) -> str:
+def relayout(text: str, *, compact: bool = False, one_line: bool = False) -> str:
     """Valid JSON `text` (as Python's `json` reads it) laid out as the canonical body (or,
-    `compact`, on one line without spaces), each scalar as it is written in `text`. The
-    invisible characters are not escaped here (`_escape_invisible_text`)."""
-    if compact:
-        return "".join(_TOKEN.findall(text))
+    `compact`, on one line without spaces; `one_line`, on one line as `json.dumps` writes by
+    default: `{"a": 1, "b": 2}`), each scalar as it is written in `text`. The invisible
+    characters are not escaped here (`_escape_invisible_text`)."""
+    if compact or one_line:
+        found = _TOKEN.findall(text)
+        if one_line:
+            found = [", " if t == "," else ": " if t == ":" else t for t in found]
+        return "".join(found)
     out: list[str] = []
     append = out.append
     newlines = ["\n"]
@@ -527,8 +531,8 @@ def plain_json(
     the first is indented or closes a bracket, and a string holds no raw line break), and no
     control or invisible character (JSON escapes the first, `_escape_invisible_text` the
     second)."""
-    if not body:
-        return None
+    if not body or b"{{" in body:
+        return None  # (`{{`: a literal that reads as a placeholder, escaped by the redactor)
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:

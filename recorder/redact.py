@@ -28,7 +28,10 @@ them; `DEFAULT_SECRET_HEADERS` are the defaults), each mapped to the placeholder
   shorter one would match at random); where it is a whole value (a JSON string, a header
   value, a query or form value), whatever its length.
 
-The player fills `{{NAME}}` from the environment variable NAME.
+The player fills `{{NAME}}` from the environment variable NAME. Text that reads as a
+placeholder but was sent so (a template in a reviewed diff) is escaped before any placeholder
+is written (`recorder.literals`): `"\\u007b{user_name}}"` in JSON, `\\{\\{user_name\\}\\}`
+elsewhere; the placeholders written here stay placeholders.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from recorder.literals import PLACEHOLDER, escape_json_text, escape_text
 from recorder.model import Headers, Response, is_json_media_type
 from recorder.secret_places import (
     JSON_STARTS,
@@ -129,11 +133,6 @@ def placeholder_name(name: str) -> str:
 
 def placeholder(name: str) -> str:
     return "{{" + name + "}}"
-
-
-PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-"""`{{NAME}}` (spaces inside the braces allowed), group 1 the name: what `placeholder`
-writes, what the player fills from the environment and `recorder export` turns into `"$NAME"`."""
 
 
 def secret_names(names: Mapping[str, str] | Iterable[str], *, fold: bool) -> dict[str, str]:
@@ -316,9 +315,10 @@ class Redactor:
     # ---------------------------------------------------------------- headers
 
     def redact_headers(self, headers: Headers) -> Headers:
+        """Secret header values made placeholders; a literal `{{NAME}}` in any value escaped."""
         secret = self.headers
-        for name, _ in headers:
-            if name.lower() in secret:
+        for name, value in headers:
+            if name.lower() in secret or "{{" in value:
                 break
         else:
             return headers
@@ -328,7 +328,7 @@ class Redactor:
         folded = name.lower()
         env = self.headers.get(folded)
         if env is None or not value:
-            return value
+            return escape_text(value)
         if folded in _SCHEMED_HEADERS:
             match = _SCHEME.match(value)
             if match:
@@ -348,6 +348,7 @@ class Redactor:
             cookie_name, eq, cookie_value = pair.partition("=")
             if eq:
                 self._remember_cookie(cookie_value.strip(), env)
+                attributes = escape_text(attributes)
                 return f"{cookie_name.strip()}={placeholder(env)}{sep}{attributes}"
         self._remember(value, env)
         return placeholder(env)
@@ -361,7 +362,9 @@ class Redactor:
     def redact_target(self, target: str) -> str:
         """Secret query parameters -> placeholders (`?api_key={{API_KEY}}`). Only their values
         change: every other byte of the query is kept as the client sent it (`%2b`, `+`,
-        `a&b=`), so the recorded target is the one forwarded."""
+        `a&b=`), so the recorded target is the one forwarded. A literal `{{NAME}}` is escaped
+        (`recorder.literals`)."""
+        target = escape_text(target)
         path, question, query = target.partition("?")
         if not question or not self.fields:
             return target
@@ -481,11 +484,12 @@ class Redactor:
         if redacted == value:  # (`Pairs` compare as their lists of pairs)
             return None
         try:
-            return dumps_pairs(redacted, ensure_ascii=False)
+            written = dumps_pairs(redacted, ensure_ascii=False)
         except UnicodeEncodeError:  # a lone surrogate ("\ud800"): written escaped
-            return dumps_pairs(redacted, ensure_ascii=True)
+            written = dumps_pairs(redacted, ensure_ascii=True)
         except RecursionError:
             return None
+        return escape_json_text(written, self._placeholder_names)
 
     def redact_body(self, body: bytes, content_type: str | None) -> bytes:
         """Secret JSON members out of a JSON body (returned compact; the model pretty-prints).
@@ -497,6 +501,8 @@ class Redactor:
         secrets seen so far replaced in its bytes."""
         if not body:
             return body
+        if b"{{" in body:
+            body = _escape_body(body, content_type)
         if self.fields and (
             is_json_media_type(content_type) or body[:64].lstrip()[:1] in (b"{", b"[")
         ):
@@ -551,12 +557,20 @@ class Redactor:
         redacted = self.redact_json_value(value)
         if redacted == value:  # (`Pairs` compare as their lists of pairs)
             return body
+        names = self._placeholder_names
         try:
-            return dumps_pairs(redacted, ensure_ascii=False).encode()
+            # written anew: its literal `{{NAME}}`s escaped again, the placeholders kept
+            text = escape_json_text(dumps_pairs(redacted, ensure_ascii=False), names)
+            return text.encode()
         except UnicodeEncodeError:  # a lone surrogate ("\ud800"): written escaped
-            return dumps_pairs(redacted, ensure_ascii=True).encode()
+            return escape_json_text(dumps_pairs(redacted, ensure_ascii=True), names).encode()
         except RecursionError:
             return self._redact_json_text(body)
+
+    @property
+    def _placeholder_names(self) -> frozenset[str]:
+        """The placeholders the redaction of a body may write."""
+        return frozenset({*self.fields.values(), *self.url_fields.values(), PUSH_URL_SECRET})
 
     def _redact_json_text(self, body: bytes) -> bytes:
         """Secret members' string values replaced in JSON text that does not parse (a trailing
@@ -580,9 +594,18 @@ class Redactor:
         return _JSON_MEMBER.sub(replace_value, text).encode("latin-1")
 
     def redact_events(self, events: Iterable[SseEvent]) -> tuple[SseEvent, ...]:
-        """Secret JSON members out of each frame's `data:` JSON."""
+        """Secret JSON members out of each frame's `data:` JSON (a literal `{{NAME}}` in its
+        data or id escaped first)."""
         out = []
         for event in events:
+            if (event.data and "{{" in event.data) or (event.id and "{{" in event.id):
+                event = SseEvent(
+                    None if event.data is None else _escape_data(event.data),
+                    event.event,
+                    None if event.id is None else escape_text(event.id),
+                    event.retry,
+                    event.comments,
+                )
             if self.fields and event.data and self._may_name_a_field(event.data.encode()):
                 data = self._redact_json_document(event.data)
                 if data is not None:
@@ -620,6 +643,34 @@ class Redactor:
 
 
 _KELVIN = "\u212a".encode()  # "\u212a".lower() == "k"
+
+
+def _escape_body(body: bytes, content_type: str | None) -> bytes:
+    """A body's literal `{{NAME}}`s escaped (`recorder.literals`): as JSON where the model
+    reads it as JSON (a JSON media type, and JSON text), as text where it is other UTF-8 text;
+    bytes that are no UTF-8 are kept (no placeholder is read or filled there)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body
+    if is_json_media_type(content_type) and _is_json(text):
+        escaped = escape_json_text(text)
+    else:
+        escaped = escape_text(text)
+    return body if escaped is text else escaped.encode()
+
+
+def _escape_data(data: str) -> str:
+    """An event's data with its literal `{{NAME}}`s escaped: as JSON when it is JSON."""
+    return escape_json_text(data) if _is_json(data) else escape_text(data)
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 @functools.lru_cache(maxsize=8)

@@ -96,8 +96,8 @@ class Direct:
             return None
         if method not in _COMMON_METHODS or not 100 <= status <= 999:
             return None
-        if _REQUEST_TARGET.match(target) is None:
-            return None
+        if _REQUEST_TARGET.match(target) is None or "{{" in target:
+            return None  # (a literal `{{NAME}}`: escaped by the redactor)
         if "\r" in reason or "\n" in reason or "\0" in reason:
             return None
         # the request
@@ -241,6 +241,8 @@ def _field(name: str, value: str) -> tuple[str, str] | None:
         return None
     if "\r" in value or "\n" in value or "\0" in value:
         return None
+    if "{{" in value:
+        return None  # a literal that reads as a placeholder: escaped by the redactor
     return name, value
 
 
