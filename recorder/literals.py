@@ -24,11 +24,19 @@ anew after its secrets were taken out. A literal spelled as one of those in the 
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 from collections.abc import Callable, Container
 
+from recorder.model import Exchange, Headers, Request, Response, SseEvent, is_json_media_type
+
 __all__ = [
     "PLACEHOLDER",
+    "as_sent",
+    "escape_body",
+    "escape_data",
+    "escape_event",
     "escape_json_text",
     "escape_text",
     "has_escaped",
@@ -78,6 +86,43 @@ def escape_json_text(text: str, keep: Container[str] = _NOTHING) -> str:
     return text if escaped == text else escaped
 
 
+def escape_body(body: bytes, content_type: str | None) -> bytes:
+    """A body's literal `{{NAME}}`s escaped (`recorder.literals`): as JSON where the model
+    reads it as JSON (a JSON media type, and JSON text), as text where it is other UTF-8 text;
+    bytes that are no UTF-8 are kept (no placeholder is read or filled there)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body
+    if is_json_media_type(content_type) and _is_json(text):
+        escaped = escape_json_text(text)
+    else:
+        escaped = escape_text(text)
+    return body if escaped is text else escaped.encode()
+
+
+def escape_data(data: str) -> str:
+    """An event's data with its literal `{{NAME}}`s escaped: as JSON when it is JSON."""
+    return escape_json_text(data) if _is_json(data) else escape_text(data)
+
+
+def escape_event(event: SseEvent) -> SseEvent:
+    """An event with the literal `{{NAME}}`s of its data and id escaped."""
+    if (event.data and "{{" in event.data) or (event.id and "{{" in event.id):
+        data = None if event.data is None else escape_data(event.data)
+        identifier = None if event.id is None else escape_text(event.id)
+        return dataclasses.replace(event, data=data, id=identifier)
+    return event
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def has_escaped(text: str) -> bool:
     """Whether `text` (no JSON) holds an escaped literal (`\\{\\{NAME\\}\\}`)."""
     return "\\{\\{" in text and _ESCAPED.search(text) is not None
@@ -102,3 +147,70 @@ def rewrite(text: str, literal: Callable[[str], str], variable: Callable[[str], 
         position = match.end()
     parts.append(literal(text[position:]))
     return "".join(parts)
+
+
+def as_sent(exchange: Exchange) -> Exchange:
+    """`exchange` with each literal escaped outside JSON (`\\{\\{NAME\\}\\}`) as it was
+    sent (`{{NAME}}`): in the target, header values, a body that is no JSON, and event data
+    that is no JSON and ids (JSON text reads the same either way). What a reader is shown
+    (`recorder render`, `recorder docs`)."""
+    request, response = exchange.request, exchange.response
+    sent_request = _request_as_sent(request)
+    sent_response = _response_as_sent(response)
+    if sent_request is request and sent_response is response:
+        return exchange
+    return dataclasses.replace(exchange, request=sent_request, response=sent_response)
+
+
+def _headers_as_sent(headers: Headers) -> Headers:
+    if not any("\\{\\{" in value for _, value in headers):
+        return headers
+    return Headers([(name, literal_text(value)) for name, value in headers])
+
+
+def _body_as_sent(body: bytes, is_json: bool) -> bytes:
+    if is_json or b"\\{\\{" not in body:
+        return body
+    try:
+        return literal_text(body.decode("utf-8")).encode()
+    except UnicodeDecodeError:
+        return body
+
+
+def _request_as_sent(request: Request) -> Request:
+    target = literal_text(request.target)
+    headers = _headers_as_sent(request.headers)
+    body = _body_as_sent(request.body, request.json is not None)
+    if target is request.target and headers is request.headers and body is request.body:
+        return request
+    return dataclasses.replace(request, target=target, headers=headers, body=body)
+
+
+def _response_as_sent(response: Response) -> Response:
+    headers = _headers_as_sent(response.headers)
+    if response.events is not None:
+        events = tuple(
+            dataclasses.replace(
+                event,
+                data=event.data if event.data is None else _data_as_sent(event.data),
+                id=event.id if event.id is None else literal_text(event.id),
+            )
+            for event in response.events
+        )
+        if headers is response.headers and events == response.events:
+            return response
+        return response.with_content(headers, events=events)
+    body = _body_as_sent(response.body, response.json is not None)
+    if headers is response.headers and body is response.body:
+        return response
+    return response.with_content(headers, body=body)
+
+
+def _data_as_sent(data: str) -> str:
+    if "\\{\\{" not in data:
+        return data
+    try:
+        json.loads(data)
+    except (ValueError, RecursionError):
+        return literal_text(data)
+    return data

@@ -28,10 +28,7 @@ them; `DEFAULT_SECRET_HEADERS` are the defaults), each mapped to the placeholder
   shorter one would match at random); where it is a whole value (a JSON string, a header
   value, a query or form value), whatever its length.
 
-The player fills `{{NAME}}` from the environment variable NAME. Text that reads as a
-placeholder but was sent so (a template in a reviewed diff) is escaped before any placeholder
-is written (`recorder.literals`): `"\\u007b{user_name}}"` in JSON, `\\{\\{user_name\\}\\}`
-elsewhere; the placeholders written here stay placeholders.
+The player fills `{{NAME}}` from the environment variable NAME (a literal: `recorder.literals`).
 """
 
 from __future__ import annotations
@@ -44,7 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from recorder.literals import PLACEHOLDER, escape_json_text, escape_text
+from recorder.literals import PLACEHOLDER, escape_body, escape_event, escape_json_text, escape_text
 from recorder.model import Headers, Response, is_json_media_type
 from recorder.secret_places import (
     JSON_STARTS,
@@ -315,12 +312,8 @@ class Redactor:
     # ---------------------------------------------------------------- headers
 
     def redact_headers(self, headers: Headers) -> Headers:
-        """Secret header values made placeholders; a literal `{{NAME}}` in any value escaped."""
         secret = self.headers
-        for name, value in headers:
-            if name.lower() in secret or "{{" in value:
-                break
-        else:
+        if not any(name.lower() in secret or "{{" in value for name, value in headers):
             return headers
         return Headers([(n, self._header_value(n, v)) for n, v in headers])
 
@@ -362,8 +355,7 @@ class Redactor:
     def redact_target(self, target: str) -> str:
         """Secret query parameters -> placeholders (`?api_key={{API_KEY}}`). Only their values
         change: every other byte of the query is kept as the client sent it (`%2b`, `+`,
-        `a&b=`), so the recorded target is the one forwarded. A literal `{{NAME}}` is escaped
-        (`recorder.literals`)."""
+        `a&b=`), so the recorded target is the one forwarded; a literal `{{NAME}}` escaped."""
         target = escape_text(target)
         path, question, query = target.partition("?")
         if not question or not self.fields:
@@ -484,12 +476,9 @@ class Redactor:
         if redacted == value:  # (`Pairs` compare as their lists of pairs)
             return None
         try:
-            written = dumps_pairs(redacted, ensure_ascii=False)
-        except UnicodeEncodeError:  # a lone surrogate ("\ud800"): written escaped
-            written = dumps_pairs(redacted, ensure_ascii=True)
+            return self._written(redacted)
         except RecursionError:
             return None
-        return escape_json_text(written, self._placeholder_names)
 
     def redact_body(self, body: bytes, content_type: str | None) -> bytes:
         """Secret JSON members out of a JSON body (returned compact; the model pretty-prints).
@@ -501,8 +490,7 @@ class Redactor:
         secrets seen so far replaced in its bytes."""
         if not body:
             return body
-        if b"{{" in body:
-            body = _escape_body(body, content_type)
+        body = escape_body(body, content_type) if b"{{" in body else body
         if self.fields and (
             is_json_media_type(content_type) or body[:64].lstrip()[:1] in (b"{", b"[")
         ):
@@ -557,20 +545,18 @@ class Redactor:
         redacted = self.redact_json_value(value)
         if redacted == value:  # (`Pairs` compare as their lists of pairs)
             return body
-        names = self._placeholder_names
         try:
-            # written anew: its literal `{{NAME}}`s escaped again, the placeholders kept
-            text = escape_json_text(dumps_pairs(redacted, ensure_ascii=False), names)
-            return text.encode()
-        except UnicodeEncodeError:  # a lone surrogate ("\ud800"): written escaped
-            return escape_json_text(dumps_pairs(redacted, ensure_ascii=True), names).encode()
+            return self._written(redacted).encode()
         except RecursionError:
             return self._redact_json_text(body)
 
-    @property
-    def _placeholder_names(self) -> frozenset[str]:
-        """The placeholders the redaction of a body may write."""
-        return frozenset({*self.fields.values(), *self.url_fields.values(), PUSH_URL_SECRET})
+    def _written(self, redacted: Any) -> str:
+        """A redacted value written anew (compact), literals escaped again (RecursionError)."""
+        text = dumps_pairs(redacted, ensure_ascii=False)
+        if not text.isascii() and re.search("[\ud800-\udfff]", text):  # (no UTF-8: escaped)
+            text = dumps_pairs(redacted, ensure_ascii=True)
+        names = {*self.fields.values(), *self.url_fields.values(), PUSH_URL_SECRET}
+        return escape_json_text(text, names)
 
     def _redact_json_text(self, body: bytes) -> bytes:
         """Secret members' string values replaced in JSON text that does not parse (a trailing
@@ -594,18 +580,10 @@ class Redactor:
         return _JSON_MEMBER.sub(replace_value, text).encode("latin-1")
 
     def redact_events(self, events: Iterable[SseEvent]) -> tuple[SseEvent, ...]:
-        """Secret JSON members out of each frame's `data:` JSON (a literal `{{NAME}}` in its
-        data or id escaped first)."""
+        """Secret JSON members out of each frame's `data:` JSON (literals escaped first)."""
         out = []
         for event in events:
-            if (event.data and "{{" in event.data) or (event.id and "{{" in event.id):
-                event = SseEvent(
-                    None if event.data is None else _escape_data(event.data),
-                    event.event,
-                    None if event.id is None else escape_text(event.id),
-                    event.retry,
-                    event.comments,
-                )
+            event = escape_event(event)
             if self.fields and event.data and self._may_name_a_field(event.data.encode()):
                 data = self._redact_json_document(event.data)
                 if data is not None:
@@ -643,34 +621,6 @@ class Redactor:
 
 
 _KELVIN = "\u212a".encode()  # "\u212a".lower() == "k"
-
-
-def _escape_body(body: bytes, content_type: str | None) -> bytes:
-    """A body's literal `{{NAME}}`s escaped (`recorder.literals`): as JSON where the model
-    reads it as JSON (a JSON media type, and JSON text), as text where it is other UTF-8 text;
-    bytes that are no UTF-8 are kept (no placeholder is read or filled there)."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        return body
-    if is_json_media_type(content_type) and _is_json(text):
-        escaped = escape_json_text(text)
-    else:
-        escaped = escape_text(text)
-    return body if escaped is text else escaped.encode()
-
-
-def _escape_data(data: str) -> str:
-    """An event's data with its literal `{{NAME}}`s escaped: as JSON when it is JSON."""
-    return escape_json_text(data) if _is_json(data) else escape_text(data)
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    return True
 
 
 @functools.lru_cache(maxsize=8)

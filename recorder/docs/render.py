@@ -62,7 +62,6 @@ frame (rule 6 still applies when asked).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -81,6 +80,8 @@ from recorder.docs.select import (
     picked_paths,
 )
 from recorder.httpread import TRAILERS_TAG
+from recorder.jsonbody import loads
+from recorder.literals import as_sent
 from recorder.model import Exchange, Headers, Request, Response
 
 __all__ = [
@@ -224,6 +225,7 @@ def exchange_ids(exchange: Exchange) -> IdShortener:
 
 def render_exchange(exchange: Exchange, options: RenderOptions = RenderOptions()) -> str:
     """One exchange as a documentation block (rule 5), ending in a line break."""
+    exchange = as_sent(exchange)  # (a literal `{{NAME}}` shown as it went over the wire)
     context = _Context(options, exchange_ids(exchange) if options.ids == "short" else None)
     lines: list[str] = []
     if options.only in ("both", "request"):
@@ -310,7 +312,7 @@ def _body_lines(body: bytes, is_json: bool, context: _Context) -> list[str]:
         return []
     if is_json:
         try:
-            value = json.loads(body)
+            value = loads(body)  # (each number as it was written: `jsonbody.JsonNumber`)
         except (ValueError, RecursionError):
             pass
         else:

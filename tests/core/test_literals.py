@@ -184,3 +184,22 @@ def test_a_header_with_a_literal_is_written_as_httpyac_escapes_it_or_refused() -
     bad = Request("GET", "/", Headers([("Host", "h:1"), ("X-T", "{{a}b}}")]))
     with pytest.raises(ExportError, match="would read as a variable"):
         export_http([make_exchange(request=bad)])
+
+
+def test_render_shows_the_literal_and_the_numbers_as_they_went_over_the_wire() -> None:
+    from recorder.docs.render import RenderOptions, render_exchange
+
+    request = recorded(
+        Request(
+            "POST",
+            "/a2a/jsonrpc",
+            Headers([("Host", "h:1"), JSON, ("X-Template", "{{user_name}}")]),
+            b'{"n": 12345678901234567.89, "z": -0, "text": "Hello {{user_name}}"}',
+        )
+    )
+    shown = render_exchange(
+        make_exchange(request=request), RenderOptions(headers=("Content-Type", "X-Template"))
+    )
+    assert "X-Template: {{user_name}}" in shown
+    assert '"text": "Hello {{user_name}}"' in shown
+    assert '"n": 12345678901234567.89' in shown and '"z": -0' in shown

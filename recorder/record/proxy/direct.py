@@ -222,6 +222,8 @@ class Direct:
                         placed = redactor._header_value(cased, taken).strip()
                         lines.append(_line_of(cased, placed)[0])
                         continue
+                    if "{{" in field[1]:
+                        raise _Uncommon  # (a literal that reads as a placeholder: escaped)
                     line = _line_of(*field)
                 if len(remembered) >= _MAX_LINES:
                     remembered.clear()
@@ -241,8 +243,6 @@ def _field(name: str, value: str) -> tuple[str, str] | None:
         return None
     if "\r" in value or "\n" in value or "\0" in value:
         return None
-    if "{{" in value:
-        return None  # a literal that reads as a placeholder: escaped by the redactor
     return name, value
 
 
