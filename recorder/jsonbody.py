@@ -402,16 +402,22 @@ def _negative_zero(body: bytes) -> bool:
     return b"-0" in body and _NEGATIVE_ZERO.search(body) is not None
 
 
-def _orjson_layout(body: bytes, value: Any) -> bytes | None:
+def _orjson_layout(body: bytes, value: Any, *, floats: bool = False) -> bytes | None:
     """The canonical text of `body` (valid JSON, read by orjson as `value`) from orjson's
     indented writing of `value` with its scalars swapped for the body's own; None when orjson
-    cannot write `value` or dropped a member (a name given twice: fewer scalars)."""
+    cannot write `value` or dropped a member (a name given twice: fewer scalars).
+
+    `floats`: `value` holds floats (whose text orjson may spell otherwise). Without, the swap
+    is not needed when the body is orjson's own compact text, or `json.dumps`'s default one,
+    or has no escape and as many names as the value (none was merged): its scalars are then
+    orjson's (a string without escapes is its characters; an integer but `-0`, which the
+    caller leaves out, has one spelling)."""
     try:
         written = orjson.dumps(value, option=orjson.OPT_INDENT_2)
     except orjson.JSONEncodeError:
         return None
     laid = written
-    if written != body:
+    if written != body and not (not floats and _scalars_are_orjsons(body, value)):
         parts = _SCALAR_SPLIT.split(written)
         own = _SCALAR.findall(body)
         if len(own) != len(parts) // 2:
@@ -429,6 +435,43 @@ def _orjson_layout(body: bytes, value: Any) -> bytes | None:
         # 450 MB so)
         return bytes(memoryview(laid))
     return body if laid == body else laid
+
+
+_KEY_END = re.compile(rb'"[ \t\r\n]*:')
+_SPACED_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
+def _scalars_are_orjsons(body: bytes, value: Any) -> bool:
+    """Whether every scalar of `body` (read as `value`, which holds no float) is written as
+    orjson writes it (see `_orjson_layout`)."""
+    if b"\\" not in body:
+        # without escapes every `"` opens or closes a string, so each name in the text is a
+        # `"` then `:` (whitespace between); a string that starts with `:` only adds to it
+        return len(_KEY_END.findall(body)) == _count_keys(value)
+    if b'": ' in body[:256] or b", " in body[:256]:  # `json.dumps`'s default layout
+        try:
+            return _SPACED_ENCODER.encode(value).encode() == body
+        except (ValueError, RecursionError):
+            return False
+    try:
+        return bool(orjson.dumps(value) == body)
+    except orjson.JSONEncodeError:
+        return False
+
+
+def _count_keys(value: Any) -> int:
+    """The number of members of all the objects in a parsed JSON value."""
+    count = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            count += len(item)
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+    return count
 
 
 # the tokens of JSON text: a scalar (as `_SCALAR`), or one punctuation character
@@ -625,12 +668,32 @@ def _canonical_json_general(body: bytes, read: Any = _UNPARSED) -> tuple[bytes, 
             read = orjson.loads(body)
         except orjson.JSONDecodeError:
             read = _UNPARSED
-    pretty = None if read is _UNPARSED else _orjson_layout(body, read)
+    pretty = None if read is _UNPARSED else _orjson_layout(body, read, floats=True)
+    if pretty is None:
+        # a name given twice (or what orjson does not read): the layout of the same text
+        # with each name made unique, whose scalars are swapped for the body's all the same
+        try:
+            template = json.loads(text, object_pairs_hook=_unique_names)
+        except (ValueError, RecursionError):
+            template = _UNPARSED
+        if template is not _UNPARSED:
+            pretty = _orjson_layout(body, template, floats=True)
     if pretty is None:
         pretty = _escape_invisible_text(relayout(text)).encode()
         if pretty == body:
             pretty = body
     return pretty, value, strict
+
+
+def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose repeated names are made unique (a NUL added: only a layout is made of
+    it, its names then swapped for the text's own)."""
+    members: dict[str, Any] = {}
+    for name, value in pairs:
+        while name in members:
+            name += "\0"
+        members[name] = value
+    return members
 
 
 def _holds_float(value: Any) -> bool:
