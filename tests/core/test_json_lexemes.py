@@ -233,3 +233,17 @@ def test_values_beyond_plain_json_hold_their_numbers_text() -> None:
     value: Any = ({"n": JsonNumber("1E5")}, [JsonNumber("-0")])
     assert jsonbody.dumps(value) == '[{"n": 1E5}, [-0]]'
     assert pretty_json(value) == '[\n  {\n    "n": 1E5\n  },\n  [\n    -0\n  ]\n]'
+
+
+def test_a_body_written_anew_without_its_secrets_keeps_its_numbers_as_sent() -> None:
+    from recorder.redact import Redactor
+
+    body = b'{"token": "t-123456", "n": [1E5, 12345678901234567.89, -0, 0.5]}'
+    redacted = Redactor().redact_body(body, "application/json")
+    assert b"t-123456" not in redacted
+    assert scalar_tokens(canonical_json_body(redacted).decode())[-4:] == [
+        "1E5",
+        "12345678901234567.89",
+        "-0",
+        "0.5",
+    ]
