@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from recorder.jsonbody import _read_float, _read_int, dumps
+from recorder.jsonvalue import _read_float, _read_int, dumps
 
 __all__ = [
     "JSON_STARTS",
