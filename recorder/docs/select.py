@@ -31,13 +31,13 @@ their first 8 hex digits get longer prefixes until they differ.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from recorder.bindings import jsonrpc
+from recorder.jsonbody import dumps
 from recorder.model import Exchange
 
 __all__ = [
@@ -91,7 +91,7 @@ def envelope_first(value: Any) -> Any:
 
 def dumps_scalar(value: Any) -> str:
     """A JSON scalar (or empty container) as the transcript writes it, invisibles escaped."""
-    text = json.dumps(value, ensure_ascii=False)
+    text = dumps(value)  # (a number as it was written: `recorder.jsonbody.JsonNumber`)
     return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
