@@ -149,6 +149,11 @@ class CallRecord:
     # messages decoded there whose ids the loop has not learned yet
     pending: concurrent.futures.Future[Any] | None = None
     unlearned: int = 0
+    # small messages decoded on the loop, not yet given to the worker: handed over together
+    # past `ON_LOOP` bytes (a thread's wake-up per message would cost more than its record),
+    # the last ones recorded by the writer thread with the exchange
+    held: list[tuple[dict[str, Any] | None, bytes]] = field(default_factory=list)
+    held_size: int = 0
 
 
 class Records:
@@ -211,9 +216,19 @@ class Records:
             value = decode(record.name, data, reply=True)
             if value is not None:
                 self._learn(record.call, value)
-            self._submit(record, self._spool, record, value, data)
+            record.held.append((value, data))
+            record.held_size += len(data)
+            if record.held_size > ON_LOOP:
+                self._hand_held(record)
         else:
+            self._hand_held(record)
             self._submit(record, self._spool_found, record, data, learned=True)
+
+    def _hand_held(self, record: CallRecord) -> None:
+        """The small messages held so far go to the worker, before any message after them."""
+        if record.held:
+            held, record.held, record.held_size = record.held, [], 0
+            self._submit(record, spool_held, record, held)
 
     def end(self, record: CallRecord, build: Callable[[], Exchange] | None) -> None:
         """The call has ended: `build` (None: not recorded) handed to the writer once the
@@ -264,15 +279,23 @@ class Records:
             return []
         return self.recording.lineage.generated(value)
 
-    def _spool(self, record: CallRecord, value: dict[str, Any] | None, data: bytes) -> bytes:
-        text = json_text(value, data)
-        (event,) = record.redactor.redact_events((SseEvent(data=text.decode("utf-8", "replace")),))
-        record.spool.add((event.data or "").encode())
-        return text
-
     def _spool_found(self, record: CallRecord, data: bytes) -> list[tuple[str, str]]:
         value = decode(record.name, data, reply=True)
-        return self._generated(value, self._spool(record, value, data))
+        return self._generated(value, spool(record, value, data))
+
+
+def spool(record: CallRecord, value: dict[str, Any] | None, data: bytes) -> bytes:
+    """Record one stream message (its JSON, secrets out) in the call's spool; returns its
+    JSON (on the worker thread, or the writer's for the last small ones)."""
+    text = json_text(value, data)
+    (event,) = record.redactor.redact_events((SseEvent(data=text.decode("utf-8", "replace")),))
+    record.spool.add((event.data or "").encode())
+    return text
+
+
+def spool_held(record: CallRecord, held: list[tuple[dict[str, Any] | None, bytes]]) -> None:
+    for value, data in held:
+        spool(record, value, data)
 
 
 # ---------------------------------------------------------------- on the writer thread
@@ -353,7 +376,9 @@ def stream_exchange(
     """A server stream's exchange: its messages from the spool, as the worker recorded them."""
     request = _request(record)
     if record.pending is not None:
-        record.pending.result()  # (the worker has recorded every message)
+        record.pending.result()  # (the worker has recorded every message it was given)
+    spool_held(record, record.held)  # (and the last small ones, here)
+    record.held = []
     try:
         messages = list(record.spool.lines())
     finally:
