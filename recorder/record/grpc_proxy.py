@@ -65,6 +65,7 @@ from recorder.record.grpc_metadata import (
     unsendable,
 )
 from recorder.record.grpc_record import (
+    BACKLOG,
     CallRecord,
     Records,
     decode,
@@ -462,6 +463,8 @@ class GrpcListener:
         messages = 0
         try:
             while True:
+                if record.in_flight > BACKLOG:  # (its recording has fallen behind: it waits)
+                    await self.records.caught_up(record)
                 async with asyncio.timeout(self.timeout):
                     message = await rpc.read()
                 if message is grpc.aio.EOF:

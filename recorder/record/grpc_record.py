@@ -28,6 +28,7 @@ it while it runs (the store holds the text of what it wrote, `recorder.record.st
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import json
@@ -46,7 +47,7 @@ from recorder.record.proxy.call import Call
 from recorder.record.proxy.recording import Recording
 from recorder.redact import Redactor
 
-__all__ = ["ON_LOOP", "SPOOL_AT", "CallRecord", "MessageSpool", "Records", "decode"]
+__all__ = ["BACKLOG", "ON_LOOP", "SPOOL_AT", "CallRecord", "MessageSpool", "Records", "decode"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,10 @@ log = logging.getLogger(__name__)
 ON_LOOP = 64 * 1024
 # a stream's recorded messages past this many bytes go to a temporary file as they come
 SPOOL_AT = 1024 * 1024
+# bytes of a stream's messages handed to the worker and not recorded yet past which the next
+# message waits for it (`Records.caught_up`): the memory of a stream faster than its record
+# stays bounded (a stream is then paced by its recording)
+BACKLOG = 4 * 1024 * 1024
 
 
 def decode(name: str, data: bytes, *, reply: bool) -> dict[str, Any] | None:
@@ -154,6 +159,11 @@ class CallRecord:
     # the last ones recorded by the writer thread with the exchange
     held: list[tuple[dict[str, Any] | None, bytes]] = field(default_factory=list)
     held_size: int = 0
+    # the worker's tasks for this call not seen done yet, with their messages' bytes
+    queued: collections.deque[tuple[concurrent.futures.Future[Any], int]] = field(
+        default_factory=collections.deque
+    )
+    in_flight: int = 0
 
 
 class Records:
@@ -185,10 +195,17 @@ class Records:
             call.after = lineage.needs(call.file_key)
 
     def _submit(
-        self, record: CallRecord, work: Callable[..., Any], *args: Any, learned: bool = False
+        self,
+        record: CallRecord,
+        size: int,
+        work: Callable[..., Any],
+        *args: Any,
+        learned: bool = False,
     ) -> None:
         future = self._worker.submit(work, *args)
         record.pending = future
+        record.queued.append((future, size))
+        record.in_flight += size
         if learned:  # (its ids go to the lineage in the loop, as soon as they are found)
             record.unlearned += 1
             loop = asyncio.get_running_loop()
@@ -207,7 +224,7 @@ class Records:
             if record.reply is not None:
                 self._learn(record.call, record.reply)
         else:
-            self._submit(record, self._found, record, reply, learned=True)
+            self._submit(record, len(reply), self._found, record, reply, learned=True)
 
     def message(self, record: CallRecord, data: bytes) -> None:
         """A stream message went to the client: its ids learned, its record made on the
@@ -222,13 +239,28 @@ class Records:
                 self._hand_held(record)
         else:
             self._hand_held(record)
-            self._submit(record, self._spool_found, record, data, learned=True)
+            self._submit(record, len(data), self._spool_found, record, data, learned=True)
 
     def _hand_held(self, record: CallRecord) -> None:
         """The small messages held so far go to the worker, before any message after them."""
         if record.held:
-            held, record.held, record.held_size = record.held, [], 0
-            self._submit(record, spool_held, record, held)
+            held, size = record.held, record.held_size
+            record.held, record.held_size = [], 0
+            self._submit(record, size, spool_held, record, held)
+
+    async def caught_up(self, record: CallRecord) -> None:
+        """Wait while more than `BACKLOG` bytes of the call's messages wait for the worker
+        (called before the next message is read from the agent)."""
+        queued = record.queued
+        while queued:
+            future, size = queued[0]
+            if not future.done():
+                if record.in_flight <= BACKLOG:
+                    return
+                with contextlib.suppress(Exception):
+                    await asyncio.wrap_future(future)
+            queued.popleft()
+            record.in_flight -= size
 
     def end(self, record: CallRecord, build: Callable[[], Exchange] | None) -> None:
         """The call has ended: `build` (None: not recorded) handed to the writer once the
@@ -322,16 +354,23 @@ def _request(record: CallRecord) -> Request:
 
 
 def _redacted(response: Response, redactor: Redactor) -> Response:
-    """`response` with its metadata's and body's secrets replaced (its messages are already
-    redacted, on the worker)."""
+    """`response` with its metadata's and body's secrets replaced (a stream's messages are
+    redacted already, on the worker: its body is their text, not read again)."""
+    body = response.body
+    if body and response.events is None:
+        body = redactor.redact_body(body, "application/json")
+    headers = redactor.redact_headers(response.headers)
+    trailers = redactor.redact_headers(response.trailers) if response.trailers else Headers()
+    if headers is response.headers and trailers == response.trailers and body is response.body:
+        return response  # (nothing secret: a stream's messages are not joined again)
     return Response(
         status=response.status,
         reason=response.reason,
-        headers=redactor.redact_headers(response.headers),
-        body=redactor.redact_body(response.body, "application/json") if response.body else b"",
+        headers=headers,
+        body=body if response.events is None else b"",
         events=response.events,
         http_version=response.http_version,
-        trailers=redactor.redact_headers(response.trailers) if response.trailers else Headers(),
+        trailers=trailers,
     )
 
 

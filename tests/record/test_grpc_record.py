@@ -252,3 +252,53 @@ def test_the_spool_keeps_lines_in_memory_then_in_a_file() -> None:
     ]
     assert spool.count == 3
     spool.close()
+
+
+def test_a_stream_faster_than_its_recording_waits_for_it_memory_stays_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recorder.record.grpc_record import BACKLOG, Records
+
+    size = 1024 * 1024  # (over ON_LOOP: each message is recorded by the worker)
+    count = BACKLOG // size * 2 + 2
+    gate = threading.Event()  # the worker records nothing until it is set
+    record_one = Records._spool_found
+
+    def slow(self: Records, record: Any, data: bytes) -> Any:
+        gate.wait(LIMIT)
+        return record_one(self, record, data)
+
+    monkeypatch.setattr(Records, "_spool_found", slow)
+    waiting = asyncio.Event()
+    caught_up = Records.caught_up
+
+    async def noted(self: Records, record: Any) -> None:
+        waiting.set()
+        await caught_up(self, record)
+
+    monkeypatch.setattr(Records, "caught_up", noted)
+
+    async def body(channel: Any, agent: Agent) -> tuple[int, int]:
+        received: list[bytes] = []
+
+        async def read() -> None:
+            stream = channel.unary_stream(SERVICE + "SendStreamingMessage")
+            async for message in stream(b"", timeout=LIMIT):
+                received.append(message)
+
+        reader = asyncio.create_task(read())
+        agent.release.set()
+        await asyncio.wait_for(waiting.wait(), LIMIT)
+        # the listener waits for its recording, with no more than BACKLOG (and the message
+        # over it) handed to the worker, and as many with the client
+        before = len(received)
+        gate.set()
+        await asyncio.wait_for(reader, LIMIT)
+        return before, len(received)
+
+    before, after = run(tmp_path, Agent([], messages=count, size=size), body)
+    assert before <= BACKLOG // size + 1 < count
+    assert after == count
+    (path,) = tmp_path.glob("*.http")
+    (exchange,) = load(path).exchanges
+    assert len(exchange.response.events or ()) == count
