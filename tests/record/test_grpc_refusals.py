@@ -253,3 +253,15 @@ def test_grpc_max_message_refuses_as_the_recorders_own_never_as_the_agents(
     # neither refusal is in a transcript as the agent's reply
     exchanges = [e for path in tmp_path.glob("*.http") for e in load(path)]
     assert [(e.request.target, e.response.status) for e in exchanges] == [(SERVICE + "GetTask", 0)]
+
+
+def test_grpc_max_message_is_a_size_in_mib() -> None:
+    from click.testing import CliRunner
+
+    from recorder.cli import main
+
+    result = CliRunner().invoke(
+        main, ["record", "--upstream", "http://127.0.0.1:9", "--grpc-max-message", "0"]
+    )
+    assert result.exit_code == 2
+    assert "--grpc-max-message" in result.output
