@@ -16,7 +16,8 @@ DIR` through another checkout's recorder (before / after a change).
 
 Per target: the stream's time, each probe's p50 and worst latency and their ratio, and the
 recorder's memory from /proc/PID/status: VmHWM (the peak) and VmRSS after the recording,
-each over what it held before the stream, in MiB and in messages. Prints a table and one
+each over what it held before the stream, in MiB and in messages, and the most VmRSS it
+held while the stream ran (sampled at each message the client got). Prints a table and one
 JSON line (`"bench": "grpc-stream"`).
 """
 
@@ -166,9 +167,12 @@ async def run_target(
         before = memory(pid)
         started = time.perf_counter()
         received = 0
+        sampled: list[float] = []  # the recorder's VmRSS while the stream runs
         stream = channel.unary_stream(SERVICE + "SendStreamingMessage")
         async for message in stream(b"", timeout=LIMIT * 5):
             received += len(message)
+            if pid is not None:
+                sampled.append(memory(pid)["VmRSS"])
         streamed = time.perf_counter() - started
         if out is None:
             await asyncio.sleep(0.5)
@@ -186,6 +190,7 @@ async def run_target(
         "bytes": received,
         "before": before,
         "after": memory(pid),
+        "during": max(sampled, default=0.0),
     }
 
 
@@ -214,6 +219,7 @@ def measure(
         message = message_size / 2**20
         peak, held = after["VmHWM"] - before["VmRSS"], after["VmRSS"] - before["VmRSS"]
         figures.update(
+            during_mib=round(run["during"] - before["VmRSS"], 1),
             peak_mib=round(peak, 1),
             held_mib=round(held, 1),
             peak_messages=round(peak / message, 1),
@@ -288,7 +294,7 @@ def main() -> int:
             process.terminate()
             process.wait(LIMIT)
     columns = ("stream_s", "recorded_s", "grpc_p50_ms", "grpc_max_ms", "http_p50_ms")
-    columns += ("http_max_ms", "peak_mib", "held_mib", "peak_messages")
+    columns += ("http_max_ms", "during_mib", "peak_mib", "held_mib")
     print(f"{messages} messages of {size // 1024} KiB ({mib} MiB)")
     print(f"{'target':>9} " + " ".join(f"{c:>13}" for c in columns))
     for found in results:
