@@ -29,7 +29,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -380,7 +380,7 @@ def response_of(
     initial: Metadata = (),
     trailing: Metadata = (),
     reply: Any = None,
-    messages: Sequence[Any] | None = None,
+    messages: Iterable[Any] | None = None,
 ) -> Response:
     """A call's `Response` from what its client saw: the status code and message, the initial
     and trailing metadata, and the unary `reply` or a server stream's `messages` (protobuf

@@ -418,16 +418,15 @@ def stream_exchange(
         record.pending.result()  # (the worker has recorded every message it was given)
     spool_held(record, record.held)  # (and the last small ones, here)
     record.held = []
-    try:
-        messages = list(record.spool.lines())
-    finally:
-        record.spool.close()
     call = record.call
     call.redactor.seen.update(record.redactor.seen)  # (the messages' secrets: in the text's scrub)
-    response = binding.response_of(
-        code, message=details, initial=initial, trailing=trailing, messages=messages
-    )
-    del messages
+    try:
+        # (read from the spool a line at a time, into the events: never a list of them too)
+        response = binding.response_of(
+            code, message=details, initial=initial, trailing=trailing, messages=record.spool.lines()
+        )
+    finally:
+        record.spool.close()
     return Exchange(
         request=request,
         response=_redacted(response, call.redactor),
