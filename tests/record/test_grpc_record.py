@@ -195,32 +195,28 @@ def test_nothing_is_read_between_receiving_a_call_and_forwarding_it_or_its_reply
 
 
 def test_a_long_streams_large_messages_are_recorded_off_the_loop_as_they_pass(
-    tmp_path: Path, protojson: list[tuple[str, str]]
+    tmp_path: Path, protojson: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    recorded_all = threading.Event()
     loop_thread = threading.current_thread().name
     count = 4
+    spooled: list[bytes] = []
+    recorded_all = threading.Event()  # every message's record is in the call's spool
+    add = MessageSpool.add
 
-    def off_the_loop() -> int:
-        return sum(
-            1 for thread, kind in protojson if kind == "StreamResponse" and thread != loop_thread
-        )
+    def noted(self: MessageSpool, line: bytes) -> None:
+        add(self, line)
+        spooled.append(line)
+        if len(spooled) == count:
+            recorded_all.set()
+
+    monkeypatch.setattr(MessageSpool, "add", noted)
 
     async def body(channel: Any, agent: Agent) -> bool:
         call = channel.unary_stream(SERVICE + "SendStreamingMessage")(b"", timeout=LIMIT)
         for _ in range(count):
             await asyncio.wait_for(call.read(), LIMIT)
-
-        def wait_for_records() -> bool:
-            for _ in range(int(LIMIT * 100)):  # (bounded: the worker is quick)
-                if off_the_loop() >= count:
-                    recorded_all.set()
-                    return True
-                threading.Event().wait(0.01)
-            return False
-
         # every message recorded while the agent still holds the stream open
-        during = await asyncio.to_thread(wait_for_records)
+        during = await asyncio.to_thread(recorded_all.wait, LIMIT)
         agent.release.set()
         assert await asyncio.wait_for(call.read(), LIMIT) is grpc.aio.EOF
         return during
