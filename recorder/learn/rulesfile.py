@@ -25,7 +25,14 @@ from recorder.noise import Proposal
 
 __all__ = ["merge", "render"]
 
-_KEYS = ("generated_paths", "unordered_paths", "ignored_paths", "ignored_headers", "checks")
+_KEYS = (
+    "generated_paths",
+    "unordered_paths",
+    "ignored_paths",
+    "ignored_headers",
+    "assembled",
+    "checks",
+)
 
 Scrub = Callable[[str], str]
 
