@@ -48,6 +48,7 @@ from recorder.errors import NoReplyError, UpstreamError
 from recorder.model import Exchange, Request, Transcript
 from recorder.redact import scrub_text
 from recorder.replay.agents import AgentHandle as AgentHandle
+from recorder.replay.diff import Mismatch
 from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc, send_grpc
 from recorder.replay.jobs import Stopped, run_files
@@ -303,6 +304,11 @@ class FilePlayer:
             self._lost(index, exc, background.started)
             return
         self._record(index, live, background.started)
+
+    def judge(self, index: int, live: LiveReply) -> list[Mismatch]:
+        """Exchange `index`'s mismatches for a reply got in another play (`recorder learn`'s
+        held-out runs), as `_record` compares one: in order, so pairs are learned as then."""
+        return self.state.compare(self._expected(index), live, number=index + 1)
 
     @property
     def changed_on_disk(self) -> bool:

@@ -98,7 +98,7 @@ def test_learn_checks_what_varied_where_it_varied_and_nothing_else(learnt: Learn
         assert checks["language"] == "en"
     assert all(re.fullmatch(r"\d\d-[\w-]+\.http#\d+", scope) for scope, _ in entries)
     text = learnt.rules_file.read_text()
-    assert "# in all 4 runs and the recording" in text and "characters" in text
+    assert re.search(r"# in all \d+ runs and the recording", text) and "characters" in text
 
 
 def test_ten_replays_with_fresh_wording_pass(learnt: Learnt, tmp_path: Path) -> None:
@@ -262,9 +262,9 @@ if not language_available():
 
 # target -> (what its first request sends, the text it breaks, the path that must fail)
 TARGETS = {
-    "review": ("src/cart.py", "[todo]", "$.result.task.artifacts[0].parts[0].text"),
-    "languages": ("Which languages", "Python", "$.result.message.parts[0].text"),
-    "question": ("def mean", "+++ b/", "$.result.task.status.message.parts[0].text"),
+    "review": ("src/cart.py", "[todo]", "$.result.task.artifacts[0].parts[*].text"),
+    "languages": ("Which languages", "Python", "$.result.message.parts[*].text"),
+    "question": ("def mean", "+++ b/", "$.result.task.status.message.parts[*].text"),
 }
 
 
@@ -341,7 +341,7 @@ def test_a_regressed_answer_fails_at_its_path_with_a_reason(
 def test_learn_says_when_two_runs_are_too_few(learnt: Learnt, tmp_path: Path) -> None:
     result = CliRunner().invoke(
         main,
-        ["learn", str(learnt.folder), "--agent", learnt.kit.url, "--runs", "2"],
+        ["learn", str(learnt.folder), "--agent", learnt.kit.url, "--runs", "2", "--max-runs", "2"],
         env={"A2A_TOKEN": learnt.kit.token},
     )
     assert result.exit_code == 0, result.output
