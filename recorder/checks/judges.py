@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder.checks.vocabulary import Check, CheckContext, CheckOptionError, Outcome
+from recorder.checks.base import Check, CheckContext, CheckOptionError, Outcome
 from recorder.errors import RulesError
 
 __all__ = [

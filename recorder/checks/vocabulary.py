@@ -31,7 +31,19 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
+
+from recorder.checks.base import (
+    TEXT_OPTIONS,
+    Check,
+    CheckContext,
+    CheckOptionError,
+    CheckType,
+    Outcome,
+    Runner,
+)
+from recorder.checks.judges import judge_spec, run_judge
+from recorder.checks.language import detect_language
 
 __all__ = [
     "CHECKS",
@@ -43,88 +55,6 @@ __all__ = [
     "Outcome",
     "run_check",
 ]
-
-TEXT_OPTIONS = frozenset(("ignore_case", "comment"))
-"""Options any check item may carry beside its name (ignore_case only where it means something)."""
-
-
-class CheckOptionError(ValueError):
-    """A check's options are not valid; the message says why (the rules loader adds where)."""
-
-
-class Outcome(NamedTuple):
-    """What one check found: whether it held, and why not (or a note on why it did)."""
-
-    passed: bool
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class Check:
-    """One check of a rules file: its name, its options as read (`CheckType.parse`), where."""
-
-    name: str
-    value: Any = field(hash=False)
-    ignore_case: bool = False
-    comment: str | None = None
-    source: str | None = None
-    """The rules file it was read from (None: made in code)."""
-    line: int | None = None
-
-    @property
-    def label(self) -> str:
-        """How reports name it: `contains_all`, `judge mypackage.judges:helpful`."""
-        if self.name == "judge":
-            spec = self.value
-            return f"judge {spec.name}" if hasattr(spec, "name") else "judge"
-        return self.name
-
-    @property
-    def where(self) -> str:
-        """`rules.yaml:12` (or the file alone, or "the rules")."""
-        if self.source is None:
-            return "the rules"
-        return f"{self.source}:{self.line}" if self.line else self.source
-
-
-@dataclass(frozen=True)
-class CheckContext:
-    """What a check may want to know of where it runs (judges get it as a dict)."""
-
-    file: str = ""
-    exchange: int | None = None
-    title: str = ""
-    path: str = "$"
-    frame: int | None = None
-    request: Any = None
-    """The recorded request body: its JSON value, or its text."""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "exchange": self.exchange,
-            "title": self.title,
-            "path": self.path,
-            "frame": self.frame,
-            "request": self.request,
-        }
-
-
-Runner = Callable[[Check, Any, Any, CheckContext], Outcome]
-"""(check, recorded value, live value, context) -> outcome."""
-
-
-@dataclass(frozen=True)
-class CheckType:
-    """One entry of the registry: how to read its options, how to run it."""
-
-    name: str
-    parse: Callable[[Any], Any]
-    """The options as written -> the value `run` uses; CheckOptionError when not valid."""
-    run: Runner
-    folds_case: bool = False
-    """Whether `ignore_case` means something for it."""
-    summary: str = ""
 
 
 def run_check(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
@@ -440,10 +370,6 @@ def _language_options(value: Any) -> str:
 
 
 def _language(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
-    from recorder.checks.language import (
-        detect_language,  # (an optional dependency: said when missing)
-    )
-
     text = _text(live)
     if isinstance(text, Outcome):
         return text
@@ -458,15 +384,7 @@ def _language(check: Check, recorded: Any, live: Any, context: CheckContext) -> 
 # --- judge -------------------------------------------------------------------------------------
 
 
-def _judge_options(value: Any) -> Any:
-    from recorder.checks.judges import judge_spec
-
-    return judge_spec(value)
-
-
 def _judge(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
-    from recorder.checks.judges import run_judge
-
     return run_judge(check.value, recorded, live, context, check.where)
 
 
@@ -502,7 +420,7 @@ CHECKS: Mapping[str, CheckType] = dict(
         _check_type("json", _json_options, _json, "parses as JSON (and validates)"),
         _check_type("similar", _similar_options, _similar, "similar to the recorded text"),
         _check_type("language", _language_options, _language, "the text's language"),
-        _check_type("judge", _judge_options, _judge, "your code decides"),
+        _check_type("judge", judge_spec, _judge, "your code decides"),
     ]
 )
 """Check name -> its type: the one registry (the rules loader and the player both read it)."""
