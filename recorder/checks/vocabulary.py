@@ -11,6 +11,8 @@ least 80`).
 
     contains, contains_all   the text holds the string (each of the strings)
     contains_any             the text holds one of the strings at least
+    facts                    the text states each fact, in any form (`recorder.checks.extract`)
+    claims                   facts stated together, as findings, once (`recorder.checks.claims`)
     not_contains             the text holds none of the strings
     matches, not_matches     Python `re.search` finds (does not find) the expression
     length, lines            the number of characters (of lines) within {min, max}
@@ -42,6 +44,8 @@ from recorder.checks.base import (
     Outcome,
     Runner,
 )
+from recorder.checks.claims import check_claims, parse_claims
+from recorder.checks.extract import FactError, describe, facts_in, parse_fact, stated_in
 from recorder.checks.judges import judge_spec, run_judge
 from recorder.checks.language import detect_language
 
@@ -244,6 +248,48 @@ def _lines(check: Check, recorded: Any, live: Any, context: CheckContext) -> Out
     return _within(len(text.splitlines()), "line", check.value)
 
 
+# --- facts and claims ---------------------------------------------------------------------------
+
+
+def _facts_options(value: Any) -> tuple[Any, ...]:
+    try:
+        return tuple(parse_fact(item) for item in _strings(value))
+    except FactError as exc:
+        raise CheckOptionError(str(exc)) from None
+
+
+def _facts(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
+    text = _text(live)
+    if isinstance(text, Outcome):
+        return text
+    found = facts_in(text)
+    missing = [fact for fact in check.value if not stated_in(fact, text, found)]
+    if not missing:
+        return Outcome(True)
+    reason = f"{_quoted([str(fact) for fact in missing])} not found"
+    kinds = {fact.kind for fact in missing}
+    expected = check.value
+    others = [f for f in found if f.kind in kinds and not any(e.matches(f) for e in expected)]
+    if others:
+        reason += f"; found {_quoted([describe([fact]) for fact in others[:3]])}"
+    return Outcome(False, reason)
+
+
+def _claims_options(value: Any) -> Any:
+    try:
+        return parse_claims(value)
+    except ValueError as exc:
+        raise CheckOptionError(str(exc)) from None
+
+
+def _claims(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
+    text = _text(live)
+    if isinstance(text, Outcome):
+        return text
+    reasons = check_claims(check.value, text)
+    return Outcome(not reasons, "; ".join(reasons))
+
+
 # --- json --------------------------------------------------------------------------------------
 
 
@@ -415,6 +461,8 @@ CHECKS: Mapping[str, CheckType] = dict(
         _check_type(
             "not_matches", _regex, _not_matches, "re.search does not find it", folds_case=True
         ),
+        _check_type("facts", _facts_options, _facts, "the text states each fact, in any form"),
+        _check_type("claims", _claims_options, _claims, "facts stated together, each once"),
         _check_type("length", _bounds, _length, "characters within min..max"),
         _check_type("lines", _bounds, _lines, "lines within min..max"),
         _check_type("json", _json_options, _json, "parses as JSON (and validates)"),

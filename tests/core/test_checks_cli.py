@@ -31,7 +31,7 @@ def test_play_names_the_line_of_a_bad_check(rules: Path) -> None:
     assert outcome.stdout == ""
     assert outcome.stderr.startswith(
         "recorder play: rules.yaml:4: checks[0].assert[0]: unknown check 'lenght' (did you mean"
-        " length?); checks: contains,"
+        " length?); checks: claims,"
     )
 
 

@@ -121,7 +121,7 @@ def error(text: str, tmp_path: Path | None = None) -> str:
                   - contians: x
             """,
             "rules.yaml:4: checks[0].assert[0]: unknown check 'contians' (did you mean"
-            " contains?); checks: contains, contains_all,",
+            " contains?); checks: claims, contains, contains_all,",
         ),
         (
             """\
