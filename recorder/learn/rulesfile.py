@@ -43,7 +43,14 @@ class LearnedRulesError(RecorderError):
     never of a file the user wrote (nothing is written)."""
 
 
-_KEYS = ("generated_paths", "unordered_paths", "ignored_paths", "ignored_headers", "checks")
+_KEYS = (
+    "generated_paths",
+    "unordered_paths",
+    "ignored_paths",
+    "ignored_headers",
+    "assembled",
+    "checks",
+)
 
 Scrub = Callable[[str], str]
 

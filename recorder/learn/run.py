@@ -169,6 +169,7 @@ def learn(
                 tuple(live.response for live in lives.get((number, index), ())),
                 path,
                 index + 1,
+                transcript.exchanges[index].truncated,
             )
             for number, (path, transcript) in enumerate(loaded)
             for index in range(len(transcript.exchanges))
