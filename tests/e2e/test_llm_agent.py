@@ -90,9 +90,10 @@ def test_learn_checks_what_varied_where_it_varied_and_nothing_else(learnt: Learn
     entries = {(e["in"], e["path"]): e for e in rules["checks"]}
     entry = entries[(f"{review}#1", "$.result.task.artifacts[*].parts[*].text")]
     checks = {name: value for item in entry["assert"] for name, value in item.items()}
-    assert {"src/cart.py:2", "[todo]", "[debug-print]", "[missing-tests]"} <= set(
-        checks["contains_all"]
-    )
+    assert {"src/cart.py:2", "[todo]", "[debug-print]", "[missing-tests]"} <= set(checks["facts"])
+    # a finding's facts are checked together: a line with its file, a rule with them
+    assert ["[todo]", "src/cart.py:2", "TODO"] in checks["claims"]["each"]
+    assert checks["claims"]["count"] == 3 and checks["claims"]["once"] is True
     assert checks["length"]["min"] > 50 and 0 < checks["similar"] < 1
     if language_available():
         assert checks["language"] == "en"
@@ -170,60 +171,60 @@ def regression(
 
 
 REGRESSIONS = [
-    regression("empty", "review", lambda t: "", "contains_all length", "0 characters"),
+    regression("empty", "review", lambda t: "", "facts length", "0 characters"),
     regression(
         "refusal",
         "review",
         lambda t: "I'm sorry, but I can't help with that request.",
-        "contains_all length",
+        "facts length",
         '"src/cart.py:2"',
         "not found",
     ),
     regression("french", "review", lambda t: FRENCH, "language", "fr, expected en"),
-    regression("finding-left-out", "review", _drop_lines("[todo]"), "contains_all", '"[todo]"'),
+    regression("finding-left-out", "review", _drop_lines("[todo]"), "facts", '"[todo]"'),
     regression(
         "wrong-file",
         "review",
         lambda t: t.replace("src/cart.py", "src/card.py"),
-        "contains_all",
+        "facts",
         '"src/cart.py:2" not found',
     ),
-    regression("other-question", "review", lambda t: LANGUAGES, "contains_all", '"[todo]"'),
-    regression("truncated", "review", lambda t: t[: len(t) // 2], "contains_all", "not found"),
+    regression("other-question", "review", lambda t: LANGUAGES, "facts", '"[todo]"'),
+    regression("truncated", "review", lambda t: t[: len(t) // 2], "facts", "not found"),
     regression(
         "error-as-answer",
         "review",
         lambda t: "Error: the model provider timed out (request 7f3a9c). Please try again later.",
-        "contains_all length",
+        "facts length",
         "not found",
     ),
     regression(
         "lines-off-by-9",
         "review",
         lambda t: t.replace("src/cart.py:2", "src/cart.py:11"),
-        "contains_all",
+        "facts",
         '"src/cart.py:2" not found',
     ),
     regression(
         "wrong-rule-tag",
         "review",
         lambda t: t.replace("[todo]", "[style]"),
-        "contains_all",
+        "facts",
         '"[todo]" not found',
     ),
-    regression("file-names-dropped", "review", _no_file_names, "contains_all", '"src/cart.py:2"'),
+    regression("file-names-dropped", "review", _no_file_names, "facts", '"src/cart.py:2"'),
     regression(
         "wrong-language-named",
         "review",
         lambda t: t.replace("Python", "Java"),
-        "contains_all",
+        "facts",
         '"Python" not found',
     ),
     regression(
         "as-an-ai",
         "review",
         lambda t: "As an AI language model, I cannot run code, but the diff looks fine to me.",
-        "contains_all",
+        "facts",
         "not found",
     ),
     regression(
@@ -232,8 +233,8 @@ REGRESSIONS = [
         lambda t: "\n".join(
             line for line in t.splitlines() for _ in range(2 if "[todo]" in line else 1)
         ),
-        "not_matches",
-        '"[todo]',
+        "claims",
+        'claim "[todo] src/cart.py:2 TODO" repeated: stated 2 times',
     ),
     regression(
         "one-paragraph",
@@ -246,14 +247,14 @@ REGRESSIONS = [
         "language-left-out",
         "languages",
         lambda t: t.replace("Rust", "Ruby"),
-        "contains_all",
+        "facts",
         '"Rust" not found',
     ),
     regression(
         "question-not-asked",
         "question",
         lambda t: "Reviewing your diff now.",
-        "contains_all length",
+        "facts length",
         '"src/app.py" not found',
     ),
 ]
