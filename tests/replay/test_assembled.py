@@ -132,14 +132,12 @@ def test_a_stream_assembles_as_the_client_assembles_it_whatever_its_chunks() -> 
 
 
 def test_a_chunk_without_append_replaces_its_artifact_and_repeated_states_are_said_once() -> None:
-    frames = [
-        {"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "WORKING"}}},
-        {"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "WORKING"}}},
-        {"artifactUpdate": {"taskId": "t", "artifact": {"artifactId": "a", "parts": [{"text": "x"}]}}},
-        {"artifactUpdate": {"taskId": "t", "artifact": {"artifactId": "a", "parts": [{"text": "y"}]}}},
-        {"artifactUpdate": {"taskId": "t", "append": True,
-                            "artifact": {"artifactId": "a", "parts": [{"text": "z"}]}}},
-    ]  # fmt: skip
+    def chunk(text: str, **flags: bool) -> dict[str, Any]:
+        artifact = {"artifactId": "a", "parts": [{"text": text}]}
+        return {"artifactUpdate": {"taskId": "t", "artifact": artifact, **flags}}
+
+    working = {"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "WORKING"}}}
+    frames = [working, working, chunk("x"), chunk("y"), chunk("z", append=True)]
     assert assemble(frames) == {  # (the HTTP+JSON binding's frames: no `result` level)
         "task": {
             "id": "t",
