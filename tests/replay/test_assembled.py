@@ -269,3 +269,14 @@ def test_a_stream_cut_the_same_way_every_run_is_learned_frame_by_frame() -> None
     assert [(p.key, p.target) for p in found.rules] == [
         ("checks", "$.result.artifactUpdate.artifact.parts[*].text")
     ]
+
+
+def test_an_assembled_proposal_is_written_and_reads_back() -> None:
+    from recorder.learn.rulesfile import render
+    from recorder.noise import Proposal
+
+    why = "the number of text parts differs between runs (1, 2): compared as assembled"
+    proposal = Proposal("assembled", "02-ask.http#1", None, why, ("f exchange 1",), (), 1)
+    text = render([proposal], ["learned"])
+    assert "assembled:\n  add:\n" in text and '    - "02-ask.http#1"\n' in text
+    assert rules_from_text(text, "learned.yaml").assembles("02-ask.http", 1)
