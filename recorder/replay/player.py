@@ -60,7 +60,7 @@ from recorder.replay.pushes import FilePushes, PushReceiver, as_reply
 from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
 from recorder.replay.state import LiveReply, ReplayState
-from recorder.replay.trials import play_in_trials
+from recorder.replay.trials import TrialPlan, play_in_trials
 from recorder.replay.update import (
     blessed_exchanges,
     finish_update,
@@ -428,8 +428,8 @@ class _Settings:
     exitfirst: bool = False
     halt: threading.Event = field(default_factory=threading.Event)
     """-x: set once a file failed; the files not yet started are not played."""
-    trials: tuple[int, float] | None = None
-    """--trials N, --pass-rate R (`recorder.replay.trials`)."""
+    trials: TrialPlan | None = None
+    """--trials N, --pass-rate R, --confidence C, --early-stop (`recorder.replay.trials`)."""
     pushes: PushReceiver | None = None
     grpc: GrpcTarget | None = None
 
@@ -462,7 +462,7 @@ def _play_item(
         once = replace(settings, listener=None)
         result = play_in_trials(
             lambda: _play_file(once, item, transport, stop),
-            *settings.trials,
+            settings.trials,
             selected=[index + 1 for index in sorted(item.selected)],
         )
         listener = settings.listener
@@ -569,7 +569,7 @@ def play(
     start_agent: Callable[..., AgentHandle] | None = None,
     verbose: int = 0,
     exitfirst: bool = False,
-    trials: tuple[int, float] | None = None,
+    trials: TrialPlan | None = None,
     grpc_agent: str | None = None,
 ) -> PlayResult:
     """Replay the transcripts under `paths` against `agent`, or against the agent that
@@ -581,7 +581,7 @@ def play(
     (their exchanges are "not played"). An agent that goes away after it answered is a result
     too (the exchange that lost it is an error, each later file fails fast:
     `recorder.replay.watch`).
-    `trials` (N, R) plays each file N times, an exchange passing in ceil(R * N) of them
+    `trials` (a `TrialPlan`) plays each file N times, an exchange passing as the plan says
     (`recorder.replay.trials`; not with `update`). gRPC calls go to `grpc_agent` (HOST:PORT),
     else to the GRPC interface of the agent's card (`start_agent(grpc=True)` when a file has
     one: the started agent's).
