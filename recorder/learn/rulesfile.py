@@ -238,6 +238,8 @@ def _holds(rules: Rules, proposal: Proposal) -> bool:
         return target in rules.unordered_paths
     if proposal.key == "ignored_headers":
         return target.lower() in rules.ignored_headers
+    if proposal.key == "assembled":
+        return target in rules.assembled
     try:
         wanted = [(c.name, CHECKS[c.name].parse(c.value), c.ignore_case) for c in proposal.checks]
     except CheckOptionError:
