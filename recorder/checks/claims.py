@@ -329,9 +329,10 @@ def learn_claims(texts: Sequence[str]) -> Learned:
         return Learned(None, "")
     if count == 0:
         count = None  # (no finding in any run: claims of another kind, a count says nothing)
-    parts = [f"{len(kept)} claim{'s' if len(kept) > 1 else ''}, each in one statement"]
+    each_ = "each " if len(kept) > 1 else ""
+    parts = [f"{len(kept)} claim{'s' if len(kept) > 1 else ''}, {each_}in one statement"]
     if once:
-        parts.append("each once")
+        parts.append(f"{each_}once")
     if count is not None:
         parts.append(f"{count} findings")
     return Learned(Claims(tuple(each), tuple(denied), count, once), ", ".join(parts))
