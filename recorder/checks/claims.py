@@ -7,9 +7,9 @@ segments (`recorder.checks.segments`: sentences, list items, table rows); a segm
 (`recorder.checks.extract`) are a `Statement`. A `Claim` is a set of facts that one statement
 holds; `Claims`, the value of the `claims` check, says:
 
-- `each`: claims that must each be stated, all their facts in one statement, as a finding
-  (not dismissed: `"src/cart.py:2 [todo]" is not a problem`);
-- `dismissed`: claims that must be stated as dismissed (`no issues found in src/cart.py`);
+- `each`: claims that must each be stated, all their facts in one statement, and not in the
+  negative (`src/cart.py:2 [todo]: not a problem`, `there is no TODO at src/cart.py:2`);
+- `denied`: claims that must be stated in the negative (`no issues found in src/cart.py`);
 - `once`: no claim stated twice (a model that loops says a finding again);
 - `count`: the number of statements that read as findings (a location or a rule id in them,
   or a file with a label), made-up ones among them.
@@ -18,9 +18,13 @@ holds; `Claims`, the value of the `claims` check, says:
 statement in every text (the recording's statements, each narrowed to the facts a statement of
 every other text shares with it), two facts or more, not numbers and labels alone (a
 summary's counts: the `facts` check has them); `once`, `count` and each claim's polarity only
-where they were the same in every text. Dismissal is read in English, by a few phrases
-that say a thing is not a problem (`_DISMISSAL`): light, and learned only where every run
-agreed, so a wording that reads otherwise is never learned as a claim's polarity.
+where they were the same in every text. A statement is in the negative when it holds a
+negation (`no`, `not`, `n't`, `never`, `none`, `nothing`, `without`, `cannot`) or a phrase
+that dismisses its thing (`is fine`, `can be ignored`, `false positive`: `_DISMISSAL`), read in
+English: light, and a claim's polarity is learned only where every text agreed (a finding
+that is negative by nature, "no test file changed", is so in every wording), so a wording
+that reads otherwise is never learned as a claim's polarity; a statement of its facts and
+hardly a word more (a terse answer's) is not read for one.
 """
 
 from __future__ import annotations
@@ -54,6 +58,9 @@ __all__ = [
     "statements",
 ]
 
+_WORDS = re.compile(r"[^\W\d_]{2,}")
+_ENOUGH_WORDS = 4
+_NEGATION = re.compile(r"\b(?:no|not|never|none|nothing|without|cannot)\b|n't\b", re.I)
 _DISMISSAL = re.compile(
     r"""\b(?:
         not\s+(?:really\s+|actually\s+)?(?:a|an)\s+(?:real\s+|actual\s+)?
@@ -73,11 +80,14 @@ _DISMISSAL = re.compile(
 
 @dataclass(frozen=True)
 class Statement:
-    """One segment's facts, its text, and whether it says its thing is not a problem."""
+    """One segment's facts, its text, and whether it is in the negative."""
 
     text: str
     facts: tuple[Fact, ...]
-    dismissed: bool
+    negative: bool
+    wordy: bool = True
+    """Whether it has words enough besides its facts to be read for a negation (a terse
+    `the diff as a whole [missing-tests] medium (src/a.py)` says its facts, nothing of them)."""
 
     def states(self, fact: Fact) -> bool:
         """Whether this statement holds `fact` (a name or a label: written anywhere in it,
@@ -111,7 +121,7 @@ class Claims:
     """The `claims` check's value (see the module docstring)."""
 
     each: tuple[Claim, ...] = ()
-    dismissed: tuple[Claim, ...] = ()
+    denied: tuple[Claim, ...] = ()
     count: int | None = None
     once: bool = False
 
@@ -122,11 +132,38 @@ def statements(text: str) -> list[Statement]:
     lower = lower_words(text)
     found = []
     for segment in segments(text):
-        facts = facts_of(segment.text, common, lower)
-        if facts:
-            dismissed = _DISMISSAL.search(segment.text) is not None
-            found.append(Statement(segment.text, tuple(facts), dismissed))
+        for piece in _pieces(segment.text, common, lower):
+            facts = facts_of(piece, common, lower)
+            if facts:
+                negative = bool(_NEGATION.search(piece) or _DISMISSAL.search(piece))
+                found.append(Statement(piece, tuple(facts), negative, _wordy(piece, facts, common)))
     return found
+
+
+_ANCHORS = frozenset(("location", "path", "tag"))
+
+
+def _wordy(text: str, facts: Sequence[Fact], common: frozenset[str]) -> bool:
+    """Words enough besides its facts and the common words (see `Statement.wordy`)."""
+    said = {word.casefold() for fact in facts for word in _WORDS.findall(fact.key)}
+    rest = [
+        word
+        for word in _WORDS.findall(text)
+        if word.casefold() not in said and word.casefold() not in common
+    ]
+    return len(rest) >= _ENOUGH_WORDS
+
+
+def _pieces(text: str, common: frozenset[str], lower: frozenset[str]) -> list[str]:
+    """A segment cut at its `; ` where every piece names a thing of one kind (a terse
+    answer's `src/a.py:2 [todo]; src/a.py:5 [debug-print]; the diff [missing-tests]`: a rule
+    id each), else whole (a sentence's `at src/a.py:2, a secret; load it from the
+    environment [hardcoded-secret]`: a place, then a rule)."""
+    pieces = text.split("; ")
+    if len(pieces) < 2:
+        return [text]
+    kinds = [frozenset(f.kind for f in facts_of(p, common, lower)) & _ANCHORS for p in pieces]
+    return pieces if frozenset.intersection(*kinds) else [text]
 
 
 # --- checking ----------------------------------------------------------------------------------
@@ -136,21 +173,23 @@ def check_claims(spec: Claims, text: str) -> list[str]:
     """What is wrong with `text` by `spec`, one reason per claim (nothing: it holds)."""
     said = statements(text)
     reasons: list[str] = []
-    for claim, dismissed in [(c, False) for c in spec.each] + [(c, True) for c in spec.dismissed]:
+    for claim, denied in [(c, False) for c in spec.each] + [(c, True) for c in spec.denied]:
         name = f'"{claim}"'
         holders = [s for s in said if claim.held_by(s)]
         if not holders:
             reasons.append(f"claim {name} missing{_found(claim, said)}")
         elif spec.once and len(holders) > 1:
             reasons.append(f"claim {name} repeated: stated {len(holders)} times")
-        elif not dismissed and all(s.dismissed for s in holders):
-            reasons.append(f"claim {name} stated as no problem: {_quote(holders[0].text)}")
-        elif dismissed and not any(s.dismissed for s in holders):
-            reasons.append(f"claim {name} stated as a problem: {_quote(holders[0].text)}")
+        elif not denied and all(s.negative for s in holders):
+            reasons.append(f"claim {name} stated in the negative: {_quote(holders[0].text)}")
+        elif denied and not any(s.negative or not s.wordy for s in holders):
+            reasons.append(
+                f"claim {name} no longer stated in the negative: {_quote(holders[0].text)}"
+            )
     if spec.count is not None:
         findings = [s for s in said if s.is_finding]
         if len(findings) != spec.count:
-            claims = (*spec.each, *spec.dismissed)
+            claims = (*spec.each, *spec.denied)
             extra = [s for s in findings if not any(c.held_by(s) for c in claims)]
             noun = "claim" if len(findings) == 1 else "claims"
             reason = f"{len(findings)} {noun} stated, expected {spec.count}"
@@ -163,14 +202,14 @@ def check_claims(spec: Claims, text: str) -> list[str]:
 
 def _found(claim: Claim, said: Sequence[Statement]) -> str:
     """`; found "src/cart.py:3 [todo]"`: the statement closest to a missing claim, its facts of
-    the claim's kinds (nothing when no statement has any)."""
+    the claim's kinds (`nothing like it` when no statement holds any of the claim's facts)."""
     kinds = {fact.kind for fact in claim.facts}
     best: tuple[int, int] = (0, 0)
     shown: list[Fact] = []
     for statement in said:
         alike = [f for f in statement.facts if f.kind in kinds or f.kind == "location"]
         score = (sum(statement.states(f) for f in claim.facts), len(alike))
-        if alike and score > best:
+        if alike and score[0] and score > best:
             best, shown = score, alike
     return f'; found "{describe(shown)}"' if shown else "; nothing like it"
 
@@ -185,14 +224,14 @@ def _quote(text: str) -> str:
 
 def parse_claims(value: Any) -> Claims:
     """A `claims` check's options: a list of claims (each a list of facts, as `facts` writes
-    them), or {each, dismissed, count, once}. Raises ValueError saying what is wrong."""
+    them), or {each, denied, count, once}. Raises ValueError saying what is wrong."""
     if isinstance(value, list):
         return Claims(each=_claims(value, "claims"))
     if not isinstance(value, Mapping):
         raise ValueError("expected a list of claims (lists of facts) or {each, count, once}")
-    unknown = sorted(str(k) for k in value if k not in ("each", "dismissed", "count", "once"))
+    unknown = sorted(str(k) for k in value if k not in ("each", "denied", "count", "once"))
     if unknown:
-        raise ValueError(f"unknown option {unknown[0]!r} (options: each, dismissed, count, once)")
+        raise ValueError(f"unknown option {unknown[0]!r} (options: each, denied, count, once)")
     count = value.get("count")
     if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
         raise ValueError(f"count: expected a whole number, 0 or more, got {count!r}")
@@ -200,10 +239,10 @@ def parse_claims(value: Any) -> Claims:
     if not isinstance(once, bool):
         raise ValueError(f"once: expected true or false, got {once!r}")
     each = _claims(value.get("each", []), "each")
-    dismissed = _claims(value.get("dismissed", []), "dismissed")
-    if not each and not dismissed and count is None:
-        raise ValueError("give each, dismissed or count")
-    return Claims(each, dismissed, count, once)
+    denied = _claims(value.get("denied", []), "denied")
+    if not each and not denied and count is None:
+        raise ValueError("give each, denied or count")
+    return Claims(each, denied, count, once)
 
 
 def _claims(value: Any, key: str) -> tuple[Claim, ...]:
@@ -223,13 +262,13 @@ def _claims(value: Any, key: str) -> tuple[Claim, ...]:
 
 def claims_value(spec: Claims) -> Any:
     """`spec` as a rules file writes it (what `parse_claims` reads back the same)."""
-    if not spec.dismissed and spec.count is None and not spec.once:
+    if not spec.denied and spec.count is None and not spec.once:
         return [[str(f) for f in claim.facts] for claim in spec.each]
     value: dict[str, Any] = {}
     if spec.each:
         value["each"] = [[str(f) for f in claim.facts] for claim in spec.each]
-    if spec.dismissed:
-        value["dismissed"] = [[str(f) for f in claim.facts] for claim in spec.dismissed]
+    if spec.denied:
+        value["denied"] = [[str(f) for f in claim.facts] for claim in spec.denied]
     if spec.count is not None:
         value["count"] = spec.count
     if spec.once:
@@ -269,17 +308,17 @@ def learn_claims(texts: Sequence[str]) -> Learned:
     # check has them; a claim is about something: a file, a rule, a name …)
     candidates = [f for f in candidates if any(x.kind not in ("number", "label") for x in f)]
     claims = _distinct([Claim(tuple(facts)) for facts in candidates])
-    each, dismissed = [], []
+    each, denied = [], []
     for claim in claims:
         holders = [[s for s in statements if claim.held_by(s)] for statements in said]
-        polarity = {s.dismissed for found in holders for s in found}
+        polarity = {s.negative for found in holders for s in found}
         if polarity == {False}:
             each.append(claim)
         elif polarity == {True}:
-            dismissed.append(claim)
+            denied.append(claim)
     counts = {sum(s.is_finding for s in statements) for statements in said}
     count = counts.pop() if len(counts) == 1 else None
-    kept = (*each, *dismissed)
+    kept = (*each, *denied)
     once = bool(kept) and all(
         sum(claim.held_by(s) for s in statements) == 1 for claim in kept for statements in said
     )
@@ -290,17 +329,18 @@ def learn_claims(texts: Sequence[str]) -> Learned:
         return Learned(None, "")
     if count == 0:
         count = None  # (no finding in any run: claims of another kind, a count says nothing)
-    parts = [f"{len(kept)} claim{'s' if len(kept) > 1 else ''}, each in one statement"]
+    each_ = "each " if len(kept) > 1 else ""
+    parts = [f"{len(kept)} claim{'s' if len(kept) > 1 else ''}, {each_}in one statement"]
     if once:
-        parts.append("each once")
+        parts.append(f"{each_}once")
     if count is not None:
         parts.append(f"{count} findings")
-    return Learned(Claims(tuple(each), tuple(dismissed), count, once), ", ".join(parts))
+    return Learned(Claims(tuple(each), tuple(denied), count, once), ", ".join(parts))
 
 
 def _precise(fact: Fact, statement: Statement) -> Fact:
     """`fact` as `statement` says it, if it says it more precisely (`src/a.py:3` for `a.py:3`)."""
-    alike = [mine for mine in statement.facts if fact.matches(mine)]
+    alike = [mine for mine in statement.facts if mine.kind == fact.kind and fact.matches(mine)]
     return max([fact, *alike], key=lambda f: f.precision)
 
 

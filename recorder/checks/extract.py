@@ -146,12 +146,12 @@ _LOCATION_FORMS = [
     ),
     # line 2 of src/cart.py / line 2 in the file src/cart.py
     re.compile(
-        rf"\b(?:line|ln\.?)\s*:?\s*(?P<line>\d+)\s*[,:]?\s*(?:of|in)\s+(?:the\s+file\s+|file\s+)?"
+        rf"(?<![\w-])(?:line|ln\.?)\s*:?\s*(?P<line>\d+)\s*[,:]?\s*(?:of|in)\s+(?:the\s+file\s+|file\s+)?"
         rf"(?:\./)?(?P<path>{_PATH})(?![\w/@-])",
         re.I,
     ),
 ]
-_LINE_ALONE = re.compile(r"\b(?:line|ln\.?)\s*:?\s*(?P<line>\d+)\b", re.I)
+_LINE_ALONE = re.compile(r"(?<![\w-])(?:line|ln\.?)\s*:?\s*(?P<line>\d+)\b", re.I)
 _URL = re.compile(r"\bhttps?://[^\s<>()\[\]{}\"'`]+", re.I)
 _EMAIL = re.compile(r"\b[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\b")
 _CODE = re.compile(r"`([^`\n]{1,120})`")
@@ -197,7 +197,7 @@ _IDENTIFIERS = [
 _ACRONYM = re.compile(r"\b[A-Z]{2,}[0-9]*\b")
 _NAME = re.compile(r"\b[A-Z][a-z]+(?:[-'][A-Za-z]+)?(?:\s+[A-Z][a-z]+(?:[-'][A-Za-z]+)?)*\b")
 # what may stand before a sentence's first word: markup, a list's marker, an opening mark
-_SENTENCE_START = re.compile(r"(?:[.!?;|>]\s*|\s[-–—]\s+|[(\[\"'“`*_#]\s*|\A\s*)$")
+_SENTENCE_START = re.compile(r"(?:[.!?;|>]\s*|\s[-–—]\s+|[\[\"'“*_#]\s*|\A\s*)$")
 _FIELD = re.compile(r"^[*_`]*\s*:")  # `File:` `**File:**` `Severity :`
 _ASCII_WORD = re.compile(r"[A-Za-z]+")
 _LINE_WORDS = frozenset(("line", "lines", "ln", "l"))
@@ -302,15 +302,18 @@ def _quoted(scan: _Scan) -> None:
             if not inner:
                 continue
             if _PATH_RE.fullmatch(inner) and _is_file(inner):
-                # the marks out, the path left for the location forms
-                scan.take(match.start(), start, None)
-                scan.take(end, match.end(), None)
+                # the marks out (spaces), the path left for the location forms
+                text = scan.text
+                marks = [(match.start(), start), (end, match.end())]
+                for left, right in marks:
+                    text = text[:left] + " " * (right - left) + text[right:]
+                scan.text = text
                 continue
             whole = _one_fact(inner, scan.common)
             if whole is not None and whole.kind not in ("name", "label", "number"):
                 scan.take(match.start(), match.end(), whole)
-            elif code and re.fullmatch(_TAG_WORD, inner) and inner.casefold() not in scan.common:
-                scan.take(match.start(), match.end(), _tag(inner))
+            elif code and re.fullmatch(_TAG_WORD, inner) and len(inner) >= 2:
+                scan.take(match.start(), match.end(), _tag(inner))  # (marked up: a rule id)
             elif len(inner) >= 2 and not _is_number(inner):
                 key = " ".join(inner.split())
                 scan.take(match.start(), match.end(), Fact("text", key, f'"{key}"'))
@@ -402,15 +405,18 @@ def _tags(scan: _Scan) -> None:
             if folded in LABELS:
                 label = LABELS[folded]
                 scan.take(match.start(), match.end(), Fact("label", label, label))
-            elif folded not in scan.common and not _is_file(word) and not word.isdigit():
+            elif len(word) >= 2 and not _is_file(word) and not word.isdigit():
+                if pattern is not _TAG_FORMS[0] and folded in scan.common:
+                    continue  # "(see)", "rule is": wording ("[todo]" is marked up: a rule id)
                 if pattern is _TAG_FORMS[1] and not _tag_shaped(word):
-                    continue  # "(Python)", "(see)": a parenthesis, not a rule id
+                    continue  # "(Python)": a parenthesis, not a rule id
                 scan.take(match.start(), match.end(), _tag(word))
 
 
 def _tag_shaped(word: str) -> bool:
-    """A rule id in parentheses is in lower case (`(todo)`, `(debug-print)`)."""
-    return word.islower() or word.isupper()
+    """A rule id in parentheses is in lower case (`(todo)`, `(debug-print)`; `(TODO)` is
+    the word)."""
+    return word.islower()
 
 
 def _identifiers(scan: _Scan) -> None:
@@ -425,7 +431,8 @@ def _identifiers(scan: _Scan) -> None:
                 continue
             if key.casefold() in scan.common:
                 continue
-            scan.take(match.start(), match.end(), Fact("identifier", key, key))
+            call = key + "()" if word.endswith("(") or word.endswith("()") else key
+            scan.take(match.start(), match.end(), Fact("identifier", key, call))
 
 
 def _numbers(scan: _Scan) -> None:
@@ -436,8 +443,8 @@ def _numbers(scan: _Scan) -> None:
         return
     for match in scan.each(_NUMBER_WORD):
         following = match.group("next").casefold()
-        if following in scan.common or following in NUMBER_WORDS:
-            continue  # "one of", "one more": a pronoun, not a count
+        if (following in scan.common and len(following) <= 4) or following in NUMBER_WORDS:
+            continue  # "one of", "one more": a pronoun, not a count ("three problems" is)
         count = NUMBER_WORDS[match.group("w").casefold()]
         if match.group("u"):
             count += NUMBER_WORDS[match.group("u").casefold()]

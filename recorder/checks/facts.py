@@ -15,11 +15,12 @@ runs can be given to it, to validate a proposal on the runs it was not learned f
   next wording.
 - `claims` (`recorder.checks.claims`): the facts that sat in one sentence, list item or table
   row in every text, checked together (a line with its file, a rule and a severity with
-  them), each as a finding or as dismissed where every text said it so; `once` where each
+  them), each as stated or in the negative where every text said it so; `once` where each
   was said once in every text, `count` (the findings) where it was the same in every text.
-- `length`, `lines`: a band whose margin is the spread seen: the shortest divided, the
-  longest multiplied, by the ratio of the longest to the shortest (1.5 at least); never below
-  one character (an empty answer fails) unless an empty one was seen; `lines` only when every
+- `length`, `lines`: a band whose margin is the spread seen: the longest multiplied, the
+  shortest divided, by the ratio of the longest to the shortest (1.5 at least; a length's
+  floor divided twice: a terse wording keeps the facts and drops the words); never below one
+  character (an empty answer fails) unless an empty one was seen; `lines` only when every
   text had two lines or more.
 - the format, when every text had it: a bulleted list (`matches`), a code fence (`contains`),
   JSON (`json: true`).
@@ -177,20 +178,23 @@ def _band_text(low: int, high: int) -> str:
 
 
 def _length(texts: Sequence[str]) -> Check:
-    check = _band("length", [len(text) for text in texts], "characters", floor=1)
+    # (wider below: a terse wording says the facts without the words around them, and the
+    # facts are their own check; an empty, refused or cut answer is still far below)
+    check = _band("length", [len(text) for text in texts], "characters", floor=1, below=2)
     if min(len(text) for text in texts) == 0:
         # an empty answer was seen: the check must hold where it held
         check = Check(check.name, {"max": check.value["max"]}, check.seen)
     return check
 
 
-def _band(name: str, sizes: Sequence[int], unit: str, *, floor: int) -> Check:
-    """A band around `sizes` whose margin is their spread: the shortest divided and the
-    longest multiplied by the ratio of the longest to the shortest (`_LEAST_RATIO` at
-    least): answers that varied two-fold may vary four-fold, not a hundred-fold."""
+def _band(name: str, sizes: Sequence[int], unit: str, *, floor: int, below: int = 1) -> Check:
+    """A band around `sizes` whose margin is their spread: the shortest divided (`below`
+    times) and the longest multiplied by the ratio of the longest to the shortest
+    (`_LEAST_RATIO` at least): answers that varied two-fold may vary four-fold, not a
+    hundred-fold."""
     low, high = min(sizes), max(sizes)
     ratio = max(high / low if low else _LEAST_RATIO, _LEAST_RATIO)
-    least = max(floor, math.floor(low / ratio))
+    least = max(floor, math.floor(low / ratio**below))
     most = max(math.ceil(high * ratio), least + 1)
     weak = "; weak: a wide band" if most >= _WIDE * max(least, 1) else ""
     return Check(name, {"min": least, "max": most}, f"seen {_band_text(low, high)} {unit}{weak}")

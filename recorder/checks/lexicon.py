@@ -23,6 +23,7 @@ __all__ = [
     "LABELS",
     "MONTHS",
     "NUMBER_WORDS",
+    "common_count",
     "common_words",
     "lower_words",
 ]
@@ -42,16 +43,32 @@ def _stop_words() -> tuple[dict[str, frozenset[str]], dict[str, tuple[str, ...]]
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 
 
+# a word of the prose: between spaces or punctuation, not in a tag, a path or code, not in
+# capitals (`[todo]`, `src/todo.py`, `TODO` tell nothing of the language around them)
+_PROSE_WORD = re.compile(r"(?<![\w\[`(/.@_-])[^\W\d_]+(?:'[^\W\d_]+)?(?![\w\]`)/@_-]|\.\w)")
+
+
 def common_words(text: str) -> frozenset[str]:
-    """The common words (lower case) of the language `text` uses most of them of (English on a
-    tie, and for a text without any)."""
+    """The common words (lower case) of the language whose common words `text`'s prose uses
+    most, two at least (English on a tie, and for a text without two of any)."""
     lists, languages = _stop_words()
     hits: dict[str, int] = {"en": 0}
-    for word in _WORD.findall(text):
+    for word in _PROSE_WORD.findall(text):
+        if word.isupper() and len(word) > 1:
+            continue
         for code in languages.get(word.casefold(), ()):
             hits[code] = hits.get(code, 0) + 1
     best = max(hits, key=lambda code: (hits[code], code == "en"))
-    return lists[best]
+    # (one common word of another language is no language: "rule todo" is English)
+    return lists[best if hits[best] >= 2 else "en"]
+
+
+def common_count(text: str, language: str) -> int:
+    """How many of `text`'s words are common words of `language` (0 for a language
+    stopwords-iso does not list)."""
+    lists, _ = _stop_words()
+    common = lists.get(language, frozenset())
+    return sum(word.casefold() in common for word in _WORD.findall(text))
 
 
 def _words(text: str) -> list[str]:
@@ -91,7 +108,7 @@ LABELS = {
     word: word
     for word in _words(
         "critical high medium low blocker major minor trivial info warning error passed "
-        "failed fixed open closed resolved pending done completed canceled rejected approved "
+        "failed fixed closed resolved pending completed canceled rejected approved "
         "succeeded skipped"
     )
 }

@@ -8,10 +8,13 @@ answer; facts that sit in one segment belong together (`recorder.checks.claims`)
   under `Line` becomes `line N`, a bare word under `Rule`/`Check`/`Id` becomes `[word]` (a
   rule id); the header row itself is no segment;
 - a list item (`- `, `* `, `• `, `+ `, `1. `, `1) `) is one segment, its marker out, with the
-  indented lines that continue it;
-- any other line (a heading's `#`s and a quote's `>` out) is cut into sentences: after `.`,
-  `!`, `?` or `;` and a space (not after `e.g.`, `i.e.`, `etc.`, `vs.`), a `.` inside a token
-  (`src/cart.py`) never cuts.
+  indented lines that continue it (and a line that goes on with a sentence it cut, below);
+- any other line (a heading's `#`s and a quote's `>` out; with the next lines when it does
+  not end a sentence and they start in lower case: a sentence cut by a line break, as text
+  parts joined with one are) is cut into sentences: after `.`,
+  `!` or `?` and a space (not after `e.g.`, `i.e.`, `etc.`, `vs.`), a `.` inside a token
+  (`src/cart.py`) never cuts. (A `;` cuts a terse answer's findings apart, and a prose
+  sentence's halves not: `recorder.checks.claims` decides, by their facts.)
 
 Each segment keeps its offset in the text. Empty segments are dropped.
 """
@@ -37,11 +40,15 @@ class Segment:
 _ITEM = re.compile(r"^(\s*)(?:[-*•+]|\d{1,3}[.)])\s+(?=\S)")
 _RULE_ROW = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s+|>\s*)+")
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=\S)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|incl)\.|\b[A-Z]\.)$", re.I)
 _LINE_HEADER = re.compile(r"^(?:line|lines|ln|line\s*(?:no\.?|number|#))$", re.I)
 _RULE_HEADER = re.compile(r"^(?:rule|rule\s*id|check|id|code|tag)$", re.I)
 _BARE_WORD = re.compile(r"^[A-Za-z][\w.-]*$")
+_CONTINUED = re.compile(r"[^.!?\s]\s*$")
+# (lower case, and not a path or a place: `src/cart.py:2 …` on a line of its own is a
+# statement of its own)
+_CONTINUES = re.compile(r"^[a-z]+(?![\w-]*[/.:#]\w)\b")
 
 
 def segments(text: str) -> list[Segment]:
@@ -74,7 +81,8 @@ def segments(text: str) -> list[Segment]:
                 more = lines[index][1]
                 if not more.strip() or _ITEM.match(more) or _is_row(more):
                     break
-                if len(more) - len(more.lstrip()) <= indent:
+                cut = _CONTINUED.search(body) and _CONTINUES.match(more)
+                if len(more) - len(more.lstrip()) <= indent and not cut:
                     break
                 body += " " + more.strip()
                 index += 1
@@ -82,9 +90,20 @@ def segments(text: str) -> list[Segment]:
             continue
         heading = _HEADING.match(line)
         offset = heading.end() if heading else 0
+        index += 1
+        # a line cut inside a sentence (text parts joined, a soft wrap) goes on in the next:
+        # it does not end a sentence and the next starts in lower case
+        while (
+            not heading
+            and index < len(lines)
+            and _CONTINUED.search(line)
+            and _CONTINUES.match(lines[index][1])
+            and lines[index][0] == start + len(line) + 1
+        ):
+            line += " " + lines[index][1]
+            index += 1
         for sentence_start, sentence in _sentences(line[offset:]):
             _add(out, sentence, start + offset + sentence_start, "sentence")
-        index += 1
     return out
 
 

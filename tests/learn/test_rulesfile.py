@@ -177,6 +177,27 @@ SHAPES: dict[str, Any] = {
     "similar": st.floats(0, 1, allow_nan=False),
     "language": st.sampled_from(["en", "fr", "de"]),
 }
+PATHS = st.from_regex(r"(?:[a-z]{1,6}/){0,3}[a-z_]{1,8}\.(?:py|go|ts|md)", fullmatch=True)
+FACTS = st.one_of(
+    st.builds(lambda p, n: f"{p}:{n}", PATHS, st.integers(1, 9999)),
+    PATHS,
+    st.from_regex(r"\[[a-z]{2,8}(?:-[a-z]{2,8})?\]", fullmatch=True),
+    st.integers(0, 10**6).map(str),
+    st.sampled_from(["high", "low", "medium", "critical", "passed", "canceled"]),
+    st.sampled_from(["Python", "TODO", "Acme Corp", "JavaScript", "debug_print", "getUser()"]),
+    st.text(st.characters(exclude_characters='"', exclude_categories=("Cc", "Cs", "Zl", "Zp")),
+            min_size=1, max_size=20).filter(str.strip).map(lambda t: f'"{" ".join(t.split())}"'),
+)  # fmt: skip
+CLAIM_LISTS = st.lists(st.lists(FACTS, min_size=1, max_size=4), min_size=1, max_size=4)
+SHAPES["facts"] = st.lists(FACTS, min_size=1, max_size=8)
+SHAPES["claims"] = st.one_of(
+    CLAIM_LISTS,
+    st.fixed_dictionaries(
+        {"each": CLAIM_LISTS},
+        optional={"denied": CLAIM_LISTS, "count": st.integers(0, 9), "once": st.just(True)},
+    ),
+    st.fixed_dictionaries({"count": st.integers(0, 9)}),
+)
 if not language_available():
     del SHAPES["language"]
 
