@@ -10,10 +10,12 @@ of sample, write it, verify.
    out (`held_out`): the rules learned without run k judge run k's replies, as `recorder play`
    would (`FilePlayer.judge`). Where the proposal changes when a run is left out, or a held-out
    run fails, one more live run is played and everything learned again, up to `max_runs`
-   (then said: `Learned.unstable`). What still failed on a held-out run is widened (a
-   `length` or `lines` band, by what the held-out run needed) or dropped (any other check)
-   from the final proposal (`Learned.adjusted`); the held-out failures give the estimated
-   false-alarm rate per exchange (`HeldOut`, with its Wilson interval).
+   (then said: `Learned.unstable`). The final proposal is learned from every run, so it
+   holds on each (a token, a claim, a format a held-out run lacked is not in it); a band
+   (`length`, `lines`) that failed a held-out run is widened by what that run needed
+   (`Learned.adjusted`), its margin being too narrow for the next run too. The held-out
+   failures give the estimated false-alarm rate per exchange (`HeldOut`, with its Wilson
+   interval).
 4. The rules file is written (new, or merged into `--rules FILE`: `recorder.learn.rulesfile`).
 5. One more run, `recorder play` with the learned rules: what still mismatches differs from the
    recording at a place that is stable between live runs, a likely regression, never learned.
@@ -25,6 +27,7 @@ import dataclasses
 import datetime
 import functools
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -47,7 +50,7 @@ from recorder.replay.player import AgentHandle, FilePlayer, play
 from recorder.replay.results import PlayResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, make_transport
 from recorder.replay.variables import secret_values
-from recorder.rules import DEFAULT_RULES, Rules, rules_from_text
+from recorder.rules import DEFAULT_RULES, Rules, rules_from_text, rules_over
 from recorder.stats import wilson_interval
 
 __all__ = ["HeldOut", "HeldOutFailure", "Learned", "learn"]
@@ -57,7 +60,7 @@ MAX_RUNS = 12
 
 _Key = tuple[int, int]  # (file number, exchange index)
 _Run = dict[_Key, LiveReply]  # one live run: each exchange's reply
-_BANDS = ("length", "lines")  # widened by what a held-out run needed; other checks dropped
+_BANDS = ("length", "lines")  # widened by what a held-out run needed
 _UNSTABLE_CHECKS = ("length", "lines", "similar")  # their values move with every new run
 
 
@@ -117,7 +120,7 @@ class Learned:
     held_out: HeldOut | None = None
     """The last leave-one-out validation (None: no exchange answered in every run)."""
     adjusted: list[str] = field(default_factory=list)
-    """The checks widened or dropped because a held-out run failed them."""
+    """The bands widened because a held-out run failed them."""
     unstable: str | None = None
     """Why learning stopped at `max_runs` with a proposal that still changes, or None."""
 
@@ -168,7 +171,6 @@ class _Session:
     timeout: float
     grpc: GrpcTarget
     transport: Any
-    text_of: Callable[[Sequence[Proposal]], str]
     runs: list[_Run] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -241,12 +243,17 @@ class _Session:
         changed: dict[str, None] = {}
         without: list[Proposals] = []
         mine = _signature(full)
-        every = rules_from_text(self.text_of(full.rules), "<rules learned from every run>")
+        every = rules_over(self.rules, _as_mapping(full.rules), "<rules learned from every run>")
         for k, run in enumerate(self.runs):
             learned = self.propose([r for n, r in enumerate(self.runs) if n != k])
             without.append(learned)
             changed.update(dict.fromkeys(sorted(mine ^ _signature(learned))))
-            rules = rules_from_text(self.text_of(learned.rules), "<rules learned without one run>")
+            if _values(learned) == _values(full):
+                continue  # the same rules, to the last band: they hold on run k too
+            # (as the rules file would read: the file itself is written once, at the end)
+            rules = rules_over(
+                self.rules, _as_mapping(learned.rules), "<rules learned without one run>"
+            )
             for number, (path, transcript) in enumerate(self.loaded):
                 player = self.player(path, transcript, rules)
                 # (what the rules learned from every run find too differs from the recording
@@ -287,6 +294,30 @@ def _signature(proposals: Proposals) -> frozenset[str]:
     return frozenset(out)
 
 
+def _as_mapping(proposals: Sequence[Proposal]) -> dict[str, Any]:
+    """The proposals as the mapping their rules file loads as."""
+    data: dict[str, Any] = {}
+    for p in proposals:
+        if p.key == "generated_paths":
+            data.setdefault(p.key, {})[p.target] = p.kind
+        elif p.key == "checks":
+            item: dict[str, Any] = {"path": p.target, "assert": [c.as_rule() for c in p.checks]}
+            if p.scope:
+                item["in"] = p.scope
+            data.setdefault("checks", []).append(item)
+        else:
+            data.setdefault(p.key, {"add": []})["add"].append(p.target)
+    return data
+
+
+def _values(proposals: Proposals) -> list[tuple[Any, ...]]:
+    """What a proposal's rules say, to the last band (not why, nor what was seen)."""
+    return [
+        (p.key, p.target, p.kind, p.scope, [(c.name, c.value, c.ignore_case) for c in p.checks])
+        for p in proposals.rules
+    ]
+
+
 def _place(mismatch: Mismatch) -> tuple[int | None, str, str | None]:
     return mismatch.frame, mismatch.path, mismatch.check
 
@@ -319,16 +350,19 @@ def _widened(check: Check, held: Check, value: int) -> Check:
 def _adjust(
     full: Proposals, held: HeldOut, without: Sequence[Proposals]
 ) -> tuple[Proposals, list[str]]:
-    """`full` with each check that failed on a held-out run widened (a band) or dropped."""
+    """`full` with each band (`length`, `lines`) that failed on a held-out run widened by what
+    that run needed beyond the band learned without it. (Any other check that failed there
+    is already out of `full`, or narrower: `full` learned from that run too, and holds only
+    what held in it.)"""
     by_entry = {(p.scope, p.target): p for p in full.rules if p.key == "checks"}
-    changes: dict[tuple[str, str], dict[str, Check | None]] = {}
+    changes: dict[tuple[str, str], dict[str, Check]] = {}
     said: list[str] = []
     for failure in held.failures:
         learned = {
             (p.scope, p.target): p for p in without[failure.run - 1].rules if p.key == "checks"
         }
         for mismatch in failure.mismatches:
-            if mismatch.check is None:
+            if mismatch.check not in _BANDS:
                 continue
             entry = (failure.scope, _pattern(mismatch.path))
             mine, theirs = by_entry.get(entry), learned.get(entry)
@@ -337,28 +371,20 @@ def _adjust(
             current = changes.setdefault(entry, {c.name: c for c in mine.checks})
             check = current.get(mismatch.check)
             held_check = next((c for c in theirs.checks if c.name == mismatch.check), None)
-            if check is None or held_check is None:
+            value = _measure(mismatch.check, mismatch.actual)
+            if check is None or held_check is None or value is None:
                 continue
-            value = _measure(check.name, mismatch.actual) if check.name in _BANDS else None
-            where = f"{failure.scope} {entry[1]}"
-            if value is not None:
-                current[check.name] = _widened(check, held_check, value)
-                said.append(f"{where}: {check.name} widened (held-out run {failure.run})")
-            else:
-                current[check.name] = None
-                said.append(
-                    f"{where}: {check.name} dropped (failed on held-out run {failure.run}:"
-                    f" {mismatch.message})"
-                )
-    rules = []
-    for proposal in full.rules:
-        entry = (proposal.scope, proposal.target)
-        if proposal.key != "checks" or entry not in changes:
-            rules.append(proposal)
-            continue
-        checks = tuple(c for c in changes[entry].values() if c is not None)
-        if checks:
-            rules.append(dataclasses.replace(proposal, checks=checks))
+            current[check.name] = _widened(check, held_check, value)
+            said.append(
+                f"{failure.scope} {entry[1]}: {check.name} widened (held-out run {failure.run}"
+                f" needed {value})"
+            )
+    rules = [
+        dataclasses.replace(p, checks=tuple(changes[(p.scope, p.target)].values()))
+        if p.key == "checks" and (p.scope, p.target) in changes
+        else p
+        for p in full.rules
+    ]
     return Proposals(rules, full.notes, full.hints), list(dict.fromkeys(said))
 
 
@@ -424,7 +450,7 @@ def learn(
     try:
         with make_transport(base_url) as transport:
             session = _Session(
-                loaded, rules, variables, base_url, live_base, timeout, grpc, transport, text_of
+                loaded, rules, variables, base_url, live_base, timeout, grpc, transport
             )
             for _ in range(runs):
                 session.play_once()
@@ -432,12 +458,14 @@ def learn(
             # (leaving each run out costs a proposal a run: first the last run only, which
             # says whether one more run changed the proposal; all of them once it did not)
             before = _signature(session.propose(session.runs[:-1]))
+            next_check = 0  # (after a failed check, a few runs more before the next)
             while True:
-                held: HeldOut | None = None
-                if before == _signature(full) or len(session.runs) >= most:
+                count = len(session.runs)
+                if (before == _signature(full) and count >= next_check) or count >= most:
                     held, without = session.held_out(full)
-                    if held.stable or len(session.runs) >= most:
+                    if held.stable or count >= most:
                         break
+                    next_check = math.ceil(count * 1.25)
                 session.play_once()
                 before, full = _signature(full), session.propose(session.runs)
         unstable = None
@@ -449,7 +477,7 @@ def learn(
             )
             unstable = (
                 f"still not stable after {len(session.runs)} live runs (--max-runs): {what};"
-                " what failed on a held-out run is widened or dropped"
+                " the rules hold what held in every run, a band a held-out run failed widened"
             )
         proposals, adjusted = _adjust(full, held, without)
         text = text_of(proposals.rules, len(session.runs))
