@@ -36,6 +36,7 @@ paragraph.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -265,6 +266,11 @@ def facts_of(
 
 def facts_in(text: str) -> list[Fact]:
     """Every fact of a whole text (each segment's, `recorder.checks.segments`), each once."""
+    return list(_facts_in(text))
+
+
+@functools.lru_cache(maxsize=4096)  # (learn reads the same texts again, run after run)
+def _facts_in(text: str) -> tuple[Fact, ...]:
     from recorder.checks.segments import segments
 
     common = common_words(text)
@@ -272,7 +278,7 @@ def facts_in(text: str) -> list[Fact]:
     found: dict[Fact, None] = {}
     for segment in segments(text):
         found.update(dict.fromkeys(facts_of(segment.text, common, lower)))
-    return list(found)
+    return tuple(found)
 
 
 def _urls_and_emails(scan: _Scan) -> None:
