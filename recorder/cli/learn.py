@@ -100,7 +100,12 @@ def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> st
     show_default=True,
     help="Seconds allowed for each reply.",
 )
-@click.option("-v", "--verbose", count=True, help="Also print what could not be learned.")
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="Also print what could not be learned, and each held-out run's failure.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print the likely regressions and the summary.")
 def learn(
     paths: tuple[str, ...],
@@ -189,7 +194,7 @@ def learn(
             f"{_percent(low)}-{_percent(high)})",
             err=True,
         )
-        if not quiet:
+        if verbose:
             for failure in held.failures:
                 for mismatch in failure.mismatches[:3]:
                     click.echo(

@@ -17,7 +17,8 @@ An exchange the rules' `assembled` names compares as the client assembles its re
 (`recorder.assembly`): a body's text parts joined (each message's, each artifact's), an event
 stream's frames as one value (the task with its artifacts put together from their chunks, the
 sequence of states), so that an answer cut otherwise (two text parts for one, four chunks for
-two) is the same answer; its mismatches name places of that value, with no frame.
+two) is the same answer; its mismatches name places of that value, with no frame. (A truncated
+recording holds a stream's first frames only: compared frame by frame still.)
 
 8. The status code and the Content-Type (media type) are always compared; other headers unless
    `rules.ignored_headers` or `rules.secret_headers` name them. A member that

@@ -54,7 +54,7 @@ def seed_one(quiet_kit: KitServer, tmp_path_factory: pytest.TempPathFactory) -> 
         recorded = record_seed(agent, folder)
         cli = CliRunner().invoke(
             main,
-            ["learn", str(recorded), "--agent", agent.url, "-o", str(rules_file)],
+            ["learn", str(recorded), "--agent", agent.url, "-o", str(rules_file), "-v"],
             env={"A2A_TOKEN": quiet_kit.token},
         )
         assert cli.exit_code == 0, cli.output
@@ -76,6 +76,9 @@ def test_learn_says_its_estimated_false_alarm_rate_and_writes_rules_that_load(
     assert found, stderr
     rate, failed, judged, low, high = found.groups()
     assert int(judged) >= 4 * 8 and float(low) <= float(rate) <= float(high) < 20
+    # -v: each held-out failure, where and why
+    said = re.findall(r"^  held-out run \d+: \S+ exchange \d+: \$\.\S+: ", stderr, re.MULTILINE)
+    assert (len(said) > 0) == (int(failed) > 0), stderr
     assert re.search(r"; 0 likely regressions\n", seed_one.cli.stdout + stderr)
     rules = rules_from_text(seed_one.rules_file.read_text(), "learned.yaml")
     # the stream's chunks vary (1-4): compared assembled there, and its text checked
