@@ -263,9 +263,9 @@ if not language_available():
 
 # target -> (what its first request sends, the text it breaks, the path that must fail)
 TARGETS = {
-    "review": ("src/cart.py", "[todo]", "$.result.task.artifacts[0].parts[0].text"),
-    "languages": ("Which languages", "Python", "$.result.message.parts[0].text"),
-    "question": ("def mean", "+++ b/", "$.result.task.status.message.parts[0].text"),
+    "review": ("src/cart.py", "[todo]", "$.result.task.artifacts[0].parts[*].text"),
+    "languages": ("Which languages", "Python", "$.result.message.parts[*].text"),
+    "question": ("def mean", "+++ b/", "$.result.task.status.message.parts[*].text"),
 }
 
 
@@ -345,7 +345,9 @@ def test_learn_says_when_two_runs_are_too_few(learnt: Learnt, tmp_path: Path) ->
         ["learn", str(learnt.folder), "--agent", learnt.kit.url, "--runs", "2"],
         env={"A2A_TOKEN": learnt.kit.token},
     )
-    assert result.exit_code == 0, result.output
+    # (two runs may not see an answer's wording vary yet: its next wording is then a likely
+    # regression, exit status 1; that is what the note warns of)
+    assert result.exit_code in (0, 1), result.output
     assert (
         "note: 2 live runs: too few to tell the facts of a varying answer from its wording;"
         " learn with --runs 4 or more\n" in result.stderr
