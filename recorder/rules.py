@@ -50,6 +50,7 @@ __all__ = [
     "load_rules",
     "placeholder_name",
     "rules_from_text",
+    "rules_over",
     "rules_warnings",
 ]
 
@@ -514,6 +515,15 @@ def rules_from_text(text: str, source: str) -> Rules:
         return _rules_from_mapping(data, DEFAULT_RULES, source, _key_lines(node))
     except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as exc:
         # (a check that missed a shape: still the file's fault, never a traceback)
+        raise RulesError(f"{source}: cannot use the rules: {exc}") from None
+
+
+def rules_over(base: Rules, data: Mapping[str, Any], source: str) -> Rules:
+    """`data` (a rules file's mapping, as its YAML loads) merged over `base`; `source` names
+    it in errors. Raises RulesError."""
+    try:
+        return _rules_from_mapping(data, base, source)
+    except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as exc:
         raise RulesError(f"{source}: cannot use the rules: {exc}") from None
 
 

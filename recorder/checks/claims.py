@@ -29,6 +29,7 @@ hardly a word more (a terse answer's) is not read for one.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -129,6 +130,11 @@ class Claims:
 
 def statements(text: str) -> list[Statement]:
     """The statements of `text`: each segment that holds a fact."""
+    return list(_statements(text))
+
+
+@functools.lru_cache(maxsize=4096)  # (learn reads the same texts again, run after run)
+def _statements(text: str) -> tuple[Statement, ...]:
     common = common_words(text)
     lower = lower_words(text)
     found = []
@@ -140,7 +146,7 @@ def statements(text: str) -> list[Statement]:
             if facts:
                 negative = bool(_NEGATION.search(piece) or _DISMISSAL.search(piece))
                 found.append(Statement(piece, tuple(facts), negative, _wordy(piece, facts, common)))
-    return found
+    return tuple(found)
 
 
 _ANCHORS = frozenset(("location", "path", "tag"))

@@ -36,6 +36,7 @@ paragraph.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -274,6 +275,11 @@ def facts_of(
 
 def facts_in(text: str) -> list[Fact]:
     """Every fact of a whole text (each segment's, `recorder.checks.segments`), each once."""
+    return list(_facts_in(text))
+
+
+@functools.lru_cache(maxsize=4096)  # (learn reads the same texts again, run after run)
+def _facts_in(text: str) -> tuple[Fact, ...]:
     common = common_words(text)
     lower = lower_words(text)
     cut = segments(text)
@@ -282,7 +288,7 @@ def facts_in(text: str) -> list[Fact]:
     for segment in cut:
         facts = facts_of(segment.text, common, lower, listed=segment.start in listed)
         found.update(dict.fromkeys(facts))
-    return list(found)
+    return tuple(found)
 
 
 def one_word_items(segments: Sequence[Segment]) -> frozenset[int]:

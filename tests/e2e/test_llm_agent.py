@@ -99,7 +99,7 @@ def test_learn_checks_what_varied_where_it_varied_and_nothing_else(learnt: Learn
         assert checks["language"] == "en"
     assert all(re.fullmatch(r"\d\d-[\w-]+\.http#\d+", scope) for scope, _ in entries)
     text = learnt.rules_file.read_text()
-    assert "# in all 4 runs and the recording" in text and "characters" in text
+    assert re.search(r"# in all \d+ runs and the recording", text) and "characters" in text
 
 
 def test_ten_replays_with_fresh_wording_pass(learnt: Learnt, tmp_path: Path) -> None:
@@ -342,7 +342,7 @@ def test_a_regressed_answer_fails_at_its_path_with_a_reason(
 def test_learn_says_when_two_runs_are_too_few(learnt: Learnt, tmp_path: Path) -> None:
     result = CliRunner().invoke(
         main,
-        ["learn", str(learnt.folder), "--agent", learnt.kit.url, "--runs", "2"],
+        ["learn", str(learnt.folder), "--agent", learnt.kit.url, "--runs", "2", "--max-runs", "2"],
         env={"A2A_TOKEN": learnt.kit.token},
     )
     # (two runs may not see an answer's wording vary yet: its next wording is then a likely

@@ -132,14 +132,12 @@ def test_a_stream_assembles_as_the_client_assembles_it_whatever_its_chunks() -> 
 
 
 def test_a_chunk_without_append_replaces_its_artifact_and_repeated_states_are_said_once() -> None:
-    frames = [
-        {"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "WORKING"}}},
-        {"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "WORKING"}}},
-        {"artifactUpdate": {"taskId": "t", "artifact": {"artifactId": "a", "parts": [{"text": "x"}]}}},
-        {"artifactUpdate": {"taskId": "t", "artifact": {"artifactId": "a", "parts": [{"text": "y"}]}}},
-        {"artifactUpdate": {"taskId": "t", "append": True,
-                            "artifact": {"artifactId": "a", "parts": [{"text": "z"}]}}},
-    ]  # fmt: skip
+    def chunk(text: str, **flags: bool) -> dict[str, Any]:
+        artifact = {"artifactId": "a", "parts": [{"text": text}]}
+        return {"artifactUpdate": {"taskId": "t", "artifact": artifact, **flags}}
+
+    working = {"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "WORKING"}}}
+    frames = [working, working, chunk("x"), chunk("y"), chunk("z", append=True)]
     assert assemble(frames) == {  # (the HTTP+JSON binding's frames: no `result` level)
         "task": {
             "id": "t",
@@ -271,3 +269,14 @@ def test_a_stream_cut_the_same_way_every_run_is_learned_frame_by_frame() -> None
     assert [(p.key, p.target) for p in found.rules] == [
         ("checks", "$.result.artifactUpdate.artifact.parts[*].text")
     ]
+
+
+def test_an_assembled_proposal_is_written_and_reads_back() -> None:
+    from recorder.learn.rulesfile import render
+    from recorder.noise import Proposal
+
+    why = "the number of text parts differs between runs (1, 2): compared as assembled"
+    proposal = Proposal("assembled", "02-ask.http#1", None, why, ("f exchange 1",), (), 1)
+    text = render([proposal], ["learned"])
+    assert "assembled:\n  add:\n" in text and '    - "02-ask.http#1"\n' in text
+    assert rules_from_text(text, "learned.yaml").assembles("02-ask.http", 1)
