@@ -15,7 +15,7 @@ rules the replay would use (a place they already absorb proposes nothing):
 - a string that differs and reads as prose in some run (two words or more, never an id: an
   answer a model words anew on every run) becomes a `checks` entry scoped to its exchange
   (`in: "FILE#N"`): what held in every run and in the recording (`recorder.checks.facts`: the
-  tokens, a length band, the format, a similarity floor), never "any text";
+  facts, the claims, a length band, the format, a similarity floor), never "any text";
 - any other scalar whose live values differ becomes a `generated_paths` entry of a value kind
   (`recorder.kinds`), chosen over every live value seen at that place in any exchange, so that
   a type regression still fails: `integer`, `number`, `hex`, `duration`, `hostname`, `base64`,

@@ -43,6 +43,7 @@ from recorder.checks.extract import (
     describe,
     facts_of,
     lower_words,
+    one_word_items,
     parse_fact,
     written_in,
 )
@@ -137,9 +138,11 @@ def _statements(text: str) -> tuple[Statement, ...]:
     common = common_words(text)
     lower = lower_words(text)
     found = []
-    for segment in segments(text):
+    cut = segments(text)
+    listed = one_word_items(cut)
+    for segment in cut:
         for piece in _pieces(segment.text, common, lower):
-            facts = facts_of(piece, common, lower)
+            facts = facts_of(piece, common, lower, listed=segment.start in listed)
             if facts:
                 negative = bool(_NEGATION.search(piece) or _DISMISSAL.search(piece))
                 found.append(Statement(piece, tuple(facts), negative, _wordy(piece, facts, common)))

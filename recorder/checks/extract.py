@@ -51,6 +51,7 @@ from recorder.checks.lexicon import (
     common_words,
     lower_words,
 )
+from recorder.checks.segments import Segment, segments
 
 __all__ = [
     "KINDS",
@@ -61,6 +62,7 @@ __all__ = [
     "facts_in",
     "facts_of",
     "lower_words",
+    "one_word_items",
     "parse_fact",
     "stated_in",
     "written_in",
@@ -200,6 +202,8 @@ _NAME = re.compile(r"\b[A-Z][a-z]+(?:[-'][A-Za-z]+)?(?:\s+[A-Z][a-z]+(?:[-'][A-Z
 # what may stand before a sentence's first word: markup, a list's marker, an opening mark
 _SENTENCE_START = re.compile(r"(?:[.!?;|>]\s*|\s[-–—]\s+|[\[\"'“*_#]\s*|\A\s*)$")
 _FIELD = re.compile(r"^[*_`]*\s*:")  # `File:` `**File:**` `Severity :`
+# a list item that is one capitalised word (`- Rust`, `- **Python**`)
+_ONE_WORD = re.compile(r"[*_`\s]*[A-Z][a-z]+[*_`\s]*[.;,]?")
 _ASCII_WORD = re.compile(r"[A-Za-z]+")
 _LINE_WORDS = frozenset(("line", "lines", "ln", "l"))
 _MARKUP = re.compile(r"\*\*|__|(?<!\w)\*(?=\w)|(?<=\w)\*(?!\w)")
@@ -238,11 +242,16 @@ class _Scan:
 
 
 def facts_of(
-    segment: str, common: frozenset[str] | None = None, lower: frozenset[str] = frozenset()
+    segment: str,
+    common: frozenset[str] | None = None,
+    lower: frozenset[str] = frozenset(),
+    *,
+    listed: bool = False,
 ) -> list[Fact]:
     """The facts of one segment, in order, each once. `common`: the common words (else those of
     the segment's own language); `lower`: the words the whole text writes in lower case (a
-    capitalised one of them is wording, not a name)."""
+    capitalised one of them is wording, not a name); `listed`: the segment is an item of a
+    list of single words (`one_word_items`), so its one word starts no sentence."""
     common = common_words(segment) if common is None else common
     # (bold and emphasis marks out, the positions kept: `**File:**` reads as `  File:  `)
     plain = _MARKUP.sub(lambda m: " " * len(m.group()), segment)
@@ -256,7 +265,7 @@ def facts_of(
     _identifiers(scan)
     _numbers(scan)
     _labels(scan)
-    _names(scan, lower)
+    _names(scan, lower, listed)
     scan.found.sort(key=lambda item: item[0])
     facts = list(dict.fromkeys(fact for _, fact in scan.found))
     if all(f.kind == "label" for f in facts):
@@ -271,14 +280,22 @@ def facts_in(text: str) -> list[Fact]:
 
 @functools.lru_cache(maxsize=4096)  # (learn reads the same texts again, run after run)
 def _facts_in(text: str) -> tuple[Fact, ...]:
-    from recorder.checks.segments import segments
-
     common = common_words(text)
     lower = lower_words(text)
+    cut = segments(text)
+    listed = one_word_items(cut)
     found: dict[Fact, None] = {}
-    for segment in segments(text):
-        found.update(dict.fromkeys(facts_of(segment.text, common, lower)))
+    for segment in cut:
+        facts = facts_of(segment.text, common, lower, listed=segment.start in listed)
+        found.update(dict.fromkeys(facts))
     return tuple(found)
+
+
+def one_word_items(segments: Sequence[Segment]) -> frozenset[int]:
+    """Where the list items that are one capitalised word each start, when a text has two or
+    more of them (a list of names: `- Rust` `- Python`; a heading, one such line, is none)."""
+    starts = [s.start for s in segments if s.kind == "item" and _ONE_WORD.fullmatch(s.text)]
+    return frozenset(starts) if len(starts) >= 2 else frozenset()
 
 
 def _urls_and_emails(scan: _Scan) -> None:
@@ -481,7 +498,7 @@ def _whole_word(text: str, start: int, end: int) -> bool:
     )
 
 
-def _names(scan: _Scan, lower: frozenset[str]) -> None:
+def _names(scan: _Scan, lower: frozenset[str], listed: bool = False) -> None:
     text = scan.text
     for match in scan.each(_ACRONYM):
         word = match.group()
@@ -489,7 +506,7 @@ def _names(scan: _Scan, lower: frozenset[str]) -> None:
             scan.take(match.start(), match.end(), Fact("name", word.casefold(), word))
     for match in scan.each(_NAME):
         first = match.start()
-        if first == 0 or _SENTENCE_START.search(text[max(0, first - 4) : first]):
+        if not listed and (first == 0 or _SENTENCE_START.search(text[max(0, first - 4) : first])):
             continue  # a sentence's first words are wording ("The Rule", "Review Python")
         words = match.group().split()
         if len(words) == 1:

@@ -18,8 +18,8 @@ runs can be given to it, to validate a proposal on the runs it was not learned f
   them), each as stated or in the negative where every text said it so; `once` where each
   was said once in every text, `count` (the findings) where it was the same in every text.
 - `length`, `lines`: a band whose margin is the spread seen: the longest multiplied, the
-  shortest divided, by the ratio of the longest to the shortest (1.5 at least; a length's
-  floor divided twice: a terse wording keeps the facts and drops the words); never below one
+  shortest divided, by the ratio of the longest to the shortest (1.5 at least; the floor
+  divided twice: a terse wording keeps the facts and drops the words); never below one
   character (an empty answer fails) unless an empty one was seen; `lines` only when every
   text had two lines or more.
 - the format, when every text had it: a bulleted list (`matches`), a code fence (`contains`),
@@ -146,7 +146,8 @@ def learn_facts(places: Sequence[Texts]) -> Facts:
     checks.append(_length(texts))
     lines = [len(text.splitlines()) for text in texts]  # (as the check counts)
     if min(lines) > 1:
-        checks.append(_band("lines", lines, "lines", floor=1))
+        # (divided twice below too: prose and a list of the same findings differ in lines)
+        checks.append(_band("lines", lines, "lines", floor=1, below=2))
     if all(_BULLET.search(text) for text in texts):
         checks.append(Check("matches", _BULLET_PATTERN, f"a bulleted list {seen_in}"))
     if all(_FENCE in text for text in texts):

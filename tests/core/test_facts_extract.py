@@ -121,6 +121,12 @@ def test_the_words_of_the_wording_are_never_facts(text: str) -> None:
     assert not [f for f in facts_in(text) if f.kind == "name"], found
 
 
+def test_a_list_of_names_one_an_item_gives_names_and_a_heading_none() -> None:
+    listed = "Languages I review:\n- Rust\n- **Python**\n- Go\n\n## Review\n\nDone."
+    assert written(listed) == ["Rust", "Python"]  # ("go" is a common word)
+    assert written("## Findings\n- Review\n\nsee x.py") == ["x.py"]
+
+
 def test_a_word_the_text_also_writes_in_lower_case_is_wording() -> None:
     assert written("we ran Tests and more tests on x.py") == ["x.py"]
     assert written("we ran Tests on x.py") == ["Tests", "x.py"]

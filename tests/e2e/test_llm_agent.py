@@ -240,8 +240,8 @@ REGRESSIONS = [
         "one-paragraph",
         "review",
         lambda t: " ".join(t.splitlines()),
-        "lines matches",
-        "1 line, expected at least",
+        "matches",
+        "no match for",
     ),
     regression(
         "language-left-out",
@@ -345,7 +345,9 @@ def test_learn_says_when_two_runs_are_too_few(learnt: Learnt, tmp_path: Path) ->
         ["learn", str(learnt.folder), "--agent", learnt.kit.url, "--runs", "2", "--max-runs", "2"],
         env={"A2A_TOKEN": learnt.kit.token},
     )
-    assert result.exit_code == 0, result.output
+    # (two runs may not see an answer's wording vary yet: its next wording is then a likely
+    # regression, exit status 1; that is what the note warns of)
+    assert result.exit_code in (0, 1), result.output
     assert (
         "note: 2 live runs: too few to tell the facts of a varying answer from its wording;"
         " learn with --runs 4 or more\n" in result.stderr

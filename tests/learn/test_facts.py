@@ -283,3 +283,16 @@ def test_every_proposed_check_holds_on_what_it_was_learned_from() -> None:
             for live in (recorded, *lives):
                 outcome = run_check(check, recorded, live, CheckContext())
                 assert outcome.passed, (check, live, outcome)
+
+
+def test_the_proposal_is_a_function_of_the_texts_alone() -> None:
+    # (learn may validate a proposal on the runs it was not learned from: any subset)
+    whole = learn_facts([Texts(RECORDED, WORDINGS)])
+    assert learn_facts([Texts(RECORDED, WORDINGS)]) == whole
+    for left_out in range(len(WORDINGS)):
+        subset = WORDINGS[:left_out] + WORDINGS[left_out + 1 :]
+        fewer = learn_facts([Texts(RECORDED, subset)])
+        assert fewer == learn_facts([Texts(RECORDED, subset)])
+        # what held in more runs held in fewer: each fact of the whole is among the subset's
+        facts = {c.name: c.value for c in fewer.checks}["facts"]
+        assert set({c.name: c.value for c in whole.checks}["facts"]) <= set(facts)
