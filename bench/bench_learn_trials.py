@@ -13,7 +13,9 @@ run, so that the ratios hold on a noisy machine:
   assembled places), per exchange, and its ratio to `play, exact`;
 - `compare, exact` and `compare, learned checks`: the comparison alone (no network), the
   recording against a second recording of the same conversation (`ReplayState.compare` per
-  exchange, as the player does once a reply has arrived), per exchange, and their ratio;
+  exchange, as the player does once a reply has arrived), per exchange, and their ratio; and
+  `compare, identical`: the recording against itself with the default rules (the fast path
+  of an agent that answers as recorded), the floor the checks are also put beside;
 - `learn`: its wall time, the live runs it played (it plays more while the proposal is not
   stable) and its ratio to as many exact plays of the recording: what proposing and the
   held-out validation add to the live runs.
@@ -116,6 +118,7 @@ def main() -> int:
                 ("play, learned checks", lambda: play_round(rules)),
                 ("compare, exact", lambda: _compare_round(recorded, twin, DEFAULT_RULES)),
                 ("compare, learned checks", lambda: _compare_round(recorded, twin, rules)),
+                ("compare, identical", lambda: _compare_round(recorded, recorded, DEFAULT_RULES)),
             ):
                 figures[name] = statistics.median(measure() for _ in range(rounds)) / exchanges
     print(f"exchanges per play    {exchanges} (seed {options.seed}), {rounds} rounds")
@@ -132,6 +135,9 @@ def main() -> int:
         "play_checks_ratio": round(figures["play, learned checks"] / figures["play, exact"], 2),
         "compare_checks_ratio": round(
             figures["compare, learned checks"] / figures["compare, exact"], 2
+        ),
+        "compare_checks_vs_identical": round(
+            figures["compare, learned checks"] / figures["compare, identical"], 2
         ),
         "learn_seconds": round(learn_seconds, 2),
         "learn_runs": learned.runs,
