@@ -15,7 +15,7 @@ rules the replay would use (a place they already absorb proposes nothing):
 - a string that differs and reads as prose in some run (two words or more, never an id: an
   answer a model words anew on every run) becomes a `checks` entry scoped to its exchange
   (`in: "FILE#N"`): what held in every run and in the recording (`recorder.checks.facts`: the
-  tokens, a length band, the format, a similarity floor), never "any text";
+  facts, the claims, a length band, the format, a similarity floor), never "any text";
 - any other scalar whose live values differ becomes a `generated_paths` entry of a value kind
   (`recorder.kinds`), chosen over every live value seen at that place in any exchange, so that
   a type regression still fails: `integer`, `number`, `hex`, `duration`, `hostname`, `base64`,
@@ -30,7 +30,16 @@ rules the replay would use (a place they already absorb proposes nothing):
 
 Paths name array items with `[*]`, so that a rule covers every item and every frame. Event
 streams are walked frame by frame (rules paths apply to each frame's JSON data). Places that
-cannot be learned (a status, a frame count, a non-JSON body that differs) are notes.
+cannot be learned (a status, a non-JSON body that differs) are notes.
+
+Structure (`recorder.assembly`): the text of a message or artifact is its text parts joined,
+so each reply is walked with the text parts of every `parts` list joined into one (a check
+learned there checks the joined text, as the replay does). Where the number of text parts
+differs between runs (the recording is one of them), or a stream's frames differ in number or
+in kind (an artifact in four chunks one run, in two the next), the exchange is proposed for the
+rules' `assembled` list, scoped to it (`FILE#N`), and a stream's frames are walked as one
+value, as the client assembles them (`assemble`: the task with its artifacts put together, the
+states in order), instead of frame by frame.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from recorder.assembly import STREAM_PAYLOADS, assemble, joined_parts, text_parts_counts
 from recorder.checks.facts import ENOUGH_RUNS, Check, Texts, is_prose, learn_facts
 from recorder.jsonpath import PathMatcher, format_path
 from recorder.kinds import is_of_kind
@@ -69,6 +79,8 @@ class Replies:
     """The transcript file: a value that recurs within one file's replies may be an id."""
     exchange: int = 0
     """The exchange's number in its file (1-based; 0: read from `where`): checks name it."""
+    truncated: bool = False
+    """The recorded reply is cut where its client left (a stream's first frames only)."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +155,7 @@ class _Learner:
         self.headers: dict[str, tuple[list[str], list[str]]] = {}
         self.notes: list[str] = []
         self.hints: list[str] = []
+        self.assembled: list[Proposal] = []
         self.group = ""
         self.exchange = 0
         self.runs = 0
@@ -172,25 +185,12 @@ class _Learner:
         self.header_noise(where, lives)
         streams = [live.events for live in lives]
         if all(events is not None for events in streams):
-            frames = [[e for e in events or () if _is_data(e)] for events in streams]
-            if len({len(f) for f in frames}) > 1:
-                counts = ", ".join(str(len(f)) for f in frames)
-                self.notes.append(
-                    f"{where}: the number of frames differs between live runs ({counts})"
-                )
-                return
-            recorded_frames = [e for e in recorded.events or () if _is_data(e)]
-            for number, frame in enumerate(zip(*frames, strict=True), start=1):
-                values = [_json(event.data or "") for event in frame]
-                old = (
-                    _json(recorded_frames[number - 1].data or "")
-                    if number <= len(recorded_frames)
-                    else _ABSENT
-                )
-                if all(value is not _ABSENT for value in values):
-                    self.visit((), tuple(values), f"{where} frame {number}", None, old)
-                elif len({event.data for event in frame}) > 1:
-                    self.notes.append(f"{where} frame {number}: non-JSON data differs")
+            self.stream(
+                where,
+                recorded,
+                [[e for e in ev or () if _is_data(e)] for ev in streams],
+                replies.truncated,
+            )
             return
         if any(events is not None for events in streams):
             self.notes.append(f"{where}: a stream in one live run, not in another")
@@ -198,9 +198,73 @@ class _Learner:
         values = [live.json if live.body else _ABSENT for live in lives]
         if all(v is not None and v is not _ABSENT for v in values):
             old = recorded.json if recorded.body and recorded.events is None else _ABSENT
-            self.visit((), tuple(values), where, None, old)
+            cut = self.cut_otherwise(([] if old is _ABSENT else [old]) + values)
+            if cut:
+                self.assemble(where, f"the number of text parts differs between runs ({cut})")
+            joined = tuple(joined_parts(v) for v in values)
+            self.visit((), joined, where, None, old if old is _ABSENT else joined_parts(old))
         elif len({live.body for live in lives}) > 1:
             self.notes.append(f"{where}: the body (not JSON) differs between live runs")
+
+    def stream(
+        self, where: str, recorded: Response, frames: list[list[SseEvent]], truncated: bool
+    ) -> None:
+        """An event stream's live frames (and the recorded ones): walked frame by frame, or
+        assembled when the runs cut them otherwise (the module docstring)."""
+        recorded_frames = [e for e in recorded.events or () if _is_data(e)]
+        # (a truncated recording holds the first frames only: not a run to compare the cut of)
+        runs = ([recorded_frames] if recorded.events is not None and not truncated else []) + frames
+        kinds = {tuple(_frame_kind(event) for event in run) for run in runs}
+        a2a = all(kind in STREAM_PAYLOADS for run in kinds for _, kind in run)
+        if len(kinds) > 1 and not a2a:
+            counts = ", ".join(str(len(f)) for f in frames)
+            self.notes.append(f"{where}: the number of frames differs between live runs ({counts})")
+            return
+        if len(kinds) > 1:
+            counts = ", ".join(str(len(run)) for run in runs)
+            self.assemble(
+                where, f"the number or kind of frames differs between runs ({counts} frames)"
+            )
+            views = tuple(assemble([_json_or_text(e.data) for e in run]) for run in frames)
+            old = (
+                assemble([_json_or_text(e.data) for e in recorded_frames])
+                if recorded.events is not None
+                else _ABSENT
+            )
+            self.visit((), views, where, None, old)
+            return
+        for number, frame in enumerate(zip(*frames, strict=True), start=1):
+            values = [_json(event.data or "") for event in frame]
+            old = (
+                joined_parts(_json(recorded_frames[number - 1].data or ""))
+                if number <= len(recorded_frames)
+                else _ABSENT
+            )
+            if all(value is not _ABSENT for value in values):
+                joined = tuple(joined_parts(value) for value in values)
+                self.visit((), joined, f"{where} frame {number}", None, old)
+            elif len({event.data for event in frame}) > 1:
+                self.notes.append(f"{where} frame {number}: non-JSON data differs")
+
+    def cut_otherwise(self, values: Sequence[Any]) -> str:
+        """The text parts' counts of `values` (`1, 2, 1`) when some place the rules compare
+        has a different number of them in one value than in another; "" when none has."""
+        counts = [text_parts_counts(value) for value in values]
+        places = set(counts[0]).intersection(*counts[1:])
+        for keys in sorted(places, key=str):
+            if self.ignored.match(keys) or (self.checked and self.checked.match(keys)):
+                continue
+            seen = [count[keys] for count in counts]
+            if len(set(seen)) > 1:
+                return ", ".join(map(str, seen))
+        return ""
+
+    def assemble(self, where: str, why: str) -> None:
+        """Propose the exchange for the rules' `assembled` list."""
+        name = re.split(r"[\\/]", self.group)[-1]
+        scope = f"{name}#{self.exchange}" if name else f"*#{self.exchange}"
+        reason = f"{why}: compared as the client assembles it"
+        self.assembled.append(Proposal("assembled", scope, None, reason, (where,), (), 1))
 
     def header_noise(self, where: str, lives: Sequence[Response]) -> None:
         names: dict[str, None] = {}
@@ -411,11 +475,12 @@ class _Learner:
                     _count(seen),
                 )
             )
+        out.extend(self.assembled)
         ignored = [p.target for p in out if p.key == "ignored_paths"]
         kept = [
             p
             for p in out
-            if p.key == "ignored_headers"
+            if p.key in ("ignored_headers", "assembled")
             or not any(
                 _under(p.target, i) and (p.target != i or p.key != "ignored_paths") for i in ignored
             )
@@ -425,7 +490,8 @@ class _Learner:
             "unordered_paths": 1,
             "ignored_paths": 2,
             "ignored_headers": 3,
-            "checks": 4,
+            "assembled": 4,
+            "checks": 5,
         }
         kept.sort(key=lambda p: (order[p.key], p.where, p.target))
         hints = list(self.hints)
@@ -525,6 +591,20 @@ def _json(text: str) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         return _ABSENT
+
+
+def _json_or_text(data: str | None) -> Any:
+    """A frame's data as JSON, or as its text when it is not JSON."""
+    value = _json(data or "")
+    return data if value is _ABSENT else value
+
+
+def _frame_kind(event: SseEvent) -> tuple[str | None, str]:
+    """A frame's event name and the member its JSON payload is (`artifactUpdate` ...)."""
+    value = _json(event.data or "")
+    body = value.get("result", value) if isinstance(value, dict) else None
+    kind = next(iter(body), "") if isinstance(body, dict) else ""
+    return event.event, kind if isinstance(kind, str) else ""
 
 
 def _exchange_number(where: str) -> int:

@@ -37,6 +37,7 @@ from typing import Any
 
 import yaml
 
+from recorder.assembly import assembled_in, scope_of
 from recorder.bindings import jsonrpc
 from recorder.checks.entries import CheckEntry, CheckRulesError, check_warnings, read_checks
 from recorder.errors import RulesError
@@ -49,6 +50,7 @@ __all__ = [
     "load_rules",
     "placeholder_name",
     "rules_from_text",
+    "rules_over",
     "rules_warnings",
 ]
 
@@ -92,6 +94,9 @@ class Rules:
     """JSON member name -> placeholder name."""
     checks: tuple[CheckEntry, ...] = field(default=(), hash=False)
     """Places checked instead of compared for equality (`recorder.checks.entries`)."""
+    assembled: tuple[str, ...] = ()
+    """Where replies compare as the client assembles them (`FILE#N`, `FILE`, a glob, `*`):
+    text parts joined, a stream's frames as one task (`recorder.assembly`)."""
     secret_url_fields: Mapping[str, str] = field(default_factory=dict, hash=False)
     """JSON member name -> placeholder name: a URL there has its secret-looking path segments
     replaced (a push config's `url` always is, `recorder.redact`)."""
@@ -119,6 +124,12 @@ class Rules:
         )
         for name in ("ignored_paths", "unordered_paths", "error_message_paths", "checks"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "assembled", tuple(self.assembled))
+
+    def assembles(self, file: str, exchange: int | None) -> bool:
+        """Whether exchange `exchange` (1-based; None: any) of the transcript at `file` is
+        compared assembled (the `assembled` key)."""
+        return bool(self.assembled) and assembled_in(self.assembled, file, exchange)
 
     # --- compiled forms (computed once per Rules value) ---------------------------------------
 
@@ -203,6 +214,7 @@ class Rules:
 # --- loading ---------------------------------------------------------------------------------
 
 _LIST_KEYS = (
+    "assembled",
     "ignored_paths",
     "unordered_paths",
     "error_message_paths",
@@ -314,6 +326,12 @@ class _Loader:
                 )
         for kind in rules.loose_kinds:
             self.kind("loose_kinds", kind)
+        for item in rules.assembled:
+            if scope_of(item) is None:
+                raise self.error(
+                    "assembled",
+                    f'expected "FILE#N", "FILE" (a glob) or "*", got {_SHORT.repr(item)}',
+                )
         for key in ("ignored_paths", "unordered_paths", "error_message_paths"):
             for path in getattr(rules, key):
                 self.path(key, path)
@@ -497,6 +515,15 @@ def rules_from_text(text: str, source: str) -> Rules:
         return _rules_from_mapping(data, DEFAULT_RULES, source, _key_lines(node))
     except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as exc:
         # (a check that missed a shape: still the file's fault, never a traceback)
+        raise RulesError(f"{source}: cannot use the rules: {exc}") from None
+
+
+def rules_over(base: Rules, data: Mapping[str, Any], source: str) -> Rules:
+    """`data` (a rules file's mapping, as its YAML loads) merged over `base`; `source` names
+    it in errors. Raises RulesError."""
+    try:
+        return _rules_from_mapping(data, base, source)
+    except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as exc:
         raise RulesError(f"{source}: cannot use the rules: {exc}") from None
 
 

@@ -20,6 +20,7 @@ BENCH = Path(__file__).parent.parent / "bench"
         ("bench_checks.py", ["--smoke"], '"bench": "checks"'),
         ("bench_format.py", ["--mb", "0.2", "--repeat", "1"], "canonical body, a name twice"),
         ("bench_jsonbody.py", ["--count", "20", "--rounds", "1"], "canonical "),
+        ("bench_learn_trials.py", ["--smoke"], '"bench": "learn-trials"'),
         ("bench_parse_shapes.py", ["--mb", "0.05", "--repeat", "1"], "slowest shape:"),
         # (its 2 s verdict is a figure: here only a start that never comes fails)
         ("bench_kit_start.py", ["--runs", "1", "--limit", "60"], "recorder kit start: median"),

@@ -7,11 +7,16 @@ and the live JSON value of a reply (or of one SSE frame) before the walk:
 
 - each concrete place of the recorded value that an entry's path names (not looked into
   further: a checked object is checked whole) is looked up in the live value at the same keys;
+  a path ending in `parts[*].text` names the text of a message or artifact: its place is the
+  `parts` list, and its value the text parts joined (`recorder.assembly.joined_text`), so an
+  answer cut in one part one time and in two the next is checked as the one text it is;
 - where the live value is there, the entry's checks run on it (`recorder.checks.run_check`);
   each failed check is a `Mismatch` at the concrete path whose `check` names the check and
   whose `message` is its reason;
 - the place is then set to `null` on both sides (copies: the parsed values may be shared), so
-  the walk compares everything else as usual and pairs no generated value inside the text;
+  the walk compares everything else as usual and pairs no generated value inside the text (a
+  `parts` list keeps its other parts, and its text parts become one whose `text` is null:
+  the walk compares the rest of them, never their number);
 - where the live value is not there, nothing changes: the walk reports it missing, as today.
 
 `passed` keeps the places (frame, keys) where every check held, for `--update` to leave the
@@ -22,9 +27,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
+from recorder.assembly import joined_text
 from recorder.checks.entries import CheckEntry, entries_for_file
 from recorder.checks.vocabulary import Check, CheckContext, run_check
 from recorder.jsonpath import PathMatcher, State, format_path
@@ -38,6 +45,18 @@ _Keys = tuple[str | int, ...]
 Passed = tuple[int | None, _Keys, Any]
 """(frame or None, keys, recorded value) of a checked place where every check held."""
 _MISSING = object()
+# a path that names each text part of a `parts` list: the list itself, its text joined
+_PARTS_TEXT = re.compile(
+    r"(?P<parts>.*(?:\.parts|\[(?:'parts'|\"parts\")\]))"
+    r"(?:\[\*\]|\.\*)(?:\.text|\[(?:'text'|\"text\")\])"
+)
+
+
+def joined_place(path: str) -> str | None:
+    """The path of the `parts` list when `path` names its text parts (`...parts[*].text`),
+    whose text is then checked joined; None for any other path."""
+    found = _PARTS_TEXT.fullmatch(path)
+    return found.group("parts") if found else None
 
 
 class FileChecks:
@@ -46,8 +65,11 @@ class FileChecks:
     def __init__(self, entries: Sequence[CheckEntry], file: str) -> None:
         self.file = file
         self.entries = entries_for_file(entries, file)
-        # (compiled once per file: a matcher caches its steps)
-        self._matchers = [PathMatcher([entry.path]) for entry in self.entries]
+        # (compiled once per file: a matcher caches its steps; a joined text's names its list)
+        self._matchers = [
+            (PathMatcher([joined_place(entry.path) or entry.path]), joined_place(entry.path))
+            for entry in self.entries
+        ]
 
     def __bool__(self) -> bool:
         return bool(self.entries)
@@ -57,8 +79,8 @@ class FileChecks:
         if not self.entries:
             return None
         mine = [
-            (entry, matcher)
-            for entry, matcher in zip(self.entries, self._matchers, strict=True)
+            _Named(entry, matcher, joined is not None)
+            for entry, (matcher, joined) in zip(self.entries, self._matchers, strict=True)
             if entry.applies(self.file, number)
         ]
         if not mine:
@@ -66,12 +88,22 @@ class FileChecks:
         return ExchangeChecks(mine, self.file, number, golden)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Named:
+    """An entry that applies to an exchange, its compiled path, and whether it names a
+    message's or artifact's text (its `parts` list, the text joined)."""
+
+    entry: CheckEntry
+    matcher: PathMatcher
+    joined: bool
+
+
 class ExchangeChecks:
     """The checks that apply to one exchange: `split` a reply's values (module docstring)."""
 
     def __init__(
         self,
-        entries: Sequence[tuple[CheckEntry, PathMatcher]],
+        entries: Sequence[_Named],
         file: str,
         number: int | None,
         golden: Exchange,
@@ -97,27 +129,38 @@ class ExchangeChecks:
         set to null (where the live one has the place), the failures appended to `out`.
         `run=False`: the places only taken out (pairs learned without a verdict)."""
         places = self._places(expected)
-        for keys, checks in places:
+        for keys, checks, joined in places:
             live = _get(actual, keys)
             if live is _MISSING:
                 continue  # the walk reports it missing
-            if not run:
-                expected, actual = _with(expected, keys, None), _with(actual, keys, None)
-                continue
             recorded = _get(expected, keys)
-            path = format_path(keys)
-            failed = False
-            for check in checks:
-                outcome = run_check(check, recorded, live, self._context(path, frame))
-                if not outcome.passed:
-                    failed = True
-                    out.append(
-                        Mismatch(path, recorded, live, frame, outcome.reason, check=check.label)
-                    )
-            if not failed:
-                self.passed.append((frame, keys, recorded))
-            expected = _with(expected, keys, None)
-            actual = _with(actual, keys, None)
+            if joined:
+                recorded_text = joined_text(recorded)
+                if recorded_text is None:
+                    continue  # no text recorded there: nothing to check, compared as it is
+                live_text = _live_text(live)
+                if live_text is _MISSING:
+                    continue  # no text there live: the walk reports it missing
+                checked: tuple[Any, Any] = (recorded_text, live_text)
+                left, right = _text_out(recorded), _text_out(live)
+                path = format_path(keys) + "[*].text"
+            else:
+                checked = (recorded, live)
+                left = right = None
+                path = format_path(keys)
+            if run:
+                failed = False
+                for check in checks:
+                    outcome = run_check(check, *checked, self._context(path, frame))
+                    if not outcome.passed:
+                        failed = True
+                        out.append(
+                            Mismatch(path, *checked, frame, outcome.reason, check=check.label)
+                        )
+                if not failed:
+                    self.passed.append((frame, keys, recorded))
+            expected = _with(expected, keys, left)
+            actual = _with(actual, keys, right)
         return expected, actual
 
     def _context(self, path: str, frame: int | None) -> CheckContext:
@@ -132,22 +175,23 @@ class ExchangeChecks:
             request=self._request,
         )
 
-    def _places(self, value: Any) -> list[tuple[_Keys, list[Check]]]:
+    def _places(self, value: Any) -> list[tuple[_Keys, list[Check], bool]]:
         """Each concrete place of `value` some entry names, with the checks of every entry
-        that names it, in document order; below a named place nothing is looked at."""
-        found: list[tuple[_Keys, list[Check]]] = []
-        starts = tuple(matcher.start() for _, matcher in self._entries)
+        that names it and whether it is a joined text (a `parts` list), in document order;
+        below a named place nothing is looked at."""
+        found: list[tuple[_Keys, list[Check], bool]] = []
+        starts = tuple(named.matcher.start() for named in self._entries)
         stack: list[tuple[Any, _Keys, tuple[State, ...]]] = [(value, (), starts)]
         while stack:
             node, keys, states = stack.pop()
-            named = [
-                check
-                for (entry, matcher), state in zip(self._entries, states, strict=True)
-                if matcher.matches(state)
-                for check in entry.checks
+            naming = [
+                named
+                for named, state in zip(self._entries, states, strict=True)
+                if named.matcher.matches(state)
             ]
-            if named and keys:
-                found.append((keys, named))
+            if naming and keys:
+                checks = [check for named in naming for check in named.entry.checks]
+                found.append((keys, checks, any(named.joined for named in naming)))
                 continue
             if isinstance(node, dict):
                 children: list[tuple[str | int, Any]] = list(node.items())
@@ -157,12 +201,36 @@ class ExchangeChecks:
                 continue
             for key, child in reversed(children):
                 next_states = tuple(
-                    matcher.step(state, key)
-                    for (_, matcher), state in zip(self._entries, states, strict=True)
+                    named.matcher.step(state, key)
+                    for named, state in zip(self._entries, states, strict=True)
                 )
                 if any(next_states):
                     stack.append((child, (*keys, key), next_states))
         return found
+
+
+def _live_text(parts: Any) -> Any:
+    """The live text of a `parts` list: its text parts joined; a part's `text` that is no
+    string as it is (the checks say so); `_MISSING` when no part has a text, or not a list."""
+    if isinstance(parts, list):
+        for part in parts:
+            if isinstance(part, dict) and "text" in part and not isinstance(part["text"], str):
+                return part["text"]
+    text = joined_text(parts)
+    return _MISSING if text is None else text
+
+
+def _text_out(parts: Any) -> Any:
+    """A `parts` list with its text parts as one whose text is null (what the walk compares
+    of it once its joined text is checked); any other value as null."""
+    if not isinstance(parts, list):
+        return None
+    texts = [p for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    if not texts:
+        return parts
+    first = parts.index(texts[0])
+    others = [p for p in parts if not (isinstance(p, dict) and isinstance(p.get("text"), str))]
+    return [*others[:first], {**texts[0], "text": None}, *others[first:]]
 
 
 def _get(value: Any, keys: _Keys) -> Any:

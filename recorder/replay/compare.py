@@ -13,6 +13,13 @@ A place a rules file's `checks` name (`recorder.replay.checked`) is decided by i
 by equality: an exchange with checks goes past the fast path, to the walk, each body or frame's
 checked places taken out first.
 
+An exchange the rules' `assembled` names compares as the client assembles its replies
+(`recorder.assembly`): a body's text parts joined (each message's, each artifact's), an event
+stream's frames as one value (the task with its artifacts put together from their chunks, the
+sequence of states), so that an answer cut otherwise (two text parts for one, four chunks for
+two) is the same answer; its mismatches name places of that value, with no frame. (A truncated
+recording holds a stream's first frames only: compared frame by frame still.)
+
 8. The status code and the Content-Type (media type) are always compared; other headers unless
    `rules.ignored_headers` or `rules.secret_headers` name them. A member that
    `rules.secret_fields` names is compared for presence only: the recording holds a placeholder
@@ -26,6 +33,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from recorder.assembly import assemble, joined_parts
 from recorder.model import (
     Exchange,
     Headers,
@@ -67,6 +75,7 @@ class Comparison:
         fast: FastPath,
         walk: Walk,
         checks: FileChecks | None = None,
+        file: str = "",
     ) -> None:
         self._compare_content_type_params = rules.compare_content_type_params
         self._skip_headers = (
@@ -78,6 +87,10 @@ class Comparison:
         self._fast = fast
         self._walk = walk
         self._checks = checks if checks else None
+        self._file = file
+        self._rules_assemble = rules.assembles if rules.assembled else None
+        self._assembled = False
+        """Whether the exchange being compared compares assembled (the rules' `assembled`)."""
         self._now: ExchangeChecks | None = None
         """The checks of the exchange being compared (None: none applies)."""
         self._quiet = False
@@ -93,6 +106,9 @@ class Comparison:
         the exchange's (1-based), for the checks scoped to it.
         """
         self._now = None if self._checks is None else self._checks.for_exchange(golden, number)
+        self._assembled = self._rules_assemble is not None and self._rules_assemble(
+            self._file, number
+        )
         if len(golden.response.body) + len(live.body) >= _GC_PAUSE_BYTES and gc.isenabled():
             # a large reply parses into many containers, and the collector's full passes over
             # them (they hold no cycles) would cost more than the parse: up to 4x at 10 MiB
@@ -135,7 +151,11 @@ class Comparison:
                 and expected.is_json
                 and is_json_media_type(live.content_type)
             ):
-                if self._now is not None or not self._fast.matches_wire(expected, live.body):
+                if (
+                    self._now is not None
+                    or self._assembled
+                    or not self._fast.matches_wire(expected, live.body)
+                ):
                     # the fast path on the pretty texts would say the same: straight to the walk
                     self._compare_bodies(expected, live.response, out, fast=False)
             else:
@@ -205,6 +225,7 @@ class Comparison:
         if (
             fast
             and self._now is None
+            and not self._assembled
             and expected.is_json
             and actual.is_json
             and self._fast.matches(expected.body, actual.body)
@@ -220,6 +241,11 @@ class Comparison:
             and actual_value is not NOT_JSON
             and actual_value is not EMPTY
         ):
+            if self._assembled:
+                expected_value, actual_value = (
+                    joined_parts(expected_value),
+                    joined_parts(actual_value),
+                )
             self._compare_json(expected_value, actual_value, None, out)
             return
         if expected_value is NOT_JSON and actual_value is NOT_JSON:
@@ -286,6 +312,9 @@ class Comparison:
             return
         golden_frames = real_frames(expected.events)
         live_frames = real_frames(actual.events)
+        if self._assembled and not truncated:
+            self._compare_json(_assembled(golden_frames), _assembled(live_frames), None, out)
+            return
         if truncated and len(live_frames) >= len(golden_frames):
             # the recording stopped early: compare only what it holds
             live_frames = live_frames[: len(golden_frames)]
@@ -346,10 +375,15 @@ class Comparison:
         still open, verdict dropped: it is reported once, when compared whole (rule 3 makes
         pairing the same values again harmless)."""
         self._now = None if self._checks is None else self._checks.for_exchange(golden, number)
+        self._assembled = self._rules_assemble is not None and self._rules_assemble(
+            self._file, number
+        )
         pairs = zip(real_frames(golden.response.events or ()), real_frames(live), strict=False)
         self._quiet = True
         try:
             for index, (g, a) in enumerate(list(pairs)[start:], start + 1):
+                if self._assembled and _frame_summary(g) != _frame_summary(a):
+                    continue  # cut otherwise: frame i is not the same event (paired when whole)
                 self._compare_frame(g, a, index, [])
         finally:
             self._quiet = False
@@ -431,6 +465,16 @@ class Comparison:
         if self._now is not None:
             expected, actual = self._now.split(expected, actual, frame, out, run=not self._quiet)
         self._walk.compare_json(expected, actual, frame, out)
+
+
+def _assembled(frames: list[SseEvent]) -> Any:
+    """A stream's frames as the client assembles them (`recorder.assembly.assemble`; a frame
+    whose data is not JSON stands as its text)."""
+    values = []
+    for frame in frames:
+        value = parse_json_text(frame.data) if frame.data is not None else None
+        values.append(frame.data if value is NOT_JSON else value)
+    return assemble(values)
 
 
 def _fields_by_name(headers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:

@@ -48,6 +48,7 @@ from recorder.errors import NoReplyError, UpstreamError
 from recorder.model import Exchange, Request, Transcript
 from recorder.redact import scrub_text
 from recorder.replay.agents import AgentHandle as AgentHandle
+from recorder.replay.diff import Mismatch
 from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc, send_grpc
 from recorder.replay.jobs import Stopped, run_files
@@ -59,7 +60,7 @@ from recorder.replay.pushes import FilePushes, PushReceiver, as_reply
 from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
 from recorder.replay.state import LiveReply, ReplayState
-from recorder.replay.trials import play_in_trials
+from recorder.replay.trials import TrialPlan, play_in_trials
 from recorder.replay.update import (
     blessed_exchanges,
     finish_update,
@@ -304,6 +305,11 @@ class FilePlayer:
             return
         self._record(index, live, background.started)
 
+    def judge(self, index: int, live: LiveReply) -> list[Mismatch]:
+        """Exchange `index`'s mismatches for a reply got in another play (`recorder learn`'s
+        held-out runs), as `_record` compares one: in order, so pairs are learned as then."""
+        return self.state.compare(self._expected(index), live, number=index + 1)
+
     @property
     def changed_on_disk(self) -> bool:
         """--update found the file edited since it was read, and left it as it was."""
@@ -422,8 +428,8 @@ class _Settings:
     exitfirst: bool = False
     halt: threading.Event = field(default_factory=threading.Event)
     """-x: set once a file failed; the files not yet started are not played."""
-    trials: tuple[int, float] | None = None
-    """--trials N, --pass-rate R (`recorder.replay.trials`)."""
+    trials: TrialPlan | None = None
+    """--trials N, --pass-rate R, --confidence C, --early-stop (`recorder.replay.trials`)."""
     pushes: PushReceiver | None = None
     grpc: GrpcTarget | None = None
 
@@ -456,7 +462,7 @@ def _play_item(
         once = replace(settings, listener=None)
         result = play_in_trials(
             lambda: _play_file(once, item, transport, stop),
-            *settings.trials,
+            settings.trials,
             selected=[index + 1 for index in sorted(item.selected)],
         )
         listener = settings.listener
@@ -563,7 +569,7 @@ def play(
     start_agent: Callable[..., AgentHandle] | None = None,
     verbose: int = 0,
     exitfirst: bool = False,
-    trials: tuple[int, float] | None = None,
+    trials: TrialPlan | None = None,
     grpc_agent: str | None = None,
 ) -> PlayResult:
     """Replay the transcripts under `paths` against `agent`, or against the agent that
@@ -575,7 +581,7 @@ def play(
     (their exchanges are "not played"). An agent that goes away after it answered is a result
     too (the exchange that lost it is an error, each later file fails fast:
     `recorder.replay.watch`).
-    `trials` (N, R) plays each file N times, an exchange passing in ceil(R * N) of them
+    `trials` (a `TrialPlan`) plays each file N times, an exchange passing as the plan says
     (`recorder.replay.trials`; not with `update`). gRPC calls go to `grpc_agent` (HOST:PORT),
     else to the GRPC interface of the agent's card (`start_agent(grpc=True)` when a file has
     one: the started agent's).

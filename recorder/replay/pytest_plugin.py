@@ -26,8 +26,11 @@ set the same as the command-line options, which win when given.
 
 `--recorder-trials N` (ini `recorder_trials`) plays each file N times, afresh each time, when
 its first item runs; an item passes when its exchange passed in at least ceil(R*N) trials, R
-from `--recorder-pass-rate R` (ini `recorder_pass_rate`; 0 < R <= 1, default 1.0), as
-`recorder play --trials N --pass-rate R` does (`recorder.replay.trials`).
+from `--recorder-pass-rate R` (ini `recorder_pass_rate`; 0 < R <= 1, default 1.0), or with
+`--recorder-confidence C` (ini `recorder_confidence`) when Wilson's lower bound of its pass
+rate at C is at least R; `--recorder-early-stop` (ini `recorder_early_stop = true`) stops once
+no verdict can change; as `recorder play --trials N --pass-rate R --confidence C --early-stop`
+does (`recorder.replay.trials`).
 
 The items of one file share one `ReplayState` and must run in file order: a later request
 carries forward ids from earlier replies. Selecting some items (`-k`) or running one item
@@ -159,9 +162,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="With --recorder-trials: the fraction of trials to pass, 0 < R <= 1 (default 1.0).",
     )
+    group.addoption(
+        "--recorder-confidence",
+        metavar="C",
+        type=float,
+        default=None,
+        help="With --recorder-trials: judge the pass rate by Wilson's lower bound at C.",
+    )
+    group.addoption(
+        "--recorder-early-stop",
+        action="store_true",
+        default=False,
+        help="With --recorder-trials: stop a file's trials once no verdict can change.",
+    )
     parser.addini(
         "recorder_trials", default="", help="Like --recorder-trials (the option wins when given)."
     )
+    parser.addini(
+        "recorder_confidence", default="", help="Like --recorder-confidence (the option wins)."
+    )
+    parser.addini("recorder_early_stop", default="", help="Like --recorder-early-stop (true).")
     parser.addini(
         "recorder_pass_rate",
         default="",
@@ -513,7 +533,7 @@ class TranscriptFile(pytest.File):
                 self._player = TrialPlayer(
                     lambda: agent.file_player(self.display_path, self.transcript),
                     len(self.transcript.exchanges),
-                    *trials,
+                    trials,
                 )
         return self._player
 

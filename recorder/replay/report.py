@@ -43,7 +43,7 @@ from recorder.httpfile import write_text_atomic
 from recorder.replay.diff import Mismatch
 from recorder.replay.plan import PlanItem
 from recorder.replay.recap import RECAP_LIMIT, gone_text, recap_entries, unsent
-from recorder.replay.results import ExchangeResult, PlayResult, TranscriptResult
+from recorder.replay.results import ExchangeResult, PlayResult, TranscriptResult, Trials
 
 __all__ = [
     "TerminalReport",
@@ -90,6 +90,18 @@ def exchange_header(result: ExchangeResult) -> tuple[str, bool]:
     return f"exchange {result.number}{title}:", False
 
 
+def trial_terms(trials: Trials) -> str:
+    """` (needs 4)`; stopped early, ` of 10 (stopped early; needs 4)`; judged by a bound,
+    ` (needs 9: a lower bound of 0.9 at 95% confidence; here 0.716)`."""
+    early = f" of {trials.planned} (stopped early; " if trials.stopped_early else " ("
+    if not trials.judged_by_bound:
+        return f"{early}needs {trials.needed})"
+    return (
+        f"{early}needs {trials.needed}: a lower bound of {trials.required:g} at"
+        f" {trials.confidence:.0%} confidence; here {trials.lower:.3f})"
+    )
+
+
 def trial_lines(result: ExchangeResult) -> tuple[str, list[str]]:
     """`--trials`: `exchange 2 (title): 2/5 trials passed (needs 4)` and the failed trials'
     mismatches and errors, each line with its trial number."""
@@ -98,7 +110,7 @@ def trial_lines(result: ExchangeResult) -> tuple[str, list[str]]:
     title = f" ({printable(result.title)})" if result.title else ""
     header = (
         f"exchange {result.number}{title}: {trials.passed}/{trials.runs} trials passed"
-        f" (needs {trials.needed})"
+        f"{trial_terms(trials)}"
     )
     lines: list[str] = []
     for failure in trials.failures:
@@ -138,6 +150,7 @@ def transcript_lines(
     flaky = [
         f"{' ' * len(path)}  {_style(PASS_MARK, 'green', color)} exchange {e.number}"
         f" {e.trials.passed}/{e.trials.runs} trials"
+        + (f" (lower bound {e.trials.lower:.3f})" if e.trials.judged_by_bound else "")
         for e in result.exchanges
         if e.trials is not None and e.passed and e.trials.passed < e.trials.runs
     ]
@@ -465,9 +478,14 @@ def _trial_properties(case: ET.Element, exchange: ExchangeResult) -> None:
     properties = ET.SubElement(case, "properties")
     for name, value in (
         ("trials", trials.runs),
+        ("trials_planned", trials.planned or trials.runs),
         ("trials_passed", trials.passed),
         ("trials_needed", trials.needed),
         ("pass_rate", f"{trials.rate:.3f}"),
+        ("required_pass_rate", f"{trials.required:g}"),
+        ("pass_rate_lower_bound", f"{trials.lower:.3f}"),
+        ("confidence", f"{trials.confidence:g}"),
+        ("judged_by_bound", str(trials.judged_by_bound).lower()),
     ):
         ET.SubElement(properties, "property", {"name": name, "value": str(value)})
 

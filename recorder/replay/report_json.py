@@ -10,9 +10,13 @@
      "summary": {"files": 6, "exchanges": 10, "passed": 9, "failed": 1, "errors": 0,
                  "not_played": 0, "skipped": 0, "exit_status": 1, "line": "6 transcripts, …"}}
 
-With `--trials N`, each exchange also has `"trials": {"runs": N, "passed": k, "needed": m,
-"rate": k/N, "failures": [{"trial": i, "mismatches": […], "error": …}]}`, and its verdict is
-the trials' (`passed` when k >= m); a failed check's mismatch has `"check": "contains_all"`.
+With `--trials N`, each exchange also has `"trials": {"runs": n, "planned": N,
+"stopped_early": n < N, "passed": k, "needed": m, "rate": k/n, "required_rate": R,
+"lower_bound": L, "confidence": C, "judged_by_bound": …, "failures": [{"trial": i,
+"mismatches": […], "error": …}]}` (L: Wilson's lower bound of the pass rate at C, 0.95 when
+no --confidence was given, the trials not played counted against the verdict; judged by it
+with --confidence), and its verdict is the trials' (`passed` when k >= m); a failed check's
+mismatch has `"check": "contains_all"`.
 
 A verdict is `passed`, `failed` (mismatches), `error` (no whole reply, the agent gone, an
 unset credential variable), `not played` (an earlier exchange of its file got no reply, or -x
@@ -81,9 +85,15 @@ def _exchange(path: str, result: ExchangeResult) -> dict[str, Any]:
         trials = result.trials
         record["trials"] = {
             "runs": trials.runs,
+            "planned": trials.planned or trials.runs,
+            "stopped_early": trials.stopped_early,
             "passed": trials.passed,
             "needed": trials.needed,
             "rate": trials.rate,
+            "required_rate": trials.required,
+            "lower_bound": round(trials.lower, 6),
+            "confidence": trials.confidence,
+            "judged_by_bound": trials.judged_by_bound,
             "failures": [
                 {
                     "trial": f.trial,

@@ -29,9 +29,24 @@ class Trials:
     `recorder.replay.trials`); it passes when at least `needed` trials passed."""
 
     runs: int
+    """The trials played (fewer than `planned` when `--early-stop` stopped them)."""
     passed: int
     needed: int
     failures: tuple[TrialFailure, ...] = ()
+    planned: int = 0
+    """--trials N (0: as `runs`)."""
+    lower: float = 0.0
+    """Wilson's lower bound of the pass rate at `confidence`, the trials not played counted
+    against the verdict."""
+    confidence: float = 0.95
+    judged_by_bound: bool = False
+    """--confidence was given: `needed` is the fewest passes whose bound reaches the rate."""
+    required: float = 1.0
+    """--pass-rate R."""
+
+    @property
+    def stopped_early(self) -> bool:
+        return self.runs < self.planned
 
     @property
     def rate(self) -> float:

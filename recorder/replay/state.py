@@ -90,6 +90,7 @@ class ReplayState:
             FastPath(pairing, aliases, addresses),
             Walk(pairing, aliases, strings),
             FileChecks(rules.checks, file or "") if rules.checks else None,
+            file or "",
         )
         self._bless = Bless(pairing, aliases, addresses)
         self._passed: dict[int, list[Passed]] = {}  # exchange number -> checked places that held
