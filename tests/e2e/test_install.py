@@ -143,6 +143,136 @@ def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent
     assert out_text.endswith("code-reviewer stopped.\n")
 
 
+GRPC_AGENT = ROOT / "tests" / "fixtures" / "agents" / "echo_grpc_agent.py"
+GRPC_CLIENT = ROOT / "tests" / "fixtures" / "agents" / "echo_grpc_client.py"
+
+
+def _versions(folder: Path) -> dict[str, str]:
+    """The venv's a2a-sdk and protobuf versions."""
+    code = "import importlib.metadata as m\nprint(m.version('a2a-sdk'), m.version('protobuf'))"
+    done = subprocess.run(
+        [str(folder / "bin" / "python"), "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+        check=True,
+    )
+    sdk, protobuf = done.stdout.split()
+    return {"a2a-sdk": sdk, "protobuf": protobuf}
+
+
+@pytest.mark.timeout(1800)  # pip runs: minutes on a cold download cache
+def test_the_grpc_extra_installs_beside_sdk_1_1_and_records_and_plays_its_grpc_agent(
+    wheel: Path, fresh_venv: Path, tmp_path: Path, processes: list[Background]
+) -> None:
+    """The user's agent pins a2a-sdk 1.1.0 with its gRPC server (and so protobuf < 7): the
+    recorder's [grpc] extra leaves both as they are, checks the gRPC goldens, and records and
+    replays a gRPC call to that agent."""
+    bin_ = fresh_venv / "bin"
+    python = str(bin_ / "python")
+    sdk = pip(python, "install", "-q", "--no-compile", f"a2a-sdk[http-server,grpc]=={USER_SDK}")
+    assert sdk.returncode == 0, sdk.stderr
+    before = _versions(fresh_venv)
+    installed = pip(python, "install", "-q", "--no-compile", f"{wheel}[grpc]")
+    assert installed.returncode == 0, installed.stderr
+    assert _versions(fresh_venv) == before
+    assert before["a2a-sdk"] == USER_SDK
+
+    # the goldens, gRPC calls (18-22) checked against their message types
+    checked = subprocess.run(
+        [str(bin_ / "recorder"), "check", str(ROOT / "transcripts")],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stderr
+    bad = tmp_path / "bad.http"
+    golden = next((ROOT / "transcripts").glob("18-grpc-*.http"))
+    bad.write_text(golden.read_text().replace('"messageId"', '"messageID"', 1))
+    refused = subprocess.run(
+        [str(bin_ / "recorder"), "check", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert 'not a lf.a2a.v1.SendMessageRequest: message: no field named "messageID"' in (
+        refused.stderr
+    )
+
+    # the user's agent (a2a-sdk 1.1.0's GrpcHandler) and a client of the SDK's own stub
+    agent = Background(python, str(GRPC_AGENT))
+    processes.append(agent)
+    assert agent.first_line.startswith("listening on http://127.0.0.1:"), agent.first_line
+    _, _, agent_url, _, agent_grpc = agent.first_line.split()
+    out = tmp_path / "transcripts"
+    record = Background(
+        str(bin_ / "recorder"),
+        "record",
+        "--agent",
+        agent_url,
+        "--listen",
+        "127.0.0.1:0",
+        "--grpc-listen",
+        "127.0.0.1:0",
+        "--out",
+        str(out),
+        stream="stderr",
+    )
+    processes.append(record)
+    assert record.process.stderr is not None
+    listening = [record.process.stderr.readline() for _ in range(2)]
+    (grpc_line,) = [line for line in listening if "gRPC listening on" in line]
+    grpc_listen = grpc_line.split("gRPC listening on ")[1].split(",")[0]
+    called = subprocess.run(
+        [python, str(GRPC_CLIENT), grpc_listen, "hello", "echo-grpc"],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+        check=False,
+    )
+    assert called.returncode == 0, called.stderr
+    assert called.stdout == "echo: hello\n"
+    _, err = record.interrupt()
+    assert record.process.returncode == 0, err
+    (recorded,) = out.glob("*-echo-grpc.http")
+    text = recorded.read_text()
+    assert text.count("GRPC /lf.a2a.v1.A2AService/SendMessage") == 1
+    assert '"text": "echo: hello"' in text
+
+    played = subprocess.run(
+        [str(bin_ / "recorder"), "play", str(out), "--agent", agent_url],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT * 2,
+        check=False,
+    )
+    assert played.returncode == 0, played.stdout + played.stderr
+    assert played.stdout.endswith("1 transcript, 1 exchange: 1 passed, 0 failed\n")
+    # a reply the agent no longer gives is a mismatch at its path
+    recorded.write_text(text.replace('"text": "echo: hello"', '"text": "echo: bye"'))
+    mismatched = subprocess.run(
+        [
+            str(bin_ / "recorder"),
+            "play",
+            str(out),
+            "--agent",
+            agent_url,
+            "--grpc-agent",
+            agent_grpc,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT * 2,
+        check=False,
+    )
+    assert mismatched.returncode == 1, mismatched.stdout + mismatched.stderr
+    assert "$.message.parts[0].text" in mismatched.stdout
+    assert _versions(fresh_venv) == before
+
+
 def test_the_core_metadata_names_no_a2a_sdk_and_no_starlette() -> None:
     """What pip reads: the core requirements (no extra) pin none of the kit's stack."""
     import tomllib
@@ -153,9 +283,10 @@ def test_the_core_metadata_names_no_a2a_sdk_and_no_starlette() -> None:
     for name in ("a2a-sdk", "starlette", "sse-starlette", "fastapi"):
         assert name not in core
     extras = project["optional-dependencies"]
-    for extra in ("kit", "grpc"):
-        needs = " ".join(extras[extra])
-        assert "a2a-sdk" in needs and "==" not in needs  # a range, never an exact pin
+    needs = " ".join(extras["kit"])
+    assert "a2a-sdk" in needs and "==" not in needs  # a range, never an exact pin
+    # the gRPC binding ships its own A2A messages: it brings no a2a-sdk of its own
+    assert "a2a-sdk" not in " ".join(extras["grpc"]).lower()
     [ours] = [need for need in extras["test"] if need.startswith("a2a-recorder[")]
     assert {"kit", "grpc"} <= set(ours.removeprefix("a2a-recorder[").rstrip("]").split(","))
 
