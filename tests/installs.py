@@ -12,6 +12,7 @@ import subprocess
 import sys
 import venv
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -26,12 +27,26 @@ README = ROOT / "README.md"
 _YAML = re.compile(r"^```yaml\n(.*?)^```$", re.M | re.S)
 
 
-def ci_blocks() -> dict[str, dict[str, object]]:
-    """`github` and `gitlab`: the page's YAML blocks, parsed."""
-    blocks: dict[str, dict[str, object]] = {}
-    for text in _YAML.findall(CI_PAGE.read_text(encoding="utf-8")):
-        document = yaml.safe_load(text)
-        blocks["github" if "jobs" in document else "gitlab"] = document
+# the page's sections that hold a YAML block, and the name each block is known by here
+CI_SECTIONS = {
+    "GitHub Actions": "github",
+    "GitLab CI": "gitlab",
+    "The recorder's GitHub Action": "action",
+    "pre-commit": "pre-commit",
+}
+
+
+def ci_blocks() -> dict[str, Any]:
+    """The page's YAML blocks, parsed, by their section (CI_SECTIONS): `github` and `gitlab`
+    (the two jobs), `action` (steps that use the repository's Action), `pre-commit` (a
+    `.pre-commit-config.yaml` naming its hooks)."""
+    blocks: dict[str, Any] = {}
+    for section in CI_PAGE.read_text(encoding="utf-8").split("\n## ")[1:]:
+        heading, _, body = section.partition("\n")
+        found = _YAML.findall(body)
+        if heading.strip() in CI_SECTIONS and found:
+            (text,) = found
+            blocks[CI_SECTIONS[heading.strip()]] = yaml.safe_load(text)
     return blocks
 
 
@@ -39,7 +54,7 @@ def ci_jobs() -> dict[str, list[str]]:
     """The page's jobs (`github`, `gitlab`), each as the shell lines it runs, in order."""
     blocks = ci_blocks()
     github: list[str] = []
-    for job in blocks["github"]["jobs"].values():  # type: ignore[attr-defined]
+    for job in blocks["github"]["jobs"].values():
         for step in job["steps"]:
             github.extend(line for line in step.get("run", "").splitlines() if line.strip())
     gitlab: list[str] = []

@@ -335,7 +335,7 @@ def test_both_jobs_keep_the_report_whatever_the_outcome() -> None:
     github_report = _report(jobs["github"])
     (upload,) = [
         step
-        for job in blocks["github"]["jobs"].values()  # type: ignore[attr-defined]
+        for job in blocks["github"]["jobs"].values()
         for step in job["steps"]
         if str(step.get("uses", "")).startswith("actions/upload-artifact")
     ]
