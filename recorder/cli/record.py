@@ -11,8 +11,8 @@ import click
 from recorder.cli import fail, plural
 from recorder.cli.options import AliasedOption
 from recorder.errors import RecorderError
-from recorder.model import Transcript
-from recorder.record.modes import MODES
+from recorder.format.model import Transcript
+from recorder.record.store.modes import MODES
 
 if TYPE_CHECKING:
     from recorder.record.proxy import RecordingProxy
@@ -177,7 +177,8 @@ def record(
     import httpx
 
     from recorder.record.naming import slugify
-    from recorder.record.proxy import create_proxy_app, parse_listen, serve
+    from recorder.record.proxy import create_proxy_app
+    from recorder.record.proxy.server import parse_listen, serve
     from recorder.replay.rerecord import keep_recorded_values
 
     # no caller, thread or process lookups for the log records, which do not show them
@@ -192,7 +193,7 @@ def record(
     proxy_log.setLevel(logging.WARNING if quiet else logging.INFO)
     try:
         host, port = parse_listen(listen)
-        from recorder.rules import load_rules
+        from recorder.rules.ruleset import load_rules
 
         loaded = load_rules(rules)
         if scenario is not None:
@@ -256,7 +257,7 @@ def _listen_grpc(
     (its agent address then learned from the first card relayed, if the card cannot be
     fetched now)."""
     from recorder.record.grpc_proxy import card_grpc_interface
-    from recorder.record.proxy import parse_listen
+    from recorder.record.proxy.server import parse_listen
 
     agent = card_grpc_interface(upstream)
     if grpc_listen is None and agent is None:

@@ -32,8 +32,8 @@ import yaml
 from recorder.checks.entries import CheckEntry
 from recorder.checks.vocabulary import CHECKS, CheckOptionError
 from recorder.errors import RecorderError, RulesError
-from recorder.noise import Proposal
-from recorder.rules import Rules, rules_from_text
+from recorder.rules.noise import Proposal
+from recorder.rules.ruleset import Rules, rules_from_text
 
 __all__ = ["LearnedRulesError", "merge", "render"]
 

@@ -4,7 +4,7 @@ of sample, write it, verify.
 1. Each file is played `runs` times against the live agent by the replay's own `FilePlayer`
    (carry-forward, placeholders, @during: exactly as `recorder play` sends), which tells us each
    live reply (`FilePlayer.on_reply`).
-2. `recorder.noise.propose` compares the live replies of each exchange with one another and
+2. `recorder.rules.noise.propose` compares the live replies of each exchange with one another and
    proposes the narrowest rules that absorb what differs (pure).
 3. No false alarm by construction: every proposal is validated out of sample, leaving one run
    out (`held_out`): the rules learned without run k judge run k's replies, as `recorder play`
@@ -35,23 +35,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recorder.atomic import write_text_atomic
 from recorder.checks.facts import Check
+from recorder.disk.atomic import write_text_atomic
+from recorder.format.model import Transcript
 from recorder.learn.rulesfile import merge, render
-from recorder.model import Transcript
-from recorder.noise import Proposal, Proposals, Replies, propose
-from recorder.redact import scrub_text
-from recorder.replay.diff import Mismatch
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc
-from recorder.replay.live import LiveReply
 from recorder.replay.needs import needs_of, play_needs
 from recorder.replay.plan import load_transcripts
 from recorder.replay.player import AgentHandle, FilePlayer, play
-from recorder.replay.results import PlayResult
+from recorder.replay.reports.results import PlayResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, make_transport
+from recorder.replay.stats import wilson_interval
 from recorder.replay.variables import secret_values
-from recorder.rules import DEFAULT_RULES, Rules, rules_from_text, rules_over
-from recorder.stats import wilson_interval
+from recorder.replay.verdict.diff import Mismatch
+from recorder.replay.verdict.live import LiveReply
+from recorder.rules.noise import Proposal, Proposals, Replies, propose
+from recorder.rules.ruleset import DEFAULT_RULES, Rules, rules_from_text, rules_over
+from recorder.secrets.redact import scrub_text
 
 __all__ = ["HeldOut", "HeldOutFailure", "Learned", "learn"]
 

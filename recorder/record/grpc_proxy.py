@@ -51,7 +51,7 @@ from typing import Any, NoReturn
 
 from recorder.bindings import grpc as binding
 from recorder.errors import RecorderError
-from recorder.model import GRPC_METHOD
+from recorder.format.model import GRPC_METHOD
 from recorder.record.cards import GrpcRoute, Origin, grpc_address, rewrite_card
 from recorder.record.grpc_metadata import (
     SCENARIO_KEY,
@@ -588,7 +588,8 @@ _RESOURCE_EXHAUSTED = 8
 # received): the agent's and the client's limits hold (`--grpc-max-message` adds one)
 _NO_OWN_LIMITS = (("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1))
 _CARDS = frozenset({"GetExtendedAgentCard"})
-# the methods whose request may register a push config (`recorder.push.config_objects`)
+# the methods whose request may register a push config
+# (`recorder.bindings.push_configs.config_objects`)
 _REGISTERING = frozenset(
     {"SendMessage", "SendStreamingMessage", "CreateTaskPushNotificationConfig"}
 )

@@ -2,7 +2,7 @@
 
 The player turns a recorded request into a live one and checks the agent's reply; the stand-in
 gets the live request from a client and must find the recorded request it stands for. The
-rules (`recorder.pairing`), read the other way:
+rules (`recorder.rules.pairing`), read the other way:
 
 - A value the recorded request carried that an earlier reply of its file had generated (rule 1
   and 2: a task id, a contextId) is one the stand-in handed out: the live request must carry
@@ -43,9 +43,9 @@ from typing import Any
 from urllib.parse import unquote
 
 from recorder.bindings import jsonrpc
-from recorder.jsonbody import compact_json, loads
-from recorder.pairing import PairingRules
-from recorder.redact import PLACEHOLDER
+from recorder.format.jsonbody import compact_json, loads
+from recorder.rules.pairing import PairingRules
+from recorder.secrets.redact import PLACEHOLDER
 from recorder.serve.spelling import canonical_method, modern
 
 __all__ = [
@@ -84,7 +84,7 @@ def parse_json(body: bytes) -> Any:
     if not body:
         return NOT_JSON
     try:
-        return loads(body)  # (a number as it was written: `recorder.jsonbody.JsonNumber`)
+        return loads(body)  # (a number as it was written: `recorder.format.jsonbody.JsonNumber`)
     except (ValueError, RecursionError):
         return NOT_JSON
 

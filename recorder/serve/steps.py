@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.bindings import jsonrpc
-from recorder.httpfile import DURING_TAG
-from recorder.literals import literal_text
-from recorder.model import Exchange, Transcript
-from recorder.pairing import PairingRules
+from recorder.format.httpfile import DURING_TAG
+from recorder.format.literals import literal_text
+from recorder.format.model import Exchange, Transcript
+from recorder.rules.pairing import PairingRules
 from recorder.serve.match import NOT_JSON, parse_json, significant_headers, split_target
 from recorder.serve.spelling import canonical_method, modern
 
@@ -234,7 +234,7 @@ def _prepare_file(
                 index=index,
                 path=transcript.source or f"transcript {number + 1}",
                 exchange=exchange,
-                # (a literal `{{NAME}}` as it was sent: `recorder.literals`)
+                # (a literal `{{NAME}}` as it was sent: `recorder.format.literals`)
                 pieces=split_target(literal_text(request.target)),
                 significant=significant_headers(
                     [(name, literal_text(value)) for name, value in request.headers]
