@@ -73,7 +73,7 @@ def test_the_rooms_check_sees_a_wrong_import(tmp_path: Path) -> None:
     bad.write_text("def f():\n    from recorder.replay.player import play\n")
     assert imported_modules(bad) == {"recorder.replay.player", "recorder.replay.player.play"}
     assert room_of("recorder.replay.player") == "replay"
-    assert room_of("recorder.model") == "core"
+    assert room_of("recorder.format.model") == "core"
 
 
 def test_no_module_is_too_long_to_hold_in_the_head() -> None:

@@ -112,7 +112,7 @@ class Facts:
 
 def is_prose(value: Any) -> bool:
     """Whether a value reads as prose (two words or more), not as an id, a number or a token:
-    those keep the value kinds of `recorder.noise`."""
+    those keep the value kinds of `recorder.rules.noise`."""
     return isinstance(value, str) and len(value.split()) >= 2
 
 

@@ -20,7 +20,7 @@ from recorder.replay.plan import TranscriptErrors
 from recorder.replay.send import DEFAULT_TIMEOUT
 from recorder.replay.variables import MissingVariableError
 from recorder.replay.wait import wait_for_agent
-from recorder.rules import load_rules, rules_warnings
+from recorder.rules.ruleset import load_rules, rules_warnings
 
 _NAME = "learn"
 

@@ -13,23 +13,23 @@ import click
 
 from recorder.errors import RecorderError
 from recorder.replay.envfile import EnvFileError, merge_variables, parse_env_file, parse_var
+from recorder.replay.keywords import Selection, SelectionError
 from recorder.replay.plan import TranscriptErrors, parse_shard
 from recorder.replay.player import AgentHandle
 from recorder.replay.player import play as play_transcripts
-from recorder.replay.report import (
+from recorder.replay.reports.json_report import write_json_error, write_json_report
+from recorder.replay.reports.results import PlayResult
+from recorder.replay.reports.terminal import (
     TerminalReport,
     exit_status,
     plural,
     write_junit_error,
     write_junit_xml,
 )
-from recorder.replay.report_json import write_json_error, write_json_report
-from recorder.replay.results import PlayResult
-from recorder.replay.select import Selection, SelectionError
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url
 from recorder.replay.variables import MissingVariableError
 from recorder.replay.wait import wait_for_agent
-from recorder.rules import load_rules, rules_warnings
+from recorder.rules.ruleset import load_rules, rules_warnings
 
 
 def _shard(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:

@@ -11,8 +11,8 @@ import click
 from recorder.cli import fail, plural
 from recorder.cli.options import AliasedOption
 from recorder.errors import RecorderError
-from recorder.model import Transcript
-from recorder.record.modes import MODES
+from recorder.format.model import Transcript
+from recorder.record.store.modes import MODES
 
 if TYPE_CHECKING:
     from recorder.record.proxy import RecordingProxy
@@ -181,7 +181,7 @@ def record(
     proxy_log.setLevel(logging.WARNING if quiet else logging.INFO)
     try:
         host, port = parse_listen(listen)
-        from recorder.rules import load_rules
+        from recorder.rules.ruleset import load_rules
 
         loaded = load_rules(rules)
         if scenario is not None:

@@ -12,7 +12,7 @@ from recorder.errors import RecorderError
 
 if TYPE_CHECKING:
     from recorder.record.proxy import ProxyServer
-    from recorder.rules import Rules
+    from recorder.rules.ruleset import Rules
     from recorder.serve.app import StandIn
 
 
@@ -98,7 +98,7 @@ def serve(
     --fallback the reply of a real agent.
     """
     from recorder.record.proxy import parse_listen
-    from recorder.rules import load_rules
+    from recorder.rules.ruleset import load_rules
     from recorder.serve import load_stand_in
     from recorder.serve.fallback import Fallback
     from recorder.serve.server import serve as run

@@ -3,7 +3,7 @@
 A recorded request that sends a value an earlier reply of its file generated (the task id a
 SendMessage reply gave, sent back by GetTask) cannot be sent as recorded to a fresh agent: the
 agent never made that task. An export therefore *captures* the value from the earlier live
-reply and sends the capture instead. The rules are the player's (`recorder.pairing`):
+reply and sends the capture instead. The rules are the player's (`recorder.rules.pairing`):
 
 1. A reply generates the values the rules call generated (`PairingRules.generated_values`, of
    strict kinds: ids, not timestamps) that no request of the file up to it carried (rule 2: the
@@ -28,10 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recorder.httpread import DURING_TAG
-from recorder.model import Exchange, Headers, Request, Response
-from recorder.pairing import JSON_STRING, PairingRules, string_value
-from recorder.rules import DEFAULT_RULES, Rules
+from recorder.format.httpread import DURING_TAG
+from recorder.format.model import Exchange, Headers, Request, Response
+from recorder.rules.pairing import JSON_STRING, PairingRules, string_value
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
 
 __all__ = ["Capture", "Chains", "find_chains", "templated_request"]
 

@@ -44,8 +44,8 @@ from recorder.docs.grpcexport import (
     loader_body,
 )
 from recorder.errors import RecorderError
-from recorder.model import Exchange, Request, is_event_stream
-from recorder.redact import PLACEHOLDER
+from recorder.format.model import Exchange, Request, is_event_stream
+from recorder.secrets.redact import PLACEHOLDER
 
 __all__ = [
     "DIALECTS",

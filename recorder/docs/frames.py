@@ -23,7 +23,7 @@ from recorder.docs.select import (
     first_leaf_path,
     picked_paths,
 )
-from recorder.sse import SseEvent
+from recorder.format.sse import SseEvent
 
 __all__ = ["cut_data_line", "stream_lines"]
 

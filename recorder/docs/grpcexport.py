@@ -25,8 +25,8 @@ from collections.abc import Sequence
 
 from recorder.bindings.grpc import SERVICE, STATUS_NAMES, message_type, method_of
 from recorder.bindings.grpc_proto import PROTO_FILE, loader_object
-from recorder.jsonbody import pretty_json
-from recorder.model import Exchange, Request
+from recorder.format.jsonbody import pretty_json
+from recorder.format.model import Exchange, Request
 
 __all__ = [
     "GRPC_HELPERS",

@@ -80,8 +80,8 @@ from recorder.docs.select import (
     parse_pick,
     picked_paths,
 )
-from recorder.httpread import TRAILERS_TAG
-from recorder.model import Exchange, Headers, Request, Response
+from recorder.format.httpread import TRAILERS_TAG
+from recorder.format.model import Exchange, Headers, Request, Response
 
 __all__ = [
     "DEFAULT_HEADERS",

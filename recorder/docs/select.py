@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recorder.bindings import jsonrpc
-from recorder.model import Exchange
+from recorder.format.model import Exchange
 
 __all__ = [
     "DEFAULT_PICK",

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 import yaml
 
-from recorder.noise import Proposal
+from recorder.rules.noise import Proposal
 
 __all__ = ["merge", "render"]
 

@@ -3,7 +3,7 @@
 1. Each file is played `runs` times against the live agent by the replay's own `FilePlayer`
    (carry-forward, placeholders, @during: exactly as `recorder play` sends), which tells us each
    live reply (`FilePlayer.on_reply`).
-2. `recorder.noise.propose` compares the live replies of each exchange with one another and
+2. `recorder.rules.noise.propose` compares the live replies of each exchange with one another and
    proposes the narrowest rules that absorb what differs (pure).
 3. The rules file is written (new, or merged into `--rules FILE`: `recorder.learn.rulesfile`).
 4. One more run, `recorder play` with the learned rules: what still mismatches differs from the
@@ -19,20 +19,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from recorder.atomic import write_text_atomic
+from recorder.disk.atomic import write_text_atomic
+from recorder.format.model import Transcript
 from recorder.learn.rulesfile import merge, render
-from recorder.model import Transcript
-from recorder.noise import Proposals, Replies, propose
-from recorder.redact import scrub_text
 from recorder.replay.grpc_send import grpc_target, has_grpc
-from recorder.replay.live import LiveReply
 from recorder.replay.needs import needs_of, play_needs
 from recorder.replay.plan import load_transcripts
 from recorder.replay.player import AgentHandle, FilePlayer, play
-from recorder.replay.results import PlayResult
+from recorder.replay.reports.results import PlayResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, make_transport
 from recorder.replay.variables import secret_values
-from recorder.rules import DEFAULT_RULES, Rules, rules_from_text
+from recorder.replay.verdict.live import LiveReply
+from recorder.rules.noise import Proposals, Replies, propose
+from recorder.rules.ruleset import DEFAULT_RULES, Rules, rules_from_text
+from recorder.secrets.redact import scrub_text
 
 __all__ = ["Learned", "learn"]
 

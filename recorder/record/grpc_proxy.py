@@ -51,7 +51,7 @@ from typing import Any
 
 from recorder.bindings import grpc as binding
 from recorder.errors import RecorderError
-from recorder.model import GRPC_METHOD, Exchange, Headers, Request, Response, SseEvent
+from recorder.format.model import GRPC_METHOD, Exchange, Headers, Request, Response, SseEvent
 from recorder.record.cards import GrpcRoute, Origin, grpc_address, rewrite_card
 from recorder.record.naming import exchange_title
 from recorder.record.proxy.call import Call
@@ -525,7 +525,8 @@ def _client_deadline_passed(context: Any) -> bool:
 
 
 _CARDS = frozenset({"GetExtendedAgentCard"})
-# the methods whose request may register a push config (`recorder.push.config_objects`)
+# the methods whose request may register a push config
+# (`recorder.bindings.push_configs.config_objects`)
 _REGISTERING = frozenset(
     {"SendMessage", "SendStreamingMessage", "CreateTaskPushNotificationConfig"}
 )

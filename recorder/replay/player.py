@@ -1,7 +1,7 @@
 """The player: send each recorded request to an agent and compare each reply with the golden one.
 
-This is the I/O shell around the pure replay core (`recorder.replay.state.ReplayState`, one per
-transcript file, decides what to send and what mismatched). `play` runs it; each concern has
+This is the I/O shell around the pure replay core (`recorder.replay.verdict.state.ReplayState`, one
+per transcript file, decides what to send and what mismatched). `play` runs it; each concern has
 its own module:
 
 1. Plan (`recorder.replay.plan`): find and parse the transcripts, select exchanges (`-k`),
@@ -16,7 +16,8 @@ its own module:
 4. With `update`, bless (`recorder.replay.update`): `ReplayState.bless` gives the reply to
    write back into the golden file.
 
-Files run in turn or in parallel (`recorder.replay.jobs`); the verdicts: `recorder.replay.results`.
+Files run in turn or in parallel (`recorder.replay.jobs`); the verdicts:
+`recorder.replay.reports.results`.
 
 A mismatch is a result (`ExchangeResult.mismatches`), and so is an exchange that got no whole
 reply (`ExchangeResult.error`: a timeout, a dropped connection): the rest of its file is then
@@ -45,20 +46,18 @@ import httpx
 
 from recorder.checks.judges import import_judges
 from recorder.errors import NoReplyError, UpstreamError
-from recorder.model import Exchange, Request, Transcript
-from recorder.redact import scrub_text
+from recorder.format.model import Exchange, Request, Transcript
 from recorder.replay.agents import AgentHandle as AgentHandle
 from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc, send_grpc
 from recorder.replay.jobs import Stopped, run_files
-from recorder.replay.live import frames_read
 from recorder.replay.needs import attach_needs, play_needs
 from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.plan import PlanItem, load_transcripts, plan
 from recorder.replay.pushes import FilePushes, PushReceiver, as_reply
-from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
+from recorder.replay.reports.results import ExchangeResult, Listener, PlayResult, TranscriptResult
+from recorder.replay.reports.verbose import verbose_lines
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
-from recorder.replay.state import LiveReply, ReplayState
 from recorder.replay.trials import play_in_trials
 from recorder.replay.update import (
     blessed_exchanges,
@@ -77,9 +76,11 @@ from recorder.replay.variables import (
     transcript_placeholders,
     unset_variable,
 )
-from recorder.replay.verbose import verbose_lines
+from recorder.replay.verdict.live import frames_read
+from recorder.replay.verdict.state import LiveReply, ReplayState
 from recorder.replay.watch import AgentWatch
-from recorder.rules import DEFAULT_RULES, Rules
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
+from recorder.secrets.redact import scrub_text
 
 __all__ = ["AgentHandle", "FilePlayer", "finish_update", "play"]
 
@@ -122,7 +123,7 @@ class FilePlayer:
     answered is this exchange's error, not an exception; None: `UpstreamError` is raised."""
     verbose: int = 0
     """1: a mismatch's result holds the diff of both replies, normalized; 2: both whole; 3:
-    the request as sent too (`recorder.replay.verbose`)."""
+    the request as sent too (`recorder.replay.reports.verbose`)."""
     on_reply: Callable[[int, LiveReply], None] | None = None
     """Told each whole live reply (the exchange's 0-based index, the reply), before it is
     compared (`recorder learn` keeps them)."""

@@ -77,12 +77,12 @@ if TYPE_CHECKING:
     import httpx
 
     from recorder.replay.grpc_send import GrpcTarget
-    from recorder.replay.live import LiveReply
     from recorder.replay.player import FilePlayer
-    from recorder.replay.results import ExchangeResult, TranscriptResult
+    from recorder.replay.reports.results import ExchangeResult, TranscriptResult
     from recorder.replay.trials import TrialPlayer
+    from recorder.replay.verdict.live import LiveReply
     from recorder.replay.watch import AgentWatch
-    from recorder.rules import Rules
+    from recorder.rules.ruleset import Rules
 
 MARKER = b"# recorder-format:"
 
@@ -260,7 +260,7 @@ class _Agent:
     def _start(self) -> None:
         from recorder.replay.send import agent_base_url, make_transport
         from recorder.replay.watch import AgentWatch
-        from recorder.rules import load_rules
+        from recorder.rules.ruleset import load_rules
 
         self._rules = load_rules(rules_setting(self.config))
         self.variables = variables_setting(self.config)
@@ -383,7 +383,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     updated = config.stash.get(_UPDATED, [])
     if not updated:
         return
-    from recorder.replay.report import plural, transcript_lines
+    from recorder.replay.reports.terminal import plural, transcript_lines
 
     terminalreporter.write_sep("-", "recorder --recorder-update")
     width = max(len(result.path) for result in updated)
@@ -420,7 +420,7 @@ def _check_options(config: pytest.Config) -> None:
     if rules:
         from recorder.checks.judges import import_judges
         from recorder.errors import RecorderError
-        from recorder.rules import load_rules
+        from recorder.rules.ruleset import load_rules
 
         try:
             loaded = load_rules(rules)
@@ -462,7 +462,7 @@ class TranscriptFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         from recorder.errors import ParseError
-        from recorder.httpfile import load
+        from recorder.format.httpfile import load
 
         try:
             self.transcript = load(self.path)
@@ -530,8 +530,8 @@ class TranscriptFile(pytest.File):
         results = tuple(player.results[i] for i in ran if i in player.results)
         if all(r.passed for r in results):
             return
-        from recorder.replay.report import transcript_lines
-        from recorder.replay.results import TranscriptResult
+        from recorder.replay.reports.results import TranscriptResult
+        from recorder.replay.reports.terminal import transcript_lines
         from recorder.replay.update import finish_update
 
         agent = self.config.stash[_AGENT]
@@ -594,8 +594,8 @@ class ExchangeItem(pytest.Item):
 
         error = excinfo.value
         if isinstance(error, ExchangeMismatch):
-            from recorder.replay.report import transcript_lines
-            from recorder.replay.results import TranscriptResult
+            from recorder.replay.reports.results import TranscriptResult
+            from recorder.replay.reports.terminal import transcript_lines
 
             lines = transcript_lines(TranscriptResult(error.path, (error.result,)))
             return "\n".join(lines)

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from recorder.replay.results import ExchangeResult, TranscriptResult, TrialFailure, Trials
+from recorder.replay.reports.results import ExchangeResult, TranscriptResult, TrialFailure, Trials
 
 __all__ = ["TrialPlayer", "combine", "needed_passes", "play_in_trials"]
 

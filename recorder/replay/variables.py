@@ -27,11 +27,11 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus
 
 from recorder.errors import RecorderError
-from recorder.model import Headers, Request, Response, Transcript, header_text
-from recorder.redact import PLACEHOLDER, PUSH_URL_SECRET, is_form, scrub_text
-from recorder.replay.diff import Mismatch
+from recorder.format.model import Headers, Request, Response, Transcript, header_text
 from recorder.replay.plan import PlanItem
-from recorder.rules import DEFAULT_RULES, Rules
+from recorder.replay.verdict.diff import Mismatch
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
+from recorder.secrets.redact import PLACEHOLDER, PUSH_URL_SECRET, is_form, scrub_text
 
 __all__ = [
     "CREDENTIAL_HEADERS",
@@ -239,7 +239,8 @@ def fill_reply_placeholders(
         return json.dumps(known[name], ensure_ascii=False)[1:-1]
 
     def in_header(match: re.Match[str]) -> str:
-        # (a live header value is read as the recorder reads one: `recorder.model.header_text`)
+        # (a live header value is read as the recorder reads one:
+        # `recorder.format.model.header_text`)
         value = known.get(match.group(1))
         if value is None:
             return match.group()

@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
-from recorder.model import header_bytes
+from recorder.format.model import header_bytes
 from recorder.serve.match import LiveRequest, parse_json
-from recorder.serve.render import address_pattern, grpc_card_reply
+from recorder.serve.replies import address_pattern, grpc_card_reply
 
 __all__ = ["Fallback"]
 

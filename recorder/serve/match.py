@@ -2,7 +2,7 @@
 
 The player turns a recorded request into a live one and checks the agent's reply; the stand-in
 gets the live request from a client and must find the recorded request it stands for. The
-rules (`recorder.pairing`), read the other way:
+rules (`recorder.rules.pairing`), read the other way:
 
 - A value the recorded request carried that an earlier reply of its file had generated (rule 1
   and 2: a task id, a contextId) is one the stand-in handed out: the live request must carry
@@ -45,8 +45,8 @@ from urllib.parse import unquote
 import orjson
 
 from recorder.bindings import jsonrpc
-from recorder.pairing import PairingRules
-from recorder.redact import PLACEHOLDER
+from recorder.rules.pairing import PairingRules
+from recorder.secrets.redact import PLACEHOLDER
 from recorder.serve.spelling import canonical_method, modern
 
 __all__ = [

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.bindings import jsonrpc
-from recorder.httpfile import DURING_TAG
-from recorder.model import Exchange, Transcript
-from recorder.pairing import PairingRules
+from recorder.format.httpfile import DURING_TAG
+from recorder.format.model import Exchange, Transcript
+from recorder.rules.pairing import PairingRules
 from recorder.serve.match import NOT_JSON, parse_json, significant_headers, split_target
 from recorder.serve.spelling import canonical_method, modern
 

@@ -26,7 +26,7 @@ from recorder.docs.render import (
     render_exchange,
     render_exchanges,
 )
-from recorder.model import pretty_json
+from recorder.format.model import pretty_json
 
 SEED = Path(__file__).parent.parent / "fixtures" / "seed"
 # The seed guide's blocks are the plain line budget: nothing picked.

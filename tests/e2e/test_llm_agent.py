@@ -35,7 +35,7 @@ from recorder.learn import learn
 from recorder.learn.run import Learned
 from recorder.record.proxy import ProxyServer, create_proxy_app
 from recorder.replay.player import play
-from recorder.rules import Rules, rules_from_text
+from recorder.rules.ruleset import Rules, rules_from_text
 
 pytestmark = pytest.mark.e2e
 

@@ -180,7 +180,7 @@ def test_the_planners_grpc_scenarios_record_checked_files_that_a_second_run_keep
     from recorder.planner.run import record_scenarios
     from recorder.planner.scenarios import SCENARIOS
     from recorder.replay.rerecord import keep_recorded_values
-    from recorder.rules import DEFAULT_RULES
+    from recorder.rules.ruleset import DEFAULT_RULES
 
     planned = (SCENARIOS[0], *GRPC_SCENARIOS)  # (the card first: the gRPC client is made from it)
     first = record_scenarios(tmp_path / "first", planned, kit_port=0)

@@ -1,5 +1,5 @@
-"""Learning what a varying answer must keep (`recorder.checks.facts`, and `recorder.noise` proposing
-`checks` with it), pure: facts against wording, the scope of an entry, its comments, the
+"""Learning what a varying answer must keep (`recorder.checks.facts`, and `recorder.rules.noise`
+proposing `checks` with it), pure: facts against wording, the scope of an entry, its comments, the
 notes that ask for more runs."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import yaml
 
 from recorder.checks.facts import Check, Texts, is_prose, learn_facts
 from recorder.checks.language import language_available
+from recorder.format.model import Response
 from recorder.learn.rulesfile import merge, render
-from recorder.model import Response
-from recorder.noise import Proposal, Replies, propose
-from recorder.rules import DEFAULT_RULES, rules_from_text
+from recorder.rules.noise import Proposal, Replies, propose
+from recorder.rules.ruleset import DEFAULT_RULES, rules_from_text
 
 RECORDED = "Reviewed 1 file: 2 comments.\nsrc/app.py:2: [todo] TODO left in added code.\n" + (
     "src/app.py:2: [debug-print] debugging statement in Python code: use logging."

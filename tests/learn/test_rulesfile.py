@@ -13,8 +13,8 @@ from recorder.cli import main
 from recorder.kit import KitServer
 from recorder.learn import learn
 from recorder.learn.rulesfile import merge, render
-from recorder.noise import Proposal
-from recorder.rules import DEFAULT_RULES, rules_from_text, rules_warnings
+from recorder.rules.noise import Proposal
+from recorder.rules.ruleset import DEFAULT_RULES, rules_from_text, rules_warnings
 
 PROPOSALS = [
     Proposal(

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from recorder.format.model import Headers, Request, Response, canonical_json_body
 from recorder.jsonpath import PathMatcher
-from recorder.model import Headers, Request, Response, canonical_json_body
-from recorder.pairing import PairingRules
 from recorder.record.lineage import Lineage, parse_json
-from recorder.redact import Redactor
-from recorder.rules import DEFAULT_RULES
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES
+from recorder.secrets.redact import Redactor
 
 UUID = "3f2b8c1e-9a4d-4e7f-8b6a-1c2d3e4f5a6b"
 BODIES = [

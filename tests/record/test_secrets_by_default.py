@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from recorder import load
 from recorder.record.proxy import ProxyServer, create_proxy_app
-from recorder.rules import load_rules
+from recorder.rules.ruleset import load_rules
 from recorder.servers import ServerThread
 
 pytestmark = pytest.mark.e2e

@@ -1,5 +1,5 @@
-"""Checked places in the comparison (recorder.replay.checked through ReplayState): pure, on the
-shipped goldens compared with edited copies of themselves; no network."""
+"""Checked places in the comparison (recorder.replay.verdict.checked through ReplayState): pure, on
+the shipped goldens compared with edited copies of themselves; no network."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from recorder.httpfile import load
-from recorder.model import Exchange, Response
-from recorder.replay.checked import keep_recorded
-from recorder.replay.state import ReplayState
-from recorder.rules import rules_from_text
+from recorder.format.httpfile import load
+from recorder.format.model import Exchange, Response
+from recorder.replay.verdict.checked import keep_recorded
+from recorder.replay.verdict.state import ReplayState
+from recorder.rules.ruleset import rules_from_text
 
 GOLDENS = Path(__file__).resolve().parent.parent.parent / "transcripts"
 REVIEW = str(GOLDENS / "03-review-task.http")

@@ -15,11 +15,11 @@ from helpers import record_goldens
 from wordy_agent import IGNORE_SERVED_BY, WordyAgent, reword, texts
 
 from recorder.checks.language import language_available
-from recorder.httpfile import load
+from recorder.format.httpfile import load
 from recorder.kit import KitServer
 from recorder.replay.player import play
-from recorder.replay.results import PlayResult
-from recorder.rules import load_rules
+from recorder.replay.reports.results import PlayResult
+from recorder.rules.ruleset import load_rules
 
 TEXT = "$.result.task.artifacts[0].parts[0].text"
 ON_REVIEW = """\

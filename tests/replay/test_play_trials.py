@@ -19,10 +19,10 @@ from wordy_agent import IGNORE_SERVED_BY, WordyAgent, texts
 
 from recorder.cli import main
 from recorder.kit import KitServer
-from recorder.replay.diff import Mismatch
-from recorder.replay.report import transcript_lines
-from recorder.replay.results import ExchangeResult, TranscriptResult, TrialFailure, Trials
+from recorder.replay.reports.results import ExchangeResult, TranscriptResult, TrialFailure, Trials
+from recorder.replay.reports.terminal import transcript_lines
 from recorder.replay.trials import combine, needed_passes
+from recorder.replay.verdict.diff import Mismatch
 
 pytest_plugins = ["pytester"]
 

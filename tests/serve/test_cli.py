@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from recorder import Exchange, Headers, Request, Response, SseEvent, Transcript, dump
 from recorder.cli import main
-from recorder.rules import DEFAULT_RULES
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve import load_stand_in
 from recorder.serve.server import server_options
 from recorder.servers import ServerThread

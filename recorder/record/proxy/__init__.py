@@ -19,8 +19,8 @@ the rooms it uses:
 - `scenarios` (`Scenarios`): `Recorder-Scenario` / `Recorder-Title` and the control endpoint
   `/_recorder/scenario`: which file an exchange goes to; and `GET /_recorder/status`;
 - `recording` (`Recording`): the exchange as the upstream got and sent it, secrets replaced by
-  `{{PLACEHOLDER}}`s (`recorder.redact`), written through the `TranscriptStore` by one writer
-  thread, after the client has its reply;
+  `{{PLACEHOLDER}}`s (`recorder.secrets.redact`), written through the `TranscriptStore` by one
+  writer thread, after the client has its reply;
 - `push` (`PushRoom`): push notifications: a config's url pointed at the proxy's receiver
   (`/_recorder/push/<id>`) and back in the agent's echo; each delivery forwarded to the
   client's webhook and recorded in its config's file, tagged `# @push config N`;
@@ -56,7 +56,6 @@ import httpx
 
 from recorder.record.cards import Origin
 from recorder.record.lineage import Lineage
-from recorder.record.modes import Keep
 from recorder.record.proxy.agent_cards import AgentCards
 from recorder.record.proxy.call import Message, Receive, Scope, Send, send_error
 from recorder.record.proxy.forwarding import (
@@ -73,15 +72,16 @@ from recorder.record.proxy.relay import STREAM_GRACE, StreamRelay
 from recorder.record.proxy.scenarios import CONTROL_PATH, STATUS_PATH, Scenarios
 from recorder.record.proxy.server import ProxyServer, listening_socket, parse_listen, serve
 from recorder.record.proxy.writer import BACKLOG
-from recorder.record.store import TranscriptStore
-from recorder.redact import (
+from recorder.record.store.modes import Keep
+from recorder.record.store.transcript_store import TranscriptStore
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
+from recorder.secrets.redact import (
     DEFAULT_SECRET_FIELDS,
     DEFAULT_SECRET_HEADERS,
     Redactor,
     scrub_text,
     secret_names,
 )
-from recorder.rules import DEFAULT_RULES, Rules
 
 if TYPE_CHECKING:
     from recorder.record.grpc_proxy import GrpcListener
@@ -120,7 +120,7 @@ class RecordingProxy:
     `rules`: what is generated (for grouping unscripted traffic by id lineage).
     `mode` (`new`, `replace`, `once`): what a scenario that already has a file in `out` does,
     and `keep` the pass `replace` lays a re-recorded file over its previous text with when
-    the proxy stops (`recorder.record.modes`; the CLI hands in `recorder.replay.rerecord`)."""
+    the proxy stops (`recorder.record.store.modes`; the CLI hands in `recorder.replay.rerecord`)."""
 
     def __init__(
         self,

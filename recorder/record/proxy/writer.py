@@ -16,13 +16,13 @@ import time
 from typing import Any
 
 from recorder.bindings.jsonrpc import error_code as jsonrpc_error_code
-from recorder.model import Exchange
+from recorder.format.model import Exchange
 from recorder.record.lines import outcome, record_line
 from recorder.record.proxy.agent_cards import CARD_OPERATIONS
 from recorder.record.proxy.building import Builder
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.folding import CardFolds
-from recorder.record.store import TranscriptStore, describe_error
+from recorder.record.store.transcript_store import TranscriptStore, describe_error
 from recorder.record.transport.upstream import UpstreamReply
 
 __all__ = ["Job", "Writer"]
