@@ -166,7 +166,8 @@ def record(
     import httpx
 
     from recorder.record.naming import slugify
-    from recorder.record.proxy import create_proxy_app, parse_listen, serve
+    from recorder.record.proxy import create_proxy_app
+    from recorder.record.proxy.server import parse_listen, serve
     from recorder.replay.rerecord import keep_recorded_values
 
     # no caller, thread or process lookups for the log records, which do not show them
@@ -239,7 +240,7 @@ def _listen_grpc(
     (its agent address then learned from the first card relayed, if the card cannot be
     fetched now)."""
     from recorder.record.grpc_proxy import card_grpc_interface
-    from recorder.record.proxy import parse_listen
+    from recorder.record.proxy.server import parse_listen
 
     agent = card_grpc_interface(upstream)
     if grpc_listen is None and agent is None:

@@ -33,7 +33,8 @@ from recorder.cli import main
 from recorder.kit import KitServer, start_kit
 from recorder.learn import learn
 from recorder.learn.run import Learned
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.player import play
 from recorder.rules.ruleset import Rules, rules_from_text
 

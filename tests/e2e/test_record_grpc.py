@@ -20,7 +20,8 @@ from helpers import recorder_process
 from recorder import Transcript, load
 from recorder.checking import check_paths
 from recorder.kit import KitServer, start_kit
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 

@@ -25,7 +25,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.servers import ServerThread
 
 pytestmark = pytest.mark.e2e

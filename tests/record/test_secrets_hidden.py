@@ -19,7 +19,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from recorder import load
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.variables import fill_placeholders, stand_ins, unset_variable
 from recorder.rules.ruleset import DEFAULT_RULES, rules_from_text
 from recorder.secrets.redact import Redactor

@@ -35,7 +35,8 @@ from traffic import drive
 from recorder.kit import KitServer, start_kit
 from recorder.planner.scenarios import SCENARIOS, Session
 from recorder.planner.webhook import Webhook
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.rules.pairing import PairingRules
 from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve import NO_MATCH, StandIn, load_stand_in
