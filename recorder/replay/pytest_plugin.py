@@ -523,7 +523,7 @@ class TranscriptFile(pytest.File):
         player = self._player
         if not self.update or player is None or not self.ran:
             return
-        from recorder.replay.player import FilePlayer
+        from recorder.replay.player import FilePlayer, finish_update
 
         assert isinstance(player, FilePlayer)  # (--recorder-trials is refused with update)
         ran = sorted(self.ran)
@@ -532,7 +532,6 @@ class TranscriptFile(pytest.File):
             return
         from recorder.replay.reports.results import TranscriptResult
         from recorder.replay.reports.terminal import transcript_lines
-        from recorder.replay.update import finish_update
 
         agent = self.config.stash[_AGENT]
 
