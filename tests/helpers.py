@@ -23,7 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
-from recorder.format.httpfile import dump, dumps, loads
+from recorder.disk.transcripts import dump
+from recorder.format.httpfile import dumps, loads
 from recorder.format.model import Exchange, Headers, Request, Response, Transcript
 from recorder.kit import KitServer, start_kit
 from recorder.replay.send import make_transport, send_raw

@@ -194,7 +194,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if file_path.suffix != ".http" or not _wanted(file_path, parent.config):
         return None
-    from recorder.checking import is_export
+    from recorder.disk.transcripts import is_export
 
     if is_export(file_path):
         return None  # a `recorder export` among the transcripts: not a transcript
@@ -461,8 +461,8 @@ class TranscriptFile(pytest.File):
         return os.path.relpath(self.path, self.config.invocation_params.dir)
 
     def collect(self) -> Iterator[pytest.Item]:
+        from recorder.disk.transcripts import load
         from recorder.errors import ParseError
-        from recorder.format.httpfile import load
 
         try:
             self.transcript = load(self.path)

@@ -13,8 +13,8 @@ import pytest
 from factories import make_exchange, make_request
 
 from recorder import Headers, Request, Transcript, dumps, load
-from recorder.checking import find_transcripts
 from recorder.disk import atomic
+from recorder.disk.transcripts import find_transcripts
 from recorder.record.naming import (
     exchange_title,
     file_name,

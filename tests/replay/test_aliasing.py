@@ -25,6 +25,7 @@ from helpers import as_wire
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recorder.disk.transcripts import load
 from recorder.format import httpfile
 from recorder.format.model import (
     GRPC_VERSION,
@@ -517,7 +518,7 @@ def test_shipped_transcript_replays_cleanly_against_a_fresh_agent(
     path: Path, small: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(fastpath, "_SMALL", small)  # both ways the fast path pairs values
-    transcript = httpfile.load(path)
+    transcript = load(path)
     for seed in range(3):
         agent = FreshAgent(seed)
         s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
@@ -533,7 +534,7 @@ def test_shipped_transcript_replays_cleanly_against_a_fresh_agent(
 
 def test_shipped_transcripts_rebless_to_identical_files() -> None:
     for path in TRANSCRIPTS:
-        transcript = httpfile.load(path)
+        transcript = load(path)
         agent = FreshAgent(7)
         s = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
         blessed = []

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from recorder.format.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.format.model import Exchange, Response
 from recorder.replay.verdict.checked import keep_recorded
 from recorder.replay.verdict.state import ReplayState

@@ -15,7 +15,7 @@ from helpers import record_goldens
 from wordy_agent import IGNORE_SERVED_BY, WordyAgent, reword, texts
 
 from recorder.checks.language import language_available
-from recorder.format.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.kit import KitServer
 from recorder.replay.player import play
 from recorder.replay.reports.results import PlayResult

@@ -22,8 +22,9 @@ import httpx
 import pytest
 from helpers import closed_port, edit, record_goldens, start_test_kit, stream_that_never_ends
 
+from recorder.disk.transcripts import dump
 from recorder.errors import RecorderError, UpstreamError
-from recorder.format.httpfile import dump, dumps, loads
+from recorder.format.httpfile import dumps, loads
 from recorder.format.model import Exchange, Headers, Request, Response, Transcript
 from recorder.kit import KitServer, start_kit
 from recorder.replay.plan import PlanItem, TranscriptErrors, load_transcripts, parse_shard, plan

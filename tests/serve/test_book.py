@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from recorder import load
-from recorder.checking import find_transcripts
+from recorder.disk.transcripts import find_transcripts
 from recorder.rules.pairing import PairingRules
 from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve.book import Book, Found, NotFound

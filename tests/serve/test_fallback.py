@@ -25,7 +25,7 @@ from test_serve_e2e import GOLDENS, LIMIT, interrupt, recorder_serve
 from traffic import DIFF
 
 from recorder import load
-from recorder.checking import find_transcripts
+from recorder.disk.transcripts import find_transcripts
 from recorder.kit import KitServer
 
 pytestmark = pytest.mark.e2e

@@ -58,7 +58,6 @@ import threading
 from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 
-from recorder.checking import natural_key
 from recorder.disk.atomic import (
     hold_scratch,
     note_file,
@@ -68,6 +67,7 @@ from recorder.disk.atomic import (
     write_text_atomic,
 )
 from recorder.disk.locking import Held, append_held, locked, read_held
+from recorder.disk.transcripts import natural_key
 from recorder.format.httpfile import loads
 from recorder.format.model import Exchange
 from recorder.record.store.filetext import Disk, Entry, OpenFile, during_tagged
