@@ -21,7 +21,6 @@ checked places taken out first.
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -52,8 +51,6 @@ from recorder.rules.pairing import AliasMap
 from recorder.rules.ruleset import Rules
 
 __all__ = ["Comparison"]
-
-_GC_PAUSE_BYTES = 256 * 1024  # replies at least this large are compared with the collector paused
 
 
 class Comparison:
@@ -93,14 +90,6 @@ class Comparison:
         the exchange's (1-based), for the checks scoped to it.
         """
         self._now = None if self._checks is None else self._checks.for_exchange(golden, number)
-        if len(golden.response.body) + len(live.body) >= _GC_PAUSE_BYTES and gc.isenabled():
-            # a large reply parses into many containers, and the collector's full passes over
-            # them (they hold no cycles) would cost more than the parse: up to 4x at 10 MiB
-            gc.disable()
-            try:
-                return self._compare(golden, live)
-            finally:
-                gc.enable()
         return self._compare(golden, live)
 
     @property
