@@ -60,11 +60,13 @@ class Disk:
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     ino: int = 0  # 0: not known (learned at the next write, when the size is as left)
-    size: int = -1
+    # the file's size as this store left it; None: not known, or not as left (the next write
+    # rewrites it whole)
+    size: int | None = None
     # another writer writes the file too: it is appended to, never rewritten from memory;
-    # `count` is how many exchanges it holds (-1: not known, no `@during` tag is written)
+    # `count` is how many exchanges it holds (None: not known, no `@during` tag is written)
     shared: bool = False
-    count: int = 0
+    count: int | None = 0
 
 
 @dataclass
@@ -127,7 +129,7 @@ class OpenFile:
     def shared_tag(self, entry: Entry) -> str | None:
         """The `@during` tag of `entry` in a shared file: by the place its exchange N took
         there (None when N is not there, or the places are not known)."""
-        if entry.during is None or self.disk.count < 0:
+        if entry.during is None or self.disk.count is None:
             return None
         entries = self.entries
         at = bisect.bisect_left(entries, entry.during[0], key=lambda e: e.ticket)
@@ -138,7 +140,7 @@ class OpenFile:
     def shared_push(self, entry: Entry) -> int | None:
         """The N of `entry`'s `@push config N` in a shared file: the place its registering
         exchange took there (None when it is not there, or the places are not known)."""
-        if entry.push is None or self.disk.count < 0:
+        if entry.push is None or self.disk.count is None:
             return None
         place = self._place(entry.push)
         return self.entries[place - 1].at or None if place is not None else None

@@ -391,9 +391,9 @@ class TranscriptStore:
                 if path not in self._previous and path not in self.replaced:
                     with contextlib.suppress(UnicodeDecodeError):
                         self._previous[path] = read_held(held).decode("utf-8")
-            record.disk.size = -2  # (not as left: rewritten whole by `_put_own`)
+            record.disk.size = None  # (not as left: rewritten whole by `_put_own`)
             return
-        record.disk.size = -1
+        record.disk.size = None
         join(record, entry, held)
 
     def _put_own(
@@ -404,7 +404,7 @@ class TranscriptStore:
         count = len(record.entries)
         assert record.path is not None
         if (
-            record.disk.size >= 0
+            record.disk.size is not None
             and record.entries[-1] is entry
             and record.written == count - 1
             and record.after == record.after_written
@@ -448,7 +448,7 @@ class TranscriptStore:
         if tail:
             append_held(held, tail.encode("utf-8"), fsync=self._fsync)
         disk.size, disk.ino = held.size, held.ino
-        if disk.count >= 0:
+        if disk.count is not None:
             disk.count += 1
             entry.at = disk.count
         record.written += 1
