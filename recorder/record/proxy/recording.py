@@ -55,7 +55,7 @@ from recorder.record.naming import operation_of
 from recorder.record.proxy.agent_cards import CARD_OPERATIONS
 from recorder.record.proxy.building import Builder
 from recorder.record.proxy.call import Call
-from recorder.record.proxy.writer import Writer
+from recorder.record.proxy.writer import BufferedReply, EndedStream, Writer
 from recorder.record.store.transcript_store import (
     CONVERSATION,
     FileKey,
@@ -199,12 +199,12 @@ class Recording:
         self, call: Call, upstream: UpstreamReply, kept: list[tuple[bytes, bytes]], body: bytes
     ) -> None:
         """Record a buffered reply off the reply path (called once the client has it)."""
-        self.writer.hand_over((call, upstream, kept, body))
+        self.writer.hand_over(BufferedReply(call, upstream, kept, body))
 
     def write(self, call: Call, exchange: Exchange) -> None:
         """Record `exchange` (a relayed stream's) off the reply path. Never raises: a write
         that fails is logged and counted."""
-        self.writer.hand_over((call, None, None, exchange))
+        self.writer.hand_over(EndedStream(call, exchange))
 
     @property
     def recorded(self) -> int:

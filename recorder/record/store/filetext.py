@@ -1,7 +1,8 @@
 """A transcript file's text as the store holds it (pure, no I/O): each exchange's block,
 made once and reused, and the `@during` and `@push config N` tags by place in the file.
 
-`Entry` is one exchange of a file (its ticket: its place in the request order), `OpenFile`
+`Block` is an exchange given as its text, `Entry` one exchange of a file (its ticket: its
+place in the request order), `OpenFile`
 one file of `recorder.record.store.transcript_store.TranscriptStore` (its entries in ticket order,
 what of them is on disk), `during_tagged` the exchanges of entries with their tags written as
 comments.
@@ -19,9 +20,19 @@ from pathlib import Path
 from recorder.format.httpfile import dumps, dumps_exchange
 from recorder.format.model import Exchange, Transcript
 
-__all__ = ["FILE_HEAD", "Disk", "Entry", "OpenFile", "during_tag", "during_tagged"]
+__all__ = ["FILE_HEAD", "Block", "Disk", "Entry", "OpenFile", "during_tag", "during_tagged"]
 
 FILE_HEAD = dumps(Transcript())  # "# recorder-format: 1\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """An exchange given as its block: the text `dumps_exchange` writes for it, made straight
+    from its bytes (`recorder.record.proxy.direct`), and its title. It carries no `@during` or
+    `@push config` tag (those are numbered by place in the file, so made from the model)."""
+
+    text: str
+    title: str
 
 
 @dataclass

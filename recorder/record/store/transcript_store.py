@@ -70,7 +70,7 @@ from recorder.disk.locking import Held, append_held, locked, read_held
 from recorder.disk.transcripts import natural_key
 from recorder.format.httpfile import loads
 from recorder.format.model import Exchange
-from recorder.record.store.filetext import Disk, Entry, OpenFile, during_tagged
+from recorder.record.store.filetext import Block, Disk, Entry, OpenFile, during_tagged
 from recorder.record.store.leftovers import remove_stale_temporaries
 from recorder.record.store.modes import MODES, Keep, keep_in_place
 from recorder.record.store.numbering import Numbers
@@ -220,7 +220,7 @@ class TranscriptStore:
     def write(
         self,
         ticket: int,
-        exchange: Exchange | str,
+        exchange: Exchange | Block,
         *,
         scenario: str | None,
         operation: str,
@@ -232,8 +232,8 @@ class TranscriptStore:
     ) -> Path | None:
         """Record one finished exchange; returns the file it went to (None: not written, its
         scenario's file is kept, `once`). Raises OSError when the file cannot be written (the
-        file stays as it was). `exchange` may be given as its block, the text `dumps_exchange`
-        writes for it (`recorder.record.proxy.direct`), when it has no `during`.
+        file stays as it was). `exchange` may be given as its `Block`, the text `dumps_exchange`
+        writes for it (`recorder.record.proxy.direct`), when it has no `during` and no `push`.
 
         `during` = (ticket, frames): the request was sent while the event stream of the
         exchange with that ticket (same scenario) was open, after `frames` of its frames had
@@ -277,10 +277,10 @@ class TranscriptStore:
             dependents: list[OpenFile] = []
         with record.lock:
             _add_needs(record, needed)
-            if isinstance(exchange, str):
+            if isinstance(exchange, Block):
                 if during is not None or push is not None:
                     raise ValueError("an exchange given as its block has no @during tag")
-                entry = Entry(ticket, None, None, block=exchange)
+                entry = Entry(ticket, None, None, block=exchange.text)
             else:
                 entry = Entry(ticket, exchange, during, push=push)
             entries = record.entries
