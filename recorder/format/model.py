@@ -37,7 +37,7 @@ from functools import cached_property
 from typing import Any, TypeAlias, overload
 
 from recorder.format import sse
-from recorder.format.jsonbody import _UNPARSED, _canonical_json
+from recorder.format.jsonbody import NOT_JSON, _canonical_json
 from recorder.format.jsonbody import canonical_json_body as canonical_json_body  # (re-exported)
 from recorder.format.jsonbody import pretty_json as pretty_json  # (re-exported)
 
@@ -122,7 +122,7 @@ def _set_json_body(message: _Message, body: bytes) -> None:
     """Set a JSON body in canonical form, keeping its parsed value as `message.json`."""
     body, value, strict = _canonical_json(body)
     object.__setattr__(message, "body", body)
-    if value is not _UNPARSED:
+    if value is not NOT_JSON:
         message.__dict__["json"] = value  # the cached_property's slot: parsed once, not twice
         message.__dict__["_strict_json"] = strict
 

@@ -18,8 +18,9 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
+from recorder.format.jsonbody import json_value
 from recorder.format.model import header_bytes
-from recorder.serve.match import LiveRequest, parse_json
+from recorder.serve.match import LiveRequest
 from recorder.serve.replies import address_pattern, grpc_card_reply
 
 __all__ = ["Fallback"]
@@ -125,7 +126,7 @@ def _grpc_interface(body: bytes, grpc: str | None) -> bytes:
     of it, which the client must not dial around the stand-in) made `grpc`, or left out."""
     if b'"GRPC"' not in body:
         return body
-    value = parse_json(body)
+    value = json_value(body, exact_numbers=False)
     fixed = grpc_card_reply(value, grpc)
     return body if fixed == value else orjson.dumps(fixed)
 

@@ -45,23 +45,20 @@ from urllib.parse import unquote
 import orjson
 
 from recorder.bindings import jsonrpc
+from recorder.format.jsonbody import NOT_JSON, json_value
 from recorder.rules.pairing import PairingRules
 from recorder.secrets.redact import PLACEHOLDER
 from recorder.serve.spelling import canonical_method, modern
 
 __all__ = [
-    "NOT_JSON",
     "LiveRequest",
     "Matching",
     "is_default",
-    "parse_json",
     "random_template",
     "significant_headers",
     "split_target",
 ]
 
-NOT_JSON: Any = object()
-"""What `parse_json` gives for a body that is not JSON."""
 _EXTENSIONS = "a2a-extensions"
 _LEGACY_EXTENSIONS = "x-a2a-extensions"
 _SIGNIFICANT = frozenset({"authorization", "accept"})
@@ -78,16 +75,6 @@ _CARD = "/agent-card.json"
 _LOOPBACK_URL = re.compile(
     r"//(?:localhost|127(?:\.[0-9]{1,3}){3}|\[::1\])(?::[0-9]+)?(?![0-9])", re.IGNORECASE
 )
-
-
-def parse_json(body: bytes) -> Any:
-    """The JSON value of `body`, or `NOT_JSON` (empty, or not JSON)."""
-    if not body:
-        return NOT_JSON
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return NOT_JSON
 
 
 def split_target(target: str) -> list[str]:
@@ -135,7 +122,7 @@ class LiveRequest:
     """Whether the body is spelled as A2A 0.3."""
 
     def __post_init__(self) -> None:
-        self.json = parse_json(self.body)
+        self.json = json_value(self.body, exact_numbers=False)
         self.pieces = split_target(self.target)
         self.significant = significant_headers(self.headers)
         self.canon, self.legacy = modern(self.json)

@@ -23,11 +23,12 @@ import orjson
 
 from recorder.bindings import jsonrpc
 from recorder.bindings.grpc import BINDING
+from recorder.format.jsonbody import NOT_JSON, json_value
 from recorder.format.sse import SseEvent, serialize
 from recorder.rules.pairing import PairingRules
 from recorder.secrets.redact import PLACEHOLDER
 from recorder.serve.book import Branch
-from recorder.serve.match import NOT_JSON, parse_json, random_template
+from recorder.serve.match import random_template
 from recorder.serve.steps import Step
 
 __all__ = ["Renderer", "address_pattern", "grpc_card", "grpc_card_reply", "pacing"]
@@ -84,7 +85,7 @@ class Renderer:
     def body(self) -> bytes:
         """The whole body of a reply that is no stream."""
         response = self.step.exchange.response
-        value = parse_json(response.body) if response.is_json else NOT_JSON
+        value = json_value(response.body, exact_numbers=False) if response.is_json else NOT_JSON
         if value is NOT_JSON:
             return self._text(response.body.decode("utf-8", "replace")).encode()
         rendered = self._value(value, top=True)

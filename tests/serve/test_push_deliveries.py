@@ -83,8 +83,8 @@ def test_the_planners_push_scenario_passes_against_the_served_golden() -> None:
 
 def test_a_body_that_is_no_json_is_matched_against_a_push_config_request_as_it_is() -> None:
     # the live body's NOT_JSON marker stays itself (a copy of it read as a JSON value: a 500)
+    from recorder.format.jsonbody import NOT_JSON
     from recorder.format.model import Request
-    from recorder.serve.match import NOT_JSON
     from recorder.serve.webhooks import without_urls
 
     request = Request("POST", "/a2a/jsonrpc")

@@ -48,9 +48,10 @@ import time
 from collections.abc import Hashable
 from typing import Any, cast
 
+from recorder.format.jsonbody import json_value
 from recorder.format.model import Exchange, SseEvent, is_json_media_type
 from recorder.format.sse import SseDecoder
-from recorder.record.lineage import Lineage, parse_json
+from recorder.record.lineage import Lineage
 from recorder.record.naming import operation_of
 from recorder.record.proxy.agent_cards import CARD_OPERATIONS
 from recorder.record.proxy.building import Builder
@@ -72,7 +73,7 @@ def _operation(call: Call, content_type: str | None) -> str:
     """`operation_name` of `call`'s request as recorded, without building its model."""
     value = None
     if call.method == "POST" and call.body and is_json_media_type(content_type):
-        value = parse_json(call.body)  # (what `Request.json` holds)
+        value = json_value(call.body, exact_numbers=False)  # (its method: a string)
     return operation_of(call.method, call.target.partition("?")[0], value)
 
 

@@ -25,6 +25,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from recorder.format.jsonbody import NOT_JSON, json_value
 from recorder.format.model import (
     Exchange,
     Headers,
@@ -39,10 +40,8 @@ from recorder.replay.verdict.diff import ABSENT, Mismatch, align
 from recorder.replay.verdict.fastpath import FastPath
 from recorder.replay.verdict.live import (
     EMPTY,
-    NOT_JSON,
     LiveReply,
     body_value,
-    parse_json_text,
     real_frames,
 )
 from recorder.replay.verdict.strings import Strings
@@ -370,7 +369,7 @@ class Comparison:
     def _frame_key(self, frame: SseEvent) -> str:
         data: Any = None
         if frame.data is not None:
-            data = parse_json_text(frame.data)
+            data = json_value(frame.data)
             data = (
                 self._walk.wildcard(data)
                 if data is not NOT_JSON
@@ -396,8 +395,8 @@ class Comparison:
             if expected.data != actual.data:
                 out.append(Mismatch("data", _opt(expected.data), _opt(actual.data), frame))
             return
-        expected_value = parse_json_text(expected.data)
-        actual_value = parse_json_text(actual.data)
+        expected_value = json_value(expected.data)
+        actual_value = json_value(actual.data)
         if expected_value is not NOT_JSON and actual_value is not NOT_JSON:
             self._compare_json(expected_value, actual_value, frame, out)
         elif expected_value is NOT_JSON and actual_value is NOT_JSON:
@@ -468,7 +467,7 @@ def _frame_summary(frame: SseEvent) -> str:
     if frame.event is not None:
         parts.append(f"event: {frame.event}")
     if frame.data is not None:
-        value = parse_json_text(frame.data)
+        value = json_value(frame.data)
         if isinstance(value, dict):
             payload = value.get("result", value)
             if isinstance(payload, dict) and payload:
