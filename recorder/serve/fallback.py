@@ -18,10 +18,11 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
+from recorder.addresses import address_in_urls
 from recorder.format.jsonbody import json_value
 from recorder.format.model import header_bytes
 from recorder.serve.match import LiveRequest
-from recorder.serve.replies import address_pattern, grpc_card_reply
+from recorder.serve.replies import grpc_card_reply
 
 __all__ = ["Fallback"]
 
@@ -106,7 +107,7 @@ class Fallback:
     def _address(self, body: bytes, host: str | None) -> bytes:
         """The agent's address in `body` made the stand-in's (`host`: as the client reached
         it)."""
-        pattern = address_pattern(self.authority)
+        pattern = address_in_urls(self.authority)
         if not host or pattern is None or b"//" not in body:
             return body
         try:

@@ -44,6 +44,7 @@ from urllib.parse import unquote
 
 import orjson
 
+from recorder.addresses import loopback_urls_as_one
 from recorder.bindings import jsonrpc
 from recorder.format.jsonbody import NOT_JSON, json_value
 from recorder.rules.pairing import PairingRules
@@ -72,9 +73,6 @@ _HEX = re.compile(r"[0-9a-fA-F]+")
 _DIGIT = re.compile(r"[0-9]")
 _MAX_DIFFERENCES = 20
 _CARD = "/agent-card.json"
-_LOOPBACK_URL = re.compile(
-    r"//(?:localhost|127(?:\.[0-9]{1,3}){3}|\[::1\])(?::[0-9]+)?(?![0-9])", re.IGNORECASE
-)
 
 
 def split_target(target: str) -> list[str]:
@@ -416,9 +414,9 @@ class Matching:
             if self._echo(recorded, live, where):
                 self.close += 1
             return
-        if "//" in recorded and _loopback(recorded) != recorded:
+        if "//" in recorded and loopback_urls_as_one(recorded) != recorded:
             # a loopback URL (a webhook of the client's) on any port, with any random part
-            here, there = _loopback(recorded), _loopback(live)
+            here, there = loopback_urls_as_one(recorded), loopback_urls_as_one(live)
             if here == there or random_template(here) == random_template(there) is not None:
                 if self._echo(recorded, live, where):
                     self.close += 1
@@ -468,11 +466,6 @@ class Matching:
                 return True
         self.close += 1
         return True
-
-
-def _loopback(text: str) -> str:
-    """`text` with every loopback URL authority (`//127.0.0.1:41999`) spelled `//loopback`."""
-    return _LOOPBACK_URL.sub("//loopback", text)
 
 
 def _placeholder_pattern(text: str) -> tuple[list[str], re.Pattern[str]]:

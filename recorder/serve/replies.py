@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from datetime import datetime
@@ -21,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from recorder.addresses import address_in_urls
 from recorder.bindings import jsonrpc
 from recorder.bindings.grpc import BINDING
 from recorder.format.jsonbody import NOT_JSON, json_value
@@ -31,9 +31,8 @@ from recorder.serve.book import Branch
 from recorder.serve.match import random_template
 from recorder.serve.steps import Step
 
-__all__ = ["Renderer", "address_pattern", "grpc_card", "grpc_card_reply", "pacing"]
+__all__ = ["Renderer", "grpc_card", "grpc_card_reply", "pacing"]
 
-_LOOPBACK = ("localhost", "127.0.0.1", "[::1]")
 _DROPPED = frozenset({"date", "server", "content-length", "transfer-encoding", "connection"})
 
 
@@ -68,7 +67,7 @@ class Renderer:
             reverse=True,
         )
         self.quoted = re.compile("|".join(map(re.escape, quoted))) if quoted else None
-        self.address = address_pattern(step.host) if address else None
+        self.address = address_in_urls(step.host) if address else None
         self.live_address = f"//{address}"
         request_json = step.json
         self.recorded_id = request_json.get("id") if isinstance(request_json, dict) else None
@@ -195,20 +194,6 @@ def grpc_card_reply(value: Any, address: str | None) -> Any:
     if jsonrpc.is_jsonrpc(value) and isinstance(result, dict):
         value = {**value, "result": grpc_card(result, address)}
     return value
-
-
-@functools.lru_cache(maxsize=64)
-def address_pattern(host: str | None) -> re.Pattern[str] | None:
-    """The recorded agent's address in URLs (`//localhost:41242`), in any loopback spelling of
-    its port (a card recorded as `localhost` while the requests went to `127.0.0.1`)."""
-    if not host:
-        return None
-    name, _, port = host.rpartition(":")
-    if not port.isdigit() or not name:
-        return re.compile(f"//{re.escape(host)}(?![A-Za-z0-9.:-])")
-    names = {name.lower(), *_LOOPBACK}
-    spelled = "|".join(re.escape(n) for n in sorted(names))
-    return re.compile(f"//(?:{spelled}):{port}(?![0-9])", re.IGNORECASE)
 
 
 def pacing(step: Step, rules: PairingRules, *, limit: float) -> list[float]:
