@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import helpers
 import pytest
 from helpers import as_wire
 from hypothesis import given, settings
@@ -46,7 +47,7 @@ from recorder.rules.ruleset import DEFAULT_RULES
 RECORDED = "http://localhost:41242"
 LIVE = "http://127.0.0.1:40001"
 JSON = [("Content-Type", "application/json")]
-TRANSCRIPTS = sorted((Path(__file__).parent.parent.parent / "transcripts").glob("*.http"))
+TRANSCRIPTS = sorted(helpers.TRANSCRIPTS.glob("*.http"))
 
 
 def state(**overrides: Any) -> ReplayState:
