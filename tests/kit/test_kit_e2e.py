@@ -41,6 +41,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 from google.protobuf.json_format import MessageToDict
+from helpers import announced_address
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -803,9 +804,8 @@ def test_recorder_kit_command_serves_until_ctrl_c() -> None:
     try:
         assert process.stdout is not None
         first_line = process.stdout.readline()
-        match = re.fullmatch(r"code-reviewer listening on http://127\.0\.0\.1:(\d+)\n", first_line)
-        assert match, first_line
-        port = int(match.group(1))
+        assert first_line.startswith("code-reviewer listening on http://127.0.0.1:"), first_line
+        port = int(announced_address(first_line).rsplit(":", 1)[1])
         # The socket listens before the line is printed, so this waits for uvicorn if need be.
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=20) as http:
             card = http.get("/.well-known/agent-card.json").json()

@@ -37,7 +37,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotFoundError
 from google.protobuf.json_format import MessageToDict
-from helpers import cli_process
+from helpers import announced_address, cli_process
 
 from recorder import Exchange, Transcript, dump, loads
 from recorder.bindings import grpc as binding
@@ -303,7 +303,7 @@ def test_recorder_kit_serves_grpc_on_the_next_port_and_stops_at_once_with_a_stre
         assert process.stdout is not None
         lines = [process.stdout.readline() for _ in range(6)]
         assert lines[4].startswith("  gRPC        127.0.0.1:"), lines
-        address = lines[4].split()[-1]
+        address = announced_address(lines[4])
         opened = threading.Event()
         ended: list[str] = []
 
@@ -463,7 +463,7 @@ def test_recorder_kit_no_grpc_serves_and_lists_http_only() -> None:
         assert process.stdout is not None
         lines = [process.stdout.readline() for _ in range(5)]
         assert lines[-1] == "Press Ctrl-C to stop.\n", lines
-        url = lines[0].split()[-1]
+        url = announced_address(lines[0])
         card = httpx.get(url + "/.well-known/agent-card.json", timeout=LIMIT).json()
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=LIMIT)

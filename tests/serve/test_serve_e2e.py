@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import TRANSCRIPTS
+from helpers import TRANSCRIPTS, announced_address
 from traffic import drive
 
 from recorder.kit import KitServer, start_kit
@@ -67,10 +67,7 @@ def recorder_serve(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
     ) as process:
         try:
             assert process.stderr is not None
-            line = process.stderr.readline()
-            found = re.search(r"on (http://\S+) ", line)
-            assert found, line
-            yield process, found.group(1)
+            yield process, announced_address(process.stderr.readline())
         finally:
             if process.poll() is None:
                 process.kill()

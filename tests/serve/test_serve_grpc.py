@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import signal
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from a2a.types import (
     TaskState,
 )
 from grpc_traffic import DIFF, record_cancel_during_stream, record_card, record_review
+from helpers import announced_address
 
 from recorder import load
 from recorder.checking import check_paths
@@ -64,12 +64,10 @@ def serving(*args: str) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
     ) as process:
         try:
             assert process.stderr is not None
-            first = process.stderr.readline()
-            url = re.search(r"on (http://\S+) ", first)
+            url = announced_address(process.stderr.readline())
             second = process.stderr.readline()
-            address = re.search(r"gRPC binding on (\S+)$", second.strip())
-            assert url and address, first + second
-            yield process, url.group(1), address.group(1)
+            assert "gRPC" in second, second
+            yield process, url, announced_address(second)
         finally:
             if process.poll() is None:
                 process.send_signal(signal.SIGINT)
