@@ -214,7 +214,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if file_path.suffix != ".http" or not _wanted(file_path, parent.config):
         return None
-    from recorder.checking import is_export
+    from recorder.disk.transcripts import is_export
 
     if is_export(file_path):
         return None  # a `recorder export` among the transcripts: not a transcript
@@ -481,8 +481,8 @@ class TranscriptFile(pytest.File):
         return os.path.relpath(self.path, self.config.invocation_params.dir)
 
     def collect(self) -> Iterator[pytest.Item]:
+        from recorder.disk.transcripts import load
         from recorder.errors import ParseError
-        from recorder.format.httpfile import load
 
         try:
             self.transcript = load(self.path)
@@ -543,7 +543,7 @@ class TranscriptFile(pytest.File):
         player = self._player
         if not self.update or player is None or not self.ran:
             return
-        from recorder.replay.player import FilePlayer
+        from recorder.replay.player import FilePlayer, finish_update
 
         assert isinstance(player, FilePlayer)  # (--recorder-trials is refused with update)
         ran = sorted(self.ran)
@@ -552,7 +552,6 @@ class TranscriptFile(pytest.File):
             return
         from recorder.replay.reports.results import TranscriptResult
         from recorder.replay.reports.terminal import transcript_lines
-        from recorder.replay.update import finish_update
 
         agent = self.config.stash[_AGENT]
 

@@ -38,10 +38,10 @@ from typing import Any
 import yaml
 
 from recorder.bindings import jsonrpc
-from recorder.bindings.assembly import assembled_in, scope_of
 from recorder.checks.entries import CheckEntry, CheckRulesError, check_warnings, read_checks
 from recorder.errors import RulesError
 from recorder.jsonpath import JsonPathError, PathMatcher, parse_path
+from recorder.rules.assembly import assembled_in, scope_of
 from recorder.rules.kinds import VALUE_KINDS
 
 __all__ = [
@@ -96,7 +96,7 @@ class Rules:
     """Places checked instead of compared for equality (`recorder.checks.entries`)."""
     assembled: tuple[str, ...] = ()
     """Where replies compare as the client assembles them (`FILE#N`, `FILE`, a glob, `*`):
-    text parts joined, a stream's frames as one task (`recorder.bindings.assembly`)."""
+    text parts joined, a stream's frames as one task (`recorder.rules.assembly`)."""
     secret_url_fields: Mapping[str, str] = field(default_factory=dict, hash=False)
     """JSON member name -> placeholder name: a URL there has its secret-looking path segments
     replaced (a push config's `url` always is, `recorder.secrets.redact`)."""

@@ -42,25 +42,22 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+from recorder.addresses import loopback_urls_as_one
 from recorder.bindings import jsonrpc
-from recorder.format.jsonbody import compact_json, loads
+from recorder.format.jsonbody import NOT_JSON, compact_json, json_value
 from recorder.rules.pairing import PairingRules
 from recorder.secrets.redact import PLACEHOLDER
 from recorder.serve.spelling import canonical_method, modern
 
 __all__ = [
-    "NOT_JSON",
     "LiveRequest",
     "Matching",
     "is_default",
-    "parse_json",
     "random_template",
     "significant_headers",
     "split_target",
 ]
 
-NOT_JSON: Any = object()
-"""What `parse_json` gives for a body that is not JSON."""
 _EXTENSIONS = "a2a-extensions"
 _LEGACY_EXTENSIONS = "x-a2a-extensions"
 _SIGNIFICANT = frozenset({"authorization", "accept"})
@@ -74,19 +71,6 @@ _HEX = re.compile(r"[0-9a-fA-F]+")
 _DIGIT = re.compile(r"[0-9]")
 _MAX_DIFFERENCES = 20
 _CARD = "/agent-card.json"
-_LOOPBACK_URL = re.compile(
-    r"//(?:localhost|127(?:\.[0-9]{1,3}){3}|\[::1\])(?::[0-9]+)?(?![0-9])", re.IGNORECASE
-)
-
-
-def parse_json(body: bytes) -> Any:
-    """The JSON value of `body`, or `NOT_JSON` (empty, or not JSON)."""
-    if not body:
-        return NOT_JSON
-    try:
-        return loads(body)  # (a number as it was written: `recorder.format.jsonbody.JsonNumber`)
-    except (ValueError, RecursionError):
-        return NOT_JSON
 
 
 def split_target(target: str) -> list[str]:
@@ -134,7 +118,7 @@ class LiveRequest:
     """Whether the body is spelled as A2A 0.3."""
 
     def __post_init__(self) -> None:
-        self.json = parse_json(self.body)
+        self.json = json_value(self.body)  # (a number as it was written: `JsonNumber`)
         self.pieces = split_target(self.target)
         self.significant = significant_headers(self.headers)
         self.canon, self.legacy = modern(self.json)
@@ -428,9 +412,9 @@ class Matching:
             if self._echo(recorded, live, where):
                 self.close += 1
             return
-        if "//" in recorded and _loopback(recorded) != recorded:
+        if "//" in recorded and loopback_urls_as_one(recorded) != recorded:
             # a loopback URL (a webhook of the client's) on any port, with any random part
-            here, there = _loopback(recorded), _loopback(live)
+            here, there = loopback_urls_as_one(recorded), loopback_urls_as_one(live)
             if here == there or random_template(here) == random_template(there) is not None:
                 if self._echo(recorded, live, where):
                     self.close += 1
@@ -480,11 +464,6 @@ class Matching:
                 return True
         self.close += 1
         return True
-
-
-def _loopback(text: str) -> str:
-    """`text` with every loopback URL authority (`//127.0.0.1:41999`) spelled `//loopback`."""
-    return _LOOPBACK_URL.sub("//loopback", text)
 
 
 def _placeholder_pattern(text: str) -> tuple[list[str], re.Pattern[str]]:

@@ -23,10 +23,11 @@ from typing import Any
 
 from recorder.bindings import jsonrpc
 from recorder.format.httpfile import DURING_TAG
+from recorder.format.jsonbody import NOT_JSON, json_value
 from recorder.format.literals import literal_text
 from recorder.format.model import Exchange, Transcript
 from recorder.rules.pairing import PairingRules
-from recorder.serve.match import NOT_JSON, parse_json, significant_headers, split_target
+from recorder.serve.match import significant_headers, split_target
 from recorder.serve.spelling import canonical_method, modern
 
 __all__ = ["Step", "needed_files", "prepare"]
@@ -76,7 +77,7 @@ class Step:
         response = self.exchange.response
         if response.events is not None or _METHOD_NOT_FOUND not in response.body:
             return False
-        value = parse_json(response.body)
+        value = json_value(response.body, exact_numbers=False)
         error = value.get("error") if isinstance(value, dict) else None
         return isinstance(error, dict) and error.get("code") == jsonrpc.METHOD_NOT_FOUND
 
@@ -120,11 +121,13 @@ def _reply_values(exchange: Exchange) -> tuple[list[Any], Any]:
     response = exchange.response
     if response.events is not None:
         frames = [
-            parse_json(event.data.encode()) if event.data is not None else NOT_JSON
+            json_value(event.data.encode(), exact_numbers=False)
+            if event.data is not None
+            else NOT_JSON
             for event in response.events
         ]
         return frames, NOT_JSON
-    return [], parse_json(response.body) if response.body else NOT_JSON
+    return [], json_value(response.body, exact_numbers=False) if response.body else NOT_JSON
 
 
 def needed_files(transcripts: Sequence[Transcript]) -> list[tuple[int, ...]]:
@@ -239,7 +242,7 @@ def _prepare_file(
                 significant=significant_headers(
                     [(name, literal_text(value)) for name, value in request.headers]
                 ),
-                json=parse_json(request.body),
+                json=json_value(request.body),
                 needs=needs,
                 hands_out=hands_out,
                 frames=frames,

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from helpers import announced_address
 from installs import (
     ECHO_AGENT,
     LIMIT,
@@ -60,7 +61,7 @@ def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent
     agent = Background(str(bin_ / "python"), str(ECHO_AGENT))
     processes.append(agent)
     assert agent.first_line.startswith("listening on http://127.0.0.1:"), agent.first_line
-    agent_url = agent.first_line.split()[-1]
+    agent_url = announced_address(agent.first_line)
 
     # record: the installed command, in front of that agent
     out = tmp_path / "transcripts"
@@ -76,7 +77,7 @@ def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent
         stream="stderr",
     )
     processes.append(record)
-    proxy_url = record.first_line.split()[4].rstrip(",")
+    proxy_url = announced_address(record.first_line)
     assert proxy_url.startswith("http://127.0.0.1:"), record.first_line
     body = {
         "jsonrpc": "2.0",
@@ -135,7 +136,7 @@ def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent
     kit = Background(str(bin_ / "recorder"), "kit", "--listen", "127.0.0.1:0")
     processes.append(kit)
     assert kit.first_line.startswith("code-reviewer listening on http://127.0.0.1:"), kit.first_line
-    kit_url = kit.first_line.split()[-1]
+    kit_url = announced_address(kit.first_line)
     card = httpx.get(kit_url + "/.well-known/agent-card.json", timeout=LIMIT)
     assert json.loads(card.text)["name"] == "code-reviewer"
     out_text, err_text = kit.interrupt()

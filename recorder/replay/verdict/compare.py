@@ -14,7 +14,7 @@ not by equality: an exchange with checks goes past the fast path, to the walk, e
 checked places taken out first.
 
 An exchange the rules' `assembled` names compares as the client assembles its replies
-(`recorder.bindings.assembly`): a body's text parts joined (each message's, each artifact's), an
+(`recorder.rules.assembly`): a body's text parts joined (each message's, each artifact's), an
 event stream's frames as one value (the task with its artifacts put together from their chunks, the
 sequence of states), so that an answer cut otherwise (two text parts for one, four chunks for
 two) is the same answer; its mismatches name places of that value, with no frame. (A truncated
@@ -28,12 +28,11 @@ recording holds a stream's first frames only: compared frame by frame still.)
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Iterable
 from typing import Any
 
-from recorder.bindings.assembly import assemble, joined_parts
+from recorder.format.jsonbody import NOT_JSON, json_value
 from recorder.format.model import (
     Exchange,
     Headers,
@@ -48,20 +47,17 @@ from recorder.replay.verdict.diff import ABSENT, Mismatch, align
 from recorder.replay.verdict.fastpath import FastPath
 from recorder.replay.verdict.live import (
     EMPTY,
-    NOT_JSON,
     LiveReply,
     body_value,
-    parse_json_text,
     real_frames,
 )
 from recorder.replay.verdict.strings import Strings
 from recorder.replay.verdict.walk import Walk
+from recorder.rules.assembly import assemble, joined_parts
 from recorder.rules.pairing import AliasMap
 from recorder.rules.ruleset import Rules
 
 __all__ = ["Comparison"]
-
-_GC_PAUSE_BYTES = 256 * 1024  # replies at least this large are compared with the collector paused
 
 
 class Comparison:
@@ -109,14 +105,6 @@ class Comparison:
         self._assembled = self._rules_assemble is not None and self._rules_assemble(
             self._file, number
         )
-        if len(golden.response.body) + len(live.body) >= _GC_PAUSE_BYTES and gc.isenabled():
-            # a large reply parses into many containers, and the collector's full passes over
-            # them (they hold no cycles) would cost more than the parse: up to 4x at 10 MiB
-            gc.disable()
-            try:
-                return self._compare(golden, live)
-            finally:
-                gc.enable()
         return self._compare(golden, live)
 
     @property
@@ -415,7 +403,7 @@ class Comparison:
     def _frame_key(self, frame: SseEvent) -> str:
         data: Any = None
         if frame.data is not None:
-            data = parse_json_text(frame.data)
+            data = json_value(frame.data)
             data = (
                 self._walk.wildcard(data)
                 if data is not NOT_JSON
@@ -441,8 +429,8 @@ class Comparison:
             if expected.data != actual.data:
                 out.append(Mismatch("data", _opt(expected.data), _opt(actual.data), frame))
             return
-        expected_value = parse_json_text(expected.data)
-        actual_value = parse_json_text(actual.data)
+        expected_value = json_value(expected.data)
+        actual_value = json_value(actual.data)
         if expected_value is not NOT_JSON and actual_value is not NOT_JSON:
             self._compare_json(expected_value, actual_value, frame, out)
         elif expected_value is NOT_JSON and actual_value is NOT_JSON:
@@ -468,11 +456,11 @@ class Comparison:
 
 
 def _assembled(frames: list[SseEvent]) -> Any:
-    """A stream's frames as the client assembles them (`recorder.bindings.assembly.assemble`; a
+    """A stream's frames as the client assembles them (`recorder.rules.assembly.assemble`; a
     frame whose data is not JSON stands as its text)."""
     values = []
     for frame in frames:
-        value = parse_json_text(frame.data) if frame.data is not None else None
+        value = json_value(frame.data) if frame.data is not None else None
         values.append(frame.data if value is NOT_JSON else value)
     return assemble(values)
 
@@ -523,7 +511,7 @@ def _frame_summary(frame: SseEvent) -> str:
     if frame.event is not None:
         parts.append(f"event: {frame.event}")
     if frame.data is not None:
-        value = parse_json_text(frame.data)
+        value = json_value(frame.data)
         if isinstance(value, dict):
             payload = value.get("result", value)
             if isinstance(payload, dict) and payload:
