@@ -385,7 +385,7 @@ class Book:
             if not _near(first.score, other.score):
                 break
             if other.step is not first.step:
-                same = first.step.reply_shape == other.step.reply_shape
+                same = first.step.reply_key == other.step.reply_key
                 self.ties.append(Tie(first.step, other.step, same))
 
     def _answer(
