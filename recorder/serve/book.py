@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.pairing import PairingRules
-from recorder.push import config_objects
+from recorder.serve.index import StepIndex
 from recorder.serve.match import LiveRequest, Matching, random_template
 from recorder.serve.steps import Step
 from recorder.serve.webhooks import without_urls
@@ -57,6 +57,8 @@ __all__ = ["Book", "Branch", "Conversation", "Found", "NotFound", "Score", "Tie"
 
 Score = tuple[int, int, int, int]
 """`Matching.score`: higher is closer."""
+Key = tuple[str, tuple[str, ...], str | None]
+"""`Step.key`."""
 
 
 _ANSWERED = "answered already: each recorded exchange answers once per conversation"
@@ -152,7 +154,17 @@ class Book:
         self._numbers = itertools.count(1)
         self._groups = itertools.count(1)
         self._clock = itertools.count(1)
-        self._starters = [[step for step in steps if not step.needs] for steps in files]
+        self._keyed: list[dict[Key, list[Step]]] = []
+        """Each file's steps by `Step.key` (in order): a request looks at its key's only."""
+        for steps in files:
+            keyed: dict[Key, list[Step]] = {}
+            for step in steps:
+                keyed.setdefault(step.key, []).append(step)
+            self._keyed.append(keyed)
+        self._starters = StepIndex(
+            (step for steps in files for step in steps if not step.needs), rules
+        )
+        """The steps that can start a conversation (they need no earlier id), indexed."""
         self.after: list[tuple[int, ...]] = list(after) if after is not None else []
         """Each file's needs (`recorder.serve.steps.needed_files`), file numbers."""
         self.after += [()] * (len(files) - len(self.after))
@@ -184,10 +196,10 @@ class Book:
             # any recording in the client's own spelling
             recorded, live_json = canon, live.canon
             matching.respelled = True
-        request = step.exchange.request
-        if config_objects(request.method, request.target, recorded):
+        unhooked = step.unhooked[1 if matching.respelled else 0]
+        if unhooked is not None:
             # a push config's url is the client's webhook, its own: not matched
-            recorded, live_json = without_urls(recorded, request), without_urls(live_json, request)
+            recorded, live_json = unhooked, without_urls(live_json, step.exchange.request)
         differences = matching.compare(
             step.exchange.request.method,
             step.pieces,
@@ -243,7 +255,7 @@ class Book:
         for conversation in owners:
             chosen: list[_Candidate] = []
             for branch in conversation.branches:
-                best = self._best(branch, self.files[branch.file], live)
+                best = self._best(branch, self._keyed[branch.file].get(live.key, []), live)
                 if best is not None:
                     chosen.append(best)
             chosen.extend(self._joins(conversation, live))
@@ -290,7 +302,7 @@ class Book:
             for other in reversed(needed):  # (the first branch's pairs win)
                 branch.to_live.update(other.to_live)
                 branch.echo.update(other.echo)
-            best = self._best(branch, self.files[number], live)
+            best = self._best(branch, self._keyed[number].get(live.key, []), live)
             if best is not None:
                 found.append(best)
         return found
@@ -329,11 +341,13 @@ class Book:
 
     def _start(self, live: LiveRequest) -> Found | NotFound:
         chosen: list[_Candidate] = []
-        for starters in self._starters:
-            if starters:
-                best = self._best(Branch(starters[0].file), starters, live)
-                if best is not None:
-                    chosen.append(best)
+        by_file: dict[int, list[Step]] = {}  # (in file order: the candidates are)
+        for step in self._starters.candidates(live):
+            by_file.setdefault(step.file, []).append(step)
+        for file, starters in by_file.items():
+            best = self._best(Branch(file), starters, live)
+            if best is not None:
+                chosen.append(best)
         joined = self._join_anywhere(live)
         if joined is not None:
             conversation, joins = joined

@@ -53,8 +53,11 @@ from recorder.serve.spelling import canonical_method, modern
 
 __all__ = [
     "NOT_JSON",
+    "SOFT_HEADERS",
     "LiveRequest",
     "Matching",
+    "compared_exactly",
+    "is_card_fetch",
     "is_default",
     "parse_json",
     "random_template",
@@ -67,8 +70,8 @@ NOT_JSON: Any = object()
 _EXTENSIONS = "a2a-extensions"
 _LEGACY_EXTENSIONS = "x-a2a-extensions"
 _SIGNIFICANT = frozenset({"authorization", "accept"})
-# headers that rank candidates without ruling one out: what the client accepts
-_SOFT_HEADERS = frozenset({"accept"})
+SOFT_HEADERS = frozenset({"accept"})
+"""Headers that rank candidates without ruling one out: what the client accepts."""
 # members whose value the client makes up, whatever its shape
 _CLIENT_MEMBERS = frozenset({"messageId"})
 _TARGET_SEPARATORS = re.compile(r"([/?&=:])")
@@ -209,6 +212,27 @@ def _random(piece: str) -> bool:
     return len(piece) >= 10 or _HEX.fullmatch(piece) is not None
 
 
+def is_card_fetch(method: str, target: str) -> bool:
+    """Whether a request fetches an agent card (discovery, not an A2A operation: its headers
+    rank the recorded cards, they rule none out)."""
+    return method == "GET" and target.partition("?")[0].endswith(_CARD)
+
+
+def compared_exactly(rules: PairingRules, value: str, name: str | None) -> bool:
+    """Whether a recorded string (at member `name`) matches only itself, whatever the
+    conversation (`Matching._string` takes no other reading of it): not a value the client
+    makes up (a messageId, a shape, a shape inside a text, a random part), no secret
+    placeholder, no loopback URL, no ProtoJSON default. (An id handed out earlier is the
+    caller's to rule out: `Step.needs`.)"""
+    if name in _CLIENT_MEMBERS or is_default(value) or random_template(value) is not None:
+        return False
+    if "{{" in value and PLACEHOLDER.search(value):
+        return False
+    if "//" in value and _loopback(value) != value:
+        return False
+    return rules.shapes is None or next(rules.shape_matches(value), None) is None
+
+
 def is_default(value: Any) -> bool:
     """Whether `value` is a ProtoJSON default (null, "", 0, false, [], an enum's
     `*_UNSPECIFIED`, an object of nothing but defaults): the same as the member being
@@ -311,10 +335,10 @@ class Matching:
         self._target(pieces, live.pieces)
         # the agent card is discovery, not an A2A operation: fetched with or without them,
         # though the headers rank the recorded cards (A2A-Version: 1.0 gets the 1.0 card)
-        card = live.method == "GET" and live.target.partition("?")[0].endswith(_CARD)
+        card = is_card_fetch(live.method, live.target)
         for name in sorted(set(significant) | set(live.significant)):
             recorded, got = significant.get(name), live.significant.get(name)
-            if card or name in _SOFT_HEADERS:
+            if card or name in SOFT_HEADERS:
                 if recorded == got:
                     self.exact += 1
                 else:

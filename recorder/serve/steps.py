@@ -26,8 +26,10 @@ from recorder.bindings import jsonrpc
 from recorder.httpfile import DURING_TAG
 from recorder.model import Exchange, Transcript
 from recorder.pairing import PairingRules
+from recorder.push import config_objects
 from recorder.serve.match import NOT_JSON, parse_json, significant_headers, split_target
 from recorder.serve.spelling import canonical_method, modern
+from recorder.serve.webhooks import without_urls
 
 __all__ = ["Step", "needed_files", "prepare"]
 
@@ -84,6 +86,20 @@ class Step:
     def spelled(self) -> tuple[Any, bool]:
         """(the request body spelled as A2A 1.0, whether it is spelled as 0.3)."""
         return modern(self.json)
+
+    @functools.cached_property
+    def unhooked(self) -> tuple[Any, Any]:
+        """(the request body as recorded, as spelled in A2A 1.0), each with its push configs'
+        urls blank when it registers one (`without_urls`: what is matched of it), else None."""
+        request = self.exchange.request
+        forms = (self.json, self.spelled[0])
+        blank = [
+            without_urls(form, request)
+            if config_objects(request.method, request.target, form)
+            else None
+            for form in forms
+        ]
+        return blank[0], blank[1]
 
     @functools.cached_property
     def reply_key(self) -> str:
