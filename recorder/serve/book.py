@@ -213,15 +213,29 @@ class Book:
             return matching
         return _Candidate(branch, step, matching.echoes, matching.score)
 
-    def _best(self, branch: Branch, steps: list[Step], live: LiveRequest) -> _Candidate | None:
+    def _best(
+        self,
+        branch: Branch,
+        steps: list[Step],
+        live: LiveRequest,
+        alike: dict[Any, _Candidate | Matching] | None = None,
+    ) -> _Candidate | None:
         """The unused step of `branch` among `steps` that matches `live` best (the earliest of
-        equals: the conversation's own order)."""
+        equals: the conversation's own order). `alike`: for a new branch, the outcomes of
+        the recorded requests compared so far (`Step.request_identity`): one recorded in
+        several files is compared once."""
         key = live.key
         best: _Candidate | None = None
         for step in steps:
             if step.key != key or step.index in branch.used or step.exchange.push_config:
                 continue  # (a push delivery is the agent's call: `recorder.serve.deliveries`)
-            outcome = self._try(branch, step, live)
+            if alike is None:
+                outcome = self._try(branch, step, live)
+            else:
+                outcome = alike.get(step.request_identity) or self._try(branch, step, live)
+                alike[step.request_identity] = outcome
+                if isinstance(outcome, _Candidate) and outcome.step is not step:
+                    outcome = _Candidate(branch, step, outcome.echoes, outcome.score)
             if isinstance(outcome, _Candidate) and (best is None or outcome.score > best.score):
                 best = outcome
         return best
@@ -344,8 +358,9 @@ class Book:
         by_file: dict[int, list[Step]] = {}  # (in file order: the candidates are)
         for step in self._starters.candidates(live):
             by_file.setdefault(step.file, []).append(step)
+        alike: dict[Any, _Candidate | Matching] = {}  # (a new branch: its request alone counts)
         for file, starters in by_file.items():
-            best = self._best(Branch(file), starters, live)
+            best = self._best(Branch(file), starters, live, alike)
             if best is not None:
                 chosen.append(best)
         joined = self._join_anywhere(live)

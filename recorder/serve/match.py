@@ -145,13 +145,13 @@ class LiveRequest:
         self.significant = significant_headers(self.headers)
         self.canon, self.legacy = modern(self.json)
 
-    @property
+    @functools.cached_property
     def key(self) -> tuple[str, tuple[str, ...], str | None]:
         """The method, the target's separators, the JSON-RPC method in its 1.0 name
         (`Step.key`)."""
         return (self.method, tuple(self.pieces[1::2]), canonical_method(self.rpc_method))
 
-    @property
+    @functools.cached_property
     def rpc_method(self) -> str | None:
         return jsonrpc.method_of(self.json)
 

@@ -72,6 +72,22 @@ class Step:
         )
 
     @functools.cached_property
+    def request_identity(self) -> tuple[Any, ...]:
+        """What matching reads of this step in a new conversation (its request as recorded,
+        whether its agent knew the method; no earlier id needed): two steps with one identity
+        match a live request alike."""
+        request = self.exchange.request
+        significant = tuple(sorted(self.significant.items()))
+        return (
+            request.method,
+            request.target,
+            significant,
+            request.body,
+            self.needs,
+            self.unknown_method,
+        )
+
+    @functools.cached_property
     def unknown_method(self) -> bool:
         """Whether the recorded reply says the method is unknown (JSON-RPC -32601,
         `METHOD_NOT_FOUND`)."""
