@@ -1,6 +1,6 @@
 """The stand-in's cost as its recording grows: `recorder serve` of the goldens x1, x50, x100.
 
-    .venv/bin/python bench/bench_serve_scale.py               # ~2 minutes
+    .venv/bin/python bench/bench_serve_scale.py               # a few minutes
     .venv/bin/python bench/bench_serve_scale.py --smoke       # seconds: x1 and x3, few rounds
 
 Goal (issue 39): serve's p50 for one request within 1.5x of each other for the goldens served
@@ -14,10 +14,11 @@ The recording x N is N suites of the goldens, as a regression suite holds many t
 alone). One `recorder serve FOLDER --listen 127.0.0.1:0` process per size, all at once; one
 client (httpx, keep-alive) runs `bench_serve.Loop` (SendMessage, a review SendMessage, GetTask
 of its task, fresh uuid ids as an SDK makes them; each reply checked) against each in turn,
-in interleaved rounds, so drift hits all alike. Printed per size: the p50 and p99 of one
-request, the ratio of each p50 to x1's, the start (command to first served card) and the
-server's resident memory once started; then, in this process, the matching's own CPU time per
-request (`Book.find`, the steadiest figure) for each size, and for the goldens copied
+one iteration at a time, the order rotating, so drift hits all alike. Printed per size: the
+p50 and p99 of one request, the ratio of each p50 to x1's, the server's CPU time per request
+(utime+stime from /proc: the steadiest figure on a shared machine), the start (command to
+first served card) and the server's resident memory once started; then, in this process,
+the matching's own CPU time per request (`Book.find`) for each size, and for the goldens copied
 unchanged (every copy's request then matches alike: each is kept as a branch, so that figure
 grows with the copies); and the load time and memory at `--big` exchanges. The last line is
 JSON.
@@ -44,7 +45,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 
-from bench_serve import HEADERS, WAIT, Loop, percentile, started  # noqa: E402
+from bench_serve import HEADERS, WAIT, Loop, cpu_seconds, percentile, started  # noqa: E402
 
 from recorder import Transcript, dump, load  # noqa: E402
 
@@ -204,23 +205,33 @@ def main() -> int:
                 memory[size] = resident_mib(servers[size][1])
             for size in sizes:
                 loop.run(client, servers[size][0], 3)  # warm-up: first connections
-            for _ in range(options.rounds):
-                for size in sizes:
-                    samples[size].extend(loop.run(client, servers[size][0], options.iterations))
+            cpu = {size: cpu_seconds(servers[size][1]) for size in sizes}
+            # one iteration against each size in turn, the order rotating: a burst of load
+            # on the machine hits every size alike
+            for turn in range(options.rounds * options.iterations):
+                shift = turn % len(sizes)
+                for size in sizes[shift:] + sizes[:shift]:
+                    samples[size].extend(loop.run(client, servers[size][0], 1))
+            cpu = {size: cpu_seconds(servers[size][1]) - cpu[size] for size in sizes}
         base = percentile(samples[sizes[0]], 0.5)
+        base_cpu = cpu[sizes[0]] / len(samples[sizes[0]])
         for size in sizes:
             p50, p99 = percentile(samples[size], 0.5), percentile(samples[size], 0.99)
+            cpu_ms = cpu[size] / len(samples[size]) * 1000
             results[f"x{size}"] = {
                 "exchanges": exchanges_once * size,
                 "p50_ms": round(p50 * 1000, 3),
                 "p99_ms": round(p99 * 1000, 3),
                 "p50_ratio": round(p50 / base, 2),
+                "server_cpu_ms_per_request": round(cpu_ms, 3),
+                "cpu_ratio": round(cpu_ms / 1000 / base_cpu, 2) if base_cpu else None,
                 "start_s": round(starts[size], 2),
                 "rss_mib": round(memory[size], 1),
             }
             print(
                 f"x{size:<4} {exchanges_once * size:6d} exchanges  p50 {p50 * 1000:7.2f} ms "
                 f"({p50 / base:4.2f}x x{sizes[0]})  p99 {p99 * 1000:7.2f} ms  "
+                f"server CPU {cpu_ms:6.3f} ms/request  "
                 f"start {starts[size]:6.2f} s  RSS {memory[size]:6.1f} MiB"
             )
         worst = max(results[f"x{size}"]["p50_ratio"] for size in sizes)

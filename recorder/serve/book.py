@@ -11,7 +11,8 @@ The strategy (docs/serve.md says it for users):
 2. **A request that carries none** but a client's own id paired before (its contextId, a
    uuid it made up: `echoed`) goes on in the latest such conversation that has an answer.
 3. **Otherwise it starts a new conversation.** Its candidates are the exchanges, in every
-   transcript, whose recorded request matches and carries no id an earlier reply handed out;
+   transcript, whose recorded request matches and carries no id an earlier reply handed out
+   (those `recorder.serve.index` files with what the request shares: no other is scored);
    the best of each transcript. The best of all answers; among equals, the transcript the
    fewest conversations have opened (the same request sent three times opens three
    transcripts, in order), then file order.
@@ -50,15 +51,13 @@ from typing import Any
 from recorder.pairing import PairingRules
 from recorder.serve.index import StepIndex
 from recorder.serve.match import LiveRequest, Matching, random_template
-from recorder.serve.steps import Step
+from recorder.serve.steps import Key, Step
 from recorder.serve.webhooks import without_urls
 
 __all__ = ["Book", "Branch", "Conversation", "Found", "NotFound", "Score", "Tie"]
 
 Score = tuple[int, int, int, int]
 """`Matching.score`: higher is closer."""
-Key = tuple[str, tuple[str, ...], str | None]
-"""`Step.key`."""
 
 
 _ANSWERED = "answered already: each recorded exchange answers once per conversation"
@@ -120,7 +119,8 @@ class Tie:
     chosen: Step
     other: Step
     same_reply: bool
-    """Whether their recorded replies are alike but for generated values (a harmless tie)."""
+    """Whether their recorded replies are alike but for what the conversation makes its own
+    (`Step.reply_key`: generated values, the request's own JSON-RPC id): a harmless tie."""
     conversations: tuple[int, int] | None = None
     """(the conversation that answered, another that played the needed file as well): two
     conversations a file that needs others could have joined (`chosen` is `other`)."""

@@ -38,7 +38,7 @@ from recorder.serve.match import (
     is_card_fetch,
     is_default,
 )
-from recorder.serve.steps import Step
+from recorder.serve.steps import Key, Step
 
 __all__ = ["StepIndex"]
 
@@ -48,8 +48,7 @@ Place = tuple[Any, ...]
 """A string and where it is: ("target", index, piece), ("json", path, value), ("body", text)."""
 Outline = tuple[frozenset[str], frozenset[tuple[Any, ...]] | None]
 """(the ruling header names, the non-default leaves' paths; None: a body that is not JSON)."""
-_Key = tuple[str, tuple[str, ...], str | None]
-_Filed = tuple[_Key, Outline]
+_Filed = tuple[Key, Outline]
 _NOT_OUTLINED = frozenset({"messageId", "url"})  # (any value matches; not matched)
 
 

@@ -31,7 +31,10 @@ from recorder.serve.match import NOT_JSON, parse_json, significant_headers, spli
 from recorder.serve.spelling import canonical_method, modern
 from recorder.serve.webhooks import without_urls
 
-__all__ = ["Step", "needed_files", "prepare"]
+__all__ = ["Key", "Step", "needed_files", "prepare"]
+
+Key = tuple[str, tuple[str, ...], str | None]
+"""`Step.key`: the HTTP method, the target's separators, the JSON-RPC method's 1.0 name."""
 
 _METHOD_NOT_FOUND = str(jsonrpc.METHOD_NOT_FOUND).encode()  # (looked for before a parse)
 
@@ -62,7 +65,7 @@ class Step:
     """The pairing rules the steps were prepared with, for `reply_key`."""
 
     @functools.cached_property
-    def key(self) -> tuple[str, tuple[str, ...], str | None]:
+    def key(self) -> Key:
         """What a matching live request has the same (`LiveRequest.key`): the method, the
         target's separators, the JSON-RPC method. Compared first, as a cheap filter."""
         return (

@@ -139,3 +139,16 @@ def test_pytest_without_transcripts_never_asks(pytester: pytest.Pytester) -> Non
     pytester.makepyfile("def test_own():\n    assert True\n")
     result = pytester.runpytest()
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.usefixtures("old_sdk")
+def test_pytest_xdist_says_it_once_too(pytester: pytest.Pytester) -> None:
+    # its controller collects nothing itself: it is told what a worker collected
+    pytester.mkdir("transcripts")
+    name = "02-message-reply.http"
+    (pytester.path / "transcripts" / name).write_bytes((GOLDENS / name).read_bytes())
+    result = pytester.runpytest("-p", "xdist", "-n", "1", "transcripts")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    (line,) = [line for line in result.errlines if line.startswith("ERROR")]
+    assert line.startswith(f"ERROR: no --recorder-agent given, and {SAID}"), line
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
