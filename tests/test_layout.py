@@ -132,8 +132,6 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-
-
 def test_no_modules_import_each_other_in_a_circle() -> None:
     # ARCHITECTURE.md: a room stands above all that it imports (lazy imports count: a circle
     # tied by one is still two rooms that cannot be read apart). Module size is no rule: a
@@ -172,6 +170,7 @@ CORE: dict[str, frozenset[str]] = {
     "jsonpath": frozenset(),
     "addresses": frozenset(),
     "servers": frozenset(),
+    "extras": frozenset(),
     "format": frozenset({"errors"}),
     "bindings": frozenset({"errors", "format"}),
     "secrets": frozenset({"format"}),
@@ -282,6 +281,7 @@ def test_the_io_check_sees_io(tmp_path: Path) -> None:
 VERDICT = "recorder.replay.verdict"
 # what the verdict stands on besides itself: the pure rooms, and the checks a rules file names
 VERDICT_USES = ("recorder.format", "recorder.rules", "recorder.secrets", "recorder.checks")
+VERDICT_USES += ("recorder.bindings",)
 VERDICT_USES += ("recorder.addresses", "recorder.jsonpath", "recorder.errors")
 
 

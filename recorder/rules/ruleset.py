@@ -66,6 +66,15 @@ def _frozen_map(value: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(value))
 
 
+def _status_path(path: str) -> str:
+    """An error path of the JSON envelopes as it reads in a bare google.rpc.Status (a failed
+    gRPC call's body): `$.error.message` -> `$.message`; one not under `$.error` as it is."""
+    for prefix in ("$.error.", "$.error["):
+        if path.startswith(prefix):
+            return "$" + path[len("$.error") :]
+    return path
+
+
 @dataclass(frozen=True)
 class Rules:
     """What a replay treats as generated, ignored, unordered or secret (see default_rules.yaml)."""
@@ -190,6 +199,17 @@ class Rules:
         paths = self.ignored_paths
         if not self.compare_error_message:
             paths = paths + self.error_message_paths
+        return PathMatcher(paths)
+
+    @cached_property
+    def status_ignored_matcher(self) -> PathMatcher:
+        """`ignored_matcher` for the body of a failed gRPC call: a google.rpc.Status, which
+        HTTP+JSON's error envelope holds under `error`, so an error path under `$.error`
+        applies to it from its root (`$.error.message` -> `$.message`): errors of the three
+        bindings compare alike (on code and reason; their free text is left out)."""
+        paths = self.ignored_paths
+        if not self.compare_error_message:
+            paths = paths + tuple(_status_path(path) for path in self.error_message_paths)
         return PathMatcher(paths)
 
     @cached_property

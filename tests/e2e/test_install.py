@@ -108,6 +108,22 @@ def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent
     assert 'failures="0"' in junit.read_text()
     assert sdk_version(fresh_venv) == USER_SDK
 
+    # without --agent, the bundled kit cannot start on the user's a2a-sdk 1.1.0: one line
+    # naming what it needs, a usage error (2), not a traceback read as mismatches (issue 32)
+    no_agent = subprocess.run(
+        [str(bin_ / "recorder"), "play", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT * 2,
+        check=False,
+    )
+    assert no_agent.returncode == 2, no_agent.stdout + no_agent.stderr
+    assert no_agent.stderr.startswith(
+        "recorder play: no --agent given, and the bundled kit needs a2a-sdk>=1.3,<2, found "
+        f"a2a-sdk {USER_SDK} (pip install 'a2a-recorder[kit]'"
+    ), no_agent.stderr
+    assert no_agent.stderr.count("\n") == 1, no_agent.stderr
+
     # the README's pipx line: the command in a venv of its own
     assert pip(bin_ / "python", "install", "-q", "--no-compile", "pipx").returncode == 0
     pipx_bin = tmp_path / "pipx-bin"

@@ -28,10 +28,12 @@ recording holds a stream's first frames only: compared frame by frame still.)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 from typing import Any
 
+from recorder.bindings import grpc
 from recorder.format.jsonbody import NOT_JSON, json_value
 from recorder.format.model import (
     Exchange,
@@ -125,7 +127,10 @@ class Comparison:
         live_trailers = live.trailers
         if (expected.trailers or live_trailers) and not cut_call:
             # a gRPC call's trailing metadata, compared as headers are ("trailer NAME")
-            self._compare_headers(expected.trailers, live_trailers, out, what="trailer")
+            if expected.is_grpc and expected.status != 0:
+                self._compare_status_trailers(expected.trailers, live_trailers, out)
+            else:
+                self._compare_headers(expected.trailers, live_trailers, out, what="trailer")
         if isinstance(live, LiveReply):
             if (
                 golden.truncated
@@ -207,6 +212,26 @@ class Comparison:
             if problem is not None:
                 out.append(Mismatch(f"{what} {name}", problem[0], problem[1], message=problem[2]))
 
+    def _compare_status_trailers(
+        self, expected: Headers, actual: Iterable[tuple[str, str]], out: list[Mismatch]
+    ) -> None:
+        """A gRPC stream that failed after its messages keeps its google.rpc.Status in its
+        trailers (`grpc-status-details` whole, `grpc-message` its text): compared as a failed
+        call's body is (its free text left out unless the rules compare it); the other
+        trailers as headers."""
+        actual = list(actual)
+        others = (_other_trailers(expected), _other_trailers(actual))
+        self._compare_headers(*others, out, what="trailer")
+        found: list[Mismatch] = []
+        self._walk.compare_json(_status_of(expected), _status_of(actual), None, found, status=True)
+        if any(name.lower() == grpc.STATUS_DETAILS for name, _ in [*expected, *actual]):
+            where = f"trailer {grpc.STATUS_DETAILS} "
+            out.extend(dataclasses.replace(one, path=where + one.path) for one in found)
+        else:  # (the message alone: `$.message`)
+            out.extend(
+                dataclasses.replace(one, path=f"trailer {grpc.GRPC_MESSAGE}") for one in found
+            )
+
     def _compare_bodies(
         self, expected: Response, actual: Response, out: list[Mismatch], *, fast: bool = True
     ) -> None:
@@ -234,7 +259,9 @@ class Comparison:
                     joined_parts(expected_value),
                     joined_parts(actual_value),
                 )
-            self._compare_json(expected_value, actual_value, None, out)
+            # a failed gRPC call's body is its google.rpc.Status: its free text is the error's
+            failed_call = expected.is_grpc and expected.status != 0
+            self._compare_json(expected_value, actual_value, None, out, status=failed_call)
             return
         if expected_value is NOT_JSON and actual_value is NOT_JSON:
             self._compare_raw(expected.body, actual.body, "body", None, out)
@@ -447,12 +474,41 @@ class Comparison:
             )
 
     def _compare_json(
-        self, expected: Any, actual: Any, frame: int | None, out: list[Mismatch]
+        self,
+        expected: Any,
+        actual: Any,
+        frame: int | None,
+        out: list[Mismatch],
+        *,
+        status: bool = False,
     ) -> None:
-        """The walk, on a body or frame whose checked places (if any) were decided first."""
+        """The walk, on a body or frame whose checked places (if any) were decided first;
+        `status`: the body is a failed gRPC call's google.rpc.Status."""
         if self._now is not None:
             expected, actual = self._now.split(expected, actual, frame, out, run=not self._quiet)
-        self._walk.compare_json(expected, actual, frame, out)
+        self._walk.compare_json(expected, actual, frame, out, status=status)
+
+
+_STATUS_TRAILERS = frozenset({grpc.STATUS_DETAILS, grpc.GRPC_MESSAGE})
+
+
+def _other_trailers(fields: Iterable[tuple[str, str]]) -> Headers:
+    """The trailers but those that hold a failed call's status."""
+    return Headers(
+        [(name, value) for name, value in fields if name.lower() not in _STATUS_TRAILERS]
+    )
+
+
+def _status_of(fields: Iterable[tuple[str, str]]) -> Any:
+    """The google.rpc.Status a failed stream's trailers hold: `grpc-status-details`' JSON,
+    else its `grpc-message` as the Status's `message` (`recorder.bindings.grpc.response_of`)."""
+    values = {name.lower(): value for name, value in fields}
+    details = values.get(grpc.STATUS_DETAILS)
+    if details is not None:
+        value = json_value(details)
+        return value if value is not NOT_JSON else {grpc.STATUS_DETAILS: details}
+    message = values.get(grpc.GRPC_MESSAGE)
+    return {} if message is None else {"message": message}
 
 
 def _assembled(frames: list[SseEvent]) -> Any:
