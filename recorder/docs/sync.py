@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from recorder import httpfile
-from recorder.checking import Problem, find_files
+from recorder.checking import NO_EXCHANGES, Problem, end_line, find_files
 from recorder.docs.render import RenderOptions, render_exchanges
 from recorder.docs.select import ExchangeName, named_exchange, parse_exchange_reference
 from recorder.errors import ParseError, RecorderError
@@ -310,7 +310,11 @@ def load_exchanges(
             cache[key] = transcript
     count = len(transcript.exchanges)
     if count == 0:
-        raise SourceError(f"{os.fspath(path)}: no exchanges: a transcript holds at least one")
+        try:
+            at = f":{end_line(key.read_bytes())}"  # (where check says it too)
+        except OSError:
+            at = ""
+        raise SourceError(f"{os.fspath(path)}{at}: {NO_EXCHANGES}")
     if index is None:
         return transcript.exchanges
     if isinstance(index, ExchangeName):
