@@ -68,11 +68,8 @@ def test_a_tag_too_long_for_a_file_name_is_a_problem_at_its_line(tmp_path: Path)
         f"{listing}:2: @after {name}: no such transcript in {tmp_path}"
     ]
     outcome = CliRunner().invoke(main, ["check", str(listing)])
-    assert (
-        outcome.exit_code == 2
-        and outcome.exception is None
-        or isinstance(outcome.exception, SystemExit)
-    ), outcome.output
+    assert outcome.exit_code == 2, outcome.output
+    assert outcome.exception is None or isinstance(outcome.exception, SystemExit)
 
 
 def write_needing(folder: Path, name: str, *needs: str) -> Path:
