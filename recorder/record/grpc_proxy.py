@@ -472,9 +472,18 @@ class GrpcListener:
         grpc = self._grpc
         if channel is None:
             await context.abort(grpc.StatusCode.UNAVAILABLE, _NO_UPSTREAM)
-        if path not in self._unknown_warned:
+        if path not in self._unknown_warned and len(self._unknown_warned) <= _UNKNOWN_NAMED:
+            # each method named once, up to a bound: a client calling ever new names must not
+            # grow the set (or the log) without end
             self._unknown_warned.add(path)
-            log.warning("gRPC %s is not an A2A method: forwarded, not recorded", path)
+            if len(self._unknown_warned) <= _UNKNOWN_NAMED:
+                log.warning("gRPC %s is not an A2A method: forwarded, not recorded", path)
+            else:
+                log.warning(
+                    "gRPC %s and more methods that are not A2A's: forwarded, not recorded "
+                    "(no more are named)",
+                    path,
+                )
         metadata = [
             (k, v)
             for k, v in _metadata_pairs(context.invocation_metadata())
@@ -525,6 +534,9 @@ def _client_deadline_passed(context: Any) -> bool:
 
 
 _CARDS = frozenset({"GetExtendedAgentCard"})
+# the methods that are not A2A's named in the log, each once (then one line says more came)
+_UNKNOWN_NAMED = 64
+
 # the methods whose request may register a push config (`recorder.push.config_objects`)
 _REGISTERING = frozenset(
     {"SendMessage", "SendStreamingMessage", "CreateTaskPushNotificationConfig"}
