@@ -22,6 +22,13 @@ them; `DEFAULT_SECRET_HEADERS` are the defaults), each mapped to the placeholder
   (an object holding `url` beside `token`, `authentication` or `taskId`, or under a member
   whose name holds "push") or of a member the rules name in `secret_url_fields`: it becomes
   `{{PUSH_URL_SECRET}}` (or the rules' placeholder), which the player fills with a stand-in.
+- And (issue 34): the `-bin` twin of a secret header (gRPC's binary metadata,
+  `authorization-bin`: `{{AUTHORIZATION_BIN}}`, its value decoded scrubbed too); a file's
+  bytes in base64 (`Part.raw`, 0.3's `file.bytes`), redacted as a body of the part's media
+  type and re-encoded; a secret parameter of a URL inside free text (`call
+  https://h/cb?token=... back`: the value up to a space, a sentence's last mark left out),
+  in a JSON string or a `text/*` body; a URL's credentials in any string (`https://user:
+  password@host`: `{{URL_CREDENTIALS}}`, and what Basic auth would make of them scrubbed).
 - Every secret value seen on the way (`Redactor.seen`) is also scrubbed from the whole text of
   a transcript before it is written (`scrub_text`): an agent that echoes a token in a body or
   an error message does not leak it either. Inside longer text only from 6 characters (a
@@ -33,6 +40,8 @@ The player fills `{{NAME}}` from the environment variable NAME.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import json
 import re
@@ -58,6 +67,7 @@ __all__ = [
     "DEFAULT_SECRET_HEADERS",
     "PLACEHOLDER",
     "PUSH_URL_SECRET",
+    "URL_CREDENTIALS",
     "Redactor",
     "is_form",
     "looks_secret",
@@ -94,6 +104,15 @@ DEFAULT_SECRET_FIELDS: Mapping[str, str] = {
 
 # the placeholder of a secret-looking path segment of a push config's `url`
 PUSH_URL_SECRET = "PUSH_URL_SECRET"
+# the placeholder of a URL's credentials (`https://user:password@host/`), in any string
+URL_CREDENTIALS = "URL_CREDENTIALS"
+# the members whose string is a file's bytes in base64 (A2A 1.0's `Part.raw`, 0.3's
+# `file.bytes`): their content is redacted as a body of the part's media type
+_BASE64_MEMBERS = frozenset({"raw", "bytes"})
+_MEDIA_TYPE_MEMBERS = ("mediaType", "mimeType", "media_type", "mime_type")
+# `scheme://userinfo@`: 1 up to the userinfo, 2 the userinfo
+_USERINFO = re.compile(r"""(?i)\b([a-z][a-z0-9+.-]*://)([^\s/?#@"'<>\[\]]+)@""")
+_USERINFO_BYTES = re.compile(rb"""://[^\s/?#@"'<>\[\]]+@""")
 # the members beside `url` that make an object a push config (A2A TaskPushNotificationConfig)
 _PUSH_CONFIG_SIBLINGS = ("token", "authentication", "taskId", "taskid")
 
@@ -295,15 +314,24 @@ class Redactor:
     @property
     def member_names(self) -> frozenset[str]:
         """Every member name (lowercase) that makes a JSON body one to redact: the secret
-        fields, the URL fields and `url` (the writer's direct path leaves such bodies to the
-        general one); the same value while `fields` is the same."""
+        fields, the URL fields, `url`, and a file's base64 bytes (`raw`, `bytes`) (the
+        writer's direct path leaves such bodies to the general one); the same value while
+        `fields` is the same."""
         cached = self.__dict__.get("_members_cache")
         if cached is None or cached[0] is not self.fields:
-            names = frozenset({*(n.lower() for n in self.fields), *self.url_fields, "url"})
+            names = frozenset(
+                {*(n.lower() for n in self.fields), *self.url_fields, "url", *_BASE64_MEMBERS}
+            )
             cached = (self.fields, names)
             self.__dict__["_members_cache"] = cached
         members: frozenset[str] = cached[1]
         return members
+
+    def may_hide_credentials(self, body: bytes) -> bool:
+        """Whether `body` may hold a URL with credentials (`scheme://user:password@`), which
+        the JSON walk redacts in any string (the writer's direct path asks before it writes
+        a body as it came)."""
+        return b"@" in body and _USERINFO_BYTES.search(body) is not None
 
     def fresh(self) -> Redactor:
         """A Redactor with the same secret names and nothing seen yet (one per exchange; the
@@ -315,10 +343,20 @@ class Redactor:
 
     # ---------------------------------------------------------------- headers
 
+    def header_env(self, folded: str) -> str | None:
+        """The placeholder name of the header `folded` (lowercase) when it is secret: one of
+        `headers`, or the `-bin` twin of one (gRPC's binary metadata, `authorization-bin`:
+        its base64 value gets a placeholder of its own, `AUTHORIZATION_BIN`); else None."""
+        env = self.headers.get(folded)
+        if env is None and folded.endswith("-bin") and folded[:-4] in self.headers:
+            return placeholder_name(folded)
+        return env
+
     def redact_headers(self, headers: Headers) -> Headers:
         secret = self.headers
         for name, _ in headers:
-            if name.lower() in secret:
+            folded = name.lower()
+            if folded in secret or (folded.endswith("-bin") and folded[:-4] in secret):
                 break
         else:
             return headers
@@ -326,9 +364,15 @@ class Redactor:
 
     def _header_value(self, name: str, value: str) -> str:
         folded = name.lower()
-        env = self.headers.get(folded)
+        env = self.header_env(folded)
         if env is None or not value:
             return value
+        if folded not in self.headers:  # a `-bin` twin: base64 of the secret's bytes
+            self._remember(value, env)
+            decoded = _base64_text(value)
+            if decoded is not None:  # (an agent may echo it decoded)
+                self._remember(decoded, env)
+            return placeholder(env)
         if folded in _SCHEMED_HEADERS:
             match = _SCHEME.match(value)
             if match:
@@ -411,6 +455,8 @@ class Redactor:
                     pairs.append((key, _replace_scalars(item, env, self._remember_scalar)))
                 elif url_env is not None and isinstance(item, str):
                     pairs.append((key, self._redact_url(item, url_env)))
+                elif folded in _BASE64_MEMBERS and isinstance(item, str) and item:
+                    pairs.append((key, self._redact_base64(item, _media_type(items))))
                 else:
                     pairs.append((key, self.redact_json_value(item, push="push" in folded)))
             return Pairs(pairs) if isinstance(value, Pairs) else dict(pairs)
@@ -422,14 +468,75 @@ class Redactor:
 
     def _redact_string(self, text: str) -> str:
         """A JSON string that may hide a secret: JSON text (its secret members, written back
-        compact), or a URL or query with secret parameters (`https://h/cb?token=...`)."""
+        compact), a URL or query with secret parameters (`https://h/cb?token=...`), such a URL
+        inside free text (`call https://h/cb?token=... back`: each secret parameter's value,
+        up to a space), a URL's credentials (`https://user:password@host`)."""
         if text[0] in JSON_STARTS and text.lstrip()[:1] in ("{", "["):
             redacted = self._redact_json_document(text)
             if redacted is not None:
                 return redacted
+        if "@" in text and "://" in text:
+            text = self._redact_userinfo(text)
         if "=" in text and ("?" in text or "&" in text):
+            if any(c.isspace() for c in text):
+                return self._redact_parameters_in_text(text)
             return self._redact_query_in(text)
         return text
+
+    def _redact_userinfo(self, text: str) -> str:
+        """`text` with the credentials of each URL in it (`scheme://user:password@`) made
+        `{{URL_CREDENTIALS}}`: a push config's URL, a link in a message."""
+
+        def hidden(match: re.Match[str]) -> str:
+            userinfo = match.group(2)
+            if "{{" in userinfo:
+                return match.group()
+            self._remember(userinfo, URL_CREDENTIALS)
+            self._remember(urllib.parse.unquote(userinfo), URL_CREDENTIALS)
+            user, colon, password = userinfo.partition(":")
+            if colon and password:  # (an echo of the password alone, or as Basic auth's)
+                self._remember(urllib.parse.unquote(password), URL_CREDENTIALS)
+                plain = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
+                self._remember(base64.b64encode(plain.encode()).decode("ascii"), URL_CREDENTIALS)
+            return f"{match.group(1)}{placeholder(URL_CREDENTIALS)}@"
+
+        return _USERINFO.sub(hidden, text)
+
+    def _redact_parameters_in_text(self, text: str) -> str:
+        """Free text with the value of each secret parameter of a URL or query in it
+        (`?token=...`, `&api_key=...`) made its placeholder: the value ends at a space, `&`,
+        `#` or a quote."""
+        if not self.fields:
+            return text
+
+        def hidden(match: re.Match[str]) -> str:
+            env = self.fields.get(urllib.parse.unquote_plus(match.group(2)).lower())
+            # (a sentence's last mark after a link is the sentence's, as linkifiers read it)
+            value = match.group(3).rstrip(".,;:!?)]")
+            if env is None or not value or "{{" in value:
+                return match.group()
+            self._remember(urllib.parse.unquote_plus(value), env)
+            self._remember(value, env)
+            rest = match.group(3)[len(value) :]
+            return f"{match.group(1)}{match.group(2)}={placeholder(env)}{rest}"
+
+        return _TEXT_PARAMETER.sub(hidden, text)
+
+    def _redact_base64(self, data: str, media_type: str | None) -> str:
+        """A file's bytes in base64 (`Part.raw`) with the secrets inside redacted as a body of
+        `media_type` (JSON members, form and multipart fields, a URL's in text) and the secrets
+        seen so far in the exchange taken out; re-encoded when that changed them, else as it
+        was (and as it was when it is no base64)."""
+        try:
+            decoded = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            return data
+        redacted = self.redact_body(decoded, media_type)
+        if self.seen:
+            redacted = scrub_bytes(redacted, self.seen)
+        if redacted == decoded:
+            return data
+        return base64.b64encode(redacted).decode("ascii")
 
     def _redact_query_in(self, text: str) -> str:
         """The secret parameters of the query of a URL (or of a bare query) in `text`."""
@@ -509,6 +616,15 @@ class Redactor:
                 body = redacted.encode("latin-1")
         elif self.fields and multipart_boundary(content_type) is not None:
             body = self._redact_multipart(body, multipart_boundary(content_type) or b"")
+        elif self.fields and _is_text(content_type) and b"=" in body:
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+            if text is not None:
+                redacted = self._redact_parameters_in_text(self._redact_userinfo(text))
+                if redacted != text:
+                    body = redacted.encode("utf-8")
         if self.seen and not body.isascii():  # (ASCII is UTF-8: the quick common case)
             try:
                 body.decode("utf-8")
@@ -620,6 +736,29 @@ class Redactor:
 
 
 _KELVIN = "\u212a".encode()  # "\u212a".lower() == "k"
+# `?name=value` / `&name=value` in free text: 1 the `?` or `&`, 2 the name, 3 the value
+_TEXT_PARAMETER = re.compile(r"""([?&])([^=&#?\s"'<>]+)=([^&#\s"'<>]*)""")
+
+
+def _base64_text(value: str) -> str | None:
+    """The UTF-8 text `value` is the base64 of, None when it is not."""
+    try:
+        return base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _media_type(items: Iterable[tuple[Any, Any]]) -> str | None:
+    """The media type a part names beside its bytes (`mediaType`, 0.3's `mimeType`)."""
+    for key, value in items:
+        if key in _MEDIA_TYPE_MEMBERS and isinstance(value, str):
+            return value
+    return None
+
+
+def _is_text(content_type: str | None) -> bool:
+    """Whether `content_type` is a `text/*` media type (plain text, Markdown, HTML ...)."""
+    return (content_type or "").split(";", 1)[0].strip().lower().startswith("text/")
 
 
 @functools.lru_cache(maxsize=8)
@@ -629,11 +768,15 @@ def _field_names_pattern(names: tuple[str, ...], url_names: tuple[str, ...]) -> 
     name that is no ASCII matches any quote (the body is then always parsed)."""
     if not all(name.isascii() for name in (*names, *url_names)):
         return re.compile(b'"')
-    members = b"|".join(re.escape(n.lower().encode("ascii")) for n in (*names, *url_names, "url"))
+    members = b"|".join(
+        re.escape(n.lower().encode("ascii"))
+        for n in (*names, *url_names, "url", *sorted(_BASE64_MEMBERS))
+    )
     if not names:
         return re.compile(b'"(?:' + members + b')"')
     parameters = b"|".join(re.escape(name.lower().encode("ascii")) for name in names)
-    return re.compile(b'"(?:' + members + b')"|[?&](?:' + parameters + b")=")
+    # (and a URL's credentials: `://user:password@`)
+    return re.compile(b'"(?:' + members + b')"|[?&](?:' + parameters + b')=|://[^\\s/?#@"]+@')
 
 
 def _replace_scalars(value: Any, env: str, remember: Any) -> Any:
