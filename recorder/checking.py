@@ -19,7 +19,7 @@ from recorder.errors import ParseError, RecorderError
 from recorder.httpfile import dumps
 from recorder.httpread import BODY_MARKER, TRAILERS_TAG, after_lines, loads
 from recorder.model import Exchange, Transcript
-from recorder.push import registers_push_config
+from recorder.push import FORGED_TAG, is_forged, registers_push_config
 
 __all__ = [
     "EXPORT_MARK",
@@ -188,11 +188,20 @@ def end_line(text: str | bytes) -> int:
 def push_problems(name: str, transcript: Transcript) -> list[Problem]:
     """Each `# @push config N` whose exchange N registers no push config (a SendMessage with
     `configuration.taskPushNotificationConfig`, a CreateTaskPushNotificationConfig), at the
-    delivery's line. (The reader has made sure N names an earlier exchange.)"""
+    delivery's line, and each `# @forged` on an exchange that is no delivery. (The reader has
+    made sure N names an earlier exchange.)"""
     problems: list[Problem] = []
     exchanges = transcript.exchanges
     for exchange in exchanges:
         number = exchange.push_config
+        if number is None and is_forged(exchange):
+            problems.append(
+                Problem(
+                    name,
+                    exchange.line,
+                    f"{FORGED_TAG}: only a push delivery (# @push config N) is forged",
+                )
+            )
         if number is None or registers_push_config(exchanges[number - 1].request):
             continue
         problems.append(

@@ -202,6 +202,13 @@ class FilePlayer:
                 played=False,
             )
             return
+        if self._pushes.is_forged(index):  # not the agent's call: neither sent nor awaited
+            self._notes[index] = (
+                "a delivery recorded @forged (not its config's token): not the agent's, "
+                "not awaited",
+            )
+            self.results[index] = self._result(index, played=False)
+            return
         if self._pushes.is_delivery(index):  # the agent's call: awaited, compared, not sent
             if (live := self._pushes.delivered(index, self.timeout)) is not None:
                 self._record(index, live, time.perf_counter())
