@@ -77,7 +77,14 @@ from recorder.record.proxy.recording import Recording
 from recorder.record.store import FileKey
 from recorder.redact import Redactor
 
-__all__ = ["PUSH_GRACE", "PUSH_PREFIX", "PushRoom", "Refusal", "delivery_title"]
+__all__ = [
+    "PUSH_GRACE",
+    "PUSH_PREFIX",
+    "PushRoom",
+    "Refusal",
+    "delivery_title",
+    "refusal_message",
+]
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +122,12 @@ class Refusal:
     reason: str
     rpc_id: Any = None
     jsonrpc: bool = False
+
+
+def refusal_message(reason: str) -> str:
+    """What a client is told of a push config the recorder refuses (any binding: the gRPC
+    listener's INVALID_ARGUMENT says it too): an SDK agent's own words, then the reason."""
+    return f"{_INVALID_URL}: the recorder does not deliver there: {reason}"
 
 
 def delivery_title(body: Any) -> str:
@@ -259,7 +272,7 @@ class PushRoom:
             call.shown,
             refusal.reason,
         )
-        message = f"{_INVALID_URL}: the recorder does not deliver there: {refusal.reason}"
+        message = refusal_message(refusal.reason)
         info = {
             "@type": _ERROR_INFO,
             "reason": "INVALID_PARAMS",
