@@ -30,8 +30,8 @@ them; `DEFAULT_SECRET_HEADERS` are the defaults), each mapped to the placeholder
   in a JSON string or a `text/*` body; a URL's credentials in any string (`https://user:
   password@host`: `{{URL_CREDENTIALS}}`, and what Basic auth would make of them scrubbed).
 - Every secret value seen on the way (`Redactor.seen`) is also scrubbed from the whole text of
-  a transcript before it is written (`scrub_text`): an agent that echoes a token in a body or
-  an error message does not leak it either. Inside longer text only from 6 characters (a
+  a transcript before it is written (`scrub_text`: `recorder.scrub`, re-exported here): an
+  agent that echoes a token in a body or an error message does not leak it either. Inside longer text only from 6 characters (a
   shorter one would match at random); where it is a whole value (a JSON string, a header
   value, a query or form value), whatever its length.
 
@@ -41,24 +41,42 @@ The player fills `{{NAME}}` from the environment variable NAME.
 from __future__ import annotations
 
 import base64
-import binascii
 import functools
 import json
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.model import Headers, Response, is_json_media_type
+from recorder.scrub import (
+    _MIN_SCRUB_LENGTH,
+    PLACEHOLDER,
+    placeholder,
+    placeholder_name,
+    scrub_bytes,
+    scrub_response,
+    scrub_text,
+    with_spellings,
+)
 from recorder.secret_places import (
+    BASE64_MEMBERS,
     JSON_STARTS,
+    URL_CREDENTIALS,
     Pairs,
+    base64_bytes,
+    base64_text,
     dumps_pairs,
+    is_text,
     loads_pairs,
     looks_secret,
+    may_hide_credentials,
+    media_type,
     multipart_boundary,
     redact_multipart,
+    redact_parameters_in_text,
+    redact_userinfo,
 )
 from recorder.sse import SseEvent
 
@@ -104,15 +122,6 @@ DEFAULT_SECRET_FIELDS: Mapping[str, str] = {
 
 # the placeholder of a secret-looking path segment of a push config's `url`
 PUSH_URL_SECRET = "PUSH_URL_SECRET"
-# the placeholder of a URL's credentials (`https://user:password@host/`), in any string
-URL_CREDENTIALS = "URL_CREDENTIALS"
-# the members whose string is a file's bytes in base64 (A2A 1.0's `Part.raw`, 0.3's
-# `file.bytes`): their content is redacted as a body of the part's media type
-_BASE64_MEMBERS = frozenset({"raw", "bytes"})
-_MEDIA_TYPE_MEMBERS = ("mediaType", "mimeType", "media_type", "mime_type")
-# `scheme://userinfo@`: 1 up to the userinfo, 2 the userinfo
-_USERINFO = re.compile(r"""(?i)\b([a-z][a-z0-9+.-]*://)([^\s/?#@"'<>\[\]]+)@""")
-_USERINFO_BYTES = re.compile(rb"""://[^\s/?#@"'<>\[\]]+@""")
 # the members beside `url` that make an object a push config (A2A TaskPushNotificationConfig)
 _PUSH_CONFIG_SIBLINGS = ("token", "authentication", "taskId", "taskid")
 
@@ -127,32 +136,9 @@ _SCHEMES = frozenset(
 # `"name": "value"` in JSON text: 1 the part before the value, 2 the name, 4 the value (its
 # escapes as written), 5 the closing quote
 _JSON_MEMBER = re.compile(r'("((?:[^"\\]|\\.)*)"\s*:\s*")(((?:[^"\\]|\\.)*))(")')
-# secrets shorter than this are not scrubbed from free text: they would match at random (a
-# secret of any length is scrubbed where it is a whole value: `_scrub_whole_values`)
-_MIN_SCRUB_LENGTH = 6
-# where a value is whole in a transcript: a header line's value, a query or form parameter's
-_HEADER_LINE = r"(?m)^([!#$%&'*+.^_`|~0-9A-Za-z-]+:[ \t]*)({})(?=[ \t]*\r?$)"
-_PARAMETER = r"""(?m)((?:^|[?&])[^=&#\s"?]*=)({})(?=[&#\s"]|$)"""
 # a cookie value is scrubbed from free text only from this length, and not when it is letters
 # only: cookies carry preferences (`theme=review`) as well as sessions
 _MIN_COOKIE_SCRUB_LENGTH = 8
-
-
-def placeholder_name(name: str) -> str:
-    """`x-api-key` -> `X_API_KEY`: an environment variable name for a header or field."""
-    cleaned = re.sub(r"[^0-9A-Za-z]+", "_", name).strip("_").upper()
-    if not cleaned:
-        return "SECRET"
-    return f"_{cleaned}" if cleaned[0].isdigit() else cleaned
-
-
-def placeholder(name: str) -> str:
-    return "{{" + name + "}}"
-
-
-PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-"""`{{NAME}}` (spaces inside the braces allowed), group 1 the name: what `placeholder`
-writes, what the player fills from the environment and `recorder export` turns into `"$NAME"`."""
 
 
 def secret_names(names: Mapping[str, str] | Iterable[str], *, fold: bool) -> dict[str, str]:
@@ -167,117 +153,10 @@ def secret_names(names: Mapping[str, str] | Iterable[str], *, fold: bool) -> dic
     return {(k.lower() if fold else k): v for k, v in pairs}
 
 
-def scrub_text(text: str, secrets: Mapping[str, str]) -> str:
-    """Replace every occurrence of each secret value (long enough to be one) by its placeholder,
-    in each spelling it may have in a transcript (`with_spellings`).
-
-    Longer secrets first, so that a secret containing another is replaced whole. A secret of
-    any length is replaced where it is a whole value (`_scrub_whole_values`): `text` itself, a
-    JSON string, a header line's value, a query or form parameter's value.
-    """
-    if not secrets:
-        return text
-    spelled = with_spellings(secrets)
-    if text in spelled:
-        return placeholder(spelled[text])
-    short: dict[str, str] = {}
-    for value in sorted(spelled, key=len, reverse=True):
-        if len(value) >= _MIN_SCRUB_LENGTH:
-            if value in text:
-                text = text.replace(value, placeholder(spelled[value]))
-        elif value.strip():
-            short[value] = spelled[value]
-    if short:
-        text = _scrub_whole_values(text, short)
-    return text
-
-
-def _scrub_whole_values(text: str, secrets: Mapping[str, str]) -> str:
-    """The `secrets` (too short to be looked for inside text) where each is a whole value: a
-    JSON string (`"abcde"`), a header line's value (`X-Echo: abcde`), a query or form
-    parameter's value (`?echo=abcde&`, also percent-encoded)."""
-    ordered = sorted(secrets, key=len, reverse=True)
-    alternatives = "|".join(map(re.escape, ordered))
-    if any(f'"{value}"' in text for value in ordered):
-
-        def in_json(match: re.Match[str]) -> str:
-            return f'"{placeholder(secrets[match.group(1)])}"'
-
-        text = re.sub(rf'(?<!\\)"({alternatives})"', in_json, text)
-
-    def after_prefix(match: re.Match[str]) -> str:
-        return match.group(1) + placeholder(names[match.group(2)])
-
-    names = dict(secrets)
-    text = re.sub(_HEADER_LINE.format(alternatives), after_prefix, text)
-    for value, name in secrets.items():
-        for encoded in (urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value)):
-            names.setdefault(encoded, name)
-    encoded_alternatives = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
-    return re.sub(_PARAMETER.format(encoded_alternatives), after_prefix, text)
-
-
 def is_form(content_type: str | None) -> bool:
     """Whether a body is `application/x-www-form-urlencoded`."""
     media = (content_type or "").partition(";")[0].strip().lower()
     return media == "application/x-www-form-urlencoded"
-
-
-def scrub_bytes(data: bytes, secrets: Mapping[str, str]) -> bytes:
-    """`scrub_text` on bytes that are no UTF-8 text: each secret's UTF-8 and Latin-1 bytes."""
-    spelled = with_spellings(secrets)
-    for value in sorted(spelled, key=len, reverse=True):
-        if len(value) < _MIN_SCRUB_LENGTH:
-            continue
-        for encoding in ("utf-8", "latin-1"):
-            try:
-                needle = value.encode(encoding)
-            except UnicodeEncodeError:
-                continue
-            if needle in data:
-                data = data.replace(needle, placeholder(spelled[value]).encode())
-    return data
-
-
-def with_spellings(secrets: Mapping[str, str]) -> dict[str, str]:
-    """`secrets` (value -> placeholder name) with each value also as JSON writes it escaped
-    (a line break, a quote, a non-ASCII character) and as its UTF-8 bytes read as Latin-1 (how
-    a header echoed back was read before `model.header_text`, and where such text recurs)."""
-    spelled = dict(secrets)
-    for value, name in secrets.items():
-        for other in (
-            json.dumps(value)[1:-1],
-            json.dumps(value, ensure_ascii=False)[1:-1],
-            value.encode("utf-8", "surrogateescape").decode("latin-1"),
-        ):
-            spelled.setdefault(other, name)
-    return spelled
-
-
-def scrub_response(response: Response, secrets: Mapping[str, str]) -> Response:
-    """`scrub_text` on a reply's header values, body text and frames: what the player's
-    --update does to the replies it rewrites (and to nothing else in the file)."""
-    if not secrets:
-        return response
-    headers = Headers([(name, scrub_text(value, secrets)) for name, value in response.headers])
-    if response.events is not None:
-        events = tuple(
-            replace(
-                event,
-                data=None if event.data is None else scrub_text(event.data, secrets),
-                id=None if event.id is None else scrub_text(event.id, secrets),
-            )
-            for event in response.events
-        )
-        return response.with_content(headers, events=events)
-    body = response.body
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        pass  # bytes that are no text: no text secret in them
-    else:
-        body = scrub_text(text, secrets).encode()
-    return response.with_content(headers, body=body)
 
 
 @dataclass
@@ -320,7 +199,7 @@ class Redactor:
         cached = self.__dict__.get("_members_cache")
         if cached is None or cached[0] is not self.fields:
             names = frozenset(
-                {*(n.lower() for n in self.fields), *self.url_fields, "url", *_BASE64_MEMBERS}
+                {*(n.lower() for n in self.fields), *self.url_fields, "url", *BASE64_MEMBERS}
             )
             cached = (self.fields, names)
             self.__dict__["_members_cache"] = cached
@@ -331,7 +210,7 @@ class Redactor:
         """Whether `body` may hold a URL with credentials (`scheme://user:password@`), which
         the JSON walk redacts in any string (the writer's direct path asks before it writes
         a body as it came)."""
-        return b"@" in body and _USERINFO_BYTES.search(body) is not None
+        return may_hide_credentials(body)
 
     def fresh(self) -> Redactor:
         """A Redactor with the same secret names and nothing seen yet (one per exchange; the
@@ -369,7 +248,7 @@ class Redactor:
             return value
         if folded not in self.headers:  # a `-bin` twin: base64 of the secret's bytes
             self._remember(value, env)
-            decoded = _base64_text(value)
+            decoded = base64_text(value)
             if decoded is not None:  # (an agent may echo it decoded)
                 self._remember(decoded, env)
             return placeholder(env)
@@ -455,8 +334,8 @@ class Redactor:
                     pairs.append((key, _replace_scalars(item, env, self._remember_scalar)))
                 elif url_env is not None and isinstance(item, str):
                     pairs.append((key, self._redact_url(item, url_env)))
-                elif folded in _BASE64_MEMBERS and isinstance(item, str) and item:
-                    pairs.append((key, self._redact_base64(item, _media_type(items))))
+                elif folded in BASE64_MEMBERS and isinstance(item, str) and item:
+                    pairs.append((key, self._redact_base64(item, media_type(items))))
                 else:
                     pairs.append((key, self.redact_json_value(item, push="push" in folded)))
             return Pairs(pairs) if isinstance(value, Pairs) else dict(pairs)
@@ -484,54 +363,24 @@ class Redactor:
         return text
 
     def _redact_userinfo(self, text: str) -> str:
-        """`text` with the credentials of each URL in it (`scheme://user:password@`) made
-        `{{URL_CREDENTIALS}}`: a push config's URL, a link in a message."""
-
-        def hidden(match: re.Match[str]) -> str:
-            userinfo = match.group(2)
-            if "{{" in userinfo:
-                return match.group()
-            self._remember(userinfo, URL_CREDENTIALS)
-            self._remember(urllib.parse.unquote(userinfo), URL_CREDENTIALS)
-            user, colon, password = userinfo.partition(":")
-            if colon and password:  # (an echo of the password alone, or as Basic auth's)
-                self._remember(urllib.parse.unquote(password), URL_CREDENTIALS)
-                plain = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
-                self._remember(base64.b64encode(plain.encode()).decode("ascii"), URL_CREDENTIALS)
-            return f"{match.group(1)}{placeholder(URL_CREDENTIALS)}@"
-
-        return _USERINFO.sub(hidden, text)
+        """`text` with each URL's credentials made `{{URL_CREDENTIALS}}` (`secret_places`)."""
+        return redact_userinfo(text, self._remember)
 
     def _redact_parameters_in_text(self, text: str) -> str:
-        """Free text with the value of each secret parameter of a URL or query in it
-        (`?token=...`, `&api_key=...`) made its placeholder: the value ends at a space, `&`,
-        `#` or a quote."""
+        """Free text with each secret parameter of a URL in it made its placeholder."""
         if not self.fields:
             return text
+        return redact_parameters_in_text(text, self.fields, self._remember)
 
-        def hidden(match: re.Match[str]) -> str:
-            env = self.fields.get(urllib.parse.unquote_plus(match.group(2)).lower())
-            # (a sentence's last mark after a link is the sentence's, as linkifiers read it)
-            value = match.group(3).rstrip(".,;:!?)]")
-            if env is None or not value or "{{" in value:
-                return match.group()
-            self._remember(urllib.parse.unquote_plus(value), env)
-            self._remember(value, env)
-            rest = match.group(3)[len(value) :]
-            return f"{match.group(1)}{match.group(2)}={placeholder(env)}{rest}"
-
-        return _TEXT_PARAMETER.sub(hidden, text)
-
-    def _redact_base64(self, data: str, media_type: str | None) -> str:
+    def _redact_base64(self, data: str, content_type: str | None) -> str:
         """A file's bytes in base64 (`Part.raw`) with the secrets inside redacted as a body of
-        `media_type` (JSON members, form and multipart fields, a URL's in text) and the secrets
-        seen so far in the exchange taken out; re-encoded when that changed them, else as it
-        was (and as it was when it is no base64)."""
-        try:
-            decoded = base64.b64decode(data, validate=True)
-        except (binascii.Error, ValueError):
+        `content_type` (JSON members, form and multipart fields, a URL's in text) and the
+        secrets seen so far in the exchange taken out; re-encoded when that changed them,
+        else as it was (and as it was when it is no base64)."""
+        decoded = base64_bytes(data)
+        if decoded is None:
             return data
-        redacted = self.redact_body(decoded, media_type)
+        redacted = self.redact_body(decoded, content_type)
         if self.seen:
             redacted = scrub_bytes(redacted, self.seen)
         if redacted == decoded:
@@ -616,7 +465,7 @@ class Redactor:
                 body = redacted.encode("latin-1")
         elif self.fields and multipart_boundary(content_type) is not None:
             body = self._redact_multipart(body, multipart_boundary(content_type) or b"")
-        elif self.fields and _is_text(content_type) and b"=" in body:
+        elif self.fields and is_text(content_type) and b"=" in body:
             try:
                 text = body.decode("utf-8")
             except UnicodeDecodeError:
@@ -736,29 +585,6 @@ class Redactor:
 
 
 _KELVIN = "\u212a".encode()  # "\u212a".lower() == "k"
-# `?name=value` / `&name=value` in free text: 1 the `?` or `&`, 2 the name, 3 the value
-_TEXT_PARAMETER = re.compile(r"""([?&])([^=&#?\s"'<>]+)=([^&#\s"'<>]*)""")
-
-
-def _base64_text(value: str) -> str | None:
-    """The UTF-8 text `value` is the base64 of, None when it is not."""
-    try:
-        return base64.b64decode(value, validate=True).decode("utf-8")
-    except (binascii.Error, ValueError):
-        return None
-
-
-def _media_type(items: Iterable[tuple[Any, Any]]) -> str | None:
-    """The media type a part names beside its bytes (`mediaType`, 0.3's `mimeType`)."""
-    for key, value in items:
-        if key in _MEDIA_TYPE_MEMBERS and isinstance(value, str):
-            return value
-    return None
-
-
-def _is_text(content_type: str | None) -> bool:
-    """Whether `content_type` is a `text/*` media type (plain text, Markdown, HTML ...)."""
-    return (content_type or "").split(";", 1)[0].strip().lower().startswith("text/")
 
 
 @functools.lru_cache(maxsize=8)
@@ -770,7 +596,7 @@ def _field_names_pattern(names: tuple[str, ...], url_names: tuple[str, ...]) -> 
         return re.compile(b'"')
     members = b"|".join(
         re.escape(n.lower().encode("ascii"))
-        for n in (*names, *url_names, "url", *sorted(_BASE64_MEMBERS))
+        for n in (*names, *url_names, "url", *sorted(BASE64_MEMBERS))
     )
     if not names:
         return re.compile(b'"(?:' + members + b')"')

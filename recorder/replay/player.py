@@ -55,7 +55,7 @@ from recorder.replay.live import frames_read
 from recorder.replay.needs import attach_needs, play_needs
 from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.plan import PlanItem, load_transcripts, plan
-from recorder.replay.pushes import FilePushes, PushReceiver, as_reply
+from recorder.replay.pushes import FORGED_NOTE, FilePushes, PushReceiver, as_reply
 from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
 from recorder.replay.state import LiveReply, ReplayState
@@ -203,10 +203,7 @@ class FilePlayer:
             )
             return
         if self._pushes.is_forged(index):  # not the agent's call: neither sent nor awaited
-            self._notes[index] = (
-                "a delivery recorded @forged (not its config's token): not the agent's, "
-                "not awaited",
-            )
+            self._notes[index] = (FORGED_NOTE,)
             self.results[index] = self._result(index, played=False)
             return
         if self._pushes.is_delivery(index):  # the agent's call: awaited, compared, not sent

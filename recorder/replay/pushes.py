@@ -38,6 +38,7 @@ from recorder.replay.pushrecv import Arrival, PushReceiver
 from recorder.replay.state import ReplayState
 
 __all__ = [
+    "FORGED_NOTE",
     "TOKEN_HEADER",
     "FilePushes",
     "PushReceiver",
@@ -48,6 +49,7 @@ __all__ = [
 ]
 
 TOKEN_HEADER = "X-A2A-Notification-Token"
+FORGED_NOTE = "a delivery recorded @forged (not its config's token): not the agent's, not awaited"
 
 
 def push_config_of(exchange: Exchange) -> int | None:
