@@ -31,9 +31,9 @@ them; `DEFAULT_SECRET_HEADERS` are the defaults), each mapped to the placeholder
   password@host`: `{{URL_CREDENTIALS}}`, and what Basic auth would make of them scrubbed).
 - Every secret value seen on the way (`Redactor.seen`) is also scrubbed from the whole text of
   a transcript before it is written (`scrub_text`: `recorder.scrub`, re-exported here): an
-  agent that echoes a token in a body or an error message does not leak it either. Inside longer text only from 6 characters (a
-  shorter one would match at random); where it is a whole value (a JSON string, a header
-  value, a query or form value), whatever its length.
+  agent that echoes a token in a body or an error message does not leak it either. Inside
+  longer text only from 6 characters (a shorter one would match at random); where it is a
+  whole value (a JSON string, a header value, a query or form value), whatever its length.
 
 The player fills `{{NAME}}` from the environment variable NAME.
 """
