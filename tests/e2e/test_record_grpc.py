@@ -116,7 +116,7 @@ def test_a_scenario_in_metadata_names_the_file_and_is_not_forwarded(
             stub = a2a_pb2_grpc.A2AServiceStub(channel)
             metadata = (
                 ("a2a-version", "1.0"),
-                ("recorder-scenario", "grpc question"),
+                ("recorder-scenario", "grpc-question"),
                 ("recorder-title", "ask over gRPC"),
             )
             request = a2a_pb2.SendMessageRequest(

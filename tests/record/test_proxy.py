@@ -178,7 +178,8 @@ async def test_forwards_the_request_and_records_it(agent: FakeAgent, tmp_path: P
 
 
 async def test_secrets_never_reach_the_disk(agent: FakeAgent, tmp_path: Path) -> None:
-    proxy = make_proxy(agent, tmp_path, secret_fields={"token": "PUSH_TOKEN"})
+    # (its push config names a loopback webhook: local work, said so)
+    proxy = make_proxy(agent, tmp_path, secret_fields={"token": "PUSH_TOKEN"}, push_loopback=True)
     async with client_for(proxy) as client:
         reply = await client.post(
             "/a2a/jsonrpc",
@@ -409,6 +410,7 @@ async def test_a_store_whose_write_raises_reaches_the_log_and_the_status_not_the
         "pending": 0,
         "out": str(tmp_path),
         "last_error": "No space left on device",
+        "push_refused": 0,
     }
 
 
