@@ -29,9 +29,12 @@ the file. One blank line before the status line, or before the next `###`, separ
 part of the body. A body is written in one of these forms:
 
     verbatim      its UTF-8 text, line by line. JSON bodies are pretty-printed (2 spaces, key
-                  order kept). Used when the text has no CR, no control character but TAB, no
-                  line starting with "###", no line that looks like a status line, and does not
-                  start with "# recorder-body:".
+                  order kept) from their own tokens: every number and string as it was sent
+                  (`1E5`, `-0`, `"caf\\u00e9"`), a member named twice kept twice; only DEL,
+                  the C1 controls and U+2028/U+2029 are written as `\\uXXXX`
+                  (`recorder.jsonbody`). Used when the text has no CR, no control character
+                  but TAB, no line starting with "###", no line that looks like a status
+                  line, and does not start with "# recorder-body:".
     SSE           for a response with Content-Type text/event-stream: its frames, each frame's
                   fields ("data: …", "event: …", "id: …", "retry: …", ": comment") then a blank
                   line. `data:` JSON stays on one line as on the wire.
@@ -39,6 +42,11 @@ part of the body. A body is written in one of these forms:
                   (any UTF-8 text that cannot be verbatim, and raw event streams).
     base64        "# recorder-body: base64" then base64 lines of 76 characters (bytes that are
                   not UTF-8 text).
+
+Placeholders. `{{NAME}}` in a request or reply is a variable (a secret the player fills from
+the environment). Text that was sent so is escaped where it stands (`recorder.literals`): in
+JSON text its first brace as `\\u007b` (`"\\u007b{user_name}}"`: the same string), elsewhere
+as httpyac escapes it, `\\{\\{user_name\\}\\}`.
 
 gRPC (the third A2A binding, `recorder.bindings.grpc`). A call is written as the JetBrains HTTP
 Client and httpyac write one: the request line `GRPC /lf.a2a.v1.A2AService/SendMessage`, the

@@ -7,9 +7,11 @@ dataclasses with liberal constructors and one canonical form inside:
   byte) and compare case-insensitively. Values are stripped of surrounding whitespace (RFC 9110
   §5.5: leading and trailing whitespace is not part of a field value).
 - A body is bytes. A body whose Content-Type is JSON (`application/json`, `application/*+json`)
-  and which parses as JSON without loss (no duplicate keys) is held pretty-printed: 2-space
-  indent, key order as received, non-ASCII kept. The meaning is unchanged; the bytes are the ones
-  the `.http` file shows.
+  and which parses as JSON is held pretty-printed from its own tokens (`recorder.jsonbody`):
+  2-space indent, key order as received, every number and string exactly as it was sent, a
+  member named twice kept twice. The meaning is unchanged; the bytes are the ones the `.http`
+  file shows. `.json` is its value, a number its int or float would not write back a
+  `JsonNumber` (its text kept, compared by its exact value).
 - A response whose Content-Type is `text/event-stream` holds its events when the body parses as
   SSE without loss (see `recorder.sse`); its body is then the canonical serialization of those
   events (LF line endings, fields in a fixed order). Otherwise `events` is None and the body is

@@ -35,7 +35,7 @@ them; `DEFAULT_SECRET_HEADERS` are the defaults), each mapped to the placeholder
   longer text only from 6 characters (a shorter one would match at random); where it is a
   whole value (a JSON string, a header value, a query or form value), whatever its length.
 
-The player fills `{{NAME}}` from the environment variable NAME.
+The player fills `{{NAME}}` from the environment variable NAME (a literal: `recorder.literals`).
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from recorder.literals import PLACEHOLDER, escape_body, escape_event, escape_json_text, escape_text
 from recorder.model import Headers, Response, is_json_media_type
 from recorder.scrub import (
     _MIN_SCRUB_LENGTH,
-    PLACEHOLDER,
     placeholder,
     placeholder_name,
     scrub_bytes,
@@ -233,11 +233,12 @@ class Redactor:
 
     def redact_headers(self, headers: Headers) -> Headers:
         secret = self.headers
-        for name, _ in headers:
-            folded = name.lower()
-            if folded in secret or (folded.endswith("-bin") and folded[:-4] in secret):
-                break
-        else:
+        if not any(
+            name.lower() in secret
+            or (name.lower().endswith("-bin") and name.lower()[:-4] in secret)
+            or "{{" in value
+            for name, value in headers
+        ):
             return headers
         return Headers([(n, self._header_value(n, v)) for n, v in headers])
 
@@ -245,7 +246,7 @@ class Redactor:
         folded = name.lower()
         env = self.header_env(folded)
         if env is None or not value:
-            return value
+            return escape_text(value)
         if folded not in self.headers:  # a `-bin` twin: base64 of the secret's bytes
             self._remember(value, env)
             decoded = base64_text(value)
@@ -271,6 +272,7 @@ class Redactor:
             cookie_name, eq, cookie_value = pair.partition("=")
             if eq:
                 self._remember_cookie(cookie_value.strip(), env)
+                attributes = escape_text(attributes)
                 return f"{cookie_name.strip()}={placeholder(env)}{sep}{attributes}"
         self._remember(value, env)
         return placeholder(env)
@@ -284,7 +286,8 @@ class Redactor:
     def redact_target(self, target: str) -> str:
         """Secret query parameters -> placeholders (`?api_key={{API_KEY}}`). Only their values
         change: every other byte of the query is kept as the client sent it (`%2b`, `+`,
-        `a&b=`), so the recorded target is the one forwarded."""
+        `a&b=`), so the recorded target is the one forwarded; a literal `{{NAME}}` escaped."""
+        target = escape_text(target)
         path, question, query = target.partition("?")
         if not question or not self.fields:
             return target
@@ -380,7 +383,7 @@ class Redactor:
         decoded = base64_bytes(data)
         if decoded is None:
             return data
-        redacted = self.redact_body(decoded, content_type)
+        redacted = self._redact_secrets_in(decoded, content_type)
         if self.seen:
             redacted = scrub_bytes(redacted, self.seen)
         if redacted == decoded:
@@ -437,9 +440,7 @@ class Redactor:
         if redacted == value:  # (`Pairs` compare as their lists of pairs)
             return None
         try:
-            return dumps_pairs(redacted, ensure_ascii=False)
-        except UnicodeEncodeError:  # a lone surrogate ("\ud800"): written escaped
-            return dumps_pairs(redacted, ensure_ascii=True)
+            return self._written(redacted)
         except RecursionError:
             return None
 
@@ -453,6 +454,12 @@ class Redactor:
         secrets seen so far replaced in its bytes."""
         if not body:
             return body
+        body = escape_body(body, content_type) if b"{{" in body else body
+        return self._redact_secrets_in(body, content_type)
+
+    def _redact_secrets_in(self, body: bytes, content_type: str | None) -> bytes:
+        """`redact_body` but for the literals' escape (a part's base64 bytes: no `{{` in them
+        reads as a placeholder, and bytes without a secret stay as they were sent)."""
         if self.fields and (
             is_json_media_type(content_type) or body[:64].lstrip()[:1] in (b"{", b"[")
         ):
@@ -517,11 +524,17 @@ class Redactor:
         if redacted == value:  # (`Pairs` compare as their lists of pairs)
             return body
         try:
-            return dumps_pairs(redacted, ensure_ascii=False).encode()
-        except UnicodeEncodeError:  # a lone surrogate ("\ud800"): written escaped
-            return dumps_pairs(redacted, ensure_ascii=True).encode()
+            return self._written(redacted).encode()
         except RecursionError:
             return self._redact_json_text(body)
+
+    def _written(self, redacted: Any) -> str:
+        """A redacted value written anew (compact), literals escaped again (RecursionError)."""
+        text = dumps_pairs(redacted, ensure_ascii=False)
+        if not text.isascii() and re.search("[\ud800-\udfff]", text):  # (no UTF-8: escaped)
+            text = dumps_pairs(redacted, ensure_ascii=True)
+        names = {*self.fields.values(), *self.url_fields.values(), PUSH_URL_SECRET, URL_CREDENTIALS}
+        return escape_json_text(text, names)
 
     def _redact_json_text(self, body: bytes) -> bytes:
         """Secret members' string values replaced in JSON text that does not parse (a trailing
@@ -545,9 +558,10 @@ class Redactor:
         return _JSON_MEMBER.sub(replace_value, text).encode("latin-1")
 
     def redact_events(self, events: Iterable[SseEvent]) -> tuple[SseEvent, ...]:
-        """Secret JSON members out of each frame's `data:` JSON."""
+        """Secret JSON members out of each frame's `data:` JSON (literals escaped first)."""
         out = []
         for event in events:
+            event = escape_event(event)
             if self.fields and event.data and self._may_name_a_field(event.data.encode()):
                 data = self._redact_json_document(event.data)
                 if data is not None:

@@ -16,7 +16,6 @@ from dataclasses import replace
 from recorder.model import Headers, Response
 
 __all__ = [
-    "PLACEHOLDER",
     "placeholder",
     "placeholder_name",
     "scrub_bytes",
@@ -43,11 +42,6 @@ def placeholder_name(name: str) -> str:
 
 def placeholder(name: str) -> str:
     return "{{" + name + "}}"
-
-
-PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-"""`{{NAME}}` (spaces inside the braces allowed), group 1 the name: what `placeholder`
-writes, what the player fills from the environment and `recorder export` turns into `"$NAME"`."""
 
 
 def scrub_text(text: str, secrets: Mapping[str, str]) -> str:

@@ -25,6 +25,8 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from recorder.jsonvalue import _read_float, _read_int, dumps
+
 __all__ = [
     "BASE64_MEMBERS",
     "JSON_STARTS",
@@ -86,8 +88,9 @@ def _object(pairs: list[tuple[Any, Any]]) -> dict[str, Any] | Pairs:
 
 
 def loads_pairs(text: str | bytes) -> Any:
-    """`json.loads`, with an object that names a member twice kept as `Pairs`."""
-    return json.loads(text, object_pairs_hook=_object)
+    """`json.loads`, with an object that names a member twice kept as `Pairs` (and a number
+    its int or float would not write back as a `JsonNumber`: `dumps_pairs` writes its text)."""
+    return json.loads(text, object_pairs_hook=_object, parse_float=_read_float, parse_int=_read_int)
 
 
 def holds_pairs(value: Any) -> bool:
@@ -107,7 +110,7 @@ def holds_pairs(value: Any) -> bool:
 def dumps_pairs(value: Any, *, ensure_ascii: bool) -> str:
     """`json.dumps`, writing `Pairs` as an object with each of its members."""
     if not holds_pairs(value):
-        return json.dumps(value, ensure_ascii=ensure_ascii)
+        return dumps(value, ensure_ascii=ensure_ascii)
 
     def dump(item: Any) -> str:
         if isinstance(item, Pairs | dict):
@@ -118,7 +121,7 @@ def dumps_pairs(value: Any, *, ensure_ascii: bool) -> str:
             return "{" + inner + "}"
         if isinstance(item, list):
             return "[" + ", ".join(dump(v) for v in item) + "]"
-        return json.dumps(item, ensure_ascii=ensure_ascii)
+        return dumps(item, ensure_ascii=ensure_ascii)
 
     return dump(value)
 

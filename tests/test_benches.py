@@ -18,7 +18,8 @@ BENCH = Path(__file__).parent.parent / "bench"
         ("bench_play.py", ["--exchanges", "100", "--rounds", "1"], "play ["),
         ("bench_compare.py", ["--quick"], "4-frame stream"),
         ("bench_checks.py", ["--smoke"], '"bench": "checks"'),
-        ("bench_format.py", ["--mb", "0.2", "--repeat", "1"], "json.loads of the JSON bodies"),
+        ("bench_format.py", ["--mb", "0.2", "--repeat", "1"], "canonical body, a name twice"),
+        ("bench_jsonbody.py", ["--count", "20", "--rounds", "1"], "canonical "),
         ("bench_parse_shapes.py", ["--mb", "0.05", "--repeat", "1"], "slowest shape:"),
         # (its 2 s verdict is a figure: here only a start that never comes fails)
         ("bench_kit_start.py", ["--runs", "1", "--limit", "60"], "recorder kit start: median"),
@@ -35,6 +36,7 @@ BENCH = Path(__file__).parent.parent / "bench"
         ),
         ("bench_kill.py", ["--kills", "1", "--seconds", "0.3"], '"bench": "kill"'),
         ("bench_grpc_proxy.py", ["--smoke"], '"bench": "grpc-proxy"'),
+        ("bench_grpc_stream.py", ["--smoke"], '"bench": "grpc-stream"'),
         (
             "bench_proxy.py",
             ["--smoke", "--variants", "per-connection"],

@@ -29,7 +29,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -70,6 +70,7 @@ __all__ = [
     "target_of",
     "to_json",
     "to_message",
+    "to_value",
 ]
 
 SERVICE = "lf.a2a.v1.A2AService"
@@ -279,9 +280,14 @@ def _parse(cls: Any, json_bytes: bytes | str) -> Any:
 def to_json(message: Any) -> bytes:
     """A message's ProtoJSON on one line (lowerCamelCase names; the spacing of `json.dumps`,
     as the other bindings' stream frames)."""
+    return json.dumps(to_value(message), ensure_ascii=False).encode()
+
+
+def to_value(message: Any) -> dict[str, Any]:
+    """A message's ProtoJSON as the parsed JSON value `to_json` writes."""
     _, json_format, _ = _protobuf()
-    value = json_format.MessageToDict(message, preserving_proto_field_name=False)
-    return json.dumps(value, ensure_ascii=False).encode()
+    value: dict[str, Any] = json_format.MessageToDict(message, preserving_proto_field_name=False)
+    return value
 
 
 # --------------------------------------------------------------------------- status
@@ -374,7 +380,7 @@ def response_of(
     initial: Metadata = (),
     trailing: Metadata = (),
     reply: Any = None,
-    messages: Sequence[Any] | None = None,
+    messages: Iterable[Any] | None = None,
 ) -> Response:
     """A call's `Response` from what its client saw: the status code and message, the initial
     and trailing metadata, and the unary `reply` or a server stream's `messages` (protobuf

@@ -19,30 +19,45 @@ from recorder.docs.render import (
     DEFAULT_PICK,
     DEFAULT_WIDTH,
     RenderOptions,
-    parse_reference,
     render_exchanges,
 )
+from recorder.docs.select import parse_exchange_reference
 from recorder.docs.sync import (
     FileReport,
     SourceError,
-    load_exchanges,
+    load_selection,
     sync_paths,
     write_text_file,
 )
 from recorder.model import Exchange
 
 
-def _load(command: str, reference: str) -> tuple[Exchange, ...]:
-    """FILE or FILE#N -> exchanges; exit 2 with the reason when they cannot be had."""
+@dataclass(frozen=True)
+class _Selection:
+    """The transcript a reference names, and which of its exchanges (numbers from 1)."""
+
+    path: str
+    exchanges: tuple[Exchange, ...]
+    numbers: tuple[int, ...]
+
+    @property
+    def chosen(self) -> tuple[Exchange, ...]:
+        return tuple(self.exchanges[number - 1] for number in self.numbers)
+
+
+def _load(command: str, reference: str) -> _Selection:
+    """FILE, FILE#N, FILE#Operation or FILE#"title" -> the exchanges; exit 2 with the reason
+    when they cannot be had (a name that names none or several: the choices)."""
     try:
-        path, index = parse_reference(reference)
-        return load_exchanges(path, index)
+        path, index = parse_exchange_reference(reference)
+        exchanges, numbers = load_selection(path, index)
     except (ValueError, SourceError) as exc:
         fail(command, str(exc))
+    return _Selection(path, exchanges, numbers)
 
 
 @click.command(short_help="Print an exchange as a documentation block.")
-@click.argument("reference", metavar="FILE[#N]")
+@click.argument("reference", metavar="FILE[#N|#NAME]")
 @click.option(
     "--headers",
     default="Content-Type",
@@ -80,6 +95,12 @@ def _load(command: str, reference: str) -> tuple[Exchange, ...]:
 )
 @click.option("--full", is_flag=True, help="Elide nothing.")
 @click.option(
+    "--open-end",
+    is_flag=True,
+    help="No closing '…' line after a body or stream cut at its end (an excerpt the text goes "
+    "on from); the other elisions are still marked.",
+)
+@click.option(
     "--only",
     type=click.Choice(["request", "response"]),
     default=None,
@@ -99,10 +120,12 @@ def render(
     pick: str | None,
     ids: str,
     full: bool,
+    open_end: bool,
     only: str | None,
     list_: bool,
 ) -> None:
-    """Print exchange N of FILE (numbered from 1), or every exchange, as a documentation block.
+    """Print exchange N of FILE (numbered from 1), or the one named NAME (its operation, or its
+    whole title in double quotes), or every exchange, as a documentation block.
 
     The request line, the chosen headers, '…' for the other headers, the JSON body cut to a
     line budget at a line boundary, then the reply the same way; SSE frames as 'data:' lines cut
@@ -112,12 +135,16 @@ def render(
 
     \b
     --pick '{pick}'
+
+    Tags show what an exchange is: '# @push config N' (the agent's call to the client's
+    webhook), '# @during exchange N frame K' (sent while exchange N was open), and exchange N
+    says where: '# here the client sent exchange M (Operation)'.
     """
-    exchanges = _load("render", reference)
+    selection = _load("render", reference)
     if list_:  # (the other options do not apply)
-        start = parse_reference(reference)[1] or 1
-        for number, exchange in enumerate(exchanges, start):
-            click.echo(f"#{number}  {exchange.title}".rstrip())
+        for number in selection.numbers:
+            title = selection.exchanges[number - 1].title
+            click.echo(f"#{number}  {title}".rstrip())
         return
     try:
         options = RenderOptions(
@@ -128,10 +155,12 @@ def render(
             only="both" if only is None else only,  # type: ignore[arg-type]
             pick=None if pick is None else tuple(pick.split(",")),
             ids=ids,  # type: ignore[arg-type]
+            open_end=open_end,
         )
     except ValueError as exc:
         fail("render", f"--pick: {exc}")
-    click.echo(render_exchanges(exchanges, options), nl=False)
+    text = render_exchanges(selection.exchanges, options, numbers=selection.numbers)
+    click.echo(text, nl=False)
 
 
 render.help = (render.help or "").replace("{pick}", ",".join(DEFAULT_PICK))  # one source
@@ -144,7 +173,8 @@ def docs() -> None:
     Mark a fenced block with a comment on the line above it, for example
     `<!-- recorder: ../transcripts/02-message-reply.http#1 max-lines=12 -->` (the path is
     relative to the Markdown file's folder; options: headers=, max-lines=, width=, only=,
-    pick=, ids=, full).
+    pick=, ids=, full, open-end). A marker in a code block, fenced or indented, is an example
+    and is left alone.
     """
 
 
@@ -178,7 +208,8 @@ def sync(paths: tuple[str, ...]) -> None:
 def check(paths: tuple[str, ...]) -> None:
     """Fail when a marked block of PATHS differs from its transcript (for CI).
 
-    Exits 0 when all are up to date, 1 naming `file:line` of each out-of-date block, 2 naming
+    Exits 0 when all are up to date, 1 naming `file:line` of each out-of-date block with a
+    unified diff of it (the file's lines against the transcript's rendering), 2 naming
     `file:line` of each marker whose transcript or exchange is missing.
     """
     reports = sync_paths(paths, write=False)
@@ -191,6 +222,8 @@ def check(paths: tuple[str, ...]) -> None:
                 f"{report.path}:{marker.line}: the block from {marker.reference} {what} "
                 f"(run: recorder docs sync {report.path})"
             )
+            for line in report.diff(marker):
+                click.echo(line)
     if _print_problems("docs check", reports):
         raise SystemExit(2)
     if stale:
@@ -200,7 +233,7 @@ def check(paths: tuple[str, ...]) -> None:
 
 
 @click.command(short_help="Export the requests as a bash script (curl) or a .http file.")
-@click.argument("reference", metavar="FILE[#N]|FOLDER")
+@click.argument("reference", metavar="FILE[#N|#NAME]|FOLDER")
 @click.option(
     "--to",
     "target",
@@ -272,11 +305,11 @@ def export(
     if Path(reference).is_dir():
         _export_folder(Path(reference), settings, output, proto_dir)
         return
-    exchanges = _load("export", reference)
-    source, index = parse_reference(reference)
+    selection = _load("export", reference)
+    exchanges, source = selection.chosen, selection.path
     if output is not None and Path(output).resolve() == Path(source).resolve():
         fail("export", f"-o {output} would overwrite the transcript it exports")
-    text = _exported(exchanges, settings, source, index or 1)
+    text = _exported(exchanges, settings, source, selection.numbers[0])
     grpc = has_grpc(exchanges)
     if proto_dir is not None or (grpc and output is not None):
         folder = Path(proto_dir) if proto_dir is not None else Path(output or ".").parent
@@ -359,7 +392,7 @@ def _export_folder(
     suffix = ".sh" if settings.target == "curl" else ".http"
     protos: set[Path] = set()  # the folders whose exports load a2a.proto
     for path in paths:
-        exchanges = _load("export", str(path))
+        exchanges = _load("export", str(path)).chosen
         name = path.relative_to(folder).with_suffix(suffix)
         text = _exported(exchanges, settings, str(path), 1)
         (destination / name).parent.mkdir(parents=True, exist_ok=True)

@@ -52,7 +52,8 @@ if TYPE_CHECKING:
     type=click.FloatRange(min=0, min_open=True, max=86400),
     default=60.0,
     show_default=True,
-    help="Upstream read timeout, seconds.",
+    help="Upstream read timeout, seconds: how long the agent may take to send the next part "
+    "of a reply (a gRPC call's next message, or its end, too).",
 )
 @click.option(
     "--max-body",
@@ -116,6 +117,15 @@ if TYPE_CHECKING:
     "kit); any free port with port 0]. Needs the grpc extra.",
 )
 @click.option(
+    "--grpc-max-message",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="MIB",
+    help="Longest gRPC message the recorder passes on, either way, in MiB (a longer one is "
+    "refused with RESOURCE_EXHAUSTED, said to be the recorder's, and not recorded as the "
+    "agent's) [default: no limit of its own; the agent's and the client's hold].",
+)
+@click.option(
     "--push-loopback",
     is_flag=True,
     help="Deliver push notifications to webhooks on loopback addresses (127.0.0.1, ::1, "
@@ -150,6 +160,7 @@ def record(
     mode: str,
     scenario: str | None,
     grpc_listen: str | None,
+    grpc_max_message: int | None,
     push_loopback: bool,
     push_receiver_url: str | None,
     quiet: bool,
@@ -234,7 +245,8 @@ def record(
             push_receiver=push_receiver_url,
         )
         proxy.scenario = scenario
-        _listen_grpc(proxy, upstream, host, port, grpc_listen)
+        max_message = grpc_max_message * 1024 * 1024 if grpc_max_message else None
+        _listen_grpc(proxy, upstream, host, port, grpc_listen, max_message)
         serve(proxy, host=host, port=port, announce=_status, keep_alive=keep_alive)
     except (ValueError, RecorderError) as exc:
         fail("record", str(exc))
@@ -266,7 +278,12 @@ def record(
 
 
 def _listen_grpc(
-    proxy: RecordingProxy, upstream: str, host: str, port: int, grpc_listen: str | None
+    proxy: RecordingProxy,
+    upstream: str,
+    host: str,
+    port: int,
+    grpc_listen: str | None,
+    max_message: int | None,
 ) -> None:
     """Add the gRPC listener when the card lists a GRPC interface, or --grpc-listen asks
     (its agent address then learned from the first card relayed, if the card cannot be
@@ -285,7 +302,7 @@ def _listen_grpc(
     else:
         grpc_host, grpc_port = host, _next_port(port, upstream, agent)
     try:
-        proxy.listen_grpc(grpc_host, grpc_port, agent)
+        proxy.listen_grpc(grpc_host, grpc_port, agent, max_message=max_message)
     except RecorderError as exc:
         if grpc_listen is not None:
             fail("record", f"--grpc-listen {grpc_listen}: {exc}")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recorder.httpread import DURING_TAG
+from recorder.literals import escape_json_text
 from recorder.model import Exchange, Headers, Request, Response
 from recorder.pairing import JSON_STRING, PairingRules, string_value
 from recorder.rules import DEFAULT_RULES, Rules
@@ -179,7 +180,11 @@ def templated_request(request: Request, captures: Sequence[Capture]) -> Request:
                     if value is None:
                         return token
                     new = _replace_all(value, captures)
-                    return token if new == value else json.dumps(new, ensure_ascii=False)
+                    if new == value:
+                        return token
+                    # written anew: a literal `{{NAME}}` escaped again, the captures kept
+                    keep = {capture.name for capture in captures}
+                    return escape_json_text(json.dumps(new, ensure_ascii=False), keep)
 
                 text = JSON_STRING.sub(replace, text)
             else:

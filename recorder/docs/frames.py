@@ -9,7 +9,7 @@ for the members left out.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,29 +36,59 @@ def stream_lines(
     full: bool = False,
     picks: Sequence[JsonPath] = (),
     ids: IdShortener | None = None,
+    marks: Mapping[int, Sequence[str]] | None = None,
+    open_end: bool = False,
 ) -> list[str]:
-    """The frames as lines, a blank line between frames, `…` for each run of frames left out."""
-    lines: list[str] = []
+    """The frames as lines, a blank line between frames, `…` for each run of frames left out.
+
+    `marks`: lines to show after the K-th frame (keep-alive pings not counted), never elided,
+    and not counted in `max_lines` (rule 7 of render: where a later request was sent); after
+    the last frame when the stream has fewer. `open_end`: a run of frames left out at the end
+    is not marked (rule 8)."""
+    marks = marks or {}
+    paragraphs: list[list[str]] = []  # frames, `…` lines and marks, a blank line between
+    used = 0  # the lines of the frames shown so far, with the blank lines between them
     over = False  # the budget is spent: only frames with a picked member are shown
     elided = False
+    frames = 0
     for event in events:
         raw = [ids.text(line) if ids else line for line in event.lines()]
         frame = [_frame_line(line, width, full, picks) for line in raw]
-        needed = len(frame) + (1 if lines else 0)
-        if not full and lines and len(lines) + needed > max_lines:
+        needed = len(frame) + (1 if used else 0)
+        if not full and used and used + needed > max_lines:
             over = True
         if over and not _has_pick(raw, picks):
             elided = True
-            continue
-        if elided:
-            lines.extend(["", ELLIPSIS])
-            elided = False
+        else:
+            if elided:
+                paragraphs.append([ELLIPSIS])
+                elided = False
+            paragraphs.append(frame)
+            used += needed
+        if _is_frame(event):
+            frames += 1
+            if frames in marks:
+                if elided:
+                    paragraphs.append([ELLIPSIS])
+                    elided = False
+                paragraphs.append(list(marks[frames]))
+    if elided and not open_end:
+        paragraphs.append([ELLIPSIS])
+    paragraphs.extend(list(marks[frame]) for frame in sorted(marks) if frame > frames)
+    lines: list[str] = []
+    for paragraph in paragraphs:
         if lines:
             lines.append("")
-        lines.extend(frame)
-    if elided:
-        lines.extend(["", ELLIPSIS])
+        lines.extend(paragraph)
     return lines
+
+
+def _is_frame(event: SseEvent) -> bool:
+    """Whether `@during ... frame K` counts the frame: not one of comments only (a keep-alive
+    ping), as the player counts (`recorder.replay.live.is_frame`)."""
+    return not (
+        event.data is None and event.event is None and event.id is None and event.retry is None
+    )
 
 
 def _data(line: str) -> str | None:

@@ -51,10 +51,21 @@ The rules, numbered so tests and docs can point at them:
    Non-JSON data is cut at a space.
 5. Request and reply are separated by a blank line, except after a request ending in `…` (the
    seed's shape); trailing blank lines are dropped. A reply recorded incompletely
-   (`Exchange.truncated`) ends with a line saying so.
+   (`Exchange.truncated`) ends with a line saying so. A gRPC reply's trailing metadata follows
+   its body or frames under `# @trailers`, its entries kept or elided as rule 1 says.
 6. Ids. With `ids="short"`, every UUID in the block (the SDK's generated message, task, context
    and artifact ids, in bodies, targets and headers) is shortened to its first 8 hex digits and
    `…`, the same UUID the same way throughout the block (`recorder.docs.select.IdShortener`).
+7. Tags. An exchange the transcript tags opens with the tag as the transcript writes it: a push
+   delivery (a call the agent made to the client's webhook) with `# @push config N`, a request
+   sent while an earlier exchange was open with `# @during exchange N frame K`. Where such a
+   request went out is shown in exchange N too, rendered alone or with the rest of its file:
+   `# here the client sent exchange M (Operation)`, after N's K-th frame (K = 0: between N's
+   request and its reply), never elided. (Only the request's sending is known: its reply may
+   have come before or after N's later frames, so the block says where it was sent, not more.)
+8. Open end. With `open_end`, a body or a stream cut at its end stops at its last line shown,
+   without the closing `…` line (a guide's excerpt that its text goes on from); every other
+   elision is still marked.
 
 `full` turns rules 1 (except the header spelling), 3 and 4 off: every header, every line, every
 frame (rule 6 still applies when asked).
@@ -62,8 +73,7 @@ frame (rule 6 still applies when asked).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -76,11 +86,14 @@ from recorder.docs.select import (
     Step,
     dumps_scalar,
     envelope_first,
+    exchange_operations,
     first_leaf_path,
     parse_pick,
     picked_paths,
 )
-from recorder.httpread import TRAILERS_TAG
+from recorder.httpread import DURING_TAG, TRAILERS_TAG
+from recorder.jsonbody import loads
+from recorder.literals import as_sent
 from recorder.model import Exchange, Headers, Request, Response
 
 __all__ = [
@@ -95,9 +108,9 @@ __all__ = [
     "cut_json_lines",
     "envelope_first",
     "exchange_ids",
-    "parse_reference",
     "render_exchange",
     "render_exchanges",
+    "sent_during",
 ]
 
 TRUNCATED_NOTE = "… (the reply was cut off here when it was recorded)"
@@ -145,7 +158,8 @@ class RenderOptions:
     """How much to show. The defaults give the seed's shape with the payload in view.
 
     `pick`: JSON paths of the members always shown (None: `DEFAULT_PICK`; `()` or `("none",)`:
-    none, the plain line budget). `ids`: "short" shortens UUIDs (rule 6).
+    none, the plain line budget). `ids`: "short" shortens UUIDs (rule 6). `open_end`: no
+    closing `…` after a body or stream cut at its end (rule 8).
     """
 
     headers: tuple[str, ...] = DEFAULT_HEADERS
@@ -155,6 +169,7 @@ class RenderOptions:
     only: Part = "both"
     pick: tuple[str, ...] | None = None
     ids: Ids = "full"
+    open_end: bool = False
     _keep: frozenset[str] = field(init=False, repr=False, compare=False)
     picks: tuple[JsonPath, ...] = field(init=False, repr=False, compare=False)
 
@@ -185,20 +200,6 @@ class RenderOptions:
         return name.lower() in self._keep
 
 
-def parse_reference(reference: str) -> tuple[str, int | None]:
-    """`"transcripts/02-message-reply.http#1"` -> `("transcripts/02-message-reply.http", 1)`.
-
-    Exchanges are numbered from 1 in file order. Without `#N`, the index is None (all).
-    """
-    path, hash_sign, number = reference.rpartition("#")
-    if hash_sign and number.isascii() and number.isdigit():
-        index = int(number)
-        if index < 1:
-            raise ValueError(f"exchanges are numbered from 1: {reference!r}")
-        return path, index
-    return reference, None
-
-
 # --------------------------------------------------------------------------- whole blocks
 
 
@@ -209,6 +210,11 @@ class _Context:
 
     def text(self, text: str) -> str:
         return self.ids.text(text) if self.ids else text
+
+
+# Rule 7: what a stream or a late reply shows where a later request was sent during it: the
+# frames of the exchange received by then (0: only its request sent) -> the lines to show there.
+Marks = Mapping[int, Sequence[str]]
 
 
 def exchange_ids(exchange: Exchange) -> IdShortener:
@@ -222,16 +228,28 @@ def exchange_ids(exchange: Exchange) -> IdShortener:
     return IdShortener(texts)
 
 
-def render_exchange(exchange: Exchange, options: RenderOptions = RenderOptions()) -> str:
-    """One exchange as a documentation block (rule 5), ending in a line break."""
+def render_exchange(
+    exchange: Exchange, options: RenderOptions = RenderOptions(), *, marks: Marks | None = None
+) -> str:
+    """One exchange as a documentation block (rules 5 and 7), ending in a line break.
+
+    `marks`: the lines rule 7 shows in its reply where later requests were sent during it
+    (`sent_during` finds them in a transcript; `render_exchanges` passes them)."""
+    exchange = as_sent(exchange)  # (a literal `{{NAME}}` shown as it went over the wire)
     context = _Context(options, exchange_ids(exchange) if options.ids == "short" else None)
-    lines: list[str] = []
-    if options.only in ("both", "request"):
+    marks = marks or {}
+    lines = _tag_lines(exchange)
+    request = options.only in ("both", "request")
+    if request:
         lines.extend(_request_lines(exchange.request, context))
     if options.only in ("both", "response"):
-        if lines and lines[-1] not in ("", ELLIPSIS):
+        early = marks.get(0, ())
+        if early:  # sent before this reply came (rule 7): between the request and the reply
+            _paragraph(lines, early)
+        elif request and lines[-1] not in ("", ELLIPSIS):
             lines.append("")
-        lines.extend(_response_lines(exchange.response, context))
+        late = {frame: shown for frame, shown in marks.items() if frame > 0}
+        lines.extend(_response_lines(exchange.response, context, late))
     while lines and lines[-1] == "":
         lines.pop()
     if exchange.truncated and options.only != "request":
@@ -240,16 +258,72 @@ def render_exchange(exchange: Exchange, options: RenderOptions = RenderOptions()
 
 
 def render_exchanges(
-    exchanges: Sequence[Exchange], options: RenderOptions = RenderOptions()
+    exchanges: Sequence[Exchange],
+    options: RenderOptions = RenderOptions(),
+    *,
+    numbers: Sequence[int] | None = None,
 ) -> str:
-    """Several exchanges: one block each, opened by its `###` title line, a blank line between."""
-    if len(exchanges) == 1:
-        return render_exchange(exchanges[0], options)
+    """Exchanges `numbers` (from 1; None: all) of a transcript's `exchanges`: one block each,
+    opened by its `###` title line when there are several, a blank line between.
+
+    `exchanges` is the whole transcript, so that an exchange shows where a later one of the file
+    was sent during it (rule 7) whether or not that one is rendered too."""
+    chosen = range(1, len(exchanges) + 1) if numbers is None else numbers
+    during = sent_during(exchanges)
+    if len(chosen) == 1:
+        number = chosen[0]
+        return render_exchange(exchanges[number - 1], options, marks=during.get(number))
     blocks = []
-    for exchange in exchanges:
+    for number in chosen:
+        exchange = exchanges[number - 1]
         title = f"### {exchange.title}" if exchange.title else "###"
-        blocks.append(f"{title}\n{render_exchange(exchange, options)}")
+        block = render_exchange(exchange, options, marks=during.get(number))
+        blocks.append(f"{title}\n{block}")
     return "\n".join(blocks)
+
+
+def sent_during(exchanges: Sequence[Exchange]) -> dict[int, dict[int, list[str]]]:
+    """Rule 7: for each exchange (by number from 1) that later ones were sent during, the lines
+    its reply shows, by the frames it had sent by then."""
+    marks: dict[int, dict[int, list[str]]] = {}
+    for number, exchange in enumerate(exchanges, start=1):
+        tag = _during(exchange)
+        if tag is None or not 1 <= tag[0] < number:
+            continue
+        operations = exchange_operations(exchange)
+        request = exchange.request
+        what = operations[0] if operations else f"{request.method} {request.target}"
+        line = f"# here the client sent exchange {number} ({what})"
+        marks.setdefault(tag[0], {}).setdefault(tag[1], []).append(line)
+    return marks
+
+
+def _during(exchange: Exchange) -> tuple[int, int] | None:
+    """The exchange (from 1) and frame count of an exchange's `@during` tag, if it has one."""
+    for comment in exchange.comments:
+        match = DURING_TAG.match(comment.strip())
+        if match is not None:
+            return int(match.group(1)), int(match.group(2))
+    return None
+
+
+def _tag_lines(exchange: Exchange) -> list[str]:
+    """Rule 7: the tags that say what an exchange is, as the transcript writes them."""
+    lines = []
+    if exchange.push_config is not None:
+        lines.append(f"# @push config {exchange.push_config}")
+    during = _during(exchange)
+    if during is not None:
+        lines.append(f"# @during exchange {during[0]} frame {during[1]}")
+    return lines
+
+
+def _paragraph(lines: list[str], shown: Sequence[str]) -> None:
+    """`shown` appended as a paragraph of its own: a blank line before it (unless `…` or a
+    blank line ends `lines`) and after it."""
+    if lines and lines[-1] not in ("", ELLIPSIS):
+        lines.append("")
+    lines.extend([*shown, ""])
 
 
 def _request_lines(request: Request, context: _Context) -> list[str]:
@@ -261,7 +335,7 @@ def _request_lines(request: Request, context: _Context) -> list[str]:
     return lines
 
 
-def _response_lines(response: Response, context: _Context) -> list[str]:
+def _response_lines(response: Response, context: _Context, marks: Marks) -> list[str]:
     status = f"{response.http_version} {response.status}"
     lines = [f"{status} {response.reason}" if response.reason else status]
     lines.extend(_header_lines(response.headers, context))
@@ -275,16 +349,21 @@ def _response_lines(response: Response, context: _Context) -> list[str]:
                 full=options.full,
                 picks=options.picks,
                 ids=context.ids,
+                marks=marks,
+                open_end=options.open_end,
             )
         )
     else:
         lines.extend(_body_lines(response.body, response.is_json, context))
+        for frame in sorted(marks):  # (a reply without frames: tagged after its body)
+            _paragraph(lines, marks[frame])
     if response.trailers:
-        # a gRPC call's trailing metadata, as the transcript writes it
+        # a gRPC call's trailing metadata, as the transcript writes it; its entries kept or
+        # elided as headers are (rule 1), the block itself never left out
         while lines and lines[-1] == "":
             lines.pop()
         trailers = _header_lines(response.trailers, context)
-        if trailers[0] not in ("", ELLIPSIS):
+        if trailers != [""]:  # (only transport entries: nothing the API says is left out)
             lines.extend(["", TRAILERS_TAG, *trailers])
     return lines
 
@@ -310,14 +389,16 @@ def _body_lines(body: bytes, is_json: bool, context: _Context) -> list[str]:
         return []
     if is_json:
         try:
-            value = json.loads(body)
+            value = loads(body)  # (each number as it was written: `jsonbody.JsonNumber`)
         except (ValueError, RecursionError):
             pass
         else:
             value = envelope_first(value)
             if context.ids:
                 value = context.ids.value(value)
-            lines, _ = cut_json_lines(value, options.max_lines, options.full, options.picks)
+            lines, _ = cut_json_lines(
+                value, options.max_lines, options.full, options.picks, open_end=options.open_end
+            )
             return lines
     try:
         text = context.text(body.decode("utf-8"))
@@ -328,7 +409,8 @@ def _body_lines(body: bytes, is_json: bool, context: _Context) -> list[str]:
         lines.pop()
     if options.full or len(lines) <= options.max_lines:
         return lines
-    return [*lines[: options.max_lines], ELLIPSIS]
+    shown = lines[: options.max_lines]
+    return shown if options.open_end else [*shown, ELLIPSIS]
 
 
 # --------------------------------------------------------------------------- JSON
@@ -376,9 +458,15 @@ def _pretty_into(
 
 
 def cut_json_lines(
-    value: Any, max_lines: int, full: bool = False, picks: Sequence[JsonPath] = ()
+    value: Any,
+    max_lines: int,
+    full: bool = False,
+    picks: Sequence[JsonPath] = (),
+    *,
+    open_end: bool = False,
 ) -> tuple[list[str], bool]:
-    """Rule 3: the pretty lines to show (`…` lines included) and whether anything was cut."""
+    """Rule 3: the pretty lines to show (`…` lines included) and whether anything was cut
+    (with `open_end`, rule 8: a hidden end is not marked)."""
     lines = _pretty_lines(value)
     texts = [line.text for line in lines]
     if full or len(lines) <= max_lines:
@@ -419,6 +507,8 @@ def cut_json_lines(
         while end < len(lines) and not shown[end]:
             end += 1
         if end == len(lines):
+            if open_end:
+                return out, True
             out.append(ELLIPSIS)
         elif end - index == 1:
             out.append(texts[index])

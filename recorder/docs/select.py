@@ -13,7 +13,9 @@ Pure: no files, no clock.
 A path matches a node when it names that node exactly; everything inside a matched node goes
 with it. `DEFAULT_PICK` is what a reader of an A2A example needs whatever the line budget: the
 parts of every message (the question, the answer, a status message), every task state, every
-artifact. A task's `history` repeats the question and is not picked.
+artifact, in A2A 1.0's shapes and 0.3's (a JSON-RPC `result` that is the message itself,
+`result.parts`; a ProtoJSON message's `content`). A task's `history` repeats the question and
+is not picked.
 
 `ExchangeName` names an exchange of a transcript by what it is rather than where it is (a
 marker's `FILE#SendStreamingMessage`, `FILE#"GetTask: read the task back"`): removing an
@@ -29,13 +31,13 @@ their first 8 hex digits get longer prefixes until they differ.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from recorder.bindings import jsonrpc
+from recorder.jsonbody import dumps
 from recorder.model import Exchange
 
 __all__ = [
@@ -57,6 +59,10 @@ __all__ = [
 
 DEFAULT_PICK: tuple[str, ...] = (
     "$..message.parts",
+    # A2A 0.3: a JSON-RPC reply (or stream frame) whose result is the message itself
+    "$.result.parts",
+    # A2A 0.3's HTTP+JSON and gRPC messages hold their parts in `content`
+    "$..message.content",
     "$..status.state",
     "$..artifacts",
     "$..artifact",
@@ -85,7 +91,7 @@ def envelope_first(value: Any) -> Any:
 
 def dumps_scalar(value: Any) -> str:
     """A JSON scalar (or empty container) as the transcript writes it, invisibles escaped."""
-    text = json.dumps(value, ensure_ascii=False)
+    text = dumps(value)  # (a number as it was written: `recorder.jsonbody.JsonNumber`)
     return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
@@ -298,7 +304,7 @@ def exchange_operations(exchange: Exchange) -> tuple[str, ...]:
 
 def named_exchange(exchanges: Sequence[Exchange], name: ExchangeName) -> int:
     """The number (from 1) of the one exchange `name` names; ValueError when none is, or more
-    than one (naming them, and how to name one)."""
+    than one (naming them, and how to name one; when none is, the names there are)."""
     if name.title:
         found = [n for n, e in enumerate(exchanges, start=1) if e.title == name.text]
         what = f'titled "{name.text}"'
@@ -308,10 +314,11 @@ def named_exchange(exchanges: Sequence[Exchange], name: ExchangeName) -> int:
     if len(found) == 1:
         return found[0]
     if not found and name.title:
-        raise ValueError(f"no exchange is {what}")
+        titles = ", ".join(f'#{n} "{e.title}"' for n, e in enumerate(exchanges, start=1))
+        raise ValueError(f"no exchange is {what} (its titles: {titles})")
     if not found:
         known = sorted({op for e in exchanges for op in exchange_operations(e)})
-        raise ValueError(f"no exchange is {what} (its operations: {', '.join(known)})")
+        raise ValueError(f"no exchange is {what} (its operations: {', '.join(known) or 'none'})")
     numbers = ", ".join(f"#{n}" for n in found)
     raise ValueError(
         f"{len(found)} exchanges are {what} ({numbers}): name one by its whole title "

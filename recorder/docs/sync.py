@@ -9,7 +9,8 @@ the line above it (blank lines between are allowed); the comment is invisible on
     …
     ```
 
-Marker grammar (one line, outside any fenced block):
+Marker grammar (one line: an HTML block of its own, CommonMark §4.6; one in a code block,
+fenced or indented, is an example, not a marker):
 
     marker    = "<!--" *WS "recorder:" 1*WS reference *(1*WS option) *WS "-->"
     reference = path ["#" exchange]     ; without it, all the exchanges of the file
@@ -24,6 +25,7 @@ Marker grammar (one line, outside any fenced block):
               / "pick=none"                  ; nothing picked: the plain line budget
               / "ids=" ("short" / "full")    ; UUIDs shortened or not (render's --ids)
               / "full"                       ; nothing elided (render's --full)
+              / "open-end"                   ; no closing `…` line (render's --open-end)
 
 An exchange named by its operation (`transcripts/04-streaming.http#SendStreamingMessage`: its
 JSON-RPC method, or its title up to `: `) or by its whole title, exactly
@@ -40,6 +42,11 @@ names `transcripts/02-message-reply.http`; `docs/example.md` names
 `recorder render PATH#N OPTIONS`. A marker with no fenced block below it gets one (an `http`
 block) on the next sync.
 
+Which lines are markers and which fenced blocks follow them is CommonMark's answer, from
+markdown-it-py's parse (the line ranges of its blocks): a marker-like line in a code block is
+content; one read otherwise than as a block of its own (inside a paragraph, a block quote, an
+HTML block that goes on below it) is reported, not skipped.
+
 `sync` rewrites only the content lines of marked blocks; every other byte of the file (line
 endings, the fence lines and their info strings, text around) stays as it was, and a second sync
 changes nothing. Pure core: `find_markers`, `apply_blocks`; thin I/O shell: `sync_paths`.
@@ -48,6 +55,7 @@ changes nothing. Pure core: `find_markers`, `apply_blocks`; thin I/O shell: `syn
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 import re
 import stat
@@ -55,6 +63,8 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from markdown_it import MarkdownIt
 
 from recorder import httpfile
 from recorder.checking import NO_EXCHANGES, Problem, end_line, find_files
@@ -69,9 +79,11 @@ __all__ = [
     "Marker",
     "SourceError",
     "apply_blocks",
+    "block_diff",
     "find_markdown",
     "find_markers",
     "load_exchanges",
+    "load_selection",
     "marker_words",
     "parse_marker_options",
     "sync_paths",
@@ -82,6 +94,9 @@ _MARKER = re.compile(r"^(?P<indent>\s*)<!--\s*recorder:(?P<body>.*?)-->\s*$")
 # what a marker was meant to be: caught so that a slip is reported, not skipped silently
 _MARKER_ATTEMPT = re.compile(r"^\s*<!--\s*recorder\s*:", re.IGNORECASE)
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_QUOTED_MARKER = re.compile(r"^\s*>[\s>]*<!--\s*recorder\s*:", re.IGNORECASE)
+_MARKDOWN = MarkdownIt("commonmark")  # (html on: a marker is an HTML block)
+_ONE_LINE = "a recorder marker is one line, in lower case: <!-- recorder: FILE#N [options] -->"
 _NEW_FENCE_INFO = "http"
 
 
@@ -111,7 +126,10 @@ class Marker:
     index: int | ExchangeName | None  # a number from 1, a name, or None (all of them)
     options: RenderOptions
     block: Block | None
-    indent: str = ""
+    indent: str = ""  # of a block written below it
+    ends_html: bool = False
+    """The marker ends an HTML block that began above it (`<details>` …): a block written
+    below it needs a blank line first, or CommonMark reads the fence as more HTML."""
 
 
 # --------------------------------------------------------------------------- pure core
@@ -131,8 +149,8 @@ def parse_marker_options(words: Iterable[str]) -> RenderOptions:
     settings: dict[str, object] = {}
     for word in words:
         key, equals, value = word.partition("=")
-        if key == "full" and (not equals or value in ("true", "yes", "1")):
-            settings["full"] = True
+        if key in ("full", "open-end") and (not equals or value in ("true", "yes", "1")):
+            settings[key.replace("-", "_")] = True
         elif key == "headers" and equals:
             settings["headers"] = tuple(h for h in value.split(",") if h)
         elif key in ("max-lines", "width") and equals:
@@ -152,23 +170,55 @@ def parse_marker_options(words: Iterable[str]) -> RenderOptions:
         else:
             raise ValueError(
                 f"unknown option {word!r} "
-                "(expected headers=, max-lines=, width=, only=, pick=, ids=, full)"
+                "(expected headers=, max-lines=, width=, only=, pick=, ids=, full, open-end)"
             )
     return RenderOptions(**settings)  # type: ignore[arg-type]
 
 
-def _read_fence(lines: list[str], start: int) -> tuple[Block | None, int]:
-    """The fenced block opening at `start`, and the index after it (None when never closed)."""
+@dataclass(frozen=True)
+class _Layout:
+    """What CommonMark makes of a Markdown text's lines (0-based): its HTML blocks and fenced
+    code blocks (start -> end, exclusive), and the lines that code blocks (fenced or indented)
+    hold."""
+
+    html: dict[int, int]
+    fences: dict[int, int]
+    code: frozenset[int]
+
+
+def _layout(text: str) -> _Layout:
+    # markdown-it also ends a line at a lone CR; the lines here end at LF only, so a lone CR is
+    # read as a space (one character for one: the line numbers stay the same)
+    source = text.replace("\r\n", "\n").replace("\r", " ")
+    html: dict[int, int] = {}
+    fences: dict[int, int] = {}
+    code: set[int] = set()
+    for token in _MARKDOWN.parse(source):
+        if token.map is None:
+            continue
+        start, end = token.map
+        if token.type == "html_block":
+            html[start] = end
+        elif token.type in ("fence", "code_block"):
+            code.update(range(start, end))
+            if token.type == "fence":
+                fences[start] = end
+    return _Layout(html, fences, frozenset(code))
+
+
+def _read_fence(lines: list[str], start: int, end: int) -> Block | None:
+    """The fenced block CommonMark found on lines `start` to `end` (exclusive); None when no
+    closing fence ends it (it runs to the end of the file or of its list item)."""
     match = _FENCE.match(_bare(lines[start]))
     assert match is not None
     indent, fence, info = match.group("indent"), match.group("fence"), match.group("info")
     closing = re.compile(rf"^\s*{re.escape(fence[0])}{{{len(fence)},}}\s*$")
-    for index in range(start + 1, len(lines)):
-        if closing.match(_bare(lines[index])):
-            content_lines = [_unindent(_bare(line), indent) for line in lines[start + 1 : index]]
-            content = "".join(line + "\n" for line in content_lines)
-            return Block(start, index, indent, fence, info, content), index + 1
-    return None, len(lines)
+    close = end - 1
+    if close <= start or not closing.match(_bare(lines[close])):
+        return None
+    content_lines = [_unindent(_bare(line), indent) for line in lines[start + 1 : close]]
+    content = "".join(line + "\n" for line in content_lines)
+    return Block(start, close, indent, fence, info, content)
 
 
 def _unindent(line: str, indent: str) -> str:
@@ -176,64 +226,87 @@ def _unindent(line: str, indent: str) -> str:
 
 
 def find_markers(text: str, source: str = "<markdown>") -> tuple[list[Marker], list[Problem]]:
-    """Every marker outside fenced blocks, with its block; and the markers that are broken."""
+    """Every marker (outside code blocks, fenced or indented), with its block; and the markers
+    that are broken, or that Markdown does not read as markers."""
     lines = _split_lines(text)
+    layout = _layout(text)
     markers: list[Marker] = []
     problems: list[Problem] = []
-    index = 0
-    while index < len(lines):
-        line = _bare(lines[index])
-        if _FENCE.match(line):
-            block, after = _read_fence(lines, index)
-            if block is None:
-                return markers, problems  # an unclosed fence runs to the end of the file
-            index = after
-            continue
+    # each line of an HTML block -> the line it starts on, and the line after its end
+    html = {line: (start, end) for start, end in layout.html.items() for line in range(start, end)}
+    for index, raw in enumerate(lines):
+        if index in layout.code:
+            continue  # an example, not a marker
+        line = _bare(raw)
         match = _MARKER.match(line)
-        if not match:
-            if _MARKER_ATTEMPT.match(line):
-                problems.append(
-                    Problem(
-                        source,
-                        index + 1,
-                        "a recorder marker is one line, in lower case: "
-                        "<!-- recorder: FILE#N [options] -->",
-                    )
-                )
-            index += 1
+        block = html.get(index)
+        if match and block:
+            if not any(_bare(after).strip() for after in lines[index + 1 : block[1]]):
+                try:
+                    markers.append(_read_marker(lines, index, match, block[0], layout))
+                except _MarkerError as exc:
+                    problems.append(Problem(source, exc.line + 1, str(exc)))
+                continue
+            why = _IN_HTML
+        elif _MARKER_ATTEMPT.match(line):
+            why = _ONE_LINE if block else _IN_TEXT
+        elif _QUOTED_MARKER.match(line):
+            why = _IN_QUOTE
+        else:
             continue
-        number = index + 1
-        index += 1
-        try:
-            words = marker_words(match.group("body"))
-        except ValueError as exc:
-            problems.append(Problem(source, number, f"bad recorder marker: {exc}"))
-            continue
-        if not words:
-            problems.append(Problem(source, number, "the recorder marker names no transcript"))
-            continue
-        try:
-            path, exchange_index = parse_exchange_reference(words[0])
-            options = parse_marker_options(words[1:])
-        except ValueError as exc:
-            problems.append(Problem(source, number, f"bad recorder marker: {exc}"))
-            continue
-        block = None
-        following = index
-        while following < len(lines) and not _bare(lines[following]).strip():
-            following += 1
-        if following < len(lines) and _FENCE.match(_bare(lines[following])):
-            block, after = _read_fence(lines, following)
-            if block is None:
-                problems.append(
-                    Problem(source, following + 1, "the code block below the marker is not closed")
-                )
-                return markers, problems
-            index = after
-        markers.append(
-            Marker(number, words[0], path, exchange_index, options, block, match.group("indent"))
-        )
+        problems.append(Problem(source, index + 1, why))
     return markers, problems
+
+
+class _MarkerError(ValueError):
+    """What is wrong with a marker, and where (the 0-based line)."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def _read_marker(
+    lines: list[str], index: int, match: re.Match[str], opening: int, layout: _Layout
+) -> Marker:
+    """The marker on line `index` (its HTML block opening on line `opening`) and the fenced
+    block below it (_MarkerError)."""
+    try:
+        words = marker_words(match.group("body"))
+        if not words:
+            raise _MarkerError("the recorder marker names no transcript", index)
+        path, exchange_index = parse_exchange_reference(words[0])
+        options = parse_marker_options(words[1:])
+    except _MarkerError:
+        raise
+    except ValueError as exc:
+        raise _MarkerError(f"bad recorder marker: {exc}", index) from None
+    following = index + 1
+    while following < len(lines) and not _bare(lines[following]).strip():
+        following += 1
+    block = None
+    if following in layout.fences:
+        block = _read_fence(lines, following, layout.fences[following])
+        if block is None:
+            raise _MarkerError("the code block below the marker is not closed", following)
+    # a block written below it is indented as its HTML block's first line: the marker's own,
+    # unless it ends a `<details>` … (where its own indent may be any)
+    first = _bare(lines[opening])
+    indent = first[: len(first) - len(first.lstrip(" \t"))]
+    return Marker(
+        index + 1, words[0], path, exchange_index, options, block, indent, opening < index
+    )
+
+
+_IN_HTML = (
+    "this recorder marker is inside an HTML block that goes on below it, so no code block can "
+    "follow it: end the HTML block with a blank line after the marker"
+)
+_IN_TEXT = (
+    "this recorder marker is read as text of a paragraph, not as an HTML block of its own: "
+    "indent it less than 4 spaces (or than its list item's text plus 4)"
+)
+_IN_QUOTE = "a recorder marker in a block quote is not synced: move it and its block out"
 
 
 _MARKER_WORD = re.compile(r'(?:[^\s"]+|"[^"]*")+')
@@ -261,6 +334,8 @@ def apply_blocks(text: str, markers: Iterable[Marker], rendered: Mapping[int, st
         fence = _fence_for(body, block.fence if block else "```")
         if block is None:
             new = [indent + fence + _NEW_FENCE_INFO, *body, indent + fence]
+            if marker.ends_html:
+                new.insert(0, "")
             lines[marker.line : marker.line] = [line + eol for line in new]
             continue
         start, end = block.open_index, block.close_index
@@ -282,6 +357,36 @@ def _fence_for(body: list[str], fence: str) -> str:
     return fence if longest < len(fence) else char * (longest + 1)
 
 
+_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+
+
+def block_diff(path: str, marker: Marker, rendered: str) -> list[str]:
+    """The unified diff of a marked block's content (`-`, as in the file at `path`) and
+    `rendered` (`+`), its hunks numbered by the lines of the file."""
+    assert marker.block is not None
+    first = marker.block.open_index + 2  # the 1-based line of the block's first content line
+    lines = difflib.unified_diff(
+        marker.block.content.splitlines(),
+        rendered.splitlines(),
+        fromfile=f"{path}:{first} (the block)",
+        tofile=f"{marker.reference} (rendered now)",
+        lineterm="",
+    )
+    return [_renumbered(line, first - 1) for line in lines]
+
+
+def _renumbered(line: str, offset: int) -> str:
+    match = _HUNK.match(line)
+    if match is None:
+        return line
+    old, old_count, new, new_count = match.groups()
+    # (an empty side is numbered from the line before it: 0 there stays the line before)
+    return (
+        f"@@ -{int(old) + offset}{old_count or ''} +{int(new) + offset}{new_count or ''} @@"
+        + line[match.end() :]
+    )
+
+
 # --------------------------------------------------------------------------- files
 
 
@@ -297,6 +402,17 @@ def load_exchanges(
 ) -> tuple[Exchange, ...]:
     """Exchange `index` (from 1, or the one a name names) of the transcript at `path`, or all
     of them (SourceError)."""
+    exchanges, numbers = load_selection(path, index, cache)
+    return tuple(exchanges[number - 1] for number in numbers)
+
+
+def load_selection(
+    path: str | os.PathLike[str],
+    index: int | ExchangeName | None,
+    cache: dict[Path, Transcript] | None = None,
+) -> tuple[tuple[Exchange, ...], tuple[int, ...]]:
+    """Every exchange of the transcript at `path`, and the numbers (from 1) of the ones
+    `index` names: the one at that position or of that name, or all (SourceError)."""
     key = Path(path)
     transcript = cache.get(key) if cache is not None else None
     if transcript is None:
@@ -308,7 +424,8 @@ def load_exchanges(
             raise SourceError(str(exc)) from None
         if cache is not None:
             cache[key] = transcript
-    count = len(transcript.exchanges)
+    exchanges = transcript.exchanges
+    count = len(exchanges)
     if count == 0:
         try:
             at = f":{end_line(key.read_bytes())}"  # (where check says it too)
@@ -316,16 +433,16 @@ def load_exchanges(
             at = ""
         raise SourceError(f"{os.fspath(path)}{at}: {NO_EXCHANGES}")
     if index is None:
-        return transcript.exchanges
+        return exchanges, tuple(range(1, count + 1))
     if isinstance(index, ExchangeName):
         try:
-            index = named_exchange(transcript.exchanges, index)
+            index = named_exchange(exchanges, index)
         except ValueError as exc:
             raise SourceError(f"{os.fspath(path)}: {exc}") from None
     if index > count:
         has = f"{count} exchange" + ("" if count == 1 else "s")
         raise SourceError(f"{os.fspath(path)} has {has}: there is no #{index}")
-    return (transcript.exchanges[index - 1],)
+    return exchanges, (index,)
 
 
 def _not_a_transcript(name: str) -> str:
@@ -334,7 +451,10 @@ def _not_a_transcript(name: str) -> str:
         return f"{name}: is a folder; name one transcript file (FILE or FILE#N)"
     before = name.rpartition("#")[0]
     if before and os.path.isfile(before):
-        return f"{name}: no such transcript; after '#' comes an exchange number, e.g. {before}#1"
+        return (
+            f"{name}: no such transcript; after '#' comes an exchange number or name, "
+            f"e.g. {before}#1 or {before}#SendMessage"
+        )
     return f"{name}: no such transcript"
 
 
@@ -347,6 +467,17 @@ class FileReport:
     outdated: list[Marker] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     written: bool = False
+    rendered: dict[int, str] = field(default_factory=dict)
+    """What each outdated block (by its marker's line) holds once synced."""
+
+    def diff(self, marker: Marker) -> list[str]:
+        """An outdated block as a unified diff: what the file holds (`-`) against what its
+        transcript renders now (`+`), hunks numbered by the file's lines; [] for a marker
+        with no block below it."""
+        block = marker.block
+        if block is None:
+            return []
+        return block_diff(self.path, marker, self.rendered[marker.line])
 
 
 def sync_paths(paths: Iterable[str | os.PathLike[str]], *, write: bool) -> list[FileReport]:
@@ -382,15 +513,15 @@ def _sync_file(path: Path, *, write: bool, cache: dict[Path, Transcript]) -> Fil
     markers, problems = find_markers(text, name)
     report.markers = len(markers) + len(problems)
     report.problems.extend(problems)
-    rendered: dict[int, str] = {}
+    rendered = report.rendered
     for marker in markers:
         source = path.parent / marker.path
         try:
-            exchanges = load_exchanges(source, marker.index, cache)
+            exchanges, numbers = load_selection(source, marker.index, cache)
         except SourceError as exc:
             report.problems.append(Problem(name, marker.line, str(exc)))
             continue
-        content = render_exchanges(exchanges, marker.options)
+        content = render_exchanges(exchanges, marker.options, numbers=numbers)
         if marker.block is None or marker.block.content != content:
             report.outdated.append(marker)
             rendered[marker.line] = content

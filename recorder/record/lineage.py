@@ -122,10 +122,22 @@ class Lineage:
         """Give every generated value of the parsed JSON `value` (a reply body or a stream
         frame's data) that the client did not send itself (`client`: this exchange's request
         values; or any request of the run, `request_values`) the home `key`, unless it has one."""
+        self.learn_generated(self.generated(value), key, client)
+
+    def generated(self, value: Any) -> list[tuple[str, str]]:
+        """The generated values (text, kind) of the parsed JSON `value`, for `learn_generated`:
+        reads the rules only, so any thread may find them (a large gRPC message's, off the
+        event loop) while the homes are learned where the requests are routed."""
+        return self._pairing.generated_values(value)
+
+    def learn_generated(
+        self, generated: Iterable[tuple[str, str]], key: Hashable, client: frozenset[str]
+    ) -> None:
+        """`learn` of the values `generated` found."""
         home = self._home
         loose = self._loose
         carried = self._carried
-        for text, kind in self._pairing.generated_values(value):
+        for text, kind in generated:
             found = home.get(text)
             if found is not None:
                 if found != key and key is not None:

@@ -20,10 +20,11 @@ once instead of shifting every item after it.
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from recorder.jsonbody import dumps
 
 __all__ = ["ABSENT", "Mismatch", "align", "format_value", "format_values"]
 
@@ -88,7 +89,7 @@ def _json_text(value: Any) -> str:
     if value is ABSENT:
         return "absent"
     try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=False)
+        return dumps(value)  # (a number as its text said: `recorder.jsonbody.JsonNumber`)
     except (TypeError, ValueError):
         return repr(value)
 

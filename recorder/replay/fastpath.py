@@ -44,6 +44,7 @@ from typing import Any
 import orjson
 
 from recorder import sse
+from recorder.jsonbody import dumps, read_json
 from recorder.kinds import is_of_kind
 from recorder.model import Response, SseEvent
 from recorder.pairing import AliasMap, PairingRules
@@ -69,16 +70,15 @@ def _disagree(pairs: dict[str, str], known: dict[str, str]) -> bool:
 _ONE_LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ": "))
 
 
-def _one_line_text(value: Any) -> str:
+def _one_line_text(value: Any, numbers: bool = False) -> str:
     """`value` as the model's pretty JSON would be with its line breaks and indentation taken
-    out: `{"a": [1,2],"b": "c"}` (C encoder; non-ASCII kept, the same characters escaped)."""
-    text = _ONE_LINE.encode(value)
+    out: `{"a": [1,2],"b": "c"}` (C encoder; non-ASCII kept, the same characters escaped).
+    `numbers`: the value holds `JsonNumber`s, written as their text (the C encoder would
+    write the nearest float, which a recorded text may read as, the value differing)."""
+    text = dumps(value, separators=(",", ": ")) if numbers else _ONE_LINE.encode(value)
     if text.isascii():
         return text.replace("\x7f", "\\u007f") if "\x7f" in text else text
     return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def _looks_compact(body: bytes) -> bool:
@@ -98,14 +98,15 @@ def _golden_one_line(message: Response) -> str:
 def _golden_compact(message: Response, value: Any) -> str:
     """A recorded JSON body written without spaces, as agents send JSON: by orjson (~10x
     faster than `json`'s C encoder) when the model says the value is strict JSON, else (a NaN
-    orjson would write as null) by `json`. orjson spells some floats' exponents otherwise
-    (`1.5e-7`, not `1.5e-07`): such a reply only goes the slow way."""
+    orjson would write as null, a `JsonNumber`, written as its text) by `jsonbody.dumps`.
+    orjson spells some floats' exponents otherwise (`1.5e-7`, not `1.5e-07`): such a reply
+    only goes the slow way."""
     if message.json_is_strict:
         try:
             return orjson.dumps(value).decode()
         except orjson.JSONEncodeError:  # e.g. an integer past 64 bits
             pass
-    return _COMPACT.encode(value)
+    return dumps(value, separators=(",", ":"))
 
 
 class FastPath:
@@ -153,10 +154,10 @@ class FastPath:
             ):
                 return True
         try:
-            live_value = json.loads(live_body)
+            live_value, numbers = read_json(live_body)
         except (ValueError, RecursionError):
             return False
-        return self.matches_text(_golden_one_line(expected), _one_line_text(live_value))
+        return self.matches_text(_golden_one_line(expected), _one_line_text(live_value, numbers))
 
     def matches(self, expected: bytes, actual: bytes) -> bool:
         """True when two bodies are the same text but for generated values that pair (rules 1-5).

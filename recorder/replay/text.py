@@ -21,8 +21,8 @@ import re
 from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
+from recorder.literals import PLACEHOLDER, escape_json_text
 from recorder.pairing import JSON_STRING, AliasMap, PairingRules, one_to_one_conflict, string_value
-from recorder.redact import PLACEHOLDER
 
 __all__ = ["AGENT", "Addresses", "Strings", "address_key", "map_json_strings"]
 
@@ -33,7 +33,9 @@ _LOOPBACK_HOST = re.compile(r"localhost|127(?:\.[0-9]{1,3}){3}|\[::1\]", re.IGNO
 
 
 def map_json_strings(text: str, mapper: Callable[[str], str]) -> str:
-    """JSON text with each string literal passed through `mapper`; everything else kept."""
+    """JSON text with each string literal passed through `mapper`; everything else kept, a
+    string's own escapes too (`\\u00e9`, a literal's `\\u007b{`: `recorder.literals`) where
+    the mapper changed only text written as it is (ids, addresses)."""
 
     def sub(match: re.Match[str]) -> str:
         token = match.group()
@@ -43,7 +45,13 @@ def map_json_strings(text: str, mapper: Callable[[str], str]) -> str:
         new = mapper(value)
         if new == value:
             return token
-        return json.dumps(new, ensure_ascii=False)
+        if "\\" in token:
+            kept = '"' + mapper(token[1:-1]) + '"'
+            if string_value(kept) == new:
+                return kept
+        written = json.dumps(new, ensure_ascii=False)
+        placeholders = {m.group(1) for m in PLACEHOLDER.finditer(token)}
+        return escape_json_text(written, placeholders)
 
     return JSON_STRING.sub(sub, text)
 

@@ -42,9 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-import orjson
-
 from recorder.bindings import jsonrpc
+from recorder.jsonbody import compact_json, loads
 from recorder.pairing import PairingRules
 from recorder.redact import PLACEHOLDER
 from recorder.serve.spelling import canonical_method, modern
@@ -85,8 +84,8 @@ def parse_json(body: bytes) -> Any:
     if not body:
         return NOT_JSON
     try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
+        return loads(body)  # (a number as it was written: `recorder.jsonbody.JsonNumber`)
+    except (ValueError, RecursionError):
         return NOT_JSON
 
 
@@ -504,5 +503,5 @@ def _placeholder_pattern(text: str) -> tuple[list[str], re.Pattern[str]]:
 
 
 def _show(value: Any) -> str:
-    text = orjson.dumps(value).decode() if value is not NOT_JSON else "no JSON"
+    text = compact_json(value).decode() if value is not NOT_JSON else "no JSON"
     return text if len(text) <= 60 else text[:57] + "..."

@@ -19,10 +19,10 @@ import re
 from datetime import datetime
 from typing import Any
 
-import orjson
-
 from recorder.bindings import jsonrpc
 from recorder.bindings.grpc import BINDING
+from recorder.jsonbody import compact_json
+from recorder.literals import literal_text
 from recorder.pairing import PairingRules
 from recorder.redact import PLACEHOLDER
 from recorder.serve.book import Branch
@@ -76,7 +76,7 @@ class Renderer:
     def headers(self) -> list[tuple[str, str]]:
         """The recorded reply's headers, less those the server sets itself."""
         return [
-            (name, value)
+            (name, literal_text(value))  # (a literal `{{NAME}}` as sent: `recorder.literals`)
             for name, value in self.step.exchange.response.headers
             if name.lower() not in _DROPPED
         ]
@@ -86,17 +86,17 @@ class Renderer:
         response = self.step.exchange.response
         value = parse_json(response.body) if response.is_json else NOT_JSON
         if value is NOT_JSON:
-            return self._text(response.body.decode("utf-8", "replace")).encode()
+            return self._text(literal_text(response.body.decode("utf-8", "replace"))).encode()
         rendered = self._value(value, top=True)
-        return orjson.dumps(grpc_card_reply(rendered, self.grpc))
+        return compact_json(grpc_card_reply(rendered, self.grpc))
 
     def frame_data(self, number: int) -> str | None:
         """The data of frame `number` of a stream, rendered (a gRPC stream's message)."""
         event = (self.step.exchange.response.events or ())[number]
         parsed = self.step.frames[number] if number < len(self.step.frames) else NOT_JSON
         if parsed is NOT_JSON:
-            return None if event.data is None else self._text(event.data)
-        return orjson.dumps(self._value(parsed, top=True)).decode()
+            return None if event.data is None else self._text(literal_text(event.data))
+        return compact_json(self._value(parsed, top=True)).decode()
 
     def frame(self, number: int) -> bytes:
         """Frame `number` of a stream, as SSE bytes."""
@@ -108,7 +108,7 @@ class Renderer:
                 SseEvent(
                     data=data,
                     event=event.event,
-                    id=event.id,
+                    id=None if event.id is None else literal_text(event.id),
                     retry=event.retry,
                     comments=event.comments,
                 )

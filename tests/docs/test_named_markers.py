@@ -115,7 +115,8 @@ def test_a_named_block_stays_on_its_exchange_when_an_earlier_one_is_removed(
     assert (code, err) == (1, "")
     lines = page.read_text().splitlines()
     positional = next(n for n, line in enumerate(lines, 1) if line.endswith("#4 -->"))
-    assert [line.split(": ")[0] for line in out.splitlines()] == [f"{page}:{positional}"]
+    headings = [line for line in out.splitlines() if line.startswith(f"{page}:")]
+    assert [line.split(": ")[0] for line in headings] == [f"{page}:{positional}"]
 
 
 def test_a_name_that_is_gone_or_ambiguous_fails_check_naming_the_marker(project: Path) -> None:
@@ -136,8 +137,55 @@ def test_a_name_that_is_gone_or_ambiguous_fails_check_naming_the_marker(project:
     where = page.parent / ERRORS
     assert (code, out) == (2, "")
     assert err.splitlines() == [
-        f'recorder docs check: {page}:1: {where}: no exchange is titled "malformed JSON"',
+        f'recorder docs check: {page}:1: {where}: no exchange is titled "malformed JSON" (its'
+        ' titles: #1 "GetTask: a task id the agent never gave", #2 "SendMessage without'
+        ' A2A-Version is read as version 0.3", #3 "message/send: the 0.3 method name is unknown'
+        ' in 1.0", #4 "malformed JSON body", #5 "SendMessage with parts that is not a list")',
         f"recorder docs check: {page}:5: {where}: 2 exchanges are SendMessage (#2, #5): name one"
         ' by its whole title (#"SendMessage without A2A-Version is read as version 0.3") or its'
         " number",
     ]
+
+
+# --------------------------------------------------------------------------- render, export
+
+
+def test_render_takes_a_name_as_markers_do() -> None:
+    path = SEED / "11-errors.http"
+    by_name = run("render", f"{path}#GetTask")
+    by_title = run("render", f'{path}#"malformed JSON"')
+    assert by_name == (0, run("render", f"{path}#1")[1], "")
+    assert by_title == (0, run("render", f"{path}#4")[1], "")
+    assert run("render", f"{path}#message/send", "--list") == (
+        0,
+        "#3  message/send: the 0.3 method name is unknown in 1.0\n",
+        "",
+    )
+
+
+def test_render_of_an_ambiguous_or_unknown_name_lists_the_choices() -> None:
+    path = SEED / "11-errors.http"
+    assert run("render", f"{path}#SendMessage") == (
+        2,
+        "",
+        f"recorder render: {path}: 2 exchanges are SendMessage (#2, #5): name one by its whole"
+        ' title (#"SendMessage without A2A-Version is read as version 0.3") or its number\n',
+    )
+    assert run("render", f"{path}#CancelTask") == (
+        2,
+        "",
+        f"recorder render: {path}: no exchange is CancelTask (its operations: GetTask,"
+        " SendMessage, message/send)\n",
+    )
+    code, _, err = run("render", f'{path}#"malformed"')
+    assert code == 2
+    assert err.startswith(f'recorder render: {path}: no exchange is titled "malformed" (its titles')
+    assert '#4 "malformed JSON"' in err
+
+
+def test_export_takes_a_name_and_numbers_the_exchange_as_in_its_file() -> None:
+    path = SEED / "11-errors.http"
+    code, out, _ = run("export", f"{path}#message/send", "--to", "curl")
+    assert code == 0
+    assert out == run("export", f"{path}#3", "--to", "curl")[1]
+    assert "\necho '### 3. message/send: the 0.3 method name is unknown in 1.0'\n" in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -11,9 +12,14 @@ from click.testing import CliRunner
 from factories import make_exchange, make_request, make_response
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from seed_text import SEED_MESSAGE_REPLY, SEED_STREAM
+from seed_text import (
+    SEED_MESSAGE_REPLY,
+    SEED_STREAM,
+    SEED_STREAM_OPTIONS,
+    seed_stream_going_on,
+)
 
-from recorder import Headers, Response, SseEvent, load
+from recorder import Headers, Response, SseEvent, Transcript, dump, load
 from recorder.cli import main
 from recorder.docs.render import (
     ELLIPSIS,
@@ -22,10 +28,11 @@ from recorder.docs.render import (
     cut_data_line,
     cut_json_lines,
     envelope_first,
-    parse_reference,
     render_exchange,
     render_exchanges,
 )
+from recorder.docs.select import parse_exchange_reference
+from recorder.docs.sync import parse_marker_options
 from recorder.model import pretty_json
 
 SEED = Path(__file__).parent.parent / "fixtures" / "seed"
@@ -179,6 +186,54 @@ def test_cli_render_only_response() -> None:
     ref = f"{SEED / '04-streaming-review.http'}#1"
     result = CliRunner().invoke(main, ["render", ref, "--only", "response", "--pick", "none"])
     assert (result.exit_code, result.stdout) == (0, SEED_STREAM)
+
+
+# the options the guide's stream is rendered with, as a docs marker writes them
+STREAM_OPTIONS = parse_marker_options(SEED_STREAM_OPTIONS.split())
+
+
+def test_seed_stream_is_reproduced_from_a_stream_of_four_frames() -> None:
+    exchange = seed_stream_going_on(seed_exchange("04-streaming-review.http"))
+    assert render_exchange(exchange, STREAM_OPTIONS) == SEED_STREAM
+    # without open_end, the two frames left out are one closing `…` the guide does not have
+    closed = dataclasses.replace(STREAM_OPTIONS, open_end=False)
+    assert render_exchange(exchange, closed) == SEED_STREAM + "\n…\n"
+
+
+def test_seed_stream_is_reproduced_from_the_format_fixtures_four_frames() -> None:
+    # the format tests' stream goes on to an artifact and the task completed, as the kit's do;
+    # its reply header is as the SDK sends it, with a charset the guide leaves out
+    exchange = load(FORMAT_FIXTURES / "04-streaming-review.http").exchanges[0]
+    assert exchange.response.events is not None and len(exchange.response.events) == 4
+    recorded = SEED_STREAM.replace(
+        "Content-Type: text/event-stream\n", "Content-Type: text/event-stream; charset=utf-8\n"
+    )
+    assert render_exchange(exchange, STREAM_OPTIONS) == recorded
+
+
+def test_cli_render_open_end_leaves_out_only_the_closing_ellipsis(tmp_path: Path) -> None:
+    path = tmp_path / "04-streaming-review.http"
+    dump(Transcript((seed_stream_going_on(seed_exchange("04-streaming-review.http")),)), path)
+    args = ["render", f"{path}#1", "--only", "response", "--pick", "none", "--max-lines", "3"]
+    result = CliRunner().invoke(main, [*args, "--open-end"])
+    assert (result.exit_code, result.stdout) == (0, SEED_STREAM)
+
+
+def test_open_end_leaves_a_cut_json_body_unmarked_and_the_other_elisions_marked() -> None:
+    exchange = seed_exchange("02-message-reply.http")
+    text = render_exchange(exchange, RenderOptions(pick=(), open_end=True))
+    # the request's closing `…` (which also stood between request and reply) and the reply's
+    # are gone; the elided headers' `…` stays
+    expected = SEED_MESSAGE_REPLY.replace(
+        '"ROLE_USER",\n…\nHTTP/1.1', '"ROLE_USER",\n\nHTTP/1.1'
+    ).removesuffix("…\n")
+    assert text == expected
+    assert text.splitlines()[2] == ELLIPSIS
+
+
+def test_open_end_changes_nothing_that_is_not_cut_at_its_end() -> None:
+    exchange = seed_exchange("11-errors.http", 3)
+    assert render_exchange(exchange, RenderOptions(open_end=True)) == OLD_METHOD_NAME
 
 
 # --------------------------------------------------------------------------- headers
@@ -440,12 +495,12 @@ def test_several_exchanges_are_titled_and_separated() -> None:
     ],
 )
 def test_parse_reference(reference: str, expected: tuple[str, int | None]) -> None:
-    assert parse_reference(reference) == expected
+    assert parse_exchange_reference(reference) == expected
 
 
 def test_exchange_zero_is_refused() -> None:
     with pytest.raises(ValueError, match="numbered from 1"):
-        parse_reference("a.http#0")
+        parse_exchange_reference("a.http#0")
 
 
 def test_cli_render_names_a_missing_exchange_and_exits_2() -> None:
@@ -474,8 +529,12 @@ def test_cli_render_reports_a_parse_error_with_its_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("suffix", "message"),
     [
-        ("#x", "#x: no such transcript; after '#' comes an exchange number, e.g. {path}#1"),
-        ("#-1", "#-1: no such transcript; after '#' comes an exchange number, e.g. {path}#1"),
+        ("#x", ": no exchange is x (its operations: GetTask, SendMessage, message/send)"),
+        (
+            "#-1",
+            "#-1: no such transcript; after '#' comes an exchange number or name, e.g. {path}#1"
+            " or {path}#SendMessage",
+        ),
     ],
 )
 def test_cli_render_explains_a_reference_that_is_not_a_number(suffix: str, message: str) -> None:

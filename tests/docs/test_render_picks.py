@@ -284,6 +284,81 @@ def test_picked_cut_keeps_transcript_lines_in_order_and_every_picked_line(
     assert not any(a.strip() == b.strip() == ELLIPSIS for a, b in itertools.pairwise(lines))
 
 
+# --------------------------------------------------------------------------- A2A 0.3 shapes
+
+# A2A 0.3 over JSON-RPC (the a2a-sdk's v0.3 compat endpoint): the result IS the message
+ANSWER_03 = "I review unified diffs in Python, TypeScript, Go and Rust."
+MESSAGE_REPLY_03 = {
+    "id": "6b",
+    "jsonrpc": "2.0",
+    "result": {
+        "contextId": "df7ee03e-304c-49de-857b-6a01d74c8b20",
+        "kind": "message",
+        "messageId": "3b4b1206-4b6f-467f-b735-2d7e4f7f4bcd",
+        "metadata": {"model": "reviewer-2", "tokens": 42},
+        "parts": [{"kind": "text", "text": ANSWER_03}],
+        "role": "agent",
+    },
+}
+
+
+def test_an_a2a_0_3_message_reply_shows_its_answer_by_default() -> None:
+    exchange = make_exchange(response=make_response(body=json.dumps(MESSAGE_REPLY_03).encode()))
+    text = render_exchange(exchange, RenderOptions(only="response"))
+    assert text.splitlines()[3:] == [
+        "{",
+        '  "jsonrpc": "2.0",',
+        '  "id": "6b",',
+        '  "result": {',
+        '    "contextId": "df7ee03e-304c-49de-857b-6a01d74c8b20",',
+        '    "kind": "message",',
+        '    "messageId": "3b4b1206-4b6f-467f-b735-2d7e4f7f4bcd",',
+        '    "metadata": {',
+        "      …",  # the budget is spent: what is shown past it is the picked answer
+        "    },",
+        '    "parts": [',
+        "      {",
+        '        "kind": "text",',
+        f'        "text": {json.dumps(ANSWER_03)}',
+        "      }",
+        "    ],",
+        ELLIPSIS,
+    ]
+
+
+def test_an_a2a_0_3_message_frame_shows_its_answer_by_default() -> None:
+    frame = SseEvent(data=json.dumps(MESSAGE_REPLY_03))
+    lines = render_exchange(
+        make_exchange(
+            response=make_response(
+                headers=Headers([("Content-Type", "text/event-stream")]),
+                body=b"",
+                events=(frame,),
+            )
+        ),
+        RenderOptions(only="response"),
+    ).splitlines()
+    assert lines[-1].startswith('data: {"jsonrpc": "2.0", "id": "6b", "result": {')
+    assert f'"parts": [{{"kind": "text", "text": {json.dumps(ANSWER_03)}}}]' in lines[-1]
+
+
+def test_an_a2a_0_3_protojson_message_shows_its_content_by_default() -> None:
+    # 0.3's HTTP+JSON and gRPC: SendMessageResponse {"message": {..., "content": [parts]}}
+    reply = {
+        "message": {
+            "messageId": "3b4b1206-4b6f-467f-b735-2d7e4f7f4bcd",
+            "contextId": "df7ee03e-304c-49de-857b-6a01d74c8b20",
+            "taskId": "",
+            "role": "ROLE_AGENT",
+            "metadata": {"model": "reviewer-2"},
+            "content": [{"text": ANSWER_03}],
+        }
+    }
+    exchange = make_exchange(response=make_response(body=json.dumps(reply).encode()))
+    text = render_exchange(exchange, RenderOptions(only="response"))
+    assert f'        "text": {json.dumps(ANSWER_03)}' in text.splitlines()
+
+
 # --------------------------------------------------------------------------- blank line, frames
 
 

@@ -218,6 +218,11 @@ UNCOMMON: list[dict[str, Any]] = [
     {"status": 1000},
     {"reason": "OK\r\nInjected: 1"},
     {"reason": "O\x00K"},
+    # a literal that reads as a placeholder: the redactor escapes it (`recorder.literals`)
+    {"body": b'{"text":"Hello {{user_name}}"}'},
+    {"reply": b'{"echo":"{{user_name}}"}'},
+    {"headers": [JSON, (b"x-template", b"{{user_name}}")]},
+    {"target": "/a2a/jsonrpc?q={{user_name}}"},
 ]
 
 

@@ -273,3 +273,61 @@ def test_a_grpc_registered_webhook_the_recorder_refuses_never_reaches_the_agent(
     assert answer.status_code == 410
     assert "its webhook was refused" in answer.json()["error"]["message"]
     assert list(tmp_path.glob("*.http")) == []
+
+
+def test_over_grpc_a_refused_webhook_is_invalid_argument_and_a_deleted_config_ends(
+    kit: KitServer, tmp_path: Path
+) -> None:
+    import grpc
+    from a2a.types import a2a_pb2
+    from google.protobuf import empty_pb2
+
+    service = "/lf.a2a.v1.A2AService/"
+    proxy = create_proxy_app(kit.base_url, out=tmp_path, push_loopback=True)
+    listener = proxy.listen_grpc(port=0, upstream=kit.grpc_address)
+    with (
+        Webhook() as hook,
+        ProxyServer(proxy),
+        grpc.insecure_channel(f"127.0.0.1:{listener.port}") as channel,
+    ):
+        version = (("a2a-version", "1.0"),)
+
+        def call(method: str, message: Any, reply: Any) -> Any:
+            return channel.unary_unary(
+                service + method,
+                request_serializer=type(message).SerializeToString,
+                response_deserializer=reply.FromString,
+            )(message, metadata=version, timeout=LIMIT)
+
+        ask = a2a_pb2.SendMessageRequest()
+        ask.message.message_id, ask.message.role = "m-1", a2a_pb2.ROLE_USER
+        ask.message.parts.add(text=ASKS)
+        task = call("SendMessage", ask, a2a_pb2.SendMessageResponse).task
+        refused = a2a_pb2.TaskPushNotificationConfig(
+            task_id=task.id, id="cfg-0", url=f"http://0.0.0.0:{hook.port}/x"
+        )
+        with pytest.raises(grpc.RpcError) as raised:
+            call("CreateTaskPushNotificationConfig", refused, a2a_pb2.TaskPushNotificationConfig)
+        assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert raised.value.details().startswith(
+            "Invalid push notification URL: the recorder does not deliver there: "
+        )
+        good = a2a_pb2.TaskPushNotificationConfig(
+            task_id=task.id, id="cfg-1", url=hook.url("/hook"), token="tk"
+        )
+        created = call("CreateTaskPushNotificationConfig", good, a2a_pb2.TaskPushNotificationConfig)
+        assert created.url == hook.url("/hook")
+        listed = httpx.post(
+            kit.base_url + "/a2a/jsonrpc",
+            json=rpc("ListTaskPushNotificationConfigs", {"taskId": task.id}, 9),
+            headers={"A2A-Version": "1.0"},
+            timeout=LIMIT,
+        ).json()["result"]["configs"]
+        assert [c["id"] for c in listed] == ["cfg-1"]  # (the refused one never got there)
+        receiver = listed[0]["url"]
+        delete = a2a_pb2.DeleteTaskPushNotificationConfigRequest(task_id=task.id, id="cfg-1")
+        call("DeleteTaskPushNotificationConfig", delete, empty_pb2.Empty)
+        late = httpx.post(receiver, json={}, headers={"X-A2A-Notification-Token": "tk"})
+        assert late.status_code == 410
+    assert hook.received == []
+    assert proxy.status()["push_refused"] == 2  # the registration, the late delivery

@@ -178,10 +178,12 @@ class RecordingProxy:
         self.cards = AgentCards(self.upstream)
         self.grpc: GrpcListener | None = None  # `listen_grpc`
         self.relay = StreamRelay(self.recording, self.upstream_url, grace=stream_grace)
+        timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        self.read_timeout = timeout.read  # (the gRPC listener's bound too: `listen_grpc`)
         self.forwarder = Forwarder(
             self.upstream,
             parts,
-            timeout=timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout),
+            timeout=timeout,
             pool=pool,
             transport=transport,
             buffer_limit=buffer_limit,
@@ -203,11 +205,18 @@ class RecordingProxy:
         self.forwarder.restore = self.push.restore
 
     def listen_grpc(
-        self, host: str = "127.0.0.1", port: int = 0, upstream: str | None = None
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        upstream: str | None = None,
+        *,
+        max_message: int | None = None,
     ) -> GrpcListener:
         """Forward and record A2A's gRPC binding too: a listener on host:port (0: a free
         port), started and stopped with the proxy, calling the agent at `upstream` (its
-        card's GRPC interface, `host:port`; None: learned from the first card relayed).
+        card's GRPC interface, `host:port`; None: learned from the first card relayed),
+        each reply message awaited at most the proxy's read timeout; `max_message`: the
+        longest message it passes on, in bytes (None: no limit of its own).
         Raises RecorderError without grpcio (`recorder.record.grpc_proxy`)."""
         from recorder.record.grpc_proxy import GrpcListener
 
@@ -217,7 +226,9 @@ class RecordingProxy:
             host=host,
             port=port,
             upstream=upstream,
+            timeout=self.read_timeout,
             push=self.push,
+            max_message=max_message,
         )
         listener.http_upstream = self.upstream_url
         self.grpc = self.cards.grpc = listener

@@ -96,8 +96,8 @@ class Direct:
             return None
         if method not in _COMMON_METHODS or not 100 <= status <= 999:
             return None
-        if _REQUEST_TARGET.match(target) is None:
-            return None
+        if _REQUEST_TARGET.match(target) is None or "{{" in target:
+            return None  # (a literal `{{NAME}}`: escaped by the redactor)
         if "\r" in reason or "\n" in reason or "\0" in reason:
             return None
         # the request
@@ -226,6 +226,8 @@ class Direct:
                         placed = redactor._header_value(cased, taken).strip()
                         lines.append(_line_of(cased, placed)[0])
                         continue
+                    if "{{" in field[1]:
+                        raise _Uncommon  # (a literal that reads as a placeholder: escaped)
                     line = _line_of(*field)
                 if len(remembered) >= _MAX_LINES:
                     remembered.clear()

@@ -55,8 +55,16 @@ from typing import Any, cast
 
 import httpx
 
+from recorder.bindings import grpc as grpc_binding
 from recorder.bindings import jsonrpc, rest
-from recorder.model import Exchange, Headers, Request, Response, header_text, is_json_media_type
+from recorder.model import (
+    Exchange,
+    Headers,
+    Request,
+    Response,
+    header_text,
+    is_json_media_type,
+)
 from recorder.push import FORGED_TAG, FORGED_TOKEN, config_objects, deleted_config
 from recorder.push_urls import WebhookScreen, webhook_target
 from recorder.record.naming import header_case
@@ -112,6 +120,10 @@ PUSH_GRACE = 30.0
 # what the recorder's refusal of a registration says first: an SDK agent's own words
 _INVALID_URL = "Invalid push notification URL"
 _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+# the gRPC methods whose request may register a push config (`recorder.push.config_objects`)
+_GRPC_REGISTERING = frozenset(
+    {"SendMessage", "SendStreamingMessage", "CreateTaskPushNotificationConfig"}
+)
 
 
 @dataclass(frozen=True)
@@ -341,6 +353,47 @@ class PushRoom:
             except (ValueError, RecursionError):
                 return None
         return deleted_config(call.method, call.target, body)
+
+    def grpc_refusal(self, path: str, request: bytes) -> str | None:
+        """What a gRPC client is told (the listener's INVALID_ARGUMENT, `refusal_message`)
+        when its request message (its bytes) registers a push config whose webhook the
+        recorder does not deliver to, the refusal logged and counted; None when it does not.
+        The message is parsed, not made JSON (nothing more is read before it is forwarded)."""
+        name = grpc_binding.method_of(path)
+        if name not in _GRPC_REGISTERING:
+            return None
+        try:
+            message = grpc_binding.message_type(name).FromString(request)
+        except Exception:  # (the agent says what is wrong with a message)
+            return None
+        if name == "CreateTaskPushNotificationConfig":
+            url = message.url
+        else:
+            url = message.configuration.task_push_notification_config.url
+        reason = self.screen(url) if url else None
+        if reason is None:
+            return None
+        self.refused += 1
+        log.warning(
+            "gRPC %s registers a push config the recorder does not deliver to: %s; refused "
+            "INVALID_ARGUMENT, not forwarded, not recorded",
+            path,
+            reason,
+        )
+        return refusal_message(reason)
+
+    def deleted_by(self, call: Call) -> None:
+        """The agent confirmed `call` (any binding; its body JSON: a gRPC call's ProtoJSON):
+        when it deletes a push config, its receivers end."""
+        if not self.receivers or b"elete" not in call.target.encode() + call.body:
+            return
+        try:
+            body = json.loads(call.body) if call.body else None
+        except (ValueError, RecursionError):
+            return
+        ids = deleted_config(call.method, call.target, body)
+        if ids is not None:
+            self.deleted(*ids)
 
     def deleted(self, task_id: str, config_id: str) -> None:
         """The agent deleted the push config `config_id` of task `task_id` (any binding):

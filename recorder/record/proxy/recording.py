@@ -45,7 +45,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, cast
 
 from recorder.model import Exchange, SseEvent, is_json_media_type
@@ -196,9 +196,10 @@ class Recording:
         """Record a buffered reply off the reply path (called once the client has it)."""
         self.writer.hand_over((call, upstream, kept, body))
 
-    def write(self, call: Call, exchange: Exchange) -> None:
-        """Record `exchange` (a relayed stream's) off the reply path. Never raises: a write
-        that fails is logged and counted."""
+    def write(self, call: Call, exchange: Exchange | Callable[[], Exchange]) -> None:
+        """Record `exchange` (a relayed stream's; or a function that makes it, called on the
+        writer thread) off the reply path. Never raises: a write that fails (or an exchange
+        that cannot be made) is logged and counted."""
         self.writer.hand_over((call, None, None, exchange))
 
     @property

@@ -36,7 +36,9 @@ BACKLOG = 16
 # seconds a request waits for the writer at most (a stalled disk does not stall the proxy)
 CATCH_UP = 0.5
 
-# (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream
+# (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream,
+# the exchange given made or as a function that makes it (a gRPC call's: built here, off the
+# event loop, `recorder.record.grpc_proxy`)
 Job = tuple[Call, UpstreamReply | None, list[tuple[bytes, bytes]] | None, Any]
 
 
@@ -107,7 +109,8 @@ class Writer:
         call, upstream, kept, payload = job
         try:
             if upstream is None:
-                exchange: Exchange | str = payload
+                exchange: Exchange | str = payload() if callable(payload) else payload
+                payload = exchange
             else:
                 assert kept is not None
                 exchange = self._builder.built(call, upstream, kept, payload)
