@@ -171,6 +171,8 @@ CORE: dict[str, frozenset[str]] = {
     "addresses": frozenset(),
     "servers": frozenset(),
     "extras": frozenset(),
+    # (where push notifications are delivered: the recorder's and the stand-in's screen)
+    "push_urls": frozenset({"errors"}),
     "format": frozenset({"errors"}),
     "bindings": frozenset({"errors", "format"}),
     "secrets": frozenset({"format"}),
