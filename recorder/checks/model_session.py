@@ -1,0 +1,292 @@
+"""What the model checks of one run share: the endpoints' clients, the pool of workers that
+bounds how many requests are in flight, the answers asked already, the cache on disk, and the
+tally the reports print (requests, answers from the cache, tokens, time, each place judged).
+
+A run (`recorder play`, the pytest plugin, `recorder learn`) makes one `ModelSession` and
+binds its rules' model checks to it (`bind_model_checks`: the checks' options are values; the
+session goes beside them, as an httpx transport is handed to a client); a check bound to none
+uses a session of the process's own, made on first use from the environment. `skip`
+(`--no-judge`) makes every model check a skip that is counted, never a pass that is not.
+
+`ask(key, …)` is the one way to an answer: this run's answer under `key` (asked once, however
+many places or files ask it at once), else the cache's, else one request on a worker (at most
+`concurrency` at once, whatever `--jobs` is). A worker never waits for another's answer, so
+the pool cannot deadlock. An answer that failed is not kept: the next place asks again.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from recorder.checks.model_usage import Judgment, ModelUsage
+from recorder.checks.openai_compat import (
+    Endpoint,
+    EndpointError,
+    EndpointSettings,
+    ModelClient,
+    RetryPolicy,
+    Usage,
+    resolve_endpoint,
+)
+from recorder.checks.verdict_cache import VerdictCache, default_folder
+from recorder.errors import RecorderError
+
+if TYPE_CHECKING:  # (the checks' room imports this module: no circle at run time)
+    from recorder.checks.entries import CheckEntry
+    from recorder.checks.vocabulary import Check
+
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "ModelEndpointError",
+    "ModelSession",
+    "bind_model_checks",
+    "default_session",
+    "endpoint_problems",
+    "model_checks",
+    "start_session",
+]
+
+DEFAULT_CONCURRENCY = 4
+
+
+class ModelEndpointError(RecorderError):
+    """A model check has no endpoint to use: a usage error, before anything is sent."""
+
+
+class ModelSession:
+    """See the module docstring. `environ`: where endpoints and keys are read (os.environ);
+    `transport`, `sleep`, `retry`: for tests."""
+
+    def __init__(
+        self,
+        environ: Mapping[str, str] | None = None,
+        *,
+        skip: bool = False,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        cache: bool = True,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        self.environ: Mapping[str, str] = dict(os.environ if environ is None else environ)
+        self.skip = skip
+        self.concurrency = max(1, concurrency)
+        self._use_cache = cache
+        self._retry = retry
+        self._transport = transport
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._clients: dict[Endpoint, ModelClient] = {}
+        self._caches: dict[str, VerdictCache] = {}
+        self._asked: dict[str, Future[dict[str, Any]]] = {}
+        self._workers: ThreadPoolExecutor | None = None
+        self._usage = Usage()
+        self._cached = 0
+        self._skipped = 0
+        self._embeddings = 0
+        self._judgments: list[Judgment] = []
+
+    # --- the endpoints --------------------------------------------------------------------
+
+    def client(self, settings: EndpointSettings) -> ModelClient:
+        """The client of the endpoint `settings` mean here (one per endpoint). EndpointError."""
+        endpoint = resolve_endpoint(settings, self.environ)
+        with self._lock:
+            found = self._clients.get(endpoint)
+            if found is None:
+                options: dict[str, Any] = {"retry": self._retry, "transport": self._transport}
+                if self._sleep is not None:
+                    options["sleep"] = self._sleep
+                found = self._clients[endpoint] = ModelClient(endpoint, self.environ, **options)
+            return found
+
+    def cache(self, rules_file: str | None) -> VerdictCache | None:
+        """The cache beside `rules_file` (None: the cache is off)."""
+        if not self._use_cache:
+            return None
+        folder = str(default_folder(rules_file))
+        with self._lock:
+            found = self._caches.get(folder)
+            if found is None:
+                found = self._caches[folder] = VerdictCache(folder)
+            return found
+
+    # --- the answers ----------------------------------------------------------------------
+
+    def ask(
+        self,
+        key: str,
+        cache: VerdictCache | None,
+        request: Callable[[], tuple[dict[str, Any], Usage]],
+        *,
+        valid: Callable[[dict[str, Any]], bool] = lambda answer: True,
+    ) -> Future[dict[str, Any]]:
+        """The answer under `key` (see the module docstring); `request` makes it and says what
+        it cost (an exception it raises may carry the `usage` spent); a cached answer that is
+        not `valid` (an entry edited by hand) is asked again."""
+        with self._lock:
+            found = self._asked.get(key)
+            if found is not None:
+                self._cached += 1
+                return found
+            if self._workers is None:
+                self._workers = ThreadPoolExecutor(self.concurrency, "recorder-model")
+            future = self._workers.submit(self._answer, key, cache, request, valid)
+            self._asked[key] = future
+            return future
+
+    def _answer(
+        self,
+        key: str,
+        cache: VerdictCache | None,
+        request: Callable[[], tuple[dict[str, Any], Usage]],
+        valid: Callable[[dict[str, Any]], bool],
+    ) -> dict[str, Any]:
+        try:
+            kept = cache.get(key) if cache is not None else None
+            if kept is not None and valid(kept):
+                with self._lock:
+                    self._cached += 1
+                return kept
+            if kept is not None and cache is not None:
+                cache.forget(key)  # (an entry edited by hand: asked again, kept again)
+            try:
+                answer, usage = request()
+            except BaseException as exc:
+                spent = getattr(exc, "usage", None)
+                if isinstance(spent, Usage):
+                    with self._lock:
+                        self._usage += spent
+                raise
+            with self._lock:
+                self._usage += usage
+            if cache is not None:
+                cache.put(key, answer)
+            return answer
+        except BaseException:
+            with self._lock:
+                self._asked.pop(key, None)  # (not kept: asked again by the next place)
+            raise
+
+    # --- the tally ------------------------------------------------------------------------
+
+    def note_skipped(self) -> None:
+        with self._lock:
+            self._skipped += 1
+
+    def note_embedding(self) -> None:
+        with self._lock:
+            self._embeddings += 1
+
+    def note_judgment(self, judgment: Judgment) -> None:
+        with self._lock:
+            self._judgments.append(judgment)
+
+    def usage(self) -> ModelUsage:
+        """What the run's model checks did so far."""
+        with self._lock:
+            problems = [c.problem for c in self._caches.values() if c.problem]
+            return ModelUsage(
+                requests=self._usage.requests,
+                cached=self._cached,
+                prompt_tokens=self._usage.prompt_tokens,
+                completion_tokens=self._usage.completion_tokens,
+                seconds=self._usage.seconds,
+                skipped=self._skipped,
+                embeddings=self._embeddings,
+                judgments=tuple(self._judgments),
+                cache_problem=problems[0] if problems else None,
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._workers = self._workers, None
+            clients = list(self._clients.values())
+            self._clients.clear()
+        if workers is not None:
+            workers.shutdown(wait=True)
+        for client in clients:
+            client.close()
+
+
+_default: list[ModelSession] = []
+_default_lock = threading.Lock()
+
+
+def default_session() -> ModelSession:
+    """The process's own session, for model checks bound to none (made on first use)."""
+    with _default_lock:
+        if not _default:
+            _default.append(ModelSession())
+        return _default[0]
+
+
+# --- the rules' model checks ----------------------------------------------------------------
+
+
+def _is_model_check(check: Check) -> bool:
+    return hasattr(check.value, "endpoint") and hasattr(check.value, "session")
+
+
+def model_checks(entries: Iterable[CheckEntry]) -> list[Check]:
+    """The checks among `entries` that ask a model (a model judge, embedding similarity)."""
+    return [check for entry in entries for check in entry.checks if _is_model_check(check)]
+
+
+def endpoint_problems(entries: Iterable[CheckEntry], environ: Mapping[str, str]) -> list[str]:
+    """`rules.yaml:12: judge model M: no model endpoint: …` for each model check with no
+    endpoint to use in `environ` (the first of each kind of problem)."""
+    problems: dict[str, str] = {}
+    for check in model_checks(entries):
+        try:
+            resolve_endpoint(check.value.endpoint, environ)
+        except EndpointError as exc:
+            problems.setdefault(str(exc), f"{check.where}: {check.label}: {exc}")
+    return list(problems.values())
+
+
+def bind_model_checks(
+    entries: tuple[CheckEntry, ...], session: ModelSession
+) -> tuple[CheckEntry, ...]:
+    """`entries` with their model checks bound to `session` (the others as they are)."""
+
+    def bound(entry: CheckEntry) -> CheckEntry:
+        if not any(_is_model_check(check) for check in entry.checks):
+            return entry
+        checks = tuple(
+            replace(check, value=replace(check.value, session=session))
+            if _is_model_check(check)
+            else check
+            for check in entry.checks
+        )
+        return replace(entry, checks=checks)
+
+    return tuple(bound(entry) for entry in entries)
+
+
+def start_session(
+    entries: Iterable[CheckEntry],
+    *,
+    skip: bool = False,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    environ: Mapping[str, str] | None = None,
+) -> ModelSession | None:
+    """The session of a run whose rules hold `entries`: None when no check asks a model.
+    ModelEndpointError (a usage error naming the rules file's line) when one has no endpoint
+    to use and the run does not `skip` them: said before anything is sent."""
+    entries = list(entries)
+    if not model_checks(entries):
+        return None
+    environ = dict(os.environ if environ is None else environ)
+    if not skip:
+        problems = endpoint_problems(entries, environ)
+        if problems:
+            raise ModelEndpointError("\n".join(problems))
+    return ModelSession(environ, skip=skip, concurrency=concurrency)
