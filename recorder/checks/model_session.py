@@ -16,6 +16,7 @@ the pool cannot deadlock. An answer that failed is not kept: the next place asks
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -61,8 +62,9 @@ class ModelEndpointError(RecorderError):
 
 
 class ModelSession:
-    """See the module docstring. `environ`: where endpoints and keys are read (os.environ);
-    `transport`, `sleep`, `retry`: for tests."""
+    """See the module docstring. `environ`: where endpoints and keys are read (None: the
+    process's environment as it is at each request); `transport`, `sleep`, `retry`: for
+    tests."""
 
     def __init__(
         self,
@@ -75,7 +77,7 @@ class ModelSession:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
-        self.environ: Mapping[str, str] = dict(os.environ if environ is None else environ)
+        self._environ = None if environ is None else dict(environ)
         self.skip = skip
         self.concurrency = max(1, concurrency)
         self._use_cache = cache
@@ -83,7 +85,7 @@ class ModelSession:
         self._transport = transport
         self._sleep = sleep
         self._lock = threading.Lock()
-        self._clients: dict[Endpoint, ModelClient] = {}
+        self._clients: dict[tuple[Endpoint, str], ModelClient] = {}
         self._caches: dict[str, VerdictCache] = {}
         self._asked: dict[str, Future[dict[str, Any]]] = {}
         self._workers: ThreadPoolExecutor | None = None
@@ -97,15 +99,24 @@ class ModelSession:
 
     def client(self, settings: EndpointSettings) -> ModelClient:
         """The client of the endpoint `settings` mean here (one per endpoint). EndpointError."""
-        endpoint = resolve_endpoint(settings, self.environ)
+        environ = self.environ
+        endpoint = resolve_endpoint(settings, environ)
+        # (the key's digest, not the key: a key changed in the environment is a new client)
+        key = hashlib.sha256(environ.get(endpoint.key_variable, "").encode()).hexdigest()
         with self._lock:
-            found = self._clients.get(endpoint)
+            found = self._clients.get((endpoint, key))
             if found is None:
                 options: dict[str, Any] = {"retry": self._retry, "transport": self._transport}
                 if self._sleep is not None:
                     options["sleep"] = self._sleep
-                found = self._clients[endpoint] = ModelClient(endpoint, self.environ, **options)
+                found = ModelClient(endpoint, environ, **options)
+                self._clients[(endpoint, key)] = found
             return found
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        """Where endpoints and keys are read."""
+        return os.environ if self._environ is None else self._environ
 
     def cache(self, rules_file: str | None) -> VerdictCache | None:
         """The cache beside `rules_file` (None: the cache is off)."""

@@ -64,7 +64,8 @@ def _check_entry(proposal: Proposal, indent: str, scrub: Scrub) -> list[str]:
         item = ", ".join(
             f"{name}: {scrub(_flow(value))}" for name, value in check.as_rule().items()
         )
-        lines.append(f"{indent}    - {item}  # {check.seen}")
+        commented = "# " if check.commented else ""  # (a model judge for the user to take)
+        lines.append(f"{indent}    {commented}- {item}  # {check.seen}")
     return lines
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from recorder.atomic import write_text_atomic
 from recorder.learn.rulesfile import merge, render
 from recorder.model import Transcript
-from recorder.noise import Proposals, Replies, propose
+from recorder.noise import MoreChecks, Proposals, Replies, propose
 from recorder.redact import scrub_text
 from recorder.replay.grpc_send import grpc_target, has_grpc
 from recorder.replay.live import LiveReply
@@ -105,12 +105,14 @@ def learn(
     timeout: float = DEFAULT_TIMEOUT,
     start_agent: Callable[..., AgentHandle] | None = None,
     grpc_agent: str | None = None,
+    more_checks: MoreChecks | None = None,
 ) -> Learned:
     """Play `paths` `runs` times against `agent` (or the agent `start_agent` starts), propose
     the rules that absorb the noise over `rules` (read from `rules_file`, if any), write them
     to `output` (or merged into `rules_file`; neither: not written, see `Learned.text`), and
     play once more with them. gRPC calls go where `recorder.replay.grpc_send.grpc_target`
-    says (`grpc_agent`, the started agent's, the card's). Raises `TranscriptErrors`,
+    says (`grpc_agent`, the started agent's, the card's); `more_checks` proposes more checks
+    where prose varied (a model's: `recorder.checks.model_proposals`). Raises `TranscriptErrors`,
     `UpstreamError`, `RulesError`."""
     if runs < 2:
         raise ValueError("learning needs two live runs or more")
@@ -174,7 +176,7 @@ def learn(
             for index in range(len(transcript.exchanges))
             if len(lives.get((number, index), ())) == runs
         ]
-        proposals = propose(replies, rules)
+        proposals = propose(replies, rules, more_checks=more_checks)
         secrets = secret_values(
             variables, {*rules.secret_headers.values(), *rules.secret_fields.values()}
         )

@@ -466,3 +466,18 @@ def test_an_embedding_endpoint_that_fails_is_an_error_naming_the_line(tmp_path: 
     assert not outcome.passed
     assert outcome.reason.startswith("error: expected 1 embeddings in data[], got []")
     assert outcome.reason.endswith(f"({tmp_path}/rules.yaml:4)")
+
+
+def test_a_check_bound_to_no_session_asks_where_the_environment_says_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (a library caller's rules, never bound: the process's own session, which reads the
+    # environment at each request, not once)
+    path = tmp_path / "rules.yaml"
+    path.write_text('checks:\n  - path: "$.result.text"\n    assert:\n      - judge: {model: m}\n')
+    (check,) = load_rules(str(path)).checks[0].checks
+    with ModelServer() as first, ModelServer() as second:
+        for server, live in ((first, REWORDED), (second, WRONG)):
+            monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+            judged(check, live)
+    assert first.count() == 2 and second.count() == 1  # (the self-check was cached)
