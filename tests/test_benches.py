@@ -18,6 +18,7 @@ BENCH = Path(__file__).parent.parent / "bench"
         ("bench_play.py", ["--exchanges", "100", "--rounds", "1"], "play ["),
         ("bench_compare.py", ["--quick"], "4-frame stream"),
         ("bench_checks.py", ["--smoke"], '"bench": "checks"'),
+        ("bench_model_judge.py", ["--smoke"], '"bench": "model-judge"'),
         ("bench_format.py", ["--mb", "0.2", "--repeat", "1"], "json.loads of the JSON bodies"),
         ("bench_parse_shapes.py", ["--mb", "0.05", "--repeat", "1"], "slowest shape:"),
         # (its 2 s verdict is a figure: here only a start that never comes fails)

@@ -86,7 +86,7 @@ class ModelSession:
         self._sleep = sleep
         self._lock = threading.Lock()
         self._clients: dict[tuple[Endpoint, str], ModelClient] = {}
-        self._caches: dict[str, VerdictCache] = {}
+        self._caches: dict[str | None, VerdictCache] = {}
         self._asked: dict[str, Future[dict[str, Any]]] = {}
         self._workers: ThreadPoolExecutor | None = None
         self._usage = Usage()
@@ -122,11 +122,10 @@ class ModelSession:
         """The cache beside `rules_file` (None: the cache is off)."""
         if not self._use_cache:
             return None
-        folder = str(default_folder(rules_file))
         with self._lock:
-            found = self._caches.get(folder)
+            found = self._caches.get(rules_file)
             if found is None:
-                found = self._caches[folder] = VerdictCache(folder)
+                found = self._caches[rules_file] = VerdictCache(default_folder(rules_file))
             return found
 
     # --- the answers ----------------------------------------------------------------------
@@ -222,7 +221,9 @@ class ModelSession:
             clients = list(self._clients.values())
             self._clients.clear()
         if workers is not None:
-            workers.shutdown(wait=True)
+            # (nothing is waited for at the end of a run; after a Ctrl-C, what is queued is
+            # dropped and the requests in flight end with their connections)
+            workers.shutdown(wait=False, cancel_futures=True)
         for client in clients:
             client.close()
 

@@ -26,6 +26,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from recorder.atomic import create_exclusive
 
 __all__ = ["CACHE_FOLDER", "VerdictCache", "cache_key", "default_folder"]
@@ -41,9 +43,8 @@ _TAG = (
 
 
 def cache_key(value: Any) -> str:
-    """The SHA-256 (hex) of `value`'s canonical JSON (keys sorted, no spaces)."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """The SHA-256 (hex) of `value`'s canonical JSON (UTF-8, keys sorted, no spaces)."""
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 class VerdictCache:
