@@ -44,7 +44,8 @@ sys.path.insert(0, str(ROOT / "tests"))  # the scripted model server
 
 from model_server import ModelServer  # noqa: E402
 
-from recorder.checks.model_session import ModelSession, bind_model_checks  # noqa: E402
+from recorder.checks.model_rules import bind_model_checks  # noqa: E402
+from recorder.checks.model_session import ModelSession  # noqa: E402
 from recorder.httpfile import load  # noqa: E402
 from recorder.model import Response, Transcript  # noqa: E402
 from recorder.replay.live import LiveReply  # noqa: E402

@@ -3,8 +3,9 @@ bounds how many requests are in flight, the answers asked already, the cache on 
 tally the reports print (requests, answers from the cache, tokens, time, each place judged).
 
 A run (`recorder play`, the pytest plugin, `recorder learn`) makes one `ModelSession` and
-binds its rules' model checks to it (`bind_model_checks`: the checks' options are values; the
-session goes beside them, as an httpx transport is handed to a client); a check bound to none
+binds its rules' model checks to it (`recorder.checks.model_rules`: the checks' options are
+values; the session goes beside them, as an httpx transport is handed to a client); a check
+bound to none
 uses a session of the process's own, made on first use from the environment. `skip`
 (`--no-judge`) makes every model check a skip that is counted, never a pass that is not.
 
@@ -19,17 +20,15 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
 from recorder.checks.model_usage import Judgment, ModelUsage
 from recorder.checks.openai_compat import (
     Endpoint,
-    EndpointError,
     EndpointSettings,
     ModelClient,
     RetryPolicy,
@@ -39,20 +38,7 @@ from recorder.checks.openai_compat import (
 from recorder.checks.verdict_cache import VerdictCache, default_folder
 from recorder.errors import RecorderError
 
-if TYPE_CHECKING:  # (the checks' room imports this module: no circle at run time)
-    from recorder.checks.entries import CheckEntry
-    from recorder.checks.vocabulary import Check
-
-__all__ = [
-    "DEFAULT_CONCURRENCY",
-    "ModelEndpointError",
-    "ModelSession",
-    "bind_model_checks",
-    "default_session",
-    "endpoint_problems",
-    "model_checks",
-    "start_session",
-]
+__all__ = ["DEFAULT_CONCURRENCY", "ModelEndpointError", "ModelSession", "default_session"]
 
 DEFAULT_CONCURRENCY = 4
 
@@ -238,67 +224,3 @@ def default_session() -> ModelSession:
         if not _default:
             _default.append(ModelSession())
         return _default[0]
-
-
-# --- the rules' model checks ----------------------------------------------------------------
-
-
-def _is_model_check(check: Check) -> bool:
-    return hasattr(check.value, "endpoint") and hasattr(check.value, "session")
-
-
-def model_checks(entries: Iterable[CheckEntry]) -> list[Check]:
-    """The checks among `entries` that ask a model (a model judge, embedding similarity)."""
-    return [check for entry in entries for check in entry.checks if _is_model_check(check)]
-
-
-def endpoint_problems(entries: Iterable[CheckEntry], environ: Mapping[str, str]) -> list[str]:
-    """`rules.yaml:12: judge model M: no model endpoint: …` for each model check with no
-    endpoint to use in `environ` (the first of each kind of problem)."""
-    problems: dict[str, str] = {}
-    for check in model_checks(entries):
-        try:
-            resolve_endpoint(check.value.endpoint, environ)
-        except EndpointError as exc:
-            problems.setdefault(str(exc), f"{check.where}: {check.label}: {exc}")
-    return list(problems.values())
-
-
-def bind_model_checks(
-    entries: tuple[CheckEntry, ...], session: ModelSession
-) -> tuple[CheckEntry, ...]:
-    """`entries` with their model checks bound to `session` (the others as they are)."""
-
-    def bound(entry: CheckEntry) -> CheckEntry:
-        if not any(_is_model_check(check) for check in entry.checks):
-            return entry
-        checks = tuple(
-            replace(check, value=replace(check.value, session=session))
-            if _is_model_check(check)
-            else check
-            for check in entry.checks
-        )
-        return replace(entry, checks=checks)
-
-    return tuple(bound(entry) for entry in entries)
-
-
-def start_session(
-    entries: Iterable[CheckEntry],
-    *,
-    skip: bool = False,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    environ: Mapping[str, str] | None = None,
-) -> ModelSession | None:
-    """The session of a run whose rules hold `entries`: None when no check asks a model.
-    ModelEndpointError (a usage error naming the rules file's line) when one has no endpoint
-    to use and the run does not `skip` them: said before anything is sent."""
-    entries = list(entries)
-    if not model_checks(entries):
-        return None
-    environ = dict(os.environ if environ is None else environ)
-    if not skip:
-        problems = endpoint_problems(entries, environ)
-        if problems:
-            raise ModelEndpointError("\n".join(problems))
-    return ModelSession(environ, skip=skip, concurrency=concurrency)

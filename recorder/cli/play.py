@@ -12,12 +12,8 @@ from typing import Any
 
 import click
 
-from recorder.checks.model_session import (
-    DEFAULT_CONCURRENCY,
-    ModelSession,
-    bind_model_checks,
-    start_session,
-)
+from recorder.checks.model_rules import bind_model_checks, start_session
+from recorder.checks.model_session import DEFAULT_CONCURRENCY, ModelSession
 from recorder.checks.model_usage import ModelUsage, usage_json, usage_lines
 from recorder.errors import RecorderError
 from recorder.replay.envfile import EnvFileError, merge_variables, parse_env_file, parse_var

@@ -354,7 +354,7 @@ def _bind_models(config: pytest.Config, rules: Rules, environ: dict[str, str]) -
     model); a model check without an endpoint raises ModelEndpointError."""
     import dataclasses
 
-    from recorder.checks.model_session import bind_model_checks, start_session
+    from recorder.checks.model_rules import bind_model_checks, start_session
 
     skip = bool(config.getoption("recorder_no_judge", False))
     models = start_session(rules.checks, skip=skip, environ=environ)

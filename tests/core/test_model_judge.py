@@ -17,12 +17,8 @@ import pytest
 from model_server import ModelServer, Reply, answers_in, facts_judge
 
 from recorder.checks.model_judge import DEFAULT_RUBRIC, VerdictError, parse_verdict
-from recorder.checks.model_session import (
-    ModelEndpointError,
-    ModelSession,
-    bind_model_checks,
-    start_session,
-)
+from recorder.checks.model_rules import bind_model_checks, start_session
+from recorder.checks.model_session import ModelEndpointError, ModelSession
 from recorder.checks.model_usage import usage_json, usage_lines
 from recorder.checks.openai_compat import RetryPolicy
 from recorder.checks.vocabulary import Check, CheckContext, Outcome, run_check
