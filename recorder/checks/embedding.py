@@ -15,11 +15,10 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder.checks.model_session import ModelSession, default_session
+from recorder.checks.model_session import Asked, ModelSession, default_session
 from recorder.checks.openai_compat import (
     ENDPOINT_OPTIONS,
     EndpointError,
@@ -97,7 +96,7 @@ def embeddings_of(
     texts: Sequence[str],
     cache: VerdictCache | None,
     timeout: float = DEFAULT_TIMEOUT,
-) -> list[Future[dict[str, Any]]]:
+) -> list[Asked]:
     """One answer (`{"embedding": [...]}`) per text, asked of the session (cached)."""
     return [
         session.ask(

@@ -34,11 +34,10 @@ import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder.checks.model_session import ModelSession, default_session
+from recorder.checks.model_session import Asked, ModelSession, default_session
 from recorder.checks.model_usage import Judgment
 from recorder.checks.openai_compat import (
     ENDPOINT_OPTIONS,
@@ -287,7 +286,7 @@ def run_model_judge(check: Check, recorded: Any, live: Any, context: CheckContex
     request = request_text(context.request)
     recorded_text, live_text = _as_text(recorded), _as_text(live)
 
-    def votes(answer: str) -> list[Future[dict[str, Any]]]:
+    def votes(answer: str) -> list[Asked]:
         messages = judge_messages(spec.rubric, request, recorded_text, answer, context.title)
         return [
             session.ask(

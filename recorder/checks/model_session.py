@@ -38,13 +38,35 @@ from recorder.checks.openai_compat import (
 from recorder.checks.verdict_cache import VerdictCache, default_folder
 from recorder.errors import RecorderError
 
-__all__ = ["DEFAULT_CONCURRENCY", "ModelEndpointError", "ModelSession", "default_session"]
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "Asked",
+    "ModelEndpointError",
+    "ModelSession",
+    "default_session",
+]
 
 DEFAULT_CONCURRENCY = 4
 
 
 class ModelEndpointError(RecorderError):
     """A model check has no endpoint to use: a usage error, before anything is sent."""
+
+
+class Asked:
+    """An answer asked of the session: `result()` waits for it (raising what made it fail).
+    One asked already in this run (`reused_from`) counts as from the cache once it came."""
+
+    def __init__(self, future: Future[dict[str, Any]], reused_from: ModelSession | None = None):
+        self._future = future
+        self._reused_from = reused_from
+
+    def result(self) -> dict[str, Any]:
+        answer = self._future.result()
+        if self._reused_from is not None:
+            self._reused_from.note_cached()  # (once: then it is no longer reused)
+            self._reused_from = None
+        return answer
 
 
 class ModelSession:
@@ -123,20 +145,23 @@ class ModelSession:
         request: Callable[[], tuple[dict[str, Any], Usage]],
         *,
         valid: Callable[[dict[str, Any]], bool] = lambda answer: True,
-    ) -> Future[dict[str, Any]]:
+    ) -> Asked:
         """The answer under `key` (see the module docstring); `request` makes it and says what
         it cost (an exception it raises may carry the `usage` spent); a cached answer that is
         not `valid` (an entry edited by hand) is asked again."""
         with self._lock:
             found = self._asked.get(key)
             if found is not None:
-                self._cached += 1
-                return found
+                return Asked(found, self)
             if self._workers is None:
                 self._workers = ThreadPoolExecutor(self.concurrency, "recorder-model")
             future = self._workers.submit(self._answer, key, cache, request, valid)
             self._asked[key] = future
-            return future
+            return Asked(future)
+
+    def note_cached(self) -> None:
+        with self._lock:
+            self._cached += 1
 
     def _answer(
         self,

@@ -477,3 +477,15 @@ def test_a_check_bound_to_no_session_asks_where_the_environment_says_now(
             monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
             judged(check, live)
     assert first.count() == 2 and second.count() == 1  # (the self-check was cached)
+
+
+def test_an_answer_that_failed_is_never_counted_as_from_the_cache(tmp_path: Path) -> None:
+    # four places ask the same answer at once, while it is being asked: it fails for all
+    with ModelServer(judge=lambda body: "no verdict here", delay=0.3) as server:
+        session = session_of(server)
+        (check,) = checks_of(tmp_path, "judge: {model: m1, self_check: false}", session)
+        with ThreadPoolExecutor(4) as jobs:
+            outcomes = list(jobs.map(lambda _: judged(check, REWORDED), range(4)))
+    assert all(o.reason.startswith("error: the judge answered something other") for o in outcomes)
+    assert server.count() < 4  # (asked at once: the in-flight answer was shared)
+    assert session.usage().cached == 0
