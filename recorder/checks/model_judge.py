@@ -34,7 +34,7 @@ import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from recorder.checks.model_session import Asked, ModelSession, default_session
@@ -327,46 +327,34 @@ def _decide(
     verdicts: Sequence[Verdict],
     self_verdicts: Sequence[Verdict] | None,
 ) -> Outcome:
+    """The majority of `verdicts`, unless the self-check failed: the judge is unstable."""
     passed = sum(v.passed for v in verdicts)
     held = passed * 2 > len(verdicts)
-    counted = f" ({passed}/{len(verdicts)} votes pass)" if len(verdicts) > 1 else ""
+    tally = f"{passed}/{len(verdicts)} votes pass"
     self_check = None
     if self_verdicts is not None:
         self_check = (len(self_verdicts), sum(v.passed for v in self_verdicts))
     judgment = Judgment(place, check.where, spec.model, len(verdicts), passed, "", self_check)
     if self_check is not None and self_check[1] < self_check[0]:
         failed = next(v for v in self_verdicts or () if not v.passed)
-        votes = f", {passed}/{len(verdicts)} votes pass" if len(verdicts) > 1 else ""
-        here = f"{'pass' if held else 'fail'}{votes}"
+        here = ("pass" if held else "fail") + (f", {tally}" if len(verdicts) > 1 else "")
         reason = (
             f"unstable judge: it failed the recorded answer against itself in "
             f"{self_check[0] - self_check[1]} of {self_check[0]} votes ({_shown(failed.reason)}); "
             f"its verdict here ({here}) cannot be trusted"
         )
-        session.note_judgment(_with(judgment, "unstable", reason))
+        session.note_judgment(replace(judgment, verdict="unstable", reason=reason))
         return Outcome(False, reason)
     if held:
-        session.note_judgment(_with(judgment, "passed", ""))
-        return Outcome(True, f"{passed}/{len(verdicts)} votes pass")
+        session.note_judgment(replace(judgment, verdict="passed"))
+        return Outcome(True, tally)
     failed = next(v for v in verdicts if not v.passed)
-    reason = f"the judge says no{counted}: {failed.reason}"
+    reason = "the judge says no" + (f" ({tally})" if len(verdicts) > 1 else "")
+    reason += f": {failed.reason}"
     if failed.differences:
         reason += "; differences: " + "; ".join(failed.differences)
-    session.note_judgment(_with(judgment, "failed", reason))
+    session.note_judgment(replace(judgment, verdict="failed", reason=reason))
     return Outcome(False, reason)
-
-
-def _with(judgment: Judgment, verdict: str, reason: str) -> Judgment:
-    return Judgment(
-        judgment.place,
-        judgment.check,
-        judgment.model,
-        judgment.votes,
-        judgment.passed_votes,
-        verdict,
-        judgment.self_check,
-        reason,
-    )
 
 
 def _error(session: ModelSession, check: Check, place: str, problem: str) -> Outcome:
@@ -409,7 +397,4 @@ def _place(context: CheckContext) -> str:
 
 def _shown(text: str) -> str:
     text = " ".join(text.split())
-    shown = json.dumps(
-        text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…", ensure_ascii=False
-    )
-    return shown
+    return json.dumps(text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…", ensure_ascii=False)

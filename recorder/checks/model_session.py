@@ -5,9 +5,9 @@ tally the reports print (requests, answers from the cache, tokens, time, each pl
 A run (`recorder play`, the pytest plugin, `recorder learn`) makes one `ModelSession` and
 binds its rules' model checks to it (`recorder.checks.model_rules`: the checks' options are
 values; the session goes beside them, as an httpx transport is handed to a client); a check
-bound to none
-uses a session of the process's own, made on first use from the environment. `skip`
-(`--no-judge`) makes every model check a skip that is counted, never a pass that is not.
+bound to none uses a session of the process's own, made on first use, which reads the
+environment at each request. `skip` (`--no-judge`) makes every model check a skip that is
+counted, never a pass that is not.
 
 `ask(key, …)` is the one way to an answer: this run's answer under `key` (asked once, however
 many places or files ask it at once), else the cache's, else one request on a worker (at most
