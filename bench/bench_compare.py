@@ -37,9 +37,9 @@ import time
 import uuid
 from typing import Any
 
-from recorder.model import Exchange, Request, Response, SseEvent
-from recorder.replay.state import LiveReply, ReplayState
-from recorder.rules import DEFAULT_RULES
+from recorder.format.model import Exchange, Request, Response, SseEvent
+from recorder.replay.verdict.state import LiveReply, ReplayState
+from recorder.rules.ruleset import DEFAULT_RULES
 
 RECORDED = "http://localhost:41242"
 LIVE = "http://127.0.0.1:50123"

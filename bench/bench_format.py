@@ -5,7 +5,10 @@
 The transcript mixes what real A2A traffic records: JSON-RPC requests and replies (pretty JSON)
 and SSE streams of task/statusUpdate/artifactUpdate frames, with uuids and timestamps. Prints
 MB/s for `loads` and `dumps` (best of --repeat runs), and for comparison `json.loads` over the
-same JSON payloads.
+same JSON payloads. Then the canonical body (`canonical_json_body`, what recording a JSON body
+costs) of those payloads as agents send them: compact, compact with numbers that have a
+fraction, ASCII-escaped (`\u00e9`), and with a member named twice. Run it with another tree's
+`recorder` first on PYTHONPATH to compare (the bodies are the same: a fixed seed).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 import uuid
 
 from recorder import Exchange, Headers, Request, Response, SseEvent, Transcript, dumps, loads
+from recorder.format.model import canonical_json_body
 
 JSON = Headers([("Content-Type", "application/json")])
 TIME = "2026-11-29T18:28:41.946689Z"
@@ -131,6 +135,23 @@ def main() -> None:
     print(f"loads: {parse * 1000:8.1f} ms  {size_mb / parse:7.1f} MB/s")
     print(f"dumps: {write * 1000:8.1f} ms  {size_mb / write:7.1f} MB/s")
     print(f"json.loads of the JSON bodies alone: {json_mb / json_time:7.1f} MB/s")
+    values = [json.loads(p) for p in payloads]
+    cases = {
+        "compact": [json.dumps(v, separators=(",", ":"), ensure_ascii=False) for v in values],
+        "compact, numbers": [
+            json.dumps({"score": 0.75, "ratio": 1e-7, "big": 12.5, **v}, separators=(",", ":"))
+            for v in values
+        ],
+        "ASCII-escaped": [json.dumps({"note": "café ✓", **v}) for v in values],
+        "a name twice": [
+            '{"id":1,' + json.dumps(v, separators=(",", ":"))[1:] for v in values if v
+        ],
+    }
+    for name, texts in cases.items():
+        bodies = [t.encode() for t in texts]
+        size = sum(map(len, bodies)) / 1_000_000
+        took = best(lambda bodies=bodies: [canonical_json_body(b) for b in bodies], args.repeat)
+        print(f"canonical body, {name + ':':18} {size / took:7.1f} MB/s")
 
 
 if __name__ == "__main__":

@@ -1,25 +1,32 @@
 """What the recorder's gRPC listener adds to a call, against the kit on loopback.
 
-    .venv/bin/python bench/bench_grpc_proxy.py              # ~20 s
-    .venv/bin/python bench/bench_grpc_proxy.py --smoke      # a few seconds (tests)
+    .venv/bin/python bench/bench_grpc_proxy.py                         # ~20 s
+    .venv/bin/python bench/bench_grpc_proxy.py --baseline ../main      # and another checkout
+    .venv/bin/python bench/bench_grpc_proxy.py --smoke                 # a few seconds (tests)
 
 Starts `recorder kit --grpc-port 0` and `recorder record` in front of it, each in its own
 process (the recorder's gRPC listener on a free port, recording into a temporary folder), and
-calls both with grpcio's own stub (raw A2A messages, no SDK client in the measure):
+calls them with grpcio's own stub (raw A2A messages, no SDK client in the measure):
 
-  unary   sequential GetTask calls of one task: p50 / p99 direct and through the recorder,
-          and the p50 added per call
+  unary   sequential GetTask calls of one task: p50 / p99, and the p50 added per call
   stream  SendStreamingMessage of a diff (the kit's review: 4 messages): p50 time per stream
-          message, direct and through the recorder, and the time added per message
+          message, and the time added per message
 
-Direct and proxied calls are interleaved round by round, so that drift hits both alike. Prints
-a table and one JSON line (`"bench": "grpc-proxy"`, with the ratios).
+Beside direct calls and the recorder, in the same run: `pass-through`, a bare grpc.aio proxy
+in a process of its own (a generic handler forwarding raw bytes with their metadata, nothing
+recorded: what any Python gRPC hop costs here, the floor under the recorder's figure), and
+with `--baseline DIR` the recorder of another checkout (before / after a change).
+
+Targets are interleaved call by call, so that drift hits all alike. Prints a table and one
+JSON line (`"bench": "grpc-proxy"`, with each target's p50s, what it adds and its ratio to
+direct).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import re
@@ -40,6 +47,7 @@ RECORDER = [sys.executable, "-c", "from recorder.cli import main; main()"]
 DIFF = "--- a/src/app.py\n+++ b/src/app.py\n@@ -1,1 +1,2 @@\n import os\n+# TODO: later\n"
 METADATA = (("a2a-version", "1.0"),)
 LIMIT = 30.0
+STREAMING = ("SendStreamingMessage", "SubscribeToTask")
 
 
 def read_line(process: subprocess.Popen[str], pattern: str, stream: str) -> re.Match[str]:
@@ -57,21 +65,58 @@ def read_line(process: subprocess.Popen[str], pattern: str, stream: str) -> re.M
     raise RuntimeError(f"no line matching {pattern!r} from {process.args!r}")
 
 
+async def pass_through(upstream: str) -> None:
+    """A bare grpc.aio proxy to `upstream`: raw bytes and metadata forwarded, nothing else."""
+    channel = grpc.aio.insecure_channel(upstream)
+    skipped = ("user-agent", "te", "content-type", "grpc-accept-encoding")
+
+    def metadata(context: Any) -> Any:
+        pairs = [(k, v) for k, v in context.invocation_metadata() if k not in skipped]
+        return [(k, v) for k, v in pairs if not k.startswith(":")] or None
+
+    async def unary(path: str, request: bytes, context: Any) -> bytes:
+        rpc = channel.unary_unary(path)(
+            request, metadata=metadata(context), timeout=context.time_remaining()
+        )
+        reply: bytes = await rpc
+        initial = await rpc.initial_metadata()
+        if initial:
+            await context.send_initial_metadata(initial)
+        return reply
+
+    async def stream(path: str, request: bytes, context: Any) -> Any:
+        rpc = channel.unary_stream(path)(
+            request, metadata=metadata(context), timeout=context.time_remaining()
+        )
+        async for message in rpc:
+            yield message
+
+    class Handler(grpc.GenericRpcHandler):
+        def service(self, details: Any) -> Any:
+            if details.method.rpartition("/")[2] in STREAMING:
+                return grpc.unary_stream_rpc_method_handler(
+                    functools.partial(stream, details.method)
+                )
+            return grpc.unary_unary_rpc_method_handler(functools.partial(unary, details.method))
+
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((Handler(),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    print(f"gRPC listening on 127.0.0.1:{port}, forwarding to {upstream}", file=sys.stderr)
+    await server.wait_for_termination()
+
+
 def message(text: str) -> a2a_pb2.SendMessageRequest:
     sent = a2a_pb2.Message(message_id=f"bench-{time.monotonic_ns()}", role=a2a_pb2.ROLE_USER)
     sent.parts.add(text=text)
     return a2a_pb2.SendMessageRequest(message=sent)
 
 
-async def measure(direct: str, proxied: str, calls: int, streams: int) -> dict[str, Any]:
-    async with (
-        grpc.aio.insecure_channel(direct) as direct_channel,
-        grpc.aio.insecure_channel(proxied) as proxy_channel,
-    ):
-        stubs = {
-            "direct": a2a_pb2_grpc.A2AServiceStub(direct_channel),
-            "recorder": a2a_pb2_grpc.A2AServiceStub(proxy_channel),
-        }
+async def measure(targets: dict[str, str], calls: int, streams: int) -> dict[str, Any]:
+    channels = {name: grpc.aio.insecure_channel(address) for name, address in targets.items()}
+    try:
+        stubs = {name: a2a_pb2_grpc.A2AServiceStub(c) for name, c in channels.items()}
         task = await stubs["direct"].SendMessage(message(DIFF), metadata=METADATA, timeout=LIMIT)
         task_id = task.task.id
         unary: dict[str, list[float]] = {name: [] for name in stubs}
@@ -95,6 +140,9 @@ async def measure(direct: str, proxied: str, calls: int, streams: int) -> dict[s
                 ):
                     count += 1
                 per_message[name].append((time.perf_counter() - started) / max(count, 1))
+    finally:
+        for channel in channels.values():
+            await channel.close()
     return {"unary": unary, "stream": per_message}
 
 
@@ -103,14 +151,28 @@ def p(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def start(command: list[str], env: dict[str, str], out: str) -> tuple[subprocess.Popen[str], str]:
+    """A proxy process and the gRPC address it says it listens on."""
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=out
+    )
+    return process, read_line(process, r"gRPC listening on (\S+),", "stderr").group(1)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=400, help="unary calls per target")
     parser.add_argument("--streams", type=int, default=100, help="streams per target")
+    parser.add_argument("--baseline", metavar="DIR", help="another checkout's recorder too")
     parser.add_argument("--smoke", action="store_true", help="a few calls (the tests)")
+    parser.add_argument("--pass-through", metavar="UPSTREAM", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.pass_through:
+        asyncio.run(pass_through(args.pass_through))
+        return 0
     calls, streams = (20, 5) if args.smoke else (args.calls, args.streams)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+    processes: list[subprocess.Popen[str]] = []
     with tempfile.TemporaryDirectory(prefix="bench-grpc-") as out:
         kit = subprocess.Popen(
             [*RECORDER, "kit", "--port", "0", "--grpc-port", "0"],
@@ -119,39 +181,45 @@ def main() -> int:
             text=True,
             env=env,
         )
-        recorder = None
+        processes.append(kit)
         try:
             base = read_line(kit, r"listening on (http://\S+)", "stdout").group(1)
-            direct = read_line(kit, r"gRPC\s+(\S+)", "stdout").group(1)
-            recorder = subprocess.Popen(
-                [*RECORDER, "record", "-q", "--upstream", base, "--listen", "127.0.0.1:0"],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-                env=env,
-                cwd=out,
-            )
-            proxied = read_line(recorder, r"gRPC listening on (\S+),", "stderr").group(1)
-            figures = asyncio.run(measure(direct, proxied, calls, streams))
+            targets = {"direct": read_line(kit, r"gRPC\s+(\S+)", "stdout").group(1)}
+            record = [*RECORDER, "record", "-q", "--upstream", base, "--listen", "127.0.0.1:0"]
+            floor = [sys.executable, __file__, "--pass-through", targets["direct"]]
+            runs = [("pass-through", floor, env), ("recorder", record, env)]
+            if args.baseline:
+                before = {**env, "PYTHONPATH": str(Path(args.baseline).resolve())}
+                runs.append(("baseline", record, before))
+            for name, command, its_env in runs:
+                folder = Path(out) / name
+                folder.mkdir()
+                process, targets[name] = start(command, its_env, str(folder))
+                processes.append(process)
+            figures = asyncio.run(measure(targets, calls, streams))
         finally:
-            for process in (recorder, kit):
-                if process is not None:
-                    process.terminate()
-                    process.wait(LIMIT)
-    unary, stream = figures["unary"], figures["stream"]
+            for process in reversed(processes):
+                process.terminate()
+                process.wait(LIMIT)
     result: dict[str, Any] = {"bench": "grpc-proxy", "calls": calls, "streams": streams}
-    print(f"{'':8} {'direct p50':>12} {'recorder p50':>13} {'added':>9} {'ratio':>6}")
-    for name, values in (("unary", unary), ("message", stream)):
-        d, r = statistics.median(values["direct"]), statistics.median(values["recorder"])
-        print(f"{name:8} {d * 1e3:10.3f}ms {r * 1e3:11.3f}ms {(r - d) * 1e3:7.3f}ms {r / d:6.2f}")
-        result[name] = {
-            "direct_p50_ms": round(d * 1e3, 3),
-            "recorder_p50_ms": round(r * 1e3, 3),
-            "direct_p99_ms": round(p(values["direct"], 0.99) * 1e3, 3),
-            "recorder_p99_ms": round(p(values["recorder"], 0.99) * 1e3, 3),
-            "added_ms": round((r - d) * 1e3, 3),
-            "ratio": round(r / d, 2),
-        }
+    print(f"{'':8} {'target':>13} {'p50':>10} {'p99':>10} {'added':>9} {'ratio':>6}")
+    for kind, label in (("unary", "unary"), ("stream", "message")):
+        values = figures[kind]
+        direct = statistics.median(values["direct"])
+        result[label] = {}
+        for name, taken in values.items():
+            median = statistics.median(taken)
+            added, ratio = median - direct, median / direct
+            print(
+                f"{label:8} {name:>13} {median * 1e3:8.3f}ms {p(taken, 0.99) * 1e3:8.3f}ms "
+                f"{added * 1e3:7.3f}ms {ratio:6.2f}"
+            )
+            result[label][name] = {
+                "p50_ms": round(median * 1e3, 3),
+                "p99_ms": round(p(taken, 0.99) * 1e3, 3),
+                "added_ms": round(added * 1e3, 3),
+                "ratio": round(ratio, 2),
+            }
     print(json.dumps(result))
     return 0
 

@@ -46,11 +46,11 @@ from model_server import ModelServer  # noqa: E402
 
 from recorder.checks.model_rules import bind_model_checks  # noqa: E402
 from recorder.checks.model_session import ModelSession  # noqa: E402
-from recorder.httpfile import load  # noqa: E402
-from recorder.model import Response, Transcript  # noqa: E402
-from recorder.replay.live import LiveReply  # noqa: E402
-from recorder.replay.state import ReplayState  # noqa: E402
-from recorder.rules import DEFAULT_RULES, Rules, load_rules  # noqa: E402
+from recorder.format.httpfile import load  # noqa: E402
+from recorder.format.model import Response, Transcript  # noqa: E402
+from recorder.replay.verdict.live import LiveReply  # noqa: E402
+from recorder.replay.verdict.state import ReplayState  # noqa: E402
+from recorder.rules.ruleset import DEFAULT_RULES, Rules, load_rules  # noqa: E402
 
 GOLDENS = ROOT / "transcripts"
 JUDGE = "judge: {model: bench-judge%s}"

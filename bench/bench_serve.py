@@ -137,7 +137,7 @@ def start_time() -> float:
 
 def load_time() -> float:
     sys.path.insert(0, str(ROOT))
-    from recorder.rules import DEFAULT_RULES
+    from recorder.rules.ruleset import DEFAULT_RULES
     from recorder.serve import load_stand_in
 
     begun = time.perf_counter()
@@ -150,7 +150,7 @@ def match_time(loop: Loop, iterations: int) -> float:
     scored, the best chosen, its ids handed out), in process, for the loop's requests (CPU
     time: a shared machine's other processes do not count)."""
     sys.path.insert(0, str(ROOT))
-    from recorder.rules import DEFAULT_RULES
+    from recorder.rules.ruleset import DEFAULT_RULES
     from recorder.serve import load_stand_in
     from recorder.serve.book import Found
     from recorder.serve.match import LiveRequest

@@ -41,10 +41,10 @@ HERE = Path(__file__).resolve()
 # `RECORDER_TREE`: the folder whose `recorder` package is measured (`--baseline`)
 sys.path.insert(0, os.environ.get("RECORDER_TREE") or str(HERE.parent.parent))
 
-from recorder.httpfile import dumps_exchange  # noqa: E402
-from recorder.model import Exchange, Headers, Request, Response  # noqa: E402
-from recorder.record.store import CONVERSATION, TranscriptStore  # noqa: E402
-from recorder.redact import scrub_text  # noqa: E402
+from recorder.format.httpfile import dumps_exchange  # noqa: E402
+from recorder.format.model import Exchange, Headers, Request, Response  # noqa: E402
+from recorder.record.store.transcript_store import CONVERSATION, TranscriptStore  # noqa: E402
+from recorder.secrets.redact import scrub_text  # noqa: E402
 
 JSON = Headers([("Content-Type", "application/json")])
 # `--dir`: where the temporary folders go (e.g. /dev/shm, to leave the disk's noise out)

@@ -15,11 +15,11 @@ from pathlib import Path
 
 from recorder.bindings import grpc as grpc_binding
 from recorder.bindings import jsonrpc
+from recorder.bindings.push_configs import registers_push_config
 from recorder.errors import ParseError, RecorderError
-from recorder.httpfile import dumps
-from recorder.httpread import BODY_MARKER, TRAILERS_TAG, after_lines, loads
-from recorder.model import Exchange, Transcript
-from recorder.push import registers_push_config
+from recorder.format.httpfile import dumps
+from recorder.format.httpread import BODY_MARKER, TRAILERS_TAG, after_lines, loads
+from recorder.format.model import Exchange, Transcript
 
 __all__ = [
     "EXPORT_MARK",

@@ -23,12 +23,12 @@ from typing import Any
 import httpx
 import pytest
 
-from recorder.httpfile import dump, dumps, loads
+from recorder.format.httpfile import dump, dumps, loads
+from recorder.format.model import Exchange, Headers, Request, Response, Transcript
 from recorder.kit import KitServer, start_kit
-from recorder.model import Exchange, Headers, Request, Response, Transcript
 from recorder.replay.send import make_transport, send_raw
-from recorder.replay.state import LiveReply
 from recorder.replay.variables import fill_placeholders
+from recorder.replay.verdict.state import LiveReply
 
 REPO = Path(__file__).resolve().parent.parent
 TRANSCRIPTS = REPO / "transcripts"

@@ -19,7 +19,9 @@ BENCH = Path(__file__).parent.parent / "bench"
         ("bench_compare.py", ["--quick"], "4-frame stream"),
         ("bench_checks.py", ["--smoke"], '"bench": "checks"'),
         ("bench_model_judge.py", ["--smoke"], '"bench": "model-judge"'),
-        ("bench_format.py", ["--mb", "0.2", "--repeat", "1"], "json.loads of the JSON bodies"),
+        ("bench_format.py", ["--mb", "0.2", "--repeat", "1"], "canonical body, a name twice"),
+        ("bench_jsonbody.py", ["--count", "20", "--rounds", "1"], "canonical "),
+        ("bench_learn_trials.py", ["--smoke"], '"bench": "learn-trials"'),
         ("bench_parse_shapes.py", ["--mb", "0.05", "--repeat", "1"], "slowest shape:"),
         # (its 2 s verdict is a figure: here only a start that never comes fails)
         ("bench_kit_start.py", ["--runs", "1", "--limit", "60"], "recorder kit start: median"),
@@ -36,6 +38,7 @@ BENCH = Path(__file__).parent.parent / "bench"
         ),
         ("bench_kill.py", ["--kills", "1", "--seconds", "0.3"], '"bench": "kill"'),
         ("bench_grpc_proxy.py", ["--smoke"], '"bench": "grpc-proxy"'),
+        ("bench_grpc_stream.py", ["--smoke"], '"bench": "grpc-stream"'),
         (
             "bench_proxy.py",
             ["--smoke", "--variants", "per-connection"],

@@ -6,14 +6,14 @@
 - ProtoJSON <-> messages (`google.protobuf.json_format`, lowerCamelCase names as the other
   bindings' JSON), and the google.rpc.Status of a failed call (`grpc-status-details-bin` on
   the wire) as JSON, its Any details with their `@type`.
-- A call in the transcript model (`recorder.model`): `request_of`, `response_of` build one
+- A call in the transcript model (`recorder.format.model`): `request_of`, `response_of` build one
   from what a client or a server saw; `call_status`, `reply_trailing` read one back.
 - The agent card's gRPC interface (`protocolBinding: "GRPC"`, url `host:port`).
 
 Pure: no sockets, and grpcio is never imported. The SDK's generated messages (`a2a.types`)
 and protobuf are imported lazily, with a clear error when they are missing.
 
-How a call is held (the format is in `recorder.httpfile`): the request is `GRPC <path>` with
+How a call is held (the format is in `recorder.format.httpfile`): the request is `GRPC <path>` with
 the metadata as headers and the message as ProtoJSON; the reply's status line is the call's
 status; a unary reply's message, or a failed call's google.rpc.Status, is its body; a server
 stream's messages are its events (each one's data the message's JSON on one line); the
@@ -29,12 +29,12 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from recorder.errors import RecorderError
-from recorder.model import (
+from recorder.format.model import (
     GRPC_METHOD,
     GRPC_VERSION,
     Headers,
@@ -70,6 +70,7 @@ __all__ = [
     "target_of",
     "to_json",
     "to_message",
+    "to_value",
 ]
 
 SERVICE = "lf.a2a.v1.A2AService"
@@ -279,9 +280,14 @@ def _parse(cls: Any, json_bytes: bytes | str) -> Any:
 def to_json(message: Any) -> bytes:
     """A message's ProtoJSON on one line (lowerCamelCase names; the spacing of `json.dumps`,
     as the other bindings' stream frames)."""
+    return json.dumps(to_value(message), ensure_ascii=False).encode()
+
+
+def to_value(message: Any) -> dict[str, Any]:
+    """A message's ProtoJSON as the parsed JSON value `to_json` writes."""
     _, json_format, _ = _protobuf()
-    value = json_format.MessageToDict(message, preserving_proto_field_name=False)
-    return json.dumps(value, ensure_ascii=False).encode()
+    value: dict[str, Any] = json_format.MessageToDict(message, preserving_proto_field_name=False)
+    return value
 
 
 # --------------------------------------------------------------------------- status
@@ -374,7 +380,7 @@ def response_of(
     initial: Metadata = (),
     trailing: Metadata = (),
     reply: Any = None,
-    messages: Sequence[Any] | None = None,
+    messages: Iterable[Any] | None = None,
 ) -> Response:
     """A call's `Response` from what its client saw: the status code and message, the initial
     and trailing metadata, and the unary `reply` or a server stream's `messages` (protobuf

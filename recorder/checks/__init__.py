@@ -1,5 +1,7 @@
 """Checks of answers whose wording varies (LLM-backed agents): one room.
 
+- `base`: what a check is made of (`Check`, `CheckContext`, `Outcome`, `CheckType`), which
+  the registry and the checks it holds import (so none imports the other back);
 - `vocabulary`: the checks (contains, regex, length, json, similar, language, judge …), one
   registry, each a pass/fail and a reason (pure);
 - `entries`: a rules file's `checks` key read (which checks hold at which place);

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from recorder.checks.base import Check, CheckContext, CheckOptionError, Outcome
 from recorder.checks.model_session import Asked, ModelSession, default_session
 from recorder.checks.openai_compat import (
     ENDPOINT_OPTIONS,
@@ -29,7 +30,6 @@ from recorder.checks.openai_compat import (
     read_endpoint,
 )
 from recorder.checks.verdict_cache import VerdictCache, cache_key
-from recorder.checks.vocabulary import Check, CheckContext, CheckOptionError, Outcome
 
 __all__ = [
     "EmbeddingSimilarity",

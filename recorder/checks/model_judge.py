@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from recorder.checks.base import Check, CheckContext, CheckOptionError, Outcome
 from recorder.checks.model_session import Asked, ModelSession, default_session
 from recorder.checks.model_usage import Judgment
 from recorder.checks.openai_compat import (
@@ -49,7 +50,6 @@ from recorder.checks.openai_compat import (
     read_endpoint,
 )
 from recorder.checks.verdict_cache import cache_key
-from recorder.checks.vocabulary import Check, CheckContext, CheckOptionError, Outcome
 
 __all__ = [
     "DEFAULT_RUBRIC",

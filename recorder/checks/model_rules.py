@@ -8,10 +8,10 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+from recorder.checks.base import Check
 from recorder.checks.entries import CheckEntry
 from recorder.checks.model_session import DEFAULT_CONCURRENCY, ModelEndpointError, ModelSession
 from recorder.checks.openai_compat import EndpointError, resolve_endpoint
-from recorder.checks.vocabulary import Check
 
 __all__ = ["bind_model_checks", "endpoint_problems", "model_checks", "start_session"]
 

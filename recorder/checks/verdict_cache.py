@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from recorder.atomic import create_exclusive
+from recorder.disk.atomic import create_exclusive
 
 __all__ = ["CACHE_FOLDER", "VerdictCache", "cache_key", "default_folder"]
 

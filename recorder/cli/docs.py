@@ -29,7 +29,7 @@ from recorder.docs.sync import (
     sync_paths,
     write_text_file,
 )
-from recorder.model import Exchange
+from recorder.format.model import Exchange
 
 
 @dataclass(frozen=True)

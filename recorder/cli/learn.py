@@ -23,9 +23,13 @@ from recorder.replay.plan import TranscriptErrors
 from recorder.replay.send import DEFAULT_TIMEOUT
 from recorder.replay.variables import MissingVariableError
 from recorder.replay.wait import wait_for_agent
-from recorder.rules import load_rules, rules_warnings
+from recorder.rules.ruleset import load_rules, rules_warnings
 
 _NAME = "learn"
+
+
+def _percent(rate: float) -> str:
+    return f"{rate * 100:.1f}%"
 
 
 def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -63,8 +67,18 @@ def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> st
     show_default=True,
     # 4: a varying answer's facts are what held in every run; a wording that recurs by
     # chance in four runs is unlikely, and "all runs but one" still leaves three
-    help="Live runs of every transcript to compare with one another (4 or more tell the "
-    "facts of an answer worded anew each run from its wording).",
+    help="Live runs of every transcript to start with (4 or more tell the facts of an "
+    "answer worded anew each run from its wording); more are played while the proposal "
+    "is not stable, up to --max-runs.",
+)
+@click.option(
+    "--max-runs",
+    type=click.IntRange(min=2, max=200),
+    default=None,
+    metavar="N",
+    help="Live runs at most: while a run left out changes the proposal, or a held-out run "
+    "fails it, one more run is played [default: 12, or --runs if more; --max-runs equal to "
+    "--runs: exactly that many].",
 )
 @click.option(
     "--rules",
@@ -103,13 +117,19 @@ def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> st
     "embedding, model: NAME, min: F}, its floor from the live runs' embeddings (needs a "
     "model endpoint).",
 )
-@click.option("-v", "--verbose", count=True, help="Also print what could not be learned.")
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="Also print what could not be learned, and each held-out run's failure.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print the likely regressions and the summary.")
 def learn(
     paths: tuple[str, ...],
     agent: str | None,
     wait: float | None,
     runs: int,
+    max_runs: int | None,
     rules_path: str | None,
     output: str | None,
     variables: dict[str, str],
@@ -165,6 +185,7 @@ def learn(
                 rules_file=rules_path,
                 output=output,
                 runs=runs,
+                max_runs=max_runs,
                 environ=environ,
                 timeout=timeout,
                 start_agent=embedded_kit(_NAME),
@@ -198,6 +219,27 @@ def learn(
         if verbose:
             for note in proposals.notes:
                 click.echo(f"  not learned: {note}", err=to_stderr)
+    held = learned.held_out
+    if held is not None:
+        low, high = held.interval(0.95)
+        click.echo(
+            f"recorder {_NAME}: estimated false-alarm rate per exchange: "
+            f"{_percent(held.rate)} ({len(held.failures)} of {held.trials} held-out exchange runs"
+            f" failed, each run judged by the rules learned without it; 95% interval "
+            f"{_percent(low)}-{_percent(high)})",
+            err=True,
+        )
+        if verbose:
+            for failure in held.failures:
+                for mismatch in failure.mismatches[:3]:
+                    click.echo(
+                        f"  held-out run {failure.run}: {failure.where}: {mismatch.describe()}",
+                        err=True,
+                    )
+    for change in learned.adjusted:
+        click.echo(f"note: {change}", err=True)
+    if learned.unstable is not None:
+        click.echo(f"note: {learned.unstable}", err=True)
     if learned.verify is not None:
         for transcript in learned.verify.transcripts:
             for exchange in transcript.exchanges:

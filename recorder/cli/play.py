@@ -17,23 +17,24 @@ from recorder.checks.model_session import DEFAULT_CONCURRENCY, ModelSession
 from recorder.checks.model_usage import ModelUsage, usage_json, usage_lines
 from recorder.errors import RecorderError
 from recorder.replay.envfile import EnvFileError, merge_variables, parse_env_file, parse_var
+from recorder.replay.keywords import Selection, SelectionError
 from recorder.replay.plan import TranscriptErrors, parse_shard
 from recorder.replay.player import AgentHandle
 from recorder.replay.player import play as play_transcripts
-from recorder.replay.report import (
+from recorder.replay.reports.json_report import write_json_error, write_json_report
+from recorder.replay.reports.results import PlayResult
+from recorder.replay.reports.terminal import (
     TerminalReport,
     exit_status,
     plural,
     write_junit_error,
     write_junit_xml,
 )
-from recorder.replay.report_json import write_json_error, write_json_report
-from recorder.replay.results import PlayResult
-from recorder.replay.select import Selection, SelectionError
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url
+from recorder.replay.trials import TrialPlan
 from recorder.replay.variables import MissingVariableError
 from recorder.replay.wait import wait_for_agent
-from recorder.rules import Rules, load_rules, rules_warnings
+from recorder.rules.ruleset import Rules, load_rules, rules_warnings
 
 
 def _shard(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
@@ -352,6 +353,20 @@ def _is_transcript(path: str) -> bool:
     help="With --trials: the fraction of trials an exchange must pass, 0 < R <= 1 "
     "(default 1.0: every trial).",
 )
+@click.option(
+    "--confidence",
+    type=click.FloatRange(min=0, min_open=True, max=1, max_open=True),
+    default=None,
+    metavar="C",
+    help="With --trials: judge --pass-rate by a bound: an exchange passes when the lower "
+    "bound of its pass rate (Wilson's, one-sided, at confidence C, e.g. 0.95) is at least R. "
+    "A trial count that can never prove R is a usage error.",
+)
+@click.option(
+    "--early-stop",
+    is_flag=True,
+    help="With --trials: stop a file's trials once no exchange's verdict can change.",
+)
 @model_options
 def play(
     paths: tuple[str, ...],
@@ -375,6 +390,8 @@ def play(
     exitfirst: bool,
     trials: int | None,
     pass_rate: float | None,
+    confidence: float | None,
+    early_stop: bool,
     no_judge: bool,
     judge_jobs: int,
 ) -> None:
@@ -390,8 +407,17 @@ def play(
     Exit status: 0 all match, 1 mismatches, 2 usage, parse or connection errors, or an exchange
     without a reply or with an unset credential variable.
     """
-    if pass_rate is not None and trials is None:
-        raise click.UsageError("--pass-rate needs --trials N")
+    for given, name in ((pass_rate, "--pass-rate"), (confidence, "--confidence")):
+        if given is not None and trials is None:
+            raise click.UsageError(f"{name} needs --trials N")
+    if early_stop and trials is None:
+        raise click.UsageError("--early-stop needs --trials N")
+    plan = None
+    if trials is not None:
+        rate = 1.0 if pass_rate is None else pass_rate
+        plan = TrialPlan(trials, rate, confidence, early_stop)
+        if (problem := plan.problem()) is not None:
+            raise click.UsageError(problem)
     if trials is not None and update:
         raise click.UsageError("--trials and --update do not go together: update from one run")
     report = TerminalReport(sys.stdout, color=_color(no_color, color), update=update, quiet=quiet)
@@ -424,9 +450,7 @@ def play(
                 environ=environ,
                 verbose=verbose,
                 exitfirst=exitfirst,
-                trials=None
-                if trials is None
-                else (trials, 1.0 if pass_rate is None else pass_rate),
+                trials=plan,
             )
     except TranscriptErrors as exc:
         for error in exc.errors:

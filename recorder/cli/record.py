@@ -11,8 +11,8 @@ import click
 from recorder.cli import fail, plural
 from recorder.cli.options import AliasedOption
 from recorder.errors import RecorderError
-from recorder.model import Transcript
-from recorder.record.modes import MODES
+from recorder.format.model import Transcript
+from recorder.record.store.modes import MODES
 
 if TYPE_CHECKING:
     from recorder.record.proxy import RecordingProxy
@@ -52,7 +52,8 @@ if TYPE_CHECKING:
     type=click.FloatRange(min=0, min_open=True, max=86400),
     default=60.0,
     show_default=True,
-    help="Upstream read timeout, seconds.",
+    help="Upstream read timeout, seconds: how long the agent may take to send the next part "
+    "of a reply (a gRPC call's next message, or its end, too).",
 )
 @click.option(
     "--max-body",
@@ -116,6 +117,15 @@ if TYPE_CHECKING:
     "kit); any free port with port 0]. Needs the grpc extra.",
 )
 @click.option(
+    "--grpc-max-message",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="MIB",
+    help="Longest gRPC message the recorder passes on, either way, in MiB (a longer one is "
+    "refused with RESOURCE_EXHAUSTED, said to be the recorder's, and not recorded as the "
+    "agent's) [default: no limit of its own; the agent's and the client's hold].",
+)
+@click.option(
     "-q",
     "--quiet",
     is_flag=True,
@@ -135,6 +145,7 @@ def record(
     mode: str,
     scenario: str | None,
     grpc_listen: str | None,
+    grpc_max_message: int | None,
     quiet: bool,
 ) -> None:
     """Record every exchange between clients and the agent at --agent.
@@ -166,7 +177,8 @@ def record(
     import httpx
 
     from recorder.record.naming import slugify
-    from recorder.record.proxy import create_proxy_app, parse_listen, serve
+    from recorder.record.proxy import create_proxy_app
+    from recorder.record.proxy.server import parse_listen, serve
     from recorder.replay.rerecord import keep_recorded_values
 
     # no caller, thread or process lookups for the log records, which do not show them
@@ -181,7 +193,7 @@ def record(
     proxy_log.setLevel(logging.WARNING if quiet else logging.INFO)
     try:
         host, port = parse_listen(listen)
-        from recorder.rules import load_rules
+        from recorder.rules.ruleset import load_rules
 
         loaded = load_rules(rules)
         if scenario is not None:
@@ -208,7 +220,8 @@ def record(
             keep=keep,
         )
         proxy.scenario = scenario
-        _listen_grpc(proxy, upstream, host, port, grpc_listen)
+        max_message = grpc_max_message * 1024 * 1024 if grpc_max_message else None
+        _listen_grpc(proxy, upstream, host, port, grpc_listen, max_message)
         serve(proxy, host=host, port=port, announce=_status, keep_alive=keep_alive)
     except (ValueError, RecorderError) as exc:
         fail("record", str(exc))
@@ -233,13 +246,18 @@ def record(
 
 
 def _listen_grpc(
-    proxy: RecordingProxy, upstream: str, host: str, port: int, grpc_listen: str | None
+    proxy: RecordingProxy,
+    upstream: str,
+    host: str,
+    port: int,
+    grpc_listen: str | None,
+    max_message: int | None,
 ) -> None:
     """Add the gRPC listener when the card lists a GRPC interface, or --grpc-listen asks
     (its agent address then learned from the first card relayed, if the card cannot be
     fetched now)."""
     from recorder.record.grpc_proxy import card_grpc_interface
-    from recorder.record.proxy import parse_listen
+    from recorder.record.proxy.server import parse_listen
 
     agent = card_grpc_interface(upstream)
     if grpc_listen is None and agent is None:
@@ -252,7 +270,7 @@ def _listen_grpc(
     else:
         grpc_host, grpc_port = host, _next_port(port, upstream, agent)
     try:
-        proxy.listen_grpc(grpc_host, grpc_port, agent)
+        proxy.listen_grpc(grpc_host, grpc_port, agent, max_message=max_message)
     except RecorderError as exc:
         if grpc_listen is not None:
             fail("record", f"--grpc-listen {grpc_listen}: {exc}")

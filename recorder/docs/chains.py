@@ -3,7 +3,7 @@
 A recorded request that sends a value an earlier reply of its file generated (the task id a
 SendMessage reply gave, sent back by GetTask) cannot be sent as recorded to a fresh agent: the
 agent never made that task. An export therefore *captures* the value from the earlier live
-reply and sends the capture instead. The rules are the player's (`recorder.pairing`):
+reply and sends the capture instead. The rules are the player's (`recorder.rules.pairing`):
 
 1. A reply generates the values the rules call generated (`PairingRules.generated_values`, of
    strict kinds: ids, not timestamps) that no request of the file up to it carried (rule 2: the
@@ -28,10 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recorder.httpread import DURING_TAG
-from recorder.model import Exchange, Headers, Request, Response
-from recorder.pairing import JSON_STRING, PairingRules, string_value
-from recorder.rules import DEFAULT_RULES, Rules
+from recorder.format.httpread import DURING_TAG
+from recorder.format.literals import escape_json_text
+from recorder.format.model import Exchange, Headers, Request, Response
+from recorder.rules.pairing import JSON_STRING, PairingRules, string_value
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
 
 __all__ = ["Capture", "Chains", "find_chains", "templated_request"]
 
@@ -179,7 +180,11 @@ def templated_request(request: Request, captures: Sequence[Capture]) -> Request:
                     if value is None:
                         return token
                     new = _replace_all(value, captures)
-                    return token if new == value else json.dumps(new, ensure_ascii=False)
+                    if new == value:
+                        return token
+                    # written anew: a literal `{{NAME}}` escaped again, the captures kept
+                    keep = {capture.name for capture in captures}
+                    return escape_json_text(json.dumps(new, ensure_ascii=False), keep)
 
                 text = JSON_STRING.sub(replace, text)
             else:

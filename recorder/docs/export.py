@@ -20,8 +20,19 @@ Pure: requests in, text out. Rules:
    every word quoted with `shlex.quote`. A body with no recorded Content-Type gets `-H
    'Content-Type:'` so curl does not add its form type. Bytes that are not text (or hold NUL)
    are piped in from base64.
-5. `.http`. A comment naming the source and the variables to define, `@host = <base URL>`, then
-   each request as `### title`, `METHOD {{host}}/target HTTP/1.1`, headers, blank line, body.
+5. `.http`. A comment naming the source, the dialect and the variables to define,
+   `@host = <base URL>`, then each request as `### title`, `METHOD {{host}}/target HTTP/1.1`,
+   headers, blank line, body.
+6. Recorded data is never code in any export. httpyac evaluates any `{{ ... }}` as JavaScript
+   (and JetBrains HTTP Client and VS Code REST Client read `{{` as a variable): in a `.http`
+   export only the real placeholders (secrets, the ids an export chains) are `{{NAME}}`;
+   recorded text that holds `{{` is written so that no client reads a variable there: in a
+   JSON body as the JSON escape `\\u007b{` (the same string to the agent), in the URL as
+   `%7B` (the same URL), in a header or other body as httpyac's `\\{\\{...\\}\\}` (what
+   httpyac sends as `{{...}}`), and a text that cannot be written so is refused. A body line
+   that httpyac would read as something else (`###`, `< file`, `<@ file`, `> {%` handler,
+   `>> file`, a `{{` script) is refused. In a shell script every recorded word is
+   single-quoted (`shlex.quote`); only placeholders are shell variables.
 """
 
 from __future__ import annotations
@@ -44,8 +55,9 @@ from recorder.docs.grpcexport import (
     loader_body,
 )
 from recorder.errors import RecorderError
-from recorder.model import Exchange, Request, is_event_stream
-from recorder.redact import PLACEHOLDER
+from recorder.format.jsonbody import relayout
+from recorder.format.literals import PLACEHOLDER, literal_text, rewrite
+from recorder.format.model import Exchange, Request, is_event_stream
 
 __all__ = [
     "DIALECTS",
@@ -151,38 +163,40 @@ def is_streaming_request(request: Request) -> bool:
 
 
 def shell_word(text: str, local: frozenset[str] = frozenset()) -> str:
-    """One shell word: literal parts single-quoted, `{{NAME}}` as `"${NAME:?set NAME}"` (rule 3:
-    an unset or empty variable stops the script) or, for a name in `local` (a script's own
-    variable), `"$NAME"`."""
-    parts: list[str] = []
-    position = 0
-    for match in PLACEHOLDER.finditer(text):
-        if match.start() > position:
-            parts.append(shlex.quote(text[position : match.start()]))
-        name = match.group(1)
-        parts.append(f'"${name}"' if name in local else f'"${{{name}:?set {name}}}"')
-        position = match.end()
-    if position < len(text) or not parts:
-        parts.append(shlex.quote(text[position:]))
-    return "".join(parts)
+    """One shell word: literal parts single-quoted as they were sent (`literal_text`),
+    `{{NAME}}` as `"${NAME:?set NAME}"` (rule 3: an unset or empty variable stops the script)
+    or, for a name in `local` (a script's own variable), `"$NAME"` (rule 6)."""
+
+    def literal(piece: str) -> str:
+        return shlex.quote(literal_text(piece)) if piece else ""
+
+    def variable(name: str) -> str:
+        return f'"${name}"' if name in local else f'"${{{name}:?set {name}}}"'
+
+    return rewrite(text, literal, variable) or "''"
+
+
+def is_json_text(text: str) -> bool:
+    """Whether `text` is JSON (as Python's `json` reads it)."""
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _curl_body(request: Request) -> tuple[str | None, bytes | None]:
-    """(text to pass as a word, or bytes to pipe in) for the request body."""
+    """(text to pass as a word, or bytes to pipe in) for the request body: JSON on one line,
+    each scalar as recorded (no escape or placeholder decoded on the way)."""
     body = request.body
     if not body:
         return None, None
-    if request.is_json:
-        try:
-            value = json.loads(body)
-        except (ValueError, RecursionError):
-            pass
-        else:
-            return json.dumps(value, ensure_ascii=False, separators=(",", ":")), None
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         return None, body
+    if request.is_json and is_json_text(text):
+        return relayout(text, compact=True), None
     if "\0" in text:
         return None, body
     return text, None
@@ -212,7 +226,7 @@ def curl_command(
     first = ["curl", "-sS", "-i"]
     if stream:
         first.append("-N")
-    if _CURL_GLOB.search(PLACEHOLDER.sub("", url)):
+    if _CURL_GLOB.search(literal_text(PLACEHOLDER.sub("", url))):
         first.append("-g")  # brackets and braces in the URL are literal, not a curl glob
     method = request.method
     if method == "HEAD":
@@ -244,6 +258,61 @@ def exchange_curl_command(exchange: Exchange, *, base_url: str | None = None) ->
 
 
 # --------------------------------------------------------------------------- .http
+
+# what a .http client reads as its own where a body line starts so (httpyac: a separator, a
+# file import, a file import with variables, a response handler or output, a script block)
+_BODY_LINE_STARTS = ("###", "< ", "<@", "> {%", ">> ", ">>! ", "{{")
+# a literal `{{...}}` httpyac sends as it is when written `\{\{...\}\}` (its escapeVariable
+# replacer: what is inside holds no `}`)
+_HTTPYAC_ESCAPABLE = re.compile(r"\{\{([^}]+?)\}\}")
+
+
+def _variable(name: str) -> str:
+    return "{{" + name + "}}"
+
+
+def _http_url(target: str) -> str:
+    """A target in a `.http` export: placeholders kept, every brace of recorded text
+    percent-encoded (`%7B`: the same URL to the agent, no variable to the client)."""
+
+    def literal(piece: str) -> str:
+        return literal_text(piece).replace("{", "%7B").replace("}", "%7D")
+
+    return rewrite(target, literal, _variable)
+
+
+def _http_text(text: str) -> str:
+    """A header value or a body that is no JSON in a `.http` export: placeholders kept,
+    recorded `{{...}}` written as httpyac's `\\{\\{...\\}\\}`; ExportError for recorded
+    text that would still read as a variable (a brace before a placeholder, `{{}}`)."""
+
+    def literal(piece: str) -> str:
+        sent = literal_text(piece)
+        written = _HTTPYAC_ESCAPABLE.sub(lambda m: "\\{\\{" + m.group(1) + "\\}\\}", sent)
+        if "{{" in written or written.endswith("{"):
+            raise ExportError(
+                f"recorded text {_shown(sent)} would read as a variable in a .http file"
+                " (which httpyac runs as JavaScript): export it with --to curl"
+            )
+        return written
+
+    return rewrite(text, literal, _variable)
+
+
+def _http_json(text: str) -> str:
+    """JSON text in a `.http` export: placeholders kept, every `{` of recorded text that
+    would open one (`{{`, and a brace right before a placeholder) as the JSON escape
+    `\\u007b` (the same string to the agent; in JSON text `{{` stands only inside strings)."""
+
+    def literal(piece: str) -> str:
+        piece = piece.replace("{{", "\\u007b{")
+        return piece[:-1] + "\\u007b" if piece.endswith("{") else piece
+
+    return rewrite(text, literal, _variable)
+
+
+def _shown(text: str) -> str:
+    return json.dumps(text if len(text) <= 60 else text[:60] + "…", ensure_ascii=False)
 
 
 def export_base(exchanges: Iterable[Exchange], base_url: str | None, source: str | None) -> str:
@@ -337,7 +406,8 @@ def export_http(
         request = templated_request(exchange.request, usable)
         target = _origin_form(request.target)
         local = {c.name for c in usable}
-        lines = [f"### {number}. {exchange.title}" if exchange.title else f"### {number}."]
+        title = exchange.title.replace("{{", "{ {")  # (a name: never a variable)
+        lines = [f"### {number}. {title}" if title else f"### {number}."]
         lines.append(f"# @name {names[index]}")
         for capture in chains.uses[index]:
             if capture.frame is not None:
@@ -355,26 +425,32 @@ def export_http(
         if request.is_grpc:
             lines.append(grpc_request_line(request))
         else:
-            lines.append(f"{request.method} {{{{host}}}}{target} {request.http_version}")
+            lines.append(f"{request.method} {{{{host}}}}{_http_url(target)} {request.http_version}")
         sent = grpc_sent_headers(request) if request.is_grpc else _sent_headers(request)
-        for name, value in sent:
-            lines.append(f"{name}: {value}")
         body = loader_body(request.body, request.target) if request.is_grpc else request.body
-        if body:
-            try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError:
-                raise ExportError(
-                    f"{where_}the request body is binary: .http clients cannot send it inline"
-                ) from None
+        try:
+            for name, value in sent:
+                lines.append(f"{name}: {_http_text(value)}")
+            text = body.decode("utf-8") if body else ""
+            if request.is_grpc or (request.is_json and is_json_text(text)):
+                text = _http_json(text)
+            else:
+                text = _http_text(text)
+        except UnicodeDecodeError:
+            raise ExportError(
+                f"{where_}the request body is binary: .http clients cannot send it inline"
+            ) from None
+        except ExportError as exc:
+            raise ExportError(where_ + str(exc)) from None
+        if text:
             body_lines = text.split("\n")
             if body_lines[-1] == "":
                 body_lines.pop()
             for line in body_lines:
-                if line.startswith(("###", "< ", "> {%")):
+                if line.startswith(_BODY_LINE_STARTS):
                     raise ExportError(
                         f"{where_}a body line starts with {line[:3]!r}, which .http clients "
-                        "read as a separator, a file include or a handler script"
+                        "read as a separator, a file include, a handler script or a script"
                     )
             lines.append("")
             lines.extend(body_lines)
@@ -396,11 +472,13 @@ def export_http(
         blocks.append(block)
     head = [EXPORT_MARK + (f" from {source}" if source else "")]
     if dialect == "vscode":
-        head.append("# For VS Code REST Client: later requests read earlier replies through")
+        head.append("# Dialect: VS Code REST Client. Later requests read earlier replies through")
         head.append("# request variables ({{name.response.body.$.path}}); run them in order.")
     else:
-        head.append("# For JetBrains HTTP Client and httpyac (`httpyac send FILE --all`): response")
-        head.append("# handlers keep generated ids in global variables for the later requests.")
+        head.append("# Dialect: httpyac and JetBrains HTTP Client (`httpyac send FILE --all`):")
+        head.append("# response handlers keep generated ids in global variables for later ones.")
+    head.append("# Variables are the export's own (secrets, chained ids); recorded text that")
+    head.append("# would read as one is escaped (JSON \\u007b, URL %7B, httpyac's \\{\\{ \\}\\}).")
     names_to_define = list(dict.fromkeys(variables))
     if names_to_define:
         head.append("# Define in your client's environment: " + ", ".join(names_to_define))

@@ -25,8 +25,9 @@ from collections.abc import Sequence
 
 from recorder.bindings.grpc import SERVICE, STATUS_NAMES, message_type, method_of
 from recorder.bindings.grpc_proto import PROTO_FILE, loader_object
-from recorder.jsonbody import pretty_json
-from recorder.model import Exchange, Request
+from recorder.format.jsonbody import pretty_json, relayout
+from recorder.format.literals import PLACEHOLDER, escape_json_text
+from recorder.format.model import Exchange, Request
 
 __all__ = [
     "GRPC_HELPERS",
@@ -95,14 +96,18 @@ def loader_body(body: bytes, target: str) -> bytes:
     (`recorder.bindings.grpc_proto.loader_object`); the body as it is when it holds none."""
     method = method_of(target)
     try:
-        value = json.loads(body)
+        text = body.decode("utf-8")
+        value = json.loads(text)
         message = message_type(method or "").DESCRIPTOR
     except ValueError:
         return body  # not JSON, or no method of the service: sent as recorded
     converted = loader_object(message, value)
     if converted == value:
         return body
-    return (pretty_json(converted) + "\n").encode()
+    # written anew from the value: a literal `{{NAME}}` (`\\u007b{` in the text, `{{` in
+    # the value) escaped again, the text's own placeholders kept
+    placeholders = {match.group(1) for match in PLACEHOLDER.finditer(text)}
+    return (escape_json_text(pretty_json(converted), placeholders) + "\n").encode()
 
 
 def grpc_request_line(request: Request) -> str:
@@ -146,9 +151,12 @@ def grpcurl_arguments(request: Request) -> tuple[list[str], str, str]:
     """What a grpcurl command of the call sends: its metadata (each `-H` text), its message as
     one line of JSON (`-d`), and its method (`lf.a2a.v1.A2AService/SendMessage`)."""
     headers = [f"{name}: {value}" for name, value in grpc_sent_headers(request)]
+    body = (request.body or b"{}").decode("utf-8", "replace")
     try:
-        body = json.dumps(json.loads(request.body or b"{}"), ensure_ascii=False)
+        json.loads(body)
     except ValueError:
-        body = (request.body or b"{}").decode("utf-8", "replace")
+        pass
+    else:
+        body = relayout(body, one_line=True)  # (each scalar as recorded, placeholders too)
     method = method_of(request.target) or request.target.rsplit("/", 1)[-1]
     return headers, body, f"{SERVICE}/{method}"

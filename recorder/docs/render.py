@@ -73,7 +73,6 @@ frame (rule 6 still applies when asked).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -92,8 +91,10 @@ from recorder.docs.select import (
     parse_pick,
     picked_paths,
 )
-from recorder.httpread import DURING_TAG, TRAILERS_TAG
-from recorder.model import Exchange, Headers, Request, Response
+from recorder.format.httpread import DURING_TAG, TRAILERS_TAG
+from recorder.format.jsonbody import loads
+from recorder.format.literals import as_sent
+from recorder.format.model import Exchange, Headers, Request, Response
 
 __all__ = [
     "DEFAULT_HEADERS",
@@ -234,6 +235,7 @@ def render_exchange(
 
     `marks`: the lines rule 7 shows in its reply where later requests were sent during it
     (`sent_during` finds them in a transcript; `render_exchanges` passes them)."""
+    exchange = as_sent(exchange)  # (a literal `{{NAME}}` shown as it went over the wire)
     context = _Context(options, exchange_ids(exchange) if options.ids == "short" else None)
     marks = marks or {}
     lines = _tag_lines(exchange)
@@ -387,7 +389,7 @@ def _body_lines(body: bytes, is_json: bool, context: _Context) -> list[str]:
         return []
     if is_json:
         try:
-            value = json.loads(body)
+            value = loads(body)  # (each number as it was written: `jsonbody.JsonNumber`)
         except (ValueError, RecursionError):
             pass
         else:

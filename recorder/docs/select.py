@@ -31,14 +31,14 @@ their first 8 hex digits get longer prefixes until they differ.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from recorder.bindings import jsonrpc
-from recorder.model import Exchange
+from recorder.format.jsonbody import dumps
+from recorder.format.model import Exchange
 
 __all__ = [
     "DEFAULT_PICK",
@@ -91,7 +91,7 @@ def envelope_first(value: Any) -> Any:
 
 def dumps_scalar(value: Any) -> str:
     """A JSON scalar (or empty container) as the transcript writes it, invisibles escaped."""
-    text = json.dumps(value, ensure_ascii=False)
+    text = dumps(value)  # (a number as it was written: `recorder.format.jsonbody.JsonNumber`)
     return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

@@ -66,12 +66,12 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from recorder import httpfile
 from recorder.checking import Problem, find_files
 from recorder.docs.render import RenderOptions, render_exchanges
 from recorder.docs.select import ExchangeName, named_exchange, parse_exchange_reference
 from recorder.errors import ParseError, RecorderError
-from recorder.model import Exchange, Transcript
+from recorder.format import httpfile
+from recorder.format.model import Exchange, Transcript
 
 __all__ = [
     "Block",

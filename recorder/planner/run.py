@@ -26,15 +26,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from recorder.errors import ParseError
-from recorder.httpfile import dump, load
+from recorder.format.httpfile import dump, load
 from recorder.kit import KitServer, start_kit
 from recorder.planner.grpc_scenarios import GRPC_SCENARIOS
 from recorder.planner.scenarios import SCENARIOS, Scenario, Session
 from recorder.planner.webhook import Webhook
 from recorder.record.naming import file_name
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.rerecord import keep_recorded_values
-from recorder.rules import DEFAULT_RULES
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.servers import bind_socket
 
 __all__ = ["PLANNED", "PREFERRED_KIT_PORT", "main", "record_scenarios"]

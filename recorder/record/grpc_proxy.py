@@ -46,14 +46,33 @@ import asyncio
 import functools
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import Any, NoReturn
 
 from recorder.bindings import grpc as binding
 from recorder.errors import RecorderError
-from recorder.model import GRPC_METHOD, Exchange, Headers, Request, Response, SseEvent
+from recorder.format.model import GRPC_METHOD
 from recorder.record.cards import GrpcRoute, Origin, grpc_address, rewrite_card
-from recorder.record.naming import exchange_title
+from recorder.record.grpc_metadata import (
+    SCENARIO_KEY,
+    TITLE_KEY,
+    TRANSPORT_KEYS,
+    Metadata,
+    metadata_pairs,
+    raw,
+    sendable,
+    to_forward,
+    unsendable,
+)
+from recorder.record.grpc_record import (
+    BACKLOG,
+    CallRecord,
+    Records,
+    decode,
+    json_text,
+    stream_exchange,
+    unary_exchange,
+)
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.push import PushRoom
 from recorder.record.proxy.recording import Recording
@@ -63,11 +82,6 @@ __all__ = ["GrpcListener", "card_grpc_interface", "grpc_target"]
 
 log = logging.getLogger(__name__)
 
-SCENARIO_KEY = "recorder-scenario"
-TITLE_KEY = "recorder-title"
-# what the client's gRPC library adds to every call (not the client's metadata, and what the
-# recorder's own channel to the agent sends again itself)
-_TRANSPORT_KEYS = frozenset({"user-agent", "te", "content-type", "grpc-accept-encoding"})
 _GRACE = 2.0  # seconds the open calls get at shutdown
 
 
@@ -106,15 +120,6 @@ def card_grpc_interface(upstream: str, timeout: float = 5.0) -> str | None:
     return None
 
 
-def _message_json(name: str, data: bytes, *, reply: bool) -> bytes:
-    """A message's ProtoJSON (for the record); bytes that do not parse as the method's
-    message type are kept as they came, so the record shows what was sent."""
-    try:
-        return binding.to_json(binding.message_type(name, reply=reply).FromString(data))
-    except Exception:  # (a DecodeError, or the SDK's types missing: the call still goes on)
-        return data
-
-
 def _pointed(push: PushRoom | None, name: str, call: Call, request: bytes) -> bytes:
     """The request message as forwarded: each push config it registers pointed at the
     HTTP proxy's receiver (`PushRoom.point`: its deliveries pass through the recorder and
@@ -148,17 +153,28 @@ def _restored(push: PushRoom | None, name: str, reply: bytes) -> bytes:
     return data
 
 
-def _metadata_pairs(metadata: Any) -> list[tuple[str, str | bytes]]:
-    """A call's metadata (grpc's tuples of metadatums, or None) as pairs."""
-    return [(str(key), value) for key, value in (metadata or ())]
+def _registers(push: PushRoom | None, name: str, request: bytes) -> bool:
+    """Whether the request message registers a push config with a url (`_pointed` points
+    it): read from its bytes, not its ProtoJSON."""
+    if push is None or name not in _REGISTERING:
+        return False
+    try:
+        message = binding.message_type(name).FromString(request)
+    except Exception:  # (the agent says what is wrong with a message)
+        return False
+    if name == "CreateTaskPushNotificationConfig":
+        return bool(message.url)
+    return bool(message.configuration.task_push_notification_config.url)
 
 
 class GrpcListener:
     """A grpc.aio server on `host:port` (0: a free port) forwarding each call to `upstream`
     (the agent's gRPC interface, `host:port`; None: learned from the first card relayed) and
     recording it through `recording`. `http_base`: the HTTP proxy as clients address it (a
-    card relayed over gRPC points there); `timeout`: seconds a call may take when its client
-    sets no deadline (None: no bound)."""
+    card relayed over gRPC points there); `timeout`: seconds the agent may take to send each
+    reply message (and a call's end: `recorder record --timeout`; None: no bound);
+    `max_message`: the longest message, in bytes, the recorder passes on either way (None:
+    no limit of its own, the agent's and the client's hold; `--grpc-max-message`)."""
 
     def __init__(
         self,
@@ -170,6 +186,7 @@ class GrpcListener:
         upstream: str | None = None,
         timeout: float | None = None,
         push: PushRoom | None = None,
+        max_message: int | None = None,
     ) -> None:
         try:
             import grpc
@@ -187,6 +204,8 @@ class GrpcListener:
         self.http_upstream = ""
         self.timeout = timeout
         self.push = push
+        self.max_message = max_message
+        self.records = Records(recording)
         self._server: Any = None
         self._channel: Any = None
         self._channel_target: str | None = None
@@ -208,7 +227,7 @@ class GrpcListener:
     async def start(self) -> None:
         """Bind and serve (in the running event loop)."""
         grpc = self._grpc
-        server = grpc.aio.server()
+        server = grpc.aio.server(options=_NO_OWN_LIMITS)
         server.add_generic_rpc_handlers((_Handler(self),))
         try:
             bound = server.add_insecure_port(self.address)
@@ -227,6 +246,7 @@ class GrpcListener:
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None
+        await self.records.settle(_GRACE)
         if self._channel is not None:
             await self._channel.close()
             self._channel = None
@@ -236,46 +256,91 @@ class GrpcListener:
         if target is None:
             return None
         if self._channel is None or self._channel_target != target:
-            self._channel = self._grpc.aio.insecure_channel(grpc_target(target))
+            self._channel = self._grpc.aio.insecure_channel(
+                grpc_target(target), options=_NO_OWN_LIMITS
+            )
             self._channel_target = target
         return self._channel
 
+    # ---------------------------------------------------------------- what is not forwarded
+
+    async def _refuse(self, context: Any, status: str, path: str, reason: str) -> NoReturn:
+        """Answer a call the recorder does not forward (or cannot finish) with `status` and
+        `reason`, said to be the recorder's; logged, and counted as not recorded."""
+        log.warning("gRPC %s: %s", path, reason)
+        self.recording.writer.count_failure(f"gRPC {path}: {reason}")
+        await context.abort(getattr(self._grpc.StatusCode, status), f"recorder: {reason}")
+        raise AssertionError("grpc.aio's abort raises")
+
+    async def _screen(self, path: str, metadata: Metadata, request: bytes, context: Any) -> None:
+        """Refuse what cannot go on as it came: metadata that gRPC cannot send (its client
+        sent it over raw HTTP/2; the agent never sees the call), a message over
+        `max_message`."""
+        problem = unsendable(metadata)
+        if problem is not None:
+            await self._refuse(context, "INTERNAL", path, f"not forwarded: {problem}")
+        if self.max_message is not None and len(request) > self.max_message:
+            await self._refuse(
+                context, "RESOURCE_EXHAUSTED", path, self._too_large(request, "request")
+            )
+
+    def _too_large(self, message: bytes, which: str) -> str:
+        return (
+            f"the {which} message is {len(message):,} bytes, over the recorder's "
+            f"--grpc-max-message ({self.max_message:,} bytes)"
+        )
+
+    def _timed_out(self) -> str:
+        return f"the agent sent nothing for {self.timeout:g} s (recorder record --timeout)"
+
     # ---------------------------------------------------------------- one call
 
-    def _begin(
-        self, path: str, name: str, request: bytes, context: Any
-    ) -> tuple[Call, list[Any], bytes]:
-        """The call as the recording sees it (its file, its redactor), the metadata to
-        forward (the recorder's own stripped), and the message to forward (a push config
-        it registers pointed at the proxy's receiver: `_pointed`)."""
-        metadata = _metadata_pairs(context.invocation_metadata())
-        forwarded = [
-            (k, v)
-            for k, v in metadata
-            if k not in (SCENARIO_KEY, TITLE_KEY)
-            and k not in _TRANSPORT_KEYS
-            and not k.startswith(":")
-        ]
+    async def _call(self, path: str, name: str, metadata: Metadata, context: Any) -> Call:
+        """The call as the recording sees it, its scenario chosen (not begun yet)."""
         own = dict((k, v) for k, v in metadata if k in (SCENARIO_KEY, TITLE_KEY))
-
-        def raw(value: str | bytes) -> bytes:
-            return value if isinstance(value, bytes) else value.encode("utf-8")
-
-        body = _message_json(name, request, reply=False)
         call = Call(
             method=GRPC_METHOD,
             target=path,
-            # (the lineage reads the request's values from the message's ProtoJSON)
-            headers=[(k.encode("latin-1"), raw(v)) for k, v in forwarded if not k.endswith("-bin")]
-            + [(b"content-type", b"application/json")],
-            body=body,
+            headers=[],
+            body=b"",
             scenario_header=raw(own[SCENARIO_KEY]) if SCENARIO_KEY in own else None,
             title_header=raw(own[TITLE_KEY]) if TITLE_KEY in own else None,
         )
         call.operation = "" if name in _CARDS else name
-        self.scenarios.choose(call)
+        try:
+            self.scenarios.choose(call)
+        except ValueError as exc:  # a scenario name that makes no file name
+            await context.abort(self._grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        return call
+
+    def _begin(self, call: Call, name: str, request: bytes, forwarded: Metadata) -> bytes:
+        """Begin the call in the recording (its file, its place, its redactor; the lineage
+        reads the request's values from its message's ProtoJSON) and return its message as
+        forwarded (a push config it registers pointed at the proxy's receiver: `_pointed`)."""
+        # (the lineage reads the request's values from the message's ProtoJSON)
+        call.body = json_text(decode(name, request, reply=False), request)
+        call.headers = [
+            (k.encode("latin-1"), raw(v)) for k, v in forwarded if not k.endswith("-bin")
+        ] + [(b"content-type", b"application/json")]
         self.recording.begin(call)
-        return call, forwarded, _pointed(self.push, name, call, request)
+        return _pointed(self.push, name, call, request)
+
+    async def _send(
+        self, call: Call, name: str, request: bytes, forwarded: Metadata, make: Any, context: Any
+    ) -> Any:
+        """The agent's call, begun in the recording: a message that registers a push config
+        is pointed first; any other goes on its way before the recording reads it (grpc.aio
+        sends it from a task of its own, which runs at the first turn of the loop)."""
+        registers = _registers(self.push, name, request)
+        if registers:
+            request = self._begin(call, name, request, forwarded)
+        rpc = make(request, metadata=forwarded or None, timeout=context.time_remaining())
+        if not registers:
+            try:
+                await asyncio.sleep(0)
+            finally:
+                self._begin(call, name, request, forwarded)
+        return rpc
 
     def _left(self, context: Any) -> tuple[int, str]:
         """The status a cancelled call is recorded with (the same text whichever side noticed
@@ -287,186 +352,180 @@ class GrpcListener:
             return 1, "the recorder stopped"
         return 1, "cancelled by the client"
 
-    def _timeout(self, context: Any) -> float | None:
-        remaining = context.time_remaining()
-        return remaining if remaining is not None else self.timeout
-
-    def _record(
-        self,
-        call: Call,
-        code: int,
-        details: str,
-        initial: Any,
-        trailing: Any,
-        *,
-        reply: bytes | None = None,
-        messages: Sequence[bytes] | None = None,
-        forwarded: list[Any],
-        truncated: bool = False,
-    ) -> None:
-        """Hand the call's exchange, secrets out, to the writer (never raises: a call that
-        cannot be recorded is logged and counted, its client has its reply)."""
-        try:
-            redactor = call.redactor
-            request = binding.request_of(call.target, forwarded, call.body)
-            request = Request(
-                method=request.method,
-                target=request.target,
-                headers=redactor.redact_headers(request.headers),
-                body=redactor.redact_body(request.body, "application/json"),
-                http_version=request.http_version,
-            )
-            title = exchange_title(request, call.description)
-            call.recorded_request, call.recorded_title = request, title
-            call.recorded_operation = binding.method_of(call.target) or ""
-            if redactor.seen:
-                call.sent_secrets = dict(redactor.seen)
-            response = binding.response_of(
-                code,
-                message=details,
-                initial=_metadata_pairs(initial),
-                trailing=_metadata_pairs(trailing),
-                reply=reply,
-                messages=messages,
-            )
-            response = _redacted(response, redactor)
-            exchange = Exchange(
-                request=request, response=response, title=title, truncated=truncated
-            )
-        except Exception as exc:
-            log.exception("could not record the gRPC call %s", call.target)
-            self.recording.writer.count_failure(f"{type(exc).__name__}: {exc}")
-            return
-        self.recording.write(call, exchange)
-
     async def unary(self, path: str, request: bytes, context: Any) -> bytes:
-        """A unary call, forwarded and recorded."""
+        """A unary call, forwarded, and recorded once its reply is on its way."""
         grpc = self._grpc
+        metadata = metadata_pairs(context.invocation_metadata())
+        await self._screen(path, metadata, request, context)
         name = binding.method_of(path)
         channel = self._upstream_channel()
         if name is None or channel is None:
-            return await self._unrecorded(path, request, context, channel)
-        try:
-            call, forwarded, request = self._begin(path, name, request, context)
-        except ValueError as exc:  # a scenario name that makes no file name
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        rpc = channel.unary_unary(path)(
-            request, metadata=forwarded or None, timeout=self._timeout(context)
-        )
+            return await self._unrecorded(path, request, context, channel, metadata)
+        call = await self._call(path, name, metadata, context)
+        forwarded = to_forward(metadata)
+        rpc = await self._send(call, name, request, forwarded, channel.unary_unary(path), context)
+        record = self.records.open(call, name, forwarded)
         code, details, reply = 0, "", b""
         truncated = False
         initial: Any = ()
         trailing: Any = ()
+        own: str | None = None  # (the recorder's own refusal: not the agent's answer)
         try:
-            try:
+            async with asyncio.timeout(self.timeout):
                 reply = _restored(self.push, name, await rpc)
                 initial = await rpc.initial_metadata()
                 trailing = await rpc.trailing_metadata()
-            except grpc.aio.AioRpcError as error:
-                code, details, initial, trailing, truncated = _failed(error, context)
-            except asyncio.CancelledError:
-                rpc.cancel()
-                self.recording.close(call)
-                code, details = self._left(context)
-                self._record(call, code, details, (), (), forwarded=forwarded, truncated=True)
-                raise
-            recorded = _message_json(name, reply, reply=True) if code == 0 else None
-            # (its ids learned before the writer reads `call.after`, and before the client
-            # has the reply: a follow-up by one of them finds this call's file)
-            if recorded is not None:
-                self.recording.settle(call, recorded)
-            else:
-                self.recording.close(call)
-            self._record(
-                call,
-                code,
-                details,
-                initial,
-                trailing,
-                reply=recorded,
-                forwarded=forwarded,
-                truncated=truncated,
-            )
-        finally:
-            self.recording.finish(call)
+            if self.max_message is not None and len(reply) > self.max_message:
+                own, status = self._too_large(reply, "reply"), "RESOURCE_EXHAUSTED"
+        except grpc.aio.AioRpcError as error:
+            code, details, initial, trailing, truncated = _failed(error, context)
+        except TimeoutError:
+            rpc.cancel()
+            own, status = self._timed_out(), "DEADLINE_EXCEEDED"
+        except asyncio.CancelledError:
+            rpc.cancel()
+            self.recording.close(call)
+            code, details = self._left(context)
+            build = functools.partial(unary_exchange, record, code, details, [], [], None)
+            self.records.end(record, functools.partial(build, truncated=True))
+            raise
+        except Exception as exc:  # (grpc refused to send it: said, never a hang)
+            rpc.cancel()
+            own, status = f"could not forward the call: {type(exc).__name__}: {exc}", "INTERNAL"
+        loop = asyncio.get_running_loop()
+        if own is not None:
+            self.recording.close(call)
+            loop.call_soon(self.records.end, record, None)
+            await self._refuse(context, status, path, own)
+        # the record, in the step after this one, in which grpc sends the reply or the
+        # status (`recorder.record.grpc_record`)
+        loop.call_soon(
+            self._replied,
+            record,
+            code,
+            details,
+            metadata_pairs(initial),
+            metadata_pairs(trailing),
+            reply if code == 0 else None,
+            truncated,
+        )
         if initial:
-            await context.send_initial_metadata(_sendable(initial))
+            await context.send_initial_metadata(sendable(initial))
         if code != 0:
-            await context.abort(_status(grpc, code), details, _sendable(trailing))
+            await context.abort(_status(grpc, code), details, sendable(trailing))
         if trailing:
-            context.set_trailing_metadata(_sendable(trailing))
+            context.set_trailing_metadata(sendable(trailing))
         if name in _CARDS:
             return _card_for_client(self, name, reply)
         return reply
 
+    def _replied(
+        self,
+        record: CallRecord,
+        code: int,
+        details: str,
+        initial: Metadata,
+        trailing: Metadata,
+        reply: bytes | None,
+        truncated: bool,
+    ) -> None:
+        """A unary call answered: its ids learned, it is closed and recorded."""
+        try:
+            self.recording.close(record.call)
+            if reply is not None:
+                self.records.replied(record, reply)
+        finally:
+            build = functools.partial(
+                unary_exchange, record, code, details, initial, trailing, reply
+            )
+            self.records.end(record, functools.partial(build, truncated=truncated))
+
     async def stream(self, path: str, request: bytes, context: Any) -> AsyncIterator[bytes]:
-        """A server-streaming call, forwarded message by message and recorded when it ends."""
+        """A server-streaming call, forwarded message by message; each message recorded as
+        it passes (`recorder.record.grpc_record`), the exchange when the call ends."""
         grpc = self._grpc
+        metadata = metadata_pairs(context.invocation_metadata())
+        await self._screen(path, metadata, request, context)
         name = binding.method_of(path) or ""
         channel = self._upstream_channel()
         if channel is None:
             await context.abort(grpc.StatusCode.UNAVAILABLE, _NO_UPSTREAM)
-        try:
-            call, forwarded, request = self._begin(path, name, request, context)
-        except ValueError as exc:  # a scenario name that makes no file name
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        rpc = channel.unary_stream(path)(
-            request, metadata=forwarded or None, timeout=self._timeout(context)
-        )
-        messages: list[bytes] = []
+        call = await self._call(path, name, metadata, context)
+        forwarded = to_forward(metadata)
+        rpc = await self._send(call, name, request, forwarded, channel.unary_stream(path), context)
+        record = self.records.open(call, name, forwarded)
+        loop = asyncio.get_running_loop()
         code, details = 0, ""
         initial: Any = ()
         trailing: Any = ()
         truncated = False
         sent_initial = False
+        messages = 0
         try:
-            try:
-                async for message in rpc:
-                    message = _restored(self.push, name, message)
-                    if not sent_initial:
-                        sent_initial = True
-                        initial = await rpc.initial_metadata()
-                        if initial:
-                            await context.send_initial_metadata(_sendable(initial))
-                    recorded = _message_json(name, message, reply=True)
-                    messages.append(recorded)
-                    event = SseEvent(data=recorded.decode("utf-8", "replace"))
-                    self.recording.learn_frame(call, event)
-                    self.recording.frames_arrived(call, len(messages))
-                    yield message
+            while True:
+                if record.in_flight > BACKLOG:  # (its recording has fallen behind: it waits)
+                    await self.records.caught_up(record)
+                async with asyncio.timeout(self.timeout):
+                    message = await rpc.read()
+                if message is grpc.aio.EOF:
+                    break
+                if self.max_message is not None and len(message) > self.max_message:
+                    rpc.cancel()
+                    details = f"recorder: {self._too_large(message, 'reply')}"
+                    code, truncated = _RESOURCE_EXHAUSTED, True
+                    log.warning("gRPC %s: %s", path, details)
+                    break
+                message = _restored(self.push, name, message)
+                if not sent_initial:
+                    sent_initial = True
+                    initial = await rpc.initial_metadata()
+                    if initial:
+                        await context.send_initial_metadata(sendable(initial))
+                messages += 1
+                self.recording.frames_arrived(call, messages)
+                # (recorded in the step after this one, in which grpc sends it)
+                loop.call_soon(self.records.message, record, message)
+                yield message
+            if code == 0:
                 if not sent_initial:
                     initial = await rpc.initial_metadata()
                 trailing = await rpc.trailing_metadata()
-            except grpc.aio.AioRpcError as error:
-                code, details, initial, trailing, truncated = _failed(error, context)
-            except (asyncio.CancelledError, GeneratorExit):
-                # the client cancelled, left or ran out of time: the agent's call ends too,
-                # recorded as it was
-                rpc.cancel()
-                (code, details), truncated = self._left(context), True
-                raise
-            finally:
-                self.recording.close(call)
-                self._record(
-                    call,
-                    code,
-                    details,
-                    initial,
-                    trailing,
-                    messages=messages,
-                    forwarded=forwarded,
-                    truncated=truncated,
-                )
+        except grpc.aio.AioRpcError as error:
+            code, details, initial, trailing, truncated = _failed(error, context)
+        except TimeoutError:
+            rpc.cancel()
+            details = f"recorder: {self._timed_out()}"
+            code, truncated = _DEADLINE_EXCEEDED, True
+            log.warning("gRPC %s: %s", path, details)
+        except (asyncio.CancelledError, GeneratorExit):
+            # the client cancelled, left or ran out of time: the agent's call ends too,
+            # recorded as it was
+            rpc.cancel()
+            (code, details), truncated = self._left(context), True
+            raise
         finally:
-            self.recording.finish(call)
+            self.recording.close(call)
+            build = functools.partial(
+                stream_exchange,
+                record,
+                code,
+                details,
+                metadata_pairs(initial),
+                metadata_pairs(trailing),
+                truncated=truncated,
+            )
+            # (after the messages' own steps)
+            loop.call_soon(self.records.end, record, build)
         if code != 0:
             if not sent_initial and initial:
-                await context.send_initial_metadata(_sendable(initial))
-            await context.abort(_status(grpc, code), details, _sendable(trailing))
+                await context.send_initial_metadata(sendable(initial))
+            await context.abort(_status(grpc, code), details, sendable(trailing))
         if trailing:
-            context.set_trailing_metadata(_sendable(trailing))
+            context.set_trailing_metadata(sendable(trailing))
 
-    async def _unrecorded(self, path: str, request: bytes, context: Any, channel: Any) -> bytes:
+    async def _unrecorded(
+        self, path: str, request: bytes, context: Any, channel: Any, metadata: Metadata
+    ) -> bytes:
         """A call the recorder cannot record (a method A2A's service has not, or no agent
         address yet): forwarded as it is, or refused with UNAVAILABLE saying why."""
         grpc = self._grpc
@@ -475,20 +534,20 @@ class GrpcListener:
         if path not in self._unknown_warned:
             self._unknown_warned.add(path)
             log.warning("gRPC %s is not an A2A method: forwarded, not recorded", path)
-        metadata = [
-            (k, v)
-            for k, v in _metadata_pairs(context.invocation_metadata())
-            if k not in _TRANSPORT_KEYS and not k.startswith(":")
-        ]
+        forwarded = [(k, v) for k, v in metadata if k not in TRANSPORT_KEYS and k[:1] != ":"]
         rpc = channel.unary_unary(path)(
-            request, metadata=metadata or None, timeout=self._timeout(context)
+            request, metadata=forwarded or None, timeout=context.time_remaining()
         )
         try:
-            reply: bytes = await rpc
+            async with asyncio.timeout(self.timeout):
+                reply: bytes = await rpc
         except grpc.aio.AioRpcError as error:
             await context.abort(
-                error.code(), error.details() or "", _sendable(error.trailing_metadata())
+                error.code(), error.details() or "", sendable(error.trailing_metadata())
             )
+        except TimeoutError:
+            rpc.cancel()
+            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"recorder: {self._timed_out()}")
         return reply
 
 
@@ -496,7 +555,7 @@ def _card_for_client(listener: GrpcListener, name: str, reply: bytes) -> bytes:
     """GetExtendedAgentCard's card with its interfaces pointing at the recorder (the
     transcript keeps it as the agent sent it)."""
     try:
-        card = json.loads(_message_json(name, reply, reply=True))
+        card = json.loads(json_text(decode(name, reply, reply=True), reply))
         proxy = Origin.parse(listener.http_base) if listener.http_base else None
         upstream = Origin.parse(listener.http_upstream) if listener.http_upstream else None
         if proxy is None or upstream is None:
@@ -524,8 +583,13 @@ def _client_deadline_passed(context: Any) -> bool:
     return remaining is not None and remaining <= _DEADLINE_SLACK
 
 
+_RESOURCE_EXHAUSTED = 8
+# no message size limit of the recorder's own (grpc's default refuses a message over 4 MiB
+# received): the agent's and the client's limits hold (`--grpc-max-message` adds one)
+_NO_OWN_LIMITS = (("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1))
 _CARDS = frozenset({"GetExtendedAgentCard"})
-# the methods whose request may register a push config (`recorder.push.config_objects`)
+# the methods whose request may register a push config
+# (`recorder.bindings.push_configs.config_objects`)
 _REGISTERING = frozenset(
     {"SendMessage", "SendStreamingMessage", "CreateTaskPushNotificationConfig"}
 )
@@ -552,31 +616,6 @@ def _status(grpc: Any, value: int) -> Any:
         if status.value[0] == value:
             return status
     return grpc.StatusCode.UNKNOWN
-
-
-def _sendable(metadata: Any) -> tuple[tuple[str, str | bytes], ...]:
-    """Metadata to pass on to the client (the status entries grpc sets itself left out)."""
-    return tuple(
-        (k, v)
-        for k, v in _metadata_pairs(metadata)
-        if k not in ("grpc-status", "grpc-message") and not k.startswith(":")
-    )
-
-
-def _redacted(response: Response, redactor: Any) -> Response:
-    """`response` with its secrets replaced: metadata by name, messages' fields as JSON."""
-    events = None
-    if response.events is not None:
-        events = redactor.redact_events(response.events)
-    return Response(
-        status=response.status,
-        reason=response.reason,
-        headers=redactor.redact_headers(response.headers),
-        body=redactor.redact_body(response.body, "application/json") if response.body else b"",
-        events=events,
-        http_version=response.http_version,
-        trailers=redactor.redact_headers(response.trailers) if response.trailers else Headers(),
-    )
 
 
 class _Handler:

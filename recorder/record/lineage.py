@@ -4,7 +4,7 @@ Most clients know nothing of the recorder: no `Recorder-Scenario` header, random
 ids, follow-up calls by the ids the agent handed out. Their exchanges are grouped so that every
 file is self-contained (it creates what it later reads) and replays alone, in any order:
 
-1. Every value an agent's reply generates (by the player's own rules, `recorder.pairing`:
+1. Every value an agent's reply generates (by the player's own rules, `recorder.rules.pairing`:
    a generated member such as a task `id` or `contextId`, or a generated shape such as a
    uuid), that no request of the run carried before its reply came (rule 2, for the whole
    run: the client's own values), has a *home*: the file of the exchange whose reply first
@@ -38,9 +38,9 @@ from typing import Any
 
 import orjson
 
-from recorder.model import Request, canonical_json_body, is_json_media_type
-from recorder.pairing import PairingRules
-from recorder.rules import DEFAULT_RULES, Rules
+from recorder.format.model import Request, canonical_json_body, is_json_media_type
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
 
 __all__ = ["MAX_SCANNED_BODY", "Lineage", "parse_json"]
 
@@ -83,17 +83,17 @@ class Lineage:
 
     def request_values(self, request: Request) -> frozenset[str]:
         """Every value the request carries (its body's strings, path segments, query and
-        header values, and the shapes inside them): rule 2 of `recorder.pairing`. They are
+        header values, and the shapes inside them): rule 2 of `recorder.rules.pairing`. They are
         the client's for the rest of the run: no later reply gives them a home."""
         return self._carry(self._pairing.request_values(request))
 
     def values_of(
         self, target: str, headers: list[tuple[str, str]], body: bytes, content_type: str | None
     ) -> frozenset[str]:
-        """`request_values` of the request as the recorder models it (`recorder.model.Request`
-        with these parts), without building the model: a JSON body is put in its canonical
-        form only when that can change a string in it (escapes, non-ASCII, DEL); otherwise
-        only the layout between the strings differs, which no value depends on. Like
+        """`request_values` of the request as the recorder models it
+        (`recorder.format.model.Request` with these parts), without building the model: a JSON body
+        is put in its canonical form only when that can change a string in it (escapes, non-ASCII,
+        DEL); otherwise only the layout between the strings differs, which no value depends on. Like
         `request_values`, they are the client's for the rest of the run."""
         is_json = is_json_media_type(content_type)
         if is_json and body and not (body.isascii() and b"\\" not in body and b"\x7f" not in body):
@@ -122,10 +122,22 @@ class Lineage:
         """Give every generated value of the parsed JSON `value` (a reply body or a stream
         frame's data) that the client did not send itself (`client`: this exchange's request
         values; or any request of the run, `request_values`) the home `key`, unless it has one."""
+        self.learn_generated(self.generated(value), key, client)
+
+    def generated(self, value: Any) -> list[tuple[str, str]]:
+        """The generated values (text, kind) of the parsed JSON `value`, for `learn_generated`:
+        reads the rules only, so any thread may find them (a large gRPC message's, off the
+        event loop) while the homes are learned where the requests are routed."""
+        return self._pairing.generated_values(value)
+
+    def learn_generated(
+        self, generated: Iterable[tuple[str, str]], key: Hashable, client: frozenset[str]
+    ) -> None:
+        """`learn` of the values `generated` found."""
         home = self._home
         loose = self._loose
         carried = self._carried
-        for text, kind in self._pairing.generated_values(value):
+        for text, kind in generated:
             found = home.get(text)
             if found is not None:
                 if found != key and key is not None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from recorder.bindings import grpc as grpc_binding
 from recorder.bindings import jsonrpc, operations, rest
-from recorder.model import GRPC_METHOD, Request
+from recorder.format.model import GRPC_METHOD, Request
 
 __all__ = [
     "NUMBERED",

@@ -21,10 +21,10 @@ import os
 import threading
 from collections.abc import Iterable, Sequence
 
-from recorder.model import Response, Transcript
-from recorder.pairing import PairingRules
-from recorder.replay.live import NOT_JSON, parse_json_text
-from recorder.rules import Rules
+from recorder.format.model import Response, Transcript
+from recorder.replay.verdict.live import NOT_JSON, parse_json_text
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import Rules
 
 __all__ = ["Origins", "unpaired_notes"]
 

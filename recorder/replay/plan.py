@@ -6,7 +6,7 @@ Files are played in the order `load_transcripts` finds them: the paths as given,
 that order, so every machine makes the same split.
 
 Selection with `-k EXPRESSION` (pytest's: words joined by `and`, `or`, `not` and parentheses,
-each a case-insensitive substring of "<file> <exchange title>", `recorder.replay.select`): a
+each a case-insensitive substring of "<file> <exchange title>", `recorder.replay.keywords`): a
 file none of whose exchanges match is skipped. In a file that has a match, every exchange up to the
 last matching one is played in order, because later requests carry forward values from earlier
 replies (a GetTask names the task an earlier SendMessage created); only the matching exchanges
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 from recorder.checking import find_transcripts
 from recorder.errors import ParseError, RecorderError
-from recorder.httpfile import load
-from recorder.model import Transcript
-from recorder.replay.select import Selection
+from recorder.format.httpfile import load
+from recorder.format.model import Transcript
+from recorder.replay.keywords import Selection
 
 __all__ = ["PlanItem", "TranscriptErrors", "load_transcripts", "parse_shard", "plan"]
 

@@ -1,7 +1,7 @@
 """The player: send each recorded request to an agent and compare each reply with the golden one.
 
-This is the I/O shell around the pure replay core (`recorder.replay.state.ReplayState`, one per
-transcript file, decides what to send and what mismatched). `play` runs it; each concern has
+This is the I/O shell around the pure replay core (`recorder.replay.verdict.state.ReplayState`, one
+per transcript file, decides what to send and what mismatched). `play` runs it; each concern has
 its own module:
 
 1. Plan (`recorder.replay.plan`): find and parse the transcripts, select exchanges (`-k`),
@@ -16,7 +16,8 @@ its own module:
 4. With `update`, bless (`recorder.replay.update`): `ReplayState.bless` gives the reply to
    write back into the golden file.
 
-Files run in turn or in parallel (`recorder.replay.jobs`); the verdicts: `recorder.replay.results`.
+Files run in turn or in parallel (`recorder.replay.jobs`); the verdicts:
+`recorder.replay.reports.results`.
 
 A mismatch is a result (`ExchangeResult.mismatches`), and so is an exchange that got no whole
 reply (`ExchangeResult.error`: a timeout, a dropped connection): the rest of its file is then
@@ -45,21 +46,19 @@ import httpx
 
 from recorder.checks.judges import import_judges
 from recorder.errors import NoReplyError, UpstreamError
-from recorder.model import Exchange, Request, Transcript
-from recorder.redact import scrub_text
+from recorder.format.model import Exchange, Request, Transcript
 from recorder.replay.agents import AgentHandle as AgentHandle
 from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc, send_grpc
 from recorder.replay.jobs import Stopped, run_files
-from recorder.replay.live import frames_read
 from recorder.replay.needs import attach_needs, play_needs
 from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.plan import PlanItem, load_transcripts, plan
 from recorder.replay.pushes import FilePushes, PushReceiver, as_reply
-from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
+from recorder.replay.reports.results import ExchangeResult, Listener, PlayResult, TranscriptResult
+from recorder.replay.reports.verbose import verbose_lines
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
-from recorder.replay.state import LiveReply, ReplayState
-from recorder.replay.trials import play_in_trials
+from recorder.replay.trials import TrialPlan, play_in_trials
 from recorder.replay.update import (
     blessed_exchanges,
     finish_update,
@@ -77,9 +76,12 @@ from recorder.replay.variables import (
     transcript_placeholders,
     unset_variable,
 )
-from recorder.replay.verbose import verbose_lines
+from recorder.replay.verdict.diff import Mismatch
+from recorder.replay.verdict.live import frames_read
+from recorder.replay.verdict.state import LiveReply, ReplayState
 from recorder.replay.watch import AgentWatch
-from recorder.rules import DEFAULT_RULES, Rules
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
+from recorder.secrets.redact import scrub_text
 
 __all__ = ["AgentHandle", "FilePlayer", "finish_update", "play"]
 
@@ -122,7 +124,7 @@ class FilePlayer:
     answered is this exchange's error, not an exception; None: `UpstreamError` is raised."""
     verbose: int = 0
     """1: a mismatch's result holds the diff of both replies, normalized; 2: both whole; 3:
-    the request as sent too (`recorder.replay.verbose`)."""
+    the request as sent too (`recorder.replay.reports.verbose`)."""
     on_reply: Callable[[int, LiveReply], None] | None = None
     """Told each whole live reply (the exchange's 0-based index, the reply), before it is
     compared (`recorder learn` keeps them)."""
@@ -304,6 +306,11 @@ class FilePlayer:
             return
         self._record(index, live, background.started)
 
+    def judge(self, index: int, live: LiveReply) -> list[Mismatch]:
+        """Exchange `index`'s mismatches for a reply got in another play (`recorder learn`'s
+        held-out runs), as `_record` compares one: in order, so pairs are learned as then."""
+        return self.state.compare(self._expected(index), live, number=index + 1)
+
     @property
     def changed_on_disk(self) -> bool:
         """--update found the file edited since it was read, and left it as it was."""
@@ -422,8 +429,8 @@ class _Settings:
     exitfirst: bool = False
     halt: threading.Event = field(default_factory=threading.Event)
     """-x: set once a file failed; the files not yet started are not played."""
-    trials: tuple[int, float] | None = None
-    """--trials N, --pass-rate R (`recorder.replay.trials`)."""
+    trials: TrialPlan | None = None
+    """--trials N, --pass-rate R, --confidence C, --early-stop (`recorder.replay.trials`)."""
     pushes: PushReceiver | None = None
     grpc: GrpcTarget | None = None
 
@@ -456,7 +463,7 @@ def _play_item(
         once = replace(settings, listener=None)
         result = play_in_trials(
             lambda: _play_file(once, item, transport, stop),
-            *settings.trials,
+            settings.trials,
             selected=[index + 1 for index in sorted(item.selected)],
         )
         listener = settings.listener
@@ -563,7 +570,7 @@ def play(
     start_agent: Callable[..., AgentHandle] | None = None,
     verbose: int = 0,
     exitfirst: bool = False,
-    trials: tuple[int, float] | None = None,
+    trials: TrialPlan | None = None,
     grpc_agent: str | None = None,
 ) -> PlayResult:
     """Replay the transcripts under `paths` against `agent`, or against the agent that
@@ -575,7 +582,7 @@ def play(
     (their exchanges are "not played"). An agent that goes away after it answered is a result
     too (the exchange that lost it is an error, each later file fails fast:
     `recorder.replay.watch`).
-    `trials` (N, R) plays each file N times, an exchange passing in ceil(R * N) of them
+    `trials` (a `TrialPlan`) plays each file N times, an exchange passing as the plan says
     (`recorder.replay.trials`; not with `update`). gRPC calls go to `grpc_agent` (HOST:PORT),
     else to the GRPC interface of the agent's card (`start_agent(grpc=True)` when a file has
     one: the started agent's).

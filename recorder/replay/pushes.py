@@ -27,12 +27,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from recorder.model import Exchange, Headers, Request, Response, Transcript
-from recorder.push import config_objects
-from recorder.replay.diff import Mismatch
-from recorder.replay.live import LiveReply
+from recorder.bindings.push_configs import config_objects
+from recorder.format.model import Exchange, Headers, Request, Response, Transcript
 from recorder.replay.pushrecv import Arrival, PushReceiver
-from recorder.replay.state import ReplayState
+from recorder.replay.verdict.diff import Mismatch
+from recorder.replay.verdict.live import LiveReply
+from recorder.replay.verdict.state import ReplayState
 
 __all__ = [
     "TOKEN_HEADER",

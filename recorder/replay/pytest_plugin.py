@@ -26,8 +26,11 @@ set the same as the command-line options, which win when given.
 
 `--recorder-trials N` (ini `recorder_trials`) plays each file N times, afresh each time, when
 its first item runs; an item passes when its exchange passed in at least ceil(R*N) trials, R
-from `--recorder-pass-rate R` (ini `recorder_pass_rate`; 0 < R <= 1, default 1.0), as
-`recorder play --trials N --pass-rate R` does (`recorder.replay.trials`).
+from `--recorder-pass-rate R` (ini `recorder_pass_rate`; 0 < R <= 1, default 1.0), or with
+`--recorder-confidence C` (ini `recorder_confidence`) when Wilson's lower bound of its pass
+rate at C is at least R; `--recorder-early-stop` (ini `recorder_early_stop = true`) stops once
+no verdict can change; as `recorder play --trials N --pass-rate R --confidence C --early-stop`
+does (`recorder.replay.trials`).
 
 The items of one file share one `ReplayState` and must run in file order: a later request
 carries forward ids from earlier replies. Selecting some items (`-k`) or running one item
@@ -77,12 +80,12 @@ if TYPE_CHECKING:
     import httpx
 
     from recorder.replay.grpc_send import GrpcTarget
-    from recorder.replay.live import LiveReply
     from recorder.replay.player import FilePlayer
-    from recorder.replay.results import ExchangeResult, TranscriptResult
+    from recorder.replay.reports.results import ExchangeResult, TranscriptResult
     from recorder.replay.trials import TrialPlayer
+    from recorder.replay.verdict.live import LiveReply
     from recorder.replay.watch import AgentWatch
-    from recorder.rules import Rules
+    from recorder.rules.ruleset import Rules
 
 MARKER = b"# recorder-format:"
 
@@ -160,6 +163,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="With --recorder-trials: the fraction of trials to pass, 0 < R <= 1 (default 1.0).",
     )
     group.addoption(
+        "--recorder-confidence",
+        metavar="C",
+        type=float,
+        default=None,
+        help="With --recorder-trials: judge the pass rate by Wilson's lower bound at C.",
+    )
+    group.addoption(
+        "--recorder-early-stop",
+        action="store_true",
+        default=False,
+        help="With --recorder-trials: stop a file's trials once no verdict can change.",
+    )
+    group.addoption(
         "--recorder-no-judge",
         action="store_true",
         default=False,
@@ -169,6 +185,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "recorder_trials", default="", help="Like --recorder-trials (the option wins when given)."
     )
+    parser.addini(
+        "recorder_confidence", default="", help="Like --recorder-confidence (the option wins)."
+    )
+    parser.addini("recorder_early_stop", default="", help="Like --recorder-early-stop (true).")
     parser.addini(
         "recorder_pass_rate",
         default="",
@@ -268,7 +288,7 @@ class _Agent:
     def _start(self) -> None:
         from recorder.replay.send import agent_base_url, make_transport
         from recorder.replay.watch import AgentWatch
-        from recorder.rules import load_rules
+        from recorder.rules.ruleset import load_rules
 
         self._rules = load_rules(rules_setting(self.config))
         self.variables = variables_setting(self.config)
@@ -418,7 +438,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     updated = config.stash.get(_UPDATED, [])
     if not updated:
         return
-    from recorder.replay.report import plural, transcript_lines
+    from recorder.replay.reports.terminal import plural, transcript_lines
 
     terminalreporter.write_sep("-", "recorder --recorder-update")
     width = max(len(result.path) for result in updated)
@@ -455,7 +475,7 @@ def _check_options(config: pytest.Config) -> None:
     if rules:
         from recorder.checks.judges import import_judges
         from recorder.errors import RecorderError
-        from recorder.rules import load_rules
+        from recorder.rules.ruleset import load_rules
 
         try:
             loaded = load_rules(rules)
@@ -501,7 +521,7 @@ class TranscriptFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         from recorder.errors import ParseError
-        from recorder.httpfile import load
+        from recorder.format.httpfile import load
 
         try:
             self.transcript = load(self.path)
@@ -552,7 +572,7 @@ class TranscriptFile(pytest.File):
                 self._player = TrialPlayer(
                     lambda: agent.file_player(self.display_path, self.transcript),
                     len(self.transcript.exchanges),
-                    *trials,
+                    trials,
                 )
         return self._player
 
@@ -569,8 +589,8 @@ class TranscriptFile(pytest.File):
         results = tuple(player.results[i] for i in ran if i in player.results)
         if all(r.passed for r in results):
             return
-        from recorder.replay.report import transcript_lines
-        from recorder.replay.results import TranscriptResult
+        from recorder.replay.reports.results import TranscriptResult
+        from recorder.replay.reports.terminal import transcript_lines
         from recorder.replay.update import finish_update
 
         agent = self.config.stash[_AGENT]
@@ -633,8 +653,8 @@ class ExchangeItem(pytest.Item):
 
         error = excinfo.value
         if isinstance(error, ExchangeMismatch):
-            from recorder.replay.report import transcript_lines
-            from recorder.replay.results import TranscriptResult
+            from recorder.replay.reports.results import TranscriptResult
+            from recorder.replay.reports.terminal import transcript_lines
 
             lines = transcript_lines(TranscriptResult(error.path, (error.result,)))
             return "\n".join(lines)

@@ -13,15 +13,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from recorder.disk.atomic import write_text_atomic
 from recorder.errors import ParseError
-from recorder.httpfile import dumps, loads, splice, write_text_atomic
-from recorder.model import Exchange, Response, Transcript
-from recorder.noise import Replies, propose
-from recorder.redact import Redactor, scrub_response
+from recorder.format.httpfile import dumps, loads, splice
+from recorder.format.model import Exchange, Response, Transcript
 from recorder.replay.pushes import as_reply
-from recorder.replay.results import ExchangeResult
-from recorder.replay.state import LiveReply, ReplayState
-from recorder.rules import Rules
+from recorder.replay.reports.results import ExchangeResult
+from recorder.replay.verdict.state import LiveReply, ReplayState
+from recorder.rules.noise import Replies, propose
+from recorder.rules.ruleset import Rules
+from recorder.secrets.redact import Redactor, scrub_response
 
 if TYPE_CHECKING:
     from recorder.replay.player import FilePlayer
@@ -174,7 +175,7 @@ def noise_refusal(
     rules: Rules,
 ) -> str | None:
     """Why --update must not bless the exchanges `indices`, or None: their live replies in two
-    runs (`first`, `second`) differ at a place the rules do not absorb (`recorder.noise`, as
+    runs (`first`, `second`) differ at a place the rules do not absorb (`recorder.rules.noise`, as
     `recorder learn` would see it). Blessing it would write a volatile value into the golden
     file, and the next replay would fail there without a hint. The reason names the rule."""
     replies = [

@@ -13,6 +13,11 @@ An unset variable:
   `credential_headers`): a made-up value there would only get a 401, so the exchanges that
   use it fail with a message naming the variable (`unset_variable`) and the others play;
 - a placeholder that stands for no secret fails the exchanges that use it the same way.
+
+A literal that reads as a placeholder is escaped in the transcript (`recorder.format.literals`): in
+JSON as `\\u007b{NAME}}`, which is sent as it is (the same string to the agent), elsewhere as
+`\\{\\{NAME\\}\\}`, sent as `{{NAME}}` (`fill_placeholders`) and compared so
+(`fill_reply_placeholders`).
 """
 
 from __future__ import annotations
@@ -27,11 +32,12 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus
 
 from recorder.errors import RecorderError
-from recorder.model import Headers, Request, Response, Transcript, header_text
-from recorder.redact import PLACEHOLDER, PUSH_URL_SECRET, is_form, scrub_text
-from recorder.replay.diff import Mismatch
+from recorder.format.literals import literal_text
+from recorder.format.model import Headers, Request, Response, Transcript, header_text
 from recorder.replay.plan import PlanItem
-from recorder.rules import DEFAULT_RULES, Rules
+from recorder.replay.verdict.diff import Mismatch
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
+from recorder.secrets.redact import PLACEHOLDER, PUSH_URL_SECRET, is_form, scrub_text
 
 __all__ = [
     "CREDENTIAL_HEADERS",
@@ -165,7 +171,8 @@ def request_placeholders(request: Request) -> list[str]:
 def fill_placeholders(
     request: Request, variables: Mapping[str, str], *, path: str = "", line: int | None = None
 ) -> Request:
-    """`request` with each `{{NAME}}` in its target, header values and body replaced.
+    """`request` with each `{{NAME}}` in its target, header values and body replaced, and
+    each literal escaped outside JSON (`\\{\\{NAME\\}\\}`) as it was sent (`{{NAME}}`).
 
     In the target the value is percent-encoded where a URL needs it; in a JSON body it is
     JSON-escaped (placeholders stand inside strings). A value that cannot go where its
@@ -188,29 +195,28 @@ def fill_placeholders(
         return quote_plus(value_of(match))
 
     target = request.target
-    if "{{" in target:
-        target = PLACEHOLDER.sub(in_target, target)
+    if _braces(target):
+        target = literal_text(PLACEHOLDER.sub(in_target, target))
     headers = request.headers
-    if any("{{" in value for _, value in headers):
+    if any(_braces(value) for _, value in headers):
         try:
-            headers = Headers([(n, PLACEHOLDER.sub(value_of, v)) for n, v in headers])
+            headers = Headers([(n, literal_text(PLACEHOLDER.sub(value_of, v))) for n, v in headers])
         except ValueError as exc:
             where = path if line is None else f"{path}:{line}"
             raise RecorderError(f"{where}: a placeholder's value cannot be sent: {exc}") from None
     body = request.body
-    if b"{{" in body:
+    if b"{{" in body or b"\\{\\{" in body:
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             pass  # binary bodies hold no placeholders
         else:
-            if request.is_json:
-                fill = in_json
-            elif is_form(request.headers.get("Content-Type")):
-                fill = in_form  # the recorder took the value out of a form body
+            if request.is_json and _is_json_text(text):
+                body = PLACEHOLDER.sub(in_json, text).encode()
             else:
-                fill = value_of
-            body = PLACEHOLDER.sub(fill, text).encode()
+                # the recorder took the value out of a form body
+                fill = in_form if is_form(request.headers.get("Content-Type")) else value_of
+                body = literal_text(PLACEHOLDER.sub(fill, text)).encode()
     if target is request.target and headers is request.headers and body is request.body:
         return request
     return replace(request, target=target, headers=headers, body=body)
@@ -222,12 +228,15 @@ def fill_reply_placeholders(
     """A recorded reply with each `{{NAME}}` of `names` whose variable is set replaced by its
     value, as it is compared: the recorder (and --update) write a secret that an agent echoes
     (a token in a message) as its placeholder. Other `{{...}}` text is the agent's own and
-    stays as written, as does a placeholder whose variable is not set."""
-    if b"{{" not in response.body and not any("{{" in value for _, value in response.headers):
+    stays as written, as does a placeholder whose variable is not set. A literal escaped
+    outside JSON (`\\{\\{NAME\\}\\}`) is compared as it was sent (`{{NAME}}`)."""
+    if (
+        b"{{" not in response.body
+        and b"\\{\\{" not in response.body
+        and not any(_braces(value) for _, value in response.headers)
+    ):
         return response
     known = {name: variables[name] for name in names if name in variables}
-    if not known:
-        return response
 
     def plain(match: re.Match[str]) -> str:
         return known.get(match.group(1), match.group())
@@ -239,18 +248,26 @@ def fill_reply_placeholders(
         return json.dumps(known[name], ensure_ascii=False)[1:-1]
 
     def in_header(match: re.Match[str]) -> str:
-        # (a live header value is read as the recorder reads one: `recorder.model.header_text`)
+        # (a live header value is read as the recorder reads one:
+        # `recorder.format.model.header_text`)
         value = known.get(match.group(1))
         if value is None:
             return match.group()
         return header_text(value.encode("utf-8", "surrogateescape"))
 
     def filled(text: str, *, is_json: bool) -> str:
-        return PLACEHOLDER.sub(in_json if is_json else plain, text) if "{{" in text else text
+        if not _braces(text):
+            return text
+        if is_json:
+            return PLACEHOLDER.sub(in_json, text) if known else text
+        return literal_text(PLACEHOLDER.sub(plain, text) if known else text)
 
     try:
         headers = Headers(
-            [(n, PLACEHOLDER.sub(in_header, v) if "{{" in v else v) for n, v in response.headers]
+            [
+                (n, literal_text(PLACEHOLDER.sub(in_header, v)) if _braces(v) else v)
+                for n, v in response.headers
+            ]
         )
     except ValueError:  # a value that cannot be a header value (a line break): kept as written
         headers = response.headers
@@ -258,8 +275,8 @@ def fill_reply_placeholders(
         events = tuple(
             replace(
                 event,
-                data=None
-                if event.data is None
+                data=event.data
+                if event.data is None or not _braces(event.data)
                 else filled(event.data, is_json=_is_json_text(event.data)),
                 id=None if event.id is None else filled(event.id, is_json=False),
             )
@@ -270,8 +287,14 @@ def fill_reply_placeholders(
         text = response.body.decode("utf-8")
     except UnicodeDecodeError:
         return response.with_content(headers, body=response.body)
-    body = filled(text, is_json=response.is_json).encode("utf-8", "surrogateescape")
+    is_json = response.is_json and _is_json_text(text)
+    body = filled(text, is_json=is_json).encode("utf-8", "surrogateescape")
     return response.with_content(headers, body=body)
+
+
+def _braces(text: str) -> bool:
+    """Whether `text` may hold a placeholder or an escaped literal (`recorder.format.literals`)."""
+    return "{{" in text or "\\{\\{" in text
 
 
 def _is_json_text(text: str) -> bool:

@@ -3,7 +3,7 @@
 The strategy (docs/serve.md says it for users):
 
 1. **A request that carries an id the stand-in handed out** (a task id, a contextId, a
-   push-config id from an earlier reply, as `recorder.pairing` calls values generated) belongs
+   push-config id from an earlier reply, as `recorder.rules.pairing` calls values generated) belongs
    to the conversation that was handed that id. It is answered by the unused exchange of that
    conversation's transcript whose request matches best (`Matching.score`; among equals the
    first, the recorded order): exchanges are used once each, so the same GetTask gets its
@@ -47,8 +47,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder.pairing import PairingRules
-from recorder.push import config_objects
+from recorder.bindings.push_configs import config_objects
+from recorder.rules.pairing import PairingRules
 from recorder.serve.match import LiveRequest, Matching, random_template
 from recorder.serve.steps import Step
 from recorder.serve.webhooks import without_urls

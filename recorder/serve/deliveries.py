@@ -27,12 +27,12 @@ from typing import Any
 
 import httpx
 
-from recorder.model import Exchange, Response
-from recorder.pairing import PairingRules
-from recorder.push import config_objects
+from recorder.bindings.push_configs import config_objects
+from recorder.format.model import Exchange, Response
+from recorder.rules.pairing import PairingRules
 from recorder.serve.book import Branch, Found
 from recorder.serve.match import LiveRequest
-from recorder.serve.render import Renderer
+from recorder.serve.replies import Renderer
 from recorder.serve.steps import Step
 
 __all__ = ["TOKEN_HEADER", "Deliveries", "following_deliveries"]

@@ -16,11 +16,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-import orjson
 
-from recorder.model import header_bytes
+from recorder.format.jsonbody import compact_json
+from recorder.format.model import header_bytes
 from recorder.serve.match import LiveRequest, parse_json
-from recorder.serve.render import address_pattern, grpc_card_reply
+from recorder.serve.replies import address_pattern, grpc_card_reply
 
 __all__ = ["Fallback"]
 
@@ -127,7 +127,7 @@ def _grpc_interface(body: bytes, grpc: str | None) -> bytes:
         return body
     value = parse_json(body)
     fixed = grpc_card_reply(value, grpc)
-    return body if fixed == value else orjson.dumps(fixed)
+    return body if fixed == value else compact_json(fixed)
 
 
 def _raw(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:

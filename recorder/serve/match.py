@@ -2,7 +2,7 @@
 
 The player turns a recorded request into a live one and checks the agent's reply; the stand-in
 gets the live request from a client and must find the recorded request it stands for. The
-rules (`recorder.pairing`), read the other way:
+rules (`recorder.rules.pairing`), read the other way:
 
 - A value the recorded request carried that an earlier reply of its file had generated (rule 1
   and 2: a task id, a contextId) is one the stand-in handed out: the live request must carry
@@ -42,11 +42,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-import orjson
-
 from recorder.bindings import jsonrpc
-from recorder.pairing import PairingRules
-from recorder.redact import PLACEHOLDER
+from recorder.format.jsonbody import compact_json, loads
+from recorder.rules.pairing import PairingRules
+from recorder.secrets.redact import PLACEHOLDER
 from recorder.serve.spelling import canonical_method, modern
 
 __all__ = [
@@ -85,8 +84,8 @@ def parse_json(body: bytes) -> Any:
     if not body:
         return NOT_JSON
     try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
+        return loads(body)  # (a number as it was written: `recorder.format.jsonbody.JsonNumber`)
+    except (ValueError, RecursionError):
         return NOT_JSON
 
 
@@ -504,5 +503,5 @@ def _placeholder_pattern(text: str) -> tuple[list[str], re.Pattern[str]]:
 
 
 def _show(value: Any) -> str:
-    text = orjson.dumps(value).decode() if value is not NOT_JSON else "no JSON"
+    text = compact_json(value).decode() if value is not NOT_JSON else "no JSON"
     return text if len(text) <= 60 else text[:57] + "..."

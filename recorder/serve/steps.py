@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.bindings import jsonrpc
-from recorder.httpfile import DURING_TAG
-from recorder.model import Exchange, Transcript
-from recorder.pairing import PairingRules
+from recorder.format.httpfile import DURING_TAG
+from recorder.format.literals import literal_text
+from recorder.format.model import Exchange, Transcript
+from recorder.rules.pairing import PairingRules
 from recorder.serve.match import NOT_JSON, parse_json, significant_headers, split_target
 from recorder.serve.spelling import canonical_method, modern
 
@@ -233,8 +234,11 @@ def _prepare_file(
                 index=index,
                 path=transcript.source or f"transcript {number + 1}",
                 exchange=exchange,
-                pieces=split_target(request.target),
-                significant=significant_headers(request.headers),
+                # (a literal `{{NAME}}` as it was sent: `recorder.format.literals`)
+                pieces=split_target(literal_text(request.target)),
+                significant=significant_headers(
+                    [(name, literal_text(value)) for name, value in request.headers]
+                ),
                 json=parse_json(request.body),
                 needs=needs,
                 hands_out=hands_out,

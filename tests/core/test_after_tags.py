@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from recorder import dumps, loads
 from recorder.checking import check_paths
 from recorder.cli import main
-from recorder.httpread import after_lines
+from recorder.format.httpread import after_lines
 
 EXCHANGE = "### ListTasks\nGET /a2a/rest/tasks HTTP/1.1\n\nHTTP/1.1 200 OK\n"
 HEAD = "# recorder-format: 1\n# @after 02-send-message.http\n# @after 10-send-message.http\n"

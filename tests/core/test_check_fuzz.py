@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from recorder.checking import check_paths
 from recorder.cli import main
-from recorder.httpfile import dumps
-from recorder.model import Exchange, Headers, Request, Response, SseEvent, Transcript
+from recorder.format.httpfile import dumps
+from recorder.format.model import Exchange, Headers, Request, Response, SseEvent, Transcript
 
 GOLDEN = sorted((Path(__file__).resolve().parents[2] / "transcripts").glob("*.http"))
 SEEDS = [path.read_bytes() for path in GOLDEN[:6]]

@@ -423,7 +423,7 @@ Content-Type: application/json
 """,
     ),
     Case(
-        "a lone surrogate escape (JSON, but no character) keeps its body as it came",
+        "a lone surrogate escape (JSON, but no character) is laid out, its escape kept",
         one(make_exchange(response=make_response(body=b'{"note": "a\\ud800b", "n": 1}'))),
         """\
 # recorder-format: 1
@@ -434,7 +434,10 @@ Content-Type: application/json
         + """HTTP/1.1 200 OK
 Content-Type: application/json
 
-{"note": "a\\ud800b", "n": 1}
+{
+  "note": "a\\ud800b",
+  "n": 1
+}
 """,
     ),
     Case(
@@ -549,9 +552,9 @@ def test_exchange_line_numbers_point_at_the_title() -> None:
     assert [e.line for e in transcript] == [3, 19]
 
 
-def test_json_with_duplicate_keys_is_kept_as_received() -> None:
+def test_json_with_duplicate_keys_keeps_both_members() -> None:
     body = b'{"a": 1, "a": 2}'
-    assert make_response(body=body).body == body
+    assert make_response(body=body).body == b'{\n  "a": 1,\n  "a": 2\n}'
 
 
 def test_an_unknown_status_reason_and_json_type_parameters() -> None:

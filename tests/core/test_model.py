@@ -7,6 +7,7 @@ import json
 
 import pytest
 from factories import make_exchange, make_request, make_response
+from jsonref import canonical_layout
 
 from recorder import Headers, Request, Response, SseEvent
 
@@ -92,7 +93,7 @@ def test_a_json_body_is_parsed_once_and_the_value_kept() -> None:
     assert response.__dict__["json"] == {"b": [1, {"c": None}]}  # set by the constructor
     assert response.json is response.json
     duplicate = make_response(body=b'{"a": 1, "a": 2}')
-    assert (duplicate.body, duplicate.json) == (b'{"a": 1, "a": 2}', {"a": 2})
+    assert (duplicate.body, duplicate.json) == (b'{\n  "a": 1,\n  "a": 2\n}', {"a": 2})
     assert "json" not in make_response(body=b"not json").__dict__
 
 
@@ -101,13 +102,19 @@ def test_a_json_body_is_parsed_once_and_the_value_kept() -> None:
     [
         b'{"a":1,"b":[true,null],"c":{"d":"\xc3\xa9"}}',  # compact (Starlette)
         b'{"a": 1, "b": [true, null], "c": {"d": "\xc3\xa9"}}',  # json.dumps's default
-        b'{"a": 1, "b": [true, null], "c": {"d": "\\u00e9"}}',  # ASCII-escaped
         b'{ "a" : 1 ,\n"b":[ true,null ], "c":{"d":"\xc3\xa9"}}',  # any other layout
     ],
 )
 def test_a_json_body_in_any_layout_is_held_pretty_printed(body: bytes) -> None:
     pretty = '{\n  "a": 1,\n  "b": [\n    true,\n    null\n  ],\n  "c": {\n    "d": "é"\n  }\n}'
     assert make_response(body=body).body == pretty.encode()
+
+
+def test_a_json_body_keeps_its_string_escapes_as_they_came() -> None:
+    # the bytes on the wire said `\u00e9`: the transcript says so too (the same character)
+    response = make_response(body=b'{"d": "caf\\u00e9 \\/ \\u0041"}')
+    assert response.body == b'{\n  "d": "caf\\u00e9 \\/ \\u0041"\n}'
+    assert response.json == {"d": "café / A"}
 
 
 @pytest.mark.parametrize(
@@ -121,9 +128,13 @@ def test_a_json_body_in_any_layout_is_held_pretty_printed(body: bytes) -> None:
         b'{"text":"' + b"x" * 4096 + b'","text":"y"}',  # a long text: found by the parse hook
     ],
 )
-def test_a_json_body_with_a_repeated_key_is_kept_as_it_came(body: bytes) -> None:
-    # re-encoding would write each key once and lose the other values
-    assert make_response(body=body).body == body
+def test_a_json_body_with_a_repeated_key_keeps_every_member(body: bytes) -> None:
+    # laid out from its own tokens: each member as it came, none merged (the value, as
+    # Python's `json` reads it, has the last)
+    response = make_response(body=body)
+    assert response.body == canonical_layout(body)
+    assert response.body.count(b'":') == body.count(b'":') + body.count(b'" :')
+    assert response.json == json.loads(body)
 
 
 def test_a_long_text_body_is_held_pretty_printed() -> None:
@@ -141,7 +152,8 @@ def test_a_long_text_body_is_held_pretty_printed() -> None:
         (b'{"big": 123456789012345678901234567890}', True),  # plain, though past 64 bits
         (b'{"a": NaN}', False),  # Python's json reads it; JSON has no NaN
         (b'{"a": [-Infinity]}', False),
-        (b'{"a": 1e400}', False),  # read as an infinity
+        (b'{"a": 1e400}', False),  # past the floats: a JsonNumber, its text kept
+        (b'{"a": 12345678901234567.89}', False),  # no float holds it: a JsonNumber
         (b"not json", False),
     ],
 )
@@ -150,5 +162,5 @@ def test_json_is_strict_says_whether_the_value_is_what_json_can_hold(
 ) -> None:
     response = make_response(body=body)
     assert response.json_is_strict is strict
-    if body.startswith(b"{"):  # the canonical text is json's own, NaN and Infinity included
-        assert response.body == json.dumps(response.json, indent=2).encode()
+    if body.startswith(b"{"):  # the canonical text keeps each number as it came
+        assert response.body == canonical_layout(body)

@@ -23,7 +23,7 @@ from recorder.checks.model_usage import usage_json, usage_lines
 from recorder.checks.openai_compat import RetryPolicy
 from recorder.checks.vocabulary import Check, CheckContext, Outcome, run_check
 from recorder.errors import RulesError
-from recorder.rules import load_rules
+from recorder.rules.ruleset import load_rules
 
 KEY = "sk-test-Hk3mQ9pL2xV7cR4w"
 RECORDED = "Reviewed 1 file: src/cart.py:2 has a TODO [todo]."

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from recorder import Exchange, Headers, ParseError, Request, Response, dumps, loads
+from recorder.bindings.push_configs import config_objects, registers_push_config
 from recorder.checking import check_paths
-from recorder.push import config_objects, registers_push_config
 
 CREATE = (
     "### register a webhook\n"

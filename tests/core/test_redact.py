@@ -7,8 +7,8 @@ import json
 import pytest
 
 from recorder import Headers
-from recorder.redact import Redactor, placeholder_name, scrub_text, secret_names
-from recorder.sse import SseEvent
+from recorder.format.sse import SseEvent
+from recorder.secrets.redact import Redactor, placeholder_name, scrub_text, secret_names
 
 
 @pytest.mark.parametrize(

@@ -329,8 +329,10 @@ def test_http_export_keeps_placeholders_as_variables_and_names_them() -> None:
     send = make_exchange(title="GetTask", request=json_post(b'{"jsonrpc": "2.0", "id": 2}'))
     assert export_http([card, send], source="transcripts/10-extended-card.http") == (
         "# exported by recorder from transcripts/10-extended-card.http\n"
-        "# For JetBrains HTTP Client and httpyac (`httpyac send FILE --all`): response\n"
-        "# handlers keep generated ids in global variables for the later requests.\n"
+        "# Dialect: httpyac and JetBrains HTTP Client (`httpyac send FILE --all`):\n"
+        "# response handlers keep generated ids in global variables for later ones.\n"
+        "# Variables are the export's own (secrets, chained ids); recorded text that\n"
+        "# would read as one is escaped (JSON \\u007b, URL %7B, httpyac's \\{\\{ \\}\\}).\n"
         "# Define in your client's environment: A2A_TOKEN\n"
         "@host = http://localhost:41242\n"
         "\n"

@@ -87,8 +87,10 @@ def _inline_commands(path: Path, prose: list[tuple[int, str]]) -> Iterator[tuple
     starts = [0]
     for _, line in prose:
         starts.append(starts[-1] + len(line) + 1)
-    for match in re.finditer(r"`([^`]+)`", text):
-        span = " ".join(match.group(1).split())
+    # (a span opens with a run of backticks and closes with a run as long, as CommonMark
+    # reads it: `` `cart.py`, line 2 `` is one span, not two)
+    for match in re.finditer(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", text, re.DOTALL):
+        span = " ".join(match.group(2).split())
         words = span.split()
         if (
             _COMMAND.match(span)
@@ -446,6 +448,15 @@ def run_llm(place: Place, text: str) -> None:
             run_play(place, text)
 
 
+def run_unprovable(place: Place, text: str) -> None:
+    # docs/llm-agents.md: a trial count that can never prove the rate, refused before anything
+    # is sent (no agent, no rules file needed): the page shows the error as printed
+    refused = place.run(text, expect=2)
+    page = (REPO / "docs" / "llm-agents.md").read_text()
+    first = refused.stderr.splitlines()[0]
+    assert f"```text\n{first}\n```" in page, refused.stderr
+
+
 def run_llm_judge(place: Place, text: str) -> None:
     # docs/llm-agents.md, "5. A model as judge": the shipped recording against a kit worded
     # anew, the shipped rules' model judge answered by the tests' scripted model server on
@@ -521,6 +532,8 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "recorder play docs/llm/ --agent http://localhost:41242 --rules llm-rules.yaml": (run_llm),
     "recorder play docs/llm/ --agent http://localhost:41242 --rules llm-rules.yaml "
     "--trials 10": run_llm,
+    "recorder play docs/llm/ --agent http://localhost:41242 --rules llm-rules.yaml "
+    "--trials 10 --pass-rate 0.9 --confidence 0.95": run_unprovable,
     "recorder play docs/llm/ --agent http://localhost:41242 --rules docs/llm-judge.yaml": (
         run_llm_judge
     ),

@@ -33,7 +33,7 @@ from recorder.docs.render import (
 )
 from recorder.docs.select import parse_exchange_reference
 from recorder.docs.sync import parse_marker_options
-from recorder.model import pretty_json
+from recorder.format.model import pretty_json
 
 SEED = Path(__file__).parent.parent / "fixtures" / "seed"
 # The seed guide's blocks are the plain line budget: nothing picked.

@@ -19,7 +19,7 @@ from recorder import load
 from recorder.checking import check_paths
 from recorder.kit import KitServer, start_kit
 from recorder.replay.player import play
-from recorder.replay.results import PlayResult
+from recorder.replay.reports.results import PlayResult
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 

@@ -26,7 +26,8 @@ from recorder import load
 from recorder.checking import check_paths, find_transcripts
 from recorder.cli import main
 from recorder.kit import KitServer, start_kit
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.player import PlayResult, play
 
 pytestmark = pytest.mark.e2e

@@ -20,7 +20,8 @@ from helpers import recorder_process
 from recorder import Transcript, load
 from recorder.checking import check_paths
 from recorder.kit import KitServer, start_kit
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
@@ -180,7 +181,7 @@ def test_the_planners_grpc_scenarios_record_checked_files_that_a_second_run_keep
     from recorder.planner.run import record_scenarios
     from recorder.planner.scenarios import SCENARIOS
     from recorder.replay.rerecord import keep_recorded_values
-    from recorder.rules import DEFAULT_RULES
+    from recorder.rules.ruleset import DEFAULT_RULES
 
     planned = (SCENARIOS[0], *GRPC_SCENARIOS)  # (the card first: the gRPC client is made from it)
     first = record_scenarios(tmp_path / "first", planned, kit_port=0)

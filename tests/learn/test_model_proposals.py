@@ -24,10 +24,10 @@ from recorder.checks.facts import Check, Texts, learn_facts
 from recorder.checks.model_proposals import ModelProposer, facts_are_weak, learn_with_models
 from recorder.checks.model_session import ModelEndpointError, ModelSession
 from recorder.cli import main
+from recorder.format.model import Response
 from recorder.learn.rulesfile import render
-from recorder.model import Response
-from recorder.noise import Replies, propose
-from recorder.rules import DEFAULT_RULES, rules_from_text
+from recorder.rules.noise import Replies, propose
+from recorder.rules.ruleset import DEFAULT_RULES, rules_from_text
 
 VAGUE = (
     "I had a careful look at what you sent and, overall, it reads well and does what it says.",
@@ -200,6 +200,12 @@ def test_recorder_learn_proposes_the_model_checks(tmp_path: Path) -> None:
             [*common, "-o", str(tmp_path / "x.yaml"), "--embedding-model", "e1"],
             env={**env, "OPENAI_BASE_URL": ""},
         )
+        with ModelServer() as unnamed:  # (an endpoint, but no model named: commented out)
+            commented = CliRunner().invoke(
+                main,
+                [*common, "-o", str(tmp_path / "commented.yaml")],
+                env={**env, "OPENAI_BASE_URL": unnamed.base_url},
+            )
         live = CliRunner().invoke(
             main,
             [*common, "-o", str(tmp_path / "model.yaml"), "--judge-model", "m1", *EMBED],
@@ -210,6 +216,9 @@ def test_recorder_learn_proposes_the_model_checks(tmp_path: Path) -> None:
     plain = (tmp_path / "plain.yaml").read_text()
     assert '# - judge: {model: "YOUR-MODEL"}' in plain and "embedding" not in plain
     assert "YOUR-MODEL" not in without.output  # (a commented check is no rule learned)
+    assert commented.exit_code == 0, commented.output
+    assert '# - judge: {model: "YOUR-MODEL"}' in (tmp_path / "commented.yaml").read_text()
+    assert unnamed.requests == []  # (a commented check is never run, held-out runs included)
     assert live.exit_code == 0, live.output
     learned = (tmp_path / "model.yaml").read_text()
     entries = {e["in"]: e for e in yaml.safe_load(learned)["checks"]}
@@ -232,3 +241,28 @@ def _only_messages(rewrite: Any) -> Any:
             rewrite(result)
 
     return edit
+
+
+def test_a_band_widened_on_a_held_out_run_keeps_both_similarity_checks() -> None:
+    # (a lexical `similar` and one by meaning share a name; widening the length band of
+    # their entry rebuilt its checks by name, and one of the two was lost)
+    from recorder.learn.run import HeldOut, HeldOutFailure, _adjust
+    from recorder.replay.verdict.diff import Mismatch
+    from recorder.rules.noise import Proposal, Proposals
+
+    path, scope = "$.result.message.parts[*].text", "02-ask.http#1"
+
+    def entry(*checks: Check) -> Proposal:
+        return Proposal("checks", path, None, "varies", ("f exchange 1",), (), 1, scope, checks)
+
+    lexical = Check("similar", 0.4, "lowest seen 0.62 (token_set_ratio)")
+    meaning = Check("similar", {"method": "embedding", "model": "e", "min": 0.8}, "lowest 0.9")
+    final = entry(Check("length", {"min": 30, "max": 400}, "seen 40..300"), lexical, meaning)
+    without = entry(Check("length", {"min": 35, "max": 380}, "seen 44..300"), lexical, meaning)
+    mismatch = Mismatch(path.replace("[*]", "[0]"), "", "Languages: Go, Rust.", check="length")
+    held = HeldOut(5, 50, (HeldOutFailure(1, "f exchange 1", scope, (mismatch,)),))
+    adjusted, _ = _adjust(Proposals([final]), held, [Proposals([without])])
+    (proposal,) = adjusted.rules
+    assert [c.name for c in proposal.checks] == ["length", "similar", "similar"]
+    assert proposal.checks[1:] == (lexical, meaning)
+    assert proposal.checks[0].value == {"min": 15, "max": 400}

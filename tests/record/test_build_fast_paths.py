@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jsonref import canonical_layout
 
-from recorder.httpfile import _body_lines, _verbatim_safe, dumps_exchange, loads
-from recorder.jsonbody import _canonical_json, _canonical_json_general, plain_json
-from recorder.model import (
+from recorder.format.httpfile import _body_lines, _verbatim_safe, dumps_exchange, loads
+from recorder.format.jsonbody import _canonical_json, _canonical_json_general, plain_json
+from recorder.format.model import (
     _JSON_MEDIA_TYPE,
     Headers,
     Request,
@@ -30,36 +31,14 @@ from recorder.model import (
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.recording import Recording
 from recorder.record.transport.upstream import UpstreamReply
-from recorder.redact import DEFAULT_SECRET_FIELDS, Redactor
-
-_INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029]")
-
-
-class _Repeated(ValueError):
-    pass
-
-
-def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    if len({key for key, _ in pairs}) != len(pairs):
-        raise _Repeated
-    return dict(pairs)
+from recorder.secrets.redact import DEFAULT_SECRET_FIELDS, Redactor
 
 
 def reference_canonical(body: bytes) -> bytes:
-    """What the model's canonical JSON body is, by Python's `json` alone: the body read as
-    UTF-8 JSON with no repeated key, written with a 2-space indent and the invisible
-    characters escaped; the body as it came when that cannot be (not JSON, a repeated key,
-    a lone surrogate)."""
-    try:
-        value = json.loads(body.decode("utf-8"), object_pairs_hook=_no_repeats)
-    except (ValueError, RecursionError):
-        return body
-    text = json.dumps(value, indent=2, ensure_ascii=False)
-    text = _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        return body
+    """What the model's canonical JSON body is: the body's own tokens laid out with a
+    2-space indent, every scalar as it came, the invisible characters escaped; the body as
+    it came when Python's `json` does not read it as UTF-8 JSON (`tests/jsonref.py`)."""
+    return canonical_layout(body)
 
 
 def assert_same_canonical(body: bytes) -> None:

@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recorder.httpfile import dumps_exchange, loads
+from recorder.format.httpfile import dumps_exchange, loads
 from recorder.record.proxy import direct
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.recording import Recording
 from recorder.record.transport.upstream import UpstreamReply
-from recorder.redact import Redactor
+from recorder.secrets.redact import Redactor
 
 HOST = "upstream.test:9"
 JSON = (b"content-type", b"application/json")
@@ -218,6 +218,11 @@ UNCOMMON: list[dict[str, Any]] = [
     {"status": 1000},
     {"reason": "OK\r\nInjected: 1"},
     {"reason": "O\x00K"},
+    # a literal that reads as a placeholder: the redactor escapes it (`recorder.format.literals`)
+    {"body": b'{"text":"Hello {{user_name}}"}'},
+    {"reply": b'{"echo":"{{user_name}}"}'},
+    {"headers": [JSON, (b"x-template", b"{{user_name}}")]},
+    {"target": "/a2a/jsonrpc?q={{user_name}}"},
 ]
 
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from recorder.format.model import Headers, Request, Response, canonical_json_body
 from recorder.jsonpath import PathMatcher
-from recorder.model import Headers, Request, Response, canonical_json_body
-from recorder.pairing import PairingRules
 from recorder.record.lineage import Lineage, parse_json
-from recorder.redact import Redactor
-from recorder.rules import DEFAULT_RULES
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES
+from recorder.secrets.redact import Redactor
 
 UUID = "3f2b8c1e-9a4d-4e7f-8b6a-1c2d3e4f5a6b"
 BODIES = [
@@ -147,17 +147,17 @@ def test_a_body_that_names_no_secret_comes_back_as_it_is() -> None:
     ("body", "expected"),
     [
         (b'{"a":1,"b":[true,null]}', b'{\n  "a": 1,\n  "b": [\n    true,\n    null\n  ]\n}'),
-        (b'{"x":1.50,"y":1e2}', b'{\n  "x": 1.5,\n  "y": 100.0\n}'),
-        (b'{"f":-0.0,"i":-0}', b'{\n  "f": -0.0,\n  "i": 0\n}'),
+        (b'{"x":1.50,"y":1e2}', b'{\n  "x": 1.50,\n  "y": 1e2\n}'),  # numbers as they came
+        (b'{"f":-0.0,"i":-0}', b'{\n  "f": -0.0,\n  "i": -0\n}'),
         (b'{"n":123456789012345678901234567890}', b'{\n  "n": 123456789012345678901234567890\n}'),
-        (b'{"a":1,"a":2}', b'{"a":1,"a":2}'),  # a repeated key: kept as it came
+        (b'{"a":1,"a":2}', b'{\n  "a": 1,\n  "a": 2\n}'),  # a repeated key: both kept
         (b'{"v":NaN}', b'{\n  "v": NaN\n}'),
         (b"\xef\xbb\xbf{}", b"\xef\xbb\xbf{}"),  # a byte order mark: not JSON to the model
-        (b'{"s":"\\ud800"}', b'{"s":"\\ud800"}'),  # a lone surrogate cannot be UTF-8
+        (b'{"s":"\\ud800"}', b'{\n  "s": "\\ud800"\n}'),  # a lone surrogate: its escape kept
     ],
 )
 def test_the_canonical_json_of_bodies_orjson_reads_or_refuses(body: bytes, expected: bytes) -> None:
-    # (the expected texts are what the model wrote when it read by `json` alone)
+    # (every scalar as it came: tests/jsonref.py)
     assert canonical_json_body(body) == expected
     response = Response(200, "OK", Headers([("Content-Type", "application/json")]), body)
     assert response.body == expected

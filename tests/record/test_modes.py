@@ -8,8 +8,8 @@ import pytest
 from factories import make_exchange
 
 from recorder import Transcript, dumps, load
-from recorder.record.modes import existing_file, existing_files, keep_in_place
-from recorder.record.store import CONVERSATION, TranscriptStore
+from recorder.record.store.modes import existing_file, existing_files, keep_in_place
+from recorder.record.store.transcript_store import CONVERSATION, TranscriptStore
 
 
 def put(store: TranscriptStore, title: str, scenario: str | None = "ask") -> Path | None:

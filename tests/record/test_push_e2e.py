@@ -30,7 +30,8 @@ from recorder import ParseError, load
 from recorder.checking import check_paths
 from recorder.kit import KitServer
 from recorder.planner.webhook import Webhook
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 
 LIMIT = 20.0
 SECRET_SEGMENT = "q7Xk2mP9vL4tR8sW3nZ5"

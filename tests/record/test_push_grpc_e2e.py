@@ -34,7 +34,8 @@ from recorder import Transcript, load
 from recorder.checking import check_paths
 from recorder.kit import KitServer, start_kit
 from recorder.planner.webhook import Delivery, Webhook
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.player import play
 
 pytestmark = pytest.mark.timeout(90)

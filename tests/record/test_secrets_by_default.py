@@ -19,8 +19,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from recorder import load
-from recorder.record.proxy import ProxyServer, create_proxy_app
-from recorder.rules import load_rules
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
+from recorder.rules.ruleset import load_rules
 from recorder.servers import ServerThread
 
 pytestmark = pytest.mark.e2e

@@ -14,7 +14,7 @@ from pathlib import Path
 from factories import make_exchange
 
 from recorder import Transcript, dumps, load
-from recorder.record.store import TranscriptStore
+from recorder.record.store.transcript_store import TranscriptStore
 
 LIMIT = 60.0
 
@@ -94,7 +94,7 @@ _RECORDER = """
 import sys, time
 from pathlib import Path
 from factories import make_exchange
-from recorder.record.store import TranscriptStore
+from recorder.record.store.transcript_store import TranscriptStore
 which, start, folder, count = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
 store = TranscriptStore(folder, mode="replace")
 store.prepare()

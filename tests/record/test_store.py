@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from factories import make_exchange, make_request
 
-from recorder import Headers, Request, Transcript, atomic, dumps, load
+from recorder import Headers, Request, Transcript, dumps, load
 from recorder.checking import find_transcripts
+from recorder.disk import atomic
 from recorder.record.naming import (
     exchange_title,
     file_name,
@@ -22,7 +23,7 @@ from recorder.record.naming import (
     operation_name,
     slugify,
 )
-from recorder.record.store import CONVERSATION, TranscriptStore, during_tagged
+from recorder.record.store.transcript_store import CONVERSATION, TranscriptStore, during_tagged
 
 JSON = Headers([("Content-Type", "application/json")])
 PUSH = "/a2a/rest/tasks/t-1/pushNotificationConfigs"
@@ -344,7 +345,7 @@ def test_a_forgotten_request_lets_its_ended_file_go(tmp_path: Path) -> None:
 
 
 def test_a_secret_first_sent_later_is_scrubbed_from_earlier_files(tmp_path: Path) -> None:
-    from recorder.redact import scrub_text
+    from recorder.secrets.redact import scrub_text
 
     store = TranscriptStore(tmp_path, scrub=scrub_text)
     token = "tok-Rk4Lx9Pq"

@@ -25,8 +25,8 @@ from helpers import as_wire
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recorder import httpfile
-from recorder.model import (
+from recorder.format import httpfile
+from recorder.format.model import (
     GRPC_VERSION,
     Exchange,
     Headers,
@@ -35,12 +35,12 @@ from recorder.model import (
     SseEvent,
     Transcript,
 )
-from recorder.replay import compare, fastpath
-from recorder.replay.diff import ABSENT
-from recorder.replay.fastpath import FastPath
-from recorder.replay.state import LiveReply, ReplayState
-from recorder.replay.walk import Walk
-from recorder.rules import DEFAULT_RULES
+from recorder.replay.verdict import compare, fastpath
+from recorder.replay.verdict.diff import ABSENT
+from recorder.replay.verdict.fastpath import FastPath
+from recorder.replay.verdict.state import LiveReply, ReplayState
+from recorder.replay.verdict.walk import Walk
+from recorder.rules.ruleset import DEFAULT_RULES
 
 RECORDED = "http://localhost:41242"
 LIVE = "http://127.0.0.1:40001"

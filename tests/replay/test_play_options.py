@@ -17,8 +17,8 @@ from helpers import edit, record_goldens
 
 from recorder.cli import main
 from recorder.kit import KitServer, start_kit
-from recorder.replay import report as report_module
-from recorder.replay.results import ExchangeResult, TranscriptResult
+from recorder.replay.reports import terminal as report_module
+from recorder.replay.reports.results import ExchangeResult, TranscriptResult
 
 pytestmark = pytest.mark.e2e
 
@@ -567,8 +567,8 @@ def test_an_agent_stopped_after_file_k_leaves_one_line_for_the_files_after_it(
     ],
 )
 def test_plurals_in_the_report(exchanges: tuple[ExchangeResult, ...], line: str) -> None:
-    from recorder.replay.report import summary_line, transcript_lines
-    from recorder.replay.results import PlayResult
+    from recorder.replay.reports.results import PlayResult
+    from recorder.replay.reports.terminal import summary_line, transcript_lines
 
     result = TranscriptResult("t.http", exchanges)
     assert transcript_lines(result) == [line]

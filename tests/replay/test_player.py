@@ -23,17 +23,17 @@ import pytest
 from helpers import closed_port, edit, record_goldens, start_test_kit, stream_that_never_ends
 
 from recorder.errors import RecorderError, UpstreamError
-from recorder.httpfile import dump, dumps, loads
+from recorder.format.httpfile import dump, dumps, loads
+from recorder.format.model import Exchange, Headers, Request, Response, Transcript
 from recorder.kit import KitServer, start_kit
-from recorder.model import Exchange, Headers, Request, Response, Transcript
-from recorder.replay.diff import Mismatch
 from recorder.replay.plan import PlanItem, TranscriptErrors, load_transcripts, parse_shard, plan
 from recorder.replay.player import play
-from recorder.replay.report import TerminalReport
-from recorder.replay.results import ExchangeResult, PlayResult, TranscriptResult
+from recorder.replay.reports.results import ExchangeResult, PlayResult, TranscriptResult
+from recorder.replay.reports.terminal import TerminalReport
 from recorder.replay.send import agent_base_url, recorded_base_url
 from recorder.replay.variables import MissingVariableError, fill_placeholders, missing_variables
-from recorder.rules import DEFAULT_RULES
+from recorder.replay.verdict.diff import Mismatch
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.servers import ServerThread
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -546,7 +546,7 @@ def test_update_writes_no_secret_to_the_disk(tmp_path: Path) -> None:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from recorder.rules import Rules
+    from recorder.rules.ruleset import Rules
     from recorder.servers import ServerThread
 
     async def reply(request: StarletteRequest) -> JSONResponse:
@@ -638,7 +638,7 @@ def _one_exchange(path: Path, headers: dict[str, str], reply: Response) -> None:
 
 def test_non_ascii_header_values_are_sent_as_their_octets(tmp_path: Path) -> None:
     # a recorded value beyond ASCII (sent as UTF-8, as the recorder read it:
-    # `recorder.model.header_text`), one an earlier recorder wrote as Latin-1 text of UTF-8
+    # `recorder.format.model.header_text`), one an earlier recorder wrote as Latin-1 text of UTF-8
     # bytes (sent as those bytes), and a placeholder filled with characters beyond Latin-1
     # (sent as UTF-8): sent, not a UnicodeEncodeError
     from starlette.applications import Starlette
@@ -707,8 +707,8 @@ def test_the_address_the_kit_prints_replays_cleanly(goldens: Path, kit: KitServe
 
 
 def test_exchanges_not_played_are_one_line_with_their_numbers() -> None:
-    from recorder.replay.report import transcript_lines
-    from recorder.replay.results import ExchangeResult, TranscriptResult
+    from recorder.replay.reports.results import ExchangeResult, TranscriptResult
+    from recorder.replay.reports.terminal import transcript_lines
 
     why = "not played: exchange 3 got no reply"
     result = TranscriptResult(
@@ -792,7 +792,7 @@ def test_a_report_prints_no_secret(tmp_path: Path) -> None:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from recorder.replay.report import junit_xml, transcript_lines
+    from recorder.replay.reports.terminal import junit_xml, transcript_lines
     from recorder.servers import ServerThread
 
     async def reply(request: StarletteRequest) -> JSONResponse:

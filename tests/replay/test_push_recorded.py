@@ -21,12 +21,13 @@ from a2a.types import (
     TaskPushNotificationConfig,
 )
 
-from recorder.httpfile import load
+from recorder.format.httpfile import load
 from recorder.kit import KitServer
 from recorder.planner.webhook import Webhook
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.player import play
-from recorder.rules import DEFAULT_RULES
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve import load_stand_in
 from recorder.serve.server import server_options
 from recorder.servers import ServerThread

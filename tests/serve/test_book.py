@@ -12,11 +12,11 @@ import pytest
 
 from recorder import load
 from recorder.checking import find_transcripts
-from recorder.pairing import PairingRules
-from recorder.rules import DEFAULT_RULES
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve.book import Book, Found, NotFound
 from recorder.serve.match import LiveRequest
-from recorder.serve.render import Renderer, pacing
+from recorder.serve.replies import Renderer, pacing
 from recorder.serve.steps import prepare
 
 GOLDENS = Path(__file__).parent.parent.parent / "transcripts"

@@ -15,11 +15,11 @@ import pytest
 from factories import make_exchange, make_request, make_response
 
 from recorder import Headers, Transcript
-from recorder.pairing import PairingRules
-from recorder.rules import DEFAULT_RULES
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve.book import Book, Found, NotFound
 from recorder.serve.match import LiveRequest, is_default, random_template
-from recorder.serve.render import Renderer
+from recorder.serve.replies import Renderer
 from recorder.serve.spelling import modern
 from recorder.serve.steps import prepare
 

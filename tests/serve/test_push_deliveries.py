@@ -10,7 +10,7 @@ import pytest
 from pushtraffic import DIFF, Webhook, push_request, sdk_send, write_push_transcript
 
 from recorder.kit import KitServer
-from recorder.rules import DEFAULT_RULES
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve import load_stand_in
 from recorder.serve.server import server_options
 from recorder.servers import ServerThread
@@ -83,7 +83,7 @@ def test_the_planners_push_scenario_passes_against_the_served_golden() -> None:
 
 def test_a_body_that_is_no_json_is_matched_against_a_push_config_request_as_it_is() -> None:
     # the live body's NOT_JSON marker stays itself (a copy of it read as a JSON value: a 500)
-    from recorder.model import Request
+    from recorder.format.model import Request
     from recorder.serve.match import NOT_JSON
     from recorder.serve.webhooks import without_urls
 

@@ -33,11 +33,12 @@ import pytest
 from traffic import drive
 
 from recorder.kit import KitServer, start_kit
-from recorder.pairing import PairingRules
 from recorder.planner.scenarios import SCENARIOS, Session
 from recorder.planner.webhook import Webhook
-from recorder.record.proxy import ProxyServer, create_proxy_app
-from recorder.rules import DEFAULT_RULES
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve import NO_MATCH, StandIn, load_stand_in
 from recorder.serve.server import server_options
 from recorder.servers import ServerThread

@@ -19,8 +19,8 @@ the rooms it uses:
 - `scenarios` (`Scenarios`): `Recorder-Scenario` / `Recorder-Title` and the control endpoint
   `/_recorder/scenario`: which file an exchange goes to; and `GET /_recorder/status`;
 - `recording` (`Recording`): the exchange as the upstream got and sent it, secrets replaced by
-  `{{PLACEHOLDER}}`s (`recorder.redact`), written through the `TranscriptStore` by one writer
-  thread, after the client has its reply;
+  `{{PLACEHOLDER}}`s (`recorder.secrets.redact`), written through the `TranscriptStore` by one
+  writer thread, after the client has its reply;
 - `push` (`PushRoom`): push notifications: a config's url pointed at the proxy's receiver
   (`/_recorder/push/<id>`) and back in the agent's echo; each delivery forwarded to the
   client's webhook and recorded in its config's file, tagged `# @push config N`;
@@ -56,7 +56,6 @@ import httpx
 
 from recorder.record.cards import Origin
 from recorder.record.lineage import Lineage
-from recorder.record.modes import Keep
 from recorder.record.proxy.agent_cards import AgentCards
 from recorder.record.proxy.call import Message, Receive, Scope, Send, send_error
 from recorder.record.proxy.forwarding import (
@@ -73,15 +72,16 @@ from recorder.record.proxy.relay import STREAM_GRACE, StreamRelay
 from recorder.record.proxy.scenarios import CONTROL_PATH, STATUS_PATH, Scenarios
 from recorder.record.proxy.server import ProxyServer, listening_socket, parse_listen, serve
 from recorder.record.proxy.writer import BACKLOG
-from recorder.record.store import TranscriptStore
-from recorder.redact import (
+from recorder.record.store.modes import Keep
+from recorder.record.store.transcript_store import TranscriptStore
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
+from recorder.secrets.redact import (
     DEFAULT_SECRET_FIELDS,
     DEFAULT_SECRET_HEADERS,
     Redactor,
     scrub_text,
     secret_names,
 )
-from recorder.rules import DEFAULT_RULES, Rules
 
 if TYPE_CHECKING:
     from recorder.record.grpc_proxy import GrpcListener
@@ -120,7 +120,7 @@ class RecordingProxy:
     `rules`: what is generated (for grouping unscripted traffic by id lineage).
     `mode` (`new`, `replace`, `once`): what a scenario that already has a file in `out` does,
     and `keep` the pass `replace` lays a re-recorded file over its previous text with when
-    the proxy stops (`recorder.record.modes`; the CLI hands in `recorder.replay.rerecord`)."""
+    the proxy stops (`recorder.record.store.modes`; the CLI hands in `recorder.replay.rerecord`)."""
 
     def __init__(
         self,
@@ -167,10 +167,12 @@ class RecordingProxy:
         self.cards = AgentCards(self.upstream)
         self.grpc: GrpcListener | None = None  # `listen_grpc`
         self.relay = StreamRelay(self.recording, self.upstream_url, grace=stream_grace)
+        timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        self.read_timeout = timeout.read  # (the gRPC listener's bound too: `listen_grpc`)
         self.forwarder = Forwarder(
             self.upstream,
             parts,
-            timeout=timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout),
+            timeout=timeout,
             pool=pool,
             transport=transport,
             buffer_limit=buffer_limit,
@@ -186,11 +188,18 @@ class RecordingProxy:
         self.forwarder.restore = self.push.restore
 
     def listen_grpc(
-        self, host: str = "127.0.0.1", port: int = 0, upstream: str | None = None
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        upstream: str | None = None,
+        *,
+        max_message: int | None = None,
     ) -> GrpcListener:
         """Forward and record A2A's gRPC binding too: a listener on host:port (0: a free
         port), started and stopped with the proxy, calling the agent at `upstream` (its
-        card's GRPC interface, `host:port`; None: learned from the first card relayed).
+        card's GRPC interface, `host:port`; None: learned from the first card relayed),
+        each reply message awaited at most the proxy's read timeout; `max_message`: the
+        longest message it passes on, in bytes (None: no limit of its own).
         Raises RecorderError without grpcio (`recorder.record.grpc_proxy`)."""
         from recorder.record.grpc_proxy import GrpcListener
 
@@ -200,7 +209,9 @@ class RecordingProxy:
             host=host,
             port=port,
             upstream=upstream,
+            timeout=self.read_timeout,
             push=self.push,
+            max_message=max_message,
         )
         listener.http_upstream = self.upstream_url
         self.grpc = self.cards.grpc = listener

@@ -9,7 +9,7 @@ of `jsonbody.plain_json`, which leaves to the general path any body with a secre
 secret: JSON text, a URL with a query), and with header names and values the model takes as
 they came. Secret headers are made placeholders by the call's redactor, as `Redactor.redact_headers`
 does (their values remembered for the scrub, in the same order). Its block is made of the
-parts the model and `recorder.httpfile` make, by the same functions: header names in
+parts the model and `recorder.format.httpfile` make, by the same functions: header names in
 conventional case (`naming.header_case`), values stripped, the canonical JSON of a JSON body
 (`jsonbody.plain_json`, else `jsonbody._canonical_json`), a body's lines
 (`httpfile._body_lines`), joined as `dumps_exchange` joins them. Any other exchange gives
@@ -29,9 +29,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from recorder.httpfile import _body_lines
-from recorder.jsonbody import _UNPARSED, _canonical_json, plain_json
-from recorder.model import (
+from recorder.format.httpfile import _body_lines
+from recorder.format.jsonbody import _UNPARSED, _canonical_json, plain_json
+from recorder.format.model import (
     _COMMON_METHODS,
     _REQUEST_TARGET,
     _TOKEN,
@@ -40,7 +40,7 @@ from recorder.model import (
     is_json_media_type,
 )
 from recorder.record.naming import header_case, operation_of
-from recorder.redact import Redactor
+from recorder.secrets.redact import Redactor
 
 __all__ = ["Direct"]
 
@@ -96,8 +96,8 @@ class Direct:
             return None
         if method not in _COMMON_METHODS or not 100 <= status <= 999:
             return None
-        if _REQUEST_TARGET.match(target) is None:
-            return None
+        if _REQUEST_TARGET.match(target) is None or "{{" in target:
+            return None  # (a literal `{{NAME}}`: escaped by the redactor)
         if "\r" in reason or "\n" in reason or "\0" in reason:
             return None
         # the request
@@ -222,6 +222,8 @@ class Direct:
                         placed = redactor._header_value(cased, taken).strip()
                         lines.append(_line_of(cased, placed)[0])
                         continue
+                    if "{{" in field[1]:
+                        raise _Uncommon  # (a literal that reads as a placeholder: escaped)
                     line = _line_of(*field)
                 if len(remembered) >= _MAX_LINES:
                     remembered.clear()

@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
-from recorder.httpfile import dumps_exchange
-from recorder.model import Exchange
+from recorder.format.httpfile import dumps_exchange
+from recorder.format.model import Exchange
 from recorder.record.proxy.call import Call
-from recorder.record.store import FileKey, TranscriptStore
+from recorder.record.store.transcript_store import FileKey, TranscriptStore
 
 __all__ = ["CardFolds", "fold_text"]
 

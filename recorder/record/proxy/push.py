@@ -1,9 +1,9 @@
 """Push notifications through the recorder: the deliveries an agent sends to a client's
 webhook pass through the proxy and are recorded in the file of the config's task.
 
-- A request that registers a push config (`recorder.push.config_objects`: a SendMessage with
-  `configuration.taskPushNotificationConfig`, a CreateTaskPushNotificationConfig, on
-  JSON-RPC and HTTP+JSON) reaches the agent with the config's `url` pointed at a receiver of
+- A request that registers a push config (`recorder.bindings.push_configs.config_objects`: a
+  SendMessage with `configuration.taskPushNotificationConfig`, a CreateTaskPushNotificationConfig,
+  on JSON-RPC and HTTP+JSON) reaches the agent with the config's `url` pointed at a receiver of
   the proxy's own, one path per config (`/_recorder/push/<random id>`: no part of the
   client's URL is in it); what is recorded is the request as the client sent it (`rewrite`).
   A gRPC call's (`recorder.record.grpc_proxy`) is pointed at the same receiver, on the
@@ -36,8 +36,15 @@ from typing import Any, cast
 
 import httpx
 
-from recorder.model import Exchange, Headers, Request, Response, header_text, is_json_media_type
-from recorder.push import config_objects
+from recorder.bindings.push_configs import config_objects
+from recorder.format.model import (
+    Exchange,
+    Headers,
+    Request,
+    Response,
+    header_text,
+    is_json_media_type,
+)
 from recorder.record.naming import header_case
 from recorder.record.proxy.call import (
     BodyTimedOut,
@@ -51,8 +58,8 @@ from recorder.record.proxy.call import (
     send_json,
 )
 from recorder.record.proxy.recording import Recording
-from recorder.record.store import FileKey
-from recorder.redact import Redactor
+from recorder.record.store.transcript_store import FileKey
+from recorder.secrets.redact import Redactor
 
 __all__ = ["PUSH_PREFIX", "PushRoom", "delivery_title"]
 
@@ -77,7 +84,7 @@ _NOT_FORWARDED = frozenset(
     }
 )
 # the secret headers of a delivery and their placeholders: the config's token and
-# credentials under the names the config's members have (`recorder.redact`'s defaults)
+# credentials under the names the config's members have (`recorder.secrets.redact`'s defaults)
 DELIVERY_SECRET_HEADERS = {"x-a2a-notification-token": "TOKEN", "authorization": "CREDENTIALS"}
 DELIVERY_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 

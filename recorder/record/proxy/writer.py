@@ -16,13 +16,13 @@ import time
 from typing import Any
 
 from recorder.bindings.jsonrpc import error_code as jsonrpc_error_code
-from recorder.model import Exchange
+from recorder.format.model import Exchange
 from recorder.record.lines import outcome, record_line
 from recorder.record.proxy.agent_cards import CARD_OPERATIONS
 from recorder.record.proxy.building import Builder
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.folding import CardFolds
-from recorder.record.store import TranscriptStore, describe_error
+from recorder.record.store.transcript_store import TranscriptStore, describe_error
 from recorder.record.transport.upstream import UpstreamReply
 
 __all__ = ["Job", "Writer"]
@@ -36,7 +36,9 @@ BACKLOG = 16
 # seconds a request waits for the writer at most (a stalled disk does not stall the proxy)
 CATCH_UP = 0.5
 
-# (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream
+# (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream,
+# the exchange given made or as a function that makes it (a gRPC call's: built here, off the
+# event loop, `recorder.record.grpc_proxy`)
 Job = tuple[Call, UpstreamReply | None, list[tuple[bytes, bytes]] | None, Any]
 
 
@@ -107,7 +109,8 @@ class Writer:
         call, upstream, kept, payload = job
         try:
             if upstream is None:
-                exchange: Exchange | str = payload
+                exchange: Exchange | str = payload() if callable(payload) else payload
+                payload = exchange
             else:
                 assert kept is not None
                 exchange = self._builder.built(call, upstream, kept, payload)

@@ -1,0 +1,657 @@
+"""Secrets -> replayable placeholders, before anything reaches the disk.
+
+Pure: values in, values out. The names of what is secret are arguments (the rules file decides
+them; `DEFAULT_SECRET_HEADERS` are the defaults), each mapped to the placeholder it becomes.
+
+- A secret header keeps its shape where the shape carries meaning and no secret:
+  `Authorization: Bearer abc` -> `Authorization: Bearer {{A2A_TOKEN}}` (the scheme is kept,
+  RFC 9110 §11.4 `credentials = auth-scheme [ 1*SP ( token68 / #auth-param ) ]`);
+  `Set-Cookie: sid=abc; Path=/; HttpOnly` -> `Set-Cookie: sid={{SET_COOKIE}}; Path=/; HttpOnly`
+  (the attributes after the first `;` are not secret, RFC 6265 §4.1.1). Any other secret header
+  becomes the placeholder alone.
+- A secret JSON member (by name, in any case, at any depth) gets the placeholder as its value;
+  so does a secret query parameter or form field. With no rules file the names are
+  `DEFAULT_SECRET_FIELDS`: the A2A push config's `token` and `authentication.credentials`, and
+  the usual names of secrets (`api_key`, `password` ...).
+- Secrets in less obvious places (issue 24): every value of a secret member named twice in
+  one object (`{"password": "S1", "password": "S2"}`: both kept, both placeholders); a secret
+  query parameter of a URL inside a JSON string (`"url": "https://h/cb?token=..."`); a
+  `multipart/form-data` field of a secret name; JSON inside a JSON string (`"params":
+  "{\"password\": ...}"`, redacted and written back compact); and a path segment that looks
+  like a secret (`looks_secret`: long, letters and digits, no UUID) of a push config's `url`
+  (an object holding `url` beside `token`, `authentication` or `taskId`, or under a member
+  whose name holds "push") or of a member the rules name in `secret_url_fields`: it becomes
+  `{{PUSH_URL_SECRET}}` (or the rules' placeholder), which the player fills with a stand-in.
+- Every secret value seen on the way (`Redactor.seen`) is also scrubbed from the whole text of
+  a transcript before it is written (`scrub_text`): an agent that echoes a token in a body or
+  an error message does not leak it either. Inside longer text only from 6 characters (a
+  shorter one would match at random); where it is a whole value (a JSON string, a header
+  value, a query or form value), whatever its length.
+
+The player fills `{{NAME}}` from the environment variable NAME (a literal:
+`recorder.format.literals`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import urllib.parse
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from recorder.format.literals import (
+    PLACEHOLDER,
+    escape_body,
+    escape_event,
+    escape_json_text,
+    escape_text,
+)
+from recorder.format.model import Headers, Response, is_json_media_type
+from recorder.format.sse import SseEvent
+from recorder.secrets.places import (
+    JSON_STARTS,
+    Pairs,
+    dumps_pairs,
+    loads_pairs,
+    looks_secret,
+    multipart_boundary,
+    redact_multipart,
+)
+
+__all__ = [
+    "DEFAULT_SECRET_FIELDS",
+    "DEFAULT_SECRET_HEADERS",
+    "PLACEHOLDER",
+    "PUSH_URL_SECRET",
+    "Redactor",
+    "is_form",
+    "looks_secret",
+    "placeholder",
+    "placeholder_name",
+    "scrub_bytes",
+    "scrub_response",
+    "scrub_text",
+    "secret_names",
+    "with_spellings",
+]
+
+# header name (lowercase) -> placeholder name
+DEFAULT_SECRET_HEADERS: Mapping[str, str] = {
+    "authorization": "A2A_TOKEN",
+    "proxy-authorization": "PROXY_AUTHORIZATION",
+    "cookie": "COOKIE",
+    "set-cookie": "SET_COOKIE",
+    "x-api-key": "X_API_KEY",
+}
+# JSON member / query or form parameter name (any case) -> placeholder name: the A2A places
+# (a push config's `token` and `authentication.credentials`) and the usual names of secrets
+DEFAULT_SECRET_FIELDS: Mapping[str, str] = {
+    "token": "TOKEN",
+    "credentials": "CREDENTIALS",
+    "api_key": "API_KEY",
+    "apikey": "APIKEY",
+    "access_token": "ACCESS_TOKEN",
+    "refresh_token": "REFRESH_TOKEN",
+    "client_secret": "CLIENT_SECRET",
+    "password": "PASSWORD",
+    "secret": "SECRET",
+}
+
+# the placeholder of a secret-looking path segment of a push config's `url`
+PUSH_URL_SECRET = "PUSH_URL_SECRET"
+# the members beside `url` that make an object a push config (A2A TaskPushNotificationConfig)
+_PUSH_CONFIG_SIBLINGS = ("token", "authentication", "taskId", "taskid")
+
+# the schemes whose parameter is one credential that the placeholder stands for
+_SCHEMED_HEADERS = frozenset({"authorization", "proxy-authorization"})
+_SCHEME = re.compile(r"^([!#$%&'*+\-.^_`|~0-9A-Za-z]+)[ \t]+(\S.*)$")
+# HTTP authentication schemes (IANA registry, and the common `Token`): one of these alone is
+# a header without credentials; any other lone value may be a raw key, so it is secret
+_SCHEMES = frozenset(
+    {"basic", "bearer", "digest", "dpop", "hoba", "mutual", "negotiate", "ntlm", "token"}
+)
+# `"name": "value"` in JSON text: 1 the part before the value, 2 the name, 4 the value (its
+# escapes as written), 5 the closing quote
+_JSON_MEMBER = re.compile(r'("((?:[^"\\]|\\.)*)"\s*:\s*")(((?:[^"\\]|\\.)*))(")')
+# secrets shorter than this are not scrubbed from free text: they would match at random (a
+# secret of any length is scrubbed where it is a whole value: `_scrub_whole_values`)
+_MIN_SCRUB_LENGTH = 6
+# where a value is whole in a transcript: a header line's value, a query or form parameter's
+_HEADER_LINE = r"(?m)^([!#$%&'*+.^_`|~0-9A-Za-z-]+:[ \t]*)({})(?=[ \t]*\r?$)"
+_PARAMETER = r"""(?m)((?:^|[?&])[^=&#\s"?]*=)({})(?=[&#\s"]|$)"""
+# a cookie value is scrubbed from free text only from this length, and not when it is letters
+# only: cookies carry preferences (`theme=review`) as well as sessions
+_MIN_COOKIE_SCRUB_LENGTH = 8
+
+
+def placeholder_name(name: str) -> str:
+    """`x-api-key` -> `X_API_KEY`: an environment variable name for a header or field."""
+    cleaned = re.sub(r"[^0-9A-Za-z]+", "_", name).strip("_").upper()
+    if not cleaned:
+        return "SECRET"
+    return f"_{cleaned}" if cleaned[0].isdigit() else cleaned
+
+
+def placeholder(name: str) -> str:
+    return "{{" + name + "}}"
+
+
+def secret_names(names: Mapping[str, str] | Iterable[str], *, fold: bool) -> dict[str, str]:
+    """Normalize `names` (a mapping name -> placeholder, or plain names) to a dict.
+
+    `fold` lowercases the names (HTTP header names are case-insensitive; JSON names are not).
+    """
+    if isinstance(names, Mapping):
+        pairs = [(str(k), str(v)) for k, v in names.items()]
+    else:
+        pairs = [(str(n), placeholder_name(str(n))) for n in names]
+    return {(k.lower() if fold else k): v for k, v in pairs}
+
+
+def scrub_text(text: str, secrets: Mapping[str, str]) -> str:
+    """Replace every occurrence of each secret value (long enough to be one) by its placeholder,
+    in each spelling it may have in a transcript (`with_spellings`).
+
+    Longer secrets first, so that a secret containing another is replaced whole. A secret of
+    any length is replaced where it is a whole value (`_scrub_whole_values`): `text` itself, a
+    JSON string, a header line's value, a query or form parameter's value.
+    """
+    if not secrets:
+        return text
+    spelled = with_spellings(secrets)
+    if text in spelled:
+        return placeholder(spelled[text])
+    short: dict[str, str] = {}
+    for value in sorted(spelled, key=len, reverse=True):
+        if len(value) >= _MIN_SCRUB_LENGTH:
+            if value in text:
+                text = text.replace(value, placeholder(spelled[value]))
+        elif value.strip():
+            short[value] = spelled[value]
+    if short:
+        text = _scrub_whole_values(text, short)
+    return text
+
+
+def _scrub_whole_values(text: str, secrets: Mapping[str, str]) -> str:
+    """The `secrets` (too short to be looked for inside text) where each is a whole value: a
+    JSON string (`"abcde"`), a header line's value (`X-Echo: abcde`), a query or form
+    parameter's value (`?echo=abcde&`, also percent-encoded)."""
+    ordered = sorted(secrets, key=len, reverse=True)
+    alternatives = "|".join(map(re.escape, ordered))
+    if any(f'"{value}"' in text for value in ordered):
+
+        def in_json(match: re.Match[str]) -> str:
+            return f'"{placeholder(secrets[match.group(1)])}"'
+
+        text = re.sub(rf'(?<!\\)"({alternatives})"', in_json, text)
+
+    def after_prefix(match: re.Match[str]) -> str:
+        return match.group(1) + placeholder(names[match.group(2)])
+
+    names = dict(secrets)
+    text = re.sub(_HEADER_LINE.format(alternatives), after_prefix, text)
+    for value, name in secrets.items():
+        for encoded in (urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value)):
+            names.setdefault(encoded, name)
+    encoded_alternatives = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+    return re.sub(_PARAMETER.format(encoded_alternatives), after_prefix, text)
+
+
+def is_form(content_type: str | None) -> bool:
+    """Whether a body is `application/x-www-form-urlencoded`."""
+    media = (content_type or "").partition(";")[0].strip().lower()
+    return media == "application/x-www-form-urlencoded"
+
+
+def scrub_bytes(data: bytes, secrets: Mapping[str, str]) -> bytes:
+    """`scrub_text` on bytes that are no UTF-8 text: each secret's UTF-8 and Latin-1 bytes."""
+    spelled = with_spellings(secrets)
+    for value in sorted(spelled, key=len, reverse=True):
+        if len(value) < _MIN_SCRUB_LENGTH:
+            continue
+        for encoding in ("utf-8", "latin-1"):
+            try:
+                needle = value.encode(encoding)
+            except UnicodeEncodeError:
+                continue
+            if needle in data:
+                data = data.replace(needle, placeholder(spelled[value]).encode())
+    return data
+
+
+def with_spellings(secrets: Mapping[str, str]) -> dict[str, str]:
+    """`secrets` (value -> placeholder name) with each value also as JSON writes it escaped
+    (a line break, a quote, a non-ASCII character) and as its UTF-8 bytes read as Latin-1 (how
+    a header echoed back was read before `model.header_text`, and where such text recurs)."""
+    spelled = dict(secrets)
+    for value, name in secrets.items():
+        for other in (
+            json.dumps(value)[1:-1],
+            json.dumps(value, ensure_ascii=False)[1:-1],
+            value.encode("utf-8", "surrogateescape").decode("latin-1"),
+        ):
+            spelled.setdefault(other, name)
+    return spelled
+
+
+def scrub_response(response: Response, secrets: Mapping[str, str]) -> Response:
+    """`scrub_text` on a reply's header values, body text and frames: what the player's
+    --update does to the replies it rewrites (and to nothing else in the file)."""
+    if not secrets:
+        return response
+    headers = Headers([(name, scrub_text(value, secrets)) for name, value in response.headers])
+    if response.events is not None:
+        events = tuple(
+            replace(
+                event,
+                data=None if event.data is None else scrub_text(event.data, secrets),
+                id=None if event.id is None else scrub_text(event.id, secrets),
+            )
+            for event in response.events
+        )
+        return response.with_content(headers, events=events)
+    body = response.body
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        pass  # bytes that are no text: no text secret in them
+    else:
+        body = scrub_text(text, secrets).encode()
+    return response.with_content(headers, body=body)
+
+
+@dataclass
+class Redactor:
+    """Redacts the parts of one exchange and remembers the secret values it took out."""
+
+    headers: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_SECRET_HEADERS))
+    fields: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_SECRET_FIELDS))
+    # secret value -> placeholder name, for `scrub_text`
+    seen: dict[str, str] = field(default_factory=dict)
+    # member name -> placeholder: the URL in such a member has its secret-looking path segments
+    # replaced (a push config's `url` always: `PUSH_URL_SECRET`)
+    url_fields: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.headers = secret_names(self.headers, fold=True)
+        # field names match in any case: `Password`, `API_KEY`
+        self.fields = secret_names(self.fields, fold=True)
+        self.url_fields = secret_names(self.url_fields, fold=True)
+        self._names_pattern()  # made once: each `fresh` copy has it
+
+    def _names_pattern(self) -> re.Pattern[bytes]:
+        """`_field_names_pattern` of the field names, kept with the names it was made of."""
+        cached = self.__dict__.get("_names_cache")
+        if cached is None or cached[0] is not self.fields:
+            cached = (
+                self.fields,
+                _field_names_pattern(tuple(self.fields), tuple(self.url_fields)),
+            )
+            self.__dict__["_names_cache"] = cached
+        pattern: re.Pattern[bytes] = cached[1]
+        return pattern
+
+    @property
+    def member_names(self) -> frozenset[str]:
+        """Every member name (lowercase) that makes a JSON body one to redact: the secret
+        fields, the URL fields and `url` (the writer's direct path leaves such bodies to the
+        general one); the same value while `fields` is the same."""
+        cached = self.__dict__.get("_members_cache")
+        if cached is None or cached[0] is not self.fields:
+            names = frozenset({*(n.lower() for n in self.fields), *self.url_fields, "url"})
+            cached = (self.fields, names)
+            self.__dict__["_members_cache"] = cached
+        members: frozenset[str] = cached[1]
+        return members
+
+    def fresh(self) -> Redactor:
+        """A Redactor with the same secret names and nothing seen yet (one per exchange; the
+        names are not normalized again)."""
+        clone = Redactor.__new__(Redactor)  # (copy.copy goes through __reduce_ex__: slower)
+        clone.__dict__.update(self.__dict__)
+        clone.seen = {}
+        return clone
+
+    # ---------------------------------------------------------------- headers
+
+    def redact_headers(self, headers: Headers) -> Headers:
+        secret = self.headers
+        if not any(name.lower() in secret or "{{" in value for name, value in headers):
+            return headers
+        return Headers([(n, self._header_value(n, v)) for n, v in headers])
+
+    def _header_value(self, name: str, value: str) -> str:
+        folded = name.lower()
+        env = self.headers.get(folded)
+        if env is None or not value:
+            return escape_text(value)
+        if folded in _SCHEMED_HEADERS:
+            match = _SCHEME.match(value)
+            if match:
+                self._remember(match.group(2), env)
+                return f"{match.group(1)} {placeholder(env)}"
+            if value.strip().lower() in _SCHEMES:
+                # `Bearer` with no credentials (a client whose token is unset): nothing secret,
+                # and scrubbing the word "Bearer" from every file would break them all
+                return value
+        elif folded == "cookie":
+            # each cookie's value too: an agent may echo one alone (`sid` in an error body);
+            # not one that reads like a word (`theme=review`), which would match ordinary text
+            for pair in value.split(";"):
+                self._remember_cookie(pair.partition("=")[2].strip(), env)
+        elif folded == "set-cookie":
+            pair, sep, attributes = value.partition(";")
+            cookie_name, eq, cookie_value = pair.partition("=")
+            if eq:
+                self._remember_cookie(cookie_value.strip(), env)
+                attributes = escape_text(attributes)
+                return f"{cookie_name.strip()}={placeholder(env)}{sep}{attributes}"
+        self._remember(value, env)
+        return placeholder(env)
+
+    def _remember_cookie(self, value: str, env: str) -> None:
+        if len(value) >= _MIN_COOKIE_SCRUB_LENGTH and not value.isalpha():
+            self._remember(value, env)
+
+    # ---------------------------------------------------------------- target
+
+    def redact_target(self, target: str) -> str:
+        """Secret query parameters -> placeholders (`?api_key={{API_KEY}}`). Only their values
+        change: every other byte of the query is kept as the client sent it (`%2b`, `+`,
+        `a&b=`), so the recorded target is the one forwarded; a literal `{{NAME}}` escaped."""
+        target = escape_text(target)
+        path, question, query = target.partition("?")
+        if not question or not self.fields:
+            return target
+        redacted = self._redact_form(query)
+        return f"{path}?{redacted}" if redacted is not query else target
+
+    def _redact_form(self, query: str) -> str:
+        """`name=value&...` (a query, or a form body) with secret parameters' values replaced;
+        the same string when none is there."""
+        parts = query.split("&")
+        changed = False
+        for n, part in enumerate(parts):
+            raw_name, eq, raw_value = part.partition("=")
+            env = self.fields.get(urllib.parse.unquote_plus(raw_name).lower())
+            if env is None or not eq:
+                continue
+            # both spellings: the agent may echo the value decoded or as it was sent
+            self._remember(urllib.parse.unquote_plus(raw_value), env)
+            self._remember(raw_value, env)
+            # braces are kept readable: the player fills them before it sends
+            parts[n] = f"{raw_name}={placeholder(env)}"
+            changed = True
+        return "&".join(parts) if changed else query
+
+    # ---------------------------------------------------------------- bodies
+
+    def redact_json_value(self, value: Any, *, push: bool = False) -> Any:
+        """A copy of a parsed JSON value with every secret member's value replaced; a member
+        named twice (`Pairs`, from `loads_pairs`) keeps both, each redacted. `push`: `value` is
+        held by a member whose name holds "push" (a push config, or a list of them)."""
+        if isinstance(value, dict | Pairs):
+            items = value if isinstance(value, Pairs) else value.items()
+            keys = {key for key, _ in items} if isinstance(value, Pairs) else value
+            push_config = "url" in keys and (push or any(k in keys for k in _PUSH_CONFIG_SIBLINGS))
+            pairs: list[tuple[Any, Any]] = []
+            for key, item in items:
+                folded = key.lower() if isinstance(key, str) else ""
+                env = self.fields.get(folded)
+                url_env = self.url_fields.get(folded)
+                if url_env is None and push_config and key == "url":
+                    url_env = PUSH_URL_SECRET
+                if env is not None and item is not None and not isinstance(item, dict | list):
+                    self._remember_scalar(item, env)
+                    pairs.append((key, placeholder(env)))
+                elif env is not None and isinstance(item, dict | list | Pairs):
+                    # a structured secret: every scalar inside it is secret
+                    pairs.append((key, _replace_scalars(item, env, self._remember_scalar)))
+                elif url_env is not None and isinstance(item, str):
+                    pairs.append((key, self._redact_url(item, url_env)))
+                else:
+                    pairs.append((key, self.redact_json_value(item, push="push" in folded)))
+            return Pairs(pairs) if isinstance(value, Pairs) else dict(pairs)
+        if isinstance(value, list):
+            return [self.redact_json_value(item, push=push) for item in value]
+        if isinstance(value, str) and value:
+            return self._redact_string(value)
+        return value
+
+    def _redact_string(self, text: str) -> str:
+        """A JSON string that may hide a secret: JSON text (its secret members, written back
+        compact), or a URL or query with secret parameters (`https://h/cb?token=...`)."""
+        if text[0] in JSON_STARTS and text.lstrip()[:1] in ("{", "["):
+            redacted = self._redact_json_document(text)
+            if redacted is not None:
+                return redacted
+        if "=" in text and ("?" in text or "&" in text):
+            return self._redact_query_in(text)
+        return text
+
+    def _redact_query_in(self, text: str) -> str:
+        """The secret parameters of the query of a URL (or of a bare query) in `text`."""
+        head, question, rest = text.partition("?")
+        if not question:
+            head, rest = "", head
+        query, hash_, fragment = rest.partition("#")
+        redacted = self._redact_form(query)
+        if redacted is query:
+            return text
+        return f"{head}{question}{redacted}{hash_}{fragment}"
+
+    def redact_push_url(self, url: str) -> str:
+        """A push webhook's URL or target (`/hook/...`) as a push config's `url` is redacted:
+        secret-looking path segments -> `{{PUSH_URL_SECRET}}`, secret query values too."""
+        return self._redact_url(url, PUSH_URL_SECRET)
+
+    def _redact_url(self, url: str, env: str) -> str:
+        """A URL whose secret-looking path segments (`looks_secret`) become `{{env}}`, and
+        whose secret query parameters become theirs."""
+        url = self._redact_string(url) if url else url
+        rest, question, query = url.partition("?")
+        scheme, sep, tail = rest.partition("://")
+        if not sep:
+            scheme, sep, tail = "", "", rest
+        host, slash, path = tail.partition("/")
+        if not slash:
+            return url
+        segments = path.split("/")
+        changed = False
+        for n, segment in enumerate(segments):
+            if looks_secret(segment):
+                self._remember(segment, env)
+                self._remember(urllib.parse.unquote(segment), env)
+                segments[n] = placeholder(env)
+                changed = True
+        if not changed:
+            return url
+        return f"{scheme}{sep}{host}/{'/'.join(segments)}{question}{query}"
+
+    def _redact_json_document(self, text: str | bytes) -> str | None:
+        """The JSON text `text` with its secrets replaced (compact), None when it is no JSON
+        or holds no secret."""
+        try:
+            value = loads_pairs(text)
+        except (ValueError, RecursionError):
+            return None
+        redacted = self.redact_json_value(value)
+        if redacted == value:  # (`Pairs` compare as their lists of pairs)
+            return None
+        try:
+            return self._written(redacted)
+        except RecursionError:
+            return None
+
+    def redact_body(self, body: bytes, content_type: str | None) -> bytes:
+        """Secret JSON members out of a JSON body (returned compact; the model pretty-prints).
+        A body that is JSON under another media type (or none) counts too: a client that
+        forgets Content-Type must not write its secrets to the disk. A body that looks like
+        JSON but does not parse has its secret members' string values replaced in the text.
+        A form body's and a multipart form's secret fields are replaced too. A body that is no
+        UTF-8 text (written base64, where the transcript's text scrub cannot see) has the
+        secrets seen so far replaced in its bytes."""
+        if not body:
+            return body
+        body = escape_body(body, content_type) if b"{{" in body else body
+        if self.fields and (
+            is_json_media_type(content_type) or body[:64].lstrip()[:1] in (b"{", b"[")
+        ):
+            if self._may_name_a_field(body):
+                body = self._redact_json_body(body)
+        elif self.fields and is_form(content_type):
+            text = body.decode("latin-1")  # percent-encoded ASCII; any other byte kept
+            redacted = self._redact_form(text)
+            if redacted is not text:
+                body = redacted.encode("latin-1")
+        elif self.fields and multipart_boundary(content_type) is not None:
+            body = self._redact_multipart(body, multipart_boundary(content_type) or b"")
+        if self.seen and not body.isascii():  # (ASCII is UTF-8: the quick common case)
+            try:
+                body.decode("utf-8")
+            except UnicodeDecodeError:
+                body = scrub_bytes(body, self.seen)
+        return body
+
+    def _redact_multipart(self, body: bytes, boundary: bytes) -> bytes:
+        """`multipart/form-data` (RFC 7578): a part whose field name is secret gets its
+        placeholder as its content; any other part is redacted as a body of its own type."""
+
+        def redact_part(name: str, content_type: str | None, value: bytes) -> bytes:
+            env = self.fields.get(name.lower())
+            if env is None:
+                return self.redact_body(value, content_type)
+            self._remember(value.decode("utf-8", "replace"), env)
+            self._remember(value.decode("latin-1"), env)
+            return placeholder(env).encode()
+
+        return redact_multipart(body, boundary, redact_part)
+
+    def _may_name_a_field(self, body: bytes) -> bool:
+        """False when `body` cannot hold a secret member: no escape (so a member name is
+        written as it is, and no JSON inside a string), no NUL (so it is no UTF-16 or UTF-32,
+        which `json` reads too), no KELVIN SIGN (the one character besides ASCII that
+        `str.lower` folds to ASCII: `K`), no secret name in quotes or as a query parameter
+        (`?token=`), in any ASCII case, and no `"url"` member (a push config's). Saves parsing
+        and walking the JSON of nearly every body, in any language."""
+        if b"\\" in body or b"\x00" in body or (not body.isascii() and _KELVIN in body):
+            return True
+        # lowercase names in bytes lowercased (ASCII only, the rest is kept): what a
+        # case-blind search finds, ~2x faster
+        return self._names_pattern().search(body.lower()) is not None
+
+    def _redact_json_body(self, body: bytes) -> bytes:
+        try:
+            value = loads_pairs(body)
+        except (ValueError, RecursionError):
+            return self._redact_json_text(body)
+        redacted = self.redact_json_value(value)
+        if redacted == value:  # (`Pairs` compare as their lists of pairs)
+            return body
+        try:
+            return self._written(redacted).encode()
+        except RecursionError:
+            return self._redact_json_text(body)
+
+    def _written(self, redacted: Any) -> str:
+        """A redacted value written anew (compact), literals escaped again (RecursionError)."""
+        text = dumps_pairs(redacted, ensure_ascii=False)
+        if not text.isascii() and re.search("[\ud800-\udfff]", text):  # (no UTF-8: escaped)
+            text = dumps_pairs(redacted, ensure_ascii=True)
+        names = {*self.fields.values(), *self.url_fields.values(), PUSH_URL_SECRET}
+        return escape_json_text(text, names)
+
+    def _redact_json_text(self, body: bytes) -> bytes:
+        """Secret members' string values replaced in JSON text that does not parse (a trailing
+        comma, a byte that is no UTF-8): read as Latin-1, so every byte is kept as it was."""
+        text = body.decode("latin-1")
+
+        def replace_value(match: re.Match[str]) -> str:
+            name = match.group(2)
+            env = self.fields.get(name.lower())
+            if env is None:
+                return match.group()
+            raw = match.group(4)
+            try:
+                value = json.loads(f'"{raw}"')
+            except ValueError:
+                value = raw
+            self._remember(value.encode("latin-1", "replace").decode("utf-8", "replace"), env)
+            self._remember(value, env)
+            return f"{match.group(1)}{placeholder(env)}{match.group(5)}"
+
+        return _JSON_MEMBER.sub(replace_value, text).encode("latin-1")
+
+    def redact_events(self, events: Iterable[SseEvent]) -> tuple[SseEvent, ...]:
+        """Secret JSON members out of each frame's `data:` JSON (literals escaped first)."""
+        out = []
+        for event in events:
+            event = escape_event(event)
+            if self.fields and event.data and self._may_name_a_field(event.data.encode()):
+                data = self._redact_json_document(event.data)
+                if data is not None:
+                    event = SseEvent(data, event.event, event.id, event.retry, event.comments)
+            out.append(event)
+        return tuple(out)
+
+    def redact_response(self, response: Response) -> Response:
+        """A reply with its secret headers and secret JSON members (in the body, or in each
+        frame of an event stream) made placeholders, as the recorder writes them."""
+        headers = self.redact_headers(response.headers)
+        if response.events is not None:
+            events = self.redact_events(response.events)
+            if headers is response.headers and events == response.events:
+                return response
+            return response.with_content(headers, events=events)
+        body = self.redact_body(response.body, headers.get("Content-Type"))
+        if headers is response.headers and body is response.body:
+            return response
+        return response.with_content(headers, body=body)
+
+    def _remember_scalar(self, value: Any, env: str) -> None:
+        """A secret member's scalar value: a string, or (as its JSON text, from where it is
+        long enough to be looked for in text) a number; `true` is no secret."""
+        if isinstance(value, str):
+            self._remember(value, env)
+        elif not isinstance(value, bool):
+            text = json.dumps(value)
+            if len(text) >= _MIN_SCRUB_LENGTH:
+                self._remember(text, env)
+
+    def _remember(self, value: str, env: str) -> None:
+        if value.strip() and "{{" not in value:
+            self.seen[value] = env
+
+
+_KELVIN = "\u212a".encode()  # "\u212a".lower() == "k"
+
+
+@functools.lru_cache(maxsize=8)
+def _field_names_pattern(names: tuple[str, ...], url_names: tuple[str, ...]) -> re.Pattern[bytes]:
+    """`"name"` for any of the secret field `names`, the `url_names` and `url` in lowercase,
+    or `?name=` / `&name=` (a URL's query inside a string), to search in lowercased text; a
+    name that is no ASCII matches any quote (the body is then always parsed)."""
+    if not all(name.isascii() for name in (*names, *url_names)):
+        return re.compile(b'"')
+    members = b"|".join(re.escape(n.lower().encode("ascii")) for n in (*names, *url_names, "url"))
+    if not names:
+        return re.compile(b'"(?:' + members + b')"')
+    parameters = b"|".join(re.escape(name.lower().encode("ascii")) for name in names)
+    return re.compile(b'"(?:' + members + b')"|[?&](?:' + parameters + b")=")
+
+
+def _replace_scalars(value: Any, env: str, remember: Any) -> Any:
+    if isinstance(value, Pairs):
+        return Pairs((k, _replace_scalars(v, env, remember)) for k, v in value)
+    if isinstance(value, dict):
+        return {k: _replace_scalars(v, env, remember) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_scalars(v, env, remember) for v in value]
+    if value is None or isinstance(value, bool):
+        return value
+    remember(value, env)
+    return placeholder(env)
