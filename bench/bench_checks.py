@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder.checks.language import language_available
-from recorder.format.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.format.model import Response, Transcript
 from recorder.replay.verdict.live import LiveReply
 from recorder.replay.verdict.state import ReplayState

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from rewording_agent import RewordingAgent, converse
 
-from recorder.format.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.kit import start_kit
 from recorder.learn import learn
 from recorder.record.proxy import create_proxy_app

@@ -46,7 +46,7 @@ from model_server import ModelServer  # noqa: E402
 
 from recorder.checks.model_rules import bind_model_checks  # noqa: E402
 from recorder.checks.model_session import ModelSession  # noqa: E402
-from recorder.format.httpfile import load  # noqa: E402
+from recorder.disk.transcripts import load  # noqa: E402
 from recorder.format.model import Response, Transcript  # noqa: E402
 from recorder.replay.verdict.live import LiveReply  # noqa: E402
 from recorder.replay.verdict.state import ReplayState  # noqa: E402

@@ -108,7 +108,7 @@ def serve_fake_agent() -> None:
 
 def record_goldens(url: str, folder: Path, exchanges: int) -> int:
     """SendMessage / GetTask pairs spread over FILES files; returns the exchange count."""
-    from recorder.format.httpfile import dump
+    from recorder.disk.transcripts import dump
     from recorder.format.model import Exchange, Headers, Request, Transcript
     from recorder.replay.send import make_transport, send_raw
 
@@ -228,7 +228,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             exchanges = record_goldens(url, folder, args.exchanges)
-            from recorder.format.httpfile import load
+            from recorder.disk.transcripts import load
 
             requests = [
                 (

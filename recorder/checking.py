@@ -1,4 +1,6 @@
-"""`recorder check`: find `.http` files and report every one that does not parse.
+"""`recorder check`: report every `.http` file that does not parse (found by
+`recorder.disk.transcripts.find_transcripts`), or is not canonical, or holds JSON or gRPC
+messages that do not read.
 
 Pure apart from reading files: `check_paths` returns problems as values; the CLI prints them.
 """
@@ -7,34 +9,20 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from recorder.bindings import grpc as grpc_binding
 from recorder.bindings import jsonrpc
 from recorder.bindings.push_configs import registers_push_config
+from recorder.disk.transcripts import find_transcripts, note_skipped
 from recorder.errors import ParseError, RecorderError
 from recorder.format.httpfile import dumps
 from recorder.format.httpread import BODY_MARKER, TRAILERS_TAG, after_lines, loads
 from recorder.format.model import Exchange, Transcript
 
-__all__ = [
-    "EXPORT_MARK",
-    "Problem",
-    "check_paths",
-    "find_files",
-    "find_transcripts",
-    "is_export",
-    "natural_key",
-]
-
-EXPORT_MARK = "# exported by recorder"
-"""The first line of every file `recorder export` writes; play and check skip such files."""
-
-_DIGITS = re.compile(r"(\d+)")
+__all__ = ["Problem", "check_paths"]
 
 
 @dataclass(frozen=True)
@@ -50,61 +38,6 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-def natural_key(path: Path) -> tuple[tuple[tuple[int, str], ...], ...]:
-    """Sort key for number order: `9-a` < `10-a` < `100-a`, folder by folder.
-
-    Each name is cut into runs of digits and runs of other text; a run of digits compares as
-    its number, so transcripts play in their numbers' order past 99 (`100-get-task.http` after
-    `11-errors.http`). Equal numbers spelled differently (`7` and `07`) fall back to the text.
-    """
-    return tuple(
-        tuple(
-            (int(piece), piece) if index % 2 else (-1, piece)
-            for index, piece in enumerate(_DIGITS.split(part))
-        )
-        for part in path.parts
-    )
-
-
-def find_files(paths: Iterable[str | os.PathLike[str]], pattern: str) -> Iterator[Path]:
-    """Each file named, and every file matching `pattern` under each folder named, in number
-    order (`natural_key`: `9-a` before `10-a` before `100-a`)."""
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            yield from sorted((p for p in path.rglob(pattern) if p.is_file()), key=natural_key)
-        else:
-            yield path
-
-
-def is_export(path: Path) -> bool:
-    """Whether `path` is an export (`recorder export`): its first line starts with EXPORT_MARK."""
-    try:
-        with open(path, "rb") as file:
-            first = file.readline(len(EXPORT_MARK) + 1)
-    except OSError:
-        return False
-    return first.startswith(EXPORT_MARK.encode())
-
-
-def _note_skipped(path: Path) -> None:
-    sys.stderr.write(f"recorder: skipping {path}: an export (recorder export), not a transcript\n")
-
-
-def find_transcripts(
-    paths: Iterable[str | os.PathLike[str]],
-    on_export: Callable[[Path], None] | None = _note_skipped,
-) -> Iterator[Path]:
-    """Each file named, and every `*.http` file under each folder named, in name order; an
-    export (`is_export`) is left out and passed to `on_export` (default: a note on stderr).
-    `on_export=None` keeps exports in."""
-    for path in find_files(paths, "*.http"):
-        if on_export is not None and is_export(path):
-            on_export(path)
-            continue
-        yield path
-
-
 def check_paths(
     paths: Iterable[str | os.PathLike[str]], *, canonical: bool = False
 ) -> tuple[int, list[Problem]]:
@@ -117,7 +50,7 @@ def check_paths(
 
         def skip(path: Path, skipped: list[Path] = skipped) -> None:
             skipped.append(path)
-            _note_skipped(path)
+            note_skipped(path)
 
         files = list(find_transcripts([raw], on_export=skip))
         if not files and not skipped:  # a folder without transcripts must not pass as valid

@@ -19,7 +19,7 @@ from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers import new_text_message
 from a2a.types import Role, SendMessageRequest, Task, TaskPushNotificationConfig
 
-from recorder.format.httpfile import dump
+from recorder.disk.transcripts import dump
 from recorder.format.model import Exchange, Headers, Request, Response, Transcript
 
 LIMIT = 10.0

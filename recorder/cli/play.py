@@ -16,6 +16,7 @@ from recorder.checks.model_rules import bind_model_checks, start_session
 from recorder.checks.model_session import DEFAULT_CONCURRENCY, ModelSession
 from recorder.checks.model_usage import ModelUsage, usage_json, usage_lines
 from recorder.errors import RecorderError
+from recorder.extras import KIT_EXTRA, kit_sdk_problem
 from recorder.replay.envfile import EnvFileError, merge_variables, parse_env_file, parse_var
 from recorder.replay.keywords import Selection, SelectionError
 from recorder.replay.plan import TranscriptErrors, parse_shard
@@ -56,9 +57,6 @@ def _selection(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return value
 
 
-KIT_EXTRA = "pip install 'a2a-recorder[kit]'"
-
-
 def embedded_kit(command: str) -> Callable[..., AgentHandle]:
     """What `recorder <command>` starts without --agent: the bundled kit agent on a free
     loopback port (imported only then: the kit brings in the a2a-sdk's server). Starting it
@@ -69,6 +67,11 @@ def embedded_kit(command: str) -> Callable[..., AgentHandle]:
         # the kit as `recorder kit` runs it: its gRPC binding on another free port, listed in
         # its card (the goldens' cards list it), when grpcio is there; `grpc` (a file holds a
         # gRPC call) needs it
+        # an a2a-sdk the kit is not built for (older than its extra's) is told before the
+        # kit is imported: it would import, then fail deep inside with a TypeError
+        problem = kit_sdk_problem()
+        if problem is not None:
+            raise RecorderError(f"no --agent given, and {problem}: give --agent URL")
         try:
             from recorder.kit import start_kit
             from recorder.kit.grpc_server import grpc_available

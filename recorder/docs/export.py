@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable, Sequence
 from urllib.parse import urlsplit
 
 from recorder.bindings import jsonrpc, rest
-from recorder.checking import EXPORT_MARK
+from recorder.disk.transcripts import EXPORT_MARK
 from recorder.docs.chains import JsonPath, find_chains, templated_request
 from recorder.docs.grpcexport import (
     GRPC_HOST,

@@ -66,11 +66,11 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from recorder.checking import Problem, find_files
+from recorder.checking import Problem
+from recorder.disk.transcripts import find_files, load
 from recorder.docs.render import RenderOptions, render_exchanges
 from recorder.docs.select import ExchangeName, named_exchange, parse_exchange_reference
 from recorder.errors import ParseError, RecorderError
-from recorder.format import httpfile
 from recorder.format.model import Exchange, Transcript
 
 __all__ = [
@@ -419,7 +419,7 @@ def load_selection(
         if not key.is_file():
             raise SourceError(_not_a_transcript(os.fspath(path)))
         try:
-            transcript = httpfile.load(key)
+            transcript = load(key)
         except ParseError as exc:
             raise SourceError(str(exc)) from None
         if cache is not None:

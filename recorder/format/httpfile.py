@@ -1,5 +1,6 @@
-"""The `.http` transcript format: `loads`, `dumps`, `load`, `dump` (`loads` lives in
-`recorder.format.httpread`, the reading half, linear in any shape of input).
+"""The `.http` transcript format: `loads`, `dumps`, `splice` (`loads` lives in
+`recorder.format.httpread`, the reading half, linear in any shape of input). Text in, text out:
+a file is read and written by `recorder.disk.transcripts` (`load`, `dump`).
 
 Grammar (version 1). Lines end in LF (CRLF and a missing final line break are read too); a
 line is split only at LF, never at other Unicode line separators.
@@ -117,12 +118,9 @@ from __future__ import annotations
 
 import binascii
 import json
-import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 
-from recorder.disk.atomic import write_text_atomic as write_text_atomic  # (re-exported)
 from recorder.errors import ParseError
 from recorder.format.httpread import (
     _FRAME_START,
@@ -137,7 +135,7 @@ from recorder.format.httpread import (
 )
 from recorder.format.model import Exchange, Transcript, is_event_stream
 
-__all__ = ["DURING_TAG", "FORMAT_VERSION", "PUSH_TAG", "dump", "dumps", "load", "loads"]
+__all__ = ["DURING_TAG", "FORMAT_VERSION", "PUSH_TAG", "dumps", "loads", "splice"]
 
 # a body line that would end the body: "###" (next exchange) or a status line
 _AMBIGUOUS_LINE = re.compile(r"^(?:###|HTTP/\d|GRPC \d)", re.MULTILINE)
@@ -297,30 +295,3 @@ def _has_ambiguous_line(text: str) -> bool:
     if ("/" in text and "HTTP/" in text) or ("C" in text and "GRPC " in text):
         return _AMBIGUOUS_LINE.search(text) is not None
     return False
-
-
-# --------------------------------------------------------------------------- files
-
-
-def load(path: str | os.PathLike[str]) -> Transcript:
-    """Read and parse one `.http` file."""
-    name = os.fspath(path)
-    try:
-        data = Path(name).read_bytes()
-    except OSError as exc:
-        raise ParseError(f"cannot read the file: {exc.strerror or exc}", path=name) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise ParseError(
-            "the file is not UTF-8 text (binary bodies are written as base64 by recorder)",
-            path=name,
-            line=line,
-        ) from None
-    return loads(text, source=name)
-
-
-def dump(transcript: Transcript, path: str | os.PathLike[str]) -> None:
-    """Write a transcript atomically: a temporary file (`recorder.disk.atomic`), then a rename."""
-    write_text_atomic(Path(path), dumps(transcript))

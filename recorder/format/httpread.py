@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
-import gc
 import json
 import os
 import re
@@ -133,17 +132,8 @@ def loads(
     cursor = _Cursor(lines, path, _boundary_lines(text), body_lines=body_lines)
     version, comments = _read_preamble(cursor)
     exchanges: list[Exchange] = []
-    # Parsing allocates many objects that live on (the models, their parsed JSON) and make no
-    # reference cycles; the cyclic collector's passes over them would cost a third of the time
-    # on large files. Paused for the parse, restored as it was.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        while not cursor.at_end():
-            exchanges.append(_read_exchange(cursor, exchanges))
-    finally:
-        if collecting:
-            gc.enable()
+    while not cursor.at_end():
+        exchanges.append(_read_exchange(cursor, exchanges))
     return Transcript(
         exchanges=tuple(exchanges), comments=tuple(comments), format_version=version, source=path
     )

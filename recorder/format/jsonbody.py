@@ -43,11 +43,13 @@ from recorder.format.jsonvalue import loads as loads  # (re-exported)
 from recorder.format.jsonvalue import read_json as read_json  # (re-exported)
 
 __all__ = [
+    "NOT_JSON",
     "JsonNumber",
     "canonical_json_body",
     "compact_json",
     "dumps",
     "holds_json_number",
+    "json_value",
     "loads",
     "plain_json",
     "pretty_json",
@@ -327,7 +329,46 @@ def relayout(text: str, *, compact: bool = False, one_line: bool = False) -> str
 # ------------------------------------------------------------------ a body
 
 
-_UNPARSED: Any = object()
+class _NotJson:
+    """The mark of a text that is not JSON (compared with `is`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOT_JSON"
+
+
+NOT_JSON: Any = _NotJson()
+"""What `json_value` gives for a text that is not JSON (empty, or not read), and what a
+message's body parses to then: one mark for the whole recorder."""
+
+
+def json_value(text: bytes | str, *, exact_numbers: bool = True) -> Any:
+    """The JSON value of `text` as the model reads it (`loads`: NaN and Infinity too, a
+    repeated key's last value, a number its Python value would not write back as it came a
+    `JsonNumber`; bytes in the encodings `json` detects), or NOT_JSON when it is none (empty,
+    not JSON).
+
+    `exact_numbers=False`, for a reader of its strings and structure only (the recorder's
+    lineage, the stand-in's matching): orjson's value when orjson reads it (an integer past 64
+    bits as a float, a decimal as the nearest float), `loads` for what orjson refuses."""
+    if not text:
+        return NOT_JSON
+    if not exact_numbers:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return loads(text)
+    except (ValueError, RecursionError):
+        pass
+    if isinstance(text, str):
+        return NOT_JSON
+    try:  # bytes in another encoding `json` reads (UTF-16, UTF-32, a byte order mark)
+        return loads(text.decode(json.detect_encoding(text)))
+    except (ValueError, RecursionError):
+        return NOT_JSON
 
 
 def canonical_json_body(body: bytes) -> bytes:
@@ -337,7 +378,7 @@ def canonical_json_body(body: bytes) -> bytes:
 
 
 def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
-    """(canonical body, its parsed value, strict), or (body, _UNPARSED, False) when it is not
+    """(canonical body, its parsed value, strict), or (body, NOT_JSON, False) when it is not
     JSON. Strict: the value holds only plain JSON types, finite numbers and no `JsonNumber`
     (so any JSON encoder writes it as its text says, floats' spelling aside).
 
@@ -346,7 +387,7 @@ def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
     `_canonical_json_general`, which gives the same for this one (tests/record/
     test_build_fast_paths.py holds them to the same answers)."""
     if not body:
-        return body, _UNPARSED, False
+        return body, NOT_JSON, False
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -440,17 +481,17 @@ def _depth(value: Any) -> int:
         level = below
 
 
-def _canonical_json_general(body: bytes, read: Any = _UNPARSED) -> tuple[bytes, Any, bool]:
+def _canonical_json_general(body: bytes, read: Any = NOT_JSON) -> tuple[bytes, Any, bool]:
     """`_canonical_json` of any body: the value read by `json` (`_loads_text`), the text laid
     out from orjson's writing when it read the body (`read`, its value, or read here) and
     repeats no name, else by `relayout`."""
     if not body:
-        return body, _UNPARSED, False
+        return body, NOT_JSON, False
     try:
         # UTF-8 only: json.loads would also read UTF-16/32, which a file could not show
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        return body, _UNPARSED, False
+        return body, NOT_JSON, False
     special: list[str] = []  # NaN and Infinity, which `json` reads and JSON has not
 
     def read_constant(name: str) -> float:
@@ -463,22 +504,22 @@ def _canonical_json_general(body: bytes, read: Any = _UNPARSED) -> tuple[bytes, 
         )
     except (ValueError, RecursionError):
         # not JSON, or nested past what `json` reads: keep the bytes as they are
-        return body, _UNPARSED, False
+        return body, NOT_JSON, False
     strict = not special and not holds_json_number(value)
-    if read is _UNPARSED and not special:
+    if read is NOT_JSON and not special:
         try:
             read = orjson.loads(body)
         except orjson.JSONDecodeError:
-            read = _UNPARSED
-    pretty = None if read is _UNPARSED else _orjson_layout(body, read, floats=True)
+            read = NOT_JSON
+    pretty = None if read is NOT_JSON else _orjson_layout(body, read, floats=True)
     if pretty is None:
         # a name given twice (or what orjson does not read): the layout of the same text
         # with each name made unique, whose scalars are swapped for the body's all the same
         try:
             template = json.loads(text, object_pairs_hook=_unique_names)
         except (ValueError, RecursionError):
-            template = _UNPARSED
-        if template is not _UNPARSED:
+            template = NOT_JSON
+        if template is not NOT_JSON:
             pretty = _orjson_layout(body, template, floats=True)
     if pretty is None:
         pretty = _escape_invisible_text(relayout(text)).encode()

@@ -29,6 +29,7 @@ Edits go through `dataclasses.replace`, which runs the same canonicalization.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
@@ -38,7 +39,7 @@ from functools import cached_property
 from typing import Any, TypeAlias, overload
 
 from recorder.format import sse
-from recorder.format.jsonbody import _UNPARSED, _canonical_json
+from recorder.format.jsonbody import NOT_JSON, _canonical_json
 from recorder.format.jsonbody import canonical_json_body as canonical_json_body  # (re-exported)
 from recorder.format.jsonbody import pretty_json as pretty_json  # (re-exported)
 
@@ -123,7 +124,7 @@ def _set_json_body(message: _Message, body: bytes) -> None:
     """Set a JSON body in canonical form, keeping its parsed value as `message.json`."""
     body, value, strict = _canonical_json(body)
     object.__setattr__(message, "body", body)
-    if value is not _UNPARSED:
+    if value is not NOT_JSON:
         message.__dict__["json"] = value  # the cached_property's slot: parsed once, not twice
         message.__dict__["_strict_json"] = strict
 
@@ -352,6 +353,33 @@ class Request(_Message):
     def path(self) -> str:
         """The target without its query string."""
         return self.target.partition("?")[0]
+
+    def with_values(
+        self,
+        *,
+        target: str | None = None,
+        headers: HeadersLike | None = None,
+        body_text: bytes | None = None,
+    ) -> Request:
+        """This request with values replaced in its target, headers or body (carry-forward: a
+        recorded id made live), its method and version kept. `body_text` is this body's text
+        with values replaced inside its strings (JSON strings as JSON strings, as
+        `map_json_strings` writes them), so a canonical body stays canonical: it is not parsed
+        and printed again (its parse is made anew when asked for). `replace(request, body=...)`
+        is the constructor for any other body."""
+        if target is not None and not _REQUEST_TARGET.match(target):
+            raise ValueError(f"invalid request target {target!r} (empty or has whitespace)")
+        edited = copy.copy(self)
+        if target is not None:
+            object.__setattr__(edited, "target", target)
+        if headers is not None:
+            object.__setattr__(
+                edited, "headers", headers if type(headers) is Headers else _to_headers(headers)
+            )
+        if body_text is not None:
+            object.__setattr__(edited, "body", body_text)
+            edited.__dict__.pop("json", None)  # the parse of the old body
+        return edited
 
 
 @dataclass(frozen=True, eq=True)

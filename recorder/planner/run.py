@@ -25,8 +25,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from recorder.disk.transcripts import dump, load
 from recorder.errors import ParseError
-from recorder.format.httpfile import dump, load
 from recorder.kit import KitServer, start_kit
 from recorder.planner.grpc_scenarios import GRPC_SCENARIOS
 from recorder.planner.scenarios import SCENARIOS, Scenario, Session

@@ -32,17 +32,15 @@ Pure: no I/O, no clock; the recording room calls it. Keys are the store's file k
 
 from __future__ import annotations
 
-import json
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-import orjson
-
+from recorder.format.jsonbody import NOT_JSON, json_value
 from recorder.format.model import Request, canonical_json_body, is_json_media_type
 from recorder.rules.pairing import PairingRules
 from recorder.rules.ruleset import DEFAULT_RULES, Rules
 
-__all__ = ["MAX_SCANNED_BODY", "Lineage", "parse_json"]
+__all__ = ["MAX_SCANNED_BODY", "Lineage"]
 
 # reply bodies larger than this are not parsed to learn their values (bytes): a 100 MB reply
 # is no conversation's first exchange, and parsing it would double the recorder's memory
@@ -50,20 +48,6 @@ MAX_SCANNED_BODY = 8 * 1024 * 1024
 # the longest value of a request kept as the client's for the rest of the run (characters):
 # ids are far shorter, and a diff's whole text kept for every request would grow without end
 _LONGEST_KEPT = 1024
-
-
-def parse_json(body: bytes) -> Any:
-    """`json.loads(body)`, or None when it raises, for readers of its strings (an integer past
-    64 bits may come as a float): read by orjson first (6-7x faster), by `json` when orjson
-    refuses (NaN, lone surrogates, UTF-16, a byte order mark, deep nesting)."""
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(body)
-    except (ValueError, RecursionError):
-        return None
 
 
 class Lineage:
@@ -171,6 +155,6 @@ class Lineage:
         """`learn` from a JSON text (a reply body, a frame's data); anything else is skipped."""
         if not body or len(body) > MAX_SCANNED_BODY or body.lstrip()[:1] not in (b"{", b"["):
             return
-        value = parse_json(body)
-        if value is not None:
+        value = json_value(body, exact_numbers=False)  # (its strings are what it learns)
+        if value is not NOT_JSON:
             self.learn(value, key, client)

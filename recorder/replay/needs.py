@@ -35,8 +35,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from recorder.disk.transcripts import load
 from recorder.errors import ParseError
-from recorder.format.httpfile import load
 from recorder.format.httpread import after_lines
 from recorder.format.model import Transcript
 from recorder.replay.plan import PlanItem, TranscriptErrors

@@ -2,8 +2,8 @@
 across machines (`--shard K/N`). Broken input stops the run before anything is sent.
 
 Files are played in the order `load_transcripts` finds them: the paths as given, each folder's
-`*.http` files sorted by path (`recorder.checking.find_files`); a shard is taken by position in
-that order, so every machine makes the same split.
+`*.http` files sorted by path (`recorder.disk.transcripts.find_files`); a shard is taken by
+position in that order, so every machine makes the same split.
 
 Selection with `-k EXPRESSION` (pytest's: words joined by `and`, `or`, `not` and parentheses,
 each a case-insensitive substring of "<file> <exchange title>", `recorder.replay.keywords`): a
@@ -25,9 +25,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from recorder.checking import find_transcripts
+from recorder.disk.transcripts import find_transcripts, load
 from recorder.errors import ParseError, RecorderError
-from recorder.format.httpfile import load
 from recorder.format.model import Transcript
 from recorder.replay.keywords import Selection
 

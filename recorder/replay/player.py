@@ -40,14 +40,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
 from recorder.checks.judges import import_judges
 from recorder.errors import NoReplyError, UpstreamError
 from recorder.format.model import Exchange, Request, Transcript
-from recorder.replay.agents import AgentHandle as AgentHandle
 from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc, send_grpc
 from recorder.replay.jobs import Stopped, run_files
@@ -61,7 +60,7 @@ from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_
 from recorder.replay.trials import TrialPlan, play_in_trials
 from recorder.replay.update import (
     blessed_exchanges,
-    finish_update,
+    noise_refusal,
     why_not_updated,
     write_exchanges,
 )
@@ -84,6 +83,23 @@ from recorder.rules.ruleset import DEFAULT_RULES, Rules
 from recorder.secrets.redact import scrub_text
 
 __all__ = ["AgentHandle", "FilePlayer", "finish_update", "play"]
+
+
+class AgentHandle(Protocol):
+    """A started agent (such as the kit): where it listens, what it calls itself, its token.
+    `play(start_agent=...)` calls what returns one when no agent is named (the entry points
+    pass the bundled kit's)."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def token(self) -> str: ...
+
+    def stop(self) -> None: ...
 
 
 # --------------------------------------------------------------------------- one file
@@ -412,6 +428,34 @@ class FilePlayer:
         return why_not_updated(
             self.results, self._no_reply, self._to_bless.keys(), selected, self._unpaired
         )
+
+
+def finish_update(
+    player: FilePlayer,
+    selected: Iterable[int],
+    first: Mapping[int, LiveReply],
+    replay: Callable[[], Mapping[int, LiveReply]],
+) -> tuple[bool, str | None]:
+    """--update, once a file was played with `update` (its live replies kept in `first`):
+    whether the file was rewritten, else why not. `replay` plays it once more (its replies),
+    so that a mismatch that differs between the two live runs where the rules do not absorb
+    it is refused as noise, not blessed (`recorder.replay.update`: what it writes)."""
+    chosen = set(selected)
+    not_updated = player.not_updated(chosen)
+    if not_updated is None:
+        mismatched = sorted(
+            i for i in chosen if i in player.results and player.results[i].mismatches
+        )
+        not_updated = noise_refusal(player.transcript, first, replay(), mismatched, player.rules)
+    updated = not_updated is None and player.write_update(chosen)
+    if not updated and player.changed_on_disk:
+        not_updated = "the file changed while it was played (run the update again)"
+    elif not updated and not_updated is None:
+        not_updated = (
+            "the rewritten replies would be the recorded ones: the differences are in what"
+            " the file does not keep"
+        )
+    return updated, not_updated
 
 
 @dataclass(frozen=True)

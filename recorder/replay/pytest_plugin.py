@@ -221,7 +221,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if file_path.suffix != ".http" or not _wanted(file_path, parent.config):
         return None
-    from recorder.checking import is_export
+    from recorder.disk.transcripts import is_export
 
     if is_export(file_path):
         return None  # a `recorder export` among the transcripts: not a transcript
@@ -388,13 +388,17 @@ def _start_kit(config: pytest.Config) -> Any:
     pytest's capture), naming the option, since transcripts of another agent would fail
     against it for a reason the failures alone do not show."""
     from recorder.errors import RecorderError
+    from recorder.extras import KIT_EXTRA
 
+    problem = _kit_problem()
+    if problem is not None:
+        raise RecorderError(problem)
     try:
         from recorder.kit import start_kit
     except ImportError as exc:
         raise RecorderError(
             f"no --recorder-agent given, and the bundled kit cannot start ({exc}; it needs "
-            "pip install 'a2a-recorder[kit]'): give --recorder-agent URL"
+            f"{KIT_EXTRA}): give --recorder-agent URL"
         ) from None
     from recorder.kit.grpc_server import grpc_available
 
@@ -421,6 +425,36 @@ def pytest_configure(config: pytest.Config) -> None:
     _check_options(config)
     config.stash[_AGENT] = _Agent(config)
     config.stash[_UPDATED] = []
+
+
+def _kit_problem() -> str | None:
+    """Why the bundled kit cannot start beside the installed a2a-sdk (`recorder.extras`)."""
+    from recorder.extras import kit_sdk_problem
+
+    problem = kit_sdk_problem()
+    return problem and f"no --recorder-agent given, and {problem}: give --recorder-agent URL"
+
+
+def _check_the_kits_sdk(config: pytest.Config, transcripts: bool) -> None:
+    """Transcripts to play without --recorder-agent, beside an a2a-sdk the bundled kit is not
+    built for: one usage error before any test runs, not a failure per item. A session
+    without transcripts never asks (the plugin is loaded in every pytest run of the venv)."""
+    if transcripts and not config.option.collectonly and not agent_setting(config):
+        problem = _kit_problem()
+        if problem is not None:
+            raise pytest.UsageError(problem)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):  # (a pytest-xdist worker: its controller)
+        items = session.items
+        _check_the_kits_sdk(session.config, any(isinstance(i, ExchangeItem) for i in items))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    # pytest-xdist's controller, told what a worker collected (a transcript's: FILE.http::…)
+    _check_the_kits_sdk(node.config, any(".http::" in nodeid for nodeid in ids))
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -520,8 +554,8 @@ class TranscriptFile(pytest.File):
         return os.path.relpath(self.path, self.config.invocation_params.dir)
 
     def collect(self) -> Iterator[pytest.Item]:
+        from recorder.disk.transcripts import load
         from recorder.errors import ParseError
-        from recorder.format.httpfile import load
 
         try:
             self.transcript = load(self.path)
@@ -582,7 +616,7 @@ class TranscriptFile(pytest.File):
         player = self._player
         if not self.update or player is None or not self.ran:
             return
-        from recorder.replay.player import FilePlayer
+        from recorder.replay.player import FilePlayer, finish_update
 
         assert isinstance(player, FilePlayer)  # (--recorder-trials is refused with update)
         ran = sorted(self.ran)
@@ -591,7 +625,6 @@ class TranscriptFile(pytest.File):
             return
         from recorder.replay.reports.results import TranscriptResult
         from recorder.replay.reports.terminal import transcript_lines
-        from recorder.replay.update import finish_update
 
         agent = self.config.stash[_AGENT]
 

@@ -8,10 +8,9 @@ replies change: the rest of the file stays as it is, byte for byte where it can.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from recorder.disk.atomic import write_text_atomic
 from recorder.errors import ParseError
@@ -24,12 +23,8 @@ from recorder.rules.noise import Replies, propose
 from recorder.rules.ruleset import Rules
 from recorder.secrets.redact import Redactor, scrub_response
 
-if TYPE_CHECKING:
-    from recorder.replay.player import FilePlayer
-
 __all__ = [
     "blessed_exchanges",
-    "finish_update",
     "noise_refusal",
     "why_not_updated",
     "write_exchanges",
@@ -196,31 +191,3 @@ def noise_refusal(
         f"{noise.where[0]} differs between two live runs at {noise.target}{more}: noise, not a"
         f" change; add `{noise.rule_text()}` to the rules, or run `recorder learn`"
     )
-
-
-def finish_update(
-    player: FilePlayer,
-    selected: Iterable[int],
-    first: Mapping[int, LiveReply],
-    replay: Callable[[], Mapping[int, LiveReply]],
-) -> tuple[bool, str | None]:
-    """--update, once a file was played with `update` (its live replies kept in `first`):
-    whether the file was rewritten, else why not. `replay` plays it once more (its replies),
-    so that a mismatch that differs between the two live runs where the rules do not absorb
-    it is refused as noise, not blessed (`recorder.replay.update`)."""
-    chosen = set(selected)
-    not_updated = player.not_updated(chosen)
-    if not_updated is None:
-        mismatched = sorted(
-            i for i in chosen if i in player.results and player.results[i].mismatches
-        )
-        not_updated = noise_refusal(player.transcript, first, replay(), mismatched, player.rules)
-    updated = not_updated is None and player.write_update(chosen)
-    if not updated and player.changed_on_disk:
-        not_updated = "the file changed while it was played (run the update again)"
-    elif not updated and not_updated is None:
-        not_updated = (
-            "the rewritten replies would be the recorded ones: the differences are in what"
-            " the file does not keep"
-        )
-    return updated, not_updated

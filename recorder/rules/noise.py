@@ -32,7 +32,7 @@ Paths name array items with `[*]`, so that a rule covers every item and every fr
 streams are walked frame by frame (rules paths apply to each frame's JSON data). Places that
 cannot be learned (a status, a non-JSON body that differs) are notes.
 
-Structure (`recorder.bindings.assembly`): the text of a message or artifact is its text parts
+Structure (`recorder.rules.assembly`): the text of a message or artifact is its text parts
 joined, so each reply is walked with the text parts of every `parts` list joined into one (a check
 learned there checks the joined text, as the replay does). Where the number of text parts
 differs between runs (the recording is one of them), or a stream's frames differ in number or
@@ -50,11 +50,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder.bindings.assembly import STREAM_PAYLOADS, assemble, joined_parts, text_parts_counts
 from recorder.checks.facts import ENOUGH_RUNS, Check, Texts, is_prose, learn_facts
 from recorder.format.model import Response
 from recorder.format.sse import SseEvent
 from recorder.jsonpath import PathMatcher, format_path
+from recorder.rules.assembly import STREAM_PAYLOADS, assemble, joined_parts, text_parts_counts
 from recorder.rules.kinds import is_of_kind
 from recorder.rules.pairing import PairingRules
 from recorder.rules.ruleset import Rules

@@ -38,10 +38,10 @@ from typing import Any
 import yaml
 
 from recorder.bindings import jsonrpc
-from recorder.bindings.assembly import assembled_in, scope_of
 from recorder.checks.entries import CheckEntry, CheckRulesError, check_warnings, read_checks
 from recorder.errors import RulesError
 from recorder.jsonpath import JsonPathError, PathMatcher, parse_path
+from recorder.rules.assembly import assembled_in, scope_of
 from recorder.rules.kinds import VALUE_KINDS
 
 __all__ = [
@@ -64,6 +64,15 @@ def placeholder_name(name: str) -> str:
 
 def _frozen_map(value: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(value))
+
+
+def _status_path(path: str) -> str:
+    """An error path of the JSON envelopes as it reads in a bare google.rpc.Status (a failed
+    gRPC call's body): `$.error.message` -> `$.message`; one not under `$.error` as it is."""
+    for prefix in ("$.error.", "$.error["):
+        if path.startswith(prefix):
+            return "$" + path[len("$.error") :]
+    return path
 
 
 @dataclass(frozen=True)
@@ -96,7 +105,7 @@ class Rules:
     """Places checked instead of compared for equality (`recorder.checks.entries`)."""
     assembled: tuple[str, ...] = ()
     """Where replies compare as the client assembles them (`FILE#N`, `FILE`, a glob, `*`):
-    text parts joined, a stream's frames as one task (`recorder.bindings.assembly`)."""
+    text parts joined, a stream's frames as one task (`recorder.rules.assembly`)."""
     secret_url_fields: Mapping[str, str] = field(default_factory=dict, hash=False)
     """JSON member name -> placeholder name: a URL there has its secret-looking path segments
     replaced (a push config's `url` always is, `recorder.secrets.redact`)."""
@@ -190,6 +199,17 @@ class Rules:
         paths = self.ignored_paths
         if not self.compare_error_message:
             paths = paths + self.error_message_paths
+        return PathMatcher(paths)
+
+    @cached_property
+    def status_ignored_matcher(self) -> PathMatcher:
+        """`ignored_matcher` for the body of a failed gRPC call: a google.rpc.Status, which
+        HTTP+JSON's error envelope holds under `error`, so an error path under `$.error`
+        applies to it from its root (`$.error.message` -> `$.message`): errors of the three
+        bindings compare alike (on code and reason; their free text is left out)."""
+        paths = self.ignored_paths
+        if not self.compare_error_message:
+            paths = paths + tuple(_status_path(path) for path in self.error_message_paths)
         return PathMatcher(paths)
 
     @cached_property

@@ -22,9 +22,8 @@ from typing import Any
 
 import httpx
 
-from recorder.checking import find_transcripts
+from recorder.disk.transcripts import find_transcripts, load
 from recorder.errors import RecorderError
-from recorder.format.httpfile import load
 from recorder.format.model import Transcript, header_bytes, header_text
 from recorder.rules.pairing import PairingRules
 from recorder.rules.ruleset import Rules

@@ -13,26 +13,25 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from datetime import datetime
 from typing import Any
 
+from recorder.addresses import address_in_urls
 from recorder.bindings import jsonrpc
 from recorder.bindings.grpc import BINDING
-from recorder.format.jsonbody import compact_json
+from recorder.format.jsonbody import NOT_JSON, compact_json, json_value
 from recorder.format.literals import literal_text
 from recorder.format.sse import SseEvent, serialize
 from recorder.rules.pairing import PairingRules
 from recorder.secrets.redact import PLACEHOLDER
 from recorder.serve.book import Branch
-from recorder.serve.match import NOT_JSON, parse_json, random_template
+from recorder.serve.match import random_template
 from recorder.serve.steps import Step
 
-__all__ = ["Renderer", "address_pattern", "grpc_card", "grpc_card_reply", "pacing"]
+__all__ = ["Renderer", "grpc_card", "grpc_card_reply", "pacing"]
 
-_LOOPBACK = ("localhost", "127.0.0.1", "[::1]")
 _DROPPED = frozenset({"date", "server", "content-length", "transfer-encoding", "connection"})
 
 
@@ -67,7 +66,7 @@ class Renderer:
             reverse=True,
         )
         self.quoted = re.compile("|".join(map(re.escape, quoted))) if quoted else None
-        self.address = address_pattern(step.host) if address else None
+        self.address = address_in_urls(step.host) if address else None
         self.live_address = f"//{address}"
         request_json = step.json
         self.recorded_id = request_json.get("id") if isinstance(request_json, dict) else None
@@ -87,7 +86,7 @@ class Renderer:
     def body(self) -> bytes:
         """The whole body of a reply that is no stream."""
         response = self.step.exchange.response
-        value = parse_json(response.body) if response.is_json else NOT_JSON
+        value = json_value(response.body, exact_numbers=False) if response.is_json else NOT_JSON
         if value is NOT_JSON:
             return self._text(literal_text(response.body.decode("utf-8", "replace"))).encode()
         rendered = self._value(value, top=True)
@@ -197,20 +196,6 @@ def grpc_card_reply(value: Any, address: str | None) -> Any:
     if jsonrpc.is_jsonrpc(value) and isinstance(result, dict):
         value = {**value, "result": grpc_card(result, address)}
     return value
-
-
-@functools.lru_cache(maxsize=64)
-def address_pattern(host: str | None) -> re.Pattern[str] | None:
-    """The recorded agent's address in URLs (`//localhost:41242`), in any loopback spelling of
-    its port (a card recorded as `localhost` while the requests went to `127.0.0.1`)."""
-    if not host:
-        return None
-    name, _, port = host.rpartition(":")
-    if not port.isdigit() or not name:
-        return re.compile(f"//{re.escape(host)}(?![A-Za-z0-9.:-])")
-    names = {name.lower(), *_LOOPBACK}
-    spelled = "|".join(re.escape(n) for n in sorted(names))
-    return re.compile(f"//(?:{spelled}):{port}(?![0-9])", re.IGNORECASE)
 
 
 def pacing(step: Step, rules: PairingRules, *, limit: float) -> list[float]:

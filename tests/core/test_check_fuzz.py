@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import helpers
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,7 +17,7 @@ from recorder.cli import main
 from recorder.format.httpfile import dumps
 from recorder.format.model import Exchange, Headers, Request, Response, SseEvent, Transcript
 
-GOLDEN = sorted((Path(__file__).resolve().parents[2] / "transcripts").glob("*.http"))
+GOLDEN = sorted(helpers.TRANSCRIPTS.glob("*.http"))
 SEEDS = [path.read_bytes() for path in GOLDEN[:6]]
 
 # what a mutation inserts: the format's own lines and the bytes that broke it

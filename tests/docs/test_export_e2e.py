@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from recorder.cli import main
-from recorder.format.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.format.model import Response, is_event_stream
 from recorder.kit import KitServer, start_kit
 

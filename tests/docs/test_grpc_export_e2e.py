@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from recorder.bindings import grpc as binding
 from recorder.cli import main
-from recorder.format.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.format.model import Exchange
 from recorder.kit import KitServer, start_kit
 

@@ -30,7 +30,7 @@ import pytest
 from helpers import CLI, DIFF, recorder_process
 from jsonref import tokens
 
-from recorder.format.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.format.jsonbody import loads as json_loads
 from recorder.kit.serve import KitServer
 

@@ -125,7 +125,8 @@ def test_a_finding_left_out_fails_at_the_answers_path_with_the_judges_reason(
     assert result.exit_code == 1, result.output
     out = result.stdout
     assert re.search(
-        r"\$\.result\.task\.artifacts\[0\]\.parts\[0\]\.text: check judge model scripted-judge "
+        # (the text of the artifact: its text parts joined)
+        r"\$\.result\.task\.artifacts\[0\]\.parts\[\*\]\.text: check judge model scripted-judge "
         r"failed: the judge says no \(0/3 votes pass\): the facts differ; differences: "
         r"\[todo\] is missing",
         out,

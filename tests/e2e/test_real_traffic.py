@@ -23,8 +23,9 @@ from click.testing import CliRunner
 from traffic import BINDINGS, drive
 
 from recorder import load
-from recorder.checking import check_paths, find_transcripts
+from recorder.checking import check_paths
 from recorder.cli import main
+from recorder.disk.transcripts import find_transcripts
 from recorder.kit import KitServer, start_kit
 from recorder.record.proxy import create_proxy_app
 from recorder.record.proxy.server import ProxyServer

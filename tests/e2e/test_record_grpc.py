@@ -14,8 +14,9 @@ import grpc
 import pytest
 from a2a.types import StreamResponse
 from a2a.utils.errors import TaskNotFoundError
-from grpc_sdk_traffic import CANCELED, collect, grpc_calls, open_client, session, user_message
+from grpc_sdk_traffic import CANCELED, grpc_calls, session
 from helpers import recorder_process
+from sdk_clients import collect, open_client, user_message
 
 from recorder import Transcript, load
 from recorder.checking import check_paths

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from traffic import REUSED_MESSAGE_ID, drive_listing
 
 from recorder import dump, load
-from recorder.checking import find_transcripts
 from recorder.cli import main
+from recorder.disk.transcripts import find_transcripts
 from recorder.format.model import Transcript
 from recorder.kit import KitServer, start_kit
 from recorder.learn.run import learn

@@ -16,7 +16,7 @@ from helpers import DIFF, GoldenRecorder, rpc, user_message
 from noisy_agent import NoisyAgent
 
 from recorder.cli import main
-from recorder.format.httpfile import dump
+from recorder.disk.transcripts import dump
 from recorder.format.model import Transcript
 from recorder.kit import KitServer
 from recorder.learn import learn

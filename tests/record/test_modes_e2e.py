@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, TRANSCRIPTS, recorder_process
 
-from recorder.format.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.kit import KitServer, start_kit
 
 pytestmark = pytest.mark.e2e

@@ -15,7 +15,8 @@ import pytest
 from factories import make_exchange
 from helpers import DIFF, recorder_process, rpc, user_message
 
-from recorder.format.httpfile import dumps, load
+from recorder.disk.transcripts import load
+from recorder.format.httpfile import dumps
 from recorder.format.model import Transcript
 from recorder.kit import KitServer
 

@@ -28,7 +28,7 @@ from a2a.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from grpc_sdk_traffic import collect, open_client, user_message
+from sdk_clients import collect, open_client, user_message
 
 from recorder import Transcript, load
 from recorder.checking import check_paths

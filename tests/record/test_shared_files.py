@@ -176,3 +176,15 @@ def test_a_during_tag_in_a_shared_file_names_the_exchanges_place_there(tmp_path:
     exchanges = load(path).exchanges
     assert [e.title for e in exchanges] == ["first", "theirs", "stream", "follow"]
     assert "@during exchange 3 frame 2" in exchanges[3].comments
+
+
+def test_a_shared_file_that_does_not_parse_has_no_count() -> None:
+    # the places of a shared file's exchanges are known only while its text parses: a writer
+    # killed inside an append leaves it unknown (None), and no `@during` tag is numbered then
+    from recorder.format.httpfile import dumps_exchange
+    from recorder.record.store.sharing import count_exchanges
+
+    block = dumps_exchange(make_exchange())
+    assert count_exchanges(block.encode()) == 1
+    assert count_exchanges((block + "\n" + block).encode()) == 2
+    assert count_exchanges((block + "\n###\nGET /cut-off").encode()) is None

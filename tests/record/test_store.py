@@ -13,8 +13,9 @@ import pytest
 from factories import make_exchange, make_request
 
 from recorder import Headers, Request, Transcript, dumps, load
-from recorder.checking import find_transcripts
 from recorder.disk import atomic
+from recorder.disk.transcripts import find_transcripts
+from recorder.format.httpfile import dumps_exchange
 from recorder.record.naming import (
     exchange_title,
     file_name,
@@ -23,6 +24,7 @@ from recorder.record.naming import (
     operation_name,
     slugify,
 )
+from recorder.record.store.filetext import Block
 from recorder.record.store.transcript_store import CONVERSATION, TranscriptStore, during_tagged
 
 JSON = Headers([("Content-Type", "application/json")])
@@ -188,6 +190,26 @@ def test_ended_scenario_starts_a_new_file(tmp_path: Path) -> None:
     store.end("s")
     two = store.write(store.begin(), make_exchange(), scenario="s", operation="GetTask")
     assert (one.name, two.name) == ("01-s.http", "02-s.http")
+
+
+def test_an_exchange_given_as_its_block_is_written_as_its_model_is(tmp_path: Path) -> None:
+    # the proxy's common exchanges reach the store as their text (`Block`, made straight from
+    # the bytes): the file is the one the model would make, and a block takes no tag
+    first, second = make_exchange(title="one"), make_exchange(title="two")
+    by_model = TranscriptStore(tmp_path / "model")
+    by_block = TranscriptStore(tmp_path / "block")
+    for exchange in (first, second):
+        by_model.write(by_model.begin(), exchange, scenario="s", operation="GetTask")
+        block = Block(dumps_exchange(exchange), exchange.title)
+        by_block.write(by_block.begin(), block, scenario="s", operation="GetTask")
+    [made] = by_model.written
+    [given] = by_block.written
+    assert given.read_text() == made.read_text()
+    assert load(given).exchanges == (first, second)
+    with pytest.raises(ValueError, match="no @during tag"):
+        by_block.write(
+            by_block.begin(), Block("x", "x"), scenario="s", operation="Op", during=(1, 0)
+        )
 
 
 def test_scrub_runs_over_the_whole_text(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Structure-tolerant places (issue 33): an answer cut otherwise from run to run, one text part
 or two, a streamed artifact in one chunk or four, is the same answer. Pure:
-`recorder.bindings.assembly`, the comparison through ReplayState on the shipped goldens and edited
+`recorder.rules.assembly`, the comparison through ReplayState on the shipped goldens and edited
 copies of them, and `recorder.rules.noise.propose` on such replies; no network."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from recorder.bindings.assembly import assemble, joined_parts, joined_text
+from recorder.disk.transcripts import load
 from recorder.errors import RulesError
-from recorder.format.httpfile import load
 from recorder.format.model import Exchange, Response
 from recorder.format.sse import SseEvent
 from recorder.replay.verdict.state import ReplayState
+from recorder.rules.assembly import assemble, joined_parts, joined_text
 from recorder.rules.noise import Replies, propose
 from recorder.rules.ruleset import DEFAULT_RULES, Rules, rules_from_text
 

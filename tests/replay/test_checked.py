@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 from typing import Any
 
-from recorder.format.httpfile import load
+from helpers import TRANSCRIPTS
+
+from recorder.disk.transcripts import load
 from recorder.format.model import Exchange, Response
 from recorder.replay.verdict.checked import keep_recorded
 from recorder.replay.verdict.state import ReplayState
 from recorder.rules.ruleset import rules_from_text
 
-GOLDENS = Path(__file__).resolve().parent.parent.parent / "transcripts"
-REVIEW = str(GOLDENS / "03-review-task.http")
-STREAM = str(GOLDENS / "04-streaming.http")
+REVIEW = str(TRANSCRIPTS / "03-review-task.http")
+STREAM = str(TRANSCRIPTS / "04-streaming.http")
 TEXT = "$.result.task.artifacts[0].parts[0].text"
 JOINED = "$.result.task.artifacts[0].parts[*].text"  # a checked text: its parts joined
 

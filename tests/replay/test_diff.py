@@ -1140,8 +1140,13 @@ def test_a_truncated_grpc_call_compares_its_messages_not_how_its_client_left() -
     other = LiveReply.of(_grpc_stream_reply(0, ["TASK_STATE_WORKING"]), cut=True)
     [mismatch] = state.compare(golden, other)
     assert (mismatch.frame, mismatch.path) == (1, "$.statusUpdate.status.state")
-    # a whole recording's status and trailers are compared as ever
+    # a whole recording's status and trailers are compared as ever (the status's free text,
+    # `grpc-message`, as the other bindings' error messages: when the rules say so)
     whole = replace(golden, truncated=False)
+    found = {m.path for m in state.compare(whole, cut)}
+    assert found == {"status"}
+    rules = replace(DEFAULT_RULES, compare_error_message=True)
+    state = ReplayState(rules, recorded_base=RECORDED_BASE, live_base=LIVE_BASE)
     found = {m.path for m in state.compare(whole, cut)}
     assert found == {"status", "trailer grpc-message"}
     # a call cut before its first message: the replay reads none (its body is the status)

@@ -20,7 +20,8 @@ import pytest
 from factories import make_exchange, make_request, make_response
 from helpers import DIFF, GoldenRecorder, rpc, user_message
 
-from recorder.format.httpfile import dump, loads
+from recorder.disk.transcripts import dump
+from recorder.format.httpfile import loads
 from recorder.format.model import Exchange, Headers, Request, Response, Transcript
 from recorder.format.sse import SseEvent
 from recorder.kit import start_kit

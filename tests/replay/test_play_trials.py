@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import record_goldens
 from wordy_agent import IGNORE_SERVED_BY, WordyAgent, texts
 
 from recorder.cli import main
@@ -101,13 +100,6 @@ def test_the_report_lines() -> None:
 
 
 # --- against the kit ----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def golden_dir(kit: KitServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("trial-goldens")
-    record_goldens(kit, folder)
-    return folder
 
 
 @pytest.fixture(scope="module")

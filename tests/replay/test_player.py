@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,10 +19,11 @@ from typing import Any
 import click
 import httpx
 import pytest
-from helpers import closed_port, edit, record_goldens, start_test_kit, stream_that_never_ends
+from helpers import closed_port, edit, start_test_kit, stream_that_never_ends
 
+from recorder.disk.transcripts import dump
 from recorder.errors import RecorderError, UpstreamError
-from recorder.format.httpfile import dump, dumps, loads
+from recorder.format.httpfile import dumps, loads
 from recorder.format.model import Exchange, Headers, Request, Response, Transcript
 from recorder.kit import KitServer, start_kit
 from recorder.replay.plan import PlanItem, TranscriptErrors, load_transcripts, parse_shard, plan
@@ -41,22 +41,6 @@ SHIPPED = REPO / "transcripts"
 
 
 # --------------------------------------------------------------------------- golden transcripts
-
-
-@pytest.fixture(scope="module")
-def golden_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("goldens")
-    with start_kit() as kit:
-        record_goldens(kit, folder)
-    return folder
-
-
-@pytest.fixture
-def goldens(golden_dir: Path, tmp_path: Path) -> Path:
-    """A fresh copy of the golden transcripts that a test may edit."""
-    folder = tmp_path / "transcripts"
-    shutil.copytree(golden_dir, folder)
-    return folder
 
 
 def mismatch_paths(result: PlayResult) -> list[tuple[str, int, int | None, str]]:

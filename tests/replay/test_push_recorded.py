@@ -21,7 +21,7 @@ from a2a.types import (
     TaskPushNotificationConfig,
 )
 
-from recorder.format.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.kit import KitServer
 from recorder.planner.webhook import Webhook
 from recorder.record.proxy import create_proxy_app

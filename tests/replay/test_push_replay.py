@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pushtraffic import spoiling_proxy, write_push_transcript
 
-from recorder.format.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.format.model import Exchange, Headers, Request, Response
 from recorder.kit import KitServer
 from recorder.replay.player import play

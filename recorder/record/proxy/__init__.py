@@ -26,7 +26,8 @@ the rooms it uses:
   client's webhook and recorded in its config's file, tagged `# @push config N`;
 - `call` (`Call`): one request while it is handled, and the ASGI helpers the rooms share;
 - `server`: `serve` and `ProxyServer` (the proxy's own HTTP/1.1 server, `http1` and `cycle`),
-  `parse_listen`, `listening_socket`.
+  `parse_listen`, `listening_socket`: imported from there (the server is typed with this app,
+  so this package does not hand its names on).
 
 Per request: the forwarder takes the request, the scenario room chooses its scenario, the
 card room tells its operation (and a card request), the recording room gives it its file (the
@@ -70,7 +71,6 @@ from recorder.record.proxy.push import PUSH_PREFIX, PushRoom
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import STREAM_GRACE, StreamRelay
 from recorder.record.proxy.scenarios import CONTROL_PATH, STATUS_PATH, Scenarios
-from recorder.record.proxy.server import ProxyServer, listening_socket, parse_listen, serve
 from recorder.record.proxy.writer import BACKLOG
 from recorder.record.store.modes import Keep
 from recorder.record.store.transcript_store import TranscriptStore
@@ -86,16 +86,7 @@ from recorder.secrets.redact import (
 if TYPE_CHECKING:
     from recorder.record.grpc_proxy import GrpcListener
 
-__all__ = [
-    "CONTROL_PATH",
-    "STATUS_PATH",
-    "ProxyServer",
-    "RecordingProxy",
-    "create_proxy_app",
-    "listening_socket",
-    "parse_listen",
-    "serve",
-]
+__all__ = ["CONTROL_PATH", "STATUS_PATH", "RecordingProxy", "create_proxy_app"]
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ import sys
 from typing import Any
 
 from recorder.format.httpfile import _body_lines
-from recorder.format.jsonbody import _UNPARSED, _canonical_json, plain_json
+from recorder.format.jsonbody import NOT_JSON, _canonical_json, plain_json
 from recorder.format.model import (
     _COMMON_METHODS,
     _REQUEST_TARGET,
@@ -120,7 +120,7 @@ class Direct:
             value = None
             if json_body and body:
                 body, value, _ = _canonical_json(body)
-                if value is _UNPARSED:
+                if value is NOT_JSON:
                     return None  # (the model then reads it with `json`, which reads UTF-16 too)
             request_body = _body_lines(body, raw_stream=False)
         sent = dict(redactor.seen) if redactor.seen else None

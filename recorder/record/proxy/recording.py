@@ -48,14 +48,15 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Any, cast
 
+from recorder.format.jsonbody import json_value
 from recorder.format.model import Exchange, SseEvent, is_json_media_type
 from recorder.format.sse import SseDecoder
-from recorder.record.lineage import Lineage, parse_json
+from recorder.record.lineage import Lineage
 from recorder.record.naming import operation_of
 from recorder.record.proxy.agent_cards import CARD_OPERATIONS
 from recorder.record.proxy.building import Builder
 from recorder.record.proxy.call import Call
-from recorder.record.proxy.writer import Writer
+from recorder.record.proxy.writer import BufferedReply, EndedStream, Writer
 from recorder.record.store.transcript_store import (
     CONVERSATION,
     FileKey,
@@ -72,7 +73,7 @@ def _operation(call: Call, content_type: str | None) -> str:
     """`operation_name` of `call`'s request as recorded, without building its model."""
     value = None
     if call.method == "POST" and call.body and is_json_media_type(content_type):
-        value = parse_json(call.body)  # (what `Request.json` holds)
+        value = json_value(call.body, exact_numbers=False)  # (its method: a string)
     return operation_of(call.method, call.target.partition("?")[0], value)
 
 
@@ -199,13 +200,13 @@ class Recording:
         self, call: Call, upstream: UpstreamReply, kept: list[tuple[bytes, bytes]], body: bytes
     ) -> None:
         """Record a buffered reply off the reply path (called once the client has it)."""
-        self.writer.hand_over((call, upstream, kept, body))
+        self.writer.hand_over(BufferedReply(call, upstream, kept, body))
 
     def write(self, call: Call, exchange: Exchange | Callable[[], Exchange]) -> None:
         """Record `exchange` (a relayed stream's; or a function that makes it, called on the
         writer thread) off the reply path. Never raises: a write that fails (or an exchange
         that cannot be made) is logged and counted."""
-        self.writer.hand_over((call, None, None, exchange))
+        self.writer.hand_over(EndedStream(call, exchange))
 
     @property
     def recorded(self) -> int:

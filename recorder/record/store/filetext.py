@@ -1,7 +1,8 @@
 """A transcript file's text as the store holds it (pure, no I/O): each exchange's block,
 made once and reused, and the `@during` and `@push config N` tags by place in the file.
 
-`Entry` is one exchange of a file (its ticket: its place in the request order), `OpenFile`
+`Block` is an exchange given as its text, `Entry` one exchange of a file (its ticket: its
+place in the request order), `OpenFile`
 one file of `recorder.record.store.transcript_store.TranscriptStore` (its entries in ticket order,
 what of them is on disk), `during_tagged` the exchanges of entries with their tags written as
 comments.
@@ -19,9 +20,19 @@ from pathlib import Path
 from recorder.format.httpfile import dumps, dumps_exchange
 from recorder.format.model import Exchange, Transcript
 
-__all__ = ["FILE_HEAD", "Disk", "Entry", "OpenFile", "during_tag", "during_tagged"]
+__all__ = ["FILE_HEAD", "Block", "Disk", "Entry", "OpenFile", "during_tag", "during_tagged"]
 
 FILE_HEAD = dumps(Transcript())  # "# recorder-format: 1\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """An exchange given as its block: the text `dumps_exchange` writes for it, made straight
+    from its bytes (`recorder.record.proxy.direct`), and its title. It carries no `@during` or
+    `@push config` tag (those are numbered by place in the file, so made from the model)."""
+
+    text: str
+    title: str
 
 
 @dataclass
@@ -60,11 +71,13 @@ class Disk:
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     ino: int = 0  # 0: not known (learned at the next write, when the size is as left)
-    size: int = -1
+    # the file's size as this store left it; None: not known, or not as left (the next write
+    # rewrites it whole)
+    size: int | None = None
     # another writer writes the file too: it is appended to, never rewritten from memory;
-    # `count` is how many exchanges it holds (-1: not known, no `@during` tag is written)
+    # `count` is how many exchanges it holds (None: not known, no `@during` tag is written)
     shared: bool = False
-    count: int = 0
+    count: int | None = 0
 
 
 @dataclass
@@ -127,7 +140,7 @@ class OpenFile:
     def shared_tag(self, entry: Entry) -> str | None:
         """The `@during` tag of `entry` in a shared file: by the place its exchange N took
         there (None when N is not there, or the places are not known)."""
-        if entry.during is None or self.disk.count < 0:
+        if entry.during is None or self.disk.count is None:
             return None
         entries = self.entries
         at = bisect.bisect_left(entries, entry.during[0], key=lambda e: e.ticket)
@@ -138,7 +151,7 @@ class OpenFile:
     def shared_push(self, entry: Entry) -> int | None:
         """The N of `entry`'s `@push config N` in a shared file: the place its registering
         exchange took there (None when it is not there, or the places are not known)."""
-        if entry.push is None or self.disk.count < 0:
+        if entry.push is None or self.disk.count is None:
             return None
         place = self._place(entry.push)
         return self.entries[place - 1].at or None if place is not None else None

@@ -25,8 +25,8 @@ def as_left(record: OpenFile, held: Held) -> bool:
     return held.ino == disk.ino
 
 
-def count_exchanges(data: bytes) -> int:
-    """How many exchanges `data` (blocks of a file, or a whole file) holds; -1 when it does
+def count_exchanges(data: bytes) -> int | None:
+    """How many exchanges `data` (blocks of a file, or a whole file) holds; None when it does
     not parse (a writer killed inside an append)."""
     text = data.decode("utf-8", "replace")
     if not text.startswith(FILE_HEAD):
@@ -34,7 +34,7 @@ def count_exchanges(data: bytes) -> int:
     try:
         return len(loads(text).exchanges)
     except ParseError:
-        return -1
+        return None
 
 
 def join(record: OpenFile, entry: Entry, held: Held) -> None:
@@ -44,11 +44,11 @@ def join(record: OpenFile, entry: Entry, held: Held) -> None:
     on_disk = [one for one in record.entries if one is not entry][: record.written]
     for place, one in enumerate(on_disk, start=1):
         one.at = place
-    before = len(on_disk) if disk.size >= 0 else 0
+    before = len(on_disk) if disk.size is not None else 0
     disk.shared = True
-    if disk.size >= 0 and held.ino == disk.ino and held.size >= disk.size:
+    if disk.size is not None and held.ino == disk.ino and held.size >= disk.size:
         added = count_exchanges(read_held(held, disk.size))
-        disk.count = before + added if added >= 0 else -1
+        disk.count = None if added is None else before + added
     else:
         disk.count = count_exchanges(read_held(held))
     disk.size, disk.ino = held.size, held.ino
@@ -59,9 +59,9 @@ def refresh(record: OpenFile, held: Held) -> None:
     disk = record.disk
     if as_left(record, held):
         return
-    if held.ino == disk.ino and held.size > disk.size >= 0:
+    if disk.size is not None and held.ino == disk.ino and held.size > disk.size:
         added = count_exchanges(read_held(held, disk.size))
-        disk.count = disk.count + added if disk.count >= 0 and added >= 0 else -1
+        disk.count = None if disk.count is None or added is None else disk.count + added
     else:  # rewritten (another's keep pass, a scrub): counted again whole
         disk.count = count_exchanges(read_held(held))
     disk.size, disk.ino = held.size, held.ino

@@ -58,7 +58,6 @@ import threading
 from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 
-from recorder.checking import natural_key
 from recorder.disk.atomic import (
     hold_scratch,
     note_file,
@@ -68,9 +67,10 @@ from recorder.disk.atomic import (
     write_text_atomic,
 )
 from recorder.disk.locking import Held, append_held, locked, read_held
+from recorder.disk.transcripts import natural_key
 from recorder.format.httpfile import loads
 from recorder.format.model import Exchange
-from recorder.record.store.filetext import Disk, Entry, OpenFile, during_tagged
+from recorder.record.store.filetext import Block, Disk, Entry, OpenFile, during_tagged
 from recorder.record.store.leftovers import remove_stale_temporaries
 from recorder.record.store.modes import MODES, Keep, keep_in_place
 from recorder.record.store.numbering import Numbers
@@ -220,7 +220,7 @@ class TranscriptStore:
     def write(
         self,
         ticket: int,
-        exchange: Exchange | str,
+        exchange: Exchange | Block,
         *,
         scenario: str | None,
         operation: str,
@@ -232,8 +232,8 @@ class TranscriptStore:
     ) -> Path | None:
         """Record one finished exchange; returns the file it went to (None: not written, its
         scenario's file is kept, `once`). Raises OSError when the file cannot be written (the
-        file stays as it was). `exchange` may be given as its block, the text `dumps_exchange`
-        writes for it (`recorder.record.proxy.direct`), when it has no `during`.
+        file stays as it was). `exchange` may be given as its `Block`, the text `dumps_exchange`
+        writes for it (`recorder.record.proxy.direct`), when it has no `during` and no `push`.
 
         `during` = (ticket, frames): the request was sent while the event stream of the
         exchange with that ticket (same scenario) was open, after `frames` of its frames had
@@ -277,10 +277,10 @@ class TranscriptStore:
             dependents: list[OpenFile] = []
         with record.lock:
             _add_needs(record, needed)
-            if isinstance(exchange, str):
+            if isinstance(exchange, Block):
                 if during is not None or push is not None:
                     raise ValueError("an exchange given as its block has no @during tag")
-                entry = Entry(ticket, None, None, block=exchange)
+                entry = Entry(ticket, None, None, block=exchange.text)
             else:
                 entry = Entry(ticket, exchange, during, push=push)
             entries = record.entries
@@ -391,9 +391,9 @@ class TranscriptStore:
                 if path not in self._previous and path not in self.replaced:
                     with contextlib.suppress(UnicodeDecodeError):
                         self._previous[path] = read_held(held).decode("utf-8")
-            record.disk.size = -2  # (not as left: rewritten whole by `_put_own`)
+            record.disk.size = None  # (not as left: rewritten whole by `_put_own`)
             return
-        record.disk.size = -1
+        record.disk.size = None
         join(record, entry, held)
 
     def _put_own(
@@ -404,7 +404,7 @@ class TranscriptStore:
         count = len(record.entries)
         assert record.path is not None
         if (
-            record.disk.size >= 0
+            record.disk.size is not None
             and record.entries[-1] is entry
             and record.written == count - 1
             and record.after == record.after_written
@@ -448,7 +448,7 @@ class TranscriptStore:
         if tail:
             append_held(held, tail.encode("utf-8"), fsync=self._fsync)
         disk.size, disk.ino = held.size, held.ino
-        if disk.count >= 0:
+        if disk.count is not None:
             disk.count += 1
             entry.at = disk.count
         record.written += 1

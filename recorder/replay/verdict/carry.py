@@ -11,8 +11,6 @@ addresses, which pair with themselves).
 
 from __future__ import annotations
 
-import copy
-from typing import Any
 from urllib.parse import quote, unquote
 
 from recorder.format.model import Headers, Request
@@ -98,7 +96,6 @@ class CarryForward:
 
         Values not learned (the client's own) are sent as recorded.
         """
-        changes: dict[str, Any] = {}
         learned = bool(self._golden_to_live) and not self._golden_to_live.keys().isdisjoint(
             self._scan(request)
         )
@@ -108,6 +105,8 @@ class CarryForward:
                 text = request.body.decode("utf-8")
             except UnicodeDecodeError:
                 text = None
+        body: bytes | None = None
+        target: str | None = None
         moved = text is not None and self._moves_addresses(text)
         if learned or moved or self._moves_addresses(request.target):
             if text is not None and (learned or moved):
@@ -117,22 +116,19 @@ class CarryForward:
                 else:
                     new_text = self._forward_shapes_only(text)
                 if new_text != text:
-                    changes["body"] = new_text.encode()
-            target = self._forward_target(request.target)
-            if target != request.target:
-                changes["target"] = target
+                    body = new_text.encode()
+            forwarded = self._forward_target(request.target)
+            if forwarded != request.target:
+                target = forwarded
         headers = self._forward_headers(request.headers, learned=learned)
-        if headers is not request.headers:
-            changes["headers"] = headers
-        if not changes:
+        if headers is request.headers and body is None and target is None:
             return request
         # the body keeps its (canonical) layout: no need to parse and print it again
-        prepared = copy.copy(request)
-        for name, change in changes.items():
-            object.__setattr__(prepared, name, change)
-        if "body" in changes:
-            prepared.__dict__.pop("json", None)  # the cached parse of the old body
-        return prepared
+        return request.with_values(
+            target=target,
+            headers=None if headers is request.headers else headers,
+            body_text=body,
+        )
 
     def _forward_shapes_only(self, text: str) -> str:
         """`text` with each learned shape and each paired agent address made live."""

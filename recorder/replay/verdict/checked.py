@@ -8,7 +8,7 @@ and the live JSON value of a reply (or of one SSE frame) before the walk:
 - each concrete place of the recorded value that an entry's path names (not looked into
   further: a checked object is checked whole) is looked up in the live value at the same keys;
   a path ending in `parts[*].text` names the text of a message or artifact: its place is the
-  `parts` list, and its value the text parts joined (`recorder.bindings.assembly.joined_text`), so
+  `parts` list, and its value the text parts joined (`recorder.rules.assembly.joined_text`), so
   an answer cut in one part one time and in two the next is checked as the one text it is;
 - where the live value is there, the entry's checks run on it (`recorder.checks.run_check`);
   each failed check is a `Mismatch` at the concrete path whose `check` names the check and
@@ -31,13 +31,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from recorder.bindings.assembly import joined_text
 from recorder.checks.entries import CheckEntry, entries_for_file
 from recorder.checks.vocabulary import Check, CheckContext, run_check
 from recorder.format.model import Exchange, Response
 from recorder.jsonpath import PathMatcher, State, format_path
 from recorder.replay.verdict.diff import Mismatch
 from recorder.replay.verdict.live import is_frame
+from recorder.rules.assembly import joined_text
 
 __all__ = ["ExchangeChecks", "FileChecks", "Passed", "keep_recorded"]
 

@@ -14,7 +14,7 @@ not by equality: an exchange with checks goes past the fast path, to the walk, e
 checked places taken out first.
 
 An exchange the rules' `assembled` names compares as the client assembles its replies
-(`recorder.bindings.assembly`): a body's text parts joined (each message's, each artifact's), an
+(`recorder.rules.assembly`): a body's text parts joined (each message's, each artifact's), an
 event stream's frames as one value (the task with its artifacts put together from their chunks, the
 sequence of states), so that an answer cut otherwise (two text parts for one, four chunks for
 two) is the same answer; its mismatches name places of that value, with no frame. (A truncated
@@ -28,12 +28,13 @@ recording holds a stream's first frames only: compared frame by frame still.)
 
 from __future__ import annotations
 
-import gc
+import dataclasses
 import json
 from collections.abc import Iterable
 from typing import Any
 
-from recorder.bindings.assembly import assemble, joined_parts
+from recorder.bindings import grpc
+from recorder.format.jsonbody import NOT_JSON, json_value
 from recorder.format.model import (
     Exchange,
     Headers,
@@ -48,20 +49,17 @@ from recorder.replay.verdict.diff import ABSENT, Mismatch, align
 from recorder.replay.verdict.fastpath import FastPath
 from recorder.replay.verdict.live import (
     EMPTY,
-    NOT_JSON,
     LiveReply,
     body_value,
-    parse_json_text,
     real_frames,
 )
 from recorder.replay.verdict.strings import Strings
 from recorder.replay.verdict.walk import Walk
+from recorder.rules.assembly import assemble, joined_parts
 from recorder.rules.pairing import AliasMap
 from recorder.rules.ruleset import Rules
 
 __all__ = ["Comparison"]
-
-_GC_PAUSE_BYTES = 256 * 1024  # replies at least this large are compared with the collector paused
 
 
 class Comparison:
@@ -109,14 +107,6 @@ class Comparison:
         self._assembled = self._rules_assemble is not None and self._rules_assemble(
             self._file, number
         )
-        if len(golden.response.body) + len(live.body) >= _GC_PAUSE_BYTES and gc.isenabled():
-            # a large reply parses into many containers, and the collector's full passes over
-            # them (they hold no cycles) would cost more than the parse: up to 4x at 10 MiB
-            gc.disable()
-            try:
-                return self._compare(golden, live)
-            finally:
-                gc.enable()
         return self._compare(golden, live)
 
     @property
@@ -137,7 +127,10 @@ class Comparison:
         live_trailers = live.trailers
         if (expected.trailers or live_trailers) and not cut_call:
             # a gRPC call's trailing metadata, compared as headers are ("trailer NAME")
-            self._compare_headers(expected.trailers, live_trailers, out, what="trailer")
+            if expected.is_grpc and expected.status != 0:
+                self._compare_status_trailers(expected.trailers, live_trailers, out)
+            else:
+                self._compare_headers(expected.trailers, live_trailers, out, what="trailer")
         if isinstance(live, LiveReply):
             if (
                 golden.truncated
@@ -219,6 +212,26 @@ class Comparison:
             if problem is not None:
                 out.append(Mismatch(f"{what} {name}", problem[0], problem[1], message=problem[2]))
 
+    def _compare_status_trailers(
+        self, expected: Headers, actual: Iterable[tuple[str, str]], out: list[Mismatch]
+    ) -> None:
+        """A gRPC stream that failed after its messages keeps its google.rpc.Status in its
+        trailers (`grpc-status-details` whole, `grpc-message` its text): compared as a failed
+        call's body is (its free text left out unless the rules compare it); the other
+        trailers as headers."""
+        actual = list(actual)
+        others = (_other_trailers(expected), _other_trailers(actual))
+        self._compare_headers(*others, out, what="trailer")
+        found: list[Mismatch] = []
+        self._walk.compare_json(_status_of(expected), _status_of(actual), None, found, status=True)
+        if any(name.lower() == grpc.STATUS_DETAILS for name, _ in [*expected, *actual]):
+            where = f"trailer {grpc.STATUS_DETAILS} "
+            out.extend(dataclasses.replace(one, path=where + one.path) for one in found)
+        else:  # (the message alone: `$.message`)
+            out.extend(
+                dataclasses.replace(one, path=f"trailer {grpc.GRPC_MESSAGE}") for one in found
+            )
+
     def _compare_bodies(
         self, expected: Response, actual: Response, out: list[Mismatch], *, fast: bool = True
     ) -> None:
@@ -246,7 +259,9 @@ class Comparison:
                     joined_parts(expected_value),
                     joined_parts(actual_value),
                 )
-            self._compare_json(expected_value, actual_value, None, out)
+            # a failed gRPC call's body is its google.rpc.Status: its free text is the error's
+            failed_call = expected.is_grpc and expected.status != 0
+            self._compare_json(expected_value, actual_value, None, out, status=failed_call)
             return
         if expected_value is NOT_JSON and actual_value is NOT_JSON:
             self._compare_raw(expected.body, actual.body, "body", None, out)
@@ -415,7 +430,7 @@ class Comparison:
     def _frame_key(self, frame: SseEvent) -> str:
         data: Any = None
         if frame.data is not None:
-            data = parse_json_text(frame.data)
+            data = json_value(frame.data)
             data = (
                 self._walk.wildcard(data)
                 if data is not NOT_JSON
@@ -441,8 +456,8 @@ class Comparison:
             if expected.data != actual.data:
                 out.append(Mismatch("data", _opt(expected.data), _opt(actual.data), frame))
             return
-        expected_value = parse_json_text(expected.data)
-        actual_value = parse_json_text(actual.data)
+        expected_value = json_value(expected.data)
+        actual_value = json_value(actual.data)
         if expected_value is not NOT_JSON and actual_value is not NOT_JSON:
             self._compare_json(expected_value, actual_value, frame, out)
         elif expected_value is NOT_JSON and actual_value is NOT_JSON:
@@ -459,20 +474,49 @@ class Comparison:
             )
 
     def _compare_json(
-        self, expected: Any, actual: Any, frame: int | None, out: list[Mismatch]
+        self,
+        expected: Any,
+        actual: Any,
+        frame: int | None,
+        out: list[Mismatch],
+        *,
+        status: bool = False,
     ) -> None:
-        """The walk, on a body or frame whose checked places (if any) were decided first."""
+        """The walk, on a body or frame whose checked places (if any) were decided first;
+        `status`: the body is a failed gRPC call's google.rpc.Status."""
         if self._now is not None:
             expected, actual = self._now.split(expected, actual, frame, out, run=not self._quiet)
-        self._walk.compare_json(expected, actual, frame, out)
+        self._walk.compare_json(expected, actual, frame, out, status=status)
+
+
+_STATUS_TRAILERS = frozenset({grpc.STATUS_DETAILS, grpc.GRPC_MESSAGE})
+
+
+def _other_trailers(fields: Iterable[tuple[str, str]]) -> Headers:
+    """The trailers but those that hold a failed call's status."""
+    return Headers(
+        [(name, value) for name, value in fields if name.lower() not in _STATUS_TRAILERS]
+    )
+
+
+def _status_of(fields: Iterable[tuple[str, str]]) -> Any:
+    """The google.rpc.Status a failed stream's trailers hold: `grpc-status-details`' JSON,
+    else its `grpc-message` as the Status's `message` (`recorder.bindings.grpc.response_of`)."""
+    values = {name.lower(): value for name, value in fields}
+    details = values.get(grpc.STATUS_DETAILS)
+    if details is not None:
+        value = json_value(details)
+        return value if value is not NOT_JSON else {grpc.STATUS_DETAILS: details}
+    message = values.get(grpc.GRPC_MESSAGE)
+    return {} if message is None else {"message": message}
 
 
 def _assembled(frames: list[SseEvent]) -> Any:
-    """A stream's frames as the client assembles them (`recorder.bindings.assembly.assemble`; a
+    """A stream's frames as the client assembles them (`recorder.rules.assembly.assemble`; a
     frame whose data is not JSON stands as its text)."""
     values = []
     for frame in frames:
-        value = parse_json_text(frame.data) if frame.data is not None else None
+        value = json_value(frame.data) if frame.data is not None else None
         values.append(frame.data if value is NOT_JSON else value)
     return assemble(values)
 
@@ -523,7 +567,7 @@ def _frame_summary(frame: SseEvent) -> str:
     if frame.event is not None:
         parts.append(f"event: {frame.event}")
     if frame.data is not None:
-        value = parse_json_text(frame.data)
+        value = json_value(frame.data)
         if isinstance(value, dict):
             payload = value.get("result", value)
             if isinstance(payload, dict) and payload:

@@ -44,9 +44,9 @@ from typing import Any
 import orjson
 
 from recorder.format import sse
-from recorder.format.jsonbody import dumps, read_json
+from recorder.format.jsonbody import NOT_JSON, dumps, read_json
 from recorder.format.model import Response, SseEvent
-from recorder.replay.verdict.live import EMPTY, NOT_JSON, body_value
+from recorder.replay.verdict.live import EMPTY, body_value
 from recorder.replay.verdict.strings import Addresses
 from recorder.rules.kinds import is_of_kind
 from recorder.rules.pairing import AliasMap, PairingRules

@@ -28,8 +28,9 @@ import dataclasses
 import json
 from typing import Any
 
+from recorder.format.jsonbody import NOT_JSON, json_value
 from recorder.format.model import Response
-from recorder.replay.verdict.live import NOT_JSON, LiveReply, parse_json_text
+from recorder.replay.verdict.live import LiveReply
 from recorder.rules.pairing import AliasMap, PairingRules
 
 __all__ = ["COUNT_MEMBERS", "LISTING_MEMBERS", "Others"]
@@ -55,7 +56,7 @@ class Others:
         expected = recorded.json
         if not isinstance(expected, dict) or live.body.lstrip()[:1] != b"{":
             return live
-        value = parse_json_text(live.body.decode("utf-8", "replace"))
+        value = json_value(live.body.decode("utf-8", "replace"))
         if value is NOT_JSON or not isinstance(value, dict):
             return live
         kept, dropped = self._walk(expected, value)

@@ -2,38 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
+from recorder.format.jsonbody import NOT_JSON
 from recorder.format.model import Exchange, Headers, Response
 from recorder.format.sse import SseEvent
 
 __all__ = [
     "EMPTY",
-    "NOT_JSON",
     "LiveReply",
     "body_value",
     "is_frame",
-    "parse_json_text",
     "real_frames",
 ]
 
 
-class _NotJson:
-    """Marks a body or frame whose text is not JSON."""
-
-
-NOT_JSON = _NotJson()
 EMPTY = object()
-
-
-def parse_json_text(text: str) -> Any:
-    """The JSON value of `text`, or `NOT_JSON`."""
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return NOT_JSON
 
 
 def body_value(message: Response) -> Any:

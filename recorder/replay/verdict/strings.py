@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
+from recorder.addresses import LOOPBACK_HOST, LOOPBACK_NAMES, address_key, split_netloc
 from recorder.format.literals import PLACEHOLDER, escape_json_text
 from recorder.rules.pairing import (
     JSON_STRING,
@@ -30,12 +31,11 @@ from recorder.rules.pairing import (
     string_value,
 )
 
-__all__ = ["AGENT", "Addresses", "Strings", "address_key", "map_json_strings"]
+__all__ = ["AGENT", "Addresses", "Strings", "map_json_strings"]
 
 AGENT = "<agent>"
 _ADDRESS = "<address>"  # the kind of an address among the values of a string (no rules kind)
-_LOOPBACK = ("localhost", "127.0.0.1", "[::1]")
-_LOOPBACK_HOST = re.compile(r"localhost|127(?:\.[0-9]{1,3}){3}|\[::1\]", re.IGNORECASE)
+_LOOPBACK_HOST = re.compile(LOOPBACK_HOST, re.IGNORECASE)
 
 
 def map_json_strings(text: str, mapper: Callable[[str], str]) -> str:
@@ -74,24 +74,8 @@ def _base(url: str | None) -> tuple[str, str] | None:
     return f"{parts.scheme}://{parts.netloc}", parts.netloc
 
 
-def _split_netloc(netloc: str) -> tuple[str, str]:
-    """`"localhost:41242"` -> ("localhost", "41242"); `"[::1]"` -> ("[::1]", "")."""
-    host, colon, port = netloc.rpartition(":")
-    if not colon or not port.isdigit() or (host.startswith("[") and not host.endswith("]")):
-        return netloc, ""
-    return host, port
-
-
-def address_key(netloc: str) -> str:
-    """The address a spelling names: the host lower-cased, every loopback name of the machine
-    (`localhost`, `127.0.0.1`, `[::1]`) as `localhost`: `"127.0.0.1:5000"` -> `"localhost:5000"`."""
-    host, port = _split_netloc(netloc)
-    host = host.lower()
-    if host in _LOOPBACK:
-        host = "localhost"
-    return f"{host}:{port}" if port else host
-
-
+# `LOOPBACK_HOST`'s names for a regex that matches case (it keeps the regex's quick skip to
+# the names' first letters)
 _LOOPBACK_NAMES = ("localhost", "LOCALHOST", r"127(?:\.[0-9]{1,3}){3}", r"\[::1\]")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
@@ -113,7 +97,7 @@ def _patterns(*netlocs: str | None) -> tuple[re.Pattern[str], re.Pattern[str]]:
         host
         for netloc in netlocs
         if netloc is not None
-        for host in (_split_netloc(netloc)[0], _split_netloc(netloc)[0].lower())
+        for host in (split_netloc(netloc)[0], split_netloc(netloc)[0].lower())
     }
     hosts = {host for host in hosts if not _LOOPBACK_HOST.fullmatch(host)}
     needles = ["localhost", "LOCALHOST", r"127\.", r"\[::1\]", *map(re.escape, sorted(hosts))]
@@ -122,10 +106,10 @@ def _patterns(*netlocs: str | None) -> tuple[re.Pattern[str], re.Pattern[str]]:
 
 def _spellings(key: str) -> list[str]:
     """The ways an address key is written: `localhost:5000`, `127.0.0.1:5000`, `[::1]:5000`."""
-    host, port = _split_netloc(key)
+    host, port = split_netloc(key)
     if host != "localhost":
         return [key]
-    return [f"{name}:{port}" if port else name for name in _LOOPBACK]
+    return [f"{name}:{port}" if port else name for name in LOOPBACK_NAMES]
 
 
 class Addresses:

@@ -39,12 +39,17 @@ _Keys = tuple[str | int, ...]
 class Walk:
     """Rule 6: the tree walk over two JSON values, pairing in `aliases` as it goes."""
 
-    def __init__(self, rules: PairingRules, aliases: AliasMap, strings: Strings) -> None:
+    def __init__(
+        self, rules: PairingRules, aliases: AliasMap, strings: Strings, *, status: bool = False
+    ) -> None:
         self.rules = rules.rules
+        self._made_of = (rules, aliases, strings)
         self._shapes = rules.shapes
         self._value_kinds = rules.value_kinds
         self._field_kind = rules.field_kind
-        self._ignored = self.rules.ignored_matcher
+        # `status`: this walk compares failed gRPC calls' google.rpc.Status bodies
+        self._ignored = self.rules.status_ignored_matcher if status else self.rules.ignored_matcher
+        self._status_walk: Walk | None = self if status else None
         self._unordered = self.rules.unordered_matcher
         self._generated_paths = rules.generated_paths
         # rule 8: secret member names in any case, as the recorder redacts them
@@ -60,9 +65,22 @@ class Walk:
         self._wildcard_text = strings.wildcard
 
     def compare_json(
-        self, expected: Any, actual: Any, frame: int | None, out: list[Mismatch]
+        self,
+        expected: Any,
+        actual: Any,
+        frame: int | None,
+        out: list[Mismatch],
+        *,
+        status: bool = False,
     ) -> None:
-        """Rule 6: both values normalized; where they differ, deepdiff says where and how."""
+        """Rule 6: both values normalized; where they differ, deepdiff says where and how.
+        `status`: they are a failed gRPC call's google.rpc.Status (`Rules.status_ignored_matcher`
+        says what is left out), compared by a walk of the same pairs that knows it."""
+        if status and self._status_walk is not self:
+            if self._status_walk is None:
+                self._status_walk = Walk(*self._made_of, status=True)
+            self._status_walk.compare_json(expected, actual, frame, out, status=True)
+            return
         notes = _Notes()
         golden, live = self._normalize(
             expected,
