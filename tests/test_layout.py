@@ -176,7 +176,8 @@ CORE: dict[str, frozenset[str]] = {
     "format": frozenset({"errors"}),
     "bindings": frozenset({"errors", "format"}),
     "secrets": frozenset({"format"}),
-    "checks": frozenset({"errors", "bindings", "jsonpath"}),
+    # (the model checks keep their answers on disk, written as every writer writes them)
+    "checks": frozenset({"errors", "bindings", "jsonpath", "disk"}),
     "rules": frozenset({"errors", "format", "bindings", "checks", "jsonpath"}),
     "disk": frozenset({"errors", "format"}),
     "checking": frozenset({"errors", "format", "bindings", "disk"}),
