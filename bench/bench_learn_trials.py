@@ -37,14 +37,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from rewording_agent import RewordingAgent, converse
 
-from recorder.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.kit import start_kit
 from recorder.learn import learn
-from recorder.record.proxy import ProxyServer, create_proxy_app
-from recorder.replay.live import LiveReply
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.player import play
-from recorder.replay.state import ReplayState
-from recorder.rules import DEFAULT_RULES, Rules, rules_from_text
+from recorder.replay.verdict.live import LiveReply
+from recorder.replay.verdict.state import ReplayState
+from recorder.rules.ruleset import DEFAULT_RULES, Rules, rules_from_text
 
 
 def _record(agent: RewordingAgent, folder: Path) -> Path:

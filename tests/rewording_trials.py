@@ -26,11 +26,12 @@ from recorder import load
 from recorder.kit import KitServer
 from recorder.learn import learn
 from recorder.learn.run import Learned
-from recorder.record.proxy import ProxyServer, create_proxy_app
-from recorder.replay.diff import Mismatch
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.player import play
 from recorder.replay.trials import TrialPlan
-from recorder.rules import Rules, rules_from_text
+from recorder.replay.verdict.diff import Mismatch
+from recorder.rules.ruleset import Rules, rules_from_text
 
 __all__ = ["PRIMARY", "SeedOutcome", "catch_table", "judge_seed", "record_seed", "verify_seed"]
 

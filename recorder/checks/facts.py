@@ -19,9 +19,10 @@ runs can be given to it, to validate a proposal on the runs it was not learned f
   was said once in every text, `count` (the findings) where it was the same in every text.
 - `length`, `lines`: a band whose margin is the spread seen: the longest multiplied, the
   shortest divided, by the ratio of the longest to the shortest (1.5 at least; the floor
-  divided twice: a terse wording keeps the facts and drops the words); never below one
-  character (an empty answer fails) unless an empty one was seen; `lines` only when every
-  text had two lines or more.
+  divided twice: a terse wording keeps the facts and drops the words; a line count's ceiling
+  multiplied twice: a table or a list says in lines what prose says in one); never below one
+  character (an empty answer fails) unless an empty one was seen; `lines` a ceiling only,
+  when every text had two lines or more.
 - the format, when every text had it: a bulleted list (`matches`), a code fence (`contains`),
   JSON (`json: true`).
 - `language`: the language every text was detected in (`recorder.checks.language`, when
@@ -79,6 +80,8 @@ class Check:
     value: Any
     seen: str
     ignore_case: bool = False
+    commented: bool = False
+    """Written commented out, for the user to take (a model judge without an endpoint)."""
 
     def as_rule(self) -> dict[str, Any]:
         """The check as one item of a `checks` entry's `assert` list."""
@@ -107,7 +110,7 @@ class Facts:
 
 def is_prose(value: Any) -> bool:
     """Whether a value reads as prose (two words or more), not as an id, a number or a token:
-    those keep the value kinds of `recorder.noise`."""
+    those keep the value kinds of `recorder.rules.noise`."""
     return isinstance(value, str) and len(value.split()) >= 2
 
 
@@ -146,8 +149,10 @@ def learn_facts(places: Sequence[Texts]) -> Facts:
     checks.append(_length(texts))
     lines = [len(text.splitlines()) for text in texts]  # (as the check counts)
     if min(lines) > 1:
-        # (divided twice below too: prose and a list of the same findings differ in lines)
-        checks.append(_band("lines", lines, "lines", floor=1, below=2))
+        # (a ceiling only, multiplied twice: prose, a list and a table of the same findings
+        # differ in lines; a list turned into one paragraph is the bulleted list's to see)
+        band = _band("lines", lines, "lines", floor=1, above=2)
+        checks.append(Check("lines", {"max": band.value["max"]}, band.seen))
     if all(_BULLET.search(text) for text in texts):
         checks.append(Check("matches", _BULLET_PATTERN, f"a bulleted list {seen_in}"))
     if all(_FENCE in text for text in texts):
@@ -188,15 +193,18 @@ def _length(texts: Sequence[str]) -> Check:
     return check
 
 
-def _band(name: str, sizes: Sequence[int], unit: str, *, floor: int, below: int = 1) -> Check:
+def _band(
+    name: str, sizes: Sequence[int], unit: str, *, floor: int, below: int = 1, above: int = 1
+) -> Check:
     """A band around `sizes` whose margin is their spread: the shortest divided (`below`
-    times) and the longest multiplied by the ratio of the longest to the shortest
+    times) and the longest multiplied (`above` times) by the ratio of the longest to the
+    shortest
     (`_LEAST_RATIO` at least): answers that varied two-fold may vary four-fold, not a
     hundred-fold."""
     low, high = min(sizes), max(sizes)
     ratio = max(high / low if low else _LEAST_RATIO, _LEAST_RATIO)
     least = max(floor, math.floor(low / ratio**below))
-    most = max(math.ceil(high * ratio), least + 1)
+    most = max(math.ceil(high * ratio**above), least + 1)
     weak = "; weak: a wide band" if most >= _WIDE * max(least, 1) else ""
     return Check(name, {"min": least, "max": most}, f"seen {_band_text(low, high)} {unit}{weak}")
 

@@ -1,7 +1,7 @@
 """The player: send each recorded request to an agent and compare each reply with the golden one.
 
-This is the I/O shell around the pure replay core (`recorder.replay.state.ReplayState`, one per
-transcript file, decides what to send and what mismatched). `play` runs it; each concern has
+This is the I/O shell around the pure replay core (`recorder.replay.verdict.state.ReplayState`, one
+per transcript file, decides what to send and what mismatched). `play` runs it; each concern has
 its own module:
 
 1. Plan (`recorder.replay.plan`): find and parse the transcripts, select exchanges (`-k`),
@@ -16,7 +16,8 @@ its own module:
 4. With `update`, bless (`recorder.replay.update`): `ReplayState.bless` gives the reply to
    write back into the golden file.
 
-Files run in turn or in parallel (`recorder.replay.jobs`); the verdicts: `recorder.replay.results`.
+Files run in turn or in parallel (`recorder.replay.jobs`); the verdicts:
+`recorder.replay.reports.results`.
 
 A mismatch is a result (`ExchangeResult.mismatches`), and so is an exchange that got no whole
 reply (`ExchangeResult.error`: a timeout, a dropped connection): the rest of its file is then
@@ -39,31 +40,27 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
 from recorder.checks.judges import import_judges
 from recorder.errors import NoReplyError, UpstreamError
-from recorder.model import Exchange, Request, Transcript
-from recorder.redact import scrub_text
-from recorder.replay.agents import AgentHandle as AgentHandle
-from recorder.replay.diff import Mismatch
+from recorder.format.model import Exchange, Request, Transcript
 from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc, send_grpc
 from recorder.replay.jobs import Stopped, run_files
-from recorder.replay.live import frames_read
 from recorder.replay.needs import attach_needs, play_needs
 from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.plan import PlanItem, load_transcripts, plan
-from recorder.replay.pushes import FilePushes, PushReceiver, as_reply
-from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
+from recorder.replay.pushes import FORGED_NOTE, FilePushes, PushReceiver, as_reply
+from recorder.replay.reports.results import ExchangeResult, Listener, PlayResult, TranscriptResult
+from recorder.replay.reports.verbose import reply_views
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
-from recorder.replay.state import LiveReply, ReplayState
 from recorder.replay.trials import TrialPlan, play_in_trials
 from recorder.replay.update import (
     blessed_exchanges,
-    finish_update,
+    noise_refusal,
     why_not_updated,
     write_exchanges,
 )
@@ -78,11 +75,31 @@ from recorder.replay.variables import (
     transcript_placeholders,
     unset_variable,
 )
-from recorder.replay.verbose import reply_views
+from recorder.replay.verdict.diff import Mismatch
+from recorder.replay.verdict.live import frames_read
+from recorder.replay.verdict.state import LiveReply, ReplayState
 from recorder.replay.watch import AgentWatch
-from recorder.rules import DEFAULT_RULES, Rules
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
+from recorder.secrets.redact import scrub_text
 
 __all__ = ["AgentHandle", "FilePlayer", "finish_update", "play"]
+
+
+class AgentHandle(Protocol):
+    """A started agent (such as the kit): where it listens, what it calls itself, its token.
+    `play(start_agent=...)` calls what returns one when no agent is named (the entry points
+    pass the bundled kit's)."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def token(self) -> str: ...
+
+    def stop(self) -> None: ...
 
 
 # --------------------------------------------------------------------------- one file
@@ -123,7 +140,7 @@ class FilePlayer:
     answered is this exchange's error, not an exception; None: `UpstreamError` is raised."""
     verbose: int = 0
     """1: a mismatch's result holds the diff of both replies, normalized; 2: both whole; 3:
-    the request as sent too (`recorder.replay.verbose`)."""
+    the request as sent too (`recorder.replay.reports.verbose`)."""
     on_reply: Callable[[int, LiveReply], None] | None = None
     """Told each whole live reply (the exchange's 0-based index, the reply), before it is
     compared (`recorder learn` keeps them)."""
@@ -203,6 +220,10 @@ class FilePlayer:
                 error=f"not played: exchange {self._no_reply + 1} got no reply",
                 played=False,
             )
+            return
+        if self._pushes.is_forged(index):  # not the agent's call: neither sent nor awaited
+            self._notes[index] = (FORGED_NOTE,)
+            self.results[index] = self._result(index, played=False)
             return
         if self._pushes.is_delivery(index):  # the agent's call: awaited, compared, not sent
             if (live := self._pushes.delivered(index, self.timeout)) is not None:
@@ -408,6 +429,34 @@ class FilePlayer:
         return why_not_updated(
             self.results, self._no_reply, self._to_bless.keys(), selected, self._unpaired
         )
+
+
+def finish_update(
+    player: FilePlayer,
+    selected: Iterable[int],
+    first: Mapping[int, LiveReply],
+    replay: Callable[[], Mapping[int, LiveReply]],
+) -> tuple[bool, str | None]:
+    """--update, once a file was played with `update` (its live replies kept in `first`):
+    whether the file was rewritten, else why not. `replay` plays it once more (its replies),
+    so that a mismatch that differs between the two live runs where the rules do not absorb
+    it is refused as noise, not blessed (`recorder.replay.update`: what it writes)."""
+    chosen = set(selected)
+    not_updated = player.not_updated(chosen)
+    if not_updated is None:
+        mismatched = sorted(
+            i for i in chosen if i in player.results and player.results[i].mismatches
+        )
+        not_updated = noise_refusal(player.transcript, first, replay(), mismatched, player.rules)
+    updated = not_updated is None and player.write_update(chosen)
+    if not updated and player.changed_on_disk:
+        not_updated = "the file changed while it was played (run the update again)"
+    elif not updated and not_updated is None:
+        not_updated = (
+            "the rewritten replies would be the recorded ones: the differences are in what"
+            " the file does not keep"
+        )
+    return updated, not_updated
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ failed trial. The plan (`TrialPlan`) says how many passes an exchange needs (`ne
 
 - without a confidence, ceil(R * N) (R a fraction, 0 < R <= 1, 1.0 by default: every trial);
 - with `--confidence C`, R is judged with a bound: the exchange passes when the lower bound of
-  its pass rate, Wilson's at confidence C (one-sided, `recorder.stats`), is at least R; that
+  its pass rate, Wilson's at confidence C (one-sided, `recorder.replay.stats`), is at least R; that
   is, when it passed in at least the fewest trials whose bound reaches R. A plan that can
   never do so (10 trials, every one passed, bound 0.79 at 0.95: never 0.9; a rate of 1 never)
   is a usage error (`TrialPlan.problem`), before anything is sent.
@@ -28,14 +28,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from recorder.replay.results import (
+from recorder.replay.reports.results import (
     ExchangeResult,
     Replies,
     TranscriptResult,
     TrialFailure,
     Trials,
 )
-from recorder.stats import fewest_trials, provable, wilson_lower
+from recorder.replay.stats import fewest_trials, provable, wilson_lower
 
 __all__ = [
     "REPORTED_CONFIDENCE",

@@ -1,4 +1,5 @@
-"""The rules' `checks` key (recorder.checks.entries through recorder.rules): loading and errors."""
+"""The rules' `checks` key (recorder.checks.entries through recorder.rules.ruleset): loading and
+errors."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from recorder.checks.entries import Scope
 from recorder.checks.judges import import_judges
 from recorder.checks.vocabulary import CheckContext, run_check
 from recorder.errors import RulesError
-from recorder.rules import DEFAULT_RULES, load_rules, rules_from_text
+from recorder.rules.ruleset import DEFAULT_RULES, load_rules, rules_from_text
 
 GOOD = """\
 version: 1

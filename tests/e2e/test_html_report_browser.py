@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from recorder.replay.html_report import html_page, report_data
-from recorder.replay.results import ExchangeResult, PlayResult, TranscriptResult, Trials
+from recorder.replay.reports.html_report import html_page, report_data
+from recorder.replay.reports.results import ExchangeResult, PlayResult, TranscriptResult, Trials
 
 pytestmark = pytest.mark.e2e
 

@@ -33,9 +33,10 @@ from recorder.cli import main
 from recorder.kit import KitServer, start_kit
 from recorder.learn import learn
 from recorder.learn.run import Learned
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.player import play
-from recorder.rules import Rules, rules_from_text
+from recorder.rules.ruleset import Rules, rules_from_text
 
 pytestmark = pytest.mark.e2e
 
@@ -66,7 +67,8 @@ def learnt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Learnt]:
     folder = tmp_path_factory.mktemp("llm-agent")
     out = folder / "rec"
     with start_kit(vary=True, seed=SEED) as kit:
-        with ProxyServer(create_proxy_app(kit.url, out=out)) as server:
+        # (the traffic's webhook is on loopback: local work, said so)
+        with ProxyServer(create_proxy_app(kit.url, out=out, push_loopback=True)) as server:
             drive(server.url, token=kit.token)
         rules_file = folder / "learned.yaml"
         learned = learn(

@@ -23,7 +23,7 @@ from rewording_trials import SeedOutcome, catch_table, judge_seed, record_seed, 
 
 from recorder.cli import main
 from recorder.kit import KitServer, start_kit
-from recorder.rules import rules_from_text
+from recorder.rules.ruleset import rules_from_text
 
 pytestmark = pytest.mark.e2e
 

@@ -1,5 +1,5 @@
-"""Learning what a varying answer must keep (`recorder.checks.facts`, and `recorder.noise` proposing
-`checks` with it), pure: facts against wording, the scope of an entry, its comments, the
+"""Learning what a varying answer must keep (`recorder.checks.facts`, and `recorder.rules.noise`
+proposing `checks` with it), pure: facts against wording, the scope of an entry, its comments, the
 notes that ask for more runs."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import yaml
 
 from recorder.checks.facts import Check, Texts, is_prose, learn_facts
 from recorder.checks.language import language_available
+from recorder.format.model import Response
 from recorder.learn.rulesfile import merge, render
-from recorder.model import Response
-from recorder.noise import Proposal, Replies, propose
-from recorder.rules import DEFAULT_RULES, rules_from_text
+from recorder.rules.noise import Proposal, Replies, propose
+from recorder.rules.ruleset import DEFAULT_RULES, rules_from_text
 
 RECORDED = "Reviewed 1 file: 2 comments.\nsrc/app.py:2: [todo] TODO left in added code.\n" + (
     "src/app.py:2: [debug-print] debugging statement in Python code: use logging."
@@ -113,7 +113,7 @@ def test_format_checks_hold_only_when_every_run_had_the_format() -> None:
     bullets = ("- a [x] b\n- c d", "* e [x] f\n* g h", "1. i [x]\n2. j k")
     found = checks_of([Texts(None, bullets)])
     assert found["matches"].seen == "a bulleted list in all 3 runs"
-    assert found["lines"].value == {"min": 1, "max": 3}
+    assert found["lines"].value == {"max": 5}
     assert "lines" not in checks_of([Texts(None, (*bullets, "a terse [x] answer"))])
     assert "matches" not in checks_of([Texts(None, (*bullets, "plain [x] text here"))])
     fenced = ("see ```x = 1``` here", "code: ```x = 1```")

@@ -9,8 +9,8 @@ import pytest
 
 from recorder.checks.facts import Check
 from recorder.learn.run import HeldOut, HeldOutFailure, _adjust, _signature
-from recorder.noise import Proposal, Proposals
-from recorder.replay.diff import Mismatch
+from recorder.replay.verdict.diff import Mismatch
+from recorder.rules.noise import Proposal, Proposals
 
 PATH = "$.result.message.parts[*].text"
 SCOPE = "02-ask.http#1"

@@ -24,7 +24,8 @@ from rewording_agent import (
 
 from recorder import load
 from recorder.kit import KitServer, review, start_kit
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 
 KIT_REVIEW = review.format_review(review.review_diff(review.parse_unified_diff(REVIEW_DIFF)))
 

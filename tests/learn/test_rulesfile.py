@@ -22,8 +22,8 @@ from recorder.jsonpath import format_path
 from recorder.kit import KitServer
 from recorder.learn import learn, rulesfile
 from recorder.learn.rulesfile import LearnedRulesError, merge, render
-from recorder.noise import Proposal
-from recorder.rules import DEFAULT_RULES, rules_from_text, rules_warnings
+from recorder.rules.noise import Proposal
+from recorder.rules.ruleset import DEFAULT_RULES, rules_from_text, rules_warnings
 
 PROPOSALS = [
     Proposal(

@@ -1,7 +1,7 @@
 """Structure-tolerant places (issue 33): an answer cut otherwise from run to run, one text part
-or two, a streamed artifact in one chunk or four, is the same answer. Pure: `recorder.assembly`,
-the comparison through ReplayState on the shipped goldens and edited copies of them, and
-`recorder.noise.propose` on such replies; no network."""
+or two, a streamed artifact in one chunk or four, is the same answer. Pure:
+`recorder.rules.assembly`, the comparison through ReplayState on the shipped goldens and edited
+copies of them, and `recorder.rules.noise.propose` on such replies; no network."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from recorder.assembly import assemble, joined_parts, joined_text
+from recorder.disk.transcripts import load
 from recorder.errors import RulesError
-from recorder.httpfile import load
-from recorder.model import Exchange, Response
-from recorder.noise import Replies, propose
-from recorder.replay.state import ReplayState
-from recorder.rules import DEFAULT_RULES, Rules, rules_from_text
-from recorder.sse import SseEvent
+from recorder.format.model import Exchange, Response
+from recorder.format.sse import SseEvent
+from recorder.replay.verdict.state import ReplayState
+from recorder.rules.assembly import assemble, joined_parts, joined_text
+from recorder.rules.noise import Replies, propose
+from recorder.rules.ruleset import DEFAULT_RULES, Rules, rules_from_text
 
 GOLDENS = Path(__file__).resolve().parent.parent.parent / "transcripts"
 REVIEW = str(GOLDENS / "03-review-task.http")
@@ -273,7 +273,7 @@ def test_a_stream_cut_the_same_way_every_run_is_learned_frame_by_frame() -> None
 
 def test_an_assembled_proposal_is_written_and_reads_back() -> None:
     from recorder.learn.rulesfile import render
-    from recorder.noise import Proposal
+    from recorder.rules.noise import Proposal
 
     why = "the number of text parts differs between runs (1, 2): compared as assembled"
     proposal = Proposal("assembled", "02-ask.http#1", None, why, ("f exchange 1",), (), 1)

@@ -1,22 +1,22 @@
-"""Checked places in the comparison (recorder.replay.checked through ReplayState): pure, on the
-shipped goldens compared with edited copies of themselves; no network."""
+"""Checked places in the comparison (recorder.replay.verdict.checked through ReplayState): pure, on
+the shipped goldens compared with edited copies of themselves; no network."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 from typing import Any
 
-from recorder.httpfile import load
-from recorder.model import Exchange, Response
-from recorder.replay.checked import keep_recorded
-from recorder.replay.state import ReplayState
-from recorder.rules import rules_from_text
+from helpers import TRANSCRIPTS
 
-GOLDENS = Path(__file__).resolve().parent.parent.parent / "transcripts"
-REVIEW = str(GOLDENS / "03-review-task.http")
-STREAM = str(GOLDENS / "04-streaming.http")
+from recorder.disk.transcripts import load
+from recorder.format.model import Exchange, Response
+from recorder.replay.verdict.checked import keep_recorded
+from recorder.replay.verdict.state import ReplayState
+from recorder.rules.ruleset import rules_from_text
+
+REVIEW = str(TRANSCRIPTS / "03-review-task.http")
+STREAM = str(TRANSCRIPTS / "04-streaming.http")
 TEXT = "$.result.task.artifacts[0].parts[0].text"
 JOINED = "$.result.task.artifacts[0].parts[*].text"  # a checked text: its parts joined
 

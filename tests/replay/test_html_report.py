@@ -1,6 +1,7 @@
-"""The HTML report's page (`recorder.replay.html_report`, `recorder.replay.html_pytest`): its
-data is the JSON report's plus the replies, recorded data stays data, the page allows its own
-style and script alone. Pure, but for the CLI's usage errors (no agent is reached)."""
+"""The HTML report's page (`recorder.replay.reports.html_report`,
+`recorder.replay.reports.html_pytest`): its data is the JSON report's plus the replies, recorded
+data stays data, the page allows its own style and script alone. Pure, but for the CLI's usage
+errors (no agent is reached)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from recorder.cli import main
-from recorder.replay.diff import ABSENT, Mismatch
-from recorder.replay.html_pytest import exchange_record, session_data
-from recorder.replay.html_report import (
+from recorder.replay.reports.html_pytest import exchange_record, session_data
+from recorder.replay.reports.html_report import (
     MAX_LINE,
     MAX_LINES,
     html_error_page,
@@ -23,9 +23,8 @@ from recorder.replay.html_report import (
     replies_value,
     report_data,
 )
-from recorder.replay.report import summary_line
-from recorder.replay.report_json import json_report
-from recorder.replay.results import (
+from recorder.replay.reports.json_report import json_report
+from recorder.replay.reports.results import (
     ExchangeResult,
     PlayResult,
     Replies,
@@ -33,6 +32,8 @@ from recorder.replay.results import (
     TrialFailure,
     Trials,
 )
+from recorder.replay.reports.terminal import summary_line
+from recorder.replay.verdict.diff import ABSENT, Mismatch
 
 INJECTION = '</script><img src=x onerror="alert(1)"><!-- & \u2028'
 

@@ -1,15 +1,15 @@
-"""The job summary the GitHub Action writes (`recorder.replay.job_summary`): the JSON report as
-Markdown, recorded data escaped (pure)."""
+"""The job summary the GitHub Action writes (`recorder.replay.reports.job_summary`): the JSON report
+as Markdown, recorded data escaped (pure)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from recorder.replay.diff import Mismatch
-from recorder.replay.job_summary import MAX_ROWS, main, markdown_text, summary_markdown
-from recorder.replay.report_json import json_report
-from recorder.replay.results import ExchangeResult, PlayResult, TranscriptResult
+from recorder.replay.reports.job_summary import MAX_ROWS, main, markdown_text, summary_markdown
+from recorder.replay.reports.json_report import json_report
+from recorder.replay.reports.results import ExchangeResult, PlayResult, TranscriptResult
+from recorder.replay.verdict.diff import Mismatch
 
 HOSTILE = "![x](http://evil.example/t.png) [click](javascript:1) <img src=x> | `code` **b** &amp;"
 

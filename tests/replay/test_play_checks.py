@@ -4,22 +4,20 @@ kind of check fails the replay at the place it names, with its reason."""
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import record_goldens
 from wordy_agent import IGNORE_SERVED_BY, WordyAgent, reword, texts
 
 from recorder.checks.language import language_available
-from recorder.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.kit import KitServer
 from recorder.replay.player import play
-from recorder.replay.results import PlayResult
-from recorder.rules import load_rules
+from recorder.replay.reports.results import PlayResult
+from recorder.rules.ruleset import load_rules
 
 TEXT = "$.result.task.artifacts[0].parts[0].text"
 JOINED = "$.result.task.artifacts[0].parts[*].text"  # a checked text: its parts joined
@@ -29,20 +27,6 @@ checks:
     in: "02-review.http#1"
     assert:
 """
-
-
-@pytest.fixture(scope="module")
-def golden_dir(kit: KitServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("goldens")
-    record_goldens(kit, folder)
-    return folder
-
-
-@pytest.fixture
-def goldens(golden_dir: Path, tmp_path: Path) -> Path:
-    folder = tmp_path / "transcripts"
-    shutil.copytree(golden_dir, folder)
-    return folder
 
 
 @pytest.fixture(scope="module")

@@ -14,15 +14,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import record_goldens
 from wordy_agent import IGNORE_SERVED_BY, WordyAgent, texts
 
 from recorder.cli import main
 from recorder.kit import KitServer
-from recorder.replay.diff import Mismatch
-from recorder.replay.report import transcript_lines
-from recorder.replay.results import ExchangeResult, TranscriptResult, TrialFailure, Trials
+from recorder.replay.reports.results import ExchangeResult, TranscriptResult, TrialFailure, Trials
+from recorder.replay.reports.terminal import transcript_lines
 from recorder.replay.trials import TrialPlan, combine, needed_passes, play_in_trials
+from recorder.replay.verdict.diff import Mismatch
 
 pytest_plugins = ["pytester"]
 
@@ -101,13 +100,6 @@ def test_the_report_lines() -> None:
 
 
 # --- against the kit ----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def golden_dir(kit: KitServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("trial-goldens")
-    record_goldens(kit, folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -362,7 +354,7 @@ def test_the_plugin_names_a_judge_that_cannot_be_imported(pyproject: pytest.Pyte
 
 
 def test_wilsons_interval_and_bound() -> None:
-    from recorder.stats import fewest_trials, provable, wilson_interval, wilson_lower
+    from recorder.replay.stats import fewest_trials, provable, wilson_interval, wilson_lower
 
     low, high = wilson_interval(8, 10, 0.95)  # the textbook case: 0.490 .. 0.943
     assert (round(low, 3), round(high, 3)) == (0.49, 0.943)

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from recorder.model import Request
-from recorder.redact import Redactor
+from recorder.format.model import Request
+from recorder.secrets.redact import Redactor
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
