@@ -25,6 +25,7 @@ INSTALL_LIMIT = 600.0  # seconds, for each pip run (downloads on a cold cache)
 CI_PAGE = ROOT / "docs" / "ci.md"
 README = ROOT / "README.md"
 _YAML = re.compile(r"^```yaml\n(.*?)^```$", re.M | re.S)
+_SH = re.compile(r"^```sh\n(.*?)^```$", re.M | re.S)
 
 
 # the page's sections that hold a YAML block, and the name each block is known by here
@@ -85,16 +86,21 @@ def index_problem(folder: Path) -> str | None:
 
 
 def readme_install_lines() -> list[str]:
-    """The README's install block (under "Using it from your own project"): its commands,
-    comments dropped, in order."""
+    """The README's install blocks (under "Using it from your own project": from the package
+    index, and the wheel from a checkout): their commands, comments dropped, in order."""
     text = README.read_text(encoding="utf-8")
-    section = text.split("## Using it from your own project", 1)[1]
-    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
-    return [re.sub(r"\s+#\s.*$", "", line).strip() for line in block.splitlines() if line.strip()]
+    section = text.split("## Using it from your own project", 1)[1].split("\n## ", 1)[0]
+    return [
+        re.sub(r"\s+#\s.*$", "", line).strip()
+        for block in _SH.findall(section)
+        for line in block.splitlines()
+        if line.strip()
+    ]
 
 
 def readme_line(start: str) -> str:
-    """The one README install line that starts with `start` (`pip wheel`, `pipx install` …)."""
+    """The one README install line that starts with `start` (`pip wheel`, `pipx install dist/`
+    …)."""
     (line,) = [line for line in readme_install_lines() if line.startswith(start)]
     return line
 
@@ -118,7 +124,7 @@ def run_line(line: str, cwd: Path, bin_dir: Path, **env: str) -> subprocess.Comp
 def build_wheel(work: Path) -> Path:
     """The a2a-recorder wheel, built as the README says (`pip wheel … .`) in a copy of the
     sources (the checkout gets no build/ or egg-info). Returns its path under `work/dist/`."""
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, work / name)
     shutil.copytree(
         ROOT / "recorder", work / "recorder", ignore=shutil.ignore_patterns("__pycache__")

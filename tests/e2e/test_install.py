@@ -128,7 +128,7 @@ def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent
     assert pip(bin_ / "python", "install", "-q", "--no-compile", "pipx").returncode == 0
     pipx_bin = tmp_path / "pipx-bin"
     piped = run_line(
-        readme_line("pipx install"),
+        readme_line("pipx install dist/"),
         here,
         bin_,
         PIPX_HOME=str(tmp_path / "pipx"),
