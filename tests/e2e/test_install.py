@@ -290,6 +290,87 @@ def test_the_grpc_extra_installs_beside_sdk_1_1_and_records_and_plays_its_grpc_a
     assert _versions(fresh_venv) == before
 
 
+SDK_CLIENT = ROOT / "tests" / "fixtures" / "agents" / "echo_sdk_client.py"
+
+
+@pytest.mark.timeout(1800)  # pip runs: minutes on a cold download cache
+def test_the_helloworld_flow_on_sdk_1_1_records_and_plays_its_clients_jsonrpc_and_grpc(
+    wheel: Path, fresh_venv: Path, tmp_path: Path, processes: list[Background]
+) -> None:
+    """The README's own-project flow for an agent like the SDK's helloworld sample: agent and
+    client on a2a-sdk 1.1.0 (its `create_client`, uuid ids, no recorder headers) in their own
+    venv, the recorder's wheel with [grpc] beside them; recorded with --scenario through the
+    rewritten card (JSON-RPC, then gRPC to the card's GRPC interface), played back, and the
+    SDK and protobuf versions are the agent's from start to end."""
+    bin_ = fresh_venv / "bin"
+    python = str(bin_ / "python")
+    sdk = pip(python, "install", "-q", "--no-compile", f"a2a-sdk[http-server,grpc]=={USER_SDK}")
+    assert sdk.returncode == 0, sdk.stderr
+    before = _versions(fresh_venv)
+    installed = pip(python, "install", "-q", "--no-compile", f"{wheel}[grpc]")
+    assert installed.returncode == 0, installed.stderr
+    assert _versions(fresh_venv) == before and before["a2a-sdk"] == USER_SDK
+
+    agent = Background(python, str(GRPC_AGENT))
+    processes.append(agent)
+    assert agent.first_line.startswith("listening on http://127.0.0.1:"), agent.first_line
+    agent_url = agent.first_line.split()[2]
+    out = tmp_path / "transcripts"
+    record = Background(
+        str(bin_ / "recorder"),
+        "record",
+        "--agent",
+        agent_url,
+        "--listen",
+        "127.0.0.1:0",
+        "--grpc-listen",
+        "127.0.0.1:0",
+        "--out",
+        str(out),
+        "--scenario",
+        "hello",
+        stream="stderr",
+    )
+    processes.append(record)
+    assert record.process.stderr is not None
+    proxy_url = announced_address(record.first_line)
+    said: list[str] = []
+    while len(said) < 2 and not any("gRPC listening on " in line for line in said):
+        said.append(record.process.stderr.readline())  # (where it writes; then the listener)
+    assert "gRPC listening on " in said[-1], said
+    for binding, text in (("JSONRPC", "hello"), ("GRPC", "hello over grpc")):
+        asked = subprocess.run(
+            [python, str(SDK_CLIENT), proxy_url, text, binding],
+            capture_output=True,
+            text=True,
+            timeout=LIMIT,
+            check=False,
+        )
+        assert asked.returncode == 0, asked.stderr
+        assert asked.stdout == f"echo: {text}\n"
+    _, err = record.interrupt()
+    assert record.process.returncode == 0, err
+    (recorded,) = out.glob("*.http")  # --scenario: one file, the card fetches and both calls
+    assert recorded.name.endswith("-hello.http")
+    transcript = recorded.read_text()
+    assert transcript.count("POST /a2a/jsonrpc HTTP/1.1") == 1
+    assert transcript.count("GRPC /lf.a2a.v1.A2AService/SendMessage") == 1
+
+    played = subprocess.run(
+        [str(bin_ / "recorder"), "play", str(out), "--agent", agent_url, "--wait", "30"],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT * 2,
+        check=False,
+    )
+    assert played.returncode == 0, played.stdout + played.stderr
+    exchanges = transcript.count("\n### ")
+    assert played.stdout.endswith(
+        f"1 transcript, {exchanges} exchanges: {exchanges} passed, 0 failed\n"
+    ), played.stdout
+    assert _versions(fresh_venv) == before
+
+
 def test_the_core_metadata_names_no_a2a_sdk_and_no_starlette() -> None:
     """What pip reads: the core requirements (no extra) pin none of the kit's stack."""
     import tomllib
