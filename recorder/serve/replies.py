@@ -9,6 +9,8 @@
   stand-in's, as the client reached it.
 - A stream's frames are rendered one by one; `pacing` gives the waits between them that the
   frames' own timestamps show.
+- Every number is written as it was recorded (`JsonNumber`: `12345678901234567.89`, `1.50`,
+  `-0` as they went over the wire).
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ class Renderer:
     def body(self) -> bytes:
         """The whole body of a reply that is no stream."""
         response = self.step.exchange.response
-        value = json_value(response.body, exact_numbers=False) if response.is_json else NOT_JSON
+        value = json_value(response.body) if response.is_json else NOT_JSON
         if value is NOT_JSON:
             return self._text(literal_text(response.body.decode("utf-8", "replace"))).encode()
         rendered = self._value(value, top=True)

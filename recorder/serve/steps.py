@@ -20,12 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from recorder.bindings import jsonrpc
 from recorder.bindings.push_configs import config_objects
 from recorder.format.httpfile import DURING_TAG
-from recorder.format.jsonbody import NOT_JSON, json_value
+from recorder.format.jsonbody import NOT_JSON, compact_json, json_value
 from recorder.format.literals import literal_text
 from recorder.format.model import Exchange, Transcript
 from recorder.rules.pairing import PairingRules
@@ -58,7 +56,8 @@ class Step:
     hands_out: list[tuple[str, str]]
     """(recorded generated value, kind) of the reply (every frame), client values excluded."""
     frames: list[Any] = field(default_factory=list)
-    """A stream's frames' data parsed (NOT_JSON: sent as recorded); empty for other replies."""
+    """A stream's frames' data parsed, each number as written (`JsonNumber`; NOT_JSON: sent
+    as recorded); empty for other replies."""
     during: tuple[int, int] | None = None
     """(the exchange this one arrived during, that exchange's frames sent by then)."""
     waited: dict[int, list[int]] = field(default_factory=dict)
@@ -174,7 +173,7 @@ class Step:
 
         if value is NOT_JSON:
             return str(still(text))
-        return orjson.dumps(still(value, True)).decode()
+        return compact_json(still(value, True)).decode()  # (a `JsonNumber` as its text)
 
     def _own_id(self, reply: dict[str, Any]) -> bool:
         """Whether a JSON-RPC reply's `id` is its request's (the live client's, when served)."""
@@ -200,17 +199,16 @@ class Step:
 
 
 def _reply_values(exchange: Exchange) -> tuple[list[Any], Any]:
-    """(the parsed frames of a stream, or [] ; the parsed body of another reply)."""
+    """(the parsed frames of a stream, or [] ; the parsed body of another reply): each number
+    as written (the frames are served from these: `recorder.serve.replies`)."""
     response = exchange.response
     if response.events is not None:
         frames = [
-            json_value(event.data.encode(), exact_numbers=False)
-            if event.data is not None
-            else NOT_JSON
+            json_value(event.data.encode()) if event.data is not None else NOT_JSON
             for event in response.events
         ]
         return frames, NOT_JSON
-    return [], json_value(response.body, exact_numbers=False) if response.body else NOT_JSON
+    return [], json_value(response.body) if response.body else NOT_JSON
 
 
 def needed_files(transcripts: Sequence[Transcript]) -> list[tuple[int, ...]]:
