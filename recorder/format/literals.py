@@ -243,7 +243,7 @@ def rewrite(text: str, literal: Callable[[str], str], variable: Callable[[str], 
 
 def as_sent(exchange: Exchange) -> Exchange:
     """`exchange` with each literal escaped outside JSON (`\\{\\{NAME\\}\\}`) as it was
-    sent (`{{NAME}}`): in the target, header values, a body that is no JSON,
+    sent (`{{NAME}}`): in the target, header values and trailers, a body that is no JSON,
     and event data that is no JSON and ids (JSON text reads the same either way). What a
     reader is shown
     (`recorder render`, `recorder docs`)."""
@@ -285,6 +285,9 @@ def _request_as_sent(request: Request) -> Request:
 
 
 def _response_as_sent(response: Response) -> Response:
+    trailers = headers_as_sent(response.trailers)
+    if trailers is not response.trailers:
+        response = dataclasses.replace(response, trailers=trailers)
     headers = headers_as_sent(response.headers)
     if response.events is not None:
         events = tuple(
