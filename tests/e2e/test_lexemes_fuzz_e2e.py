@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
+import pytest
 from core.test_json_lexemes import json_texts
 from helpers import CLI, announced_address, recorder_process
 from hypothesis import HealthCheck, Phase, given, settings
@@ -31,6 +32,8 @@ from jsonref import tokens
 
 from recorder.disk.transcripts import load
 
+# three examples, each four commands (as slow as a loaded machine makes a process's start)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
 LIMIT = 30.0
 _ID = re.compile(rb'"id"\s*:\s*(\d+)')  # (the envelope's id comes before `params`)
 
