@@ -262,8 +262,8 @@ def run_planner(place: Place, text: str) -> None:
 def run_kit(place: Place, text: str) -> None:
     if "--listen" not in text:
         text += f" --listen 127.0.0.1:{free_port()}"
-    if "--grpc-port" not in text:
-        text += " --grpc-port 0"  # (its default, the HTTP port + 1, may be another's)
+    if "--grpc-listen" not in text:
+        text += " --grpc-listen 0"  # (its default, the HTTP port + 1, may be another's)
     out = place.serve(text, ready=serving(3))
     assert out.rstrip().endswith("code-reviewer stopped."), out
 
@@ -313,7 +313,7 @@ def run_planner_fresh(place: Place, text: str) -> None:
 
 
 # the goldens hold gRPC calls, so serve listens for gRPC too: by default on the HTTP port + 1,
-# which may be another's (as for the kit's --grpc-port)
+# which may be another's (as for the kit's --grpc-listen)
 GRPC_LISTEN = " --grpc-listen 127.0.0.1:0"
 
 
@@ -326,7 +326,7 @@ def run_serve(place: Place, text: str) -> None:
     assert "recorder serve: stopped; " in out and " 0 unmatched" in out, out
 
 
-FALLBACK = "recorder serve transcripts/ --fallback http://localhost:41242 --record-new new-traffic/"
+FALLBACK = "recorder serve transcripts/ --fallback http://localhost:41242 -o new-traffic/"
 
 
 def run_serve_fallback(place: Place, text: str) -> None:
@@ -498,7 +498,7 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     '"params":{"message":{"messageId":"m1", "role":"ROLE_USER","parts":[{"text":'
     '"What languages can you review?"}]}}}\'': run_curl,
     "recorder record --agent http://localhost:41242 [--listen 127.0.0.1:41241] "
-    "[--out transcripts/] [--rules rules.yaml]": run_record_with_rules,
+    "[-o transcripts/] [--rules rules.yaml]": run_record_with_rules,
     "python -m recorder.planner --fresh": run_planner_fresh,
     "recorder play transcripts/": run_play,
     "recorder play transcripts/ --agent http://localhost:41242": run_play,
@@ -517,16 +517,15 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "recorder docs check README.md docs/": run_docs,
     "recorder docs sync docs/": run_docs,
     # docs/live-traffic.md (its whole flow, in order: tests/docs/test_live_traffic_page.py)
-    "recorder record --agent http://localhost:41242 --out docs/examples/ "
+    "recorder record --agent http://localhost:41242 -o docs/examples/ "
     "--scenario ask-and-review": run_record,
-    "recorder record --agent http://localhost:41242 --out docs/examples/ "
+    "recorder record --agent http://localhost:41242 -o docs/examples/ "
     "--scenario ask-and-review --mode replace": run_record,
     "recorder docs check docs/": run_docs,
     "python docs/ask_and_review.py http://127.0.0.1:41241": run_client,
     # docs/llm-agents.md
     "recorder kit --vary": run_kit,
-    "recorder record --agent http://localhost:41242 --out docs/llm/ "
-    "--scenario llm-review": run_record,
+    "recorder record --agent http://localhost:41242 -o docs/llm/ --scenario llm-review": run_record,
     "recorder play docs/llm/ --agent http://localhost:41242": run_llm,
     "recorder learn docs/llm/ --agent http://localhost:41242 -o llm-rules.yaml": run_llm,
     "recorder play docs/llm/ --agent http://localhost:41242 --rules llm-rules.yaml": (run_llm),
@@ -544,7 +543,7 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "pip install dist/a2a_recorder-0.1.0-py3-none-any.whl": run_install,
     "pipx install dist/a2a_recorder-0.1.0-py3-none-any.whl": run_install,
     "pip install 'dist/a2a_recorder-0.1.0-py3-none-any.whl[kit]'": run_install,
-    "recorder record --agent http://127.0.0.1:8000 --out transcripts/": run_own_agent,
+    "recorder record --agent http://127.0.0.1:8000 -o transcripts/": run_own_agent,
     "recorder play transcripts/ --agent http://127.0.0.1:8000": run_own_agent,
 }
 
@@ -591,7 +590,7 @@ def test_the_ci_pages_jobs_are_run_whole() -> None:
     assert set(jobs) == {"github", "gitlab"}
     for lines in jobs.values():
         (play,) = [line for line in lines if line.startswith("recorder play ")]
-        assert " --agent " in play and " --wait " in play and " --junit-xml " in play
+        assert " --agent " in play and " --wait " in play and " --junit-report " in play
         assert any(line.endswith("&") for line in lines)  # the agent starts in the background
     e2e = REPO / "tests" / "e2e" / "test_install.py"
     assert "ci_jobs()[job]" in e2e.read_text()

@@ -332,7 +332,7 @@ def test_recorder_kit_refuses_a_busy_grpc_port(kit: KitServer) -> None:
     assert out == ""
     assert err == (
         f"recorder kit: cannot listen on 127.0.0.1:{busy}: address already in use"
-        " (gRPC: see --grpc-port)\n"
+        " (gRPC: see --grpc-listen)\n"
     )
 
 
@@ -461,7 +461,8 @@ def test_without_grpcio_the_kit_says_what_to_install(monkeypatch: pytest.MonkeyP
     result = CliRunner().invoke(main, ["kit", "--port", "0", "--grpc-port", "0"])
     assert result.exit_code == 2
     assert result.stderr == (
-        "recorder kit: --grpc-port 0: gRPC needs the grpc extra: pip install 'a2a-recorder[grpc]'\n"
+        "recorder kit: --grpc-listen 0: gRPC needs the grpc extra: "
+        "pip install 'a2a-recorder[grpc]'\n"
     )
 
 
