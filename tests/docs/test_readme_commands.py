@@ -384,9 +384,9 @@ checks:
 
 
 def run_checks(place: Place, text: str) -> None:
-    # the README's example checks (comments taken out), on the goldens, in trials
-    readme = (REPO / "README.md").read_text()
-    example = re.sub(r" +#.*", "", readme.partition("```yaml\nchecks:\n")[2].partition("```")[0])
+    # docs/checks.md's example checks (comments taken out), on the goldens, in trials
+    page = (REPO / "docs" / "checks.md").read_text()
+    example = re.sub(r" +#.*", "", page.partition("```yaml\nchecks:\n")[2].partition("```")[0])
     assert "checks:\n" + example == CHECKS_EXAMPLE, example
     (place.root / "checks.yaml").write_text(CHECKS_EXAMPLE)
     run_play(place, text)

@@ -469,9 +469,9 @@ def test_without_grpcio_the_kit_says_what_to_install(monkeypatch: pytest.MonkeyP
 def test_the_readme_grpc_example_prints_the_languages_message(
     kit: KitServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    readme = Path(__file__).parent.parent.parent / "README.md"
-    blocks = re.findall(r"^```python\n(.*?)^```$", readme.read_text(), re.S | re.M)
+    page = Path(__file__).parent.parent.parent / "docs" / "kit.md"
+    blocks = re.findall(r"^```python\n(.*?)^```$", page.read_text(), re.S | re.M)
     (source,) = [block for block in blocks if "grpc_channel_factory" in block]
     source = source.replace("http://localhost:41242", kit.url)
-    exec(compile(source, "README.md", "exec"), {"__name__": "readme"})
+    exec(compile(source, "docs/kit.md", "exec"), {"__name__": "readme"})
     assert capsys.readouterr().out.startswith("I can review Python, JavaScript")
