@@ -411,6 +411,55 @@ def run_own_agent(place: Place, text: str) -> None:
         run_play(place, text)
 
 
+def run_own_scenario(place: Place, text: str) -> None:
+    # the README's quick start: a client recorded twice under one --scenario is one file,
+    # recorded again in place (without it, the second run would add new files)
+    text = text.replace("127.0.0.1:8000", f"127.0.0.1:{place.kit.port}")
+    before = set((place.root / "transcripts").glob("*.http"))
+    for run in (1, 2):
+        sent: list[str] = []
+        out = place.serve(text + " --listen 127.0.0.1:41241", ready=_client_sent(sent, run))
+        assert sent, out
+    made = set((place.root / "transcripts").glob("*.http")) - before
+    assert [path.name[3:] for path in made] == ["smoke.http"], (made, out)
+    (path,) = made
+    assert path.read_text().count("\nPOST /a2a/jsonrpc ") == 1, path.read_text()
+    assert "recorded again in place" in out, out
+
+
+def _client_sent(sent: list[str], run: int) -> Callable[[str], bool]:
+    """Ready once the recorder serves and a client's SendMessage went through it."""
+    serves = serving(4)
+
+    def ready(seen: str) -> bool:
+        if not serves(seen):
+            return False
+        url = next(w for line in seen.splitlines() for w in line.split() if "://" in w)
+        message = {"messageId": f"smoke-{run}", "role": "ROLE_USER", "parts": [{"text": "Hi"}]}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+        headers = {"A2A-Version": "1.0"}
+        reply = httpx.post(url.rstrip(",") + "/a2a/jsonrpc", json=body, headers=headers, timeout=5)
+        assert reply.status_code == 200, reply.text
+        sent.append(reply.text)
+        return True
+
+    return ready
+
+
+def test_the_readme_screen_is_what_make_demo_prints(place: Place) -> None:
+    """The README's screen of `make demo` is the real one (the kit's port aside)."""
+    readme = (REPO / "README.md").read_text()
+    shown = readme.partition("`make demo` replays")[2].partition("```text\n")[2].partition("```")[0]
+    (line,) = make_recipe("demo")
+    result = place.run(line)
+    printed = result.stderr + result.stdout
+
+    def ports(text: str) -> str:
+        return re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
+
+    assert ports(printed) == ports(shown)
+
+
 def run_install(place: Place, text: str) -> None:
     # the README's install lines need the package index and fresh venvs: run as written by
     # tests/e2e/test_install.py (the wheel built, installed beside a2a-sdk 1.1.0, pipx, [kit]),
@@ -545,6 +594,9 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "pip install 'dist/a2a_recorder-0.1.0-py3-none-any.whl[kit]'": run_install,
     "recorder record --agent http://127.0.0.1:8000 -o transcripts/": run_own_agent,
     "recorder play transcripts/ --agent http://127.0.0.1:8000": run_own_agent,
+    "recorder record --agent http://127.0.0.1:8000 -o transcripts/ --scenario smoke": (
+        run_own_scenario
+    ),
 }
 
 
