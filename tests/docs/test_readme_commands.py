@@ -125,7 +125,7 @@ class Place:
 
     def command(self, text: str) -> str:
         """The documented command as run here: free ports, optional parts `[...]` given."""
-        text = re.sub(r"\[(--[^\]]*)\]", r"\1", text)
+        text = re.sub(r"\[(-[^\]]*)\]", r"\1", text)
         text = text.replace("41242", str(self.kit.port))
         if text.startswith("recorder record") and "--grpc-listen" not in text:
             # the kit's card lists its gRPC interface, so the recorder listens for gRPC: by
