@@ -184,6 +184,14 @@ def test_learn_cli_reports_a_stable_place_as_a_likely_regression(
         "recorder learn: 9 rules learned from 4 live runs of 4 exchanges in 3 files, written to"
         f" {output}; 4 likely regressions\n"
     )
+    # -v lists them, a line each (what was learned, and why)
+    verbose = CliRunner().invoke(
+        main,
+        ["learn", str(goldens), "--agent", clean.url, "-o", str(output), "-v"],
+        env={"A2A_TOKEN": clean.token},
+    )
+    listed = [line for line in verbose.stdout.splitlines() if line.startswith("  ")]
+    assert len([line for line in listed if "  # " in line]) == 9, verbose.stdout
 
 
 def test_update_refuses_to_bless_noise_and_names_the_rule_to_add(
