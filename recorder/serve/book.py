@@ -214,7 +214,12 @@ class Book:
         self, branch: Branch, step: Step, live: LiveRequest, *, first_only: bool = True
     ) -> _Candidate | Matching:
         matching = Matching(
-            self.rules, step.needs, branch.to_live, branch.echo, first_only=first_only
+            self.rules,
+            step.needs,
+            branch.to_live,
+            branch.echo,
+            templates=step.templates,
+            first_only=first_only,
         )
         canon, legacy = step.spelled
         if legacy == live.legacy or step.unknown_method:
@@ -235,7 +240,7 @@ class Book:
             step.pieces,
             step.significant,
             recorded,
-            step.exchange.request.body,
+            step.body,
             live,
             live_json,
         )
