@@ -440,6 +440,10 @@ def _explain(golden: Any, live: Any, frame: int | None, notes: _Notes) -> list[M
 def _differences(golden: Any, live: Any) -> list[tuple[_Keys, Any, Any]]:
     """(place, expected, actual) for each place where two normalized values differ, from
     deepdiff; ABSENT for a member or item on one side only."""
+    if _differs_deeper_than(golden, live, _DEEPDIFF_DEPTH):
+        # deepdiff copies its path at each level: quadratic in the depth (12 s at 490 levels,
+        # where it stops with a RecursionError), for the same report
+        return _differences_without_recursion(golden, live)
     from deepdiff import DeepDiff  # on the first mismatch only: deepdiff takes ~0.1 s to import
     from deepdiff.helper import notpresent
 
@@ -470,6 +474,26 @@ def _differences(golden: Any, live: Any) -> list[tuple[_Keys, Any, Any]]:
         for levels in tree.values()
         for level in levels
     ]
+
+
+_DEEPDIFF_DEPTH = 64  # levels of nesting where two values differ, past which deepdiff is not used
+
+
+def _differs_deeper_than(golden: Any, live: Any, depth: int) -> bool:
+    """Whether two normalized values differ more than `depth` levels down (the parts they
+    share, one and the same object, are not looked into)."""
+    stack: list[tuple[Any, Any, int]] = [(golden, live, 0)]
+    while stack:
+        g, a, level = stack.pop()
+        if g is a:
+            continue
+        if level > depth:
+            return True
+        if type(g) is dict and type(a) is dict:
+            stack.extend((g[name], a[name], level + 1) for name in g if name in a)
+        elif type(g) is list and type(a) is list:
+            stack.extend((x, y, level + 1) for x, y in zip(g, a))
+    return False
 
 
 def _differences_without_recursion(golden: Any, live: Any) -> list[tuple[_Keys, Any, Any]]:
