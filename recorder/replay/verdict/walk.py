@@ -494,7 +494,7 @@ def _differs_deeper_than(golden: Any, live: Any, depth: int) -> bool:
         if type(g) is dict and type(a) is dict:
             stack.extend((g[name], a[name], level + 1) for name in g if name in a)
         elif type(g) is list and type(a) is list:
-            stack.extend((x, y, level + 1) for x, y in zip(g, a))
+            stack.extend((x, y, level + 1) for x, y in zip(g, a, strict=False))
     return False
 
 
