@@ -90,12 +90,12 @@ def readme_install_lines() -> list[str]:
     index, and the wheel from a checkout): their commands, comments dropped, in order."""
     text = README.read_text(encoding="utf-8")
     section = text.split("## Using it from your own project", 1)[1].split("\n## ", 1)[0]
-    return [
+    lines = [
         re.sub(r"\s+#\s.*$", "", line).strip()
         for block in _SH.findall(section)
         for line in block.splitlines()
-        if line.strip()
     ]
+    return [line for line in lines if line.startswith(("pip ", "pipx ", "uv "))]
 
 
 def readme_line(start: str) -> str:

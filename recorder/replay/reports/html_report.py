@@ -2,7 +2,7 @@
 run as one self-contained page, to open from a CI artifact.
 
 The page holds its data as JSON, and that JSON is the JSON report
-(`recorder.replay.reports.json_report`, `--report-json`) with one key more on each exchange that got
+(`recorder.replay.reports.json_report`, `--json-report`) with one key more on each exchange that got
 a reply, `replies`: the recorded and the live reply as lines, normalized as the comparison saw them
 (generated values as their aliases in both, secrets as placeholders;
 `recorder.replay.reports.verbose.normalized_replies`), and `ops`, difflib's opcodes from the

@@ -1,4 +1,4 @@
-"""A run's JSON report (`--report-json`) as GitHub's job summary: Markdown that the repository's
+"""A run's JSON report (`--json-report`) as GitHub's job summary: Markdown that the repository's
 composite Action (`action.yml`) appends to `$GITHUB_STEP_SUMMARY`.
 
     python -m recorder.replay.reports.job_summary REPORT.json [REPORT.html]
