@@ -15,14 +15,17 @@ from pathlib import Path
 
 from recorder.bindings import grpc as grpc_binding
 from recorder.bindings import jsonrpc
-from recorder.bindings.push_configs import registers_push_config
+from recorder.bindings.push_configs import FORGED_TAG, is_forged, registers_push_config
 from recorder.disk.transcripts import find_transcripts, note_skipped
 from recorder.errors import ParseError, RecorderError
 from recorder.format.httpfile import dumps
 from recorder.format.httpread import BODY_MARKER, TRAILERS_TAG, after_lines, loads
 from recorder.format.model import Exchange, Transcript
 
-__all__ = ["Problem", "check_paths"]
+__all__ = ["NO_EXCHANGES", "Problem", "check_paths", "end_line"]
+
+NO_EXCHANGES = "no exchanges: a transcript holds at least one"
+"""What a transcript without an exchange is told, at its `end_line`."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,8 @@ def check_paths(
     for path in found:
         count += 1
         problems.extend(_check_file(path, canonical=canonical))
-    return count, problems
+    # (a cycle of needs is found from each file that runs into it: said once)
+    return count, list(dict.fromkeys(problems))
 
 
 def _check_file(path: Path, *, canonical: bool) -> list[Problem]:
@@ -92,7 +96,7 @@ def _check_file(path: Path, *, canonical: bool) -> list[Problem]:
     except ParseError as exc:
         return [Problem(exc.path or name, exc.line, exc.message)]
     if not transcript.exchanges:
-        return [Problem(name, None, "no exchanges: a transcript holds at least one")]
+        return [Problem(name, end_line(text), NO_EXCHANGES)]
     problems = json_problems(name, text, transcript=transcript, body_lines=starts)
     problems.extend(push_problems(name, transcript))
     if transcript.after:
@@ -107,14 +111,29 @@ def _check_file(path: Path, *, canonical: bool) -> list[Problem]:
     return problems
 
 
+def end_line(text: str | bytes) -> int:
+    """The line a file ends on (where an exchange that is not there was looked for: a
+    transcript without one is told so there); 1 for an empty file."""
+    return (text.count("\n") if isinstance(text, str) else text.count(b"\n")) + 1
+
+
 def push_problems(name: str, transcript: Transcript) -> list[Problem]:
     """Each `# @push config N` whose exchange N registers no push config (a SendMessage with
     `configuration.taskPushNotificationConfig`, a CreateTaskPushNotificationConfig), at the
-    delivery's line. (The reader has made sure N names an earlier exchange.)"""
+    delivery's line, and each `# @forged` on an exchange that is no delivery. (The reader has
+    made sure N names an earlier exchange.)"""
     problems: list[Problem] = []
     exchanges = transcript.exchanges
     for exchange in exchanges:
         number = exchange.push_config
+        if number is None and is_forged(exchange):
+            problems.append(
+                Problem(
+                    name,
+                    exchange.line,
+                    f"{FORGED_TAG}: only a push delivery (# @push config N) is forged",
+                )
+            )
         if number is None or registers_push_config(exchanges[number - 1].request):
             continue
         problems.append(
@@ -131,16 +150,79 @@ def push_problems(name: str, transcript: Transcript) -> list[Problem]:
 
 def after_problems(name: str, path: Path, text: str) -> list[Problem]:
     """Each `# @after NAME` tag of the file at `path` (its `text`) that names no transcript
-    of its folder, or the file itself, at the tag's line."""
+    of its folder, or the file itself, at the tag's line; and needs that form a cycle
+    (`after_cycle`: what the player refuses to plan, at the tag that closes it)."""
     problems: list[Problem] = []
     for line, needed in after_lines(text):
         target = path.parent / needed
-        if not target.is_file():
+        if not _is_file(target):
             where = os.fspath(path.parent) if path.parent != Path() else "."
             problems.append(Problem(name, line, f"@after {needed}: no such transcript in {where}"))
         elif target.resolve() == path.resolve():
             problems.append(Problem(name, line, f"@after {needed}: a file cannot need itself"))
+    cycle = after_cycle(path, text)
+    if cycle is not None and cycle not in problems:
+        problems.append(cycle)
     return problems
+
+
+def _is_file(path: Path) -> bool:
+    """Whether `path` is a file: False, not an OSError, for a name the system refuses (one
+    over 255 bytes: ENAMETOOLONG, which `Path.is_file` raises on Python 3.11)."""
+    return os.path.isfile(path)
+
+
+def after_cycle(path: Path, text: str) -> Problem | None:
+    """The cycle the `@after` needs of the file at `path` (its `text`) run into, if any: at
+    the tag that closes it, in the file that has it, worded as the player words it
+    (`recorder.replay.needs.needs_of`, which refuses such a run before anything is sent).
+    The needs are followed as the player follows them: each file's tags in order, a needed
+    file read from the folder of the file that names it; a tag naming no file, or a file
+    that cannot be read, is left to that file's own check."""
+    texts: dict[str, tuple[str, str]] = {os.path.realpath(path): (os.fspath(path), text)}
+
+    def tags(real: str) -> list[tuple[int, str]]:
+        return after_lines(texts[real][1])
+
+    def read(target: Path) -> str | None:
+        real = os.path.realpath(target)
+        if real not in texts:
+            try:
+                texts[real] = (os.fspath(target), target.read_bytes().decode("utf-8"))
+            except (OSError, UnicodeDecodeError):
+                return None
+        return real
+
+    def visit(real: str, trail: list[str], done: set[str]) -> Problem | None:
+        shown = texts[real][0]
+        for line, needed in tags(real):
+            target = Path(shown).parent / needed
+            if not _is_file(target):
+                continue
+            found = read(target)
+            if found is None:
+                continue
+            if found == real:  # (the player calls it a cycle of one)
+                return Problem(shown, line, f"@after {needed}: a file cannot need itself")
+            if found in trail:
+                chain = [os.path.basename(texts[r][0]) for r in trail[trail.index(found) :]]
+                return Problem(
+                    shown,
+                    line,
+                    f"@after {needed}: the needs form a cycle "
+                    f"({' needs '.join([*chain, needed])}): a needed file is played before "
+                    "the file that needs it",
+                )
+            if found in done:
+                continue
+            problem = visit(found, [*trail, found], done)
+            if problem is not None:
+                return problem
+            done.add(found)
+        return None
+
+    start = os.path.realpath(path)
+    return visit(start, [start], set())
 
 
 def _reject_constant(name: str) -> None:

@@ -18,6 +18,7 @@ BENCH = Path(__file__).parent.parent / "bench"
         ("bench_play.py", ["--exchanges", "100", "--rounds", "1"], "play ["),
         ("bench_compare.py", ["--quick"], "4-frame stream"),
         ("bench_checks.py", ["--smoke"], '"bench": "checks"'),
+        ("bench_model_judge.py", ["--smoke"], '"bench": "model-judge"'),
         ("bench_format.py", ["--mb", "0.2", "--repeat", "1"], "canonical body, a name twice"),
         ("bench_jsonbody.py", ["--count", "20", "--rounds", "1"], "canonical "),
         ("bench_learn_trials.py", ["--smoke"], '"bench": "learn-trials"'),

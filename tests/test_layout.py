@@ -171,10 +171,13 @@ CORE: dict[str, frozenset[str]] = {
     "addresses": frozenset(),
     "servers": frozenset(),
     "extras": frozenset(),
+    # (where push notifications are delivered: the recorder's and the stand-in's screen)
+    "push_urls": frozenset({"errors"}),
     "format": frozenset({"errors"}),
     "bindings": frozenset({"errors", "format"}),
     "secrets": frozenset({"format"}),
-    "checks": frozenset({"errors", "bindings", "jsonpath"}),
+    # (the model checks keep their answers on disk, written as every writer writes them)
+    "checks": frozenset({"errors", "bindings", "jsonpath", "disk"}),
     "rules": frozenset({"errors", "format", "bindings", "checks", "jsonpath"}),
     "disk": frozenset({"errors", "format"}),
     "checking": frozenset({"errors", "format", "bindings", "disk"}),

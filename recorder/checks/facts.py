@@ -80,6 +80,8 @@ class Check:
     value: Any
     seen: str
     ignore_case: bool = False
+    commented: bool = False
+    """Written commented out, for the user to take (a model judge without an endpoint)."""
 
     def as_rule(self) -> dict[str, Any]:
         """The check as one item of a `checks` entry's `assert` list."""

@@ -17,9 +17,12 @@ least 80`).
     matches, not_matches     Python `re.search` finds (does not find) the expression
     length, lines            the number of characters (of lines) within {min, max}
     json                     the text parses as JSON (and validates against a JSON Schema)
-    similar                  lexical similarity (rapidfuzz, 0..1) to the recorded value
+    similar                  lexical similarity (rapidfuzz, 0..1) to the recorded value, or
+                             by meaning: `{method: embedding, model: M, min: F}` (cosine of a
+                             model's embeddings, `recorder.checks.embedding`)
     language                 the text's language (ISO 639-1), by py3langid when installed
-    judge                    a Python callable or a command decides (`recorder.checks.judges`)
+    judge                    a Python callable or a command decides (`recorder.checks.judges`),
+                             or a model: `{model: M}` (`recorder.checks.model_judge`)
 
 A text check on a live value that is not a string fails with "expected text, got <type>";
 `json` takes a value that is JSON already (an object at the place) as it is. Pure: no I/O,
@@ -46,7 +49,7 @@ from recorder.checks.base import (
 )
 from recorder.checks.claims import check_claims, parse_claims
 from recorder.checks.extract import FactError, describe, facts_in, parse_fact, stated_in
-from recorder.checks.judges import judge_spec, run_judge
+from recorder.checks.judges import CommandJudge, PythonJudge, judge_spec, run_judge
 from recorder.checks.language import detect_language
 from recorder.checks.lexicon import common_count
 
@@ -371,7 +374,11 @@ def _json(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outc
 SIMILAR_METHODS = ("ratio", "partial_ratio", "token_sort_ratio", "token_set_ratio")
 
 
-def _similar_options(value: Any) -> tuple[float, str]:
+def _similar_options(value: Any) -> Any:
+    if isinstance(value, Mapping) and value.get("method") == "embedding":
+        from recorder.checks.embedding import embedding_spec
+
+        return embedding_spec(value)
     if isinstance(value, Mapping):
         unknown = sorted(str(k) for k in value if k not in ("min", "method"))
         if unknown:
@@ -381,13 +388,17 @@ def _similar_options(value: Any) -> tuple[float, str]:
         method = value.get("method", "token_set_ratio")
         if method not in SIMILAR_METHODS:
             raise CheckOptionError(
-                f"method: expected one of {', '.join(SIMILAR_METHODS)}, got {method!r}"
+                f"method: expected one of {', '.join(SIMILAR_METHODS)} or embedding, got {method!r}"
             )
         return _fraction(value["min"], "min"), str(method)
     return _fraction(value, "similar"), "token_set_ratio"
 
 
 def _similar(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
+    if not isinstance(check.value, tuple):
+        from recorder.checks.embedding import run_embedding
+
+        return run_embedding(check, recorded, live, context)
     text = _text(live)
     if isinstance(text, Outcome):
         return text
@@ -436,7 +447,20 @@ def _language(check: Check, recorded: Any, live: Any, context: CheckContext) -> 
 # --- judge -------------------------------------------------------------------------------------
 
 
+def _judge_options(value: Any) -> Any:
+    if isinstance(value, Mapping) and "command" not in value:
+        # (imported when a rules file has one: the model checks bring in httpx)
+        from recorder.checks.model_judge import model_judge_spec
+
+        return model_judge_spec(value)
+    return judge_spec(value)
+
+
 def _judge(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
+    if not isinstance(check.value, PythonJudge | CommandJudge):
+        from recorder.checks.model_judge import run_model_judge
+
+        return run_model_judge(check, recorded, live, context)
     return run_judge(check.value, recorded, live, context, check.where)
 
 
@@ -474,7 +498,7 @@ CHECKS: Mapping[str, CheckType] = dict(
         _check_type("json", _json_options, _json, "parses as JSON (and validates)"),
         _check_type("similar", _similar_options, _similar, "similar to the recorded text"),
         _check_type("language", _language_options, _language, "the text's language"),
-        _check_type("judge", judge_spec, _judge, "your code decides"),
+        _check_type("judge", _judge_options, _judge, "your code or your model decides"),
     ]
 )
 """Check name -> its type: the one registry (the rules loader and the player both read it)."""

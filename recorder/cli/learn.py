@@ -6,11 +6,14 @@ import os
 
 import click
 
+from recorder.checks.model_proposals import learn_with_models
+from recorder.checks.model_session import DEFAULT_CONCURRENCY, ModelSession
 from recorder.cli import fail, plural
 from recorder.cli.play import (
     _agent,
     _quiet_embedded_kit,
     _read_env_files,
+    bind_models,
     embedded_kit,
     variable_options,
 )
@@ -101,6 +104,20 @@ def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> st
     help="Seconds allowed for each reply.",
 )
 @click.option(
+    "--judge-model",
+    metavar="NAME",
+    help="Where an answer's prose varies and its facts alone say little, propose a model "
+    "judge, judge: {model: NAME}: live when a model endpoint is set (OPENAI_BASE_URL, "
+    "OPENAI_API_KEY), else commented out (without this option too, with a placeholder name).",
+)
+@click.option(
+    "--embedding-model",
+    metavar="NAME",
+    help="Where an answer's prose varies, propose similarity by meaning, similar: {method: "
+    "embedding, model: NAME, min: F}, its floor from the live runs' embeddings (needs a "
+    "model endpoint).",
+)
+@click.option(
     "-v",
     "--verbose",
     count=True,
@@ -118,6 +135,8 @@ def learn(
     variables: dict[str, str],
     env_files: tuple[str, ...],
     timeout: float,
+    judge_model: str | None,
+    embedding_model: str | None,
     verbose: int,
     quiet: bool,
 ) -> None:
@@ -139,12 +158,23 @@ def learn(
 
     # the rules on stdout (no file to write): the report on stderr
     to_stderr = output is None and rules_path is None
+    models: list[ModelSession | None] = []
     try:
         environ = merge_variables(os.environ, _read_env_files(env_files), variables)
         rules = load_rules(rules_path)
         if rules_path is not None:
             for warning in rules_warnings(rules_path):
                 click.echo(f"recorder {_NAME}: warning: {warning}", err=True)
+        # the rules' own model checks, and what a model may propose: a check without an
+        # endpoint is a usage error now, before anything is sent
+        rules, session = bind_models(rules, environ, skip=False, concurrency=DEFAULT_CONCURRENCY)
+        proposer = learn_with_models(
+            environ,
+            judge_model=judge_model,
+            embedding_model=embedding_model,
+            rules_file=output or rules_path,
+        )
+        models += [session, proposer.session]
         if agent is not None and wait is not None:
             wait_for_agent(agent, wait)
         with _quiet_embedded_kit(agent is None):
@@ -159,6 +189,7 @@ def learn(
                 environ=environ,
                 timeout=timeout,
                 start_agent=embedded_kit(_NAME),
+                more_checks=proposer,
             )
     except TranscriptErrors as exc:
         for error in exc.errors:
@@ -168,6 +199,10 @@ def learn(
         fail(_NAME, str(exc))
     except KeyboardInterrupt:
         fail(_NAME, "interrupted", code=130)
+    finally:
+        for made in models:
+            if made is not None:
+                made.close()
     proposals = learned.proposals
     for problem in learned.errors:
         click.echo(f"recorder {_NAME}: not learned from: {problem}", err=True)

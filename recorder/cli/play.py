@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import click
 
+from recorder.checks.model_rules import bind_model_checks, start_session
+from recorder.checks.model_session import DEFAULT_CONCURRENCY, ModelSession
+from recorder.checks.model_usage import ModelUsage, usage_json, usage_lines
 from recorder.errors import RecorderError
 from recorder.extras import KIT_EXTRA, kit_sdk_problem
 from recorder.replay.envfile import EnvFileError, merge_variables, parse_env_file, parse_var
@@ -31,7 +35,7 @@ from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url
 from recorder.replay.trials import TrialPlan
 from recorder.replay.variables import MissingVariableError
 from recorder.replay.wait import wait_for_agent
-from recorder.rules.ruleset import load_rules, rules_warnings
+from recorder.rules.ruleset import Rules, load_rules, rules_warnings
 
 
 def _shard(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
@@ -174,6 +178,38 @@ _VARIABLE_OPTIONS = [
         "over the environment.",
     ),
 ]
+
+
+def bind_models(
+    rules: Rules, environ: Mapping[str, str], *, skip: bool, concurrency: int
+) -> tuple[Rules, ModelSession | None]:
+    """`rules` with their model checks bound to a session of this run (None: none asks a
+    model); ModelEndpointError (a usage error) when one has no endpoint and not `skip`."""
+    models = start_session(rules.checks, skip=skip, concurrency=concurrency, environ=environ)
+    if models is None:
+        return rules, None
+    return dataclasses.replace(rules, checks=bind_model_checks(rules.checks, models)), models
+
+
+def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--no-judge` and `--judge-jobs N` (play, learn): the checks that ask a model."""
+    command = click.option(
+        "--judge-jobs",
+        type=click.IntRange(min=1, max=64),
+        default=DEFAULT_CONCURRENCY,
+        show_default=True,
+        metavar="N",
+        help="Requests to the model (a model judge, embedding similarity) in flight at once, "
+        "at most, whatever --jobs is.",
+    )(command)
+    return click.option(
+        "--no-judge",
+        is_flag=True,
+        help="Skip the checks that ask a model (judge: {model: ...}, similar: {method: "
+        "embedding}): for a run without a model endpoint. The summary counts them skipped, "
+        "never passed. Without it, a model check with no endpoint (OPENAI_BASE_URL, "
+        "OPENAI_API_KEY) is a usage error before anything is sent.",
+    )(command)
 
 
 def _color(no_color: bool, color: str) -> bool | None:
@@ -334,6 +370,7 @@ def _is_transcript(path: str) -> bool:
     is_flag=True,
     help="With --trials: stop a file's trials once no exchange's verdict can change.",
 )
+@model_options
 def play(
     paths: tuple[str, ...],
     agent: str | None,
@@ -358,6 +395,8 @@ def play(
     pass_rate: float | None,
     confidence: float | None,
     early_stop: bool,
+    no_judge: bool,
+    judge_jobs: int,
 ) -> None:
     """Replay the .http transcripts in PATHS (files, or folders searched for *.http).
 
@@ -386,6 +425,7 @@ def play(
         raise click.UsageError("--trials and --update do not go together: update from one run")
     report = TerminalReport(sys.stdout, color=_color(no_color, color), update=update, quiet=quiet)
     reports = (junit_path, json_path)
+    models: ModelSession | None = None
     try:
         environ = merge_variables(os.environ, _read_env_files(env_files), variables)
         rules = load_rules(rules_path)
@@ -393,6 +433,8 @@ def play(
             # rules that can never apply (a kind typo, a place only the client fills)
             for warning in rules_warnings(rules_path):
                 click.echo(f"recorder play: warning: {warning}", err=True)
+        # a model check without an endpoint: a usage error now, before anything is sent
+        rules, models = bind_models(rules, environ, skip=no_judge, concurrency=judge_jobs)
         if agent is not None and wait is not None:
             wait_for_agent(agent, wait)
         with _quiet_embedded_kit(agent is None):
@@ -426,6 +468,10 @@ def play(
         click.echo(f"\n{PREFIX}interrupted", err=True)
         _write_error_reports(reports, "interrupted")
         raise SystemExit(130) from None
+    finally:
+        if models is not None:
+            models.close()
+    usage = models.usage() if models is not None else None
     if not result.transcripts:
         if shard is not None and result.selected_files:
             # another shard has them: nothing wrong with this machine's share
@@ -434,14 +480,14 @@ def play(
                 f" ({plural(result.selected_files, 'file')} to play in all shards)",
                 err=True,
             )
-            _write_reports(junit_path, json_path, result, report)
+            _write_reports(junit_path, json_path, result, report, usage)
             raise SystemExit(0)
         nothing = "no exchange to play (no transcript, or -k matched nothing)"
         click.echo(f"{PREFIX}{nothing}", err=True)
         _write_error_reports(reports, nothing)
         raise SystemExit(2)
-    report.summary(result)
-    _write_reports(junit_path, json_path, result, report)
+    report.summary(result, usage_lines(usage) if usage is not None else ())
+    _write_reports(junit_path, json_path, result, report, usage)
     sys.stdout.flush()
     raise SystemExit(exit_status(result))
 
@@ -463,8 +509,13 @@ def _read_env_files(paths: tuple[str, ...]) -> list[dict[str, str]]:
 
 
 def _write_reports(
-    junit_path: str | None, json_path: str | None, result: PlayResult, report: TerminalReport
+    junit_path: str | None,
+    json_path: str | None,
+    result: PlayResult,
+    report: TerminalReport,
+    usage: ModelUsage | None = None,
 ) -> None:
+    extra = {"model": usage_json(usage)} if usage is not None else None
     for junit, path in ((True, junit_path), (False, json_path)):
         if path is None:
             continue
@@ -472,7 +523,7 @@ def _write_reports(
             if junit:
                 write_junit_xml(result, path)
             else:
-                write_json_report(result, path, report.items)
+                write_json_report(result, path, report.items, extra)
         except OSError as exc:
             click.echo(f"{PREFIX}cannot write {path}: {exc.strerror or exc}", err=True)
             raise SystemExit(2) from None

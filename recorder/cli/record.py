@@ -126,6 +126,21 @@ if TYPE_CHECKING:
     "agent's) [default: no limit of its own; the agent's and the client's hold].",
 )
 @click.option(
+    "--push-loopback",
+    is_flag=True,
+    help="Deliver push notifications to webhooks on loopback addresses (127.0.0.1, ::1, "
+    "localhost): local work, a client and its webhook on this machine. Without it those are "
+    "refused, as every address that is not public is.",
+)
+@click.option(
+    "--push-receiver-url",
+    metavar="URL",
+    default=None,
+    help="The address the agent is given for the recorder's push receiver (an origin, "
+    "https://host[:port], that reaches --listen: a tunnel or a public address), instead of "
+    "the --listen address: for an agent that refuses loopback webhooks.",
+)
+@click.option(
     "-q",
     "--quiet",
     is_flag=True,
@@ -146,6 +161,8 @@ def record(
     scenario: str | None,
     grpc_listen: str | None,
     grpc_max_message: int | None,
+    push_loopback: bool,
+    push_receiver_url: str | None,
     quiet: bool,
 ) -> None:
     """Record every exchange between clients and the agent at --agent.
@@ -169,6 +186,13 @@ def record(
     or SIGTERM); new gives it a new file, numbered after the highest; once keeps the file
     and records nothing of the scenario. A scenario with no file yet, and traffic without a
     scenario (grouped by id lineage), are recorded into new files in every mode.
+
+    Push notifications: a push config's webhook reaches the agent as the recorder's own
+    receiver, and each delivery is forwarded to the webhook and recorded. The recorder never
+    delivers where an agent that screens webhooks (the a2a-sdk's validator) would not: not to
+    a non-http(s) URL, its own listeners, or an address that is not public (loopback only
+    with --push-loopback); such a registration gets the recorder's InvalidParams error, not
+    forwarded. An agent that refuses loopback webhooks is recorded with --push-receiver-url.
 
     Replies reach the clients as soon as they come; recording follows. An exchange that cannot
     be written is logged with its reason, counted in GET /_recorder/status, and at shutdown
@@ -218,6 +242,8 @@ def record(
             secret_fields=loaded.secret_fields,
             mode=mode,
             keep=keep,
+            push_loopback=push_loopback,
+            push_receiver=push_receiver_url,
         )
         proxy.scenario = scenario
         max_message = grpc_max_message * 1024 * 1024 if grpc_max_message else None
@@ -235,6 +261,13 @@ def record(
         _status(f"{path} recorded again in place ({'changed' if changed else 'unchanged'})")
     if proxy.kept:
         _status(f"{plural(proxy.kept, 'exchange')} not recorded: --mode once kept their files")
+    if proxy.push.refused:
+        refused = plural(
+            proxy.push.refused,
+            "push registration or delivery",
+            "push registrations or deliveries",
+        )
+        _status(f"{refused} refused (see above)")
     if proxy.not_recorded:
         # each one was logged above with its reason; the clients got the agent's replies
         fail(

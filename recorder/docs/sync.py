@@ -66,7 +66,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from recorder.checking import Problem
+from recorder.checking import NO_EXCHANGES, Problem, end_line
 from recorder.disk.transcripts import find_files, load
 from recorder.docs.render import RenderOptions, render_exchanges
 from recorder.docs.select import ExchangeName, named_exchange, parse_exchange_reference
@@ -427,7 +427,11 @@ def load_selection(
     exchanges = transcript.exchanges
     count = len(exchanges)
     if count == 0:
-        raise SourceError(f"{os.fspath(path)}: no exchanges: a transcript holds at least one")
+        try:
+            at = f":{end_line(key.read_bytes())}"  # (where check says it too)
+        except OSError:
+            at = ""
+        raise SourceError(f"{os.fspath(path)}{at}: {NO_EXCHANGES}")
     if index is None:
         return exchanges, tuple(range(1, count + 1))
     if isinstance(index, ExchangeName):

@@ -82,7 +82,9 @@ def _check_entry(proposal: Proposal, indent: str, scrub: Scrub) -> list[str]:
         lines.append(f"{indent}  in: {_string(proposal.scope)}")
     lines.append(f"{indent}  assert:")
     for check in proposal.checks:
-        lines.append(f"{indent}    - {scrub(_item(check.as_rule()))}  # {_one_line(check.seen)}")
+        commented = "# " if check.commented else ""  # (a model judge for the user to take)
+        item = scrub(_item(check.as_rule()))
+        lines.append(f"{indent}    {commented}- {item}  # {_one_line(check.seen)}")
     return lines
 
 
@@ -241,7 +243,11 @@ def _holds(rules: Rules, proposal: Proposal) -> bool:
     if proposal.key == "assembled":
         return target in rules.assembled
     try:
-        wanted = [(c.name, CHECKS[c.name].parse(c.value), c.ignore_case) for c in proposal.checks]
+        wanted = [
+            (c.name, CHECKS[c.name].parse(c.value), c.ignore_case)
+            for c in proposal.checks
+            if not c.commented  # (written as a comment: not in the rules read back)
+        ]
     except CheckOptionError:
         return False
     return any(_same_entry(entry, proposal, wanted) for entry in rules.checks)

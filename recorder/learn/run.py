@@ -49,7 +49,7 @@ from recorder.replay.stats import wilson_interval
 from recorder.replay.variables import secret_values
 from recorder.replay.verdict.diff import Mismatch
 from recorder.replay.verdict.live import LiveReply
-from recorder.rules.noise import Proposal, Proposals, Replies, propose
+from recorder.rules.noise import MoreChecks, Proposal, Proposals, Replies, propose
 from recorder.rules.ruleset import DEFAULT_RULES, Rules, rules_from_text, rules_over
 from recorder.secrets.redact import scrub_text
 
@@ -173,6 +173,8 @@ class _Session:
     transport: Any
     runs: list[_Run] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    more_checks: MoreChecks | None = None
+    """More checks where prose varied (a model's: `recorder.checks.model_proposals`)."""
 
     def player(self, path: str, transcript: Transcript, rules: Rules) -> FilePlayer:
         return FilePlayer(
@@ -234,7 +236,7 @@ class _Session:
         return out
 
     def propose(self, runs: Sequence[_Run]) -> Proposals:
-        return propose(self.replies(runs), self.rules)
+        return propose(self.replies(runs), self.rules, more_checks=self.more_checks)
 
     def held_out(self, full: Proposals) -> tuple[HeldOut, list[Proposals]]:
         """Leave each run out in turn: learn from the others, judge it (module docstring)."""
@@ -301,7 +303,9 @@ def _as_mapping(proposals: Sequence[Proposal]) -> dict[str, Any]:
         if p.key == "generated_paths":
             data.setdefault(p.key, {})[p.target] = p.kind
         elif p.key == "checks":
-            item: dict[str, Any] = {"path": p.target, "assert": [c.as_rule() for c in p.checks]}
+            # (a check written commented out is no rule: never run, held-out runs included)
+            checks = [c.as_rule() for c in p.checks if not c.commented]
+            item: dict[str, Any] = {"path": p.target, "assert": checks}
             if p.scope:
                 item["in"] = p.scope
             data.setdefault("checks", []).append(item)
@@ -355,7 +359,7 @@ def _adjust(
     is already out of `full`, or narrower: `full` learned from that run too, and holds only
     what held in it.)"""
     by_entry = {(p.scope, p.target): p for p in full.rules if p.key == "checks"}
-    changes: dict[tuple[str, str], dict[str, Check]] = {}
+    changes: dict[tuple[str, str], list[Check]] = {}
     said: list[str] = []
     for failure in held.failures:
         learned = {
@@ -368,19 +372,22 @@ def _adjust(
             mine, theirs = by_entry.get(entry), learned.get(entry)
             if mine is None or theirs is None:
                 continue
-            current = changes.setdefault(entry, {c.name: c for c in mine.checks})
-            check = current.get(mismatch.check)
+            # (a list, not a mapping by name: two checks may share one, `similar` lexical
+            # and by meaning, and neither may be lost)
+            current = changes.setdefault(entry, list(mine.checks))
+            at = next((n for n, c in enumerate(current) if c.name == mismatch.check), None)
             held_check = next((c for c in theirs.checks if c.name == mismatch.check), None)
             value = _measure(mismatch.check, mismatch.actual)
-            if check is None or held_check is None or value is None:
+            if at is None or held_check is None or value is None:
                 continue
-            current[check.name] = _widened(check, held_check, value)
+            check = current[at]
+            current[at] = _widened(check, held_check, value)
             said.append(
                 f"{failure.scope} {entry[1]}: {check.name} widened (held-out run {failure.run}"
                 f" needed {value})"
             )
     rules = [
-        dataclasses.replace(p, checks=tuple(changes[(p.scope, p.target)].values()))
+        dataclasses.replace(p, checks=tuple(changes[(p.scope, p.target)]))
         if p.key == "checks" and (p.scope, p.target) in changes
         else p
         for p in full.rules
@@ -401,6 +408,7 @@ def learn(
     timeout: float = DEFAULT_TIMEOUT,
     start_agent: Callable[..., AgentHandle] | None = None,
     grpc_agent: str | None = None,
+    more_checks: MoreChecks | None = None,
 ) -> Learned:
     """Play `paths` `runs` times against `agent` (or the agent `start_agent` starts), and more
     (up to `max_runs`, by default `MAX_RUNS` or `runs` if more) while the proposal changes
@@ -408,7 +416,9 @@ def learn(
     over `rules` (read from `rules_file`, if any), write them to `output` (or merged into
     `rules_file`; neither: not written, see `Learned.text`), and play once more with them.
     gRPC calls go where `recorder.replay.grpc_send.grpc_target` says (`grpc_agent`, the started
-    agent's, the card's). Raises `TranscriptErrors`, `UpstreamError`, `RulesError`."""
+    agent's, the card's); `more_checks` proposes more checks where prose varied (a model's:
+    `recorder.checks.model_proposals`). Raises `TranscriptErrors`, `UpstreamError`,
+    `RulesError`."""
     if runs < 2:
         raise ValueError("learning needs two live runs or more")
     most = max(runs, MAX_RUNS if max_runs is None else max_runs)
@@ -452,6 +462,7 @@ def learn(
             session = _Session(
                 loaded, rules, variables, base_url, live_base, timeout, grpc, transport
             )
+            session.more_checks = more_checks
             for _ in range(runs):
                 session.play_once()
             full = session.propose(session.runs)

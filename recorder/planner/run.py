@@ -153,7 +153,8 @@ def record_scenarios(
     with contextlib.ExitStack() as stack:
         stack.enter_context(hook)
         kit = stack.enter_context(_start_kit(kit_port))
-        proxy = create_proxy_app(kit.base_url, out=out)
+        # (the planner's webhook is on loopback: local work, said so)
+        proxy = create_proxy_app(kit.base_url, out=out, push_loopback=True)
         # the gRPC scenarios' calls go through the recorder's gRPC listener: the card the
         # client gets names it (the recorded card names the kit's own gRPC address)
         listener = proxy.listen_grpc(port=0, upstream=kit.grpc_address)

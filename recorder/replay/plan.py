@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from recorder.checking import NO_EXCHANGES, end_line
 from recorder.disk.transcripts import find_transcripts, load
 from recorder.errors import ParseError, RecorderError
 from recorder.format.model import Transcript
@@ -80,7 +81,11 @@ def load_transcripts(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str,
             errors.append(exc)
             continue
         if not transcript.exchanges:
-            errors.append(ParseError("no exchanges: a transcript holds at least one", path=name))
+            try:
+                line: int | None = end_line(path.read_bytes())  # (where check says it too)
+            except OSError:
+                line = None
+            errors.append(ParseError(NO_EXCHANGES, path=name, line=line))
             continue
         loaded.append((name, transcript))
     if errors:

@@ -53,7 +53,7 @@ from recorder.replay.jobs import Stopped, run_files
 from recorder.replay.needs import attach_needs, play_needs
 from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.plan import PlanItem, load_transcripts, plan
-from recorder.replay.pushes import FilePushes, PushReceiver, as_reply
+from recorder.replay.pushes import FORGED_NOTE, FilePushes, PushReceiver, as_reply
 from recorder.replay.reports.results import ExchangeResult, Listener, PlayResult, TranscriptResult
 from recorder.replay.reports.verbose import verbose_lines
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
@@ -219,6 +219,10 @@ class FilePlayer:
                 error=f"not played: exchange {self._no_reply + 1} got no reply",
                 played=False,
             )
+            return
+        if self._pushes.is_forged(index):  # not the agent's call: neither sent nor awaited
+            self._notes[index] = (FORGED_NOTE,)
+            self.results[index] = self._result(index, played=False)
             return
         if self._pushes.is_delivery(index):  # the agent's call: awaited, compared, not sent
             if (live := self._pushes.delivered(index, self.timeout)) is not None:

@@ -175,6 +175,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="With --recorder-trials: stop a file's trials once no verdict can change.",
     )
+    group.addoption(
+        "--recorder-no-judge",
+        action="store_true",
+        default=False,
+        help="Skip the checks that ask a model (as recorder play --no-judge): counted as "
+        "skipped in the summary, never passed.",
+    )
     parser.addini(
         "recorder_trials", default="", help="Like --recorder-trials (the option wins when given)."
     )
@@ -257,6 +264,7 @@ class _Agent:
         self._transport: httpx.HTTPTransport | None = None
         self._pushes: Any = None  # the session's push webhook receiver (started on use)
         self._rules: Rules | None = None
+        self.models: Any = None  # the model checks' session (None: no check asks a model)
         self.base_url = ""
         self.live_base: str | None = None
         self.variables: dict[str, str] = {}
@@ -284,6 +292,7 @@ class _Agent:
 
         self._rules = load_rules(rules_setting(self.config))
         self.variables = variables_setting(self.config)
+        self._rules, self.models = _bind_models(self.config, self._rules, self.variables)
         agent = agent_setting(self.config)
         if agent:
             self.base_url = agent_base_url(agent)
@@ -345,6 +354,8 @@ class _Agent:
         )
 
     def close(self) -> None:
+        if self.models is not None:
+            self.models.close()
         if self._pushes is not None:
             self._pushes.close()
             self._pushes = None
@@ -356,6 +367,20 @@ class _Agent:
         if self._handle is not None:
             self._handle.stop()
             self._handle = None
+
+
+def _bind_models(config: pytest.Config, rules: Rules, environ: dict[str, str]) -> tuple[Rules, Any]:
+    """The rules with their model checks bound to the session's own (None: none asks a
+    model); a model check without an endpoint raises ModelEndpointError."""
+    import dataclasses
+
+    from recorder.checks.model_rules import bind_model_checks, start_session
+
+    skip = bool(config.getoption("recorder_no_judge", False))
+    models = start_session(rules.checks, skip=skip, environ=environ)
+    if models is None:
+        return rules, None
+    return dataclasses.replace(rules, checks=bind_model_checks(rules.checks, models)), models
 
 
 def _start_kit(config: pytest.Config) -> Any:
@@ -433,7 +458,17 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """--recorder-update: the files rewritten, with their differences."""
+    """What the model checks did and cost; --recorder-update: the files rewritten, with their
+    differences."""
+    agent = config.stash.get(_AGENT, None)
+    if agent is not None and agent.models is not None:
+        from recorder.checks.model_usage import usage_lines
+
+        lines = usage_lines(agent.models.usage())
+        if lines:
+            terminalreporter.write_sep("-", "recorder model checks")
+            for line in lines:
+                terminalreporter.write_line(line)
     updated = config.stash.get(_UPDATED, [])
     if not updated:
         return
@@ -478,8 +513,12 @@ def _check_options(config: pytest.Config) -> None:
 
         try:
             loaded = load_rules(rules)
-            # a judge of the checks that cannot be imported: now, before any test runs
+            # a judge of the checks that cannot be imported, a model check without an
+            # endpoint: now, before any test runs
             import_judges(check for entry in loaded.checks for check in entry.checks)
+            _, models = _bind_models(config, loaded, variables_setting(config))
+            if models is not None:
+                models.close()
         except RecorderError as exc:
             raise pytest.UsageError(f"--recorder-rules: {exc}") from None
 

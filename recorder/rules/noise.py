@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,7 +107,9 @@ class Proposal:
         target = json.dumps(self.target)
         if self.key == "checks":
             scope = f", in: {json.dumps(self.scope)}" if self.scope else ""
-            asserts = ", ".join(json.dumps(check.as_rule()) for check in self.checks)
+            asserts = ", ".join(
+                json.dumps(check.as_rule()) for check in self.checks if not check.commented
+            )
             return f"checks: [{{path: {target}{scope}, assert: [{asserts}]}}]"
         if self.key == "generated_paths":
             return f"generated_paths: {{{target}: {self.kind}}}"
@@ -143,9 +145,15 @@ def pattern(keys: _Keys) -> str:
     return "$" + "".join("[*]" if isinstance(k, int) else format_path((k,))[1:] for k in keys)
 
 
+MoreChecks = Callable[[Sequence[Texts], Sequence[Check]], tuple[Sequence[Check], Sequence[str]]]
+"""More checks for a place whose prose varied, beside what held in every wording, and notes:
+(texts, checks proposed) -> (checks, notes) (`recorder.checks.model_proposals`)."""
+
+
 class _Learner:
-    def __init__(self, rules: Rules) -> None:
+    def __init__(self, rules: Rules, more_checks: MoreChecks | None = None) -> None:
         self.rules = rules
+        self.more_checks = more_checks
         self.pairing = PairingRules(rules)
         self.ignored = rules.ignored_matcher
         self.unordered = rules.unordered_matcher
@@ -508,7 +516,12 @@ class _Learner:
         every run there (`recorder.checks.facts`)."""
         out: list[Proposal] = []
         for group, exchange in dict.fromkeys((g, e) for g, e, _ in place.noisy_at):
-            found = learn_facts(place.texts.get((group, exchange), []))
+            texts = place.texts.get((group, exchange), [])
+            found = learn_facts(texts)
+            checks, notes = found.checks, found.notes
+            if self.more_checks is not None:
+                more, said = self.more_checks(texts, checks)
+                checks, notes = (*checks, *more), (*notes, *said)
             name = re.split(r"[\\/]", group)[-1]
             scope = f"{name}#{exchange}" if name else ""
             where = f"{group} exchange {exchange}" if group else f"exchange {exchange}"
@@ -517,16 +530,19 @@ class _Learner:
             )
             reason = "the text differs between live runs; what held in every run is checked"
             out.append(
-                Proposal("checks", target, None, reason, (where,), samples, 1, scope, found.checks)
+                Proposal("checks", target, None, reason, (where,), samples, 1, scope, checks)
             )
-            self.hints.extend(f"{scope or where} {target}: {note}" for note in found.notes)
+            self.hints.extend(f"{scope or where} {target}: {note}" for note in notes)
         return out
 
 
-def propose(replies: Sequence[Replies], rules: Rules) -> Proposals:
+def propose(
+    replies: Sequence[Replies], rules: Rules, *, more_checks: MoreChecks | None = None
+) -> Proposals:
     """The narrowest rules that absorb what differs between the live replies of each exchange
-    (see the module docstring), over `rules` (a place they absorb proposes nothing)."""
-    learner = _Learner(rules)
+    (see the module docstring), over `rules` (a place they absorb proposes nothing);
+    `more_checks`: more checks where prose varied (a model's)."""
+    learner = _Learner(rules, more_checks)
     for item in replies:
         learner.reply(item)
     return learner.proposals()

@@ -5,28 +5,63 @@
   (`json` keeps the last value only: the first would reach the disk unredacted, and the
   recording would hold one member where two were forwarded).
 - `multipart_boundary`, `part_fields`: a `multipart/form-data` body's parts (RFC 7578).
+- `redact_userinfo`: a URL's credentials in any string (`https://user:password@host`).
+- `redact_parameters_in_text`: a secret parameter of a URL inside free text (`call
+  https://h/cb?token=... back`: the value up to a space, a sentence's last mark left out).
+- `BASE64_MEMBERS`, `base64_text`, `media_type`: a file's bytes in base64 (`Part.raw`,
+  0.3's `file.bytes`), to be redacted as a body of the part's media type.
+
+Each takes what it finds to `remember(value, placeholder name)` (the redactor's, which
+scrubs those values from the whole transcript).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
-from collections.abc import Callable
+import urllib.parse
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from recorder.format.jsonvalue import _read_float, _read_int, dumps
 
 __all__ = [
+    "BASE64_MEMBERS",
     "JSON_STARTS",
+    "URL_CREDENTIALS",
     "Pairs",
+    "base64_bytes",
+    "base64_text",
     "dumps_pairs",
     "holds_pairs",
+    "is_text",
     "loads_pairs",
     "looks_secret",
+    "may_hide_credentials",
+    "media_type",
     "multipart_boundary",
     "part_fields",
     "redact_multipart",
+    "redact_parameters_in_text",
+    "redact_userinfo",
 ]
+
+Remember = Callable[[str, str], None]
+"""(a secret value, its placeholder name): the redactor's note of what it took out."""
+
+# the placeholder of a URL's credentials (`https://user:password@host/`), in any string
+URL_CREDENTIALS = "URL_CREDENTIALS"
+# the members whose string is a file's bytes in base64 (A2A 1.0's `Part.raw`, 0.3's
+# `file.bytes`): their content is redacted as a body of the part's media type
+BASE64_MEMBERS = frozenset({"raw", "bytes"})
+_MEDIA_TYPE_MEMBERS = ("mediaType", "mimeType", "media_type", "mime_type")
+# `scheme://userinfo@`: 1 up to the userinfo, 2 the userinfo
+_USERINFO = re.compile(r"""(?i)\b([a-z][a-z0-9+.-]*://)([^\s/?#@"'<>\[\]]+)@""")
+_USERINFO_BYTES = re.compile(rb"""://[^\s/?#@"'<>\[\]]+@""")
+# `?name=value` / `&name=value` in free text: 1 the `?` or `&`, 2 the name, 3 the value
+_TEXT_PARAMETER = re.compile(r"""([?&])([^=&#?\s"'<>]+)=([^&#\s"'<>]*)""")
 
 # a path segment that may be a secret: long, of URL-safe characters (a UUID is an id)
 _SECRET_SEGMENT = re.compile(r"[A-Za-z0-9._~%+=-]{16,}")
@@ -145,3 +180,84 @@ def redact_multipart(
             pieces[n] = head + sep + redacted + ending
             changed = True
     return delimiter.join(pieces) if changed else body
+
+
+def placeholder_of(name: str) -> str:
+    return "{{" + name + "}}"
+
+
+def redact_userinfo(text: str, remember: Remember) -> str:
+    """`text` with the credentials of each URL in it (`scheme://user:password@`) made
+    `{{URL_CREDENTIALS}}`: a push config's URL, a link in a message. The credentials are
+    remembered whole, decoded, the password alone, and as Basic auth would carry them."""
+
+    def hidden(match: re.Match[str]) -> str:
+        userinfo = match.group(2)
+        if "{{" in userinfo:
+            return match.group()
+        remember(userinfo, URL_CREDENTIALS)
+        remember(urllib.parse.unquote(userinfo), URL_CREDENTIALS)
+        user, colon, password = userinfo.partition(":")
+        if colon and password:  # (an echo of the password alone, or as Basic auth's)
+            remember(urllib.parse.unquote(password), URL_CREDENTIALS)
+            plain = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
+            remember(base64.b64encode(plain.encode()).decode("ascii"), URL_CREDENTIALS)
+        return f"{match.group(1)}{placeholder_of(URL_CREDENTIALS)}@"
+
+    return _USERINFO.sub(hidden, text)
+
+
+def may_hide_credentials(body: bytes) -> bool:
+    """Whether `body` may hold a URL with credentials (`scheme://user:password@`)."""
+    return b"@" in body and _USERINFO_BYTES.search(body) is not None
+
+
+def redact_parameters_in_text(text: str, fields: Mapping[str, str], remember: Remember) -> str:
+    """Free text with the value of each secret parameter (`fields`: lowercase name ->
+    placeholder name) of a URL or query in it (`?token=...`, `&api_key=...`) made its
+    placeholder: the value ends at a space, `&`, `#` or a quote."""
+
+    def hidden(match: re.Match[str]) -> str:
+        env = fields.get(urllib.parse.unquote_plus(match.group(2)).lower())
+        # (a sentence's last mark after a link is the sentence's, as linkifiers read it)
+        value = match.group(3).rstrip(".,;:!?)]")
+        if env is None or not value or "{{" in value:
+            return match.group()
+        remember(urllib.parse.unquote_plus(value), env)
+        remember(value, env)
+        rest = match.group(3)[len(value) :]
+        return f"{match.group(1)}{match.group(2)}={placeholder_of(env)}{rest}"
+
+    return _TEXT_PARAMETER.sub(hidden, text)
+
+
+def base64_bytes(value: str) -> bytes | None:
+    """The bytes `value` is the base64 of, None when it is not base64."""
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def base64_text(value: str) -> str | None:
+    """The UTF-8 text `value` is the base64 of, None when it is not."""
+    data = base64_bytes(value)
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def media_type(items: Iterable[tuple[Any, Any]]) -> str | None:
+    """The media type a part names beside its bytes (`mediaType`, 0.3's `mimeType`)."""
+    for key, value in items:
+        if key in _MEDIA_TYPE_MEMBERS and isinstance(value, str):
+            return value
+    return None
+
+
+def is_text(content_type: str | None) -> bool:
+    """Whether `content_type` is a `text/*` media type (plain text, Markdown, HTML ...)."""
+    return (content_type or "").split(";", 1)[0].strip().lower().startswith("text/")

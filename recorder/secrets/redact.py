@@ -22,11 +22,18 @@ them; `DEFAULT_SECRET_HEADERS` are the defaults), each mapped to the placeholder
   (an object holding `url` beside `token`, `authentication` or `taskId`, or under a member
   whose name holds "push") or of a member the rules name in `secret_url_fields`: it becomes
   `{{PUSH_URL_SECRET}}` (or the rules' placeholder), which the player fills with a stand-in.
+- And (issue 34): the `-bin` twin of a secret header (gRPC's binary metadata,
+  `authorization-bin`: `{{AUTHORIZATION_BIN}}`, its value decoded scrubbed too); a file's
+  bytes in base64 (`Part.raw`, 0.3's `file.bytes`), redacted as a body of the part's media
+  type and re-encoded; a secret parameter of a URL inside free text (`call
+  https://h/cb?token=... back`: the value up to a space, a sentence's last mark left out),
+  in a JSON string or a `text/*` body; a URL's credentials in any string (`https://user:
+  password@host`: `{{URL_CREDENTIALS}}`, and what Basic auth would make of them scrubbed).
 - Every secret value seen on the way (`Redactor.seen`) is also scrubbed from the whole text of
-  a transcript before it is written (`scrub_text`): an agent that echoes a token in a body or
-  an error message does not leak it either. Inside longer text only from 6 characters (a
-  shorter one would match at random); where it is a whole value (a JSON string, a header
-  value, a query or form value), whatever its length.
+  a transcript before it is written (`scrub_text`: `recorder.secrets.scrub`, re-exported here): an
+  agent that echoes a token in a body or an error message does not leak it either. Inside
+  longer text only from 6 characters (a shorter one would match at random); where it is a
+  whole value (a JSON string, a header value, a query or form value), whatever its length.
 
 The player fills `{{NAME}}` from the environment variable NAME (a literal:
 `recorder.format.literals`).
@@ -34,12 +41,13 @@ The player fills `{{NAME}}` from the environment variable NAME (a literal:
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.format.literals import (
@@ -52,13 +60,31 @@ from recorder.format.literals import (
 from recorder.format.model import Headers, Response, is_json_media_type
 from recorder.format.sse import SseEvent
 from recorder.secrets.places import (
+    BASE64_MEMBERS,
     JSON_STARTS,
+    URL_CREDENTIALS,
     Pairs,
+    base64_bytes,
+    base64_text,
     dumps_pairs,
+    is_text,
     loads_pairs,
     looks_secret,
+    may_hide_credentials,
+    media_type,
     multipart_boundary,
     redact_multipart,
+    redact_parameters_in_text,
+    redact_userinfo,
+)
+from recorder.secrets.scrub import (
+    _MIN_SCRUB_LENGTH,
+    placeholder,
+    placeholder_name,
+    scrub_bytes,
+    scrub_response,
+    scrub_text,
+    with_spellings,
 )
 
 __all__ = [
@@ -66,6 +92,7 @@ __all__ = [
     "DEFAULT_SECRET_HEADERS",
     "PLACEHOLDER",
     "PUSH_URL_SECRET",
+    "URL_CREDENTIALS",
     "Redactor",
     "is_form",
     "looks_secret",
@@ -116,27 +143,9 @@ _SCHEMES = frozenset(
 # `"name": "value"` in JSON text: 1 the part before the value, 2 the name, 4 the value (its
 # escapes as written), 5 the closing quote
 _JSON_MEMBER = re.compile(r'("((?:[^"\\]|\\.)*)"\s*:\s*")(((?:[^"\\]|\\.)*))(")')
-# secrets shorter than this are not scrubbed from free text: they would match at random (a
-# secret of any length is scrubbed where it is a whole value: `_scrub_whole_values`)
-_MIN_SCRUB_LENGTH = 6
-# where a value is whole in a transcript: a header line's value, a query or form parameter's
-_HEADER_LINE = r"(?m)^([!#$%&'*+.^_`|~0-9A-Za-z-]+:[ \t]*)({})(?=[ \t]*\r?$)"
-_PARAMETER = r"""(?m)((?:^|[?&])[^=&#\s"?]*=)({})(?=[&#\s"]|$)"""
 # a cookie value is scrubbed from free text only from this length, and not when it is letters
 # only: cookies carry preferences (`theme=review`) as well as sessions
 _MIN_COOKIE_SCRUB_LENGTH = 8
-
-
-def placeholder_name(name: str) -> str:
-    """`x-api-key` -> `X_API_KEY`: an environment variable name for a header or field."""
-    cleaned = re.sub(r"[^0-9A-Za-z]+", "_", name).strip("_").upper()
-    if not cleaned:
-        return "SECRET"
-    return f"_{cleaned}" if cleaned[0].isdigit() else cleaned
-
-
-def placeholder(name: str) -> str:
-    return "{{" + name + "}}"
 
 
 def secret_names(names: Mapping[str, str] | Iterable[str], *, fold: bool) -> dict[str, str]:
@@ -151,117 +160,10 @@ def secret_names(names: Mapping[str, str] | Iterable[str], *, fold: bool) -> dic
     return {(k.lower() if fold else k): v for k, v in pairs}
 
 
-def scrub_text(text: str, secrets: Mapping[str, str]) -> str:
-    """Replace every occurrence of each secret value (long enough to be one) by its placeholder,
-    in each spelling it may have in a transcript (`with_spellings`).
-
-    Longer secrets first, so that a secret containing another is replaced whole. A secret of
-    any length is replaced where it is a whole value (`_scrub_whole_values`): `text` itself, a
-    JSON string, a header line's value, a query or form parameter's value.
-    """
-    if not secrets:
-        return text
-    spelled = with_spellings(secrets)
-    if text in spelled:
-        return placeholder(spelled[text])
-    short: dict[str, str] = {}
-    for value in sorted(spelled, key=len, reverse=True):
-        if len(value) >= _MIN_SCRUB_LENGTH:
-            if value in text:
-                text = text.replace(value, placeholder(spelled[value]))
-        elif value.strip():
-            short[value] = spelled[value]
-    if short:
-        text = _scrub_whole_values(text, short)
-    return text
-
-
-def _scrub_whole_values(text: str, secrets: Mapping[str, str]) -> str:
-    """The `secrets` (too short to be looked for inside text) where each is a whole value: a
-    JSON string (`"abcde"`), a header line's value (`X-Echo: abcde`), a query or form
-    parameter's value (`?echo=abcde&`, also percent-encoded)."""
-    ordered = sorted(secrets, key=len, reverse=True)
-    alternatives = "|".join(map(re.escape, ordered))
-    if any(f'"{value}"' in text for value in ordered):
-
-        def in_json(match: re.Match[str]) -> str:
-            return f'"{placeholder(secrets[match.group(1)])}"'
-
-        text = re.sub(rf'(?<!\\)"({alternatives})"', in_json, text)
-
-    def after_prefix(match: re.Match[str]) -> str:
-        return match.group(1) + placeholder(names[match.group(2)])
-
-    names = dict(secrets)
-    text = re.sub(_HEADER_LINE.format(alternatives), after_prefix, text)
-    for value, name in secrets.items():
-        for encoded in (urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value)):
-            names.setdefault(encoded, name)
-    encoded_alternatives = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
-    return re.sub(_PARAMETER.format(encoded_alternatives), after_prefix, text)
-
-
 def is_form(content_type: str | None) -> bool:
     """Whether a body is `application/x-www-form-urlencoded`."""
     media = (content_type or "").partition(";")[0].strip().lower()
     return media == "application/x-www-form-urlencoded"
-
-
-def scrub_bytes(data: bytes, secrets: Mapping[str, str]) -> bytes:
-    """`scrub_text` on bytes that are no UTF-8 text: each secret's UTF-8 and Latin-1 bytes."""
-    spelled = with_spellings(secrets)
-    for value in sorted(spelled, key=len, reverse=True):
-        if len(value) < _MIN_SCRUB_LENGTH:
-            continue
-        for encoding in ("utf-8", "latin-1"):
-            try:
-                needle = value.encode(encoding)
-            except UnicodeEncodeError:
-                continue
-            if needle in data:
-                data = data.replace(needle, placeholder(spelled[value]).encode())
-    return data
-
-
-def with_spellings(secrets: Mapping[str, str]) -> dict[str, str]:
-    """`secrets` (value -> placeholder name) with each value also as JSON writes it escaped
-    (a line break, a quote, a non-ASCII character) and as its UTF-8 bytes read as Latin-1 (how
-    a header echoed back was read before `model.header_text`, and where such text recurs)."""
-    spelled = dict(secrets)
-    for value, name in secrets.items():
-        for other in (
-            json.dumps(value)[1:-1],
-            json.dumps(value, ensure_ascii=False)[1:-1],
-            value.encode("utf-8", "surrogateescape").decode("latin-1"),
-        ):
-            spelled.setdefault(other, name)
-    return spelled
-
-
-def scrub_response(response: Response, secrets: Mapping[str, str]) -> Response:
-    """`scrub_text` on a reply's header values, body text and frames: what the player's
-    --update does to the replies it rewrites (and to nothing else in the file)."""
-    if not secrets:
-        return response
-    headers = Headers([(name, scrub_text(value, secrets)) for name, value in response.headers])
-    if response.events is not None:
-        events = tuple(
-            replace(
-                event,
-                data=None if event.data is None else scrub_text(event.data, secrets),
-                id=None if event.id is None else scrub_text(event.id, secrets),
-            )
-            for event in response.events
-        )
-        return response.with_content(headers, events=events)
-    body = response.body
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        pass  # bytes that are no text: no text secret in them
-    else:
-        body = scrub_text(text, secrets).encode()
-    return response.with_content(headers, body=body)
 
 
 @dataclass
@@ -298,15 +200,24 @@ class Redactor:
     @property
     def member_names(self) -> frozenset[str]:
         """Every member name (lowercase) that makes a JSON body one to redact: the secret
-        fields, the URL fields and `url` (the writer's direct path leaves such bodies to the
-        general one); the same value while `fields` is the same."""
+        fields, the URL fields, `url`, and a file's base64 bytes (`raw`, `bytes`) (the
+        writer's direct path leaves such bodies to the general one); the same value while
+        `fields` is the same."""
         cached = self.__dict__.get("_members_cache")
         if cached is None or cached[0] is not self.fields:
-            names = frozenset({*(n.lower() for n in self.fields), *self.url_fields, "url"})
+            names = frozenset(
+                {*(n.lower() for n in self.fields), *self.url_fields, "url", *BASE64_MEMBERS}
+            )
             cached = (self.fields, names)
             self.__dict__["_members_cache"] = cached
         members: frozenset[str] = cached[1]
         return members
+
+    def may_hide_credentials(self, body: bytes) -> bool:
+        """Whether `body` may hold a URL with credentials (`scheme://user:password@`), which
+        the JSON walk redacts in any string (the writer's direct path asks before it writes
+        a body as it came)."""
+        return may_hide_credentials(body)
 
     def fresh(self) -> Redactor:
         """A Redactor with the same secret names and nothing seen yet (one per exchange; the
@@ -318,17 +229,37 @@ class Redactor:
 
     # ---------------------------------------------------------------- headers
 
+    def header_env(self, folded: str) -> str | None:
+        """The placeholder name of the header `folded` (lowercase) when it is secret: one of
+        `headers`, or the `-bin` twin of one (gRPC's binary metadata, `authorization-bin`:
+        its base64 value gets a placeholder of its own, `AUTHORIZATION_BIN`); else None."""
+        env = self.headers.get(folded)
+        if env is None and folded.endswith("-bin") and folded[:-4] in self.headers:
+            return placeholder_name(folded)
+        return env
+
     def redact_headers(self, headers: Headers) -> Headers:
         secret = self.headers
-        if not any(name.lower() in secret or "{{" in value for name, value in headers):
+        if not any(
+            name.lower() in secret
+            or (name.lower().endswith("-bin") and name.lower()[:-4] in secret)
+            or "{{" in value
+            for name, value in headers
+        ):
             return headers
         return Headers([(n, self._header_value(n, v)) for n, v in headers])
 
     def _header_value(self, name: str, value: str) -> str:
         folded = name.lower()
-        env = self.headers.get(folded)
+        env = self.header_env(folded)
         if env is None or not value:
             return escape_text(value)
+        if folded not in self.headers:  # a `-bin` twin: base64 of the secret's bytes
+            self._remember(value, env)
+            decoded = base64_text(value)
+            if decoded is not None:  # (an agent may echo it decoded)
+                self._remember(decoded, env)
+            return placeholder(env)
         if folded in _SCHEMED_HEADERS:
             match = _SCHEME.match(value)
             if match:
@@ -413,6 +344,8 @@ class Redactor:
                     pairs.append((key, _replace_scalars(item, env, self._remember_scalar)))
                 elif url_env is not None and isinstance(item, str):
                     pairs.append((key, self._redact_url(item, url_env)))
+                elif folded in BASE64_MEMBERS and isinstance(item, str) and item:
+                    pairs.append((key, self._redact_base64(item, media_type(items))))
                 else:
                     pairs.append((key, self.redact_json_value(item, push="push" in folded)))
             return Pairs(pairs) if isinstance(value, Pairs) else dict(pairs)
@@ -424,14 +357,45 @@ class Redactor:
 
     def _redact_string(self, text: str) -> str:
         """A JSON string that may hide a secret: JSON text (its secret members, written back
-        compact), or a URL or query with secret parameters (`https://h/cb?token=...`)."""
+        compact), a URL or query with secret parameters (`https://h/cb?token=...`), such a URL
+        inside free text (`call https://h/cb?token=... back`: each secret parameter's value,
+        up to a space), a URL's credentials (`https://user:password@host`)."""
         if text[0] in JSON_STARTS and text.lstrip()[:1] in ("{", "["):
             redacted = self._redact_json_document(text)
             if redacted is not None:
                 return redacted
+        if "@" in text and "://" in text:
+            text = self._redact_userinfo(text)
         if "=" in text and ("?" in text or "&" in text):
+            if any(c.isspace() for c in text):
+                return self._redact_parameters_in_text(text)
             return self._redact_query_in(text)
         return text
+
+    def _redact_userinfo(self, text: str) -> str:
+        """`text` with each URL's credentials made `{{URL_CREDENTIALS}}` (`secret_places`)."""
+        return redact_userinfo(text, self._remember)
+
+    def _redact_parameters_in_text(self, text: str) -> str:
+        """Free text with each secret parameter of a URL in it made its placeholder."""
+        if not self.fields:
+            return text
+        return redact_parameters_in_text(text, self.fields, self._remember)
+
+    def _redact_base64(self, data: str, content_type: str | None) -> str:
+        """A file's bytes in base64 (`Part.raw`) with the secrets inside redacted as a body of
+        `content_type` (JSON members, form and multipart fields, a URL's in text) and the
+        secrets seen so far in the exchange taken out; re-encoded when that changed them,
+        else as it was (and as it was when it is no base64)."""
+        decoded = base64_bytes(data)
+        if decoded is None:
+            return data
+        redacted = self._redact_secrets_in(decoded, content_type)
+        if self.seen:
+            redacted = scrub_bytes(redacted, self.seen)
+        if redacted == decoded:
+            return data
+        return base64.b64encode(redacted).decode("ascii")
 
     def _redact_query_in(self, text: str) -> str:
         """The secret parameters of the query of a URL (or of a bare query) in `text`."""
@@ -498,6 +462,11 @@ class Redactor:
         if not body:
             return body
         body = escape_body(body, content_type) if b"{{" in body else body
+        return self._redact_secrets_in(body, content_type)
+
+    def _redact_secrets_in(self, body: bytes, content_type: str | None) -> bytes:
+        """`redact_body` but for the literals' escape (a part's base64 bytes: no `{{` in them
+        reads as a placeholder, and bytes without a secret stay as they were sent)."""
         if self.fields and (
             is_json_media_type(content_type) or body[:64].lstrip()[:1] in (b"{", b"[")
         ):
@@ -510,6 +479,15 @@ class Redactor:
                 body = redacted.encode("latin-1")
         elif self.fields and multipart_boundary(content_type) is not None:
             body = self._redact_multipart(body, multipart_boundary(content_type) or b"")
+        elif self.fields and is_text(content_type) and b"=" in body:
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+            if text is not None:
+                redacted = self._redact_parameters_in_text(self._redact_userinfo(text))
+                if redacted != text:
+                    body = redacted.encode("utf-8")
         if self.seen and not body.isascii():  # (ASCII is UTF-8: the quick common case)
             try:
                 body.decode("utf-8")
@@ -562,7 +540,7 @@ class Redactor:
         text = dumps_pairs(redacted, ensure_ascii=False)
         if not text.isascii() and re.search("[\ud800-\udfff]", text):  # (no UTF-8: escaped)
             text = dumps_pairs(redacted, ensure_ascii=True)
-        names = {*self.fields.values(), *self.url_fields.values(), PUSH_URL_SECRET}
+        names = {*self.fields.values(), *self.url_fields.values(), PUSH_URL_SECRET, URL_CREDENTIALS}
         return escape_json_text(text, names)
 
     def _redact_json_text(self, body: bytes) -> bytes:
@@ -637,11 +615,15 @@ def _field_names_pattern(names: tuple[str, ...], url_names: tuple[str, ...]) -> 
     name that is no ASCII matches any quote (the body is then always parsed)."""
     if not all(name.isascii() for name in (*names, *url_names)):
         return re.compile(b'"')
-    members = b"|".join(re.escape(n.lower().encode("ascii")) for n in (*names, *url_names, "url"))
+    members = b"|".join(
+        re.escape(n.lower().encode("ascii"))
+        for n in (*names, *url_names, "url", *sorted(BASE64_MEMBERS))
+    )
     if not names:
         return re.compile(b'"(?:' + members + b')"')
     parameters = b"|".join(re.escape(name.lower().encode("ascii")) for name in names)
-    return re.compile(b'"(?:' + members + b')"|[?&](?:' + parameters + b")=")
+    # (and a URL's credentials: `://user:password@`)
+    return re.compile(b'"(?:' + members + b')"|[?&](?:' + parameters + b')=|://[^\\s/?#@"]+@')
 
 
 def _replace_scalars(value: Any, env: str, remember: Any) -> Any:

@@ -457,6 +457,33 @@ def run_unprovable(place: Place, text: str) -> None:
     assert f"```text\n{first}\n```" in page, refused.stderr
 
 
+def run_llm_judge(place: Place, text: str) -> None:
+    # docs/llm-agents.md, "5. A model as judge": the shipped recording against a kit worded
+    # anew, the shipped rules' model judge answered by the tests' scripted model server on
+    # loopback (no model is shipped): the output the page shows (its figures aside)
+    from model_server import ModelServer
+
+    section = (REPO / "docs" / "llm-agents.md").read_text().partition("## 5. A model as judge")[2]
+    rules = section.partition("```yaml\n")[2].partition("```")[0]
+    assert rules and rules in (REPO / "docs" / "llm-judge.yaml").read_text()
+    shown = section.partition("```text\n")[2].partition("```")[0].splitlines()
+    skipped = re.search(r"The summary then says `([^`]+)`", section)
+    assert skipped is not None
+    with start_kit(vary=True) as kit, ModelServer() as server:
+        place.env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="", A2A_TOKEN=kit.token)
+        lines = place.run(text.replace("http://localhost:41242", kit.url)).stdout.splitlines()
+    if text.endswith("--no-judge"):
+        assert server.requests == []
+        assert lines == [shown[0], skipped.group(1), shown[-1]], lines
+        return
+    assert server.count() > 0
+
+    def figures(line: str) -> str:
+        return re.sub(r"\d[\d,.]*", "N", line) if line.startswith("model calls:") else line
+
+    assert [figures(line) for line in lines] == [figures(line) for line in shown], lines
+
+
 RUNS: dict[str, Callable[[Place, str], None]] = {
     "make demo": run_make,
     "make test": run_make,
@@ -507,6 +534,11 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "--trials 10": run_llm,
     "recorder play docs/llm/ --agent http://localhost:41242 --rules llm-rules.yaml "
     "--trials 10 --pass-rate 0.9 --confidence 0.95": run_unprovable,
+    "recorder play docs/llm/ --agent http://localhost:41242 --rules docs/llm-judge.yaml": (
+        run_llm_judge
+    ),
+    "recorder play docs/llm/ --agent http://localhost:41242 --rules docs/llm-judge.yaml "
+    "--no-judge": run_llm_judge,
     # README.md, "Using it from your own project"
     "pip wheel --no-deps -w dist/ .": run_install,
     "pip install dist/a2a_recorder-0.1.0-py3-none-any.whl": run_install,

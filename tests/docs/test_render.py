@@ -561,5 +561,5 @@ def test_cli_a_transcript_without_exchanges_is_an_error_not_empty_output(
     result = CliRunner().invoke(main, [*command, str(empty)])
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == (
-        f"recorder {command[0]}: {empty}: no exchanges: a transcript holds at least one\n"
+        f"recorder {command[0]}: {empty}:2: no exchanges: a transcript holds at least one\n"
     )

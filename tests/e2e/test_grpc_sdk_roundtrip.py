@@ -42,7 +42,10 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     folder = tmp_path_factory.mktemp("sdk-grpc")
     with (
         start_kit(port=0, grpc_port=0) as kit,
-        recorder_process("--upstream", kit.url, "--out", str(folder)) as (process, url),
+        recorder_process("--upstream", kit.url, "--out", str(folder), "--push-loopback") as (
+            process,
+            url,
+        ),
     ):
         seen = run_session(url, kit.token)
         process.send_signal(signal.SIGINT)

@@ -67,7 +67,8 @@ def learnt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Learnt]:
     folder = tmp_path_factory.mktemp("llm-agent")
     out = folder / "rec"
     with start_kit(vary=True, seed=SEED) as kit:
-        with ProxyServer(create_proxy_app(kit.url, out=out)) as server:
+        # (the traffic's webhook is on loopback: local work, said so)
+        with ProxyServer(create_proxy_app(kit.url, out=out, push_loopback=True)) as server:
             drive(server.url, token=kit.token)
         rules_file = folder / "learned.yaml"
         learned = learn(

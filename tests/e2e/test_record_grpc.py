@@ -38,7 +38,7 @@ def recorded(
     grpc_kit: KitServer, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[dict[str, Any], Path, int]:
     out = tmp_path_factory.mktemp("grpc")
-    proxy = create_proxy_app(grpc_kit.url, out=out)
+    proxy = create_proxy_app(grpc_kit.url, out=out, push_loopback=True)
     listener = proxy.listen_grpc(port=0)
     with ProxyServer(proxy) as server:
         seen = asyncio.run(session(server.url, grpc_kit.token))
@@ -109,7 +109,7 @@ def test_a_scenario_in_metadata_names_the_file_and_is_not_forwarded(
 ) -> None:
     from a2a.types import a2a_pb2, a2a_pb2_grpc
 
-    proxy = create_proxy_app(grpc_kit.url, out=tmp_path)
+    proxy = create_proxy_app(grpc_kit.url, out=tmp_path, push_loopback=True)
     assert grpc_kit.grpc_address is not None
     listener = proxy.listen_grpc(port=0, upstream=grpc_kit.grpc_address)
 
@@ -118,7 +118,7 @@ def test_a_scenario_in_metadata_names_the_file_and_is_not_forwarded(
             stub = a2a_pb2_grpc.A2AServiceStub(channel)
             metadata = (
                 ("a2a-version", "1.0"),
-                ("recorder-scenario", "grpc question"),
+                ("recorder-scenario", "grpc-question"),
                 ("recorder-title", "ask over gRPC"),
             )
             request = a2a_pb2.SendMessageRequest(

@@ -304,10 +304,10 @@ def test_a_scenario_puts_every_exchange_in_one_file(tmp_path: Path) -> None:
         har(
             entry(send("a"), reply({"message": {}})), entry(send("b"), reply({"message": {}}), at=9)
         ),
-        scenario="my client's run",
+        scenario="my-client-run",
     )
-    assert list(files) == ["01-my-client-s-run.http"]
-    assert len(load_text(tmp_path, "01-my-client-s-run.http").exchanges) == 2
+    assert list(files) == ["01-my-client-run.http"]
+    assert len(load_text(tmp_path, "01-my-client-run.http").exchanges) == 2
 
 
 def test_a_recorder_scenario_header_names_the_file(tmp_path: Path) -> None:

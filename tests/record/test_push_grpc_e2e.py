@@ -111,7 +111,7 @@ def recorded(
     grpc_kit: KitServer, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[dict[str, Any], list[Delivery], Path, str]:
     out = tmp_path_factory.mktemp("grpc-push")
-    proxy = create_proxy_app(grpc_kit.url, out=out)
+    proxy = create_proxy_app(grpc_kit.url, out=out, push_loopback=True)
     assert grpc_kit.grpc_address is not None
     listener = proxy.listen_grpc(port=0, upstream=grpc_kit.grpc_address)
     with Webhook() as webhook, ProxyServer(proxy) as server:
@@ -194,7 +194,7 @@ async def streamed_review(url: str, hook: str) -> str:
 def test_a_config_in_a_streamed_send_is_recorded_the_same(
     grpc_kit: KitServer, tmp_path: Path
 ) -> None:
-    proxy = create_proxy_app(grpc_kit.url, out=tmp_path)
+    proxy = create_proxy_app(grpc_kit.url, out=tmp_path, push_loopback=True)
     assert grpc_kit.grpc_address is not None
     proxy.listen_grpc(port=0, upstream=grpc_kit.grpc_address)
     with Webhook() as webhook, ProxyServer(proxy) as server:

@@ -202,7 +202,8 @@ def send_every_secret(client: httpx.Client) -> None:
 @contextmanager
 def recorder_in_front_of_echo(out: Path, **options: Any) -> Iterator[httpx.Client]:
     with ServerThread(UPSTREAM) as upstream:
-        proxy = create_proxy_app(upstream.url, out=out, **options)
+        # (its push configs name loopback webhooks: local work, said so)
+        proxy = create_proxy_app(upstream.url, out=out, push_loopback=True, **options)
         with (
             ProxyServer(proxy) as server,
             httpx.Client(base_url=server.url, timeout=LIMIT) as client,

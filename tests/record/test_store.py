@@ -22,6 +22,7 @@ from recorder.record.naming import (
     header_case,
     next_number,
     operation_name,
+    operation_slug,
     slugify,
 )
 from recorder.record.store.filetext import Block
@@ -95,25 +96,32 @@ def test_exchange_title_adds_a_one_line_description() -> None:
     assert exchange_title(request, "read  the\n review") == "GetTask: read the review"
 
 
+def hashed(name: str) -> str:
+    """The 8 hex digits that end the slug of a name that is not its own slug."""
+    return hashlib.sha256(name.encode()).hexdigest()[:8]
+
+
 @pytest.mark.parametrize(
     ("name", "slug"),
     [
+        # a name that is its own slug is the slug (every golden file's name)
         ("message-reply", "message-reply"),
-        ("Message Reply", "message-reply"),
-        ("GetTask", "get-task"),
-        ("SendStreamingMessage", "send-streaming-message"),
-        ("GET /a2a/rest/nope", "get-a2a-rest-nope"),
-        ("../../etc/passwd", "etc-passwd"),
-        ("a/b\\c", "a-b-c"),
+        ("grpc-errors", "grpc-errors"),
+        ("x" * 60, "x" * 60),
+        ("x" * 200, "x" * 51 + "-" + hashed("x" * 200)),
+        ("a-" * 40, "a-" * 26 + hashed("a-" * 40)),
+        # any other ends with a hash of the whole name: the slug alone loses what tells
+        # names apart
+        ("Message Reply", "message-reply-" + hashed("Message Reply")),
+        ("GetTask", "get-task-" + hashed("GetTask")),
+        ("../../etc/passwd", "etc-passwd-" + hashed("../../etc/passwd")),
+        ("a/b\\c", "a-b-c-" + hashed("a/b\\c")),
+        ("Überprüfung 2", "uberprufung-2-" + hashed("Überprüfung 2")),
+        ("Café\x00crème/..", "cafe-creme-" + hashed("Café\x00crème/..")),
+        ("ﬁle ＣＯＮ", "file-con-" + hashed("ﬁle ＣＯＮ")),
         ("..", None),
         ("", None),
         ("/", None),
-        ("x" * 60, "x" * 60),
-        ("x" * 200, "x" * 51 + "-" + hashlib.sha256(b"x" * 200).hexdigest()[:8]),
-        ("a-" * 40, "a-" * 26 + hashlib.sha256(b"a-" * 39 + b"a").hexdigest()[:8]),
-        ("Überprüfung 2", "uberprufung-2"),
-        ("Café\x00crème/..", "cafe-creme"),
-        ("ﬁle ＣＯＮ", "file-con"),
         ("日本語", None),
     ],
 )
@@ -123,7 +131,31 @@ def test_slugify(name: str, slug: str | None) -> None:
             slugify(name)
     else:
         assert slugify(name) == slug
-        assert "/" not in slug and ".." not in slug
+        assert "/" not in slug and ".." not in slug and len(slug) <= 60
+
+
+def test_names_whose_slugs_collide_get_files_of_their_own() -> None:
+    # (the hash was over the slug: "checkout flow" and "checkout/flow" shared one file)
+    names = ["checkout flow", "checkout/flow", "Checkout Flow", "checkout_flow", "checkout-flow"]
+    slugs = [slugify(name) for name in names]
+    assert len(set(slugs)) == len(names), slugs
+    assert slugs[-1] == "checkout-flow"  # the name that is its own slug keeps it
+    long = "tests/test_checkout.py::test_flow[" + "x" * 60
+    assert slugify(long + "a]") != slugify(long + "a)")
+
+
+@pytest.mark.parametrize(
+    ("operation", "slug"),
+    [
+        ("GetTask", "get-task"),
+        ("SendStreamingMessage", "send-streaming-message"),
+        ("GET /a2a/rest/nope", "get-a2a-rest-nope"),
+        ("日本語", "exchange"),
+    ],
+)
+def test_operation_slugs_read_as_words(operation: str, slug: str) -> None:
+    # a conversation's file is numbered and its own: its slug needs no hash
+    assert operation_slug(operation) == slug
 
 
 def test_slugs_cut_at_60_stay_apart() -> None:
@@ -168,8 +200,8 @@ def test_scenario_exchanges_go_to_one_file_in_request_order(tmp_path: Path) -> N
     first, second = store.begin(), store.begin()
     late = make_exchange(title="second")
     early = make_exchange(title="first")
-    path_a = store.write(second, late, scenario="Message Reply", operation="GetTask")
-    path_b = store.write(first, early, scenario="Message Reply", operation="GetTask")
+    path_a = store.write(second, late, scenario="message-reply", operation="GetTask")
+    path_b = store.write(first, early, scenario="message-reply", operation="GetTask")
     assert path_a == path_b == tmp_path / "01-message-reply.http"
     assert [e.title for e in load(path_a)] == ["first", "second"]
 

@@ -195,7 +195,7 @@ def test_every_broken_transcript_is_reported_with_file_and_line(tmp_path: Path) 
     assert [str(e) for e in caught.value.errors] == [
         f'{tmp_path}/02-bad.http:4: expected a status line such as "HTTP/1.1 200 OK" after '
         "the request body (the request starts at line 2)",
-        f"{tmp_path}/03-empty.http: no exchanges: a transcript holds at least one",
+        f"{tmp_path}/03-empty.http:2: no exchanges: a transcript holds at least one",
     ]
 
 

@@ -82,7 +82,7 @@ def _recorded(kit: KitServer, folder: Path, binding: str) -> Path:
         token="push-token-5f1e9a",
         authentication=AuthenticationInfo(scheme="Bearer", credentials="push-credentials-77c2b4"),
     )
-    proxy = create_proxy_app(kit.base_url, out=folder)
+    proxy = create_proxy_app(kit.base_url, out=folder, push_loopback=True)
     with Webhook() as hook, ProxyServer(proxy) as server:
         config.url = hook.url("/hook")
         asyncio.run(asyncio.wait_for(_conversation(server.url, binding, config), LIMIT))

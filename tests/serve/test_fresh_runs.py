@@ -37,7 +37,8 @@ class Recorded:
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory, kit: KitServer) -> Recorded:
     out = tmp_path_factory.mktemp("own-ids") / "rec"
-    with ProxyServer(create_proxy_app(kit.url, out=out)) as server:
+    # (the traffic's webhook is on loopback: local work, said so)
+    with ProxyServer(create_proxy_app(kit.url, out=out, push_loopback=True)) as server:
         seen = drive_own_ids(server.url)
     return Recorded(out, seen)
 

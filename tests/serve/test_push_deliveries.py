@@ -94,3 +94,28 @@ def test_a_body_that_is_no_json_is_matched_against_a_push_config_request_as_it_i
     body = {"jsonrpc": "2.0", "method": "CreateTaskPushNotificationConfig", "params": {"url": "u"}}
     assert without_urls(body, request)["params"]["url"] == ""
     assert body["params"]["url"] == "u"
+
+
+def test_serve_delivers_nowhere_the_recorder_would_not_and_invents_no_basic_auth(
+    push_file: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # (issue 34, item 2: a link-local address is the cloud's metadata service; a URL's
+    # credentials were turned into Basic auth the recorded deliveries never had)
+    files = [str(TRANSCRIPTS / "01-agent-card.http"), str(push_file)]
+    hook = Webhook()
+    try:
+        stand_in = load_stand_in(files, DEFAULT_RULES)
+        with ServerThread(stand_in, **server_options()) as server:
+            sdk_send(server.url, push_request(DIFF, "http://169.254.169.254/latest", "tk"))
+            assert stand_in.deliveries.wait_idle(10.0)
+        assert stand_in.deliveries.delivered == 0 and stand_in.deliveries.failed == 4
+        assert "169.254.169.254 is not a public address" in caplog.text
+        stand_in = load_stand_in(files, DEFAULT_RULES)
+        with ServerThread(stand_in, **server_options()) as server:
+            with_credentials = hook.url.replace("http://", "http://ann:pa55@")
+            sdk_send(server.url, push_request(DIFF, with_credentials, "tk"))
+            got = hook.wait(4)
+            assert stand_in.deliveries.wait_idle(10.0)
+    finally:
+        hook.close()
+    assert [headers.get("Authorization") for _, headers, _ in got] == [None] * 4

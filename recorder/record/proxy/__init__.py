@@ -22,8 +22,10 @@ the rooms it uses:
   `{{PLACEHOLDER}}`s (`recorder.secrets.redact`), written through the `TranscriptStore` by one
   writer thread, after the client has its reply;
 - `push` (`PushRoom`): push notifications: a config's url pointed at the proxy's receiver
-  (`/_recorder/push/<id>`) and back in the agent's echo; each delivery forwarded to the
-  client's webhook and recorded in its config's file, tagged `# @push config N`;
+  (`/_recorder/push/<id>`, `receivers`) and back in the agent's echo; each delivery forwarded
+  to the client's webhook and recorded in its config's file, tagged `# @push config N`; a
+  webhook the recorder does not deliver to (`recorder.push_urls`) refused with the recorder's
+  own A2A error; a receiver ended with its config or its task;
 - `call` (`Call`): one request while it is handled, and the ASGI helpers the rooms share;
 - `server`: `serve` and `ProxyServer` (the proxy's own HTTP/1.1 server, `http1` and `cycle`),
   `parse_listen`, `listening_socket`: imported from there (the server is typed with this app,
@@ -55,6 +57,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from recorder.push_urls import WebhookScreen
 from recorder.record.cards import Origin
 from recorder.record.lineage import Lineage
 from recorder.record.proxy.agent_cards import AgentCards
@@ -67,7 +70,7 @@ from recorder.record.proxy.forwarding import (
     Forwarder,
     Pool,
 )
-from recorder.record.proxy.push import PUSH_PREFIX, PushRoom
+from recorder.record.proxy.push import PUSH_GRACE, PUSH_PREFIX, PushRoom
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import STREAM_GRACE, StreamRelay
 from recorder.record.proxy.scenarios import CONTROL_PATH, STATUS_PATH, Scenarios
@@ -111,7 +114,12 @@ class RecordingProxy:
     `rules`: what is generated (for grouping unscripted traffic by id lineage).
     `mode` (`new`, `replace`, `once`): what a scenario that already has a file in `out` does,
     and `keep` the pass `replace` lays a re-recorded file over its previous text with when
-    the proxy stops (`recorder.record.store.modes`; the CLI hands in `recorder.replay.rerecord`)."""
+    the proxy stops (`recorder.record.store.modes`; the CLI hands in `recorder.replay.rerecord`).
+    `push_loopback`: push webhooks on loopback addresses are delivered to (local work; else
+    refused, as every address that is not public is: `recorder.push_urls`);
+    `push_receiver`: the origin (`https://host[:port]`) the agent is given for the proxy's
+    push receiver, for an agent that refuses loopback webhooks (a tunnel to the listener);
+    `push_grace`: seconds a push receiver lives after its task's final state."""
 
     def __init__(
         self,
@@ -132,6 +140,9 @@ class RecordingProxy:
         client_timeout: float = CLIENT_TIMEOUT,
         mode: str = "new",
         keep: Keep | None = None,
+        push_loopback: bool = False,
+        push_receiver: str | None = None,
+        push_grace: float = PUSH_GRACE,
     ) -> None:
         if "@" in urllib.parse.urlsplit(upstream).netloc:
             # httpx would send them as Basic auth; this proxy forwards the client's headers
@@ -174,7 +185,13 @@ class RecordingProxy:
             cards=self.cards,
         )
         self.push = PushRoom(
-            self.recording, redactor, max_body=max_body, client_timeout=client_timeout
+            self.recording,
+            redactor,
+            max_body=max_body,
+            client_timeout=client_timeout,
+            screen=WebhookScreen(loopback=push_loopback),
+            receiver=push_receiver,
+            grace=push_grace,
         )
         self.forwarder.restore = self.push.restore
 
@@ -206,6 +223,8 @@ class RecordingProxy:
         )
         listener.http_upstream = self.upstream_url
         self.grpc = self.cards.grpc = listener
+        # (its address is the recorder's own too: no webhook may name it)
+        self.push.grpc_address = lambda: (listener.host, listener.port) if listener.port else None
         return listener
 
     @property
@@ -240,8 +259,8 @@ class RecordingProxy:
 
     def status(self) -> dict[str, object]:
         """What `GET /_recorder/status` reports: recorded, failed, kept, pending, out,
-        last_error."""
-        return self.recording.status()
+        last_error, push_refused (push registrations and deliveries the recorder refused)."""
+        return {**self.recording.status(), "push_refused": self.push.refused}
 
     async def flush(self, timeout: float = DRAIN_TIMEOUT) -> bool:
         """Wait (bounded) until every exchange answered so far is written or has failed."""
@@ -317,7 +336,7 @@ class RecordingProxy:
                 await self.scenarios.control(scope, receive, send)
                 return
             if path == STATUS_PATH:
-                await self.scenarios.status(scope, receive, send, self.recording.status())
+                await self.scenarios.status(scope, receive, send, self.status())
                 return
             if path.startswith(PUSH_PREFIX):
                 await self.push.deliver(scope, receive, send, path)
@@ -333,7 +352,13 @@ class RecordingProxy:
         self.cards.inspect(call, scope)
         self.recording.begin(call)
         try:
-            self.push.rewrite(call, scope)
+            refusal = self.push.rewrite(call, scope)
+            if refusal is not None:  # (a webhook the recorder does not deliver to)
+                await self.push.refuse(call, send, refusal)
+                return
+            deletes = self.push.deletes(call)
+            if deletes is not None:  # (its receivers end once the agent confirms it)
+                send = self.push.confirming(send, call, deletes)
             if self.recording.pending > BACKLOG:
                 # the writer has fallen behind: it catches up first (a crash costs less)
                 await self.recording.catch_up()

@@ -181,6 +181,8 @@ class Direct:
         enough for Python's `json` to give up (the redactor then reads them as text) are left out
         (deeper than half the recursion limit).
         """
+        if redactor.may_hide_credentials(body):
+            return None  # (a URL's credentials in a string: the redactor takes them out)
         names = redactor.member_names
         known = self._known if names is self._field_names else None
         if known is not None and len(known) > _MAX_LINES:
@@ -214,7 +216,9 @@ class Direct:
                     if field is None:
                         raise _Uncommon
                     folded = field[0].lower()
-                    if folded in self._secret:
+                    if folded in self._secret or (
+                        folded.endswith("-bin") and folded[:-4] in self._secret
+                    ):  # (a secret header, or the `-bin` twin of one: `redact.header_env`)
                         if folded == "content-type":
                             raise _Uncommon  # (its placeholder would be the media type)
                         # made each time, never remembered: a secret stays out of memory

@@ -10,6 +10,10 @@
      "summary": {"files": 6, "exchanges": 10, "passed": 9, "failed": 1, "errors": 0,
                  "not_played": 0, "skipped": 0, "exit_status": 1, "line": "6 transcripts, …"}}
 
+When the rules have model checks (a model judge, embedding similarity), `"model"` says what
+they did and cost (`recorder.checks.model_usage.usage_json`: requests, answers from the
+cache, tokens, seconds, skipped, each verdict with its votes and agreement).
+
 With `--trials N`, each exchange also has `"trials": {"runs": n, "planned": N,
 "stopped_early": n < N, "passed": k, "needed": m, "rate": k/n, "required_rate": R,
 "lower_bound": L, "confidence": C, "judged_by_bound": …, "failures": [{"trial": i,
@@ -29,7 +33,7 @@ absent on one side has no `expected` or `actual` key.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,9 +125,12 @@ def _record(path: str, result: ExchangeResult) -> dict[str, Any]:
     }
 
 
-def json_report(result: PlayResult, items: Sequence[PlanItem] = ()) -> dict[str, Any]:
+def json_report(
+    result: PlayResult, items: Sequence[PlanItem] = (), extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The report as a JSON value; with the plan's `items`, the exchanges -k left out of a
-    planned file are there too, `skipped`."""
+    planned file are there too, `skipped`; `extra` members go beside the summary (`model`:
+    what the model checks did and cost)."""
     planned = {item.path: item for item in items}
     records: list[dict[str, Any]] = []
     skipped = 0
@@ -168,11 +175,16 @@ def json_report(result: PlayResult, items: Sequence[PlanItem] = ()) -> dict[str,
     if result.update:
         summary["updated"] = sum(1 for t in result.transcripts if t.updated)
         summary["not_updated"] = result.not_updated_count
-    return {"format": FORMAT, "exchanges": records, "summary": summary}
+    return {"format": FORMAT, "exchanges": records, "summary": summary, **(extra or {})}
 
 
-def write_json_report(result: PlayResult, path: str | Path, items: Sequence[PlanItem] = ()) -> None:
-    text = json.dumps(json_report(result, items), indent=2, ensure_ascii=False) + "\n"
+def write_json_report(
+    result: PlayResult,
+    path: str | Path,
+    items: Sequence[PlanItem] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    text = json.dumps(json_report(result, items, extra), indent=2, ensure_ascii=False) + "\n"
     write_text_atomic(Path(path), text)
 
 

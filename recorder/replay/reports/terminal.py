@@ -349,7 +349,8 @@ class TerminalReport:
                 )
             self._write(lines)
 
-    def summary(self, result: PlayResult) -> None:
+    def summary(self, result: PlayResult, notes: Sequence[str] = ()) -> None:
+        """The recap, `notes` (what the model checks cost …), then the summary line."""
         line = summary_line(result)
         if self.color:
             colour = "green" if exit_status(result) == 0 else "red"
@@ -358,7 +359,7 @@ class TerminalReport:
             lines = self._flush_gone()
             # the recap above the summary line, as pytest's short summary: the last line of a
             # CI log stays the verdict
-            self._write([*lines, *recap_lines(result, color=self.color), line])
+            self._write([*lines, *recap_lines(result, color=self.color), *notes, line])
 
     def _holds(self, reason: str) -> bool:
         """Whether a file not sent for `reason` joins the files held (nothing held, or the
