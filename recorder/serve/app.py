@@ -193,6 +193,9 @@ class StandIn:
         renderer = Renderer(
             self.pairing, found.step, found.branch, found.rpc_id, host, grpc=self.grpc_address
         )
+        spoiled = fault is not None and fault.kind in (CUT, MALFORMED)
+        if spoiled and found.step.exchange.response.events is None:
+            self.book.release(found)  # (a reply the client cannot read: its retry gets it)
         if not await self._reply(found, renderer, receive, send, fault):
             return  # (cut: the connection closes mid-reply, as a dropped one does)
         self.deliveries.answered(found, live, host)

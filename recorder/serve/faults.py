@@ -26,7 +26,9 @@ A request gets the first fault whose method is its own and whose `nth` and `prob
 let it fire (at most one per request; `nth` counts the requests of the fault's method, the
 ones before it included). `error` and `status` replace the reply and leave the recorded
 exchange unplayed (a retry gets it); `delay`, `cut_after` and `malformed_frame` spoil the
-recorded reply that answers it.
+recorded reply that answers it: a reply that is no stream, cut or malformed, is left unplayed
+too (the client could read none of it); a stream counts as played (the client has its first
+frames, and the ids they hand out).
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ class Fault:
         what = {
             ERROR: f"error {self.error}",
             STATUS: "status " + " / ".join(str(s) for s in (self.status, self.grpc_status) if s),
-            CUT: f"stream cut after {self.frames} frame{'' if self.frames == 1 else 's'}",
+            CUT: f"cut after {self.frames} frame{'' if self.frames == 1 else 's'}",
             MALFORMED: f"frame {self.frames} malformed",
             DELAY: f"delay {self.delay:g} s",
         }[self.kind]

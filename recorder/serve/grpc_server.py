@@ -162,6 +162,8 @@ class GrpcStandIn:
             await _initial(context, renderer)
             if not await self.stand_in.hold(found, 0):
                 await context.abort(grpc.StatusCode.CANCELLED, "the stand-in is stopping")
+            if fault is not None and fault.kind in (CUT, MALFORMED):
+                self.stand_in.book.release(found)  # (the client cannot read it: a retry can)
             if fault is not None and fault.kind == CUT:
                 await context.abort(grpc.StatusCode.UNAVAILABLE, _cut_message(fault))
             if fault is not None and fault.kind == MALFORMED:

@@ -65,9 +65,7 @@ faults:
     assert (fourth.kind, fourth.frames, fourth.delay) == (CUT, 0, 0.5)
     assert (fifth.kind, fifth.frames) == (MALFORMED, 3)
     assert (sixth.kind, sixth.delay) == (DELAY, 2.0)
-    assert fourth.describe() == (
-        "fault 4 (SendStreamingMessage): stream cut after 0 frames after 0.5 s"
-    )
+    assert fourth.describe() == ("fault 4 (SendStreamingMessage): cut after 0 frames after 0.5 s")
 
 
 @pytest.mark.parametrize(

@@ -198,3 +198,51 @@ def test_each_fault_is_what_the_sdk_client_sees(recorded: Path, binding: str) ->
     assert f"{summary['unused']} unused; 1 unmatched; 6 faults injected" in err
     assert "unmatched:\n  POST /a2a/jsonrpc Nope: no recorded exchange matches" in err
     assert "ASGI callable returned" not in err and "Traceback" not in err
+
+
+UNARY = """\
+faults:
+  - method: GetTask
+    nth: 1
+    cut_after: 0
+  - method: GetTask
+    nth: 2
+    malformed_frame: 1
+"""
+
+
+async def _unary_under_faults(url: str, binding: str) -> list[BaseException | bool]:
+    """SendMessage, then its task's GetTask three times: cut, malformed, whole."""
+    seen: list[BaseException | bool] = []
+    async with await open_client(url, binding, streaming=False) as client:
+        events = [event async for event in client.send_message(user_message(DIFF))]
+        task_id = events[-1].task.id
+        for _ in range(3):
+            try:
+                got = await client.get_task(GetTaskRequest(id=task_id))
+            except Exception as exc:
+                seen.append(exc)
+            else:
+                seen.append(got is not None and got.id == task_id)
+    return seen
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "GRPC"])
+def test_a_reply_that_is_no_stream_cut_or_malformed(recorded: Path, binding: str) -> None:
+    folder = recorded / ("grpc" if binding == "GRPC" else "http")
+    faults = recorded / "unary.yaml"
+    faults.write_text(UNARY)
+    with serving(str(folder), "--faults", str(faults)) as (process, url):
+        seen = asyncio.run(_unary_under_faults(url, binding))
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=LIMIT)
+    print(binding, [(type(s).__name__, str(s)[:160]) for s in seen])
+    assert process.returncode == 0, err
+    cut, malformed, retried = seen
+    # cut: the connection closed inside the body (gRPC: UNAVAILABLE), a client error
+    assert isinstance(cut, A2AClientError), cut
+    # malformed: a body that is no JSON (gRPC: no protobuf): the client does not get the task
+    assert malformed is not True, malformed
+    # neither reply could be read: the recorded exchange answers the retry
+    assert retried is True, retried
+    assert "2 faults injected" in err and "Traceback" not in err, err
