@@ -7,14 +7,21 @@ from pathlib import Path
 import click
 
 from recorder.cli import fail, plural
+from recorder.cli.options import AliasedOption, quiet_option, verbose_option
 
 
 @click.command("import", short_help="Import the exchanges of a HAR file as .http transcripts.")
 @click.argument("har_file", metavar="FILE.har", type=click.Path(dir_okay=False))
 @click.option(
+    "-o",
+    "--output",
     "--out",
+    "out",
+    cls=AliasedOption,
+    aliases=("--out",),
     default="transcripts/",
     show_default=True,
+    metavar="DIRECTORY",
     type=click.Path(file_okay=False),
     help="Folder of the NN-slug.http transcripts (numbering continues after the highest).",
 )
@@ -42,7 +49,8 @@ from recorder.cli import fail, plural
     "it, from the HAR's times: for producers whose times are the wire's (mitmproxy); a "
     "browser's include its own reading of each body, so sequential calls seem to overlap.",
 )
-@click.option("-q", "--quiet", is_flag=True, help="No line per file written: the summary only.")
+@quiet_option("Errors only: no note per entry left out, no line per file, no summary.")
+@verbose_option("Also a line per file written.")
 def import_har_file(
     har_file: str,
     out: str,
@@ -51,9 +59,10 @@ def import_har_file(
     rules: str | None,
     during_by_time: bool,
     quiet: bool,
+    verbose: int,
 ) -> None:
     """Write the exchanges of FILE.har (from browser devtools, mitmproxy's HAR export,
-    Playwright's record_har, `recorder export --to har` ...) as transcripts in --out, as the
+    Playwright's record_har, `recorder export --to har` ...) as transcripts in -o, as the
     recorder would have written that traffic.
 
     Exchanges are grouped by id lineage, as `recorder record` groups unscripted traffic (a
@@ -88,15 +97,18 @@ def import_har_file(
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         fail("import", f"{where}{exc.strerror or exc}")
-    for note in imported.skipped:
-        click.echo(f"recorder import: left out {note}", err=True)
-    for note in imported.notes:
-        click.echo(f"recorder import: {note}", err=True)
     if not quiet:
+        for note in imported.skipped:
+            click.echo(f"recorder import: left out {note}", err=True)
+        for note in imported.notes:
+            click.echo(f"recorder import: {note}", err=True)
+    if verbose and not quiet:
         for path in imported.files:
             click.echo(f"recorder import: wrote {path}", err=True)
     if not imported.exchanges:
         fail("import", f"{har_file}: no exchange to import")
+    if quiet:
+        return
     left = f"; {plural(len(imported.skipped), 'entry', 'entries')} left out" * bool(
         imported.skipped
     )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from recorder.cli import fail, plural
+from recorder.cli.options import AliasedOption, quiet_option, verbose_option
 from recorder.errors import RecorderError
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     "--listen",
     default="127.0.0.1:41242",
     show_default=True,
+    metavar="HOST:PORT",
     help="Where the stand-in listens (HOST:PORT, or a port; 0: any free port).",
 )
 @click.option(
@@ -61,7 +63,12 @@ if TYPE_CHECKING:
     "reply (a stand-in that passes through what it was not recorded for).",
 )
 @click.option(
+    "-o",
+    "--output",
     "--record-new",
+    "record_new",
+    cls=AliasedOption,
+    aliases=("--record-new",),
     metavar="DIR",
     type=click.Path(file_okay=False),
     help="With --fallback: record what the agent answers there into transcripts in DIR "
@@ -81,18 +88,17 @@ if TYPE_CHECKING:
     "error, an HTTP or gRPC status, a stream cut after N frames, a malformed frame).",
 )
 @click.option(
+    "--json-report",
     "--report-json",
+    "json_report",
+    cls=AliasedOption,
+    aliases=("--report-json",),
     metavar="FILE",
     type=click.Path(dir_okay=False),
     help="Write the closing report (served, unused, unmatched, faults) as JSON to FILE.",
 )
-@click.option(
-    "-v",
-    "--verbose",
-    is_flag=True,
-    help="Log every request and the exchange it matched; the report lists all.",
-)
-@click.option("-q", "--quiet", is_flag=True, help="The closing report's summary line only.")
+@quiet_option("Errors and warnings only: not where it listens, nor what it recorded.")
+@verbose_option("Log every request and the exchange it matched.")
 def serve(
     paths: tuple[str, ...],
     listen: str,
@@ -105,9 +111,9 @@ def serve(
     record_new: str | None,
     strict: bool,
     faults_file: str | None,
-    report_json: str | None,
-    verbose: bool,
+    json_report: str | None,
     quiet: bool,
+    verbose: int,
 ) -> None:
     """Answer requests as the agent did in the transcripts under PATHS (files, folders).
 
@@ -119,7 +125,7 @@ def serve(
     --fallback the reply of a real agent.
 
     When it stops it reports what it served, which recorded exchanges it left unused, the
-    requests it could not match and the faults it injected (--report-json: as JSON too).
+    requests it could not match and the faults it injected (--json-report: as JSON too).
     """
     from recorder.record.proxy.server import parse_listen
     from recorder.rules.ruleset import load_rules
@@ -134,7 +140,7 @@ def serve(
     log.addHandler(handler)
     log.setLevel(logging.INFO if verbose else logging.WARNING)
     if record_new is not None and fallback is None:
-        fail("serve", "--record-new needs --fallback URL (the agent to record)")
+        fail("serve", "-o/--output needs --fallback URL (the agent to record)")
     recorder = None
     stand_in = None
     try:
@@ -163,7 +169,8 @@ def serve(
         )
         stand_in.grpc_fallback = grpc_relay
         grpc_at = _grpc_listen(grpc_listen, host, port, stand_in)
-        run(stand_in, host=host, port=port, announce=_status, grpc_listen=grpc_at)
+        announce = _silent if quiet else _status
+        run(stand_in, host=host, port=port, announce=announce, grpc_listen=grpc_at)
     except (ValueError, RecorderError) as exc:
         fail("serve", str(exc))
     except OSError as exc:
@@ -172,11 +179,14 @@ def serve(
     finally:
         if recorder is not None:
             recorder.stop()
-            _status(f"recorded {plural(recorder.proxy.recorded, 'new exchange')} in {record_new}")
+            if not quiet:
+                _status(
+                    f"recorded {plural(recorder.proxy.recorded, 'new exchange')} in {record_new}"
+                )
         log.removeHandler(handler)
     if stand_in is None:
         return
-    _report(stand_in, report_json, verbose=verbose, quiet=quiet)
+    _report(stand_in, json_report, verbose=bool(verbose), quiet=quiet)
     if strict and stand_in.unmatched:
         fail(
             "serve", f"{plural(stand_in.unmatched, 'request')} matched no recorded exchange", code=1
@@ -227,7 +237,7 @@ def _recorder(upstream: str, out: str, rules: Rules, grpc: str | None) -> ProxyS
 
 
 def _report(stand_in: StandIn, json_path: str | None, *, verbose: bool, quiet: bool) -> None:
-    """The closing report: on stderr (its summary only with -q), and as JSON to `json_path`."""
+    """The closing report: on stderr (not with -q), and as JSON to `json_path`."""
     import json
     from pathlib import Path
 
@@ -235,9 +245,9 @@ def _report(stand_in: StandIn, json_path: str | None, *, verbose: bool, quiet: b
     from recorder.serve.report import report_json, report_text
 
     report = stand_in.report()
-    first, *rest = report_text(report, verbose=verbose).splitlines()
-    _status(first)
     if not quiet:
+        first, *rest = report_text(report, verbose=verbose).splitlines()
+        _status(first)
         for line in rest:
             click.echo(line, err=True)
     if json_path is not None:
@@ -245,8 +255,13 @@ def _report(stand_in: StandIn, json_path: str | None, *, verbose: bool, quiet: b
             write_text_atomic(Path(json_path), json.dumps(report_json(report), indent=2) + "\n")
         except OSError as exc:
             fail("serve", f"{json_path}: {exc.strerror or exc}")
-        _status(f"wrote {json_path}")
+        if not quiet:
+            _status(f"wrote {json_path}")
 
 
 def _status(line: str) -> None:
     click.echo(f"recorder serve: {line}", err=True)
+
+
+def _silent(line: str) -> None:
+    """`serve -q`: the status lines are not said."""

@@ -131,7 +131,7 @@ def report_text(report: ServeReport, *, verbose: bool = False) -> str:
 
 
 def report_json(report: ServeReport) -> dict[str, Any]:
-    """The report as JSON (`recorder serve --report-json FILE`)."""
+    """The report as JSON (`recorder serve --json-report FILE`)."""
 
     def played(items: Sequence[Played]) -> list[dict[str, Any]]:
         return [{"exchange": p.where, "title": p.title, "times": p.times} for p in items]

@@ -40,7 +40,7 @@ def through_har(folder: Path, tmp_path: Path) -> Path:
     har = tmp_path / "exported.har"
     run("export", str(folder), "--to", "har", "-o", str(har))
     out = tmp_path / "imported"
-    run("import", str(har), "--out", str(out))
+    run("import", str(har), "-o", str(out))
     return out
 
 
@@ -115,7 +115,7 @@ def test_unscripted_sdk_traffic_comes_back_byte_for_byte_and_replays(tmp_path: P
 @pytest.mark.parametrize("name", ["mitmdump.har", "playwright.har"])
 def test_a_producers_har_imports_into_transcripts_that_replay(tmp_path: Path, name: str) -> None:
     out = tmp_path / "imported"
-    run("import", str(FIXTURES / name), "--out", str(out))
+    run("import", str(FIXTURES / name), "-o", str(out))
     text = "".join(path.read_text() for path in sorted(out.glob("*.http")))
     assert "kit-demo-token" not in text  # (mitmdump's capture sent it: redacted)
     count, problems = check_paths([str(out)])
@@ -138,6 +138,6 @@ def test_a_fresh_capture_imports_and_replays(tmp_path: Path, tool: str, capture:
         har = capture(kit.base_url, tmp_path / "capture.har")
         token = kit.token
     out = tmp_path / "imported"
-    run("import", str(har), "--out", str(out))
+    run("import", str(har), "-o", str(out))
     assert check_paths([str(out)])[1] == []
     assert failures(replayed(out, token)) == []

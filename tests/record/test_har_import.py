@@ -439,7 +439,7 @@ def test_times_are_read_for_during_tags_only_when_asked(tmp_path: Path) -> None:
 def test_the_command_says_what_it_wrote_and_left_out(tmp_path: Path) -> None:
     path = tmp_path / "c.har"
     path.write_text(har(entry(send("a"), reply({"message": {}})), entry(send("b"), "", status=0)))
-    result = CliRunner().invoke(main, ["import", str(path), "--out", str(tmp_path / "t")])
+    result = CliRunner().invoke(main, ["import", str(path), "-v", "-o", str(tmp_path / "t")])
     assert result.exit_code == 0, result.output
     assert (
         result.stdout == f"imported 1 exchange into 1 file in {tmp_path / 't'}; 1 entry left out\n"
@@ -464,7 +464,7 @@ def test_the_command_refuses_what_it_cannot_import_in_one_line(
 ) -> None:
     path = tmp_path / "c.har"
     path.write_text(text)
-    result = CliRunner().invoke(main, ["import", str(path), "--out", str(tmp_path / "t")])
+    result = CliRunner().invoke(main, ["import", str(path), "-v", "-o", str(tmp_path / "t")])
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith(message.format(path=path))

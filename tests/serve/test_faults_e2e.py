@@ -149,7 +149,7 @@ def test_each_fault_is_what_the_sdk_client_sees(recorded: Path, binding: str) ->
     folder = recorded / ("grpc" if binding == "GRPC" else "http")
     report = recorded / f"report-{binding}.json"
     with serving(
-        str(folder), "--faults", str(recorded / "faults.yaml"), "--report-json", str(report)
+        str(folder), "--faults", str(recorded / "faults.yaml"), "--json-report", str(report)
     ) as (process, url):
         seen = asyncio.run(_under_faults(url, binding))
         with httpx.Client(timeout=LIMIT) as http:  # a request no recording answers

@@ -185,7 +185,7 @@ def test_the_planners_scenarios_get_from_the_stand_in_what_they_get_from_the_kit
     from_kit = asyncio.run(run_scenarios(kit.url, kit.token))
     report = tmp_path / "report.json"
     with recorder_serve(
-        str(TRANSCRIPTS), "--listen", "127.0.0.1:0", "--strict", "--report-json", str(report)
+        str(TRANSCRIPTS), "--listen", "127.0.0.1:0", "--strict", "--json-report", str(report)
     ) as (process, url):
         from_stand_in = asyncio.run(run_scenarios(url, "any-token-will-do"))
         err, took = interrupt(process)
