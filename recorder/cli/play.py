@@ -23,6 +23,7 @@ from recorder.replay.keywords import Selection, SelectionError
 from recorder.replay.plan import TranscriptErrors, parse_shard
 from recorder.replay.player import AgentHandle
 from recorder.replay.player import play as play_transcripts
+from recorder.replay.reports.html_report import write_html_error, write_html_report
 from recorder.replay.reports.json_report import write_json_error, write_json_report
 from recorder.replay.reports.results import PlayResult
 from recorder.replay.reports.terminal import (
@@ -321,6 +322,15 @@ def _is_transcript(path: str) -> bool:
     help="Also write a JSON report: one record per exchange (file, exchange, title, verdict, "
     "mismatches, duration) and a summary.",
 )
+@click.option(
+    "--html-report",
+    "html_path",
+    metavar="FILE",
+    callback=_report_path,
+    help="Also write an HTML report: one self-contained page (no network) with each "
+    "exchange's verdict, its mismatches and checks, the recorded and the live reply side by "
+    "side, trial pass rates; built from the --json-report data.",
+)
 @variable_options
 @click.option(
     "--color",
@@ -391,6 +401,7 @@ def play(
     timeout: float,
     wait: float | None,
     json_path: str | None,
+    html_path: str | None,
     variables: dict[str, str],
     env_files: tuple[str, ...],
     color: str,
@@ -431,7 +442,7 @@ def play(
     if trials is not None and update:
         raise click.UsageError("--trials and --update do not go together: update from one run")
     report = TerminalReport(sys.stdout, color=_color(no_color, color), update=update, quiet=quiet)
-    reports = (junit_path, json_path)
+    reports = (junit_path, json_path, html_path)
     models: ModelSession | None = None
     try:
         environ = merge_variables(os.environ, _read_env_files(env_files), variables)
@@ -461,6 +472,7 @@ def play(
                 verbose=verbose,
                 exitfirst=exitfirst,
                 trials=plan,
+                replies=html_path is not None,
             )
     except TranscriptErrors as exc:
         for error in exc.errors:
@@ -487,14 +499,14 @@ def play(
                 f" ({plural(result.selected_files, 'file')} to play in all shards)",
                 err=True,
             )
-            _write_reports(junit_path, json_path, result, report, usage)
+            _write_reports(reports, result, report, usage)
             raise SystemExit(0)
         nothing = "no exchange to play (no transcript, or -k matched nothing)"
         click.echo(f"{PREFIX}{nothing}", err=True)
         _write_error_reports(reports, nothing)
         raise SystemExit(2)
     report.summary(result, usage_lines(usage) if usage is not None else ())
-    _write_reports(junit_path, json_path, result, report, usage)
+    _write_reports(reports, result, report, usage)
     sys.stdout.flush()
     raise SystemExit(exit_status(result))
 
@@ -516,32 +528,35 @@ def _read_env_files(paths: tuple[str, ...]) -> list[dict[str, str]]:
 
 
 def _write_reports(
-    junit_path: str | None,
-    json_path: str | None,
+    paths: tuple[str | None, str | None, str | None],
     result: PlayResult,
     report: TerminalReport,
     usage: ModelUsage | None = None,
 ) -> None:
     extra = {"model": usage_json(usage)} if usage is not None else None
-    for junit, path in ((True, junit_path), (False, json_path)):
+    for kind, path in zip(("junit", "json", "html"), paths, strict=True):
         if path is None:
             continue
         try:
-            if junit:
+            if kind == "junit":
                 write_junit_xml(result, path)
-            else:
+            elif kind == "json":
                 write_json_report(result, path, report.items, extra)
+            else:
+                write_html_report(result, path, report.items, extra)
         except OSError as exc:
             click.echo(f"{PREFIX}cannot write {path}: {exc.strerror or exc}", err=True)
             raise SystemExit(2) from None
 
 
-def _write_error_reports(paths: tuple[str | None, str | None], message: str) -> None:
+def _write_error_reports(paths: tuple[str | None, str | None, str | None], message: str) -> None:
     """A run that stopped before any verdict still leaves reports saying why (not the last
     run's files, which would show passes)."""
-    junit_path, json_path = paths
+    junit_path, json_path, html_path = paths
     with contextlib.suppress(OSError):
         if junit_path is not None:
             write_junit_error(message, junit_path)
         if json_path is not None:
             write_json_error(message, json_path)
+        if html_path is not None:
+            write_html_error(message, html_path)

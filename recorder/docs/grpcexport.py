@@ -1,7 +1,7 @@
 """gRPC calls in exports (pure): httpyac's `GRPC` requests in a `.http` file, grpcurl commands
 in a bash script. Both load the service from `a2a.proto` beside the export (the a2a-sdk ships
-only its compiled `a2a_pb2`; `recorder.bindings.grpc_proto` prints the proto from it, and the
-CLI writes it next to the export).
+only its compiled `a2a_pb2`; `recorder.bindings.grpc_proto` prints the proto from its
+descriptor, and the CLI writes it next to the export).
 
 - `.http` (JetBrains HTTP Client and httpyac): `proto < ./a2a.proto` in the file's head with
   proto-loader's options (enums and 64-bit integers read back as text, as ProtoJSON writes

@@ -1,5 +1,6 @@
 """`a2a.proto` written beside an export whose gRPC calls load it (httpyac's `proto <`,
-grpcurl's `-proto`): the text `recorder.bindings.grpc_proto` prints from the installed SDK.
+grpcurl's `-proto`): the text `recorder.bindings.grpc_proto` prints from the descriptor
+recorder ships.
 
 A file of that name that recorder did not write (its first line is not `PROTO_MARK`) is the
 user's: it is never overwritten.

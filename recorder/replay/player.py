@@ -55,7 +55,7 @@ from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.plan import PlanItem, load_transcripts, plan
 from recorder.replay.pushes import FORGED_NOTE, FilePushes, PushReceiver, as_reply
 from recorder.replay.reports.results import ExchangeResult, Listener, PlayResult, TranscriptResult
-from recorder.replay.reports.verbose import verbose_lines
+from recorder.replay.reports.verbose import reply_views
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
 from recorder.replay.trials import TrialPlan, play_in_trials
 from recorder.replay.update import (
@@ -146,6 +146,7 @@ class FilePlayer:
     compared (`recorder learn` keeps them)."""
     pushes: PushReceiver | None = None  # the run's webhook receiver; None: the file's own
     grpc: GrpcTarget | None = None  # where its gRPC calls go
+    keep_replies: bool = False  # each result holds both replies, normalized (the HTML report)
     state: ReplayState = field(init=False)
     results: dict[int, ExchangeResult] = field(init=False, default_factory=dict)
 
@@ -365,12 +366,9 @@ class FilePlayer:
         mismatches = self._pushes.compare(self.state, golden, live, index)
         if self.watch is not None:
             self.watch.answered()
-        details: tuple[str, ...] = ()
-        if mismatches and self.verbose:
-            sent = self._sent.get(index) if self.verbose > 2 else None
-            details = verbose_lines(
-                self.state, golden, live, self._secrets, sent=sent, whole=self.verbose > 1
-            )
+        verbose = self.verbose if mismatches else 0  # -v: the replies of a mismatch
+        sent, keep = self._sent.get(index), self.keep_replies  # (-vvv; the HTML report)
+        views = reply_views(self.state, golden, live, self._secrets, verbose, keep, sent)
         if self._secrets and mismatches:
             # a report must not print a secret (nor write it into a JUnit file)
             mismatches = tuple(scrub_mismatch(m, self._secrets) for m in mismatches)
@@ -378,9 +376,8 @@ class FilePlayer:
             # blessed once the whole file is played: a value a later exchange pairs (a task id
             # a GetTask names) is put back in this reply too
             self._to_bless[index] = live
-        self.results[index] = self._result(
-            index, mismatches=mismatches, seconds=time.perf_counter() - started, details=details
-        )
+        seconds = time.perf_counter() - started
+        self.results[index] = self._result(index, mismatches=mismatches, seconds=seconds, **views)
 
     def _failed(
         self, index: int, error: UpstreamError, started: float, *, agent_down: bool = False
@@ -481,6 +478,7 @@ class _Settings:
     """--trials N, --pass-rate R, --confidence C, --early-stop (`recorder.replay.trials`)."""
     pushes: PushReceiver | None = None
     grpc: GrpcTarget | None = None
+    replies: bool = False
 
 
 HALTED = "not played: the run stopped at the first failing file (-x)"
@@ -518,16 +516,9 @@ def _play_item(
         if listener is not None:
             for exchange in result.exchanges:
                 listener.exchange_done(item, exchange)
-    if settings.exitfirst and _stops_exitfirst(result, update=settings.update):
+    if settings.exitfirst and result.stops_run(update=settings.update):
         settings.halt.set()
     return result
-
-
-def _stops_exitfirst(result: TranscriptResult, *, update: bool) -> bool:
-    """A file that makes the run fail: an error, or a mismatch (--update: a file left)."""
-    if any(e.error is not None for e in result.exchanges):
-        return True
-    return bool(result.not_updated) if update else not result.passed
 
 
 def _file_player(
@@ -554,6 +545,7 @@ def _file_player(
         on_reply=None if lives is None else lives.__setitem__,
         pushes=settings.pushes,
         grpc=settings.grpc,
+        keep_replies=settings.replies,
     )
 
 
@@ -620,6 +612,7 @@ def play(
     exitfirst: bool = False,
     trials: TrialPlan | None = None,
     grpc_agent: str | None = None,
+    replies: bool = False,
 ) -> PlayResult:
     """Replay the transcripts under `paths` against `agent`, or against the agent that
     `start_agent` starts (only when there is something to play; stopped at the end). A
@@ -633,7 +626,7 @@ def play(
     `trials` (a `TrialPlan`) plays each file N times, an exchange passing as the plan says
     (`recorder.replay.trials`; not with `update`). gRPC calls go to `grpc_agent` (HOST:PORT),
     else to the GRPC interface of the agent's card (`start_agent(grpc=True)` when a file has
-    one: the started agent's).
+    one: the started agent's). `replies`: each result holds both replies, normalized.
 
     Raises `TranscriptErrors`, `RulesError` (a judge of the rules' checks cannot be imported),
     `UpstreamError` (the agent never answered), or ValueError for
@@ -682,6 +675,7 @@ def play(
             trials=trials,
             pushes=pushes,
             grpc=grpc,
+            replies=replies,
         )
         results = run_files(
             items,

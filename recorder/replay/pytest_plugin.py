@@ -6,6 +6,7 @@
     pytest transcripts/ -v                                # a mismatch with the replies' diff
     pytest transcripts/ --recorder-update                 # like `recorder play --update`
     pytest transcripts/ --recorder-var A2A_TOKEN=… --recorder-env-file .env
+    pytest transcripts/ --recorder-html-report report.html  # as recorder play --html-report
 
 Which `.http` files are collected (the plugin is installed with recorder and must stay out of
 the way of projects that do not use it):
@@ -174,6 +175,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="With --recorder-trials: stop a file's trials once no verdict can change.",
+    )
+    group.addoption(
+        "--recorder-html-report",
+        metavar="FILE",
+        default=None,
+        help="Write an HTML report of the exchanges run (as recorder play --html-report): "
+        "one self-contained page, the replies side by side.",
     )
     group.addoption(
         "--recorder-no-judge",
@@ -351,6 +359,7 @@ class _Agent:
             on_reply=on_reply,
             pushes=self._pushes,
             grpc=self.grpc,
+            keep_replies=bool(self.config.getoption("recorder_html_report", None)),
         )
 
     def close(self) -> None:
@@ -425,6 +434,11 @@ def pytest_configure(config: pytest.Config) -> None:
     _check_options(config)
     config.stash[_AGENT] = _Agent(config)
     config.stash[_UPDATED] = []
+    html: str | None = config.getoption("recorder_html_report", None)
+    if html:
+        from recorder.replay.reports.html_pytest import HtmlReportCollector
+
+        config.pluginmanager.register(HtmlReportCollector(html), "recorder-html-report")
 
 
 def _kit_problem() -> str | None:
@@ -663,6 +677,10 @@ class ExchangeItem(pytest.Item):
         file.ran.add(self.index)
         player = file.player()
         result = player.play_until(self.index)
+        if self.config.getoption("recorder_html_report", None):
+            from recorder.replay.reports.html_pytest import RECORD, exchange_record
+
+            self.user_properties.append((RECORD, exchange_record(file.display_path, result)))
         if not result.played:
             # an earlier exchange of the file got no reply: this one would need its ids. When
             # that exchange was a test of its own, it failed already; when it was not selected

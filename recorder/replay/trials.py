@@ -28,7 +28,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from recorder.replay.reports.results import ExchangeResult, TranscriptResult, TrialFailure, Trials
+from recorder.replay.reports.results import (
+    ExchangeResult,
+    Replies,
+    TranscriptResult,
+    TrialFailure,
+    Trials,
+)
 from recorder.replay.stats import fewest_trials, provable, wilson_lower
 
 __all__ = [
@@ -162,10 +168,18 @@ def combine(
                 seconds=sum(result.seconds for _, result in mine if result is not None),
                 notes=notes,
                 details=next((r.details for _, r in mine if r is not None and r.details), ()),
+                replies=_shown_replies([r for _, r in mine if r is not None]),
                 trials=plan.trials(passed, len(trials), failures),
             )
         )
     return tuple(combined)
+
+
+def _shown_replies(results: Sequence[ExchangeResult]) -> Replies | None:
+    """The replies a report shows for an exchange over trials: a failed trial's, else the
+    first trial's."""
+    failed = (r.replies for r in results if r.replies is not None and not r.passed)
+    return next(failed, next((r.replies for r in results if r.replies is not None), None))
 
 
 def _all_decided(

@@ -86,7 +86,13 @@ def test_messages_go_to_protojson_and_back() -> None:
     assert json.loads(text) == {
         "message": {"messageId": "m-1", "contextId": "c-1", "role": "ROLE_USER"}
     }
-    assert binding.to_message("SendMessage", text) == request
+    # the recorder's own message class (`recorder.bindings.grpc_messages`), the SDK's wire
+    back = binding.to_message("SendMessage", text)
+    assert type(back) is not type(request)
+    assert back.DESCRIPTOR.full_name == request.DESCRIPTOR.full_name
+    assert back.SerializeToString(deterministic=True) == request.SerializeToString(
+        deterministic=True
+    )
     with pytest.raises(ValueError, match="no field named"):
         binding.to_message("GetTask", b'{"taskId": "t-1"}')
     empty = binding.to_message("DeleteTaskPushNotificationConfig", b"{}", True)  # (the contract)

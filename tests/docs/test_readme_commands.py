@@ -503,11 +503,13 @@ def test_the_readme_screen_is_what_make_demo_prints(place: Place) -> None:
 
 def run_install(place: Place, text: str) -> None:
     # the README's install lines need the package index and fresh venvs: run as written by
-    # tests/e2e/test_install.py (the wheel built, installed beside a2a-sdk 1.1.0, pipx, [kit]),
-    # each picked there by `readme_line(PREFIX)`
-    users = (REPO / "tests" / "installs.py").read_text() + (
-        REPO / "tests" / "e2e" / "test_install.py"
-    ).read_text()
+    # tests/e2e/test_install.py (the wheel built, installed beside a2a-sdk 1.1.0, pipx, [kit])
+    # and tests/e2e/test_packaging.py (the package index's lines, against the release's
+    # files), each picked there by `readme_line(PREFIX)`
+    users = "".join(
+        (REPO / "tests" / name).read_text()
+        for name in ("installs.py", "e2e/test_install.py", "e2e/test_packaging.py")
+    )
     prefixes = re.findall(r'readme_line\("([^"]+)"\)', users)
     assert any(readme_line(prefix) == text for prefix in prefixes), (text, prefixes)
 
@@ -634,6 +636,10 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "recorder play docs/llm/ --agent http://localhost:41242 --rules docs/llm-judge.yaml "
     "--no-judge": run_llm_judge,
     # README.md, "Using it from your own project"
+    "pip install a2a-recorder": run_install,
+    "pipx install a2a-recorder": run_install,
+    "uv tool install a2a-recorder": run_install,
+    "pip install 'a2a-recorder[kit]'": run_install,
     "pip wheel --no-deps -w dist/ .": run_install,
     "pip install dist/a2a_recorder-0.1.0-py3-none-any.whl": run_install,
     "pipx install dist/a2a_recorder-0.1.0-py3-none-any.whl": run_install,

@@ -128,7 +128,7 @@ def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent
     assert pip(bin_ / "python", "install", "-q", "--no-compile", "pipx").returncode == 0
     pipx_bin = tmp_path / "pipx-bin"
     piped = run_line(
-        readme_line("pipx install"),
+        readme_line("pipx install dist/"),
         here,
         bin_,
         PIPX_HOME=str(tmp_path / "pipx"),
@@ -160,6 +160,217 @@ def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent
     assert out_text.endswith("code-reviewer stopped.\n")
 
 
+GRPC_AGENT = ROOT / "tests" / "fixtures" / "agents" / "echo_grpc_agent.py"
+GRPC_CLIENT = ROOT / "tests" / "fixtures" / "agents" / "echo_grpc_client.py"
+
+
+def _versions(folder: Path) -> dict[str, str]:
+    """The venv's a2a-sdk and protobuf versions."""
+    code = "import importlib.metadata as m\nprint(m.version('a2a-sdk'), m.version('protobuf'))"
+    done = subprocess.run(
+        [str(folder / "bin" / "python"), "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+        check=True,
+    )
+    sdk, protobuf = done.stdout.split()
+    return {"a2a-sdk": sdk, "protobuf": protobuf}
+
+
+@pytest.mark.timeout(1800)  # pip runs: minutes on a cold download cache
+def test_the_grpc_extra_installs_beside_sdk_1_1_and_records_and_plays_its_grpc_agent(
+    wheel: Path, fresh_venv: Path, tmp_path: Path, processes: list[Background]
+) -> None:
+    """The user's agent pins a2a-sdk 1.1.0 with its gRPC server (and so protobuf < 7): the
+    recorder's [grpc] extra leaves both as they are, checks the gRPC goldens, and records and
+    replays a gRPC call to that agent."""
+    bin_ = fresh_venv / "bin"
+    python = str(bin_ / "python")
+    sdk = pip(python, "install", "-q", "--no-compile", f"a2a-sdk[http-server,grpc]=={USER_SDK}")
+    assert sdk.returncode == 0, sdk.stderr
+    before = _versions(fresh_venv)
+    installed = pip(python, "install", "-q", "--no-compile", f"{wheel}[grpc]")
+    assert installed.returncode == 0, installed.stderr
+    assert _versions(fresh_venv) == before
+    assert before["a2a-sdk"] == USER_SDK
+
+    # the goldens, gRPC calls (18-22) checked against their message types
+    checked = subprocess.run(
+        [str(bin_ / "recorder"), "check", str(ROOT / "transcripts")],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stderr
+    bad = tmp_path / "bad.http"
+    golden = next((ROOT / "transcripts").glob("18-grpc-*.http"))
+    bad.write_text(golden.read_text().replace('"messageId"', '"messageID"', 1))
+    refused = subprocess.run(
+        [str(bin_ / "recorder"), "check", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert 'not a lf.a2a.v1.SendMessageRequest: message: no field named "messageID"' in (
+        refused.stderr
+    )
+
+    # the user's agent (a2a-sdk 1.1.0's GrpcHandler) and a client of the SDK's own stub
+    agent = Background(python, str(GRPC_AGENT))
+    processes.append(agent)
+    assert agent.first_line.startswith("listening on http://127.0.0.1:"), agent.first_line
+    _, _, agent_url, _, agent_grpc = agent.first_line.split()
+    out = tmp_path / "transcripts"
+    record = Background(
+        str(bin_ / "recorder"),
+        "record",
+        "--agent",
+        agent_url,
+        "--listen",
+        "127.0.0.1:0",
+        "--grpc-listen",
+        "127.0.0.1:0",
+        "--out",
+        str(out),
+        stream="stderr",
+    )
+    processes.append(record)
+    assert record.process.stderr is not None
+    listening = [record.process.stderr.readline() for _ in range(2)]
+    (grpc_line,) = [line for line in listening if "gRPC listening on" in line]
+    grpc_listen = grpc_line.split("gRPC listening on ")[1].split(",")[0]
+    called = subprocess.run(
+        [python, str(GRPC_CLIENT), grpc_listen, "hello", "echo-grpc"],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+        check=False,
+    )
+    assert called.returncode == 0, called.stderr
+    assert called.stdout == "echo: hello\n"
+    _, err = record.interrupt()
+    assert record.process.returncode == 0, err
+    (recorded,) = out.glob("*-echo-grpc.http")
+    text = recorded.read_text()
+    assert text.count("GRPC /lf.a2a.v1.A2AService/SendMessage") == 1
+    assert '"text": "echo: hello"' in text
+
+    played = subprocess.run(
+        [str(bin_ / "recorder"), "play", str(out), "--agent", agent_url],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT * 2,
+        check=False,
+    )
+    assert played.returncode == 0, played.stdout + played.stderr
+    assert played.stdout.endswith("1 transcript, 1 exchange: 1 passed, 0 failed\n")
+    # a reply the agent no longer gives is a mismatch at its path
+    recorded.write_text(text.replace('"text": "echo: hello"', '"text": "echo: bye"'))
+    mismatched = subprocess.run(
+        [
+            str(bin_ / "recorder"),
+            "play",
+            str(out),
+            "--agent",
+            agent_url,
+            "--grpc-agent",
+            agent_grpc,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT * 2,
+        check=False,
+    )
+    assert mismatched.returncode == 1, mismatched.stdout + mismatched.stderr
+    assert "$.message.parts[0].text" in mismatched.stdout
+    assert _versions(fresh_venv) == before
+
+
+SDK_CLIENT = ROOT / "tests" / "fixtures" / "agents" / "echo_sdk_client.py"
+
+
+@pytest.mark.timeout(1800)  # pip runs: minutes on a cold download cache
+def test_the_helloworld_flow_on_sdk_1_1_records_and_plays_its_clients_jsonrpc_and_grpc(
+    wheel: Path, fresh_venv: Path, tmp_path: Path, processes: list[Background]
+) -> None:
+    """The README's own-project flow for an agent like the SDK's helloworld sample: agent and
+    client on a2a-sdk 1.1.0 (its `create_client`, uuid ids, no recorder headers) in their own
+    venv, the recorder's wheel with [grpc] beside them; recorded with --scenario through the
+    rewritten card (JSON-RPC, then gRPC to the card's GRPC interface), played back, and the
+    SDK and protobuf versions are the agent's from start to end."""
+    bin_ = fresh_venv / "bin"
+    python = str(bin_ / "python")
+    sdk = pip(python, "install", "-q", "--no-compile", f"a2a-sdk[http-server,grpc]=={USER_SDK}")
+    assert sdk.returncode == 0, sdk.stderr
+    before = _versions(fresh_venv)
+    installed = pip(python, "install", "-q", "--no-compile", f"{wheel}[grpc]")
+    assert installed.returncode == 0, installed.stderr
+    assert _versions(fresh_venv) == before and before["a2a-sdk"] == USER_SDK
+
+    agent = Background(python, str(GRPC_AGENT))
+    processes.append(agent)
+    assert agent.first_line.startswith("listening on http://127.0.0.1:"), agent.first_line
+    agent_url = agent.first_line.split()[2]
+    out = tmp_path / "transcripts"
+    record = Background(
+        str(bin_ / "recorder"),
+        "record",
+        "--agent",
+        agent_url,
+        "--listen",
+        "127.0.0.1:0",
+        "--grpc-listen",
+        "127.0.0.1:0",
+        "--out",
+        str(out),
+        "--scenario",
+        "hello",
+        stream="stderr",
+    )
+    processes.append(record)
+    assert record.process.stderr is not None
+    proxy_url = announced_address(record.first_line)
+    said: list[str] = []
+    while len(said) < 2 and not any("gRPC listening on " in line for line in said):
+        said.append(record.process.stderr.readline())  # (where it writes; then the listener)
+    assert "gRPC listening on " in said[-1], said
+    for binding, text in (("JSONRPC", "hello"), ("GRPC", "hello over grpc")):
+        asked = subprocess.run(
+            [python, str(SDK_CLIENT), proxy_url, text, binding],
+            capture_output=True,
+            text=True,
+            timeout=LIMIT,
+            check=False,
+        )
+        assert asked.returncode == 0, asked.stderr
+        assert asked.stdout == f"echo: {text}\n"
+    _, err = record.interrupt()
+    assert record.process.returncode == 0, err
+    (recorded,) = out.glob("*.http")  # --scenario: one file, the card fetches and both calls
+    assert recorded.name.endswith("-hello.http")
+    transcript = recorded.read_text()
+    assert transcript.count("POST /a2a/jsonrpc HTTP/1.1") == 1
+    assert transcript.count("GRPC /lf.a2a.v1.A2AService/SendMessage") == 1
+
+    played = subprocess.run(
+        [str(bin_ / "recorder"), "play", str(out), "--agent", agent_url, "--wait", "30"],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT * 2,
+        check=False,
+    )
+    assert played.returncode == 0, played.stdout + played.stderr
+    exchanges = transcript.count("\n### ")
+    assert played.stdout.endswith(
+        f"1 transcript, {exchanges} exchanges: {exchanges} passed, 0 failed\n"
+    ), played.stdout
+    assert _versions(fresh_venv) == before
+
+
 def test_the_core_metadata_names_no_a2a_sdk_and_no_starlette() -> None:
     """What pip reads: the core requirements (no extra) pin none of the kit's stack."""
     import tomllib
@@ -170,9 +381,10 @@ def test_the_core_metadata_names_no_a2a_sdk_and_no_starlette() -> None:
     for name in ("a2a-sdk", "starlette", "sse-starlette", "fastapi"):
         assert name not in core
     extras = project["optional-dependencies"]
-    for extra in ("kit", "grpc"):
-        needs = " ".join(extras[extra])
-        assert "a2a-sdk" in needs and "==" not in needs  # a range, never an exact pin
+    needs = " ".join(extras["kit"])
+    assert "a2a-sdk" in needs and "==" not in needs  # a range, never an exact pin
+    # the gRPC binding ships its own A2A messages: it brings no a2a-sdk of its own
+    assert "a2a-sdk" not in " ".join(extras["grpc"]).lower()
     [ours] = [need for need in extras["test"] if need.startswith("a2a-recorder[")]
     assert {"kit", "grpc"} <= set(ours.removeprefix("a2a-recorder[").rstrip("]").split(","))
 
@@ -221,7 +433,7 @@ def test_both_jobs_keep_the_report_whatever_the_outcome() -> None:
     github_report = _report(jobs["github"])
     (upload,) = [
         step
-        for job in blocks["github"]["jobs"].values()  # type: ignore[attr-defined]
+        for job in blocks["github"]["jobs"].values()
         for step in job["steps"]
         if str(step.get("uses", "")).startswith("actions/upload-artifact")
     ]

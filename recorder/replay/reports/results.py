@@ -10,7 +10,15 @@ from typing import Protocol
 from recorder.replay.plan import PlanItem
 from recorder.replay.verdict.diff import Mismatch
 
-__all__ = ["ExchangeResult", "Listener", "PlayResult", "TranscriptResult", "TrialFailure", "Trials"]
+__all__ = [
+    "ExchangeResult",
+    "Listener",
+    "PlayResult",
+    "Replies",
+    "TranscriptResult",
+    "TrialFailure",
+    "Trials",
+]
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,16 @@ class Trials:
 
 
 @dataclass(frozen=True)
+class Replies:
+    """The recorded and the live reply of an exchange as lines, normalized as compared
+    (`recorder.replay.reports.verbose.normalized_replies`): what the HTML report shows side by
+    side."""
+
+    recorded: tuple[str, ...]
+    live: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ExchangeResult:
     """The verdict on one exchange: its 1-based number in the file, title and mismatches.
 
@@ -85,6 +103,9 @@ class ExchangeResult:
     terminal report sums up a run of such files in one line, `recorder.replay.reports.recap`)."""
     trials: Trials | None = None
     """`--trials N`: the verdict is the trials' (their mismatches and errors are in it)."""
+    replies: Replies | None = None
+    """Asked for (`play(replies=True)`, the HTML report) and the exchange got a reply: both
+    replies, normalized (with trials: a failed trial's, else the first)."""
 
     @property
     def passed(self) -> bool:
@@ -118,6 +139,13 @@ class TranscriptResult:
     def failed(self) -> tuple[ExchangeResult, ...]:
         """The exchanges that did not pass: mismatches, errors, not played."""
         return tuple(e for e in self.exchanges if not e.passed)
+
+    def stops_run(self, *, update: bool) -> bool:
+        """-x: a file that makes the run fail: an error, or a mismatch (--update: a file
+        left as it was)."""
+        if any(e.error is not None for e in self.exchanges):
+            return True
+        return bool(self.not_updated) if update else not self.passed
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,16 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from recorder.format.jsonvalue import dumps, loads
 from recorder.format.model import Exchange, Request, Response
+from recorder.replay.reports.results import Replies
 from recorder.replay.verdict.live import LiveReply
 from recorder.replay.verdict.state import ReplayState
 from recorder.secrets.redact import scrub_text
 
-__all__ = ["DIFF_CONTEXT", "reply_diff", "verbose_lines"]
+__all__ = ["DIFF_CONTEXT", "normalized_replies", "reply_diff", "reply_views", "verbose_lines"]
 
 INDENT = "    "
 DIFF_CONTEXT = 3
@@ -38,12 +40,7 @@ def verbose_lines(
 ) -> tuple[str, ...]:
     """The lines shown under a mismatch (without the report's indent): the diff of the
     normalized replies, or with `whole` both of them (and the request `sent`, when given)."""
-    aliases = state.aliases()
-    mapping = state.mapping
-    live_aliases = {mapping[g]: alias for g, alias in aliases.items() if g in mapping}
-    reply = live.response if isinstance(live, LiveReply) else live
-    recorded = _scrubbed(_response_text(golden.response), aliases, secrets)
-    got = _scrubbed(_response_text(reply), live_aliases, secrets)
+    recorded, got = normalized_replies(state, golden, live, secrets)
     lines: list[str] = []
     if sent is not None:
         lines.append("request as sent:")
@@ -56,6 +53,48 @@ def verbose_lines(
     lines.append("live reply (normalized):")
     lines.extend(INDENT + line for line in got)
     return tuple(lines)
+
+
+def reply_views(
+    state: ReplayState,
+    golden: Exchange,
+    live: LiveReply | Response,
+    secrets: Mapping[str, str],
+    verbose: int,
+    replies: bool,
+    sent: Request | None = None,
+) -> dict[str, Any]:
+    """What a compared exchange's result shows of its replies, as `ExchangeResult` fields:
+    `details` (-v's lines: `verbose` 1-3, given on a mismatch; `sent` at 3) and `replies`
+    (both, normalized: asked for by the HTML report)."""
+    views: dict[str, Any] = {}
+    if verbose:
+        whole = verbose > 1
+        views["details"] = verbose_lines(
+            state, golden, live, secrets, sent=sent if verbose > 2 else None, whole=whole
+        )
+    if replies:
+        recorded, got = normalized_replies(state, golden, live, secrets)
+        views["replies"] = Replies(tuple(recorded), tuple(got))
+    return views
+
+
+def normalized_replies(
+    state: ReplayState,
+    golden: Exchange,
+    live: LiveReply | Response,
+    secrets: Mapping[str, str],
+) -> tuple[list[str], list[str]]:
+    """The recorded and the live reply as lines, normalized as the comparison sees them (the
+    status line, then the body or each frame; each paired generated value as its alias, in
+    both; secrets as their placeholders): what -v diffs and the HTML report shows."""
+    aliases = state.aliases()
+    mapping = state.mapping
+    live_aliases = {mapping[g]: alias for g, alias in aliases.items() if g in mapping}
+    reply = live.response if isinstance(live, LiveReply) else live
+    recorded = _scrubbed(_response_text(golden.response), aliases, secrets)
+    got = _scrubbed(_response_text(reply), live_aliases, secrets)
+    return recorded, got
 
 
 def reply_diff(recorded: list[str], live: list[str], context: int = DIFF_CONTEXT) -> list[str]:
