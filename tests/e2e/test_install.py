@@ -97,7 +97,7 @@ def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent
     junit = tmp_path / "report.xml"
     command = [str(bin_ / "recorder"), "play", str(out), "--agent", agent_url]
     played = subprocess.run(
-        [*command, "--wait", "30", "--junit-xml", str(junit)],
+        [*command, "--wait", "30", "--junit-report", str(junit)],
         capture_output=True,
         text=True,
         timeout=LIMIT * 2,
@@ -424,7 +424,7 @@ ECHO_TRANSCRIPT = ROOT / "tests" / "fixtures" / "agents" / "echo.http"
 
 def _report(lines: list[str]) -> str:
     (play,) = [line for line in lines if line.startswith("recorder play ")]
-    return play.split("--junit-xml ", 1)[1].split()[0]
+    return play.split("--junit-report ", 1)[1].split()[0]
 
 
 def test_both_jobs_keep_the_report_whatever_the_outcome() -> None:
