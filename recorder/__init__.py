@@ -5,9 +5,10 @@ The public API is what `__all__` lists; everything else is internal.
 
 from recorder.errors import ParseError, RecorderError, RulesError, UpstreamError
 from recorder.httpfile import dump, dumps, load, loads
-from recorder.model import Exchange, Headers, Request, Response, SseEvent, Transcript
+from recorder.model import CallTag, Exchange, Headers, Request, Response, SseEvent, Transcript
 
 __all__ = [
+    "CallTag",
     "Exchange",
     "Headers",
     "ParseError",

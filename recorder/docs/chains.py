@@ -128,6 +128,11 @@ def find_chains(exchanges: Sequence[Exchange], rules: Rules = DEFAULT_RULES) -> 
     uses: list[tuple[Capture, ...]] = []
     during: dict[int, tuple[int, int]] = {}
     for index, exchange in enumerate(exchanges):
+        if exchange.call is not None:
+            # the agent's call to a downstream: neither the client's values nor a reply the
+            # client reads (an export leaves it out)
+            uses.append(())
+            continue
         sent = pairing.request_values(exchange.request)
         uses.append(tuple(capture for value, capture in origins.items() if value in sent))
         client |= sent

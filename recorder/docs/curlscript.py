@@ -155,7 +155,7 @@ def export_curl(
 
     `start` is the number of the first exchange in its file (`FILE#4` exports exchange 4);
     chains are followed within `exchanges` only."""
-    sent = [e for e in exchanges if e.push_config is None]
+    sent = [e for e in exchanges if not e.sent_by_agent]
     http = [e for e in sent if not e.request.is_grpc]
     base = export_base(http or exchanges, base_url, source) if http or not sent else None
     grpc = frozenset(i for i, e in enumerate(exchanges) if e.request.is_grpc)
@@ -192,8 +192,8 @@ def export_curl(
         blocks.append("\n".join(lines) + "\n")
 
     for index in range(len(exchanges)):
-        if exchanges[index].push_config is not None:
-            continue  # a push delivery (`# @push config N`): the agent sends it, not the client
+        if exchanges[index].sent_by_agent:
+            continue  # a push delivery or a call (`@push`, `@call`): the agent sends it
         if index in chains.during and chains.during[index][0] in opened:
             continue  # sent by the exchange it arrived during
         if index not in opened:

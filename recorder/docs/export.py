@@ -391,15 +391,15 @@ def export_http(
     loads the service from `a2a.proto` beside the file (the caller writes it there)."""
     if dialect not in DIALECTS:
         raise ExportError(f"unknown .http dialect {dialect!r}: one of {', '.join(DIALECTS)}")
-    http = [e for e in exchanges if not e.request.is_grpc and e.push_config is None]
+    http = [e for e in exchanges if not e.request.is_grpc and not e.sent_by_agent]
     base = export_base(http, base_url, source) if http or not exchanges else None
     chains = find_chains(exchanges)
     names = [_request_name(e, n) for n, e in enumerate(exchanges, start=start)]
     blocks: list[str] = []
     variables: list[str] = []
     for index, exchange in enumerate(exchanges):
-        if exchange.push_config is not None:
-            continue  # a push delivery (`# @push config N`): the agent sends it, not the client
+        if exchange.sent_by_agent:
+            continue  # a push delivery or a call (`@push`, `@call`): the agent sends it
         number = index + start
         where_ = where(source, exchange, number)
         usable = [c for c in chains.uses[index] if c.frame is None]

@@ -202,6 +202,11 @@ class FilePlayer:
                 played=False,
             )
             return
+        if golden.call is not None:
+            # the agent's own call to a downstream (`# @call`): never sent by the player, and
+            # no exchange of the client's (`plan` reports none)
+            self.results[index] = self._result(index, notes=("a call the agent made: not sent",))
+            return
         if self._pushes.is_delivery(index):  # the agent's call: awaited, compared, not sent
             if (live := self._pushes.delivered(index, self.timeout)) is not None:
                 self._record(index, live, time.perf_counter())

@@ -481,6 +481,8 @@ class TranscriptFile(pytest.File):
             except TranscriptErrors as exc:
                 raise self.CollectError(str(exc)) from None
         for index, exchange in enumerate(self.transcript.exchanges):
+            if exchange.call is not None:
+                continue  # a call the agent made (`# @call`): no exchange of the client's
             title = exchange.title.replace("::", ":")
             name = f"{index + 1:02d} {title}".rstrip()
             yield ExchangeItem.from_parent(self, name=name, index=index)
