@@ -44,11 +44,14 @@ from typing import Any
 import httpx
 
 from recorder.checks.judges import import_judges
-from recorder.errors import NoReplyError, UpstreamError
+from recorder.errors import NoReplyError, RecorderError, UpstreamError
 from recorder.model import Exchange, Request, Transcript
+from recorder.pairing import PairingRules
 from recorder.redact import scrub_text
 from recorder.replay.agents import AgentHandle as AgentHandle
 from recorder.replay.during import BackgroundExchange, during_tags
+from recorder.replay.calls import as_reply as call_as_reply
+from recorder.replay.filecalls import CallVerdict, FileCalls
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc, send_grpc
 from recorder.replay.jobs import Stopped, run_files
 from recorder.replay.live import frames_read
@@ -58,6 +61,7 @@ from recorder.replay.plan import PlanItem, load_transcripts, plan
 from recorder.replay.pushes import FilePushes, PushReceiver, as_reply
 from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
+from recorder.replay.standin import StandIns
 from recorder.replay.state import LiveReply, ReplayState
 from recorder.replay.trials import play_in_trials
 from recorder.replay.update import (
@@ -128,6 +132,11 @@ class FilePlayer:
     compared (`recorder learn` keeps them)."""
     pushes: PushReceiver | None = None  # the run's webhook receiver; None: the file's own
     grpc: GrpcTarget | None = None  # where its gRPC calls go
+    stand_ins: StandIns | None = None
+    """The run's stand-ins for the agent's downstreams (`recorder.replay.standin`): the
+    file's recorded calls (`# @call`) wait there while their exchange is open, and are
+    compared with the live ones when its reply was; None: the calls go where the agent sends
+    them, not compared."""
     state: ReplayState = field(init=False)
     results: dict[int, ExchangeResult] = field(init=False, default_factory=dict)
 
@@ -174,6 +183,14 @@ class FilePlayer:
         # exchange -> (the exchange it is sent during, frames); the exchanges read meanwhile
         self._during, self._in_background = during_tags(self.transcript)
         self._pushes = FilePushes(self.transcript, self.pushes or PushReceiver())
+        self._calls: FileCalls | None = None
+        if self.stand_ins is not None and any(e.call for e in self.transcript.exchanges):
+            state = self.state
+            self._calls = FileCalls(
+                self.path, self.transcript, self.stand_ins.rules, lambda: state.mapping
+            )
+            self.stand_ins.join(self._calls)
+        self._calls_left: dict[int, str] = {}  # --update: an exchange whose calls differ in number
 
     def play_until(self, index: int) -> ExchangeResult:
         while index not in self.results:
@@ -239,6 +256,8 @@ class FilePlayer:
         request = fill_placeholders(request, self._filled, path=self.path, line=golden.line)
         request = self._pushes.prepare(index, request)
         max_events = frames_read(golden)
+        if self._calls is not None:
+            self._calls.open(index)  # its calls wait at the stand-ins from now
         if index in self._in_background:
 
             def start(background: BackgroundExchange) -> LiveReply:
@@ -349,6 +368,11 @@ class FilePlayer:
             details = verbose_lines(
                 self.state, golden, live, self._secrets, sent=sent, whole=self.verbose > 1
             )
+        calls = self._settle_calls(index)
+        if calls.mismatches:
+            mismatches = [*mismatches, *calls.mismatches]
+            if self.verbose:
+                details = (*details, *self._call_details(calls))
         if self._secrets and mismatches:
             # a report must not print a secret (nor write it into a JUnit file)
             mismatches = tuple(scrub_mismatch(m, self._secrets) for m in mismatches)
@@ -357,8 +381,42 @@ class FilePlayer:
             # a GetTask names) is put back in this reply too
             self._to_bless[index] = live
         self.results[index] = self._result(
-            index, mismatches=mismatches, seconds=time.perf_counter() - started, details=details
+            index,
+            mismatches=mismatches,
+            seconds=time.perf_counter() - started,
+            details=details,
+            calls=calls.count,
         )
+
+    def _settle_calls(self, index: int) -> CallVerdict:
+        """Exchange `index`'s reply was compared: its calls now (`recorder.replay.filecalls`);
+        --update keeps the live requests of the calls that differ, to bless."""
+        if self._calls is None:
+            return CallVerdict()
+        verdict = self._calls.settle(index, self.state)
+        if self.update and verdict.mismatches:
+            if verdict.whole:
+                self._to_bless.update(verdict.made or {})
+            else:
+                first = next(m for m in verdict.mismatches if not m.path)
+                self._calls_left[index] = f"exchange {index + 1}: {first.describe()}"
+        return verdict
+
+    def _call_details(self, verdict: CallVerdict) -> tuple[str, ...]:
+        """-v: each call that differs, its recorded and live request diffed (normalized)."""
+        assert self._calls is not None
+        lines: list[str] = []
+        for call in self._calls.calls:
+            live = (verdict.made or {}).get(call.index)
+            if live is None:
+                continue
+            lines.append(f"{call.label}, the request (recorded, live):")
+            lines.extend(
+                verbose_lines(
+                    self.state, call_as_reply(call), live, self._secrets, whole=self.verbose > 1
+                )
+            )
+        return tuple(lines)
 
     def _failed(
         self, index: int, error: UpstreamError, started: float, *, agent_down: bool = False
@@ -366,6 +424,8 @@ class FilePlayer:
         self._no_reply = index if self._no_reply is None else min(self._no_reply, index)
         if self.watch is not None and isinstance(error, NoReplyError):
             self.watch.contacted()  # reached, if not whole: losing it later is a result
+        if self._calls is not None:
+            self._calls.settle(index, None)  # no reply: its calls are not judged
         # the message names the request's target: a secret query parameter is in it
         message = scrub_text(str(error), self._secrets)
         self.results[index] = self._result(
@@ -396,6 +456,8 @@ class FilePlayer:
         chosen = set(selected)
         if self.not_updated(chosen) is not None:
             return False
+        if self._calls is not None:  # the calls of the chosen exchanges
+            chosen |= {call.index for call in self._calls.calls if call.exchange in chosen}
         live = {index: self._to_bless[index] for index in chosen & self._to_bless.keys()}
         replaced = blessed_exchanges(self.transcript, self.state, self.rules, live, self._secrets)
         if not replaced:
@@ -406,9 +468,15 @@ class FilePlayer:
         return True
 
     def not_updated(self, selected: Iterable[int]) -> str | None:
-        """Why --update must leave the file as it is, or None (`recorder.replay.update`)."""
+        """Why --update must leave the file as it is, or None (`recorder.replay.update`); a
+        call not made or an extra call: the file is to be recorded again (a call's place in
+        the file, and the reply an extra one would need, are the recording's to give)."""
+        chosen = set(selected)
+        left = [why for index, why in sorted(self._calls_left.items()) if index in chosen]
+        if left:
+            return f"{left[0]}: record it again"
         return why_not_updated(
-            self.results, self._no_reply, self._to_bless.keys(), selected, self._unpaired
+            self.results, self._no_reply, self._to_bless.keys(), chosen, self._unpaired
         )
 
 
@@ -431,6 +499,7 @@ class _Settings:
     """--trials N, --pass-rate R (`recorder.replay.trials`)."""
     pushes: PushReceiver | None = None
     grpc: GrpcTarget | None = None
+    stand_ins: StandIns | None = None
 
 
 HALTED = "not played: the run stopped at the first failing file (-x)"
@@ -504,6 +573,7 @@ def _file_player(
         on_reply=None if lives is None else lives.__setitem__,
         pushes=settings.pushes,
         grpc=settings.grpc,
+        stand_ins=settings.stand_ins,
     )
 
 
@@ -570,6 +640,9 @@ def play(
     exitfirst: bool = False,
     trials: tuple[int, float] | None = None,
     grpc_agent: str | None = None,
+    downstreams: Mapping[str, tuple[str, int]] | None = None,
+    live_downstreams: bool = False,
+    announce: Callable[[str], None] | None = None,
 ) -> PlayResult:
     """Replay the transcripts under `paths` against `agent`, or against the agent that
     `start_agent` starts (only when there is something to play; stopped at the end). A
@@ -585,6 +658,12 @@ def play(
     else to the GRPC interface of the agent's card (`start_agent(grpc=True)` when a file has
     one: the started agent's).
 
+    The agent's own calls (`# @call NAME exchange N` blocks) are answered by stand-ins
+    (`recorder.replay.standin`) listening where they were recorded to, or where
+    `downstreams` says (NAME -> (host, port); port 0: any free one), and compared like
+    replies; `announce` is told where each listens. With `live_downstreams` nothing stands
+    in: the calls go where the agent sends them, and only its replies are compared.
+
     Raises `TranscriptErrors`, `RulesError` (a judge of the rules' checks cannot be imported),
     `UpstreamError` (the agent never answered), or ValueError for
     a bad agent URL or when neither `agent` nor `start_agent` is given; mismatches, and the
@@ -597,6 +676,84 @@ def play(
     import_judges(check for entry in rules.checks for check in entry.checks)
     selected_files = len(items) if shard is None else len(plan(loaded, pattern=pattern))
     variables = dict(os.environ if environ is None else environ)
+    stand_ins = None if live_downstreams else _stand_ins(items, loaded, rules, downstreams)
+    if stand_ins is not None and announce is not None:
+        for name, urls in stand_ins.addresses.items():
+            announce(f"standing in for {name} at {', '.join(urls)}")
+    try:
+        return _play_items(
+            items,
+            loaded,
+            agent=agent,
+            rules=rules,
+            update=update,
+            jobs=jobs,
+            timeout=timeout,
+            listener=listener,
+            start_agent=start_agent,
+            verbose=verbose,
+            exitfirst=exitfirst,
+            trials=trials,
+            grpc_agent=grpc_agent,
+            variables=variables,
+            selected_files=selected_files,
+            stand_ins=stand_ins,
+        )
+    finally:
+        if stand_ins is not None:
+            stand_ins.close()
+
+
+def _stand_ins(
+    items: Sequence[PlanItem],
+    loaded: Sequence[tuple[str, Transcript]],
+    rules: Rules,
+    downstreams: Mapping[str, tuple[str, int]] | None,
+) -> StandIns | None:
+    """The run's stand-ins, listening for the calls of the files to play (and of the files
+    they need), or None when they hold none. RecorderError: a `downstreams` name that no
+    transcript's calls name, a place that cannot be bound."""
+    overrides = dict(downstreams or {})
+    named = {e.call.name for _, t in loaded for e in t.exchanges if e.call is not None}
+    unknown = sorted(set(overrides) - named)
+    if unknown:
+        known = ", ".join(sorted(named)) or "none"
+        raise RecorderError(
+            f"--downstream {unknown[0]}: no transcript has calls to {unknown[0]} (they have "
+            f"calls to: {known})"
+        )
+    played = [item.transcript for item in items] + [t for item in items for _, t in item.needs]
+    if not any(e.call is not None for t in played for e in t.exchanges):
+        return None
+    stand_ins = StandIns(PairingRules(rules), overrides)
+    try:
+        stand_ins.stand_in_for(played)
+    except BaseException:
+        stand_ins.close()
+        raise
+    return stand_ins
+
+
+def _play_items(
+    items: Sequence[PlanItem],
+    loaded: Sequence[tuple[str, Transcript]],
+    *,
+    agent: str | None,
+    rules: Rules,
+    update: bool,
+    jobs: int,
+    timeout: float,
+    listener: Listener | None,
+    start_agent: Callable[..., AgentHandle] | None,
+    verbose: int,
+    exitfirst: bool,
+    trials: tuple[int, float] | None,
+    grpc_agent: str | None,
+    variables: dict[str, str],
+    selected_files: int,
+    stand_ins: StandIns | None,
+) -> PlayResult:
+    """`play` once its files are planned and its stand-ins listen."""
     live_base: str | None = None
     handle: AgentHandle | None = None
     if agent is not None:
@@ -632,6 +789,7 @@ def play(
             trials=trials,
             pushes=pushes,
             grpc=grpc,
+            stand_ins=stand_ins,
         )
         results = run_files(
             items,

@@ -70,6 +70,9 @@ class ExchangeResult:
     terminal report sums up a run of such files in one line, `recorder.replay.recap`)."""
     trials: Trials | None = None
     """`--trials N`: the verdict is the trials' (their mismatches and errors are in it)."""
+    calls: int = 0
+    """The calls the agent made to its downstreams while it answered (`# @call` blocks),
+    stood in for and compared: their mismatches are among `mismatches` (`Mismatch.call`)."""
 
     @property
     def passed(self) -> bool:
@@ -117,6 +120,11 @@ class PlayResult:
     @property
     def exchange_count(self) -> int:
         return sum(len(t.exchanges) for t in self.transcripts)
+
+    @property
+    def call_count(self) -> int:
+        """The agent's calls stood in for, in the exchanges reported."""
+        return sum(e.calls for t in self.transcripts for e in t.exchanges)
 
     @property
     def failed_count(self) -> int:

@@ -76,6 +76,7 @@ def combine(
                 notes=notes,
                 details=next((r.details for _, r in mine if r is not None and r.details), ()),
                 trials=Trials(runs, passed, needed, failures),
+                calls=first.calls,
             )
         )
     return tuple(combined)
