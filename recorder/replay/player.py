@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,26 +43,25 @@ from typing import Any
 import httpx
 
 from recorder.checks.judges import import_judges
-from recorder.errors import NoReplyError, RecorderError, UpstreamError
+from recorder.errors import NoReplyError, UpstreamError
 from recorder.model import Exchange, Request, Transcript
-from recorder.pairing import PairingRules
 from recorder.redact import scrub_text
 from recorder.replay.agents import AgentHandle as AgentHandle
-from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.calls import as_reply as call_as_reply
+from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.filecalls import CallVerdict, FileCalls
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc, send_grpc
-from recorder.replay.jobs import Stopped, run_files
+from recorder.replay.jobs import run_files
 from recorder.replay.live import frames_read
-from recorder.replay.needs import attach_needs, play_needs
+from recorder.replay.needs import attach_needs
 from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.plan import PlanItem, load_transcripts, plan
 from recorder.replay.pushes import FilePushes, PushReceiver, as_reply
-from recorder.replay.results import ExchangeResult, Listener, PlayResult, TranscriptResult
+from recorder.replay.results import ExchangeResult, Listener, PlayResult
+from recorder.replay.runfile import RunSettings, play_item
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
-from recorder.replay.standin import StandIns
+from recorder.replay.standin import StandIns, stand_ins_for
 from recorder.replay.state import LiveReply, ReplayState
-from recorder.replay.trials import play_in_trials
 from recorder.replay.update import (
     blessed_exchanges,
     finish_update,
@@ -370,7 +368,7 @@ class FilePlayer:
             )
         calls = self._settle_calls(index)
         if calls.mismatches:
-            mismatches = [*mismatches, *calls.mismatches]
+            mismatches = (*mismatches, *calls.mismatches)
             if self.verbose:
                 details = (*details, *self._call_details(calls))
         if self._secrets and mismatches:
@@ -480,146 +478,6 @@ class FilePlayer:
         )
 
 
-@dataclass(frozen=True)
-class _Settings:
-    base_url: str
-    live_base: str | None
-    rules: Rules
-    variables: Mapping[str, str]
-    timeout: float
-    update: bool
-    listener: Listener | None
-    origins: Origins
-    watch: AgentWatch
-    verbose: int = 0
-    exitfirst: bool = False
-    halt: threading.Event = field(default_factory=threading.Event)
-    """-x: set once a file failed; the files not yet started are not played."""
-    trials: tuple[int, float] | None = None
-    """--trials N, --pass-rate R (`recorder.replay.trials`)."""
-    pushes: PushReceiver | None = None
-    grpc: GrpcTarget | None = None
-    stand_ins: StandIns | None = None
-
-
-HALTED = "not played: the run stopped at the first failing file (-x)"
-
-
-def _play_item(
-    settings: _Settings, item: PlanItem, transport: httpx.BaseTransport, stop: threading.Event
-) -> TranscriptResult:
-    if settings.halt.is_set():
-        exchanges = item.transcript.exchanges
-        return TranscriptResult(
-            item.path,
-            tuple(
-                ExchangeResult(
-                    index + 1,
-                    exchanges[index].title,
-                    exchanges[index].line,
-                    error=HALTED,
-                    played=False,
-                )
-                for index in sorted(item.selected)
-            ),
-        )
-    if settings.trials is None:
-        result = _play_file(settings, item, transport, stop)
-    else:
-        # each trial a fresh FilePlayer; the report hears the combined verdicts only
-        once = replace(settings, listener=None)
-        result = play_in_trials(
-            lambda: _play_file(once, item, transport, stop),
-            *settings.trials,
-            selected=[index + 1 for index in sorted(item.selected)],
-        )
-        listener = settings.listener
-        if listener is not None:
-            for exchange in result.exchanges:
-                listener.exchange_done(item, exchange)
-    if settings.exitfirst and _stops_exitfirst(result, update=settings.update):
-        settings.halt.set()
-    return result
-
-
-def _stops_exitfirst(result: TranscriptResult, *, update: bool) -> bool:
-    """A file that makes the run fail: an error, or a mismatch (--update: a file left)."""
-    if any(e.error is not None for e in result.exchanges):
-        return True
-    return bool(result.not_updated) if update else not result.passed
-
-
-def _file_player(
-    settings: _Settings,
-    item: PlanItem,
-    transport: httpx.BaseTransport,
-    lives: dict[int, LiveReply] | None,
-    *,
-    update: bool,
-) -> FilePlayer:
-    return FilePlayer(
-        item.path,
-        item.transcript,
-        transport,
-        settings.base_url,
-        rules=settings.rules,
-        variables=settings.variables,
-        timeout=settings.timeout,
-        update=update,
-        live_base=settings.live_base,
-        origins=settings.origins,
-        watch=settings.watch,
-        verbose=settings.verbose,
-        on_reply=None if lives is None else lives.__setitem__,
-        pushes=settings.pushes,
-        grpc=settings.grpc,
-        stand_ins=settings.stand_ins,
-    )
-
-
-def _replayed(
-    settings: _Settings, item: PlanItem, transport: httpx.BaseTransport
-) -> dict[int, LiveReply]:
-    """--update: the file played once more, its live replies (for `finish_update`)."""
-    second: dict[int, LiveReply] = {}
-    again = _file_player(settings, item, transport, second, update=False)
-    for index in range(item.play_count):
-        again.play_until(index)
-    return second
-
-
-def _play_file(
-    settings: _Settings, item: PlanItem, transport: httpx.BaseTransport, stop: threading.Event
-) -> TranscriptResult:
-    lives: dict[int, LiveReply] | None = {} if settings.update else None
-    player = _file_player(settings, item, transport, lives, update=settings.update)
-    reported: list[ExchangeResult] = []
-
-    def need_player(need: PlanItem) -> FilePlayer:  # a file `item` needs (@after), played first
-        return _file_player(settings, need, transport, None, update=False)
-
-    needs_notes = play_needs(item.needs, need_player, stop.is_set, into=player.state)
-    for index in range(item.play_count):
-        if stop.is_set():
-            raise Stopped
-        result = player.play_until(index)
-        if needs_notes and index in item.selected:
-            result, needs_notes = replace(result, notes=(*needs_notes, *result.notes)), ()
-        # a setup exchange (played for its ids, not selected) is reported when it got no
-        # reply: the exchanges that needed it are "not played", and that must say why
-        if index in item.selected or (result.error is not None and result.played):
-            reported.append(result)
-            if settings.listener is not None:
-                settings.listener.exchange_done(item, result)
-    updated = False
-    not_updated = None
-    if settings.update and not all(r.passed for r in reported):
-        updated, not_updated = finish_update(
-            player, item.selected, lives or {}, lambda: _replayed(settings, item, transport)
-        )
-    return TranscriptResult(item.path, tuple(reported), updated=updated, not_updated=not_updated)
-
-
 # --------------------------------------------------------------------------- the run
 
 
@@ -676,7 +534,7 @@ def play(
     import_judges(check for entry in rules.checks for check in entry.checks)
     selected_files = len(items) if shard is None else len(plan(loaded, pattern=pattern))
     variables = dict(os.environ if environ is None else environ)
-    stand_ins = None if live_downstreams else _stand_ins(items, loaded, rules, downstreams)
+    stand_ins = None if live_downstreams else stand_ins_for(items, loaded, rules, downstreams)
     if stand_ins is not None and announce is not None:
         for name, urls in stand_ins.addresses.items():
             announce(f"standing in for {name} at {', '.join(urls)}")
@@ -702,36 +560,6 @@ def play(
     finally:
         if stand_ins is not None:
             stand_ins.close()
-
-
-def _stand_ins(
-    items: Sequence[PlanItem],
-    loaded: Sequence[tuple[str, Transcript]],
-    rules: Rules,
-    downstreams: Mapping[str, tuple[str, int]] | None,
-) -> StandIns | None:
-    """The run's stand-ins, listening for the calls of the files to play (and of the files
-    they need), or None when they hold none. RecorderError: a `downstreams` name that no
-    transcript's calls name, a place that cannot be bound."""
-    overrides = dict(downstreams or {})
-    named = {e.call.name for _, t in loaded for e in t.exchanges if e.call is not None}
-    unknown = sorted(set(overrides) - named)
-    if unknown:
-        known = ", ".join(sorted(named)) or "none"
-        raise RecorderError(
-            f"--downstream {unknown[0]}: no transcript has calls to {unknown[0]} (they have "
-            f"calls to: {known})"
-        )
-    played = [item.transcript for item in items] + [t for item in items for _, t in item.needs]
-    if not any(e.call is not None for t in played for e in t.exchanges):
-        return None
-    stand_ins = StandIns(PairingRules(rules), overrides)
-    try:
-        stand_ins.stand_in_for(played)
-    except BaseException:
-        stand_ins.close()
-        raise
-    return stand_ins
 
 
 def _play_items(
@@ -774,7 +602,7 @@ def _play_items(
     try:
         if listener is not None:
             listener.started(items)
-        settings = _Settings(
+        settings = RunSettings(
             base_url,
             live_base,
             rules,
@@ -793,7 +621,7 @@ def _play_items(
         )
         results = run_files(
             items,
-            functools.partial(_play_item, settings),
+            functools.partial(play_item, settings),
             base_url=base_url,
             jobs=max(1, jobs),
             timeout=timeout,

@@ -34,12 +34,14 @@ from typing import Any
 
 from recorder.errors import RecorderError
 from recorder.jsonbody import compact_json
-from recorder.model import DOWNSTREAM_NAME, Response, Transcript, header_bytes, header_text
+from recorder.model import DOWNSTREAM_NAME, Headers, Response, Transcript, header_bytes, header_text
 from recorder.pairing import PairingRules
 from recorder.replay.calls import NOT_ANSWERED_HEADERS, LiveCall, answer_of, frames_of
 from recorder.replay.filecalls import FileCalls
+from recorder.replay.plan import PlanItem
+from recorder.rules import Rules
 
-__all__ = ["MAX_BODY", "Place", "StandIns", "parse_place", "places_of"]
+__all__ = ["MAX_BODY", "Place", "StandIns", "parse_place", "places_of", "stand_ins_for"]
 
 logger = logging.getLogger("recorder.play")
 
@@ -268,7 +270,7 @@ def _refusal(live: LiveCall, why: str) -> Response:
     return Response(
         500,
         "Internal Server Error",
-        [("Content-Type", "application/json"), ("x-should-retry", "false")],
+        Headers([("Content-Type", "application/json"), ("x-should-retry", "false")]),
         compact_json(body),
     )
 
@@ -375,3 +377,33 @@ def _handler(stand_ins: StandIns, name: str) -> type[BaseHTTPRequestHandler]:
             """Quiet: the player's report says what came."""
 
     return _Call
+
+
+def stand_ins_for(
+    items: Sequence[PlanItem],
+    loaded: Sequence[tuple[str, Transcript]],
+    rules: Rules,
+    downstreams: Mapping[str, tuple[str, int]] | None,
+) -> StandIns | None:
+    """The run's stand-ins, listening for the calls of the files to play (and of the files
+    they need), or None when they hold none. RecorderError: a `downstreams` name that no
+    transcript's calls name, a place that cannot be bound."""
+    overrides = dict(downstreams or {})
+    named = {e.call.name for _, t in loaded for e in t.exchanges if e.call is not None}
+    unknown = sorted(set(overrides) - named)
+    if unknown:
+        known = ", ".join(sorted(named)) or "none"
+        raise RecorderError(
+            f"--downstream {unknown[0]}: no transcript has calls to {unknown[0]} (they have "
+            f"calls to: {known})"
+        )
+    played = [item.transcript for item in items] + [t for item in items for _, t in item.needs]
+    if not any(e.call is not None for t in played for e in t.exchanges):
+        return None
+    stand_ins = StandIns(PairingRules(rules), overrides)
+    try:
+        stand_ins.stand_in_for(played)
+    except BaseException:
+        stand_ins.close()
+        raise
+    return stand_ins

@@ -5,6 +5,7 @@ stand-in's answer, and the call compared like a reply (`recorder.replay.calls`,
 from __future__ import annotations
 
 import json
+
 import pytest
 
 from recorder.model import Headers, Request, Response
