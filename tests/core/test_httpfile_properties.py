@@ -247,9 +247,7 @@ downstream_tags = st.builds(
 transcripts = st.builds(
     Transcript,
     exchanges=pushed(),
-    comments=st.lists(one_line.filter(_not_an_after_tag) | downstream_tags, max_size=3).map(
-        tuple
-    ),
+    comments=st.lists(one_line.filter(_not_an_after_tag) | downstream_tags, max_size=3).map(tuple),
 )
 
 
