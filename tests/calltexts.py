@@ -9,7 +9,7 @@ import json
 from recorder.httpfile import loads
 from recorder.model import Transcript
 
-__all__ = ["HEAD", "ask", "model_call", "tool_call", "transcript"]
+__all__ = ["HEAD", "ask", "held_stream", "model_call", "tool_call", "transcript"]
 
 HEAD = (
     "# recorder-format: 1\n"
@@ -75,3 +75,18 @@ def tool_call(path: str, *, exchange: int = 1) -> str:
 
 def transcript(*blocks: str) -> Transcript:
     return loads(HEAD + "\n".join(block.rstrip("\n") + "\n" for block in blocks))
+
+
+def held_stream(*, exchange: int = 1) -> str:
+    """An MCP client's GET stream, recorded while the agent kept it open (`# @truncated`)."""
+    return (
+        "### tools: GET /mcp\n"
+        f"# @call tools exchange {exchange}\n"
+        "# @truncated\n"
+        "GET /mcp HTTP/1.1\n"
+        "Host: 127.0.0.1:41261\n"
+        "Accept: text/event-stream\n"
+        "Mcp-Session-Id: s-1\n\n"
+        "HTTP/1.1 200 OK\nContent-Type: text/event-stream\nMcp-Session-Id: s-1\n\n"
+        ": ping\n\n"
+    )

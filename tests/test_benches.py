@@ -24,6 +24,7 @@ BENCH = Path(__file__).parent.parent / "bench"
         # (its 2 s verdict is a figure: here only a start that never comes fails)
         ("bench_kit_start.py", ["--runs", "1", "--limit", "60"], "recorder kit start: median"),
         ("bench_serve.py", ["--quick"], '"bench": "serve"'),
+        ("bench_standin.py", ["--smoke"], '"bench": "standin"'),
         ("bench_store.py", ["--smoke"], '"bench": "store"'),
         ("bench_store.py", ["--smoke", "--blocks"], '"bench": "store"'),
         ("bench_newfile.py", ["--smoke"], '"bench": "newfile"'),

@@ -31,6 +31,7 @@ order, from 1: it names one block of the file.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -88,6 +89,11 @@ class RecordedCall:
     def label(self) -> str:
         """`call 2 (model)`: how a report names it."""
         return f"call {self.number} ({self.name})"
+
+    @functools.cached_property
+    def as_reply(self) -> Exchange:
+        """Its request as a reply to compare (`request_as_reply`), made once."""
+        return request_as_reply(self.request)
 
 
 def recorded_calls(transcript: Transcript) -> tuple[RecordedCall, ...]:
@@ -243,12 +249,17 @@ def answer_of(
         text = map_json_strings(text, forward) if table else text
         return _with_rpc_id(text, rpc_ids)
 
+    if not table and rpc_ids is None:
+        return recorded  # nothing to make live: the recorded reply as it is
     if recorded.events is not None:
-        events = tuple(
-            replace(event, data=forward_json(event.data)) if event.data else event
-            for event in recorded.events
-        )
-        return replace(recorded, events=events) if events != recorded.events else recorded
+        events = []
+        changed = False
+        for event in recorded.events:
+            data = forward_json(event.data) if event.data else event.data
+            if data != event.data:
+                event, changed = replace(event, data=data), True
+            events.append(event)
+        return replace(recorded, events=tuple(events)) if changed else recorded
     if recorded.is_json and recorded.body:
         body = forward_json(recorded.body.decode("utf-8", "replace")).encode()
         return replace(recorded, body=body) if body != recorded.body else recorded
@@ -285,11 +296,11 @@ def _with_rpc_id(text: str, ids: tuple[Any, Any] | None) -> str:
 def as_reply(call: RecordedCall) -> Exchange:
     """The recorded call's request as a reply to compare (or bless): its body and
     Content-Type (a JSON request compared as a JSON reply)."""
-    return request_as_reply(call.request)
+    return call.as_reply
 
 
 def request_as_reply(request: Request) -> Exchange:
-    """A request the agent sent as a reply (`as_reply`)."""
+    """A request the agent sent as a reply (`as_reply`): its body and Content-Type."""
     headers = Headers([("Content-Type", request.content_type)] if request.content_type else [])
     return Exchange(
         Request(request.method, request.target), Response(200, "OK", headers, request.body)

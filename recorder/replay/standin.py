@@ -162,7 +162,10 @@ class StandIns:
                         f"{exc.strerror or exc} (give --downstream {place.name}@PORT)"
                     ) from None
                 thread = threading.Thread(
-                    target=server.serve_forever, name=f"stand-in-{place.name}", daemon=True
+                    target=server.serve_forever,
+                    kwargs={"poll_interval": _HOLD_TICK},  # (how long a shutdown waits)
+                    name=f"stand-in-{place.name}",
+                    daemon=True,
                 )
                 thread.start()
                 self._servers[place] = (server, thread)
@@ -283,6 +286,9 @@ class _Server(ThreadingHTTPServer):
 def _handler(stand_ins: StandIns, name: str) -> type[BaseHTTPRequestHandler]:
     class _Call(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # a reply's head and body, and each frame, are written apart: without it Nagle's
+        # algorithm holds the second write for the agent's delayed ACK (40 ms a call)
+        disable_nagle_algorithm = True
 
         def handle_one_request(self) -> None:
             try:

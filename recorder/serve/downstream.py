@@ -52,7 +52,6 @@ def downstream_stand_in(
         )
         known = ", ".join(names) if names else "none"
         raise ValueError(
-            f"--downstream {name}: no transcript has calls to {name} (they have calls to: "
-            f"{known})"
+            f"--downstream {name}: no transcript has calls to {name} (they have calls to: {known})"
         )
     return StandIn(calls, rules, **options)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from calltexts import ask, model_call, tool_call, transcript
+from calltexts import ask, held_stream, model_call, tool_call, transcript
 
 from recorder.errors import RecorderError
 from recorder.model import Transcript
@@ -148,6 +148,25 @@ def test_a_call_made_after_its_exchange_settled_is_answered_and_reported_late(
     assert file.settle(2) == [
         "an extra call (tools): POST /mcp (made late: call 1 (tools) of exchange 1)"
     ]
+
+
+def test_a_stream_recorded_open_is_held_open(stand_ins: StandIns) -> None:
+    # an MCP client's GET stream, which the agent kept open while it worked: answered with
+    # its frames, then held open (ended, the client would open it again: an extra call)
+    file = File(stand_ins, transcript(ask("a"), held_stream()))
+    file.calls.open(0)
+    lines: list[str] = []
+    with (
+        httpx.Client(timeout=httpx.Timeout(30, read=1.0)) as client,
+        client.stream(
+            "GET", url(stand_ins, "tools", "/mcp"), headers={"Accept": "text/event-stream"}
+        ) as reply,
+        pytest.raises(httpx.ReadTimeout),
+    ):  # (an end would come at once)
+        for line in reply.iter_lines():
+            lines.append(line)
+    assert lines[0] == ": ping"
+    assert file.settle() == []
 
 
 def test_the_recorded_hosts_are_the_default_places_and_an_override_wins() -> None:
