@@ -126,6 +126,16 @@ if TYPE_CHECKING:
     "agent's) [default: no limit of its own; the agent's and the client's hold].",
 )
 @click.option(
+    "--downstream",
+    "downstreams",
+    multiple=True,
+    metavar="NAME=URL@[HOST:]PORT",
+    help="Record the agent's own calls to a downstream too (repeatable): a listener on "
+    "HOST:PORT (HOST 127.0.0.1 by default, PORT 0: any free one) forwarding to URL; point "
+    "the agent's base URL for it there (OPENAI_BASE_URL, an MCP server's URL). Each call is "
+    "written into the file of the exchange that made it, tagged '# @call NAME exchange N'.",
+)
+@click.option(
     "-q",
     "--quiet",
     is_flag=True,
@@ -146,6 +156,7 @@ def record(
     scenario: str | None,
     grpc_listen: str | None,
     grpc_max_message: int | None,
+    downstreams: tuple[str, ...],
     quiet: bool,
 ) -> None:
     """Record every exchange between clients and the agent at --agent.
@@ -169,6 +180,14 @@ def record(
     or SIGTERM); new gives it a new file, numbered after the highest; once keeps the file
     and records nothing of the scenario. A scenario with no file yet, and traffic without a
     scenario (grouped by id lineage), are recorded into new files in every mode.
+
+    The agent's own calls (--downstream model=https://api.example/v1@41260, one per model API,
+    MCP server or peer agent it calls): each downstream gets a listener that forwards to its URL
+    (event streams frame by frame); point the agent at it. A call goes into the file of the
+    exchange whose request values it carries (the user's text in a prompt, a task's id), else
+    of the one exchange open; one that neither decides is written with the earliest open
+    exchange, tagged ambiguous, and counted. API keys become placeholders named for the
+    downstream ({{MODEL_TOKEN}}).
 
     Replies reach the clients as soon as they come; recording follows. An exchange that cannot
     be written is logged with its reason, counted in GET /_recorder/status, and at shutdown
@@ -219,6 +238,7 @@ def record(
             keep=keep,
         )
         proxy.scenario = scenario
+        _add_downstreams(proxy, downstreams)
         max_message = grpc_max_message * 1024 * 1024 if grpc_max_message else None
         _listen_grpc(proxy, upstream, host, port, grpc_listen, max_message)
         serve(proxy, host=host, port=port, announce=_status, keep_alive=keep_alive)
@@ -242,6 +262,21 @@ def record(
             "(see above)",
             code=1,
         )
+
+
+def _add_downstreams(proxy: RecordingProxy, specs: tuple[str, ...]) -> None:
+    """A listener per --downstream NAME=URL@[HOST:]PORT."""
+    from recorder.record.proxy import parse_downstream
+    from recorder.servers import listen_problem
+
+    for spec in specs:
+        try:
+            name, url, host, port = parse_downstream(spec)
+            proxy.add_downstream(name, url, host, port)
+        except ValueError as exc:
+            fail("record", f"--downstream: {exc}")
+        except OSError as exc:
+            fail("record", f"--downstream {spec}: {listen_problem(host, port, exc)}")
 
 
 def _listen_grpc(

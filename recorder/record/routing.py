@@ -118,6 +118,15 @@ class Routes:
                 if key is not None:
                     self._release(key)
 
+    def move(self, ticket: int, key: FileKey) -> None:
+        """`TranscriptStore.move`."""
+        with self.lock:
+            before = self.pending.get(ticket)
+            if before is None or before == key:
+                return
+            self.pending[ticket] = key
+            self._release(before)
+
     def fold(self, ticket: int, key: FileKey) -> None:
         """`TranscriptStore.fold`."""
         with self.lock:

@@ -20,6 +20,7 @@ Run one alone (a docs page, a person): `python -m llm_stack model --port 0 --see
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -82,9 +83,12 @@ def start_tools(*, api_key: str | None = None, port: int = 0) -> Iterator[Runnin
 
 
 @contextmanager
-def start_agent(settings: AgentSettings, *, port: int = 0) -> Iterator[Running]:
-    """The LLM-backed agent on a loopback port (its card says so)."""
-    sock = bind_socket("127.0.0.1", port)
+def start_agent(
+    settings: AgentSettings, *, port: int = 0, sock: socket.socket | None = None
+) -> Iterator[Running]:
+    """The LLM-backed agent on a loopback port (its card says so), or on `sock` (bound
+    first: a recorder in front of it is made before the agent knows its listeners)."""
+    sock = sock if sock is not None else bind_socket("127.0.0.1", port)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     server = _serve(create_agent_app(url, settings), sock=sock)
     try:

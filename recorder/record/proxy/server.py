@@ -115,6 +115,14 @@ async def _serve_until(
     `force` set meanwhile cuts the waits short."""
     server = Http1Server(proxy, client_timeout=proxy.client_timeout, keep_alive=keep_alive)
     await server.start(sock)
+    # the agent's own calls, beside (`recorder.record.proxy.downstream`): a server each
+    downstreams = []
+    for listener in proxy.downstreams:
+        beside = Http1Server(
+            listener.app, client_timeout=proxy.client_timeout, keep_alive=keep_alive
+        )
+        await beside.start(listener.sock)
+        downstreams.append(beside)
     # (where a push config registered over gRPC is pointed: the receiver on this listener)
     proxy.push.listening(*sock.getsockname()[:2])
     grpc = proxy.grpc
@@ -129,10 +137,14 @@ async def _serve_until(
         await stop.wait()
     finally:
         server.close()
+        for beside in downstreams:
+            beside.close()
         proxy.stop_streams()
         if grpc is not None:
             await grpc.stop()
         await server.shutdown(GRACE, force)
+        for beside in downstreams:
+            await beside.shutdown(GRACE, force)
         if force.is_set():
             proxy.drain_timeout = 0.0
         closing = asyncio.ensure_future(proxy.aclose())
@@ -176,6 +188,8 @@ def serve(
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     where = f"http://{shown}:{bound_port}"
     announce(f"listening on {where}, forwarding to {proxy.upstream_url}")
+    for listener in proxy.downstreams:
+        announce(f"downstream {listener.app.name}: {listener.url} -> {listener.app.url}")
     announce(f"writing transcripts to {proxy.store.out}/ (Ctrl-C stops)")
 
     async def main() -> None:
@@ -221,12 +235,32 @@ def serve(
         pass  # a Ctrl-C before the signal handlers were in place, or after
     finally:
         sock.close()
+        for listener in proxy.downstreams:
+            listener.sock.close()
         sys.setswitchinterval(switch_interval)
         gc.set_threshold(*thresholds)
         gc.unfreeze()
+    announce(f"stopped; {summary(proxy)}")
+
+
+def summary(proxy: RecordingProxy) -> str:
+    """`3 exchanges and 12 calls recorded in 2 files (1 call ambiguous)`: what a recording
+    wrote (the calls only when the agent's calls were recorded)."""
+
+    def count(number: int, noun: str) -> str:
+        return f"{number} {noun}{'' if number == 1 else 's'}"
+
     files = len(proxy.store.written)
-    exchanges = f"{proxy.recorded} exchange{'' if proxy.recorded == 1 else 's'}"
-    announce(f"stopped; {exchanges} recorded in {files} file{'' if files == 1 else 's'}")
+    what = count(proxy.recorded, "exchange")
+    if proxy.downstreams:
+        what += f" and {count(proxy.recorded_calls, 'call')}"
+    line = f"{what} recorded in {count(files, 'file')}"
+    notes = []
+    if proxy.ambiguous_calls:
+        notes.append(f"{count(proxy.ambiguous_calls, 'call')} ambiguous")
+    if proxy.unrecorded_calls:
+        notes.append(f"{count(proxy.unrecorded_calls, 'call')} not recorded")
+    return f"{line} ({', '.join(notes)})" if notes else line
 
 
 class ProxyServer:
@@ -298,6 +332,8 @@ class ProxyServer:
         if self._thread.is_alive():
             self._thread.join(timeout)
         self.sock.close()
+        for listener in self.proxy.downstreams:
+            listener.sock.close()
 
     def __enter__(self) -> ProxyServer:
         return self.start()
