@@ -152,6 +152,10 @@ class Candidate:
     matches: bool
     score: tuple[int, int, int, int]
     echoes: Mapping[str, str]
+    alike: int = 0
+    """How many of the recorded request's headers the live one has with the same value: what
+    tells apart the calls of files whose bodies are alike (an MCP `initialize`: the session
+    header of the call before it)."""
 
 
 def _matching(
@@ -195,12 +199,23 @@ def choose_call(
         if call.name != live.name:
             continue
         matching = _matching(call, request, rules, mapping)
-        candidate = Candidate(call, not matching.differences, matching.score, matching.echoes)
+        candidate = Candidate(
+            call,
+            not matching.differences,
+            matching.score,
+            matching.echoes,
+            _alike(call.request.headers, live.headers),
+        )
         if candidate.matches:
             return candidate
         if first is None:
             first = candidate
     return first
+
+
+def _alike(recorded: Headers, live: Sequence[tuple[str, str]]) -> int:
+    sent = {(name.lower(), value) for name, value in live}
+    return sum(1 for name, value in recorded if (name.lower(), value) in sent)
 
 
 def closeness(

@@ -8,8 +8,10 @@ NAME@[HOST:]PORT` says; port 0 takes a free one (`addresses` names it).
 
 Each call that comes is offered to the files being played (`recorder.replay.filecalls`,
 joined with `join`): the file whose waiting recorded call matches it takes it (one that
-matches as `recorder serve` matches first, then one of an open exchange, then the closest:
-with `--jobs` several files are open at once, and the call's values tell which one made it),
+matches as `recorder serve` matches first, then one of an open exchange, then the closest,
+then the one with more of its headers alike: with `--jobs` several files are open at once,
+and the call's values tell which one made it; an MCP session's header keeps its calls in the
+file that answered its `initialize`),
 and the call is answered with the recorded reply (`recorder.replay.calls.answer_of`): a body
 at once, a stream frame by frame (each frame written and flushed as it is, an unfinished
 recording held open until the agent leaves). A call no recorded call waits for is answered
@@ -21,6 +23,7 @@ file it came closest to; one that comes while no file is open is logged and coun
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import select
 import socket
@@ -217,7 +220,7 @@ class StandIns:
                 if found is None:
                     continue
                 candidate, open_now = found
-                rank = (candidate.matches, open_now, candidate.score)
+                rank = (candidate.matches, open_now, candidate.score, candidate.alike)
                 if best is None or rank > best[0]:
                     best = (rank, file, candidate)
             if best is not None:
@@ -281,6 +284,31 @@ def _refusal(live: LiveCall, why: str) -> Response:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True  # a port a recording just left (TIME_WAIT) is taken again
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self.connections_lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.connections_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def server_close(self) -> None:
+        """Stop listening, and end the agent's kept-alive connections too: a later run's
+        stand-ins on the same port would not get the calls they carry."""
+        super().server_close()
+        with self.connections_lock:
+            connections, self.connections = list(self.connections), set()
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
 
 def _handler(stand_ins: StandIns, name: str) -> type[BaseHTTPRequestHandler]:
