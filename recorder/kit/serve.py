@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from types import TracebackType
 from typing import Any, Literal
 
@@ -71,6 +72,7 @@ def start_kit(
     grpc_port: int | Literal["auto"] | None = "auto",
     grpc_in_card: bool = True,
     model: ModelWording | None = None,
+    sock: socket.socket | None = None,
 ) -> KitServer:
     """Bind host:port (0: a free port), build the app with that port in its card, start it.
     `vary`: answers worded anew on each reply (`recorder.kit.wording`; `seed`: the same
@@ -80,10 +82,12 @@ def start_kit(
     card lists it, as `recorder kit` does; by default ("auto") on a free port when grpcio is
     installed (the grpc extra), else not; None: the kit and its card are HTTP only.
     `grpc_in_card=False` serves it without listing it. `model`: the review worded by a model
-    (`recorder.kit.model`, `recorder kit --model`)."""
+    (`recorder.kit.model`, `recorder kit --model`). `sock`: a socket bound already (a
+    recorder in front of the kit was made before the kit knew where to call it), in place of
+    host:port."""
     if grpc_port == "auto":
         grpc_port = 0 if grpc_available() else None
-    sock = bind_socket(host, port)
+    sock = sock if sock is not None else bind_socket(host, port)
     actual_port = int(sock.getsockname()[1])
     base_url = public_base_url(host, actual_port)
     kit_token = token or DEFAULT_TOKEN
