@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 
 from recorder.bindings import jsonrpc, rest
 from recorder.checking import EXPORT_MARK
-from recorder.docs.chains import JsonPath, find_chains, templated_request
+from recorder.docs.chains import JsonPath, call_notes, find_chains, templated_request
 from recorder.docs.grpcexport import (
     GRPC_HOST,
     grpc_head,
@@ -394,6 +394,7 @@ def export_http(
     http = [e for e in exchanges if not e.request.is_grpc and not e.sent_by_agent]
     base = export_base(http, base_url, source) if http or not exchanges else None
     chains = find_chains(exchanges)
+    calls = call_notes(exchanges, start)
     names = [_request_name(e, n) for n, e in enumerate(exchanges, start=start)]
     blocks: list[str] = []
     variables: list[str] = []
@@ -409,6 +410,7 @@ def export_http(
         title = exchange.title.replace("{{", "{ {")  # (a name: never a variable)
         lines = [f"### {number}. {title}" if title else f"### {number}."]
         lines.append(f"# @name {names[index]}")
+        lines.extend(calls.get(index, ()))
         for capture in chains.uses[index]:
             if capture.frame is not None:
                 lines.append(

@@ -217,12 +217,15 @@ def test_check_fails_a_downstream_tag_of_two_urls_or_credentials(
     assert "sk-secret" not in problems[0][1]
 
 
-def test_exports_leave_calls_out_and_render_shows_their_tag() -> None:
+def test_exports_name_calls_under_their_exchange_and_send_none() -> None:
     transcript = loads(_file(ASK, CALL))
     http = export_http(transcript.exchanges)
     curl = export_curl(transcript.exchanges)
+    note = "#   2. model: POST /v1/chat/completions (# @call model exchange 1)"
     for text in (http, curl):
-        assert "/v1/chat/completions" not in text.split("# @call")[0].replace("# ", "")
+        assert note in text.split("\n")
         assert "OPENAI_API_KEY" not in text
+    assert "POST {{host}}/v1/chat/completions" not in http
+    assert "/v1/chat/completions" not in curl.replace(note, "")
     rendered = render_exchange(transcript.exchanges[1])
     assert rendered.split("\n")[0] == "# @call model exchange 1"
