@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 from typing import TYPE_CHECKING, cast
@@ -93,6 +94,12 @@ def _seed(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
     help="The model asked (with --model).",
 )
 @click.option(
+    "--model-prompt",
+    metavar="TEXT",
+    default=None,
+    help="The system prompt the review is worded with (with --model) [default: the kit's].",
+)
+@click.option(
     "--tools",
     "tools_url",
     metavar="URL",
@@ -111,6 +118,7 @@ def kit(
     vary: int | None,
     model_url: str | None,
     model_name: str,
+    model_prompt: str | None,
     tools_url: str | None,
 ) -> None:
     """Run the code-reviewer A2A agent (a2a-sdk) until Ctrl-C.
@@ -147,6 +155,8 @@ def kit(
 
     wording = None if vary is None else Wording(None if vary < 0 else vary)
     model = _model(model_url, model_name, tools_url, sock)
+    if model is not None and model_prompt is not None:
+        model = dataclasses.replace(model, prompt=model_prompt)
     if not serve_grpc:
         grpc_port = None
     elif not grpc_available():

@@ -54,6 +54,8 @@ class ModelWording:
     url: str
     model_name: str = "gpt-4o-mini"
     tools_url: str | None = None
+    prompt: str = SYSTEM_PROMPT
+    """The system prompt the review is worded with."""
 
     async def review(self, diff: str) -> str:
         """The review of `diff` (a unified diff with file names) in the model's words."""
@@ -104,7 +106,7 @@ class ModelWording:
         body = {
             "model": self.model_name,
             "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "system", "content": self.prompt},
                 {"role": "user", "content": facts},
             ],
         }

@@ -43,8 +43,9 @@ from recorder.replay.calls import (
 from recorder.replay.diff import Mismatch
 from recorder.replay.live import LiveReply
 from recorder.replay.state import ReplayState
+from recorder.replay.verbose import verbose_lines
 
-__all__ = ["CallVerdict", "FileCalls"]
+__all__ = ["CallVerdict", "FileCalls", "call_details"]
 
 
 @dataclass(frozen=True)
@@ -196,3 +197,27 @@ class FileCalls:
 
 def _labelled(mismatch: Mismatch, call: RecordedCall) -> Mismatch:
     return replace(mismatch, call=call.label)
+
+
+def call_details(
+    state: ReplayState,
+    calls: FileCalls,
+    verdict: CallVerdict,
+    secrets: Mapping[str, str],
+    *,
+    whole: bool = False,
+) -> tuple[str, ...]:
+    """`play -v`: each call that differs, its recorded and live request diffed as the
+    comparison saw them (`recorder.replay.verbose`; `whole`: both whole)."""
+    lines: list[str] = []
+    for call in calls.calls:
+        live = (verdict.made or {}).get(call.index)
+        if live is None:
+            continue
+        lines.append(f"{call.label}, {call.request.method} {call.request.target}:")
+        for line in verbose_lines(state, as_reply(call), live, secrets, whole=whole):
+            # (compared as a reply is: the request's body in a reply's place, under a status
+            # line of its own making, left out)
+            if line.strip() != "HTTP/1.1 200 OK":
+                lines.append(line.replace(" reply (normalized)", " request (normalized)"))
+    return tuple(lines)

@@ -47,9 +47,8 @@ from recorder.errors import NoReplyError, UpstreamError
 from recorder.model import Exchange, Request, Transcript
 from recorder.redact import scrub_text
 from recorder.replay.agents import AgentHandle as AgentHandle
-from recorder.replay.calls import as_reply as call_as_reply
 from recorder.replay.during import BackgroundExchange, during_tags
-from recorder.replay.filecalls import CallVerdict, FileCalls
+from recorder.replay.filecalls import CallVerdict, FileCalls, call_details
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc, send_grpc
 from recorder.replay.jobs import run_files
 from recorder.replay.live import frames_read
@@ -370,7 +369,13 @@ class FilePlayer:
         if calls.mismatches:
             mismatches = (*mismatches, *calls.mismatches)
             if self.verbose:
-                details = (*details, *self._call_details(calls))
+                assert self._calls is not None
+                details = (
+                    *details,
+                    *call_details(
+                        self.state, self._calls, calls, self._secrets, whole=self.verbose > 1
+                    ),
+                )
         if self._secrets and mismatches:
             # a report must not print a secret (nor write it into a JUnit file)
             mismatches = tuple(scrub_mismatch(m, self._secrets) for m in mismatches)
@@ -399,22 +404,6 @@ class FilePlayer:
                 first = next(m for m in verdict.mismatches if not m.path)
                 self._calls_left[index] = f"exchange {index + 1}: {first.describe()}"
         return verdict
-
-    def _call_details(self, verdict: CallVerdict) -> tuple[str, ...]:
-        """-v: each call that differs, its recorded and live request diffed (normalized)."""
-        assert self._calls is not None
-        lines: list[str] = []
-        for call in self._calls.calls:
-            live = (verdict.made or {}).get(call.index)
-            if live is None:
-                continue
-            lines.append(f"{call.label}, the request (recorded, live):")
-            lines.extend(
-                verbose_lines(
-                    self.state, call_as_reply(call), live, self._secrets, whole=self.verbose > 1
-                )
-            )
-        return tuple(lines)
 
     def _failed(
         self, index: int, error: UpstreamError, started: float, *, agent_down: bool = False

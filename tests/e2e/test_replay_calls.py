@@ -257,7 +257,8 @@ def test_the_reports_show_the_calls(review: Recording, tmp_path: Path) -> None:
     assert f"exchanges ({calls} calls): " in result.stdout.splitlines()[-1]
     assert re.search(r"call 1 \(model\) \$\.messages\[0\]\.content: expected", result.stdout)
     # -v: the call's request, recorded and live, diffed
-    assert "call 1 (model), the request (recorded, live):" in result.stdout
+    assert "call 1 (model), POST /chat/completions:" in result.stdout
+    assert "--- recorded request (normalized)" in result.stdout
     assert re.search(
         r"^\s+\+\s+\"content\": \"You are a code reviewer\. Be brief\.\"", result.stdout, re.M
     )
