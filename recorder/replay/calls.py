@@ -129,6 +129,9 @@ class LiveCall:
     target: str
     headers: tuple[tuple[str, str], ...]
     body: bytes
+    shown_target: str | None = None
+    """The target as a report shows it, its secret query parameters as placeholders
+    (`?key={{KEY}}`); None: the target itself."""
 
     @property
     def content_type(self) -> str | None:
@@ -137,8 +140,8 @@ class LiveCall:
 
     @property
     def line(self) -> str:
-        """`POST /v1/chat/completions`."""
-        return f"{self.method} {self.target}"
+        """`POST /v1/chat/completions` (its secrets placeholders)."""
+        return f"{self.method} {self.shown_target or self.target}"
 
 
 @dataclass(frozen=True)
@@ -335,7 +338,8 @@ def target_mismatches(call: RecordedCall, live: LiveCall) -> tuple[Mismatch, ...
     if call.request.method != live.method:
         out.append(Mismatch("method", call.request.method, live.method, call=call.label))
     if call.request.target != live.target:
-        out.append(Mismatch("target", call.request.target, live.target, call=call.label))
+        shown = live.shown_target or live.target
+        out.append(Mismatch("target", call.request.target, shown, call=call.label))
     return tuple(out)
 
 

@@ -39,6 +39,7 @@ from recorder.errors import RecorderError
 from recorder.jsonbody import compact_json
 from recorder.model import DOWNSTREAM_NAME, Headers, Response, Transcript, header_bytes, header_text
 from recorder.pairing import PairingRules
+from recorder.redact import Redactor
 from recorder.replay.calls import NOT_ANSWERED_HEADERS, LiveCall, answer_of, frames_of
 from recorder.replay.filecalls import FileCalls
 from recorder.replay.plan import PlanItem
@@ -131,6 +132,9 @@ class StandIns:
         (`--downstream NAME@[HOST:]PORT`: name -> (host, port), port 0 any free one)."""
         self.rules = rules
         self.overrides = dict(overrides or {})
+        # (a model API's `?key=`, as the recorder writes a call's: the rules' secrets besides)
+        self.redactor = Redactor(fields={"key": "KEY", **rules.rules.secret_fields})
+        """What a report shows of a call's target: its secret query values as placeholders."""
         self._files: weakref.WeakSet[FileCalls] = weakref.WeakSet()
         self._order: dict[int, int] = {}  # id(file) -> when it joined (ties go to the first)
         self._lock = threading.Lock()
@@ -329,8 +333,15 @@ def _handler(stand_ins: StandIns, name: str) -> type[BaseHTTPRequestHandler]:
             if body is None:
                 return
             headers = tuple((n, header_text(v.encode("latin-1"))) for n, v in self.headers.items())
-            live = LiveCall(name, self.command, self.path, headers, body)
-            self._answer(*stand_ins.route(live))
+            shown = stand_ins.redactor.redact_target(self.path)
+            live = LiveCall(name, self.command, self.path, headers, body, shown)
+            try:
+                answer = stand_ins.route(live)
+            except Exception as exc:  # the stand-in's own trouble: said, never a crash
+                logger.exception("stand-in %s: %s", name, live.line)
+                message = f"the stand-in failed: {type(exc).__name__}"
+                answer = _refusal(live, message), False
+            self._answer(*answer)
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve
 

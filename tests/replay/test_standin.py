@@ -116,6 +116,16 @@ def test_another_argument_a_dropped_call_and_an_extra_call(stand_ins: StandIns) 
     ]
 
 
+def test_an_extra_calls_secret_query_parameter_is_not_reported(stand_ins: StandIns) -> None:
+    file = File(stand_ins, transcript(ask("a"), model_call("review a.py", ["ok"])))
+    file.calls.open(0)
+    with httpx.Client() as client:
+        chat(stand_ins, client, "review a.py")
+        extra = client.post(url(stand_ins, "model", "/v1/models?key=sk-live-0123456789"))
+    assert extra.status_code == 500
+    assert file.settle() == ["an extra call (model): POST /v1/models?key={{KEY}}"]
+
+
 def test_two_files_open_at_once_get_their_own_calls(stand_ins: StandIns) -> None:
     # --jobs: both files' exchanges are open; each call goes to the file it matches
     first = File(stand_ins, transcript(ask("a"), model_call("review a.py", ["A"])), "01-a.http")
