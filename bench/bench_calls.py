@@ -205,7 +205,7 @@ def _measure(options: Any, proxy: str, direct: str, listener: str) -> dict[str, 
     streams: dict[str, list[float]] = {"direct": [], "recorder": []}
     targets = {"direct": direct, "recorder": listener}
     with httpx.Client(timeout=LIMIT) as http:
-        for name, base in targets.items():  # (warm: connections open, code paths hot)
+        for base in targets.values():  # (warm: connections open, code paths hot)
             _call(http, base)
             _stream(http, base, options.frames)
         for _ in range(options.calls):
