@@ -38,6 +38,7 @@ BENCH = Path(__file__).parent.parent / "bench"
         ("bench_kill.py", ["--kills", "1", "--seconds", "0.3"], '"bench": "kill"'),
         ("bench_grpc_proxy.py", ["--smoke"], '"bench": "grpc-proxy"'),
         ("bench_grpc_stream.py", ["--smoke"], '"bench": "grpc-stream"'),
+        ("bench_calls.py", ["--smoke"], '"bench": "calls"'),
         (
             "bench_proxy.py",
             ["--smoke", "--variants", "per-connection"],

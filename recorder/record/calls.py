@@ -251,7 +251,7 @@ class Attributor:
         carry one of them are placed there too (returned)."""
         if attribution.how == "pending":
             self._pending[call] = _Pending(attribution.candidates, set(links))
-            return []
+            return self._settled()  # (none of its exchanges left to wait for: placed now)
         if attribution.ticket is None:
             return []
         return self.link(attribution.ticket, links)
@@ -292,6 +292,10 @@ class Attributor:
         exchange = self._exchanges.get(ticket)
         if exchange is not None:
             exchange.done, exchange.written = True, written
+        return self._settled()
+
+    def _settled(self) -> list[Placed]:
+        """The pending calls none of whose candidates is left to wait for, placed (`done`)."""
         finished = []
         for call, pending in list(self._pending.items()):
             if not all(self.is_done(t) for t, _ in pending.candidates):

@@ -66,6 +66,11 @@ def test_render_shows_a_call_tagged_and_exports_send_none() -> None:
     transcript = load(GOLDEN)
     rendered = render_exchange(transcript.exchanges[5])
     assert rendered.startswith("# @call model exchange 2 frame 2\nPOST /v1/chat/completions ")
+    # the prompt and the model's words shown whole, whatever the line budget
+    assert '"content": "Reviewed 1 file: 4 comments.\\nsrc/cart.py:2: [todo]' in rendered
+    assert '"content": "I went through 1 file and have 4 findings.' in rendered
+    tool = render_exchange(transcript.exchanges[3])
+    assert '"structuredContent": {' in tool and '"rule": "hardcoded-secret"' in tool
     for text in (export_http(transcript.exchanges), export_curl(transcript.exchanges)):
         assert "#   6. model: POST /v1/chat/completions (# @call model exchange 2 frame 2)" in text
         assert "/mcp" not in "\n".join(

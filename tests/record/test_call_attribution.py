@@ -146,3 +146,13 @@ def test_a_downstream_spelled_otherwise_says_what_is_wrong(spec: str, message: s
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("?", r"\?")) as got:
         parse_downstream(spec)
     assert "sk-1" not in str(got.value)
+
+
+def test_a_call_after_every_exchange_ended_stays_with_the_latest_at_once() -> None:
+    calls = two_open()
+    for ticket in (1, 2):
+        calls.closed(ticket)
+        calls.done(ticket, written=True)
+    found = calls.attribute("tools/list", [])
+    assert (found.how, found.candidates) == ("pending", ((2, 0),))
+    assert calls.place(10, found, []) == [Placed(10, 2, 0, ambiguous=True)]

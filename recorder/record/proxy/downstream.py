@@ -363,6 +363,13 @@ class Downstreams:
         self.dropped += 1
         log.warning("%s: not recorded: %s", call.shown, why)
 
+    def let_go(self, call: Call) -> None:
+        """A call that will not be recorded (the downstream failed: a 502/504 to the agent)."""
+        with self._lock:
+            self._calls.pop(call.ticket, None)
+            self._parked.pop(call.ticket, None)
+        self.store.forget(call.ticket)
+
     def close(self) -> None:
         """At shutdown, once the writer has drained: the calls still waiting are counted as
         not recorded."""
@@ -425,9 +432,7 @@ class CallRecording(Recording):
 
     def finish(self, call: Call) -> None:
         if not call.queued and call.ticket:
-            with self.room._lock:
-                self.room._calls.pop(call.ticket, None)
-            self.store.forget(call.ticket)
+            self.room.let_go(call)
         call.finished = True
 
 
