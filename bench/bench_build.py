@@ -91,11 +91,11 @@ def inputs(case: str, count: int) -> list[tuple[bytes, list[tuple[bytes, bytes]]
 def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
     """In this process (the `recorder` on sys.path): µs per exchange, best of `repeat`
     passes over `count` exchanges, and a digest of the text written."""
-    from recorder.httpfile import dumps_exchange
+    from recorder.format.httpfile import dumps_exchange
     from recorder.record.proxy.call import Call
     from recorder.record.proxy.recording import Recording
     from recorder.record.transport.upstream import UpstreamReply
-    from recorder.redact import Redactor
+    from recorder.secrets.redact import Redactor
 
     recording = Recording(None, Redactor(), "127.0.0.1:9999")  # type: ignore[arg-type]
     redactor = recording._redactor  # (each call gets a copy of the proxy's, `begin`)

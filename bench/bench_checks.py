@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from recorder.checks.language import language_available
-from recorder.httpfile import load
-from recorder.model import Response, Transcript
-from recorder.replay.live import LiveReply
-from recorder.replay.state import ReplayState
-from recorder.rules import DEFAULT_RULES, Rules, rules_from_text
+from recorder.disk.transcripts import load
+from recorder.format.model import Response, Transcript
+from recorder.replay.verdict.live import LiveReply
+from recorder.replay.verdict.state import ReplayState
+from recorder.rules.ruleset import DEFAULT_RULES, Rules, rules_from_text
 
 GOLDENS = Path(__file__).resolve().parent.parent / "transcripts"
 

@@ -13,9 +13,9 @@ the player pays per reply once the bytes have arrived (parsing and normalizing t
 parsing the golden body, comparing). For information, the same call with the live reply given
 as an already built `Response` (its pretty-printing not timed: the measure before the player
 compared wire bytes). The baseline is `json.loads` of the reply as it came over the wire
-(compact JSON; for a stream, every frame's `data`), as a caller runs it (collector on; the
-comparison pauses the collector for replies over 256 KiB, so the baseline with the collector
-paused is shown too: at 10 MiB it is what makes json.loads itself grow faster than linearly).
+(compact JSON; for a stream, every frame's `data`), as a caller runs it (collector on, as the
+comparison leaves it; the baseline with the collector paused is shown too, for information: at
+10 MiB the collector's passes are what makes json.loads itself grow faster than linearly).
 Sizes are wire sizes.
 
 Three shapes:
@@ -37,9 +37,9 @@ import time
 import uuid
 from typing import Any
 
-from recorder.model import Exchange, Request, Response, SseEvent
-from recorder.replay.state import LiveReply, ReplayState
-from recorder.rules import DEFAULT_RULES
+from recorder.format.model import Exchange, Request, Response, SseEvent
+from recorder.replay.verdict.state import LiveReply, ReplayState
+from recorder.rules.ruleset import DEFAULT_RULES
 
 RECORDED = "http://localhost:41242"
 LIVE = "http://127.0.0.1:50123"

@@ -19,7 +19,7 @@ import time
 import uuid
 
 from recorder import Exchange, Headers, Request, Response, SseEvent, Transcript, dumps, loads
-from recorder.model import canonical_json_body
+from recorder.format.model import canonical_json_body
 
 JSON = Headers([("Content-Type", "application/json")])
 TIME = "2026-11-29T18:28:41.946689Z"

@@ -98,7 +98,8 @@ async def agent(messages: int, size: int) -> None:
 
 def recorder(http_upstream: str, grpc_upstream: str, out: str) -> None:
     """The recorder under measure (whichever checkout PYTHONPATH names)."""
-    from recorder.record.proxy import create_proxy_app, serve
+    from recorder.record.proxy import create_proxy_app
+    from recorder.record.proxy.server import serve
 
     proxy = create_proxy_app(http_upstream, out=Path(out))
     proxy.listen_grpc(port=0, upstream=grpc_upstream)

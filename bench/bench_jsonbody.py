@@ -4,8 +4,8 @@ scalar as it came) on bodies as agents send them, in MB/s.
     .venv/bin/python bench/bench_jsonbody.py                          # this tree
     .venv/bin/python bench/bench_jsonbody.py --baseline /tmp/jsonbody.py --rounds 7
 
-`--baseline FILE` loads another tree's `recorder/jsonbody.py` (it imports only the standard
-library and orjson: `git show main:recorder/jsonbody.py > /tmp/jsonbody.py`) into the same
+`--baseline FILE` loads another tree's `recorder/format/jsonbody.py` (it imports only the standard
+library and orjson: `git show main:recorder/format/jsonbody.py > /tmp/jsonbody.py`) into the same
 process, and the two are timed in alternation, round after round, so that the machine's load
 hits both alike; prints each case's best MB/s per tree and their ratio. The bodies (a fixed
 seed): ~2 KB JSON-RPC replies with a diff's text (escaped line breaks), compact as Starlette
@@ -28,7 +28,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from recorder import jsonbody
+from recorder.format import jsonbody
 
 
 def load(path: str) -> ModuleType:
@@ -84,7 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=1500)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--baseline", help="another tree's recorder/jsonbody.py")
+    parser.add_argument("--baseline", help="another tree's recorder/format/jsonbody.py")
     args = parser.parse_args()
     trees: dict[str, Callable[[bytes], bytes]] = {"this": jsonbody.canonical_json_body}
     if args.baseline:

@@ -108,8 +108,8 @@ def serve_fake_agent() -> None:
 
 def record_goldens(url: str, folder: Path, exchanges: int) -> int:
     """SendMessage / GetTask pairs spread over FILES files; returns the exchange count."""
-    from recorder.httpfile import dump
-    from recorder.model import Exchange, Headers, Request, Transcript
+    from recorder.disk.transcripts import dump
+    from recorder.format.model import Exchange, Headers, Request, Transcript
     from recorder.replay.send import make_transport, send_raw
 
     host = url.removeprefix("http://")
@@ -228,7 +228,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             exchanges = record_goldens(url, folder, args.exchanges)
-            from recorder.httpfile import load
+            from recorder.disk.transcripts import load
 
             requests = [
                 (

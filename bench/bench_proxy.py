@@ -127,7 +127,8 @@ def serve_upstream(port: int) -> None:
 def serve_recorder(port: int, upstream: str, out: str, variant: str) -> None:
     """`variant`: the upstream pool ("per-connection", "shared"), or "forward-only" (for
     information: the default proxy with its recording switched off, no model, no file)."""
-    from recorder.record.proxy import create_proxy_app, serve
+    from recorder.record.proxy import create_proxy_app
+    from recorder.record.proxy.server import serve
 
     pool = "shared" if variant == "shared" else "per-connection"
     proxy = create_proxy_app(upstream, out=Path(out), pool=pool)  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ figure on a shared machine; the client's own time weighs on requests/s and p50 a
 targets), the ratios stand-in / kit, and the stand-in's start time on the 16 goldens: from the
 command to the first served agent card (a cold interpreter), median of `--starts` runs, and
 how long loading the transcripts takes in process, and the matching's own cost per request
-(`Book.find` in process: every candidate scored). The last line is JSON.
+(`Book.find` in process: the candidates the index finds scored). The last line is JSON.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def start_time() -> float:
 
 def load_time() -> float:
     sys.path.insert(0, str(ROOT))
-    from recorder.rules import DEFAULT_RULES
+    from recorder.rules.ruleset import DEFAULT_RULES
     from recorder.serve import load_stand_in
 
     begun = time.perf_counter()
@@ -146,11 +146,11 @@ def load_time() -> float:
 
 
 def match_time(loop: Loop, iterations: int) -> float:
-    """CPU seconds per request of the stand-in's matching alone (`Book.find`: every candidate
+    """CPU seconds per request of the stand-in's matching alone (`Book.find`: the candidates
     scored, the best chosen, its ids handed out), in process, for the loop's requests (CPU
     time: a shared machine's other processes do not count)."""
     sys.path.insert(0, str(ROOT))
-    from recorder.rules import DEFAULT_RULES
+    from recorder.rules.ruleset import DEFAULT_RULES
     from recorder.serve import load_stand_in
     from recorder.serve.book import Found
     from recorder.serve.match import LiveRequest
@@ -247,7 +247,7 @@ def main() -> int:
         f"loading them in process {results['load_16_goldens_ms']:.2f} ms"
     )
     print(
-        f"matching (every candidate scored, the best chosen): "
+        f"matching (the candidates scored, the best chosen): "
         f"{results['match_us_per_request']:.1f} us of CPU per request, in process"
     )
     print(json.dumps(results))

@@ -39,14 +39,14 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from recorder.httpfile import loads  # noqa: E402
-from recorder.model import Transcript  # noqa: E402
-from recorder.pairing import PairingRules  # noqa: E402
+from recorder.format.httpfile import loads  # noqa: E402
+from recorder.format.model import Transcript  # noqa: E402
 from recorder.replay.calls import LiveCall, frames_of, recorded_calls  # noqa: E402
 from recorder.replay.filecalls import FileCalls  # noqa: E402
 from recorder.replay.standin import StandIns  # noqa: E402
-from recorder.replay.state import ReplayState  # noqa: E402
-from recorder.rules import DEFAULT_RULES  # noqa: E402
+from recorder.replay.verdict.state import ReplayState  # noqa: E402
+from recorder.rules.pairing import PairingRules  # noqa: E402
+from recorder.rules.ruleset import DEFAULT_RULES  # noqa: E402
 
 SYSTEM = "You are a code reviewer. " * 40  # ~1 KB, as a real system prompt
 

@@ -27,7 +27,6 @@ JSON line.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import statistics
@@ -41,10 +40,11 @@ HERE = Path(__file__).resolve()
 # `RECORDER_TREE`: the folder whose `recorder` package is measured (`--baseline`)
 sys.path.insert(0, os.environ.get("RECORDER_TREE") or str(HERE.parent.parent))
 
-from recorder.httpfile import dumps_exchange  # noqa: E402
-from recorder.model import Exchange, Headers, Request, Response  # noqa: E402
-from recorder.record.store import CONVERSATION, TranscriptStore  # noqa: E402
-from recorder.redact import scrub_text  # noqa: E402
+from recorder.format.httpfile import dumps_exchange  # noqa: E402
+from recorder.format.model import Exchange, Headers, Request, Response  # noqa: E402
+from recorder.record.store.filetext import Block  # noqa: E402
+from recorder.record.store.transcript_store import CONVERSATION, TranscriptStore  # noqa: E402
+from recorder.secrets.redact import scrub_text  # noqa: E402
 
 JSON = Headers([("Content-Type", "application/json")])
 # `--dir`: where the temporary folders go (e.g. /dev/shm, to leave the disk's noise out)
@@ -110,9 +110,10 @@ def run_new_files(count: int, fsync: bool) -> tuple[list[float], float]:
         store = TranscriptStore(Path(folder), scrub=scrub_text, fsync=fsync)
         store.prepare()
         secrets = {"tok-Rk4Lx9Pq-not-in-the-text": "A2A_TOKEN"}
-        items: list[Exchange | str] = [send_message(n) for n in range(count)]
-        if os.environ.get("BENCH_STORE_BLOCKS") and _takes_blocks():
-            items = [dumps_exchange(item) for item in items]  # type: ignore[arg-type]
+        exchanges = [send_message(n) for n in range(count)]
+        items: list[Exchange | Block] = list(exchanges)
+        if os.environ.get("BENCH_STORE_BLOCKS"):
+            items = [Block(dumps_exchange(item), item.title) for item in exchanges]
         times = []
         cpu = time.process_time()
         for n, item in enumerate(items):
@@ -124,11 +125,6 @@ def run_new_files(count: int, fsync: bool) -> tuple[list[float], float]:
         assert len(os.listdir(folder)) >= count
         store.close()
     return times, cpu / count
-
-
-def _takes_blocks() -> bool:
-    """Whether this tree's store takes an exchange as its text (`TranscriptStore.write`)."""
-    return "exchange: Exchange | str" in inspect.getsource(TranscriptStore.write)
 
 
 def new_files(count: int, fsync: bool) -> dict[str, float]:

@@ -29,9 +29,10 @@ from llm_stack import start_model, start_tools  # noqa: E402
 
 from recorder.kit import start_kit  # noqa: E402
 from recorder.kit.model import ModelWording  # noqa: E402
-from recorder.record.proxy import ProxyServer, RecordingProxy  # noqa: E402
+from recorder.record.proxy import RecordingProxy  # noqa: E402
+from recorder.record.proxy.server import ProxyServer  # noqa: E402
 from recorder.replay.rerecord import keep_recorded_values  # noqa: E402
-from recorder.rules import DEFAULT_RULES  # noqa: E402
+from recorder.rules.ruleset import DEFAULT_RULES  # noqa: E402
 from recorder.servers import bind_socket  # noqa: E402
 
 SCENARIO = "review-with-a-model"

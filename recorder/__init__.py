@@ -3,9 +3,18 @@
 The public API is what `__all__` lists; everything else is internal.
 """
 
+from recorder.disk.transcripts import dump, load
 from recorder.errors import ParseError, RecorderError, RulesError, UpstreamError
-from recorder.httpfile import dump, dumps, load, loads
-from recorder.model import CallTag, Exchange, Headers, Request, Response, SseEvent, Transcript
+from recorder.format.httpfile import dumps, loads
+from recorder.format.model import (
+    CallTag,
+    Exchange,
+    Headers,
+    Request,
+    Response,
+    SseEvent,
+    Transcript,
+)
 
 __all__ = [
     "CallTag",

@@ -1,4 +1,6 @@
-"""`recorder check`: find `.http` files and report every one that does not parse.
+"""`recorder check`: report every `.http` file that does not parse (found by
+`recorder.disk.transcripts.find_transcripts`), or is not canonical, or holds JSON or gRPC
+messages that do not read.
 
 Pure apart from reading files: `check_paths` returns problems as values; the CLI prints them.
 """
@@ -7,35 +9,25 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import sys
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from recorder.bindings import grpc as grpc_binding
 from recorder.bindings import jsonrpc
+from recorder.bindings.push_configs import FORGED_TAG, is_forged, registers_push_config
+from recorder.disk.transcripts import find_transcripts, note_skipped
 from recorder.errors import ParseError, RecorderError
-from recorder.httpfile import dumps
-from recorder.httpread import BODY_MARKER, TRAILERS_TAG, after_lines, loads
-from recorder.model import DOWNSTREAM_TAG, Exchange, Transcript
-from recorder.push import registers_push_config
+from recorder.format.httpfile import dumps
+from recorder.format.httpread import BODY_MARKER, TRAILERS_TAG, after_lines, loads
+from recorder.format.model import DOWNSTREAM_TAG, Exchange, Transcript
 
-__all__ = [
-    "EXPORT_MARK",
-    "Problem",
-    "check_paths",
-    "find_files",
-    "find_transcripts",
-    "is_export",
-    "natural_key",
-]
+__all__ = ["NO_EXCHANGES", "Problem", "check_paths", "end_line"]
 
-EXPORT_MARK = "# exported by recorder"
-"""The first line of every file `recorder export` writes; play and check skip such files."""
+NO_EXCHANGES = "no exchanges: a transcript holds at least one"
+"""What a transcript without an exchange is told, at its `end_line`."""
 
-_DIGITS = re.compile(r"(\d+)")
 _DONE = "[DONE]"
 """The last frame's data of an OpenAI-compatible stream (a call's reply): no JSON."""
 
@@ -53,61 +45,6 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-def natural_key(path: Path) -> tuple[tuple[tuple[int, str], ...], ...]:
-    """Sort key for number order: `9-a` < `10-a` < `100-a`, folder by folder.
-
-    Each name is cut into runs of digits and runs of other text; a run of digits compares as
-    its number, so transcripts play in their numbers' order past 99 (`100-get-task.http` after
-    `11-errors.http`). Equal numbers spelled differently (`7` and `07`) fall back to the text.
-    """
-    return tuple(
-        tuple(
-            (int(piece), piece) if index % 2 else (-1, piece)
-            for index, piece in enumerate(_DIGITS.split(part))
-        )
-        for part in path.parts
-    )
-
-
-def find_files(paths: Iterable[str | os.PathLike[str]], pattern: str) -> Iterator[Path]:
-    """Each file named, and every file matching `pattern` under each folder named, in number
-    order (`natural_key`: `9-a` before `10-a` before `100-a`)."""
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            yield from sorted((p for p in path.rglob(pattern) if p.is_file()), key=natural_key)
-        else:
-            yield path
-
-
-def is_export(path: Path) -> bool:
-    """Whether `path` is an export (`recorder export`): its first line starts with EXPORT_MARK."""
-    try:
-        with open(path, "rb") as file:
-            first = file.readline(len(EXPORT_MARK) + 1)
-    except OSError:
-        return False
-    return first.startswith(EXPORT_MARK.encode())
-
-
-def _note_skipped(path: Path) -> None:
-    sys.stderr.write(f"recorder: skipping {path}: an export (recorder export), not a transcript\n")
-
-
-def find_transcripts(
-    paths: Iterable[str | os.PathLike[str]],
-    on_export: Callable[[Path], None] | None = _note_skipped,
-) -> Iterator[Path]:
-    """Each file named, and every `*.http` file under each folder named, in name order; an
-    export (`is_export`) is left out and passed to `on_export` (default: a note on stderr).
-    `on_export=None` keeps exports in."""
-    for path in find_files(paths, "*.http"):
-        if on_export is not None and is_export(path):
-            on_export(path)
-            continue
-        yield path
-
-
 def check_paths(
     paths: Iterable[str | os.PathLike[str]], *, canonical: bool = False
 ) -> tuple[int, list[Problem]]:
@@ -120,7 +57,7 @@ def check_paths(
 
         def skip(path: Path, skipped: list[Path] = skipped) -> None:
             skipped.append(path)
-            _note_skipped(path)
+            note_skipped(path)
 
         files = list(find_transcripts([raw], on_export=skip))
         if not files and not skipped:  # a folder without transcripts must not pass as valid
@@ -129,7 +66,8 @@ def check_paths(
     for path in found:
         count += 1
         problems.extend(_check_file(path, canonical=canonical))
-    return count, problems
+    # (a cycle of needs is found from each file that runs into it: said once)
+    return count, list(dict.fromkeys(problems))
 
 
 def _check_file(path: Path, *, canonical: bool) -> list[Problem]:
@@ -162,7 +100,7 @@ def _check_file(path: Path, *, canonical: bool) -> list[Problem]:
     except ParseError as exc:
         return [Problem(exc.path or name, exc.line, exc.message)]
     if not transcript.exchanges:
-        return [Problem(name, None, "no exchanges: a transcript holds at least one")]
+        return [Problem(name, end_line(text), NO_EXCHANGES)]
     problems = json_problems(name, text, transcript=transcript, body_lines=starts)
     problems.extend(push_problems(name, transcript))
     problems.extend(call_problems(name, transcript, text))
@@ -178,14 +116,29 @@ def _check_file(path: Path, *, canonical: bool) -> list[Problem]:
     return problems
 
 
+def end_line(text: str | bytes) -> int:
+    """The line a file ends on (where an exchange that is not there was looked for: a
+    transcript without one is told so there); 1 for an empty file."""
+    return (text.count("\n") if isinstance(text, str) else text.count(b"\n")) + 1
+
+
 def push_problems(name: str, transcript: Transcript) -> list[Problem]:
     """Each `# @push config N` whose exchange N registers no push config (a SendMessage with
     `configuration.taskPushNotificationConfig`, a CreateTaskPushNotificationConfig), at the
-    delivery's line. (The reader has made sure N names an earlier exchange.)"""
+    delivery's line, and each `# @forged` on an exchange that is no delivery. (The reader has
+    made sure N names an earlier exchange.)"""
     problems: list[Problem] = []
     exchanges = transcript.exchanges
     for exchange in exchanges:
         number = exchange.push_config
+        if number is None and is_forged(exchange):
+            problems.append(
+                Problem(
+                    name,
+                    exchange.line,
+                    f"{FORGED_TAG}: only a push delivery (# @push config N) is forged",
+                )
+            )
         if number is None or registers_push_config(exchanges[number - 1].request):
             continue
         problems.append(
@@ -278,16 +231,79 @@ def _downstream_problem(downstream: str, url: str, declared: set[str]) -> str | 
 
 def after_problems(name: str, path: Path, text: str) -> list[Problem]:
     """Each `# @after NAME` tag of the file at `path` (its `text`) that names no transcript
-    of its folder, or the file itself, at the tag's line."""
+    of its folder, or the file itself, at the tag's line; and needs that form a cycle
+    (`after_cycle`: what the player refuses to plan, at the tag that closes it)."""
     problems: list[Problem] = []
     for line, needed in after_lines(text):
         target = path.parent / needed
-        if not target.is_file():
+        if not _is_file(target):
             where = os.fspath(path.parent) if path.parent != Path() else "."
             problems.append(Problem(name, line, f"@after {needed}: no such transcript in {where}"))
         elif target.resolve() == path.resolve():
             problems.append(Problem(name, line, f"@after {needed}: a file cannot need itself"))
+    cycle = after_cycle(path, text)
+    if cycle is not None and cycle not in problems:
+        problems.append(cycle)
     return problems
+
+
+def _is_file(path: Path) -> bool:
+    """Whether `path` is a file: False, not an OSError, for a name the system refuses (one
+    over 255 bytes: ENAMETOOLONG, which `Path.is_file` raises on Python 3.11)."""
+    return os.path.isfile(path)
+
+
+def after_cycle(path: Path, text: str) -> Problem | None:
+    """The cycle the `@after` needs of the file at `path` (its `text`) run into, if any: at
+    the tag that closes it, in the file that has it, worded as the player words it
+    (`recorder.replay.needs.needs_of`, which refuses such a run before anything is sent).
+    The needs are followed as the player follows them: each file's tags in order, a needed
+    file read from the folder of the file that names it; a tag naming no file, or a file
+    that cannot be read, is left to that file's own check."""
+    texts: dict[str, tuple[str, str]] = {os.path.realpath(path): (os.fspath(path), text)}
+
+    def tags(real: str) -> list[tuple[int, str]]:
+        return after_lines(texts[real][1])
+
+    def read(target: Path) -> str | None:
+        real = os.path.realpath(target)
+        if real not in texts:
+            try:
+                texts[real] = (os.fspath(target), target.read_bytes().decode("utf-8"))
+            except (OSError, UnicodeDecodeError):
+                return None
+        return real
+
+    def visit(real: str, trail: list[str], done: set[str]) -> Problem | None:
+        shown = texts[real][0]
+        for line, needed in tags(real):
+            target = Path(shown).parent / needed
+            if not _is_file(target):
+                continue
+            found = read(target)
+            if found is None:
+                continue
+            if found == real:  # (the player calls it a cycle of one)
+                return Problem(shown, line, f"@after {needed}: a file cannot need itself")
+            if found in trail:
+                chain = [os.path.basename(texts[r][0]) for r in trail[trail.index(found) :]]
+                return Problem(
+                    shown,
+                    line,
+                    f"@after {needed}: the needs form a cycle "
+                    f"({' needs '.join([*chain, needed])}): a needed file is played before "
+                    "the file that needs it",
+                )
+            if found in done:
+                continue
+            problem = visit(found, [*trail, found], done)
+            if problem is not None:
+                return problem
+            done.add(found)
+        return None
+
+    start = os.path.realpath(path)
+    return visit(start, [start], set())
 
 
 def _reject_constant(name: str) -> None:

@@ -4,6 +4,7 @@
      ├── ParseError          a transcript that is not valid .http (has .path and .line)
      ├── RulesError          a rules file that is not valid (the message names file and key)
      └── UpstreamError       an agent that cannot be reached (refused, timed out, reset)
+          └── NoReplyError   an agent reached that sent no whole reply (too slow, dropped)
 
 A mismatch between a recorded and a live reply is a result, not an exception.
 """

@@ -3,6 +3,13 @@
 Binding the socket before the app starts gives the real port up front (port 0 picks a free
 one), with no race between choosing a port and listening on it. Used by the kit, the player's
 embedded default agent, and the end-to-end tests.
+
+Slow clients are bounded as the recording proxy's own server bounds them
+(`recorder.record.transport.http1`): a connection silent `KEEP_ALIVE` seconds before its first
+request, or between two, is closed, and a request head not ended `HEAD_TIMEOUT` seconds after
+its first byte is answered `408 Request Timeout` and closed (`bounded_http`). uvicorn closes
+an idle connection only after a reply (`timeout_keep_alive`): one that never sent a whole head
+(an idle client, slowloris) was held open for good.
 """
 
 from __future__ import annotations
@@ -16,11 +23,16 @@ from types import TracebackType
 from typing import Any
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 __all__ = [
+    "HEAD_TIMEOUT",
+    "KEEP_ALIVE",
     "SHUTDOWN_GRACE",
     "ServerThread",
     "bind_socket",
+    "bounded_http",
+    "bounded_options",
     "listen_problem",
     "parse_listen",
     "quiet_shutdown",
@@ -31,11 +43,85 @@ __all__ = [
 # to the kit's slow review held Ctrl-C for the 30 s of the review.
 SHUTDOWN_GRACE = 0.2
 
+# seconds a connection may stay silent before its first request and between two, and a
+# request head may take from its first byte: the recording proxy's defaults (`recorder record
+# --keep-alive`, `--client-timeout`)
+KEEP_ALIVE = 5.0
+HEAD_TIMEOUT = 30.0
+_HEAD_TIMED_OUT = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 35\r\nconnection: close\r\n\r\nThe request head took too long.\n"
+)
+
+log = logging.getLogger(__name__)
+
 # what uvicorn logs as an ERROR when an app returns before its reply ended: at shutdown, an
 # event stream that the shutdown cut (the client sees it cut); at any other time, a bug
 _INCOMPLETE = "ASGI callable returned without completing response."
 # what it logs as an ERROR when SHUTDOWN_GRACE has passed and it cancels the open calls
 _CANCELLED = "timeout graceful shutdown exceeded"
+
+
+class _BoundedHttp(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the two bounds it lacks (module docstring): a timer
+    from the connection's start until its first request begins, and from a request's first
+    byte until its head has ended. Between requests uvicorn's own keep-alive timer runs."""
+
+    idle_timeout = KEEP_ALIVE
+    head_timeout = HEAD_TIMEOUT
+    _timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm(self.idle_timeout, head=False)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._arm(self.head_timeout, head=True)
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self, seconds: float, *, head: bool) -> None:
+        self._disarm()
+        self._timer = self.loop.call_later(seconds, self._expired, head)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _expired(self, head: bool) -> None:
+        self._timer = None
+        if self.transport.is_closing():
+            return
+        if head:
+            client = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
+            log.warning(
+                "a request head from %s did not end within %g s: answered 408, connection closed",
+                client,
+                self.head_timeout,
+            )
+            self.transport.write(_HEAD_TIMED_OUT)
+        self.transport.close()
+
+
+def bounded_http(idle: float = KEEP_ALIVE, head: float = HEAD_TIMEOUT) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol class (its `http` option) that closes a connection silent
+    `idle` seconds before its first request, and answers 408 and closes one whose request
+    head has not ended `head` seconds after its first byte."""
+    return type("BoundedHttp", (_BoundedHttp,), {"idle_timeout": idle, "head_timeout": head})
+
+
+def bounded_options(idle: float = KEEP_ALIVE, head: float = HEAD_TIMEOUT) -> dict[str, Any]:
+    """uvicorn's options for those bounds (`bounded_http`, and `timeout_keep_alive` between
+    requests)."""
+    return {"http": bounded_http(idle, head), "timeout_keep_alive": idle}
 
 
 class _QuietShutdown(logging.Filter):
@@ -134,6 +220,7 @@ class ServerThread:
         self.sock = sock if sock is not None else bind_socket(host, port)
         self.host, self.port = self.sock.getsockname()[:2]
         options: dict[str, Any] = {"log_level": "warning", "lifespan": "off"}
+        options.update(bounded_options())  # (idle and slow clients closed, as the proxy does)
         options.update(uvicorn_options)
         self._server = uvicorn.Server(uvicorn.Config(app, **options))
         self._thread = threading.Thread(

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from recorder.httpfile import loads
-from recorder.model import Transcript
+from recorder.format.httpfile import loads
+from recorder.format.model import Transcript
 
 __all__ = ["HEAD", "ask", "held_stream", "model_call", "tool_call", "transcript"]
 

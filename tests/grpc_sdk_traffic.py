@@ -7,15 +7,13 @@ and serve that traffic."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import grpc
-from a2a.client import Client, ClientCallContext, ClientConfig, create_client
+from a2a.client import ClientCallContext
 from a2a.client.errors import A2AClientTimeoutError
-from a2a.helpers import new_text_message
 from a2a.types import (
     CancelTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
@@ -24,8 +22,6 @@ from a2a.types import (
     GetTaskRequest,
     ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
-    Role,
-    SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
     TaskPushNotificationConfig,
@@ -33,6 +29,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotFoundError
 from helpers import cli_process
+from sdk_clients import collect, open_client, user_message
 
 from recorder import Transcript, load
 
@@ -43,24 +40,6 @@ DIFF = (
 HEADERLESS_DIFF = "@@ -1,2 +1,3 @@\n import os\n+# FIXME: handle errors\n x = 1\n"
 SLOW_DIFF = "please review slowly\n" + DIFF
 CANCELED = TaskState.TASK_STATE_CANCELED
-
-
-def user_message(text: str, *, task_id: str = "", context_id: str = "") -> SendMessageRequest:
-    message = new_text_message(text, role=Role.ROLE_USER, task_id=task_id, context_id=context_id)
-    return SendMessageRequest(message=message)
-
-
-async def collect(stream: AsyncIterator[StreamResponse]) -> list[StreamResponse]:
-    return [event async for event in stream]
-
-
-async def open_client(url: str, *, streaming: bool = True) -> Client:
-    config = ClientConfig(
-        streaming=streaming,
-        supported_protocol_bindings=["GRPC"],
-        grpc_channel_factory=grpc.aio.insecure_channel,
-    )
-    return await create_client(url, client_config=config)
 
 
 async def session(url: str, token: str, *, listing: bool = True) -> dict[str, Any]:

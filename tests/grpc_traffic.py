@@ -165,7 +165,7 @@ def record_card(base_url: str, path: Path) -> Path:
     interface)."""
     import httpx
 
-    from recorder.model import Request, Response
+    from recorder.format.model import Request, Response
 
     reply = httpx.get(f"{base_url}/.well-known/agent-card.json", timeout=LIMIT)
     host = base_url.split("//", 1)[1]

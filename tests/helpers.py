@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -23,12 +24,13 @@ from typing import Any
 import httpx
 import pytest
 
-from recorder.httpfile import dump, dumps, loads
+from recorder.disk.transcripts import dump
+from recorder.format.httpfile import dumps, loads
+from recorder.format.model import Exchange, Headers, Request, Response, Transcript
 from recorder.kit import KitServer, start_kit
-from recorder.model import Exchange, Headers, Request, Response, Transcript
 from recorder.replay.send import make_transport, send_raw
-from recorder.replay.state import LiveReply
 from recorder.replay.variables import fill_placeholders
+from recorder.replay.verdict.state import LiveReply
 
 REPO = Path(__file__).resolve().parent.parent
 TRANSCRIPTS = REPO / "transcripts"
@@ -261,6 +263,24 @@ def wait_until_serving(
             time.sleep(0.05)
 
 
+_ANNOUNCED = re.compile(
+    r"(?:listening on|\bon|^\s*gRPC)\s+"
+    r"(?P<address>(?:https?://)?(?:\[[0-9A-Fa-f:.]+\]|[\w.-]+):[0-9]+)"
+)
+
+
+def announced_address(line: str) -> str:
+    """Where a server started on a port chosen for it (port 0) listens, from the line it says
+    so in (each binds its socket first, then says where): `recorder record: listening on
+    http://127.0.0.1:PORT, forwarding to …`, `code-reviewer listening on http://…`,
+    `recorder serve`'s `serving … on http://…`, a gRPC listener's `… on 127.0.0.1:PORT`, the
+    kit's `  gRPC        127.0.0.1:PORT` row. One reading for every test: by its pattern,
+    not by a word's position."""
+    found = _ANNOUNCED.search(line)
+    assert found, f"no address in {line!r}"
+    return found["address"]
+
+
 @contextlib.contextmanager
 def recorder_process(
     *args: str, limit: float = 10.0
@@ -269,7 +289,7 @@ def recorder_process(
     the first line it prints)."""
     with cli_process("record", "--listen", "127.0.0.1:0", *args, limit=limit) as process:
         assert process.stderr is not None
-        url = process.stderr.readline().split()[4].rstrip(",")
+        url = announced_address(process.stderr.readline())
         wait_until_serving(url, "/_recorder/status", limit)
         yield process, url
 

@@ -3,7 +3,7 @@
 characters escaped; the body as it came when Python's `json` does not read it as UTF-8 JSON.
 
 Written character by character (no regular expression, no orjson), independently of
-`recorder.jsonbody`, whose fast paths the tests hold to it."""
+`recorder.format.jsonbody`, whose fast paths the tests hold to it."""
 
 from __future__ import annotations
 

@@ -19,8 +19,8 @@ from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers import new_text_message
 from a2a.types import Role, SendMessageRequest, Task, TaskPushNotificationConfig
 
-from recorder.httpfile import dump
-from recorder.model import Exchange, Headers, Request, Response, Transcript
+from recorder.disk.transcripts import dump
+from recorder.format.model import Exchange, Headers, Request, Response, Transcript
 
 LIMIT = 10.0
 TOKEN = "hook-token-5b1e"

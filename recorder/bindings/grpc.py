@@ -6,14 +6,14 @@
 - ProtoJSON <-> messages (`google.protobuf.json_format`, lowerCamelCase names as the other
   bindings' JSON), and the google.rpc.Status of a failed call (`grpc-status-details-bin` on
   the wire) as JSON, its Any details with their `@type`.
-- A call in the transcript model (`recorder.model`): `request_of`, `response_of` build one
+- A call in the transcript model (`recorder.format.model`): `request_of`, `response_of` build one
   from what a client or a server saw; `call_status`, `reply_trailing` read one back.
 - The agent card's gRPC interface (`protocolBinding: "GRPC"`, url `host:port`).
 
 Pure: no sockets, and grpcio is never imported. The SDK's generated messages (`a2a.types`)
 and protobuf are imported lazily, with a clear error when they are missing.
 
-How a call is held (the format is in `recorder.httpfile`): the request is `GRPC <path>` with
+How a call is held (the format is in `recorder.format.httpfile`): the request is `GRPC <path>` with
 the metadata as headers and the message as ProtoJSON; the reply's status line is the call's
 status; a unary reply's message, or a failed call's google.rpc.Status, is its body; a server
 stream's messages are its events (each one's data the message's JSON on one line); the
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from recorder.errors import RecorderError
-from recorder.model import (
+from recorder.format.model import (
     GRPC_METHOD,
     GRPC_VERSION,
     Headers,

@@ -232,8 +232,8 @@ def _check(key: str, item: Any, source: str | None, line: int | None, folder: st
             value = check_type.parse(options)
     except CheckOptionError as exc:
         raise CheckRulesError(f"{key}.{name}", str(exc)) from None
-    if name == "judge" and hasattr(value, "folder"):
-        value = replace(value, folder=folder)
+    if name == "judge" and hasattr(value, "folder"):  # (a model judge has none)
+        value = replace(value, folder=folder)  # (a command runs there; a module imports from it)
     return Check(name, value, ignore_case, comment, source, line)
 
 

@@ -4,8 +4,11 @@ Two kinds, both given the recorded value, the live one and where they are (`Chec
 
 - a Python callable, `judge: "mypackage.judges:helpful"`: `helpful(recorded, live, context)`
   returns a bool, `(bool, reason)` or `{"pass": bool, "reason": str}`. Its module is imported
-  once per process (`python_judge`; the player imports every judge of its rules before it
-  sends anything, so a bad name is a usage error naming the rules file's line);
+  once per process, with the rules file's folder first on the import path for that import
+  (as Python puts a script's folder first: a `judges.py` beside the rules file imports
+  without PYTHONPATH; `python_judge`). The player imports every judge of its rules before it
+  sends anything (`import_judges`), so a bad name is a usage error naming the rules file's
+  line;
 - a command, `judge: {command: "python judge.py", timeout: 30}`: run in the rules file's
   folder (without a shell, split as a shell would, unless it uses a shell's syntax: a pipe,
   `;`, `&&`, a redirection, `$`), given one JSON object on its standard input (`recorded`,
@@ -13,7 +16,10 @@ Two kinds, both given the recorded value, the live one and where they are (`Chec
   fails; its standard output is the reason (plain text, or `{"pass": bool, "reason": str}`,
   which then decides). Another exit status, no answer within the timeout, or a command that
   cannot start is an error: the check fails, its reason names the judge and says what went
-  wrong.
+  wrong. A command that does not exist is a usage error before anything is sent
+  (`import_judges`: the program is looked up on PATH, or in the rules file's folder when it
+  names a path such as `./judge.sh`; a shell command's first word through the shell's
+  `command -v`).
 
 None is shipped; nothing is downloaded.
 """
@@ -22,14 +28,17 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import shlex
+import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder.checks.vocabulary import Check, CheckContext, CheckOptionError, Outcome
+from recorder.checks.base import Check, CheckContext, CheckOptionError, Outcome
 from recorder.errors import RulesError
 
 __all__ = [
@@ -48,9 +57,11 @@ _REASON_CHARACTERS = 500  # of a judge's reason, in a report line
 
 @dataclass(frozen=True)
 class PythonJudge:
-    """`module:function`."""
+    """`module:function`, imported with `folder` (the rules file's; None: none) first on the
+    import path."""
 
     name: str
+    folder: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -115,20 +126,22 @@ def judge_spec(value: Any) -> PythonJudge | CommandJudge:
     return CommandJudge(command, float(timeout))
 
 
-_imported: dict[str, Callable[..., Any]] = {}
+_imported: dict[tuple[str | None, str], Callable[..., Any]] = {}
 _import_lock = threading.Lock()
 
 
 def python_judge(spec: PythonJudge) -> Callable[..., Any]:
-    """The callable `spec` names, imported once per process. Raises CheckOptionError (the
-    caller adds the rules file's line) when it cannot be imported or is not callable."""
+    """The callable `spec` names, imported once per process, with the rules file's folder
+    first on the import path during that import (`sys.path` is as it was after). Raises
+    CheckOptionError (the caller adds the rules file's line) when it cannot be imported or
+    is not callable."""
     with _import_lock:
-        found = _imported.get(spec.name)
+        found = _imported.get((spec.folder, spec.name))
         if found is not None:
             return found
         module_name, _, function_name = spec.name.partition(":")
         try:
-            module = importlib.import_module(module_name)
+            module = _import(module_name, spec.folder)
         except Exception as exc:  # the user's module: any error it raises
             raise CheckOptionError(
                 f"judge {spec.name}: cannot import {module_name}: {type(exc).__name__}: {exc}"
@@ -138,8 +151,20 @@ def python_judge(spec: PythonJudge) -> Callable[..., Any]:
             raise CheckOptionError(
                 f"judge {spec.name}: {module_name} has no function {function_name}"
             )
-        _imported[spec.name] = function
-        return _imported[spec.name]
+        _imported[(spec.folder, spec.name)] = function
+        return _imported[(spec.folder, spec.name)]
+
+
+def _import(module_name: str, folder: str | None) -> Any:
+    if folder is None or folder in sys.path:
+        return importlib.import_module(module_name)
+    sys.path.insert(0, folder)
+    try:
+        return importlib.import_module(module_name)
+    finally:
+        # (only this import: a rules file's folder does not stay on every later import's path)
+        if folder in sys.path:
+            sys.path.remove(folder)
 
 
 def run_judge(
@@ -223,11 +248,50 @@ def _run_command(
 
 
 def import_judges(checks: Iterable[Check]) -> None:
-    """Import the Python judges among `checks` (once per process), before a run sends
-    anything: a judge that cannot be imported is a RulesError naming the rules file's line."""
+    """Make the judges among `checks` ready before a run sends anything: import the Python
+    ones (once per process), look up the program of each command. A judge that cannot be
+    imported, or a command that does not exist, is a RulesError naming the rules file's line."""
     for check in checks:
-        if check.name == "judge" and isinstance(check.value, PythonJudge):
-            try:
+        if check.name != "judge":
+            continue
+        try:
+            if isinstance(check.value, PythonJudge):
                 python_judge(check.value)
-            except CheckOptionError as exc:
-                raise RulesError(f"{check.where}: {exc}") from None
+            elif isinstance(check.value, CommandJudge):
+                _find_program(check.value)
+        except CheckOptionError as exc:
+            raise RulesError(f"{check.where}: {exc}") from None
+
+
+def _find_program(spec: CommandJudge) -> None:
+    """Raise CheckOptionError when the program a command runs does not exist: a path (with a
+    slash) in the rules file's folder, else a name on PATH; a shell command's first word as
+    the shell finds it (a builtin, a function of its own, or a program)."""
+    if spec.uses_shell:
+        words = spec.command.split(maxsplit=1)
+        first = words[0] if words else ""
+        if not first or not first.replace("-", "").replace("_", "").replace(".", "").isalnum():
+            return  # (an assignment, a quote, a subshell: only the shell can tell)
+        try:
+            found = subprocess.run(  # the shell's own lookup: builtins and keywords too
+                ["sh", "-c", 'command -v -- "$1"', "sh", first],
+                capture_output=True,
+                cwd=spec.folder,
+                check=False,
+            )
+        except OSError:
+            return  # (no POSIX shell here: the judge says so when it runs)
+        if found.returncode != 0:
+            raise CheckOptionError(f"judge {spec.name}: {first}: command not found")
+        return
+    try:
+        program = shlex.split(spec.command)[0]
+    except (ValueError, IndexError):
+        return
+    if os.sep in program or (os.altsep and os.altsep in program):
+        path = os.path.join(spec.folder or os.getcwd(), program)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            why = "not an executable file" if os.path.exists(path) else "no such file"
+            raise CheckOptionError(f"judge {spec.name}: {program}: {why}")
+    elif shutil.which(program) is None:
+        raise CheckOptionError(f"judge {spec.name}: {program}: command not found on PATH")

@@ -9,6 +9,7 @@ a one-line answer is better written with `contains_any` or `matches`.
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -35,9 +36,14 @@ def language_available() -> bool:
 def detect_language(text: str) -> str | None:
     """The ISO 639-1 code of `text`'s language, or None for a text without letters. Raises
     ImportError (with `LANGUAGE_MISSING`) when py3langid is not installed."""
-    global _identifier
     if not any(c.isalpha() for c in text):
         return None
+    return _classify(text)
+
+
+@functools.lru_cache(maxsize=4096)  # (learn asks of the same texts again, run after run)
+def _classify(text: str) -> str:
+    global _identifier
     with _lock:
         if _identifier is None:
             try:

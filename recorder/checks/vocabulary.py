@@ -11,13 +11,18 @@ least 80`).
 
     contains, contains_all   the text holds the string (each of the strings)
     contains_any             the text holds one of the strings at least
+    facts                    the text states each fact, in any form (`recorder.checks.extract`)
+    claims                   facts stated together, as findings, once (`recorder.checks.claims`)
     not_contains             the text holds none of the strings
     matches, not_matches     Python `re.search` finds (does not find) the expression
     length, lines            the number of characters (of lines) within {min, max}
     json                     the text parses as JSON (and validates against a JSON Schema)
-    similar                  lexical similarity (rapidfuzz, 0..1) to the recorded value
+    similar                  lexical similarity (rapidfuzz, 0..1) to the recorded value, or
+                             by meaning: `{method: embedding, model: M, min: F}` (cosine of a
+                             model's embeddings, `recorder.checks.embedding`)
     language                 the text's language (ISO 639-1), by py3langid when installed
-    judge                    a Python callable or a command decides (`recorder.checks.judges`)
+    judge                    a Python callable or a command decides (`recorder.checks.judges`),
+                             or a model: `{model: M}` (`recorder.checks.model_judge`)
 
 A text check on a live value that is not a string fails with "expected text, got <type>";
 `json` takes a value that is JSON already (an object at the place) as it is. Pure: no I/O,
@@ -31,7 +36,22 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
+
+from recorder.checks.base import (
+    TEXT_OPTIONS,
+    Check,
+    CheckContext,
+    CheckOptionError,
+    CheckType,
+    Outcome,
+    Runner,
+)
+from recorder.checks.claims import check_claims, parse_claims
+from recorder.checks.extract import FactError, describe, facts_in, parse_fact, stated_in
+from recorder.checks.judges import CommandJudge, PythonJudge, judge_spec, run_judge
+from recorder.checks.language import detect_language
+from recorder.checks.lexicon import common_count
 
 __all__ = [
     "CHECKS",
@@ -43,88 +63,6 @@ __all__ = [
     "Outcome",
     "run_check",
 ]
-
-TEXT_OPTIONS = frozenset(("ignore_case", "comment"))
-"""Options any check item may carry beside its name (ignore_case only where it means something)."""
-
-
-class CheckOptionError(ValueError):
-    """A check's options are not valid; the message says why (the rules loader adds where)."""
-
-
-class Outcome(NamedTuple):
-    """What one check found: whether it held, and why not (or a note on why it did)."""
-
-    passed: bool
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class Check:
-    """One check of a rules file: its name, its options as read (`CheckType.parse`), where."""
-
-    name: str
-    value: Any = field(hash=False)
-    ignore_case: bool = False
-    comment: str | None = None
-    source: str | None = None
-    """The rules file it was read from (None: made in code)."""
-    line: int | None = None
-
-    @property
-    def label(self) -> str:
-        """How reports name it: `contains_all`, `judge mypackage.judges:helpful`."""
-        if self.name == "judge":
-            spec = self.value
-            return f"judge {spec.name}" if hasattr(spec, "name") else "judge"
-        return self.name
-
-    @property
-    def where(self) -> str:
-        """`rules.yaml:12` (or the file alone, or "the rules")."""
-        if self.source is None:
-            return "the rules"
-        return f"{self.source}:{self.line}" if self.line else self.source
-
-
-@dataclass(frozen=True)
-class CheckContext:
-    """What a check may want to know of where it runs (judges get it as a dict)."""
-
-    file: str = ""
-    exchange: int | None = None
-    title: str = ""
-    path: str = "$"
-    frame: int | None = None
-    request: Any = None
-    """The recorded request body: its JSON value, or its text."""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "exchange": self.exchange,
-            "title": self.title,
-            "path": self.path,
-            "frame": self.frame,
-            "request": self.request,
-        }
-
-
-Runner = Callable[[Check, Any, Any, CheckContext], Outcome]
-"""(check, recorded value, live value, context) -> outcome."""
-
-
-@dataclass(frozen=True)
-class CheckType:
-    """One entry of the registry: how to read its options, how to run it."""
-
-    name: str
-    parse: Callable[[Any], Any]
-    """The options as written -> the value `run` uses; CheckOptionError when not valid."""
-    run: Runner
-    folds_case: bool = False
-    """Whether `ignore_case` means something for it."""
-    summary: str = ""
 
 
 def run_check(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
@@ -314,6 +252,48 @@ def _lines(check: Check, recorded: Any, live: Any, context: CheckContext) -> Out
     return _within(len(text.splitlines()), "line", check.value)
 
 
+# --- facts and claims ---------------------------------------------------------------------------
+
+
+def _facts_options(value: Any) -> tuple[Any, ...]:
+    try:
+        return tuple(parse_fact(item) for item in _strings(value))
+    except FactError as exc:
+        raise CheckOptionError(str(exc)) from None
+
+
+def _facts(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
+    text = _text(live)
+    if isinstance(text, Outcome):
+        return text
+    found = facts_in(text)
+    missing = [fact for fact in check.value if not stated_in(fact, text, found)]
+    if not missing:
+        return Outcome(True)
+    reason = f"{_quoted([str(fact) for fact in missing])} not found"
+    kinds = {fact.kind for fact in missing}
+    expected = check.value
+    others = [f for f in found if f.kind in kinds and not any(e.matches(f) for e in expected)]
+    if others:
+        reason += f"; found {_quoted([describe([fact]) for fact in others[:3]])}"
+    return Outcome(False, reason)
+
+
+def _claims_options(value: Any) -> Any:
+    try:
+        return parse_claims(value)
+    except ValueError as exc:
+        raise CheckOptionError(str(exc)) from None
+
+
+def _claims(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
+    text = _text(live)
+    if isinstance(text, Outcome):
+        return text
+    reasons = check_claims(check.value, text)
+    return Outcome(not reasons, "; ".join(reasons))
+
+
 # --- json --------------------------------------------------------------------------------------
 
 
@@ -394,7 +374,11 @@ def _json(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outc
 SIMILAR_METHODS = ("ratio", "partial_ratio", "token_sort_ratio", "token_set_ratio")
 
 
-def _similar_options(value: Any) -> tuple[float, str]:
+def _similar_options(value: Any) -> Any:
+    if isinstance(value, Mapping) and value.get("method") == "embedding":
+        from recorder.checks.embedding import embedding_spec
+
+        return embedding_spec(value)
     if isinstance(value, Mapping):
         unknown = sorted(str(k) for k in value if k not in ("min", "method"))
         if unknown:
@@ -404,13 +388,17 @@ def _similar_options(value: Any) -> tuple[float, str]:
         method = value.get("method", "token_set_ratio")
         if method not in SIMILAR_METHODS:
             raise CheckOptionError(
-                f"method: expected one of {', '.join(SIMILAR_METHODS)}, got {method!r}"
+                f"method: expected one of {', '.join(SIMILAR_METHODS)} or embedding, got {method!r}"
             )
         return _fraction(value["min"], "min"), str(method)
     return _fraction(value, "similar"), "token_set_ratio"
 
 
 def _similar(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
+    if not isinstance(check.value, tuple):
+        from recorder.checks.embedding import run_embedding
+
+        return run_embedding(check, recorded, live, context)
     text = _text(live)
     if isinstance(text, Outcome):
         return text
@@ -440,10 +428,6 @@ def _language_options(value: Any) -> str:
 
 
 def _language(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
-    from recorder.checks.language import (
-        detect_language,  # (an optional dependency: said when missing)
-    )
-
     text = _text(live)
     if isinstance(text, Outcome):
         return text
@@ -451,6 +435,11 @@ def _language(check: Check, recorded: Any, live: Any, context: CheckContext) -> 
     if found is None:
         return Outcome(False, f"no language found in the text, expected {check.value}")
     if found != check.value:
+        expected, other = common_count(text, check.value), common_count(text, found)
+        if expected > other:
+            # a text of names and facts, few words of its language: the detector guesses
+            # ("Languages: Java, Go, Rust" read as Latin); the common words tell
+            return Outcome(True, f"{found} detected, but more common words of {check.value}")
         return Outcome(False, f"{found}, expected {check.value}")
     return Outcome(True)
 
@@ -459,14 +448,19 @@ def _language(check: Check, recorded: Any, live: Any, context: CheckContext) -> 
 
 
 def _judge_options(value: Any) -> Any:
-    from recorder.checks.judges import judge_spec
+    if isinstance(value, Mapping) and "command" not in value:
+        # (imported when a rules file has one: the model checks bring in httpx)
+        from recorder.checks.model_judge import model_judge_spec
 
+        return model_judge_spec(value)
     return judge_spec(value)
 
 
 def _judge(check: Check, recorded: Any, live: Any, context: CheckContext) -> Outcome:
-    from recorder.checks.judges import run_judge
+    if not isinstance(check.value, PythonJudge | CommandJudge):
+        from recorder.checks.model_judge import run_model_judge
 
+        return run_model_judge(check, recorded, live, context)
     return run_judge(check.value, recorded, live, context, check.where)
 
 
@@ -497,12 +491,14 @@ CHECKS: Mapping[str, CheckType] = dict(
         _check_type(
             "not_matches", _regex, _not_matches, "re.search does not find it", folds_case=True
         ),
+        _check_type("facts", _facts_options, _facts, "the text states each fact, in any form"),
+        _check_type("claims", _claims_options, _claims, "facts stated together, each once"),
         _check_type("length", _bounds, _length, "characters within min..max"),
         _check_type("lines", _bounds, _lines, "lines within min..max"),
         _check_type("json", _json_options, _json, "parses as JSON (and validates)"),
         _check_type("similar", _similar_options, _similar, "similar to the recorded text"),
         _check_type("language", _language_options, _language, "the text's language"),
-        _check_type("judge", _judge_options, _judge, "your code decides"),
+        _check_type("judge", _judge_options, _judge, "your code or your model decides"),
     ]
 )
 """Check name -> its type: the one registry (the rules loader and the player both read it)."""

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from recorder.checking import find_transcripts, is_export
 from recorder.cli import fail, plural
 from recorder.cli.options import AliasedOption
+from recorder.disk.transcripts import find_transcripts, is_export
 from recorder.docs.curlscript import export_curl
 from recorder.docs.export import DIALECTS, ExportError, export_http
 from recorder.docs.grpcexport import PROTO_FILE, has_grpc
@@ -29,7 +29,7 @@ from recorder.docs.sync import (
     sync_paths,
     write_text_file,
 )
-from recorder.model import Exchange
+from recorder.format.model import Exchange
 
 
 @dataclass(frozen=True)

@@ -133,15 +133,17 @@ def kit(
 
     from recorder.bindings.grpc import MISSING
     from recorder.cli import fail, warn
+    from recorder.extras import KIT_EXTRA, kit_sdk_problem
 
+    problem = kit_sdk_problem()  # an older a2a-sdk imports, then fails inside the kit
+    if problem is not None:
+        fail("kit", problem)
     try:
         from recorder.kit import DEFAULT_TOKEN, create_app
         from recorder.kit.grpc_server import grpc_available
         from recorder.kit.serve import public_base_url
     except ImportError as exc:  # the core installed without the kit's server stack
-        fail(
-            "kit", f"the bundled kit cannot start ({exc}): it needs pip install 'a2a-recorder[kit]'"
-        )
+        fail("kit", f"the bundled kit cannot start ({exc}): it needs {KIT_EXTRA}")
     from recorder.servers import SHUTDOWN_GRACE, bind_socket, listen_problem, quiet_shutdown
 
     host, port = _address(listen, host, port)

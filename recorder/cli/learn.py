@@ -6,11 +6,14 @@ import os
 
 import click
 
+from recorder.checks.model_proposals import learn_with_models
+from recorder.checks.model_session import DEFAULT_CONCURRENCY, ModelSession
 from recorder.cli import fail, plural
 from recorder.cli.play import (
     _agent,
     _quiet_embedded_kit,
     _read_env_files,
+    bind_models,
     embedded_kit,
     variable_options,
 )
@@ -20,9 +23,13 @@ from recorder.replay.plan import TranscriptErrors
 from recorder.replay.send import DEFAULT_TIMEOUT
 from recorder.replay.variables import MissingVariableError
 from recorder.replay.wait import wait_for_agent
-from recorder.rules import load_rules, rules_warnings
+from recorder.rules.ruleset import load_rules, rules_warnings
 
 _NAME = "learn"
+
+
+def _percent(rate: float) -> str:
+    return f"{rate * 100:.1f}%"
 
 
 def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -60,8 +67,18 @@ def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> st
     show_default=True,
     # 4: a varying answer's facts are what held in every run; a wording that recurs by
     # chance in four runs is unlikely, and "all runs but one" still leaves three
-    help="Live runs of every transcript to compare with one another (4 or more tell the "
-    "facts of an answer worded anew each run from its wording).",
+    help="Live runs of every transcript to start with (4 or more tell the facts of an "
+    "answer worded anew each run from its wording); more are played while the proposal "
+    "is not stable, up to --max-runs.",
+)
+@click.option(
+    "--max-runs",
+    type=click.IntRange(min=2, max=200),
+    default=None,
+    metavar="N",
+    help="Live runs at most: while a run left out changes the proposal, or a held-out run "
+    "fails it, one more run is played [default: 12, or --runs if more; --max-runs equal to "
+    "--runs: exactly that many].",
 )
 @click.option(
     "--rules",
@@ -86,18 +103,40 @@ def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> st
     show_default=True,
     help="Seconds allowed for each reply.",
 )
-@click.option("-v", "--verbose", count=True, help="Also print what could not be learned.")
+@click.option(
+    "--judge-model",
+    metavar="NAME",
+    help="Where an answer's prose varies and its facts alone say little, propose a model "
+    "judge, judge: {model: NAME}: live when a model endpoint is set (OPENAI_BASE_URL, "
+    "OPENAI_API_KEY), else commented out (without this option too, with a placeholder name).",
+)
+@click.option(
+    "--embedding-model",
+    metavar="NAME",
+    help="Where an answer's prose varies, propose similarity by meaning, similar: {method: "
+    "embedding, model: NAME, min: F}, its floor from the live runs' embeddings (needs a "
+    "model endpoint).",
+)
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="Also print what could not be learned, and each held-out run's failure.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print the likely regressions and the summary.")
 def learn(
     paths: tuple[str, ...],
     agent: str | None,
     wait: float | None,
     runs: int,
+    max_runs: int | None,
     rules_path: str | None,
     output: str | None,
     variables: dict[str, str],
     env_files: tuple[str, ...],
     timeout: float,
+    judge_model: str | None,
+    embedding_model: str | None,
     verbose: int,
     quiet: bool,
 ) -> None:
@@ -119,12 +158,23 @@ def learn(
 
     # the rules on stdout (no file to write): the report on stderr
     to_stderr = output is None and rules_path is None
+    models: list[ModelSession | None] = []
     try:
         environ = merge_variables(os.environ, _read_env_files(env_files), variables)
         rules = load_rules(rules_path)
         if rules_path is not None:
             for warning in rules_warnings(rules_path):
                 click.echo(f"recorder {_NAME}: warning: {warning}", err=True)
+        # the rules' own model checks, and what a model may propose: a check without an
+        # endpoint is a usage error now, before anything is sent
+        rules, session = bind_models(rules, environ, skip=False, concurrency=DEFAULT_CONCURRENCY)
+        proposer = learn_with_models(
+            environ,
+            judge_model=judge_model,
+            embedding_model=embedding_model,
+            rules_file=output or rules_path,
+        )
+        models += [session, proposer.session]
         if agent is not None and wait is not None:
             wait_for_agent(agent, wait)
         with _quiet_embedded_kit(agent is None):
@@ -135,9 +185,11 @@ def learn(
                 rules_file=rules_path,
                 output=output,
                 runs=runs,
+                max_runs=max_runs,
                 environ=environ,
                 timeout=timeout,
                 start_agent=embedded_kit(_NAME),
+                more_checks=proposer,
             )
     except TranscriptErrors as exc:
         for error in exc.errors:
@@ -147,6 +199,10 @@ def learn(
         fail(_NAME, str(exc))
     except KeyboardInterrupt:
         fail(_NAME, "interrupted", code=130)
+    finally:
+        for made in models:
+            if made is not None:
+                made.close()
     proposals = learned.proposals
     for problem in learned.errors:
         click.echo(f"recorder {_NAME}: not learned from: {problem}", err=True)
@@ -163,6 +219,27 @@ def learn(
         if verbose:
             for note in proposals.notes:
                 click.echo(f"  not learned: {note}", err=to_stderr)
+    held = learned.held_out
+    if held is not None:
+        low, high = held.interval(0.95)
+        click.echo(
+            f"recorder {_NAME}: estimated false-alarm rate per exchange: "
+            f"{_percent(held.rate)} ({len(held.failures)} of {held.trials} held-out exchange runs"
+            f" failed, each run judged by the rules learned without it; 95% interval "
+            f"{_percent(low)}-{_percent(high)})",
+            err=True,
+        )
+        if verbose:
+            for failure in held.failures:
+                for mismatch in failure.mismatches[:3]:
+                    click.echo(
+                        f"  held-out run {failure.run}: {failure.where}: {mismatch.describe()}",
+                        err=True,
+                    )
+    for change in learned.adjusted:
+        click.echo(f"note: {change}", err=True)
+    if learned.unstable is not None:
+        click.echo(f"note: {learned.unstable}", err=True)
     if learned.verify is not None:
         for transcript in learned.verify.transcripts:
             for exchange in transcript.exchanges:

@@ -3,33 +3,39 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import click
 
+from recorder.checks.model_rules import bind_model_checks, start_session
+from recorder.checks.model_session import DEFAULT_CONCURRENCY, ModelSession
+from recorder.checks.model_usage import ModelUsage, usage_json, usage_lines
 from recorder.errors import RecorderError
+from recorder.extras import KIT_EXTRA, kit_sdk_problem
 from recorder.replay.envfile import EnvFileError, merge_variables, parse_env_file, parse_var
+from recorder.replay.keywords import Selection, SelectionError
 from recorder.replay.plan import TranscriptErrors, parse_shard
 from recorder.replay.player import AgentHandle
 from recorder.replay.player import play as play_transcripts
-from recorder.replay.report import (
+from recorder.replay.reports.json_report import write_json_error, write_json_report
+from recorder.replay.reports.results import PlayResult
+from recorder.replay.reports.terminal import (
     TerminalReport,
     exit_status,
     plural,
     write_junit_error,
     write_junit_xml,
 )
-from recorder.replay.report_json import write_json_error, write_json_report
-from recorder.replay.results import PlayResult
-from recorder.replay.select import Selection, SelectionError
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url
+from recorder.replay.trials import TrialPlan
 from recorder.replay.variables import MissingVariableError
 from recorder.replay.wait import wait_for_agent
-from recorder.rules import load_rules, rules_warnings
+from recorder.rules.ruleset import Rules, load_rules, rules_warnings
 
 
 def _shard(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
@@ -51,9 +57,6 @@ def _selection(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return value
 
 
-KIT_EXTRA = "pip install 'a2a-recorder[kit]'"
-
-
 def embedded_kit(command: str) -> Callable[..., AgentHandle]:
     """What `recorder <command>` starts without --agent: the bundled kit agent on a free
     loopback port (imported only then: the kit brings in the a2a-sdk's server). Starting it
@@ -64,6 +67,11 @@ def embedded_kit(command: str) -> Callable[..., AgentHandle]:
         # the kit as `recorder kit` runs it: its gRPC binding on another free port, listed in
         # its card (the goldens' cards list it), when grpcio is there; `grpc` (a file holds a
         # gRPC call) needs it
+        # an a2a-sdk the kit is not built for (older than its extra's) is told before the
+        # kit is imported: it would import, then fail deep inside with a TypeError
+        problem = kit_sdk_problem()
+        if problem is not None:
+            raise RecorderError(f"no --agent given, and {problem}: give --agent URL")
         try:
             from recorder.kit import start_kit
             from recorder.kit.grpc_server import grpc_available
@@ -217,6 +225,38 @@ _VARIABLE_OPTIONS = [
 ]
 
 
+def bind_models(
+    rules: Rules, environ: Mapping[str, str], *, skip: bool, concurrency: int
+) -> tuple[Rules, ModelSession | None]:
+    """`rules` with their model checks bound to a session of this run (None: none asks a
+    model); ModelEndpointError (a usage error) when one has no endpoint and not `skip`."""
+    models = start_session(rules.checks, skip=skip, concurrency=concurrency, environ=environ)
+    if models is None:
+        return rules, None
+    return dataclasses.replace(rules, checks=bind_model_checks(rules.checks, models)), models
+
+
+def model_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--no-judge` and `--judge-jobs N` (play, learn): the checks that ask a model."""
+    command = click.option(
+        "--judge-jobs",
+        type=click.IntRange(min=1, max=64),
+        default=DEFAULT_CONCURRENCY,
+        show_default=True,
+        metavar="N",
+        help="Requests to the model (a model judge, embedding similarity) in flight at once, "
+        "at most, whatever --jobs is.",
+    )(command)
+    return click.option(
+        "--no-judge",
+        is_flag=True,
+        help="Skip the checks that ask a model (judge: {model: ...}, similar: {method: "
+        "embedding}): for a run without a model endpoint. The summary counts them skipped, "
+        "never passed. Without it, a model check with no endpoint (OPENAI_BASE_URL, "
+        "OPENAI_API_KEY) is a usage error before anything is sent.",
+    )(command)
+
+
 def _color(no_color: bool, color: str) -> bool | None:
     """True, False, or None (colour on a terminal): --no-color and --color never are False;
     in auto mode, so are a non-empty NO_COLOR (no-color.org) and TERM=dumb."""
@@ -362,6 +402,21 @@ def _is_transcript(path: str) -> bool:
     help="With --trials: the fraction of trials an exchange must pass, 0 < R <= 1 "
     "(default 1.0: every trial).",
 )
+@click.option(
+    "--confidence",
+    type=click.FloatRange(min=0, min_open=True, max=1, max_open=True),
+    default=None,
+    metavar="C",
+    help="With --trials: judge --pass-rate by a bound: an exchange passes when the lower "
+    "bound of its pass rate (Wilson's, one-sided, at confidence C, e.g. 0.95) is at least R. "
+    "A trial count that can never prove R is a usage error.",
+)
+@click.option(
+    "--early-stop",
+    is_flag=True,
+    help="With --trials: stop a file's trials once no exchange's verdict can change.",
+)
+@model_options
 def play(
     paths: tuple[str, ...],
     agent: str | None,
@@ -384,6 +439,10 @@ def play(
     exitfirst: bool,
     trials: int | None,
     pass_rate: float | None,
+    confidence: float | None,
+    early_stop: bool,
+    no_judge: bool,
+    judge_jobs: int,
     downstreams: dict[str, tuple[str, int]],
     live_downstreams: bool,
 ) -> None:
@@ -402,14 +461,24 @@ def play(
     Exit status: 0 all match, 1 mismatches, 2 usage, parse or connection errors, or an exchange
     without a reply or with an unset credential variable.
     """
-    if pass_rate is not None and trials is None:
-        raise click.UsageError("--pass-rate needs --trials N")
+    for given, name in ((pass_rate, "--pass-rate"), (confidence, "--confidence")):
+        if given is not None and trials is None:
+            raise click.UsageError(f"{name} needs --trials N")
+    if early_stop and trials is None:
+        raise click.UsageError("--early-stop needs --trials N")
+    plan = None
+    if trials is not None:
+        rate = 1.0 if pass_rate is None else pass_rate
+        plan = TrialPlan(trials, rate, confidence, early_stop)
+        if (problem := plan.problem()) is not None:
+            raise click.UsageError(problem)
     if trials is not None and update:
         raise click.UsageError("--trials and --update do not go together: update from one run")
     if downstreams and live_downstreams:
         raise click.UsageError("--downstream and --live-downstreams do not go together")
     report = TerminalReport(sys.stdout, color=_color(no_color, color), update=update, quiet=quiet)
     reports = (junit_path, json_path)
+    models: ModelSession | None = None
     try:
         environ = merge_variables(os.environ, _read_env_files(env_files), variables)
         rules = load_rules(rules_path)
@@ -417,6 +486,8 @@ def play(
             # rules that can never apply (a kind typo, a place only the client fills)
             for warning in rules_warnings(rules_path):
                 click.echo(f"recorder play: warning: {warning}", err=True)
+        # a model check without an endpoint: a usage error now, before anything is sent
+        rules, models = bind_models(rules, environ, skip=no_judge, concurrency=judge_jobs)
         if agent is not None and wait is not None:
             wait_for_agent(agent, wait)
         with _quiet_embedded_kit(agent is None), _stand_in_warnings():
@@ -435,9 +506,7 @@ def play(
                 environ=environ,
                 verbose=verbose,
                 exitfirst=exitfirst,
-                trials=None
-                if trials is None
-                else (trials, 1.0 if pass_rate is None else pass_rate),
+                trials=plan,
                 downstreams=downstreams,
                 live_downstreams=live_downstreams,
                 announce=lambda line: click.echo(f"{PREFIX}{line}", err=True),
@@ -455,6 +524,10 @@ def play(
         click.echo(f"\n{PREFIX}interrupted", err=True)
         _write_error_reports(reports, "interrupted")
         raise SystemExit(130) from None
+    finally:
+        if models is not None:
+            models.close()
+    usage = models.usage() if models is not None else None
     if not result.transcripts:
         if shard is not None and result.selected_files:
             # another shard has them: nothing wrong with this machine's share
@@ -463,14 +536,14 @@ def play(
                 f" ({plural(result.selected_files, 'file')} to play in all shards)",
                 err=True,
             )
-            _write_reports(junit_path, json_path, result, report)
+            _write_reports(junit_path, json_path, result, report, usage)
             raise SystemExit(0)
         nothing = "no exchange to play (no transcript, or -k matched nothing)"
         click.echo(f"{PREFIX}{nothing}", err=True)
         _write_error_reports(reports, nothing)
         raise SystemExit(2)
-    report.summary(result)
-    _write_reports(junit_path, json_path, result, report)
+    report.summary(result, usage_lines(usage) if usage is not None else ())
+    _write_reports(junit_path, json_path, result, report, usage)
     sys.stdout.flush()
     raise SystemExit(exit_status(result))
 
@@ -505,8 +578,13 @@ def _read_env_files(paths: tuple[str, ...]) -> list[dict[str, str]]:
 
 
 def _write_reports(
-    junit_path: str | None, json_path: str | None, result: PlayResult, report: TerminalReport
+    junit_path: str | None,
+    json_path: str | None,
+    result: PlayResult,
+    report: TerminalReport,
+    usage: ModelUsage | None = None,
 ) -> None:
+    extra = {"model": usage_json(usage)} if usage is not None else None
     for junit, path in ((True, junit_path), (False, json_path)):
         if path is None:
             continue
@@ -514,7 +592,7 @@ def _write_reports(
             if junit:
                 write_junit_xml(result, path)
             else:
-                write_json_report(result, path, report.items)
+                write_json_report(result, path, report.items, extra)
         except OSError as exc:
             click.echo(f"{PREFIX}cannot write {path}: {exc.strerror or exc}", err=True)
             raise SystemExit(2) from None

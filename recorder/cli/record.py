@@ -11,8 +11,8 @@ import click
 from recorder.cli import fail, plural
 from recorder.cli.options import AliasedOption
 from recorder.errors import RecorderError
-from recorder.model import Transcript
-from recorder.record.modes import MODES
+from recorder.format.model import Transcript
+from recorder.record.store.modes import MODES
 
 if TYPE_CHECKING:
     from recorder.record.proxy import RecordingProxy
@@ -126,6 +126,21 @@ if TYPE_CHECKING:
     "agent's) [default: no limit of its own; the agent's and the client's hold].",
 )
 @click.option(
+    "--push-loopback",
+    is_flag=True,
+    help="Deliver push notifications to webhooks on loopback addresses (127.0.0.1, ::1, "
+    "localhost): local work, a client and its webhook on this machine. Without it those are "
+    "refused, as every address that is not public is.",
+)
+@click.option(
+    "--push-receiver-url",
+    metavar="URL",
+    default=None,
+    help="The address the agent is given for the recorder's push receiver (an origin, "
+    "https://host[:port], that reaches --listen: a tunnel or a public address), instead of "
+    "the --listen address: for an agent that refuses loopback webhooks.",
+)
+@click.option(
     "--downstream",
     "downstreams",
     multiple=True,
@@ -156,6 +171,8 @@ def record(
     scenario: str | None,
     grpc_listen: str | None,
     grpc_max_message: int | None,
+    push_loopback: bool,
+    push_receiver_url: str | None,
     downstreams: tuple[str, ...],
     quiet: bool,
 ) -> None:
@@ -181,6 +198,13 @@ def record(
     and records nothing of the scenario. A scenario with no file yet, and traffic without a
     scenario (grouped by id lineage), are recorded into new files in every mode.
 
+    Push notifications: a push config's webhook reaches the agent as the recorder's own
+    receiver, and each delivery is forwarded to the webhook and recorded. The recorder never
+    delivers where an agent that screens webhooks (the a2a-sdk's validator) would not: not to
+    a non-http(s) URL, its own listeners, or an address that is not public (loopback only
+    with --push-loopback); such a registration gets the recorder's InvalidParams error, not
+    forwarded. An agent that refuses loopback webhooks is recorded with --push-receiver-url.
+
     The agent's own calls (--downstream model=https://api.example/v1@41260, one per model API,
     MCP server or peer agent it calls): each downstream gets a listener that forwards to its URL
     (event streams frame by frame); point the agent at it. A call goes into the file of the
@@ -196,7 +220,8 @@ def record(
     import httpx
 
     from recorder.record.naming import slugify
-    from recorder.record.proxy import create_proxy_app, parse_listen, serve
+    from recorder.record.proxy import create_proxy_app
+    from recorder.record.proxy.server import parse_listen, serve
     from recorder.replay.rerecord import keep_recorded_values
 
     # no caller, thread or process lookups for the log records, which do not show them
@@ -211,7 +236,7 @@ def record(
     proxy_log.setLevel(logging.WARNING if quiet else logging.INFO)
     try:
         host, port = parse_listen(listen)
-        from recorder.rules import load_rules
+        from recorder.rules.ruleset import load_rules
 
         loaded = load_rules(rules)
         if scenario is not None:
@@ -236,6 +261,8 @@ def record(
             secret_fields=loaded.secret_fields,
             mode=mode,
             keep=keep,
+            push_loopback=push_loopback,
+            push_receiver=push_receiver_url,
         )
         proxy.scenario = scenario
         _add_downstreams(proxy, downstreams)
@@ -254,6 +281,13 @@ def record(
         _status(f"{path} recorded again in place ({'changed' if changed else 'unchanged'})")
     if proxy.kept:
         _status(f"{plural(proxy.kept, 'exchange')} not recorded: --mode once kept their files")
+    if proxy.push.refused:
+        refused = plural(
+            proxy.push.refused,
+            "push registration or delivery",
+            "push registrations or deliveries",
+        )
+        _status(f"{refused} refused (see above)")
     if proxy.not_recorded:
         # each one was logged above with its reason; the clients got the agent's replies
         fail(
@@ -291,7 +325,7 @@ def _listen_grpc(
     (its agent address then learned from the first card relayed, if the card cannot be
     fetched now)."""
     from recorder.record.grpc_proxy import card_grpc_interface
-    from recorder.record.proxy import parse_listen
+    from recorder.record.proxy.server import parse_listen
 
     agent = card_grpc_interface(upstream)
     if grpc_listen is None and agent is None:

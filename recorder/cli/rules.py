@@ -23,7 +23,7 @@ def check(file: str) -> None:
     Exits 0 when there is nothing to say, 1 with warnings, 2 when FILE is not valid rules.
     """
     from recorder.errors import RulesError
-    from recorder.rules import rules_warnings
+    from recorder.rules.ruleset import rules_warnings
 
     try:
         warnings = rules_warnings(file)

@@ -11,8 +11,8 @@ from recorder.cli import fail, plural
 from recorder.errors import RecorderError
 
 if TYPE_CHECKING:
-    from recorder.record.proxy import ProxyServer
-    from recorder.rules import Rules
+    from recorder.record.proxy.server import ProxyServer
+    from recorder.rules.ruleset import Rules
     from recorder.serve.app import StandIn
     from recorder.servers import ServerThread
 
@@ -108,8 +108,8 @@ def serve(
     the closest recorded request and what differs (a JSON-RPC error, else 404), or with
     --fallback the reply of a real agent.
     """
-    from recorder.record.proxy import parse_listen
-    from recorder.rules import load_rules
+    from recorder.record.proxy.server import parse_listen
+    from recorder.rules.ruleset import load_rules
     from recorder.serve import load_stand_in
     from recorder.serve.fallback import Fallback
     from recorder.serve.server import serve as run
@@ -172,8 +172,7 @@ def _downstreams(
     """`--downstream NAME@[HOST:]PORT`: a stand-in for each, serving in a thread of its own,
     said where on stderr. ValueError for a bad one, or one no transcript has calls to;
     RecorderError when its address cannot be listened on."""
-    from recorder.checking import find_transcripts
-    from recorder.httpfile import load
+    from recorder.disk.transcripts import find_transcripts, load
     from recorder.replay.standin import parse_place
     from recorder.serve.downstream import downstream_stand_in
     from recorder.serve.server import server_options
@@ -212,7 +211,7 @@ def _grpc_listen(
 ) -> tuple[str, int] | None:
     """Where to serve gRPC: `--grpc-listen`, else beside the HTTP port when a transcript
     holds a gRPC call or the fallback agent serves gRPC."""
-    from recorder.record.proxy import parse_listen
+    from recorder.record.proxy.server import parse_listen
 
     if value is not None:
         return parse_listen(value)
@@ -241,7 +240,8 @@ def _recorder(upstream: str, out: str, rules: Rules, grpc: str | None) -> ProxyS
     listener on a free port when the agent serves gRPC at `grpc`."""
     from pathlib import Path
 
-    from recorder.record.proxy import ProxyServer, create_proxy_app
+    from recorder.record.proxy import create_proxy_app
+    from recorder.record.proxy.server import ProxyServer
 
     proxy = create_proxy_app(upstream, out=Path(out), rules=rules)
     if grpc is not None:

@@ -3,7 +3,7 @@
 A recorded request that sends a value an earlier reply of its file generated (the task id a
 SendMessage reply gave, sent back by GetTask) cannot be sent as recorded to a fresh agent: the
 agent never made that task. An export therefore *captures* the value from the earlier live
-reply and sends the capture instead. The rules are the player's (`recorder.pairing`):
+reply and sends the capture instead. The rules are the player's (`recorder.rules.pairing`):
 
 1. A reply generates the values the rules call generated (`PairingRules.generated_values`, of
    strict kinds: ids, not timestamps) that no request of the file up to it carried (rule 2: the
@@ -28,11 +28,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recorder.httpread import DURING_TAG
-from recorder.literals import escape_json_text
-from recorder.model import Exchange, Headers, Request, Response
-from recorder.pairing import JSON_STRING, PairingRules, string_value
-from recorder.rules import DEFAULT_RULES, Rules
+from recorder.format.httpread import DURING_TAG
+from recorder.format.jsonbody import NOT_JSON, json_value
+from recorder.format.literals import escape_json_text
+from recorder.format.model import Exchange, Headers, Request, Response
+from recorder.rules.pairing import JSON_STRING, PairingRules, string_value
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
 
 __all__ = ["Capture", "Chains", "find_chains", "templated_request"]
 
@@ -85,24 +86,17 @@ def _first_path(tree: Any, value: str) -> JsonPath | None:
     return None
 
 
-def _parsed(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-
-
 def _reply_trees(response: Response) -> list[tuple[int | None, Any]]:
     """(frame or None, parsed JSON) of a recorded reply: the body, or each frame's data."""
     if response.events is not None:
         return [
-            (number, _parsed(event.data))
+            (number, json_value(event.data))
             for number, event in enumerate(response.events, start=1)
             if event.data is not None
         ]
     if not response.body or not response.is_json:
         return []
-    return [(None, _parsed(response.body.decode("utf-8", "replace")))]
+    return [(None, json_value(response.body.decode("utf-8", "replace")))]
 
 
 def _name(path: JsonPath, exchange: int, taken: set[str]) -> str:
@@ -141,7 +135,7 @@ def find_chains(exchanges: Sequence[Exchange], rules: Rules = DEFAULT_RULES) -> 
             if match is not None:
                 during[index] = (int(match.group(1)) - 1, int(match.group(2)))
         for frame, tree in _reply_trees(exchange.response):
-            if tree is None:
+            if tree is NOT_JSON:
                 continue
             for value, kind in pairing.generated_values(tree):
                 if kind in pairing.loose or value in client or value in origins:

@@ -46,7 +46,7 @@ from recorder.docs.grpcexport import (
     grpc_host_of,
     grpcurl_arguments,
 )
-from recorder.model import Exchange, Request, is_event_stream
+from recorder.format.model import Exchange, Request, is_event_stream
 
 __all__ = ["export_curl", "jq_path"]
 

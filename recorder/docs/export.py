@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable, Sequence
 from urllib.parse import urlsplit
 
 from recorder.bindings import jsonrpc, rest
-from recorder.checking import EXPORT_MARK
+from recorder.disk.transcripts import EXPORT_MARK
 from recorder.docs.chains import JsonPath, call_notes, find_chains, templated_request
 from recorder.docs.grpcexport import (
     GRPC_HOST,
@@ -55,9 +55,9 @@ from recorder.docs.grpcexport import (
     loader_body,
 )
 from recorder.errors import RecorderError
-from recorder.jsonbody import relayout
-from recorder.literals import PLACEHOLDER, literal_text, rewrite
-from recorder.model import Exchange, Request, is_event_stream
+from recorder.format.jsonbody import relayout
+from recorder.format.literals import PLACEHOLDER, literal_text, rewrite
+from recorder.format.model import Exchange, Request, is_event_stream
 
 __all__ = [
     "DIALECTS",

@@ -23,7 +23,7 @@ from recorder.docs.select import (
     first_leaf_path,
     picked_paths,
 )
-from recorder.sse import SseEvent
+from recorder.format.sse import SseEvent
 
 __all__ = ["cut_data_line", "stream_lines"]
 
@@ -85,7 +85,7 @@ def stream_lines(
 
 def _is_frame(event: SseEvent) -> bool:
     """Whether `@during ... frame K` counts the frame: not one of comments only (a keep-alive
-    ping), as the player counts (`recorder.replay.live.is_frame`)."""
+    ping), as the player counts (`recorder.replay.verdict.live.is_frame`)."""
     return not (
         event.data is None and event.event is None and event.id is None and event.retry is None
     )

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 
 from recorder.bindings.grpc import SERVICE, STATUS_NAMES, message_type, method_of
 from recorder.bindings.grpc_proto import PROTO_FILE, loader_object
-from recorder.jsonbody import pretty_json, relayout
-from recorder.literals import PLACEHOLDER, escape_json_text
-from recorder.model import Exchange, Request
+from recorder.format.jsonbody import pretty_json, relayout
+from recorder.format.literals import PLACEHOLDER, escape_json_text
+from recorder.format.model import Exchange, Request
 
 __all__ = [
     "GRPC_HELPERS",

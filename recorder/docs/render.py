@@ -92,10 +92,10 @@ from recorder.docs.select import (
     parse_pick,
     picked_paths,
 )
-from recorder.httpread import DURING_TAG, TRAILERS_TAG
-from recorder.jsonbody import loads
-from recorder.literals import as_sent
-from recorder.model import Exchange, Headers, Request, Response
+from recorder.format.httpread import DURING_TAG, TRAILERS_TAG
+from recorder.format.jsonbody import loads
+from recorder.format.literals import as_sent
+from recorder.format.model import Exchange, Headers, Request, Response
 
 __all__ = [
     "DEFAULT_HEADERS",

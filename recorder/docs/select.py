@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from recorder.bindings import jsonrpc
-from recorder.jsonbody import dumps
-from recorder.model import Exchange
+from recorder.format.jsonbody import dumps
+from recorder.format.model import Exchange
 
 __all__ = [
     "DEFAULT_PICK",
@@ -97,7 +97,7 @@ def envelope_first(value: Any) -> Any:
 
 def dumps_scalar(value: Any) -> str:
     """A JSON scalar (or empty container) as the transcript writes it, invisibles escaped."""
-    text = dumps(value)  # (a number as it was written: `recorder.jsonbody.JsonNumber`)
+    text = dumps(value)  # (a number as it was written: `recorder.format.jsonbody.JsonNumber`)
     return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

@@ -66,12 +66,12 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from recorder import httpfile
-from recorder.checking import Problem, find_files
+from recorder.checking import NO_EXCHANGES, Problem, end_line
+from recorder.disk.transcripts import find_files, load
 from recorder.docs.render import RenderOptions, render_exchanges
 from recorder.docs.select import ExchangeName, named_exchange, parse_exchange_reference
 from recorder.errors import ParseError, RecorderError
-from recorder.model import Exchange, Transcript
+from recorder.format.model import Exchange, Transcript
 
 __all__ = [
     "Block",
@@ -419,7 +419,7 @@ def load_selection(
         if not key.is_file():
             raise SourceError(_not_a_transcript(os.fspath(path)))
         try:
-            transcript = httpfile.load(key)
+            transcript = load(key)
         except ParseError as exc:
             raise SourceError(str(exc)) from None
         if cache is not None:
@@ -427,7 +427,11 @@ def load_selection(
     exchanges = transcript.exchanges
     count = len(exchanges)
     if count == 0:
-        raise SourceError(f"{os.fspath(path)}: no exchanges: a transcript holds at least one")
+        try:
+            at = f":{end_line(key.read_bytes())}"  # (where check says it too)
+        except OSError:
+            at = ""
+        raise SourceError(f"{os.fspath(path)}{at}: {NO_EXCHANGES}")
     if index is None:
         return exchanges, tuple(range(1, count + 1))
     if isinstance(index, ExchangeName):

@@ -25,16 +25,17 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from recorder.disk.transcripts import dump, load
 from recorder.errors import ParseError
-from recorder.httpfile import dump, load
 from recorder.kit import KitServer, start_kit
 from recorder.planner.grpc_scenarios import GRPC_SCENARIOS
 from recorder.planner.scenarios import SCENARIOS, Scenario, Session
 from recorder.planner.webhook import Webhook
 from recorder.record.naming import file_name
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.rerecord import keep_recorded_values
-from recorder.rules import DEFAULT_RULES
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.servers import bind_socket
 
 __all__ = ["PLANNED", "PREFERRED_KIT_PORT", "main", "record_scenarios"]
@@ -152,7 +153,8 @@ def record_scenarios(
     with contextlib.ExitStack() as stack:
         stack.enter_context(hook)
         kit = stack.enter_context(_start_kit(kit_port))
-        proxy = create_proxy_app(kit.base_url, out=out)
+        # (the planner's webhook is on loopback: local work, said so)
+        proxy = create_proxy_app(kit.base_url, out=out, push_loopback=True)
         # the gRPC scenarios' calls go through the recorder's gRPC listener: the card the
         # client gets names it (the recorded card names the kit's own gRPC address)
         listener = proxy.listen_grpc(port=0, upstream=kit.grpc_address)

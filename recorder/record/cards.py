@@ -22,6 +22,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
+from recorder.addresses import is_loopback
 from recorder.bindings import grpc as grpc_binding
 from recorder.bindings import jsonrpc
 
@@ -36,7 +37,6 @@ __all__ = [
     "unproxied",
 ]
 
-_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -67,7 +67,7 @@ class Origin:
 
     def same_host(self, host: str) -> bool:
         host = host.lower()
-        return host == self.host or (host in _LOOPBACK and self.host in _LOOPBACK)
+        return host == self.host or (is_loopback(host) and is_loopback(self.host))
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def _rewrite_grpc(url: str, upstream: Origin, proxy: Origin, grpc: GrpcRoute) ->
     if found is None or agent is None or found[1] != agent[1]:
         return url
     host = found[0]
-    if not (host == agent[0] or (host in _LOOPBACK and agent[0] in _LOOPBACK)):
+    if not (host == agent[0] or (is_loopback(host) and is_loopback(agent[0]))):
         return url
     shown = f"[{proxy.host}]" if ":" in proxy.host else proxy.host
     return f"{shown}:{grpc.listen_port}"

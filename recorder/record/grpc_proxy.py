@@ -51,7 +51,7 @@ from typing import Any, NoReturn
 
 from recorder.bindings import grpc as binding
 from recorder.errors import RecorderError
-from recorder.model import GRPC_METHOD
+from recorder.format.model import GRPC_METHOD
 from recorder.record.cards import GrpcRoute, Origin, grpc_address, rewrite_card
 from recorder.record.grpc_metadata import (
     SCENARIO_KEY,
@@ -283,6 +283,9 @@ class GrpcListener:
             await self._refuse(
                 context, "RESOURCE_EXHAUSTED", path, self._too_large(request, "request")
             )
+        refused = self.push.grpc_refusal(path, request) if self.push is not None else None
+        if refused is not None:  # (a webhook the recorder does not deliver to)
+            await context.abort(self._grpc.StatusCode.INVALID_ARGUMENT, refused)
 
     def _too_large(self, message: bytes, which: str) -> str:
         return (
@@ -393,6 +396,8 @@ class GrpcListener:
             rpc.cancel()
             own, status = f"could not forward the call: {type(exc).__name__}: {exc}", "INTERNAL"
         loop = asyncio.get_running_loop()
+        if code == 0 and own is None and self.push is not None:
+            self.push.deleted_by(call)  # (a deleted push config: its receivers end)
         if own is not None:
             self.recording.close(call)
             loop.call_soon(self.records.end, record, None)
@@ -531,9 +536,12 @@ class GrpcListener:
         grpc = self._grpc
         if channel is None:
             await context.abort(grpc.StatusCode.UNAVAILABLE, _NO_UPSTREAM)
-        if path not in self._unknown_warned:
+        if path not in self._unknown_warned and len(self._unknown_warned) <= _UNKNOWN_NAMED:
+            # each method named once, up to a bound: a client calling ever new names must not
+            # grow the set (or the log) without end
             self._unknown_warned.add(path)
-            log.warning("gRPC %s is not an A2A method: forwarded, not recorded", path)
+            more = " and more (no more are named)" * (len(self._unknown_warned) > _UNKNOWN_NAMED)
+            log.warning("gRPC %s%s is not an A2A method: forwarded, not recorded", path, more)
         forwarded = [(k, v) for k, v in metadata if k not in TRANSPORT_KEYS and k[:1] != ":"]
         rpc = channel.unary_unary(path)(
             request, metadata=forwarded or None, timeout=context.time_remaining()
@@ -588,7 +596,11 @@ _RESOURCE_EXHAUSTED = 8
 # received): the agent's and the client's limits hold (`--grpc-max-message` adds one)
 _NO_OWN_LIMITS = (("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1))
 _CARDS = frozenset({"GetExtendedAgentCard"})
-# the methods whose request may register a push config (`recorder.push.config_objects`)
+# the methods that are not A2A's named in the log, each once (then one line says more came)
+_UNKNOWN_NAMED = 64
+
+# the methods whose request may register a push config
+# (`recorder.bindings.push_configs.config_objects`)
 _REGISTERING = frozenset(
     {"SendMessage", "SendStreamingMessage", "CreateTaskPushNotificationConfig"}
 )

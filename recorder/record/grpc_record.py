@@ -22,7 +22,8 @@ send in that same step, and no request that follows can be read before the callb
 
 The heavy parts (a large message's ProtoJSON, every redaction, the exchange's text) thus run
 off the event loop: a long stream holds no other client, and its memory does not grow with
-it while it runs (the store holds the text of what it wrote, `recorder.record.store`).
+it while it runs (the store holds the text of what it wrote,
+`recorder.record.store.transcript_store`).
 """
 
 from __future__ import annotations
@@ -39,13 +40,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.bindings import grpc as binding
-from recorder.model import Exchange, Headers, Request, Response, SseEvent
+from recorder.format.model import Exchange, Headers, Request, Response, SseEvent
 from recorder.record.grpc_metadata import Metadata
 from recorder.record.lineage import MAX_SCANNED_BODY
 from recorder.record.naming import exchange_title
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.recording import Recording
-from recorder.redact import Redactor
+from recorder.secrets.redact import Redactor
 
 __all__ = ["BACKLOG", "ON_LOOP", "SPOOL_AT", "CallRecord", "MessageSpool", "Records", "decode"]
 

@@ -4,7 +4,7 @@ Most clients know nothing of the recorder: no `Recorder-Scenario` header, random
 ids, follow-up calls by the ids the agent handed out. Their exchanges are grouped so that every
 file is self-contained (it creates what it later reads) and replays alone, in any order:
 
-1. Every value an agent's reply generates (by the player's own rules, `recorder.pairing`:
+1. Every value an agent's reply generates (by the player's own rules, `recorder.rules.pairing`:
    a generated member such as a task `id` or `contextId`, or a generated shape such as a
    uuid), that no request of the run carried before its reply came (rule 2, for the whole
    run: the client's own values), has a *home*: the file of the exchange whose reply first
@@ -32,17 +32,15 @@ Pure: no I/O, no clock; the recording room calls it. Keys are the store's file k
 
 from __future__ import annotations
 
-import json
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-import orjson
+from recorder.format.jsonbody import NOT_JSON, json_value
+from recorder.format.model import Request, canonical_json_body, is_json_media_type
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
 
-from recorder.model import Request, canonical_json_body, is_json_media_type
-from recorder.pairing import PairingRules
-from recorder.rules import DEFAULT_RULES, Rules
-
-__all__ = ["MAX_SCANNED_BODY", "Lineage", "parse_json"]
+__all__ = ["MAX_SCANNED_BODY", "Lineage"]
 
 # reply bodies larger than this are not parsed to learn their values (bytes): a 100 MB reply
 # is no conversation's first exchange, and parsing it would double the recorder's memory
@@ -50,20 +48,6 @@ MAX_SCANNED_BODY = 8 * 1024 * 1024
 # the longest value of a request kept as the client's for the rest of the run (characters):
 # ids are far shorter, and a diff's whole text kept for every request would grow without end
 _LONGEST_KEPT = 1024
-
-
-def parse_json(body: bytes) -> Any:
-    """`json.loads(body)`, or None when it raises, for readers of its strings (an integer past
-    64 bits may come as a float): read by orjson first (6-7x faster), by `json` when orjson
-    refuses (NaN, lone surrogates, UTF-16, a byte order mark, deep nesting)."""
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(body)
-    except (ValueError, RecursionError):
-        return None
 
 
 class Lineage:
@@ -83,17 +67,17 @@ class Lineage:
 
     def request_values(self, request: Request) -> frozenset[str]:
         """Every value the request carries (its body's strings, path segments, query and
-        header values, and the shapes inside them): rule 2 of `recorder.pairing`. They are
+        header values, and the shapes inside them): rule 2 of `recorder.rules.pairing`. They are
         the client's for the rest of the run: no later reply gives them a home."""
         return self._carry(self._pairing.request_values(request))
 
     def values_of(
         self, target: str, headers: list[tuple[str, str]], body: bytes, content_type: str | None
     ) -> frozenset[str]:
-        """`request_values` of the request as the recorder models it (`recorder.model.Request`
-        with these parts), without building the model: a JSON body is put in its canonical
-        form only when that can change a string in it (escapes, non-ASCII, DEL); otherwise
-        only the layout between the strings differs, which no value depends on. Like
+        """`request_values` of the request as the recorder models it
+        (`recorder.format.model.Request` with these parts), without building the model: a JSON body
+        is put in its canonical form only when that can change a string in it (escapes, non-ASCII,
+        DEL); otherwise only the layout between the strings differs, which no value depends on. Like
         `request_values`, they are the client's for the rest of the run."""
         is_json = is_json_media_type(content_type)
         if is_json and body and not (body.isascii() and b"\\" not in body and b"\x7f" not in body):
@@ -171,6 +155,6 @@ class Lineage:
         """`learn` from a JSON text (a reply body, a frame's data); anything else is skipped."""
         if not body or len(body) > MAX_SCANNED_BODY or body.lstrip()[:1] not in (b"{", b"["):
             return
-        value = parse_json(body)
-        if value is not None:
+        value = json_value(body, exact_numbers=False)  # (its strings are what it learns)
+        if value is not NOT_JSON:
             self.learn(value, key, client)

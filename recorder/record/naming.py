@@ -1,7 +1,8 @@
 """Naming and numbering of transcript files (pure, no I/O).
 
 `operation_name` (the A2A operation a request calls; `operation_of` from its parts),
-`exchange_title`, `slugify` (a scenario name made safe as a file name), `next_number` and
+`exchange_title`, `slugify` (a scenario name made safe as a file name, one file per name:
+hashed when the slug loses part of it), `operation_slug`, `next_number` and
 `file_name` (`NN-slug.http`, numbering after the highest number already in the folder), and
 `header_case` (conventional spelling of lowercase header names).
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 from recorder.bindings import grpc as grpc_binding
 from recorder.bindings import jsonrpc, operations, rest
-from recorder.model import GRPC_METHOD, Request
+from recorder.format.model import GRPC_METHOD, Request
 
 __all__ = [
     "NUMBERED",
@@ -108,11 +109,27 @@ def exchange_title(request: Request, description: str | None = None) -> str:
 
 @functools.lru_cache(maxsize=1024)  # a scenario's name is slugged several times per request
 def slugify(name: str) -> str:
-    """A scenario or operation name as a file-name slug: lowercase ASCII letters, digits and
-    single dashes; no separators, no dots (so no `..`), at most 60 characters. A longer slug
-    is cut and ends with 8 hex digits of a hash of its whole text, so two names that differ
-    only past the cut (test ids of one module) never share a file. Raises ValueError when
-    nothing usable is left."""
+    """A scenario's name as a file-name slug: lowercase ASCII letters, digits and single
+    dashes; no separators, no dots (so no `..`), at most 60 characters.
+
+    A name is one file for good, and two names never share one: a name that is its own slug
+    (`message-reply`) is the slug; any other (`Checkout flow`, `checkout/flow`: the slug
+    `checkout-flow` would lose what told them apart) and any slug over 60 characters end with
+    8 hex digits of a hash of the whole name (`checkout-flow-263aa274`), so names that differ
+    only in what the slug drops, or past the cut (test ids of one module), never share a
+    file. Raises ValueError when nothing usable is left."""
+    slug = _words(name)
+    if slug == name and len(slug) <= _MAX_SLUG:
+        return slug
+    # (a long name that is its own slug hashes the same text as before the hash was the
+    # name's: its file keeps its name)
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:_HASHED]
+    return slug[: _MAX_SLUG - _HASHED - 1].rstrip("-") + "-" + digest
+
+
+def _words(name: str) -> str:
+    """`name`'s letters and digits as a lowercase slug (lossy: `Checkout flow` and
+    `checkout/flow` are both `checkout-flow`). Raises ValueError when none is left."""
     # accents off (`Überprüfung` -> `Uberprufung`, not `berpr-fung`); other letters drop out
     plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
     # CamelCase -> camel-case, so operation names read well
@@ -120,18 +137,20 @@ def slugify(name: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", spaced.lower()).strip("-")
     if not slug:
         raise ValueError(f"cannot make a file name from {name!r}: use letters or digits")
-    if len(slug) > _MAX_SLUG:
-        digest = hashlib.sha256(slug.encode("ascii")).hexdigest()[:_HASHED]
-        slug = slug[: _MAX_SLUG - _HASHED - 1].rstrip("-") + "-" + digest
     return slug
 
 
 def operation_slug(operation: str) -> str:
-    """`GetTask` -> `get-task`; `GET /foo/bar` -> `get-foo-bar`."""
+    """`GetTask` -> `get-task`; `GET /foo/bar` -> `get-foo-bar` (a conversation's file is
+    its own, numbered: its slug only reads well, unhashed up to 60 characters)."""
     try:
-        return slugify(operation)
+        slug = _words(operation)
     except ValueError:
         return "exchange"
+    if len(slug) <= _MAX_SLUG:
+        return slug
+    digest = hashlib.sha256(slug.encode("ascii")).hexdigest()[:_HASHED]
+    return slug[: _MAX_SLUG - _HASHED - 1].rstrip("-") + "-" + digest
 
 
 def next_number(names: Iterable[str]) -> int:

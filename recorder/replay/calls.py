@@ -2,7 +2,7 @@
 stand-in answers, and the call compared like a reply (pure).
 
 A transcript holds the calls the agent made while it answered an exchange (its model, its MCP
-tools, a peer: `# @call NAME exchange N [frame K]` blocks, `recorder.model.CallTag`). On
+tools, a peer: `# @call NAME exchange N [frame K]` blocks, `recorder.format.model.CallTag`). On
 replay the player stands in for those downstreams (`recorder.replay.standin`): each live call
 is matched to a recorded call, answered with the recorded reply, and compared:
 
@@ -38,13 +38,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from recorder.bindings import jsonrpc
-from recorder.model import Exchange, Headers, Request, Response, Transcript
-from recorder.pairing import PairingRules
-from recorder.replay.diff import Mismatch
-from recorder.replay.live import LiveReply
-from recorder.replay.text import map_json_strings
-from recorder.serve.match import LiveRequest, Matching, parse_json, split_target
-from recorder.sse import SseEvent
+from recorder.format.jsonbody import json_value
+from recorder.format.model import Exchange, Headers, Request, Response, Transcript
+from recorder.format.sse import SseEvent
+from recorder.replay.verdict.diff import Mismatch
+from recorder.replay.verdict.live import LiveReply
+from recorder.replay.verdict.strings import map_json_strings
+from recorder.rules.pairing import PairingRules
+from recorder.serve.match import LiveRequest, Matching, split_target
 
 __all__ = [
     "Candidate",
@@ -166,7 +167,7 @@ def _matching(
 ) -> Matching:
     matching = Matching(rules, frozenset(mapping), mapping, {})
     recorded = call.request
-    recorded_json = parse_json(recorded.body) if recorded.body else parse_json(b"")
+    recorded_json = json_value(recorded.body, exact_numbers=False)  # (as LiveRequest reads)
     matching.compare(
         recorded.method,
         split_target(recorded.target),
@@ -286,7 +287,8 @@ def answer_of(
 
 def _rpc_ids(recorded_body: bytes, live_body: bytes) -> tuple[Any, Any] | None:
     """(the recorded JSON-RPC request's id, the live one's) when they differ, else None."""
-    recorded, live = parse_json(recorded_body), parse_json(live_body)
+    recorded = json_value(recorded_body, exact_numbers=False)
+    live = json_value(live_body, exact_numbers=False)
     if not (jsonrpc.is_jsonrpc(recorded) and jsonrpc.is_jsonrpc(live)):
         return None
     if "id" not in recorded or "id" not in live or recorded["id"] == live["id"]:

@@ -24,11 +24,11 @@ import time
 from collections.abc import Callable
 
 from recorder.errors import NoReplyError
-from recorder.httpfile import DURING_TAG
-from recorder.model import Transcript
-from recorder.replay.live import real_frames
-from recorder.replay.state import LiveReply
-from recorder.sse import SseDecoder, SseEvent
+from recorder.format.httpfile import DURING_TAG
+from recorder.format.model import Transcript
+from recorder.format.sse import SseDecoder, SseEvent
+from recorder.replay.verdict.live import real_frames
+from recorder.replay.verdict.state import LiveReply
 
 __all__ = ["BackgroundExchange", "during_tags"]
 

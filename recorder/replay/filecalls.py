@@ -25,8 +25,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from recorder.model import Transcript
-from recorder.pairing import PairingRules
+from recorder.format.model import Transcript
 from recorder.replay.calls import (
     Candidate,
     LiveCall,
@@ -40,10 +39,11 @@ from recorder.replay.calls import (
     recorded_calls,
     target_mismatches,
 )
-from recorder.replay.diff import Mismatch
-from recorder.replay.live import LiveReply
-from recorder.replay.state import ReplayState
-from recorder.replay.verbose import verbose_lines
+from recorder.replay.reports.verbose import verbose_lines
+from recorder.replay.verdict.diff import Mismatch
+from recorder.replay.verdict.live import LiveReply
+from recorder.replay.verdict.state import ReplayState
+from recorder.rules.pairing import PairingRules
 
 __all__ = ["CallVerdict", "FileCalls", "call_details"]
 
@@ -208,7 +208,7 @@ def call_details(
     whole: bool = False,
 ) -> tuple[str, ...]:
     """`play -v`: each call that differs, its recorded and live request diffed as the
-    comparison saw them (`recorder.replay.verbose`; `whole`: both whole)."""
+    comparison saw them (`recorder.replay.reports.verbose`; `whole`: both whole)."""
     lines: list[str] = []
     for call in calls.calls:
         live = (verdict.made or {}).get(call.index)

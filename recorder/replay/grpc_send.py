@@ -28,8 +28,8 @@ import httpx
 
 from recorder.bindings import grpc as binding
 from recorder.errors import NoReplyError, RecorderError, UpstreamError
-from recorder.model import Request, Transcript
-from recorder.replay.live import LiveReply
+from recorder.format.model import Request, Transcript
+from recorder.replay.verdict.live import LiveReply
 
 __all__ = [
     "GrpcChannels",

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 import httpx
 
 from recorder.replay.plan import PlanItem
-from recorder.replay.results import Listener, TranscriptResult
+from recorder.replay.reports.results import Listener, TranscriptResult
 from recorder.replay.send import make_transport
 
 __all__ = ["PlayFile", "Stopped", "run_files"]

@@ -24,7 +24,7 @@ file still replays alone, in any order:
    created live (recorded id to live id, one to one); a live listing longer than the
    recorded one loses the items that name no value the file or its needs paired (state
    other files of the run, or earlier runs, made) until it is as long
-   (`recorder.replay.others`).
+   (`recorder.replay.verdict.listings`).
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from recorder.disk.transcripts import load
 from recorder.errors import ParseError
-from recorder.httpfile import load
-from recorder.httpread import after_lines
-from recorder.model import Transcript
+from recorder.format.httpread import after_lines
+from recorder.format.model import Transcript
 from recorder.replay.plan import PlanItem, TranscriptErrors
-from recorder.replay.results import ExchangeResult
-from recorder.replay.state import ReplayState
+from recorder.replay.reports.results import ExchangeResult
+from recorder.replay.verdict.state import ReplayState
 
 __all__ = ["Needed", "attach_needs", "needs_of", "play_needs"]
 

@@ -21,10 +21,10 @@ import os
 import threading
 from collections.abc import Iterable, Sequence
 
-from recorder.model import Response, Transcript
-from recorder.pairing import PairingRules
-from recorder.replay.live import NOT_JSON, parse_json_text
-from recorder.rules import Rules
+from recorder.format.jsonbody import NOT_JSON, json_value
+from recorder.format.model import Response, Transcript
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import Rules
 
 __all__ = ["Origins", "unpaired_notes"]
 
@@ -92,7 +92,7 @@ def _reply_values(pairing: PairingRules, response: Response) -> list[str]:
         return []
     found: dict[str, None] = {}
     for text in texts:
-        value = parse_json_text(text)
+        value = json_value(text)
         for generated, _kind in pairing.generated_values(text if value is NOT_JSON else value):
             found.setdefault(generated, None)
     return list(found)

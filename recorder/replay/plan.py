@@ -2,11 +2,11 @@
 across machines (`--shard K/N`). Broken input stops the run before anything is sent.
 
 Files are played in the order `load_transcripts` finds them: the paths as given, each folder's
-`*.http` files sorted by path (`recorder.checking.find_files`); a shard is taken by position in
-that order, so every machine makes the same split.
+`*.http` files sorted by path (`recorder.disk.transcripts.find_files`); a shard is taken by
+position in that order, so every machine makes the same split.
 
 Selection with `-k EXPRESSION` (pytest's: words joined by `and`, `or`, `not` and parentheses,
-each a case-insensitive substring of "<file> <exchange title>", `recorder.replay.select`): a
+each a case-insensitive substring of "<file> <exchange title>", `recorder.replay.keywords`): a
 file none of whose exchanges match is skipped. In a file that has a match, every exchange up to the
 last matching one is played in order, because later requests carry forward values from earlier
 replies (a GetTask names the task an earlier SendMessage created); only the matching exchanges
@@ -25,11 +25,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from recorder.checking import find_transcripts
+from recorder.checking import NO_EXCHANGES, end_line
+from recorder.disk.transcripts import find_transcripts, load
 from recorder.errors import ParseError, RecorderError
-from recorder.httpfile import load
-from recorder.model import Transcript
-from recorder.replay.select import Selection
+from recorder.format.model import Transcript
+from recorder.replay.keywords import Selection
 
 __all__ = ["PlanItem", "TranscriptErrors", "load_transcripts", "parse_shard", "plan"]
 
@@ -81,7 +81,11 @@ def load_transcripts(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str,
             errors.append(exc)
             continue
         if not transcript.exchanges:
-            errors.append(ParseError("no exchanges: a transcript holds at least one", path=name))
+            try:
+                line: int | None = end_line(path.read_bytes())  # (where check says it too)
+            except OSError:
+                line = None
+            errors.append(ParseError(NO_EXCHANGES, path=name, line=line))
             continue
         loaded.append((name, transcript))
     if errors:

@@ -1,7 +1,7 @@
 """The player: send each recorded request to an agent and compare each reply with the golden one.
 
-This is the I/O shell around the pure replay core (`recorder.replay.state.ReplayState`, one per
-transcript file, decides what to send and what mismatched). `play` runs it; each concern has
+This is the I/O shell around the pure replay core (`recorder.replay.verdict.state.ReplayState`, one
+per transcript file, decides what to send and what mismatched). `play` runs it; each concern has
 its own module:
 
 1. Plan (`recorder.replay.plan`): find and parse the transcripts, select exchanges (`-k`),
@@ -16,7 +16,8 @@ its own module:
 4. With `update`, bless (`recorder.replay.update`): `ReplayState.bless` gives the reply to
    write back into the golden file.
 
-Files run in turn or in parallel (`recorder.replay.jobs`); the verdicts: `recorder.replay.results`.
+Files run in turn or in parallel (`recorder.replay.jobs`); the verdicts:
+`recorder.replay.reports.results`.
 
 A mismatch is a result (`ExchangeResult.mismatches`), and so is an exchange that got no whole
 reply (`ExchangeResult.error`: a timeout, a dropped connection): the rest of its file is then
@@ -35,35 +36,33 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
 from recorder.checks.judges import import_judges
 from recorder.errors import NoReplyError, UpstreamError
-from recorder.model import Exchange, Request, Transcript
-from recorder.redact import scrub_text
-from recorder.replay.agents import AgentHandle as AgentHandle
+from recorder.format.model import Exchange, Request, Transcript
 from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.filecalls import CallVerdict, FileCalls, call_details
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc, send_grpc
-from recorder.replay.jobs import run_files
-from recorder.replay.live import frames_read
-from recorder.replay.needs import attach_needs
+from recorder.replay.jobs import Stopped, run_files
+from recorder.replay.needs import attach_needs, play_needs
 from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.plan import PlanItem, load_transcripts, plan
-from recorder.replay.pushes import FilePushes, PushReceiver, as_reply
-from recorder.replay.results import ExchangeResult, Listener, PlayResult
-from recorder.replay.runfile import RunSettings, play_item
+from recorder.replay.pushes import FORGED_NOTE, FilePushes, PushReceiver, as_reply
+from recorder.replay.reports.results import ExchangeResult, Listener, PlayResult, TranscriptResult
+from recorder.replay.reports.verbose import verbose_lines
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
 from recorder.replay.standin import StandIns, stand_ins_for
-from recorder.replay.state import LiveReply, ReplayState
+from recorder.replay.trials import TrialPlan, play_in_trials
 from recorder.replay.update import (
     blessed_exchanges,
-    finish_update,
+    noise_refusal,
     why_not_updated,
     write_exchanges,
 )
@@ -78,11 +77,31 @@ from recorder.replay.variables import (
     transcript_placeholders,
     unset_variable,
 )
-from recorder.replay.verbose import verbose_lines
+from recorder.replay.verdict.diff import Mismatch
+from recorder.replay.verdict.live import frames_read
+from recorder.replay.verdict.state import LiveReply, ReplayState
 from recorder.replay.watch import AgentWatch
-from recorder.rules import DEFAULT_RULES, Rules
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
+from recorder.secrets.redact import scrub_text
 
 __all__ = ["AgentHandle", "FilePlayer", "finish_update", "play"]
+
+
+class AgentHandle(Protocol):
+    """A started agent (such as the kit): where it listens, what it calls itself, its token.
+    `play(start_agent=...)` calls what returns one when no agent is named (the entry points
+    pass the bundled kit's)."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def token(self) -> str: ...
+
+    def stop(self) -> None: ...
 
 
 # --------------------------------------------------------------------------- one file
@@ -123,7 +142,7 @@ class FilePlayer:
     answered is this exchange's error, not an exception; None: `UpstreamError` is raised."""
     verbose: int = 0
     """1: a mismatch's result holds the diff of both replies, normalized; 2: both whole; 3:
-    the request as sent too (`recorder.replay.verbose`)."""
+    the request as sent too (`recorder.replay.reports.verbose`)."""
     on_reply: Callable[[int, LiveReply], None] | None = None
     """Told each whole live reply (the exchange's 0-based index, the reply), before it is
     compared (`recorder learn` keeps them)."""
@@ -215,6 +234,10 @@ class FilePlayer:
                 error=f"not played: exchange {self._no_reply + 1} got no reply",
                 played=False,
             )
+            return
+        if self._pushes.is_forged(index):  # not the agent's call: neither sent nor awaited
+            self._notes[index] = (FORGED_NOTE,)
+            self.results[index] = self._result(index, played=False)
             return
         if golden.call is not None:
             # the agent's own call to a downstream (`# @call`): never sent by the player, and
@@ -324,6 +347,11 @@ class FilePlayer:
             self._lost(index, exc, background.started)
             return
         self._record(index, live, background.started)
+
+    def judge(self, index: int, live: LiveReply) -> list[Mismatch]:
+        """Exchange `index`'s mismatches for a reply got in another play (`recorder learn`'s
+        held-out runs), as `_record` compares one: in order, so pairs are learned as then."""
+        return self.state.compare(self._expected(index), live, number=index + 1)
 
     @property
     def changed_on_disk(self) -> bool:
@@ -467,6 +495,174 @@ class FilePlayer:
         )
 
 
+def finish_update(
+    player: FilePlayer,
+    selected: Iterable[int],
+    first: Mapping[int, LiveReply],
+    replay: Callable[[], Mapping[int, LiveReply]],
+) -> tuple[bool, str | None]:
+    """--update, once a file was played with `update` (its live replies kept in `first`):
+    whether the file was rewritten, else why not. `replay` plays it once more (its replies),
+    so that a mismatch that differs between the two live runs where the rules do not absorb
+    it is refused as noise, not blessed (`recorder.replay.update`: what it writes)."""
+    chosen = set(selected)
+    not_updated = player.not_updated(chosen)
+    if not_updated is None:
+        mismatched = sorted(
+            i for i in chosen if i in player.results and player.results[i].mismatches
+        )
+        not_updated = noise_refusal(player.transcript, first, replay(), mismatched, player.rules)
+    updated = not_updated is None and player.write_update(chosen)
+    if not updated and player.changed_on_disk:
+        not_updated = "the file changed while it was played (run the update again)"
+    elif not updated and not_updated is None:
+        not_updated = (
+            "the rewritten replies would be the recorded ones: the differences are in what"
+            " the file does not keep"
+        )
+    return updated, not_updated
+
+
+@dataclass(frozen=True)
+class _Settings:
+    base_url: str
+    live_base: str | None
+    rules: Rules
+    variables: Mapping[str, str]
+    timeout: float
+    update: bool
+    listener: Listener | None
+    origins: Origins
+    watch: AgentWatch
+    verbose: int = 0
+    exitfirst: bool = False
+    halt: threading.Event = field(default_factory=threading.Event)
+    """-x: set once a file failed; the files not yet started are not played."""
+    trials: TrialPlan | None = None
+    """--trials N, --pass-rate R, --confidence C, --early-stop (`recorder.replay.trials`)."""
+    pushes: PushReceiver | None = None
+    grpc: GrpcTarget | None = None
+    stand_ins: StandIns | None = None
+
+
+HALTED = "not played: the run stopped at the first failing file (-x)"
+
+
+def _play_item(
+    settings: _Settings, item: PlanItem, transport: httpx.BaseTransport, stop: threading.Event
+) -> TranscriptResult:
+    if settings.halt.is_set():
+        exchanges = item.transcript.exchanges
+        return TranscriptResult(
+            item.path,
+            tuple(
+                ExchangeResult(
+                    index + 1,
+                    exchanges[index].title,
+                    exchanges[index].line,
+                    error=HALTED,
+                    played=False,
+                )
+                for index in sorted(item.selected)
+            ),
+        )
+    if settings.trials is None:
+        result = _play_file(settings, item, transport, stop)
+    else:
+        # each trial a fresh FilePlayer; the report hears the combined verdicts only
+        once = replace(settings, listener=None)
+        result = play_in_trials(
+            lambda: _play_file(once, item, transport, stop),
+            settings.trials,
+            selected=[index + 1 for index in sorted(item.selected)],
+        )
+        listener = settings.listener
+        if listener is not None:
+            for exchange in result.exchanges:
+                listener.exchange_done(item, exchange)
+    if settings.exitfirst and _stops_exitfirst(result, update=settings.update):
+        settings.halt.set()
+    return result
+
+
+def _stops_exitfirst(result: TranscriptResult, *, update: bool) -> bool:
+    """A file that makes the run fail: an error, or a mismatch (--update: a file left)."""
+    if any(e.error is not None for e in result.exchanges):
+        return True
+    return bool(result.not_updated) if update else not result.passed
+
+
+def _file_player(
+    settings: _Settings,
+    item: PlanItem,
+    transport: httpx.BaseTransport,
+    lives: dict[int, LiveReply] | None,
+    *,
+    update: bool,
+) -> FilePlayer:
+    return FilePlayer(
+        item.path,
+        item.transcript,
+        transport,
+        settings.base_url,
+        rules=settings.rules,
+        variables=settings.variables,
+        timeout=settings.timeout,
+        update=update,
+        live_base=settings.live_base,
+        origins=settings.origins,
+        watch=settings.watch,
+        verbose=settings.verbose,
+        on_reply=None if lives is None else lives.__setitem__,
+        pushes=settings.pushes,
+        grpc=settings.grpc,
+        stand_ins=settings.stand_ins,
+    )
+
+
+def _replayed(
+    settings: _Settings, item: PlanItem, transport: httpx.BaseTransport
+) -> dict[int, LiveReply]:
+    """--update: the file played once more, its live replies (for `finish_update`)."""
+    second: dict[int, LiveReply] = {}
+    again = _file_player(settings, item, transport, second, update=False)
+    for index in range(item.play_count):
+        again.play_until(index)
+    return second
+
+
+def _play_file(
+    settings: _Settings, item: PlanItem, transport: httpx.BaseTransport, stop: threading.Event
+) -> TranscriptResult:
+    lives: dict[int, LiveReply] | None = {} if settings.update else None
+    player = _file_player(settings, item, transport, lives, update=settings.update)
+    reported: list[ExchangeResult] = []
+
+    def need_player(need: PlanItem) -> FilePlayer:  # a file `item` needs (@after), played first
+        return _file_player(settings, need, transport, None, update=False)
+
+    needs_notes = play_needs(item.needs, need_player, stop.is_set, into=player.state)
+    for index in range(item.play_count):
+        if stop.is_set():
+            raise Stopped
+        result = player.play_until(index)
+        if needs_notes and index in item.selected:
+            result, needs_notes = replace(result, notes=(*needs_notes, *result.notes)), ()
+        # a setup exchange (played for its ids, not selected) is reported when it got no
+        # reply: the exchanges that needed it are "not played", and that must say why
+        if index in item.selected or (result.error is not None and result.played):
+            reported.append(result)
+            if settings.listener is not None:
+                settings.listener.exchange_done(item, result)
+    updated = False
+    not_updated = None
+    if settings.update and not all(r.passed for r in reported):
+        updated, not_updated = finish_update(
+            player, item.selected, lives or {}, lambda: _replayed(settings, item, transport)
+        )
+    return TranscriptResult(item.path, tuple(reported), updated=updated, not_updated=not_updated)
+
+
 # --------------------------------------------------------------------------- the run
 
 
@@ -485,7 +681,7 @@ def play(
     start_agent: Callable[..., AgentHandle] | None = None,
     verbose: int = 0,
     exitfirst: bool = False,
-    trials: tuple[int, float] | None = None,
+    trials: TrialPlan | None = None,
     grpc_agent: str | None = None,
     downstreams: Mapping[str, tuple[str, int]] | None = None,
     live_downstreams: bool = False,
@@ -500,7 +696,7 @@ def play(
     (their exchanges are "not played"). An agent that goes away after it answered is a result
     too (the exchange that lost it is an error, each later file fails fast:
     `recorder.replay.watch`).
-    `trials` (N, R) plays each file N times, an exchange passing in ceil(R * N) of them
+    `trials` (a `TrialPlan`) plays each file N times, an exchange passing as the plan says
     (`recorder.replay.trials`; not with `update`). gRPC calls go to `grpc_agent` (HOST:PORT),
     else to the GRPC interface of the agent's card (`start_agent(grpc=True)` when a file has
     one: the started agent's).
@@ -564,7 +760,7 @@ def _play_items(
     start_agent: Callable[..., AgentHandle] | None,
     verbose: int,
     exitfirst: bool,
-    trials: tuple[int, float] | None,
+    trials: TrialPlan | None,
     grpc_agent: str | None,
     variables: dict[str, str],
     selected_files: int,
@@ -591,7 +787,7 @@ def _play_items(
     try:
         if listener is not None:
             listener.started(items)
-        settings = RunSettings(
+        settings = _Settings(
             base_url,
             live_base,
             rules,
@@ -610,7 +806,7 @@ def _play_items(
         )
         results = run_files(
             items,
-            functools.partial(play_item, settings),
+            functools.partial(_play_item, settings),
             base_url=base_url,
             jobs=max(1, jobs),
             timeout=timeout,

@@ -5,9 +5,12 @@ collection and items."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from recorder.replay.trials import TrialPlan
 
 __all__ = [
     "add_options",
@@ -95,6 +98,26 @@ def add_options(parser: pytest.Parser) -> None:
         help="With --recorder-trials: the fraction of trials to pass, 0 < R <= 1 (default 1.0).",
     )
     group.addoption(
+        "--recorder-confidence",
+        metavar="C",
+        type=float,
+        default=None,
+        help="With --recorder-trials: judge the pass rate by Wilson's lower bound at C.",
+    )
+    group.addoption(
+        "--recorder-early-stop",
+        action="store_true",
+        default=False,
+        help="With --recorder-trials: stop a file's trials once no verdict can change.",
+    )
+    group.addoption(
+        "--recorder-no-judge",
+        action="store_true",
+        default=False,
+        help="Skip the checks that ask a model (as recorder play --no-judge): counted as "
+        "skipped in the summary, never passed.",
+    )
+    group.addoption(
         "--recorder-downstream",
         metavar="NAME@[HOST:]PORT",
         action="append",
@@ -118,6 +141,10 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini(
         "recorder_trials", default="", help="Like --recorder-trials (the option wins when given)."
     )
+    parser.addini(
+        "recorder_confidence", default="", help="Like --recorder-confidence (the option wins)."
+    )
+    parser.addini("recorder_early_stop", default="", help="Like --recorder-early-stop (true).")
     parser.addini(
         "recorder_pass_rate",
         default="",
@@ -220,16 +247,26 @@ def variables_setting(config: pytest.Config) -> dict[str, str]:
     return merge_variables(os.environ, files, values)
 
 
-def trials_setting(config: pytest.Config) -> tuple[int, float] | None:
-    """(N, R) from --recorder-trials and --recorder-pass-rate (or the ini), or None."""
+def trials_setting(config: pytest.Config) -> TrialPlan | None:
+    """The trial plan of --recorder-trials, --recorder-pass-rate, --recorder-confidence and
+    --recorder-early-stop (or the ini), or None."""
     trials: int | None = config.getoption("recorder_trials", None)
     if trials is None:
         trials = _ini_number(config, "recorder_trials", int)
     rate: float | None = config.getoption("recorder_pass_rate", None)
     if rate is None:
         rate = _ini_number(config, "recorder_pass_rate", float)
-    if rate is not None and trials is None:
-        raise pytest.UsageError("--recorder-pass-rate needs --recorder-trials N")
+    confidence: float | None = config.getoption("recorder_confidence", None)
+    if confidence is None:
+        confidence = _ini_number(config, "recorder_confidence", float)
+    early_stop = bool(config.getoption("recorder_early_stop", False)) or str(
+        config.getini("recorder_early_stop")
+    ).strip().lower() in ("1", "true", "yes")
+    for given, name in ((rate, "pass-rate"), (confidence, "confidence")):
+        if given is not None and trials is None:
+            raise pytest.UsageError(f"--recorder-{name} needs --recorder-trials N")
+    if early_stop and trials is None:
+        raise pytest.UsageError("--recorder-early-stop needs --recorder-trials N")
     if trials is None:
         return None
     if config.getoption("recorder_update", False):
@@ -238,7 +275,15 @@ def trials_setting(config: pytest.Config) -> tuple[int, float] | None:
         raise pytest.UsageError(f"--recorder-trials: expected 1 to 1000, got {trials}")
     if rate is not None and not 0 < rate <= 1:
         raise pytest.UsageError(f"--recorder-pass-rate: expected 0 < R <= 1, got {rate:g}")
-    return trials, 1.0 if rate is None else rate
+    if confidence is not None and not 0 < confidence < 1:
+        raise pytest.UsageError(f"--recorder-confidence: expected 0 < C < 1, got {confidence:g}")
+    from recorder.replay.trials import TrialPlan
+
+    plan = TrialPlan(trials, 1.0 if rate is None else rate, confidence, early_stop)
+    problem = plan.problem()
+    if problem is not None:
+        raise pytest.UsageError(f"--recorder-trials: {problem}")
+    return plan
 
 
 def _ini_number(config: pytest.Config, name: str, kind: type[Any]) -> Any:

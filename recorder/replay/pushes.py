@@ -17,7 +17,10 @@ does not send a delivery (it is the agent's call); `FilePushes`, one per file:
   body, `as_reply`: aliasing, order; `--update` blesses it so); a delivery that does not come
   is a mismatch (`delivery 3 (push config 1): missing`); `after`: the recorded token header is
   required, and at the config's last recorded delivery each one that arrived beyond it is a
-  mismatch (an extra update).
+  mismatch (an extra update);
+- a delivery recorded `# @forged` (its token was not its config's: someone other than the
+  agent sent it, so far as the recorder could tell) is neither sent nor awaited, and is not
+  counted among its config's deliveries (`is_forged`).
 
 The parsing of the tag and the body rewrites are pure; the waiting is the receiver's.
 """
@@ -27,14 +30,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from recorder.model import Exchange, Headers, Request, Response, Transcript
-from recorder.push import config_objects
-from recorder.replay.diff import Mismatch
-from recorder.replay.live import LiveReply
+from recorder.bindings.push_configs import config_objects, is_forged
+from recorder.format.model import Exchange, Headers, Request, Response, Transcript
 from recorder.replay.pushrecv import Arrival, PushReceiver
-from recorder.replay.state import ReplayState
+from recorder.replay.verdict.diff import Mismatch
+from recorder.replay.verdict.live import LiveReply
+from recorder.replay.verdict.state import ReplayState
 
 __all__ = [
+    "FORGED_NOTE",
     "TOKEN_HEADER",
     "FilePushes",
     "PushReceiver",
@@ -45,6 +49,7 @@ __all__ = [
 ]
 
 TOKEN_HEADER = "X-A2A-Notification-Token"
+FORGED_NOTE = "a delivery recorded @forged (not its config's token): not the agent's, not awaited"
 
 
 def push_config_of(exchange: Exchange) -> int | None:
@@ -53,11 +58,12 @@ def push_config_of(exchange: Exchange) -> int | None:
 
 
 def delivery_plan(transcript: Transcript) -> dict[int, list[int]]:
-    """Config number -> the 0-based indexes of its recorded deliveries, in file order."""
+    """Config number -> the 0-based indexes of its recorded deliveries, in file order (a
+    `# @forged` one aside: not the agent's, it is not awaited)."""
     plan: dict[int, list[int]] = {}
     for index, exchange in enumerate(transcript.exchanges):
         config = push_config_of(exchange)
-        if config is not None:
+        if config is not None and not is_forged(exchange):
             plan.setdefault(config, []).append(index)
     return plan
 
@@ -113,6 +119,12 @@ class FilePushes:
     def is_delivery(self, index: int) -> bool:
         """Whether exchange `index` (0-based) is a recorded delivery (awaited, not sent)."""
         return index in self._place
+
+    def is_forged(self, index: int) -> bool:
+        """Whether exchange `index` (0-based) is a delivery recorded `# @forged` (its token
+        was not its config's: not the agent's call, so neither sent nor awaited)."""
+        exchange = self._exchanges[index]
+        return exchange.push_config is not None and is_forged(exchange)
 
     def prepare(self, index: int, request: Request) -> Request:
         """The request of exchange `index` as sent: a push config pointed at the receiver."""

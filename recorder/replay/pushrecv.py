@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from recorder.model import Response
+from recorder.format.model import Response
 
 __all__ = ["Arrival", "PushReceiver"]
 

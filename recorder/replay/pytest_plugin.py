@@ -26,8 +26,11 @@ set the same as the command-line options, which win when given.
 
 `--recorder-trials N` (ini `recorder_trials`) plays each file N times, afresh each time, when
 its first item runs; an item passes when its exchange passed in at least ceil(R*N) trials, R
-from `--recorder-pass-rate R` (ini `recorder_pass_rate`; 0 < R <= 1, default 1.0), as
-`recorder play --trials N --pass-rate R` does (`recorder.replay.trials`).
+from `--recorder-pass-rate R` (ini `recorder_pass_rate`; 0 < R <= 1, default 1.0), or with
+`--recorder-confidence C` (ini `recorder_confidence`) when Wilson's lower bound of its pass
+rate at C is at least R; `--recorder-early-stop` (ini `recorder_early_stop = true`) stops once
+no verdict can change; as `recorder play --trials N --pass-rate R --confidence C --early-stop`
+does (`recorder.replay.trials`).
 
 The agent's own calls (`# @call NAME` blocks: its model, its tools) are answered by the
 session's stand-ins and compared like replies, as `recorder play` does: listening where the
@@ -85,13 +88,13 @@ if TYPE_CHECKING:
     import httpx
 
     from recorder.replay.grpc_send import GrpcTarget
-    from recorder.replay.live import LiveReply
     from recorder.replay.player import FilePlayer
-    from recorder.replay.results import ExchangeResult, TranscriptResult
+    from recorder.replay.reports.results import ExchangeResult, TranscriptResult
     from recorder.replay.standin import StandIns
     from recorder.replay.trials import TrialPlayer
+    from recorder.replay.verdict.live import LiveReply
     from recorder.replay.watch import AgentWatch
-    from recorder.rules import Rules
+    from recorder.rules.ruleset import Rules
 
 MARKER = b"# recorder-format:"
 
@@ -103,7 +106,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if file_path.suffix != ".http" or not _wanted(file_path, parent.config):
         return None
-    from recorder.checking import is_export
+    from recorder.disk.transcripts import is_export
 
     if is_export(file_path):
         return None  # a `recorder export` among the transcripts: not a transcript
@@ -146,6 +149,7 @@ class _Agent:
         self._transport: httpx.HTTPTransport | None = None
         self._pushes: Any = None  # the session's push webhook receiver (started on use)
         self._rules: Rules | None = None
+        self.models: Any = None  # the model checks' session (None: no check asks a model)
         self.base_url = ""
         self.live_base: str | None = None
         self.variables: dict[str, str] = {}
@@ -170,10 +174,11 @@ class _Agent:
     def _start(self) -> None:
         from recorder.replay.send import agent_base_url, make_transport
         from recorder.replay.watch import AgentWatch
-        from recorder.rules import load_rules
+        from recorder.rules.ruleset import load_rules
 
         self._rules = load_rules(rules_setting(self.config))
         self.variables = variables_setting(self.config)
+        self._rules, self.models = _bind_models(self.config, self._rules, self.variables)
         agent = agent_setting(self.config)
         if agent:
             self.base_url = agent_base_url(agent)
@@ -201,8 +206,8 @@ class _Agent:
         self.watch = AgentWatch(self.base_url, probe_seconds=min(1.0, self.timeout))
         overrides = downstreams_setting(self.config)
         if overrides is not None:
-            from recorder.pairing import PairingRules
             from recorder.replay.standin import StandIns
+            from recorder.rules.pairing import PairingRules
 
             self._stand_ins = StandIns(PairingRules(self._rules), overrides)
 
@@ -253,6 +258,8 @@ class _Agent:
         if self._stand_ins is not None:
             self._stand_ins.close()
             self._stand_ins = None
+        if self.models is not None:
+            self.models.close()
         if self._pushes is not None:
             self._pushes.close()
             self._pushes = None
@@ -266,18 +273,36 @@ class _Agent:
             self._handle = None
 
 
+def _bind_models(config: pytest.Config, rules: Rules, environ: dict[str, str]) -> tuple[Rules, Any]:
+    """The rules with their model checks bound to the session's own (None: none asks a
+    model); a model check without an endpoint raises ModelEndpointError."""
+    import dataclasses
+
+    from recorder.checks.model_rules import bind_model_checks, start_session
+
+    skip = bool(config.getoption("recorder_no_judge", False))
+    models = start_session(rules.checks, skip=skip, environ=environ)
+    if models is None:
+        return rules, None
+    return dataclasses.replace(rules, checks=bind_model_checks(rules.checks, models)), models
+
+
 def _start_kit(config: pytest.Config) -> Any:
     """The bundled kit, for a session without --recorder-agent: said once on stderr (past
     pytest's capture), naming the option, since transcripts of another agent would fail
     against it for a reason the failures alone do not show."""
     from recorder.errors import RecorderError
+    from recorder.extras import KIT_EXTRA
 
+    problem = _kit_problem()
+    if problem is not None:
+        raise RecorderError(problem)
     try:
         from recorder.kit import start_kit
     except ImportError as exc:
         raise RecorderError(
             f"no --recorder-agent given, and the bundled kit cannot start ({exc}; it needs "
-            "pip install 'a2a-recorder[kit]'): give --recorder-agent URL"
+            f"{KIT_EXTRA}): give --recorder-agent URL"
         ) from None
     from recorder.kit.grpc_server import grpc_available
 
@@ -306,12 +331,52 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_UPDATED] = []
 
 
+def _kit_problem() -> str | None:
+    """Why the bundled kit cannot start beside the installed a2a-sdk (`recorder.extras`)."""
+    from recorder.extras import kit_sdk_problem
+
+    problem = kit_sdk_problem()
+    return problem and f"no --recorder-agent given, and {problem}: give --recorder-agent URL"
+
+
+def _check_the_kits_sdk(config: pytest.Config, transcripts: bool) -> None:
+    """Transcripts to play without --recorder-agent, beside an a2a-sdk the bundled kit is not
+    built for: one usage error before any test runs, not a failure per item. A session
+    without transcripts never asks (the plugin is loaded in every pytest run of the venv)."""
+    if transcripts and not config.option.collectonly and not agent_setting(config):
+        problem = _kit_problem()
+        if problem is not None:
+            raise pytest.UsageError(problem)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):  # (a pytest-xdist worker: its controller)
+        items = session.items
+        _check_the_kits_sdk(session.config, any(isinstance(i, ExchangeItem) for i in items))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    # pytest-xdist's controller, told what a worker collected (a transcript's: FILE.http::…)
+    _check_the_kits_sdk(node.config, any(".http::" in nodeid for nodeid in ids))
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """--recorder-update: the files rewritten, with their differences."""
+    """What the model checks did and cost; --recorder-update: the files rewritten, with their
+    differences."""
+    agent = config.stash.get(_AGENT, None)
+    if agent is not None and agent.models is not None:
+        from recorder.checks.model_usage import usage_lines
+
+        lines = usage_lines(agent.models.usage())
+        if lines:
+            terminalreporter.write_sep("-", "recorder model checks")
+            for line in lines:
+                terminalreporter.write_line(line)
     updated = config.stash.get(_UPDATED, [])
     if not updated:
         return
-    from recorder.replay.report import plural, transcript_lines
+    from recorder.replay.reports.terminal import plural, transcript_lines
 
     terminalreporter.write_sep("-", "recorder --recorder-update")
     width = max(len(result.path) for result in updated)
@@ -349,12 +414,16 @@ def _check_options(config: pytest.Config) -> None:
     if rules:
         from recorder.checks.judges import import_judges
         from recorder.errors import RecorderError
-        from recorder.rules import load_rules
+        from recorder.rules.ruleset import load_rules
 
         try:
             loaded = load_rules(rules)
-            # a judge of the checks that cannot be imported: now, before any test runs
+            # a judge of the checks that cannot be imported, a model check without an
+            # endpoint: now, before any test runs
             import_judges(check for entry in loaded.checks for check in entry.checks)
+            _, models = _bind_models(config, loaded, variables_setting(config))
+            if models is not None:
+                models.close()
         except RecorderError as exc:
             raise pytest.UsageError(f"--recorder-rules: {exc}") from None
 
@@ -390,8 +459,8 @@ class TranscriptFile(pytest.File):
         return os.path.relpath(self.path, self.config.invocation_params.dir)
 
     def collect(self) -> Iterator[pytest.Item]:
+        from recorder.disk.transcripts import load
         from recorder.errors import ParseError
-        from recorder.httpfile import load
 
         try:
             self.transcript = load(self.path)
@@ -444,7 +513,7 @@ class TranscriptFile(pytest.File):
                 self._player = TrialPlayer(
                     lambda: agent.file_player(self.display_path, self.transcript),
                     len(self.transcript.exchanges),
-                    *trials,
+                    trials,
                 )
         return self._player
 
@@ -454,16 +523,15 @@ class TranscriptFile(pytest.File):
         player = self._player
         if not self.update or player is None or not self.ran:
             return
-        from recorder.replay.player import FilePlayer
+        from recorder.replay.player import FilePlayer, finish_update
 
         assert isinstance(player, FilePlayer)  # (--recorder-trials is refused with update)
         ran = sorted(self.ran)
         results = tuple(player.results[i] for i in ran if i in player.results)
         if all(r.passed for r in results):
             return
-        from recorder.replay.report import transcript_lines
-        from recorder.replay.results import TranscriptResult
-        from recorder.replay.update import finish_update
+        from recorder.replay.reports.results import TranscriptResult
+        from recorder.replay.reports.terminal import transcript_lines
 
         agent = self.config.stash[_AGENT]
 
@@ -525,8 +593,8 @@ class ExchangeItem(pytest.Item):
 
         error = excinfo.value
         if isinstance(error, ExchangeMismatch):
-            from recorder.replay.report import transcript_lines
-            from recorder.replay.results import TranscriptResult
+            from recorder.replay.reports.results import TranscriptResult
+            from recorder.replay.reports.terminal import transcript_lines
 
             lines = transcript_lines(TranscriptResult(error.path, (error.result,)))
             return "\n".join(lines)

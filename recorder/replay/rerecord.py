@@ -4,7 +4,7 @@ Re-recording a scenario against a fresh agent gives new task ids, context ids, t
 `Date` headers. A golden file that is rewritten with all of them would show a `git diff` on
 every line that names one, hiding the changes that matter. So, like `recorder play --update`,
 the fresh recording is laid over the previous one through the player's aliasing
-(`recorder.replay.state.ReplayState`): the previous file plays the recorded side, the fresh
+(`recorder.replay.verdict.state.ReplayState`): the previous file plays the recorded side, the fresh
 recording the live side.
 
 - Ids a client picks afresh for every run (an SDK client's uuid JSON-RPC `id` and
@@ -35,11 +35,11 @@ import json
 import re
 from typing import Any
 
-from recorder.httpfile import dumps, loads
-from recorder.model import Exchange, Headers, Request, Response, Transcript
-from recorder.pairing import PairingRules
-from recorder.replay.state import ReplayState
-from recorder.rules import Rules
+from recorder.format.httpfile import dumps, loads
+from recorder.format.model import Exchange, Headers, Request, Response, Transcript
+from recorder.replay.verdict.state import ReplayState
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import Rules
 
 __all__ = ["align_client_values", "keep_recorded_values"]
 

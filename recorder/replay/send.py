@@ -5,9 +5,9 @@ over one keep-alive httpx transport per worker. The recorded Host, Content-Lengt
 hop-by-hop headers are not sent (httpx writes Host and Content-Length for the live request);
 the body bytes go as recorded.
 
-The live reply is kept as it arrived (`recorder.replay.state.LiveReply`: real status, reason,
-headers and body; an event stream read as it arrives and kept raw), within one deadline for the
-whole reply. Its model `Response` (pretty JSON, SSE parsed losslessly) is built only when
+The live reply is kept as it arrived (`recorder.replay.verdict.state.LiveReply`: real status,
+reason, headers and body; an event stream read as it arrives and kept raw), within one deadline for
+the whole reply. Its model `Response` (pretty JSON, SSE parsed losslessly) is built only when
 needed: for a stream, a reply the fast path cannot decide, and `--update`.
 """
 
@@ -24,9 +24,9 @@ from typing import Any
 import httpx
 
 from recorder.errors import NoReplyError, UpstreamError
-from recorder.model import Request, Transcript, header_bytes, header_text, is_event_stream
-from recorder.replay.live import is_frame
-from recorder.replay.state import LiveReply
+from recorder.format.model import Request, Transcript, header_bytes, header_text, is_event_stream
+from recorder.replay.verdict.live import is_frame
+from recorder.replay.verdict.state import LiveReply
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -150,7 +150,7 @@ def send_raw(
             )
         target = url.raw_path.decode("ascii")
     # bytes: a header value is octets (RFC 9110 §5.5); the recorder wrote them as UTF-8 text
-    # where they were UTF-8 (`recorder.model.header_text`), and sends them so
+    # where they were UTF-8 (`recorder.format.model.header_text`), and sends them so
     headers = [
         (name.encode("latin-1", "replace"), header_bytes(value))
         for name, value in request.headers
@@ -269,7 +269,7 @@ def _read_stream(
     on_chunk: Callable[[bytes], None] | None,
 ) -> tuple[bytes, bool]:
     """The stream's bytes, and whether reading stopped at `max_events` frames (`cut`)."""
-    from recorder.sse import SseDecoder
+    from recorder.format.sse import SseDecoder
 
     counting = max_events is not None or on_frames is not None
     decoder = SseDecoder() if counting else None

@@ -36,14 +36,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from recorder.errors import RecorderError
-from recorder.jsonbody import compact_json
-from recorder.model import DOWNSTREAM_NAME, Headers, Response, Transcript, header_bytes, header_text
-from recorder.pairing import PairingRules
-from recorder.redact import Redactor
+from recorder.format.jsonbody import compact_json, json_value
+from recorder.format.model import (
+    DOWNSTREAM_NAME,
+    Headers,
+    Response,
+    Transcript,
+    header_bytes,
+    header_text,
+)
 from recorder.replay.calls import NOT_ANSWERED_HEADERS, LiveCall, answer_of, frames_of
 from recorder.replay.filecalls import FileCalls
 from recorder.replay.plan import PlanItem
-from recorder.rules import Rules
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import Rules
+from recorder.secrets.redact import Redactor
 
 __all__ = ["MAX_BODY", "Place", "StandIns", "parse_place", "places_of", "stand_ins_for"]
 
@@ -268,9 +275,7 @@ def _refusal(live: LiveCall, why: str) -> Response:
     body: dict[str, Any] = {
         "error": {"message": message, "type": "recorder_stand_in", "code": "no_recorded_call"}
     }
-    from recorder.serve.match import parse_json
-
-    request = parse_json(live.body)
+    request = json_value(live.body, exact_numbers=False)
     if isinstance(request, dict) and request.get("jsonrpc") == "2.0" and "id" in request:
         body = {
             "jsonrpc": "2.0",

@@ -8,28 +8,24 @@ replies change: the rest of the file stays as it is, byte for byte where it can.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from recorder.disk.atomic import write_text_atomic
 from recorder.errors import ParseError
-from recorder.httpfile import dumps, loads, splice, write_text_atomic
-from recorder.model import Exchange, Response, Transcript
-from recorder.noise import Replies, propose
-from recorder.redact import Redactor, scrub_response
+from recorder.format.httpfile import dumps, loads, splice
+from recorder.format.model import Exchange, Response, Transcript
 from recorder.replay.calls import request_as_reply
 from recorder.replay.pushes import as_reply
-from recorder.replay.results import ExchangeResult
-from recorder.replay.state import LiveReply, ReplayState
-from recorder.rules import Rules
-
-if TYPE_CHECKING:
-    from recorder.replay.player import FilePlayer
+from recorder.replay.reports.results import ExchangeResult
+from recorder.replay.verdict.state import LiveReply, ReplayState
+from recorder.rules.noise import Replies, propose
+from recorder.rules.ruleset import Rules
+from recorder.secrets.redact import Redactor, scrub_response
 
 __all__ = [
     "blessed_exchanges",
-    "finish_update",
     "noise_refusal",
     "why_not_updated",
     "write_exchanges",
@@ -177,7 +173,7 @@ def noise_refusal(
     rules: Rules,
 ) -> str | None:
     """Why --update must not bless the exchanges `indices`, or None: their live replies in two
-    runs (`first`, `second`) differ at a place the rules do not absorb (`recorder.noise`, as
+    runs (`first`, `second`) differ at a place the rules do not absorb (`recorder.rules.noise`, as
     `recorder learn` would see it). Blessing it would write a volatile value into the golden
     file, and the next replay would fail there without a hint. The reason names the rule."""
     replies = [
@@ -198,31 +194,3 @@ def noise_refusal(
         f"{noise.where[0]} differs between two live runs at {noise.target}{more}: noise, not a"
         f" change; add `{noise.rule_text()}` to the rules, or run `recorder learn`"
     )
-
-
-def finish_update(
-    player: FilePlayer,
-    selected: Iterable[int],
-    first: Mapping[int, LiveReply],
-    replay: Callable[[], Mapping[int, LiveReply]],
-) -> tuple[bool, str | None]:
-    """--update, once a file was played with `update` (its live replies kept in `first`):
-    whether the file was rewritten, else why not. `replay` plays it once more (its replies),
-    so that a mismatch that differs between the two live runs where the rules do not absorb
-    it is refused as noise, not blessed (`recorder.replay.update`)."""
-    chosen = set(selected)
-    not_updated = player.not_updated(chosen)
-    if not_updated is None:
-        mismatched = sorted(
-            i for i in chosen if i in player.results and player.results[i].mismatches
-        )
-        not_updated = noise_refusal(player.transcript, first, replay(), mismatched, player.rules)
-    updated = not_updated is None and player.write_update(chosen)
-    if not updated and player.changed_on_disk:
-        not_updated = "the file changed while it was played (run the update again)"
-    elif not updated and not_updated is None:
-        not_updated = (
-            "the rewritten replies would be the recorded ones: the differences are in what"
-            " the file does not keep"
-        )
-    return updated, not_updated

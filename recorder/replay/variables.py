@@ -14,7 +14,7 @@ An unset variable:
   use it fail with a message naming the variable (`unset_variable`) and the others play;
 - a placeholder that stands for no secret fails the exchanges that use it the same way.
 
-A literal that reads as a placeholder is escaped in the transcript (`recorder.literals`): in
+A literal that reads as a placeholder is escaped in the transcript (`recorder.format.literals`): in
 JSON as `\\u007b{NAME}}`, which is sent as it is (the same string to the agent), elsewhere as
 `\\{\\{NAME\\}\\}`, sent as `{{NAME}}` (`fill_placeholders`) and compared so
 (`fill_reply_placeholders`).
@@ -32,12 +32,12 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus
 
 from recorder.errors import RecorderError
-from recorder.literals import literal_text
-from recorder.model import Headers, Request, Response, Transcript, header_text
-from recorder.redact import PLACEHOLDER, PUSH_URL_SECRET, is_form, scrub_text
-from recorder.replay.diff import Mismatch
+from recorder.format.literals import literal_text
+from recorder.format.model import Headers, Request, Response, Transcript, header_text
 from recorder.replay.plan import PlanItem
-from recorder.rules import DEFAULT_RULES, Rules
+from recorder.replay.verdict.diff import Mismatch
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
+from recorder.secrets.redact import PLACEHOLDER, PUSH_URL_SECRET, is_form, scrub_text
 
 __all__ = [
     "CREDENTIAL_HEADERS",
@@ -248,7 +248,8 @@ def fill_reply_placeholders(
         return json.dumps(known[name], ensure_ascii=False)[1:-1]
 
     def in_header(match: re.Match[str]) -> str:
-        # (a live header value is read as the recorder reads one: `recorder.model.header_text`)
+        # (a live header value is read as the recorder reads one:
+        # `recorder.format.model.header_text`)
         value = known.get(match.group(1))
         if value is None:
             return match.group()
@@ -292,7 +293,7 @@ def fill_reply_placeholders(
 
 
 def _braces(text: str) -> bool:
-    """Whether `text` may hold a placeholder or an escaped literal (`recorder.literals`)."""
+    """Whether `text` may hold a placeholder or an escaped literal (`recorder.format.literals`)."""
     return "{{" in text or "\\{\\{" in text
 
 

@@ -1,7 +1,7 @@
 """`recorder serve`: golden transcripts served as a stand-in agent for client developers.
 
 `StandIn` (an ASGI app) answers each request with the recorded reply of the exchange it
-matches (`book`: which one; `match`: the comparison; `render`: the reply made the
+matches (`book`: which one; `match`: the comparison; `replies`: the reply made the
 conversation's). See docs/serve.md.
 
 The app is imported when first named: the player imports `match` alone (it matches the

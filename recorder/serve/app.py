@@ -22,18 +22,17 @@ from typing import Any
 
 import httpx
 
-from recorder.checking import find_transcripts
+from recorder.disk.transcripts import find_transcripts, load
 from recorder.errors import RecorderError
-from recorder.httpfile import load
-from recorder.model import Transcript, header_bytes, header_text
-from recorder.pairing import PairingRules
-from recorder.rules import Rules
+from recorder.format.model import Transcript, header_bytes, header_text
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import Rules
 from recorder.serve.book import Book, Found, NotFound, Tie
 from recorder.serve.deliveries import Deliveries
 from recorder.serve.fallback import Fallback
 from recorder.serve.match import LiveRequest
 from recorder.serve.nomatch import NO_MATCH, error_body, no_match_message
-from recorder.serve.render import Renderer, pacing
+from recorder.serve.replies import Renderer, pacing
 from recorder.serve.steps import needed_files, prepare
 
 __all__ = ["NO_MATCH", "StandIn", "load_stand_in", "no_match_message"]

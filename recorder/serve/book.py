@@ -3,7 +3,7 @@
 The strategy (docs/serve.md says it for users):
 
 1. **A request that carries an id the stand-in handed out** (a task id, a contextId, a
-   push-config id from an earlier reply, as `recorder.pairing` calls values generated) belongs
+   push-config id from an earlier reply, as `recorder.rules.pairing` calls values generated) belongs
    to the conversation that was handed that id. It is answered by the unused exchange of that
    conversation's transcript whose request matches best (`Matching.score`; among equals the
    first, the recorded order): exchanges are used once each, so the same GetTask gets its
@@ -11,7 +11,8 @@ The strategy (docs/serve.md says it for users):
 2. **A request that carries none** but a client's own id paired before (its contextId, a
    uuid it made up: `echoed`) goes on in the latest such conversation that has an answer.
 3. **Otherwise it starts a new conversation.** Its candidates are the exchanges, in every
-   transcript, whose recorded request matches and carries no id an earlier reply handed out;
+   transcript, whose recorded request matches and carries no id an earlier reply handed out
+   (those `recorder.serve.index` files with what the request shares: no other is scored);
    the best of each transcript. The best of all answers; among equals, the transcript the
    fewest conversations have opened (the same request sent three times opens three
    transcripts, in order), then file order.
@@ -47,10 +48,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder.pairing import PairingRules
-from recorder.push import config_objects
+from recorder.rules.pairing import PairingRules
+from recorder.serve.index import StepIndex
 from recorder.serve.match import LiveRequest, Matching, random_template
-from recorder.serve.steps import Step
+from recorder.serve.steps import Key, Step
 from recorder.serve.webhooks import without_urls
 
 __all__ = ["Book", "Branch", "Conversation", "Found", "NotFound", "Score", "Tie"]
@@ -118,7 +119,8 @@ class Tie:
     chosen: Step
     other: Step
     same_reply: bool
-    """Whether their recorded replies are alike but for generated values (a harmless tie)."""
+    """Whether their recorded replies are alike but for what the conversation makes its own
+    (`Step.reply_key`: generated values, the request's own JSON-RPC id): a harmless tie."""
     conversations: tuple[int, int] | None = None
     """(the conversation that answered, another that played the needed file as well): two
     conversations a file that needs others could have joined (`chosen` is `other`)."""
@@ -152,7 +154,17 @@ class Book:
         self._numbers = itertools.count(1)
         self._groups = itertools.count(1)
         self._clock = itertools.count(1)
-        self._starters = [[step for step in steps if not step.needs] for steps in files]
+        self._keyed: list[dict[Key, list[Step]]] = []
+        """Each file's steps by `Step.key` (in order): a request looks at its key's only."""
+        for steps in files:
+            keyed: dict[Key, list[Step]] = {}
+            for step in steps:
+                keyed.setdefault(step.key, []).append(step)
+            self._keyed.append(keyed)
+        self._starters = StepIndex(
+            (step for steps in files for step in steps if not step.needs), rules
+        )
+        """The steps that can start a conversation (they need no earlier id), indexed."""
         self.after: list[tuple[int, ...]] = list(after) if after is not None else []
         """Each file's needs (`recorder.serve.steps.needed_files`), file numbers."""
         self.after += [()] * (len(files) - len(self.after))
@@ -184,10 +196,10 @@ class Book:
             # any recording in the client's own spelling
             recorded, live_json = canon, live.canon
             matching.respelled = True
-        request = step.exchange.request
-        if config_objects(request.method, request.target, recorded):
+        unhooked = step.unhooked[1 if matching.respelled else 0]
+        if unhooked is not None:
             # a push config's url is the client's webhook, its own: not matched
-            recorded, live_json = without_urls(recorded, request), without_urls(live_json, request)
+            recorded, live_json = unhooked, without_urls(live_json, step.exchange.request)
         differences = matching.compare(
             step.exchange.request.method,
             step.pieces,
@@ -201,15 +213,29 @@ class Book:
             return matching
         return _Candidate(branch, step, matching.echoes, matching.score)
 
-    def _best(self, branch: Branch, steps: list[Step], live: LiveRequest) -> _Candidate | None:
+    def _best(
+        self,
+        branch: Branch,
+        steps: list[Step],
+        live: LiveRequest,
+        alike: dict[Any, _Candidate | Matching] | None = None,
+    ) -> _Candidate | None:
         """The unused step of `branch` among `steps` that matches `live` best (the earliest of
-        equals: the conversation's own order)."""
+        equals: the conversation's own order). `alike`: for a new branch, the outcomes of
+        the recorded requests compared so far (`Step.request_identity`): one recorded in
+        several files is compared once."""
         key = live.key
         best: _Candidate | None = None
         for step in steps:
             if step.key != key or step.index in branch.used or step.exchange.sent_by_agent:
                 continue  # (a push delivery, a call: the agent's, `recorder.serve.deliveries`)
-            outcome = self._try(branch, step, live)
+            if alike is None:
+                outcome = self._try(branch, step, live)
+            else:
+                outcome = alike.get(step.request_identity) or self._try(branch, step, live)
+                alike[step.request_identity] = outcome
+                if isinstance(outcome, _Candidate) and outcome.step is not step:
+                    outcome = _Candidate(branch, step, outcome.echoes, outcome.score)
             if isinstance(outcome, _Candidate) and (best is None or outcome.score > best.score):
                 best = outcome
         return best
@@ -243,7 +269,7 @@ class Book:
         for conversation in owners:
             chosen: list[_Candidate] = []
             for branch in conversation.branches:
-                best = self._best(branch, self.files[branch.file], live)
+                best = self._best(branch, self._keyed[branch.file].get(live.key, []), live)
                 if best is not None:
                     chosen.append(best)
             chosen.extend(self._joins(conversation, live))
@@ -290,7 +316,7 @@ class Book:
             for other in reversed(needed):  # (the first branch's pairs win)
                 branch.to_live.update(other.to_live)
                 branch.echo.update(other.echo)
-            best = self._best(branch, self.files[number], live)
+            best = self._best(branch, self._keyed[number].get(live.key, []), live)
             if best is not None:
                 found.append(best)
         return found
@@ -329,11 +355,14 @@ class Book:
 
     def _start(self, live: LiveRequest) -> Found | NotFound:
         chosen: list[_Candidate] = []
-        for starters in self._starters:
-            if starters:
-                best = self._best(Branch(starters[0].file), starters, live)
-                if best is not None:
-                    chosen.append(best)
+        by_file: dict[int, list[Step]] = {}  # (in file order: the candidates are)
+        for step in self._starters.candidates(live):
+            by_file.setdefault(step.file, []).append(step)
+        alike: dict[Any, _Candidate | Matching] = {}  # (a new branch: its request alone counts)
+        for file, starters in by_file.items():
+            best = self._best(Branch(file), starters, live, alike)
+            if best is not None:
+                chosen.append(best)
         joined = self._join_anywhere(live)
         if joined is not None:
             conversation, joins = joined
@@ -385,7 +414,7 @@ class Book:
             if not _near(first.score, other.score):
                 break
             if other.step is not first.step:
-                same = first.step.reply_shape == other.step.reply_shape
+                same = first.step.reply_key == other.step.reply_key
                 self.ties.append(Tie(first.step, other.step, same))
 
     def _answer(

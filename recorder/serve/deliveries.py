@@ -11,7 +11,11 @@ does not send them: `Book` skips them); `Deliveries` sends them:
   that is not one) are POSTed in order, each to its config's live `url`, its body the
   recorded one with the conversation's live ids (`Renderer`, as a reply is), the recorded
   token header filled with the live config's token (and `Authorization` from its
-  `authentication`); a config the client never registered live is not delivered to.
+  `authentication`); a config the client never registered live is not delivered to, and a
+  delivery recorded `# @forged` (not its config's token: not the agent's) is not sent. Like
+  the recorder (`recorder.push_urls`), the stand-in delivers to http(s) webhooks on public or
+  loopback addresses only (a host name looked up and the delivery pinned to the address
+  screened), and never makes a URL's credentials Basic auth.
 
 The sends run in background tasks on the serving loop, one chain per conversation so that
 they keep the recorded order; a webhook that fails is logged (`recorder.serve`), never raised.
@@ -27,29 +31,35 @@ from typing import Any
 
 import httpx
 
-from recorder.model import Exchange, Response
-from recorder.pairing import PairingRules
-from recorder.push import config_objects
+from recorder.bindings.push_configs import config_objects, is_forged
+from recorder.format.model import Exchange, Response
+from recorder.push_urls import WebhookScreen, webhook_target
+from recorder.rules.pairing import PairingRules
 from recorder.serve.book import Branch, Found
 from recorder.serve.match import LiveRequest
-from recorder.serve.render import Renderer
+from recorder.serve.replies import Renderer
 from recorder.serve.steps import Step
 
 __all__ = ["TOKEN_HEADER", "Deliveries", "following_deliveries"]
 
 TOKEN_HEADER = "X-A2A-Notification-Token"
 DELIVERY_TIMEOUT = 10.0  # seconds for one webhook to answer
+# where the stand-in delivers: where the recorder does for local work (`recorder.push_urls`:
+# http(s), public addresses and loopback, never a link-local or private one)
+SCREEN = WebhookScreen(loopback=True)
 
 logger = logging.getLogger("recorder.serve")
 
 
 def following_deliveries(steps: list[Step], index: int) -> list[Step]:
-    """The deliveries recorded right after exchange `index` of a file, in order (pure)."""
+    """The deliveries recorded right after exchange `index` of a file, in order (pure); one
+    recorded `# @forged` (not its config's token: not the agent's) is not sent."""
     out: list[Step] = []
     for step in steps[index + 1 :]:
         if step.exchange.push_config is None:
             break
-        out.append(step)
+        if not is_forged(step.exchange):
+            out.append(step)
     return out
 
 
@@ -142,7 +152,9 @@ class Deliveries:
                 await asyncio.gather(previous, return_exceptions=True)
             # no keep-alive: a webhook connection never outlives its delivery
             limits = httpx.Limits(max_keepalive_connections=0)
-            async with httpx.AsyncClient(timeout=DELIVERY_TIMEOUT, limits=limits) as client:
+            async with httpx.AsyncClient(
+                timeout=DELIVERY_TIMEOUT, limits=limits, trust_env=False
+            ) as client:
                 for body, step, config in sends:
                     if config is None:
                         logger.warning(
@@ -175,8 +187,24 @@ class Deliveries:
             headers[TOKEN_HEADER] = config.token
         if config.authorization is not None:
             headers["Authorization"] = config.authorization
+        target = await webhook_target(config.url, SCREEN)
+        if isinstance(target, str):
+            self.failed += 1
+            logger.warning(
+                "%s:%s: delivery not sent: the stand-in does not deliver to that webhook: %s",
+                step.path,
+                step.exchange.line,
+                target,
+            )
+            return
+        # (the URL's credentials, if any, are not made Basic auth: the recorded headers say)
+        url, named, extensions = target
+        headers.update((n.decode("latin-1"), v.decode("latin-1")) for n, v in named)
         try:
-            reply = await client.post(config.url, content=body, headers=headers)
+            request = client.build_request(
+                "POST", url, content=body, headers=headers, extensions=extensions
+            )
+            reply = await client.send(request)
         except httpx.HTTPError as exc:
             self.failed += 1
             logger.warning("push delivery to the client's webhook failed: %s", _what(exc))

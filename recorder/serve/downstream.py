@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from recorder.model import Transcript
-from recorder.rules import Rules
+from recorder.format.model import Transcript
+from recorder.rules.ruleset import Rules
 from recorder.serve.app import StandIn
 
 __all__ = ["calls_to", "downstream_stand_in"]

@@ -17,10 +17,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from recorder.jsonbody import compact_json
-from recorder.model import header_bytes
-from recorder.serve.match import LiveRequest, parse_json
-from recorder.serve.render import address_pattern, grpc_card_reply
+from recorder.addresses import address_in_urls
+from recorder.format.jsonbody import compact_json, json_value
+from recorder.format.model import header_bytes
+from recorder.serve.match import LiveRequest
+from recorder.serve.replies import grpc_card_reply
 
 __all__ = ["Fallback"]
 
@@ -105,7 +106,7 @@ class Fallback:
     def _address(self, body: bytes, host: str | None) -> bytes:
         """The agent's address in `body` made the stand-in's (`host`: as the client reached
         it)."""
-        pattern = address_pattern(self.authority)
+        pattern = address_in_urls(self.authority)
         if not host or pattern is None or b"//" not in body:
             return body
         try:
@@ -125,7 +126,7 @@ def _grpc_interface(body: bytes, grpc: str | None) -> bytes:
     of it, which the client must not dial around the stand-in) made `grpc`, or left out."""
     if b'"GRPC"' not in body:
         return body
-    value = parse_json(body)
+    value = json_value(body)  # (its numbers as written: the card is written back)
     fixed = grpc_card_reply(value, grpc)
     return body if fixed == value else compact_json(fixed)
 

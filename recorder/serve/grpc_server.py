@@ -23,13 +23,13 @@ from typing import Any
 
 from recorder.bindings import grpc as binding
 from recorder.errors import RecorderError
-from recorder.model import GRPC_METHOD, Response
+from recorder.format.model import GRPC_METHOD, Response
 from recorder.serve.app import PACE_LIMIT, StandIn
 from recorder.serve.book import Found, NotFound
 from recorder.serve.grpc_relay import GrpcRelay
 from recorder.serve.match import LiveRequest
 from recorder.serve.nomatch import no_match_message
-from recorder.serve.render import Renderer, pacing
+from recorder.serve.replies import Renderer, pacing
 
 __all__ = ["GrpcStandIn"]
 

@@ -2,7 +2,7 @@
 
 The player turns a recorded request into a live one and checks the agent's reply; the stand-in
 gets the live request from a client and must find the recorded request it stands for. The
-rules (`recorder.pairing`), read the other way:
+rules (`recorder.rules.pairing`), read the other way:
 
 - A value the recorded request carried that an earlier reply of its file had generated (rule 1
   and 2: a task id, a contextId) is one the stand-in handed out: the live request must carry
@@ -19,6 +19,8 @@ rules (`recorder.pairing`), read the other way:
 - A URL on a loopback address (a webhook the client listens on) matches the same URL on any
   loopback address and port, and is echoed like a value the client made up.
 - ProtoJSON: a member left out and a member at its default (`is_default`) are the same.
+- A body that is not JSON (a malformed call) compares as text, its generated shapes (a uuid
+  the client made) matching any value of their kind, as inside a JSON string.
 - Everything else compares exactly: the HTTP method, the path and query, the JSON-RPC method,
   the rest of the body, and the A2A service headers (`A2A-*`, `Authorization`; the names in
   any case, `A2A-Extensions` as a set): a request without `A2A-Version` is not one with it.
@@ -42,30 +44,30 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+from recorder.addresses import loopback_urls_as_one
 from recorder.bindings import jsonrpc
-from recorder.jsonbody import compact_json, loads
-from recorder.pairing import PairingRules
-from recorder.redact import PLACEHOLDER
+from recorder.format.jsonbody import NOT_JSON, compact_json, json_value
+from recorder.rules.pairing import JSON_STRING, PairingRules
+from recorder.secrets.redact import PLACEHOLDER
 from recorder.serve.spelling import canonical_method, modern
 
 __all__ = [
-    "NOT_JSON",
+    "SOFT_HEADERS",
     "LiveRequest",
     "Matching",
+    "compared_exactly",
+    "is_card_fetch",
     "is_default",
-    "parse_json",
     "random_template",
     "significant_headers",
     "split_target",
 ]
 
-NOT_JSON: Any = object()
-"""What `parse_json` gives for a body that is not JSON."""
 _EXTENSIONS = "a2a-extensions"
 _LEGACY_EXTENSIONS = "x-a2a-extensions"
 _SIGNIFICANT = frozenset({"authorization", "accept"})
-# headers that rank candidates without ruling one out: what the client accepts
-_SOFT_HEADERS = frozenset({"accept"})
+SOFT_HEADERS = frozenset({"accept"})
+"""Headers that rank candidates without ruling one out: what the client accepts."""
 # members whose value the client makes up, whatever its shape
 _CLIENT_MEMBERS = frozenset({"messageId"})
 _TARGET_SEPARATORS = re.compile(r"([/?&=:])")
@@ -74,19 +76,6 @@ _HEX = re.compile(r"[0-9a-fA-F]+")
 _DIGIT = re.compile(r"[0-9]")
 _MAX_DIFFERENCES = 20
 _CARD = "/agent-card.json"
-_LOOPBACK_URL = re.compile(
-    r"//(?:localhost|127(?:\.[0-9]{1,3}){3}|\[::1\])(?::[0-9]+)?(?![0-9])", re.IGNORECASE
-)
-
-
-def parse_json(body: bytes) -> Any:
-    """The JSON value of `body`, or `NOT_JSON` (empty, or not JSON)."""
-    if not body:
-        return NOT_JSON
-    try:
-        return loads(body)  # (a number as it was written: `recorder.jsonbody.JsonNumber`)
-    except (ValueError, RecursionError):
-        return NOT_JSON
 
 
 def split_target(target: str) -> list[str]:
@@ -134,18 +123,18 @@ class LiveRequest:
     """Whether the body is spelled as A2A 0.3."""
 
     def __post_init__(self) -> None:
-        self.json = parse_json(self.body)
+        self.json = json_value(self.body)  # (a number as it was written: `JsonNumber`)
         self.pieces = split_target(self.target)
         self.significant = significant_headers(self.headers)
         self.canon, self.legacy = modern(self.json)
 
-    @property
+    @functools.cached_property
     def key(self) -> tuple[str, tuple[str, ...], str | None]:
         """The method, the target's separators, the JSON-RPC method in its 1.0 name
         (`Step.key`)."""
         return (self.method, tuple(self.pieces[1::2]), canonical_method(self.rpc_method))
 
-    @property
+    @functools.cached_property
     def rpc_method(self) -> str | None:
         return jsonrpc.method_of(self.json)
 
@@ -156,8 +145,12 @@ class LiveRequest:
 
     def strings(self) -> list[str]:
         """Every string the request carries where a handed-out id could be: the JSON
-        strings of its body, its path pieces, its significant header values."""
+        strings of its body (the string literals of a body that is not JSON, such as a
+        malformed call), its path pieces, its significant header values."""
         found: list[str] = [piece for piece in self.pieces[::2] if piece]
+        if self.json is NOT_JSON and self.body:
+            text = self.body.decode("utf-8", "replace")
+            found.extend(token[1:-1] for token in JSON_STRING.findall(text))
         stack = [self.json]
         while stack:
             item = stack.pop()
@@ -200,6 +193,27 @@ def _random(piece: str) -> bool:
         # a random hex run may hold no digit at all (`afaeddef`: one in ~2,500 of 8 digits)
         return len(piece) >= 8 and _HEX.fullmatch(piece) is not None
     return len(piece) >= 10 or _HEX.fullmatch(piece) is not None
+
+
+def is_card_fetch(method: str, target: str) -> bool:
+    """Whether a request fetches an agent card (discovery, not an A2A operation: its headers
+    rank the recorded cards, they rule none out)."""
+    return method == "GET" and target.partition("?")[0].endswith(_CARD)
+
+
+def compared_exactly(rules: PairingRules, value: str, name: str | None) -> bool:
+    """Whether a recorded string (at member `name`) matches only itself, whatever the
+    conversation (`Matching._string` takes no other reading of it): not a value the client
+    makes up (a messageId, a shape, a shape inside a text, a random part), no secret
+    placeholder, no loopback URL, no ProtoJSON default. (An id handed out earlier is the
+    caller's to rule out: `Step.needs`.)"""
+    if name in _CLIENT_MEMBERS or is_default(value) or random_template(value) is not None:
+        return False
+    if "{{" in value and PLACEHOLDER.search(value):
+        return False
+    if "//" in value and loopback_urls_as_one(value) != value:
+        return False
+    return rules.shapes is None or next(rules.shape_matches(value), None) is None
 
 
 def is_default(value: Any) -> bool:
@@ -304,10 +318,10 @@ class Matching:
         self._target(pieces, live.pieces)
         # the agent card is discovery, not an A2A operation: fetched with or without them,
         # though the headers rank the recorded cards (A2A-Version: 1.0 gets the 1.0 card)
-        card = live.method == "GET" and live.target.partition("?")[0].endswith(_CARD)
+        card = is_card_fetch(live.method, live.target)
         for name in sorted(set(significant) | set(live.significant)):
             recorded, got = significant.get(name), live.significant.get(name)
-            if card or name in _SOFT_HEADERS:
+            if card or name in SOFT_HEADERS:
                 if recorded == got:
                     self.exact += 1
                 else:
@@ -319,10 +333,11 @@ class Matching:
             else:
                 self._string(recorded, got, f"header {name}", None)
         if recorded_json is NOT_JSON:
-            if recorded_body != live.body:
+            if recorded_body == live.body:
+                if recorded_body:
+                    self.exact += 1
+            elif not self._shaped_body(recorded_body, live.body):
                 self._differ("body", "differs from the recorded body (not JSON)")
-            elif recorded_body:
-                self.exact += 1
         elif live_json is NOT_JSON:
             self._differ("body", "recorded JSON, got a body that is not JSON")
         else:
@@ -428,14 +443,27 @@ class Matching:
             if self._echo(recorded, live, where):
                 self.close += 1
             return
-        if "//" in recorded and _loopback(recorded) != recorded:
+        if "//" in recorded and loopback_urls_as_one(recorded) != recorded:
             # a loopback URL (a webhook of the client's) on any port, with any random part
-            here, there = _loopback(recorded), _loopback(live)
+            here, there = loopback_urls_as_one(recorded), loopback_urls_as_one(live)
             if here == there or random_template(here) == random_template(there) is not None:
                 if self._echo(recorded, live, where):
                     self.close += 1
                 return
         self._differ(where, f"recorded {_show(recorded)}, got {_show(live)}")
+
+    def _shaped_body(self, recorded: bytes, live: bytes) -> bool:
+        """Whether a body that is not JSON (a malformed call a test suite sends) is the
+        recorded one with its generated shapes (a uuid the client made this run) taken as
+        the pairing rules take them in a JSON string (`_shaped`): True when it is, or when
+        what differs was said already."""
+        if self.rules.shapes is None:
+            return False
+        try:
+            recorded_text, live_text = recorded.decode(), live.decode()
+        except UnicodeDecodeError:
+            return False
+        return self._shaped(recorded_text, live_text, "body")
 
     def _echo(self, recorded: str, live: str, where: str) -> bool:
         """Pair a client's value with the recorded one, one to one; False when it differs."""
@@ -480,11 +508,6 @@ class Matching:
                 return True
         self.close += 1
         return True
-
-
-def _loopback(text: str) -> str:
-    """`text` with every loopback URL authority (`//127.0.0.1:41999`) spelled `//loopback`."""
-    return _LOOPBACK_URL.sub("//loopback", text)
 
 
 def _placeholder_pattern(text: str) -> tuple[list[str], re.Pattern[str]]:

@@ -20,8 +20,9 @@ from typing import Any
 import orjson
 
 from recorder.bindings import jsonrpc, rest
+from recorder.format.jsonbody import NOT_JSON
 from recorder.serve.book import NotFound
-from recorder.serve.match import NOT_JSON, LiveRequest
+from recorder.serve.match import LiveRequest
 
 __all__ = ["NO_MATCH", "REASON", "error_body", "no_match_message"]
 

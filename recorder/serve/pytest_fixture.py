@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder.rules import load_rules
+from recorder.rules.ruleset import load_rules
 from recorder.serve.app import load_stand_in
 from recorder.serve.server import server_options
 from recorder.servers import ServerThread

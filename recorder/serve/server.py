@@ -7,7 +7,7 @@ from typing import Any
 
 from recorder.errors import RecorderError
 from recorder.serve.app import StandIn
-from recorder.servers import bind_socket, listen_problem, quiet_shutdown
+from recorder.servers import bind_socket, bounded_options, listen_problem, quiet_shutdown
 
 __all__ = ["serve", "server_options"]
 
@@ -22,6 +22,9 @@ def server_options() -> dict[str, Any]:
         "date_header": False,
         # streams held for @during end at once at Ctrl-C; no shutdown waits on them
         "timeout_graceful_shutdown": 1,
+        # a connection silent before a request, or a request head that never ends, is closed
+        # (the proxy's bounds: uvicorn alone held them open for good)
+        **bounded_options(),
     }
 
 

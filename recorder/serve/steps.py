@@ -16,20 +16,27 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder.bindings import jsonrpc
-from recorder.httpfile import DURING_TAG
-from recorder.literals import literal_text
-from recorder.model import Exchange, Transcript
-from recorder.pairing import PairingRules
-from recorder.serve.match import NOT_JSON, parse_json, significant_headers, split_target
-from recorder.serve.spelling import canonical_method, modern
+import orjson
 
-__all__ = ["Step", "needed_files", "prepare"]
+from recorder.bindings import jsonrpc
+from recorder.bindings.push_configs import config_objects
+from recorder.format.httpfile import DURING_TAG
+from recorder.format.jsonbody import NOT_JSON, json_value
+from recorder.format.literals import literal_text
+from recorder.format.model import Exchange, Transcript
+from recorder.rules.pairing import PairingRules
+from recorder.serve.match import significant_headers, split_target
+from recorder.serve.spelling import canonical_method, modern
+from recorder.serve.webhooks import without_urls
+
+__all__ = ["Key", "Step", "needed_files", "prepare"]
+
+Key = tuple[str, tuple[str, ...], str | None]
+"""`Step.key`: the HTTP method, the target's separators, the JSON-RPC method's 1.0 name."""
 
 _METHOD_NOT_FOUND = str(jsonrpc.METHOD_NOT_FOUND).encode()  # (looked for before a parse)
 
@@ -56,11 +63,11 @@ class Step:
     """(the exchange this one arrived during, that exchange's frames sent by then)."""
     waited: dict[int, list[int]] = field(default_factory=dict)
     """frames sent -> the later exchanges that arrived then (this reply waits for them)."""
-    shapes: re.Pattern[str] | None = None
-    """The rules' generated shapes (`PairingRules.shapes`), for `reply_shape`."""
+    rules: PairingRules | None = None
+    """The pairing rules the steps were prepared with, for `reply_key`."""
 
     @functools.cached_property
-    def key(self) -> tuple[str, tuple[str, ...], str | None]:
+    def key(self) -> Key:
         """What a matching live request has the same (`LiveRequest.key`): the method, the
         target's separators, the JSON-RPC method. Compared first, as a cheap filter."""
         return (
@@ -70,13 +77,29 @@ class Step:
         )
 
     @functools.cached_property
+    def request_identity(self) -> tuple[Any, ...]:
+        """What matching reads of this step in a new conversation (its request as recorded,
+        whether its agent knew the method; no earlier id needed): two steps with one identity
+        match a live request alike."""
+        request = self.exchange.request
+        significant = tuple(sorted(self.significant.items()))
+        return (
+            request.method,
+            request.target,
+            significant,
+            request.body,
+            self.needs,
+            self.unknown_method,
+        )
+
+    @functools.cached_property
     def unknown_method(self) -> bool:
         """Whether the recorded reply says the method is unknown (JSON-RPC -32601,
         `METHOD_NOT_FOUND`)."""
         response = self.exchange.response
         if response.events is not None or _METHOD_NOT_FOUND not in response.body:
             return False
-        value = parse_json(response.body)
+        value = json_value(response.body, exact_numbers=False)
         error = value.get("error") if isinstance(value, dict) else None
         return isinstance(error, dict) and error.get("code") == jsonrpc.METHOD_NOT_FOUND
 
@@ -86,16 +109,77 @@ class Step:
         return modern(self.json)
 
     @functools.cached_property
-    def reply_shape(self) -> str:
-        """The recorded reply (status, body or frames) with every uuid and time shape taken
-        out: two steps with the same shape answer alike but for generated values."""
+    def unhooked(self) -> tuple[Any, Any]:
+        """(the request body as recorded, as spelled in A2A 1.0), each with its push configs'
+        urls blank when it registers one (`without_urls`: what is matched of it), else None."""
+        request = self.exchange.request
+        forms = (self.json, self.spelled[0])
+        blank = [
+            without_urls(form, request)
+            if config_objects(request.method, request.target, form)
+            else None
+            for form in forms
+        ]
+        return blank[0], blank[1]
+
+    @functools.cached_property
+    def reply_key(self) -> str:
+        """The recorded reply (status, body or frames) with what a conversation makes its own
+        held still: each generated value (`PairingRules.generated_values`: a task id, a
+        messageId, a uuid or time inside a text) as an alias numbered by first appearance,
+        and a JSON-RPC reply's `id`, where it is the request's own, as `<rpc-id>` (what
+        `Renderer` gives the live values). Two steps with one key answer alike."""
         response = self.exchange.response
         if response.events is not None:
-            text = "\n".join(event.data or "" for event in response.events)
+            parts = [
+                (event.data or "", self.frames[n] if n < len(self.frames) else NOT_JSON)
+                for n, event in enumerate(response.events)
+            ]
         else:
-            text = response.body.decode("utf-8", "replace")
-        shapes = self.shapes
-        return f"{response.status} {shapes.sub('', text) if shapes is not None else text}"
+            body = response.body.decode("utf-8", "replace")
+            parts = [(body, json_value(response.body) if response.is_json else NOT_JSON)]
+        aliases: dict[str, str] = {}  # (numbered on from one frame to the next)
+        held = [self._held(text, value, aliases) for text, value in parts]
+        return f"{response.status} " + "\n".join(held)
+
+    def _held(self, text: str, value: Any, aliases: dict[str, str]) -> str:
+        """One body or frame, its generated values aliased (`aliases`: those so far)."""
+        rules = self.rules
+        if rules is None:
+            return text
+        if value is not NOT_JSON:
+            found = rules.generated_values(value)
+        else:
+            found = [(m.group(), (m.lastgroup or "k_?")[2:]) for m in rules.shape_matches(text)]
+        for generated, kind in found:
+            if generated not in aliases:
+                aliases[generated] = f"<{kind}:{len(aliases) + 1}>"
+
+        def still(item: Any, top: bool = False) -> Any:
+            if isinstance(item, str):
+                whole = aliases.get(item)
+                if whole is not None:
+                    return whole
+                if rules.shapes is None or (rules.dashed and "-" not in item):
+                    return item
+                return rules.shapes.sub(lambda m: aliases.get(m.group(), m.group()), item)
+            if isinstance(item, dict):
+                out = {key: still(member) for key, member in item.items()}
+                if top and jsonrpc.is_jsonrpc(item) and "id" in item and self._own_id(item):
+                    out["id"] = "<rpc-id>"
+                return out
+            if isinstance(item, list):
+                return [still(member) for member in item]
+            return item
+
+        if value is NOT_JSON:
+            return str(still(text))
+        return orjson.dumps(still(value, True)).decode()
+
+    def _own_id(self, reply: dict[str, Any]) -> bool:
+        """Whether a JSON-RPC reply's `id` is its request's (the live client's, when served)."""
+        request = self.json
+        return isinstance(request, dict) and request.get("id") == reply["id"]
 
     @property
     def where(self) -> str:
@@ -120,11 +204,13 @@ def _reply_values(exchange: Exchange) -> tuple[list[Any], Any]:
     response = exchange.response
     if response.events is not None:
         frames = [
-            parse_json(event.data.encode()) if event.data is not None else NOT_JSON
+            json_value(event.data.encode(), exact_numbers=False)
+            if event.data is not None
+            else NOT_JSON
             for event in response.events
         ]
         return frames, NOT_JSON
-    return [], parse_json(response.body) if response.body else NOT_JSON
+    return [], json_value(response.body, exact_numbers=False) if response.body else NOT_JSON
 
 
 def needed_files(transcripts: Sequence[Transcript]) -> list[tuple[int, ...]]:
@@ -234,16 +320,16 @@ def _prepare_file(
                 index=index,
                 path=transcript.source or f"transcript {number + 1}",
                 exchange=exchange,
-                # (a literal `{{NAME}}` as it was sent: `recorder.literals`)
+                # (a literal `{{NAME}}` as it was sent: `recorder.format.literals`)
                 pieces=split_target(literal_text(request.target)),
                 significant=significant_headers(
                     [(name, literal_text(value)) for name, value in request.headers]
                 ),
-                json=parse_json(request.body),
+                json=json_value(request.body),
                 needs=needs,
                 hands_out=hands_out,
                 frames=frames,
-                shapes=rules.shapes,
+                rules=rules,
             )
         )
     for step in steps:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from recorder.model import Request
-from recorder.push import config_objects
+from recorder.bindings.push_configs import config_objects
+from recorder.format.model import Request
 
 __all__ = ["without_urls"]
 

@@ -1,4 +1,4 @@
-"""`recorder.atomic` on a real disk: new files made through an unnamed file (`O_TMPFILE`) or,
+"""`recorder.disk.atomic` on a real disk: new files made through an unnamed file (`O_TMPFILE`) or,
 where that is refused, a named temporary file; the other writers seen on a folder."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from recorder import atomic
-from recorder.atomic import (
+from recorder.disk import atomic
+from recorder.disk.atomic import (
     SCRATCH,
     create_exclusive,
     hold_scratch,
@@ -163,7 +163,7 @@ def test_fsync_is_honoured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_
 _KILLED_BEFORE_THE_LINK = """
 import os, sys
 from pathlib import Path
-from recorder import atomic
+from recorder.disk import atomic
 if sys.argv[2] == "named":
     atomic._TMPFILE = 0
 folder = Path(sys.argv[1])

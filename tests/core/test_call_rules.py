@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from recorder.httpfile import load
-from recorder.pairing import PairingRules
-from recorder.rules import DEFAULT_RULES
+from recorder.disk.transcripts import load
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES
 
 REPO = Path(__file__).resolve().parent.parent.parent
 CALL_MEMBERS = ('"choices"', '"function"', '"system_fingerprint"', '"tool_call_id"')

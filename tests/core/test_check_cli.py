@@ -36,7 +36,7 @@ def test_invalid_files_exit_2_with_path_line_message(tmp_path: Path) -> None:
         f'recorder check: {bad}:4: expected a status line such as "HTTP/1.1 200 OK" after '
         "the request body "
         "(the request starts at line 2)\n"
-        f"recorder check: {empty}: no exchanges: a transcript holds at least one\n"
+        f"recorder check: {empty}:2: no exchanges: a transcript holds at least one\n"
         "recorder check: 2 of 3 transcripts have problems\n"
     )
 

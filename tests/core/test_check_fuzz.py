@@ -1,23 +1,29 @@
-"""`recorder check` under a bounded fuzz (issue 24, item 7): no input gives a traceback (a
-lone CR gave one: `read_text` turned it into a line break the parser had not seen), and what
-the recorder writes passes, a reply cut short (`@truncated`, its JSON unfinished) included."""
+"""`recorder check` and `recorder render` under a bounded fuzz (issue 24, item 7; issue 34,
+item 9): no input gives a traceback (a lone CR gave one: `read_text` turned it into a line
+break the parser had not seen; a `# @after` tag naming a file over 255 bytes gave another),
+every problem is told at `file:line`, and what the recorder writes passes, a reply cut short
+(`@truncated`, its JSON unfinished) included."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import helpers
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recorder.checking import check_paths
 from recorder.cli import main
-from recorder.httpfile import dumps
-from recorder.model import Exchange, Headers, Request, Response, SseEvent, Transcript
+from recorder.format.httpfile import dumps
+from recorder.format.model import Exchange, Headers, Request, Response, SseEvent, Transcript
 
-GOLDEN = sorted((Path(__file__).resolve().parents[2] / "transcripts").glob("*.http"))
-SEEDS = [path.read_bytes() for path in GOLDEN[:6]]
+GOLDEN = sorted(helpers.TRANSCRIPTS.glob("*.http"))
+SEEDS = [path.read_bytes() for path in GOLDEN[:6]] + [
+    path.read_bytes() for path in GOLDEN if "grpc" in path.name or "push" in path.name
+]
 
 # what a mutation inserts: the format's own lines and the bytes that broke it
 PIECES = [
@@ -43,6 +49,15 @@ PIECES = [
     b"[" * 50,
     "\ufeff".encode(),
     "\u2028".encode(),
+    b"# @after " + b"x" * 300 + b".http\n",
+    b"# @after 01-fuzz.http\n",
+    b"# @after 02-missing.http\n",
+    b"# @push config 1\n",
+    b"# @push config 99\n",
+    b"GRPC /lf.a2a.v1.A2AService/GetTask\n",
+    b"\nGRPC 0 OK\n",
+    b"# @trailers\n",
+    b"# recorder-format: 2\n",
 ]
 
 
@@ -52,8 +67,13 @@ def mutated(draw: st.DrawFn) -> bytes:
     data = bytearray(draw(st.sampled_from(SEEDS)))
     for _ in range(draw(st.integers(min_value=1, max_value=4))):
         at = draw(st.integers(min_value=0, max_value=len(data)))
-        kind = draw(st.sampled_from(["insert", "delete", "repeat"]))
-        if kind == "insert":
+        kind = draw(st.sampled_from(["insert", "delete", "repeat", "head", "cut"]))
+        if kind == "head":  # a file-level tag's place: after the format marker
+            at = data.find(b"\n") + 1
+            data[at:at] = draw(st.sampled_from(PIECES))
+        elif kind == "cut":  # the file's first lines only (its head, part of an exchange)
+            del data[at:]
+        elif kind == "insert":
             data[at:at] = draw(st.one_of(st.sampled_from(PIECES), st.binary(max_size=8)))
         elif kind == "delete":
             del data[at : at + draw(st.integers(min_value=1, max_value=40))]
@@ -70,7 +90,25 @@ def assert_checked(path: Path, data: bytes) -> None:
         assert count == 1
         for problem in problems:
             assert problem.path == str(path)
-            assert problem.line is None or 1 <= problem.line <= lines, problem
+            assert problem.line is not None and 1 <= problem.line <= lines, problem
+
+
+def assert_rendered(path: Path) -> None:
+    """`recorder render` prints the file, or says at `file:line` why it cannot, never a
+    traceback (an exchange number past the last is a usage error of its own)."""
+    runner = CliRunner()
+    for reference in (str(path), f"{path}#2"):
+        result = runner.invoke(main, ["render", reference])
+        assert result.exception is None or isinstance(result.exception, SystemExit), (
+            result.exception
+        )
+        if result.exit_code == 0:
+            continue
+        assert result.exit_code == 2, result.output
+        said = result.stderr.removeprefix("recorder render: ")
+        if re.fullmatch(re.escape(str(path)) + r" has \d+ exchanges?: there is no #2\n", said):
+            continue
+        assert re.match(re.escape(str(path)) + r":\d+: ", said), said
 
 
 @settings(
@@ -83,9 +121,10 @@ def assert_checked(path: Path, data: bytes) -> None:
 def test_check_answers_any_mutated_transcript_without_a_traceback(
     tmp_path: Path, data: bytes
 ) -> None:
-    path = tmp_path / "fuzz.http"
+    path = tmp_path / "01-fuzz.http"
     path.write_bytes(data)
     assert_checked(path, data)
+    assert_rendered(path)
 
 
 def test_a_lone_cr_is_a_problem_at_its_line_not_a_traceback(tmp_path: Path) -> None:

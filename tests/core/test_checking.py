@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from recorder.checking import find_transcripts, natural_key
+from recorder.disk.transcripts import find_transcripts, natural_key
 
 
 def test_numbers_sort_as_numbers_not_as_text(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ def test_play_names_the_line_of_a_bad_check(rules: Path) -> None:
     assert outcome.stdout == ""
     assert outcome.stderr.startswith(
         "recorder play: rules.yaml:4: checks[0].assert[0]: unknown check 'lenght' (did you mean"
-        " length?); checks: contains,"
+        " length?); checks: claims,"
     )
 
 
@@ -73,3 +73,18 @@ def test_rules_check_accepts_good_checks(rules: Path) -> None:
     outcome = invoke("rules", "check", str(rules))
     assert outcome.exit_code == 0, outcome.output
     assert outcome.stdout == "rules.yaml: rules OK\n"
+
+
+def test_play_stops_before_sending_when_a_judge_command_does_not_exist(rules: Path) -> None:
+    rules.write_text(
+        'checks:\n  - path: "$..text"\n    assert:\n      - contains: x\n'
+        '      - judge: {command: "no-such-judge-h32 --strict"}\n'
+    )
+    # (no --agent: the kit would be started, but the judge's program is looked up first)
+    outcome = invoke("play", "--rules", str(rules), TRANSCRIPT)
+    assert outcome.exit_code == 2
+    assert outcome.stdout == ""
+    assert outcome.stderr == (
+        "recorder play: rules.yaml:5: judge 'no-such-judge-h32 --strict': no-such-judge-h32:"
+        " command not found on PATH\n"
+    )

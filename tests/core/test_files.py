@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder.atomic import release_scratch
-from recorder.httpfile import write_text_atomic
+from recorder.disk.atomic import release_scratch, write_text_atomic
 from recorder.servers import bind_socket
 
 

@@ -145,3 +145,24 @@ def test_text_parses_or_is_a_parse_error_at_a_line(text: str) -> None:
     except ParseError as exc:
         assert exc.path == "fuzz.http"
         assert exc.line is not None and 1 <= exc.line <= text.count("\n") + 2
+
+
+def test_a_file_is_parsed_with_the_collector_as_the_process_has_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the garbage collector is the process's: a parse in one of --jobs' threads, or in the
+    # user's process under the pytest plugin, never switches it
+    import gc
+
+    from recorder.format import httpread
+
+    seen: list[bool] = []
+    read_exchange = httpread._read_exchange
+
+    def read(*args: object) -> object:
+        seen.append(gc.isenabled())
+        return read_exchange(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(httpread, "_read_exchange", read)
+    assert len(loads(("###\n" + EXCHANGE + "\n") * 3).exchanges) == 3
+    assert seen == [True, True, True]

@@ -19,10 +19,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonref import canonical_layout, tokens
 
-from recorder import jsonbody
-from recorder.httpfile import dumps, loads
-from recorder.jsonbody import JsonNumber, canonical_json_body, compact_json, pretty_json, relayout
-from recorder.model import Transcript
+from recorder.format import jsonbody
+from recorder.format.httpfile import dumps, loads
+from recorder.format.jsonbody import (
+    JsonNumber,
+    canonical_json_body,
+    compact_json,
+    pretty_json,
+    relayout,
+)
+from recorder.format.model import Transcript
 
 PI_31 = "3.141592653589793238462643383279"
 THE_ISSUE_CASES = {
@@ -236,7 +242,7 @@ def test_values_beyond_plain_json_hold_their_numbers_text() -> None:
 
 
 def test_a_body_written_anew_without_its_secrets_keeps_its_numbers_as_sent() -> None:
-    from recorder.redact import Redactor
+    from recorder.secrets.redact import Redactor
 
     body = b'{"token": "t-123456", "n": [1E5, 12345678901234567.89, -0, 0.5]}'
     redacted = Redactor().redact_body(body, "application/json")

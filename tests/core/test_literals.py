@@ -15,16 +15,16 @@ from hypothesis import strategies as st
 
 from recorder.docs.curlscript import export_curl
 from recorder.docs.export import ExportError, curl_command, export_http
-from recorder.literals import PLACEHOLDER, escape_json_text, escape_text, literal_text
-from recorder.model import Headers, Request, Response, SseEvent
-from recorder.redact import Redactor
+from recorder.format.literals import PLACEHOLDER, escape_json_text, escape_text, literal_text
+from recorder.format.model import Headers, Request, Response, SseEvent
 from recorder.replay.variables import (
     fill_placeholders,
     fill_reply_placeholders,
     request_placeholders,
     unset_variable,
 )
-from recorder.rules import DEFAULT_RULES
+from recorder.rules.ruleset import DEFAULT_RULES
+from recorder.secrets.redact import Redactor
 
 JSON = ("Content-Type", "application/json")
 TEMPLATE = "Hello {{user_name}}, see {{ ticket_id }}"

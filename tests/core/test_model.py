@@ -164,3 +164,36 @@ def test_json_is_strict_says_whether_the_value_is_what_json_can_hold(
     assert response.json_is_strict is strict
     if body.startswith(b"{"):  # the canonical text keeps each number as it came
         assert response.body == canonical_layout(body)
+
+
+def test_with_values_keeps_the_canonical_body_it_is_given_and_parses_it_anew() -> None:
+    # carry-forward replaces values inside the strings of a canonical body: the model takes
+    # the text as it is (no second parse and print) and forgets the old body's parse
+    request = Request(
+        "POST",
+        "/a2a/jsonrpc?task=t-1",
+        {"Content-Type": "application/json"},
+        b'{"params": {"id": "t-1"}}',
+    )
+    assert request.json == {"params": {"id": "t-1"}}  # parsed, and kept
+    live_text = request.body.replace(b'"t-1"', b'"t-live"')
+    live = request.with_values(
+        target="/a2a/jsonrpc?task=t-live", headers={"Host": "live"}, body_text=live_text
+    )
+    assert live.body is live_text
+    assert live.json == {"params": {"id": "t-live"}}
+    assert (live.method, live.target, live.http_version) == (
+        "POST",
+        "/a2a/jsonrpc?task=t-live",
+        "HTTP/1.1",
+    )
+    assert live.headers == Headers([("Host", "live")])
+    assert live == dataclasses.replace(
+        request, target=live.target, headers=live.headers, body=live_text
+    )
+    # the recorded request is as it was
+    assert request.json == {"params": {"id": "t-1"}}
+    assert request.target == "/a2a/jsonrpc?task=t-1"
+    assert request.with_values() == request
+    with pytest.raises(ValueError, match="invalid request target"):
+        request.with_values(target="/a b")

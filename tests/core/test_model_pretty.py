@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recorder.model import canonical_json_body, pretty_json
+from recorder.format.model import canonical_json_body, pretty_json
 
 _REFERENCE_INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029]")
 

@@ -1,5 +1,5 @@
-"""recorder.pairing without a replay: what rule 1 calls generated, rule 2's request values, and
-the mapping of rules 3 and 4."""
+"""recorder.rules.pairing without a replay: what rule 1 calls generated, rule 2's request values,
+and the mapping of rules 3 and 4."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recorder.model import Request
-from recorder.pairing import AliasMap, PairingRules
-from recorder.rules import DEFAULT_RULES
+from recorder.format.model import Request
+from recorder.rules.pairing import AliasMap, PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES
 
 TASK = "0f02bf65-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
 CONTEXT = "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from recorder import Exchange, Headers, ParseError, Request, Response, dumps, loads
+from recorder.bindings.push_configs import config_objects, registers_push_config
 from recorder.checking import check_paths
-from recorder.push import config_objects, registers_push_config
 
 CREATE = (
     "### register a webhook\n"
@@ -221,3 +221,18 @@ def test_which_requests_register_a_push_config(
     assert registers_push_config(_request(method, target, body)) is registers
     found = config_objects(method, target, body)
     assert [c["url"] for c in found] == ([CONFIG["url"]] if registers else [])
+
+
+def test_check_fails_a_forged_tag_on_an_exchange_that_is_no_delivery(tmp_path: Path) -> None:
+    text = "# recorder-format: 1\n\n" + CREATE.replace(
+        "### register a webhook\n", "### x\n# @forged\n"
+    )
+    text += DELIVERY.replace("# @push config 1\n", "# @push config 1\n# @forged\n")
+    path = tmp_path / "01-forged.http"
+    path.write_text(text)
+    transcript = loads(text)
+    assert [e.comments for e in transcript.exchanges] == [("@forged",), ("@forged",)]
+    _, problems = check_paths([path])
+    assert [(p.line, p.message) for p in problems] == [
+        (3, "@forged: only a push delivery (# @push config N) is forged")
+    ]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
 
 from recorder import Headers
-from recorder.redact import Redactor, placeholder_name, scrub_text, secret_names
-from recorder.sse import SseEvent
+from recorder.format.sse import SseEvent
+from recorder.secrets.redact import Redactor, placeholder_name, scrub_text, secret_names
 
 
 @pytest.mark.parametrize(
@@ -199,7 +200,11 @@ def test_a_secret_parameter_of_a_form_body_is_redacted() -> None:
     out = redactor.redact_body(body, "application/x-www-form-urlencoded; charset=utf-8")
     assert out == b"user=ann&password={{PASSWORD}}&keep=%2B1"
     assert redactor.seen == {"s=cret-123": "PASSWORD", "s%3Dcret-123": "PASSWORD"}
-    assert redactor.redact_body(body, "text/plain") == body  # not a form: left to scrubbing
+    # text: no form, but a secret parameter of a URL or query in it is one all the same
+    text = b"see https://h/cb?password=s3cret-123 and password=kept-as-prose"
+    assert redactor.redact_body(text, "text/plain") == (
+        b"see https://h/cb?password={{PASSWORD}} and password=kept-as-prose"
+    )
 
 
 def test_default_fields_are_the_a2a_places_and_the_usual_names_in_any_case() -> None:
@@ -258,3 +263,68 @@ def test_a_secret_number_or_boolean_is_scrubbed_elsewhere_only_when_long() -> No
     redactor = Redactor(fields=["pin", "secret"])
     redactor.redact_json_value({"pin": 1234, "secret": True, "other": {"pin": 12345678}})
     assert redactor.seen == {"12345678": "PIN"}
+
+
+# ----------------------------------------------------------- issue 34, item 8: four places
+
+
+def test_the_bin_twin_of_a_secret_header_gets_a_placeholder_of_its_own() -> None:
+    # gRPC's binary metadata: `authorization-bin` is the base64 of what `authorization` holds
+    value = base64.b64encode(b"Bearer bin-s3cret-777").decode()
+    redactor = Redactor()
+    headers = redactor.redact_headers(
+        Headers(
+            [("authorization-bin", value), ("x-api-key-bin", "eGtleS05OTk="), ("x-n-bin", "AA==")]
+        )
+    )
+    assert list(headers) == [
+        ("authorization-bin", "{{AUTHORIZATION_BIN}}"),
+        ("x-api-key-bin", "{{X_API_KEY_BIN}}"),
+        ("x-n-bin", "AA=="),  # not a secret header's twin
+    ]
+    # its value, and its text decoded (what an agent may echo), are scrubbed elsewhere
+    assert redactor.seen[value] == "AUTHORIZATION_BIN"
+    assert redactor.seen["Bearer bin-s3cret-777"] == "AUTHORIZATION_BIN"
+
+
+def test_a_password_inside_a_parts_base64_bytes_is_redacted_in_them() -> None:
+    inner = json.dumps({"user": "ann", "password": "raw-s3cret-42"}).encode()
+    form = b"grant=x&client_secret=raw-form-s3cret"
+    message = {
+        "parts": [
+            {"raw": base64.b64encode(inner).decode(), "mediaType": "application/json"},
+            {"file": {"bytes": base64.b64encode(form).decode(), "mimeType": "text/plain"}},
+            {"raw": "bm90IGEgc2VjcmV0", "mediaType": "text/plain"},  # "not a secret"
+        ]
+    }
+    redactor = Redactor()
+    out = redactor.redact_json_value(message)
+    first = json.loads(base64.b64decode(out["parts"][0]["raw"]))
+    assert first == {"user": "ann", "password": "{{PASSWORD}}"}
+    second = base64.b64decode(out["parts"][1]["file"]["bytes"])
+    assert second == b"grant=x&client_secret={{CLIENT_SECRET}}"
+    assert out["parts"][2] == message["parts"][2]  # left as it was, byte for byte
+    assert {"raw-s3cret-42", "raw-form-s3cret"} <= set(redactor.seen)
+
+
+def test_a_secret_parameter_of_a_url_inside_free_text_is_redacted() -> None:
+    text = "Done? Call https://hooks.example/cb?id=7&token=text-s3cret-9 back, or ?api_key=k3y-55."
+    redactor = Redactor()
+    out = redactor.redact_json_value({"parts": [{"text": text}]})
+    assert out["parts"][0]["text"] == (
+        "Done? Call https://hooks.example/cb?id=7&token={{TOKEN}} back, or ?api_key={{API_KEY}}."
+    )
+    assert {"text-s3cret-9", "k3y-55"} <= set(redactor.seen)
+
+
+def test_the_credentials_of_a_url_are_redacted_in_a_push_config_and_in_text() -> None:
+    config = {"taskId": "t-1", "url": "https://hook:pa55-w0rd@hooks.example/in", "token": "tk"}
+    redactor = Redactor()
+    out = redactor.redact_json_value({"params": config})
+    assert out["params"]["url"] == "https://{{URL_CREDENTIALS}}@hooks.example/in"
+    said = redactor.redact_json_value({"text": "pushed to https://hook:pa55-w0rd@hooks.example"})
+    assert said == {"text": "pushed to https://{{URL_CREDENTIALS}}@hooks.example"}
+    # what the webhook's Basic auth would carry is scrubbed wherever an agent echoes it
+    basic = base64.b64encode(b"hook:pa55-w0rd").decode()
+    assert redactor.seen[basic] == "URL_CREDENTIALS"
+    assert redactor.seen["pa55-w0rd"] == "URL_CREDENTIALS"

@@ -9,8 +9,8 @@ import pytest
 
 from recorder.errors import RulesError
 from recorder.jsonpath import JsonPathError, PathMatcher, format_path, parse_path
-from recorder.redact import DEFAULT_SECRET_FIELDS, DEFAULT_SECRET_HEADERS
-from recorder.rules import DEFAULT_RULES, Rules, load_rules, placeholder_name
+from recorder.rules.ruleset import DEFAULT_RULES, Rules, load_rules, placeholder_name
+from recorder.secrets.redact import DEFAULT_SECRET_FIELDS, DEFAULT_SECRET_HEADERS
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -1,16 +1,21 @@
-"""The rules' `checks` key (recorder.checks.entries through recorder.rules): loading and errors."""
+"""The rules' `checks` key (recorder.checks.entries through recorder.rules.ruleset): loading and
+errors."""
 
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from recorder.checks.entries import Scope
+from recorder.checks.judges import import_judges
+from recorder.checks.vocabulary import CheckContext, run_check
 from recorder.errors import RulesError
-from recorder.rules import DEFAULT_RULES, load_rules, rules_from_text
+from recorder.rules.ruleset import DEFAULT_RULES, load_rules, rules_from_text
 
 GOOD = """\
 version: 1
@@ -117,7 +122,7 @@ def error(text: str, tmp_path: Path | None = None) -> str:
                   - contians: x
             """,
             "rules.yaml:4: checks[0].assert[0]: unknown check 'contians' (did you mean"
-            " contains?); checks: contains, contains_all,",
+            " contains?); checks: claims, contains, contains_all,",
         ),
         (
             """\
@@ -285,3 +290,68 @@ def test_a_schema_file_that_is_not_json(tmp_path: Path) -> None:
     assert message.startswith(
         "rules.yaml:4: checks[0].assert[0].json: schema_file: bad.json is not valid JSON:"
     )
+
+
+# --- judges made ready before anything is sent (issue 32) ------------------------------------
+
+
+def judges_of(rules_file: Path) -> list[Any]:
+    return [check for entry in load_rules(rules_file).checks for check in entry.checks]
+
+
+def test_a_python_judge_beside_the_rules_file_imports_without_pythonpath(tmp_path: Path) -> None:
+    folder = tmp_path / "rules-folder"
+    folder.mkdir()
+    (folder / "h32_beside_judges.py").write_text(
+        "def names_the_file(recorded, live, context):\n    return 'src/app.py' in live\n"
+    )
+    rules_file = folder / "rules.yaml"
+    rules_file.write_text(
+        'checks: [{path: "$..text", assert: [judge: "h32_beside_judges:names_the_file"]}]\n'
+    )
+    before = list(sys.path)
+    try:
+        checks = judges_of(rules_file)
+        import_judges(checks)  # raised "No module named 'h32_beside_judges'" before
+        assert run_check(checks[0], "", "see src/app.py:2", CheckContext()).passed
+        assert not run_check(checks[0], "", "see lib/app.py:2", CheckContext()).passed
+        # the folder was on the import path for that import only
+        assert sys.path == before
+    finally:
+        sys.modules.pop("h32_beside_judges", None)
+
+
+@pytest.mark.parametrize(
+    ("command", "problem"),
+    [
+        ("no-such-judge-h32 --strict", "no-such-judge-h32: command not found on PATH"),
+        ("./judge-h32.sh", "./judge-h32.sh: no such file"),
+        ("no-such-judge-h32 | tee out", "no-such-judge-h32: command not found"),
+    ],
+)
+def test_a_judge_command_that_does_not_exist_is_an_error_up_front(
+    tmp_path: Path, command: str, problem: str
+) -> None:
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(
+        'version: 1\nchecks:\n  - path: "$..text"\n    assert:\n'
+        f"      - judge: {{command: {json.dumps(command)}}}\n"
+    )
+    with pytest.raises(RulesError) as caught:
+        import_judges(judges_of(rules_file))
+    assert str(caught.value) == f"{rules_file}:5: judge {command!r}: {problem}"
+
+
+def test_a_judge_command_that_exists_is_ready(tmp_path: Path) -> None:
+    script = tmp_path / "judge.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    (tmp_path / "plain.txt").write_text("")
+    rules_file = tmp_path / "rules.yaml"
+    commands = [f"{sys.executable} judge.py", "./judge.sh", "cd . && ./judge.sh", "echo ok | cat"]
+    items = ", ".join(f"judge: {{command: {json.dumps(c)}}}" for c in commands)
+    rules_file.write_text(f'checks: [{{path: "$..text", assert: [{items}]}}]\n')
+    import_judges(judges_of(rules_file))  # nothing raised
+    rules_file.write_text('checks: [{path: "$..text", assert: [judge: {command: ./plain.txt}]}]\n')
+    with pytest.raises(RulesError, match=r"\./plain\.txt: not an executable file"):
+        import_judges(judges_of(rules_file))

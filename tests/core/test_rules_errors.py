@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from recorder.cli import main
 from recorder.errors import RulesError
-from recorder.rules import load_rules
+from recorder.rules.ruleset import load_rules
 
 HUGE = "9" * 5000
 BOMB = (

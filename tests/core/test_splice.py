@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from recorder.httpfile import dumps, loads, splice
-from recorder.model import Response
+from recorder.format.httpfile import dumps, loads, splice
+from recorder.format.model import Response
 
 # exchange 1's request is written by hand (one line of JSON, a comment): not the canonical layout
 TEXT = """# recorder-format: 1

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recorder.sse import SseDecoder, SseEvent, parse_lossless, serialize
+from recorder.format.sse import SseDecoder, SseEvent, parse_lossless, serialize
 
 SDK_STREAM = (
     b'data: {"result": {"task": {"id": "a0872fce"}}, "id": 4, "jsonrpc": "2.0"}\r\n\r\n'

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recorder.sse import SseDecoder, parse_lossless
+from recorder.format.sse import SseDecoder, parse_lossless
 
 LINES = ["data: 1", "data: {}", "event: e", "id: 7", "retry: 10", ": c", "", "bogus: x", "x"]
 streams = st.lists(

@@ -19,9 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 from recorder.cli import main
-from recorder.httpfile import load
+from recorder.disk.transcripts import load
+from recorder.format.model import Response, is_event_stream
 from recorder.kit import KitServer, start_kit
-from recorder.model import Response, is_event_stream
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDENS = ROOT / "transcripts"

@@ -16,7 +16,7 @@ from recorder.cli import main
 from recorder.docs.curlscript import export_curl
 from recorder.docs.export import export_http
 from recorder.docs.render import RenderOptions, render_exchange
-from recorder.model import Exchange
+from recorder.format.model import Exchange
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = {"id": "7f9c1e9a-0000-4000-8000-000000000001", "status": {"state": "TASK_STATE_WORKING"}}

@@ -22,9 +22,9 @@ from click.testing import CliRunner
 
 from recorder.bindings import grpc as binding
 from recorder.cli import main
-from recorder.httpfile import load
+from recorder.disk.transcripts import load
+from recorder.format.model import Exchange
 from recorder.kit import KitServer, start_kit
-from recorder.model import Exchange
 
 ROOT = Path(__file__).resolve().parents[2]
 HTTPYAC = ROOT / ".tools" / "node_modules" / ".bin" / "httpyac"

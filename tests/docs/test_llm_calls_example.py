@@ -15,10 +15,10 @@ from types import ModuleType
 import pytest
 
 from recorder.checking import check_paths
+from recorder.disk.transcripts import load
 from recorder.docs.curlscript import export_curl
 from recorder.docs.export import export_http
 from recorder.docs.render import render_exchange
-from recorder.httpfile import load
 
 pytestmark = pytest.mark.e2e
 

@@ -88,8 +88,10 @@ def _inline_commands(path: Path, prose: list[tuple[int, str]]) -> Iterator[tuple
     starts = [0]
     for _, line in prose:
         starts.append(starts[-1] + len(line) + 1)
-    for match in re.finditer(r"`([^`]+)`", text):
-        span = " ".join(match.group(1).split())
+    # (a span opens with a run of backticks and closes with a run as long, as CommonMark
+    # reads it: `` `cart.py`, line 2 `` is one span, not two)
+    for match in re.finditer(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", text, re.DOTALL):
+        span = " ".join(match.group(2).split())
         words = span.split()
         if (
             _COMMAND.match(span)
@@ -447,6 +449,42 @@ def run_llm(place: Place, text: str) -> None:
             run_play(place, text)
 
 
+def run_unprovable(place: Place, text: str) -> None:
+    # docs/llm-agents.md: a trial count that can never prove the rate, refused before anything
+    # is sent (no agent, no rules file needed): the page shows the error as printed
+    refused = place.run(text, expect=2)
+    page = (REPO / "docs" / "llm-agents.md").read_text()
+    first = refused.stderr.splitlines()[0]
+    assert f"```text\n{first}\n```" in page, refused.stderr
+
+
+def run_llm_judge(place: Place, text: str) -> None:
+    # docs/llm-agents.md, "5. A model as judge": the shipped recording against a kit worded
+    # anew, the shipped rules' model judge answered by the tests' scripted model server on
+    # loopback (no model is shipped): the output the page shows (its figures aside)
+    from model_server import ModelServer
+
+    section = (REPO / "docs" / "llm-agents.md").read_text().partition("## 5. A model as judge")[2]
+    rules = section.partition("```yaml\n")[2].partition("```")[0]
+    assert rules and rules in (REPO / "docs" / "llm-judge.yaml").read_text()
+    shown = section.partition("```text\n")[2].partition("```")[0].splitlines()
+    skipped = re.search(r"The summary then says `([^`]+)`", section)
+    assert skipped is not None
+    with start_kit(vary=True) as kit, ModelServer() as server:
+        place.env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="", A2A_TOKEN=kit.token)
+        lines = place.run(text.replace("http://localhost:41242", kit.url)).stdout.splitlines()
+    if text.endswith("--no-judge"):
+        assert server.requests == []
+        assert lines == [shown[0], skipped.group(1), shown[-1]], lines
+        return
+    assert server.count() > 0
+
+    def figures(line: str) -> str:
+        return re.sub(r"\d[\d,.]*", "N", line) if line.startswith("model calls:") else line
+
+    assert [figures(line) for line in lines] == [figures(line) for line in shown], lines
+
+
 CALLS_KIT = (
     "recorder kit --no-grpc --model http://127.0.0.1:41274/v1 --model-name scripted-1 "
     "--tools http://127.0.0.1:41275/mcp"
@@ -531,6 +569,13 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "recorder play docs/llm/ --agent http://localhost:41242 --rules llm-rules.yaml": (run_llm),
     "recorder play docs/llm/ --agent http://localhost:41242 --rules llm-rules.yaml "
     "--trials 10": run_llm,
+    "recorder play docs/llm/ --agent http://localhost:41242 --rules llm-rules.yaml "
+    "--trials 10 --pass-rate 0.9 --confidence 0.95": run_unprovable,
+    "recorder play docs/llm/ --agent http://localhost:41242 --rules docs/llm-judge.yaml": (
+        run_llm_judge
+    ),
+    "recorder play docs/llm/ --agent http://localhost:41242 --rules docs/llm-judge.yaml "
+    "--no-judge": run_llm_judge,
     # docs/llm-without-a-model.md
     CALLS_KIT: run_calls,
     f'{CALLS_KIT} --model-prompt "{PROMPT}"': run_calls,

@@ -33,7 +33,7 @@ from recorder.docs.render import (
 )
 from recorder.docs.select import parse_exchange_reference
 from recorder.docs.sync import parse_marker_options
-from recorder.model import pretty_json
+from recorder.format.model import pretty_json
 
 SEED = Path(__file__).parent.parent / "fixtures" / "seed"
 # The seed guide's blocks are the plain line budget: nothing picked.
@@ -561,5 +561,5 @@ def test_cli_a_transcript_without_exchanges_is_an_error_not_empty_output(
     result = CliRunner().invoke(main, [*command, str(empty)])
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == (
-        f"recorder {command[0]}: {empty}: no exchanges: a transcript holds at least one\n"
+        f"recorder {command[0]}: {empty}:2: no exchanges: a transcript holds at least one\n"
     )

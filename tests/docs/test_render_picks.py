@@ -27,7 +27,7 @@ from recorder.docs.render import (
 )
 from recorder.docs.select import IdShortener, JsonPath, parse_pick, picked_paths
 from recorder.docs.sync import parse_marker_options
-from recorder.model import pretty_json
+from recorder.format.model import pretty_json
 
 REPO = Path(__file__).resolve().parent.parent.parent
 GOLDEN = sorted((REPO / "transcripts").glob("*.http"))

@@ -13,7 +13,7 @@ from recorder import Headers, SseEvent, load
 from recorder.bindings import grpc as binding
 from recorder.cli import main
 from recorder.docs.render import ELLIPSIS, RenderOptions, render_exchange, render_exchanges
-from recorder.model import Exchange
+from recorder.format.model import Exchange
 
 REPO = Path(__file__).resolve().parents[2]
 SUBSCRIBE = REPO / "transcripts" / "08-subscribe.http"

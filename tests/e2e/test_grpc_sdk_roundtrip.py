@@ -19,7 +19,7 @@ from recorder import load
 from recorder.checking import check_paths
 from recorder.kit import KitServer, start_kit
 from recorder.replay.player import play
-from recorder.replay.results import PlayResult
+from recorder.replay.reports.results import PlayResult
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -42,7 +42,10 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     folder = tmp_path_factory.mktemp("sdk-grpc")
     with (
         start_kit(port=0, grpc_port=0) as kit,
-        recorder_process("--upstream", kit.url, "--out", str(folder)) as (process, url),
+        recorder_process("--upstream", kit.url, "--out", str(folder), "--push-loopback") as (
+            process,
+            url,
+        ),
     ):
         seen = run_session(url, kit.token)
         process.send_signal(signal.SIGINT)

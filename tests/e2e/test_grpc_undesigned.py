@@ -29,7 +29,7 @@ from recorder import load
 from recorder.checking import check_paths
 from recorder.kit import KitServer, start_kit
 from recorder.replay.player import play
-from recorder.replay.results import PlayResult
+from recorder.replay.reports.results import PlayResult
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -80,7 +80,10 @@ def test_clients_at_once_each_get_what_one_gets_alone_and_every_call_is_recorded
     folder = tmp_path / "recorded"
     with (
         fresh_kit() as kit,
-        recorder_process("--upstream", kit.url, "--out", str(folder)) as (process, url),
+        recorder_process("--upstream", kit.url, "--out", str(folder), "--push-loopback") as (
+            process,
+            url,
+        ),
     ):
         seen = asyncio.run(clients_at_once(url, kit.token))
         process.send_signal(signal.SIGINT)
@@ -150,7 +153,10 @@ def abandoned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         direct = asyncio.run(clients(kit.url))
     with (
         fresh_kit() as kit,
-        recorder_process("--upstream", kit.url, "--out", str(folder)) as (process, url),
+        recorder_process("--upstream", kit.url, "--out", str(folder), "--push-loopback") as (
+            process,
+            url,
+        ),
     ):
         through = asyncio.run(clients(url))
         process.send_signal(signal.SIGINT)
@@ -262,7 +268,10 @@ def test_a_client_that_comes_back_to_its_abandoned_task_is_recorded_and_replayed
     folder = tmp_path / "recorded"
     with (
         fresh_kit() as kit,
-        recorder_process("--upstream", kit.url, "--out", str(folder)) as (process, url),
+        recorder_process("--upstream", kit.url, "--out", str(folder), "--push-loopback") as (
+            process,
+            url,
+        ),
     ):
         through = seen_summary(asyncio.run(asyncio.wait_for(come_back(url), LIMIT)))
         process.send_signal(signal.SIGINT)
@@ -301,7 +310,10 @@ def test_bytes_that_are_no_message_are_recorded_as_sent_checked_and_replayed(
 
     with (
         fresh_kit() as kit,
-        recorder_process("--upstream", kit.url, "--out", str(folder)) as (process, url),
+        recorder_process("--upstream", kit.url, "--out", str(folder), "--push-loopback") as (
+            process,
+            url,
+        ),
     ):
         assert kit.grpc_address is not None
         card = httpx.get(

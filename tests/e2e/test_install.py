@@ -28,6 +28,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from helpers import announced_address
 from installs import (
     ECHO_AGENT,
     LIMIT,
@@ -60,7 +61,7 @@ def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent
     agent = Background(str(bin_ / "python"), str(ECHO_AGENT))
     processes.append(agent)
     assert agent.first_line.startswith("listening on http://127.0.0.1:"), agent.first_line
-    agent_url = agent.first_line.split()[-1]
+    agent_url = announced_address(agent.first_line)
 
     # record: the installed command, in front of that agent
     out = tmp_path / "transcripts"
@@ -76,7 +77,7 @@ def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent
         stream="stderr",
     )
     processes.append(record)
-    proxy_url = record.first_line.split()[4].rstrip(",")
+    proxy_url = announced_address(record.first_line)
     assert proxy_url.startswith("http://127.0.0.1:"), record.first_line
     body = {
         "jsonrpc": "2.0",
@@ -107,6 +108,22 @@ def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent
     assert 'failures="0"' in junit.read_text()
     assert sdk_version(fresh_venv) == USER_SDK
 
+    # without --agent, the bundled kit cannot start on the user's a2a-sdk 1.1.0: one line
+    # naming what it needs, a usage error (2), not a traceback read as mismatches (issue 32)
+    no_agent = subprocess.run(
+        [str(bin_ / "recorder"), "play", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT * 2,
+        check=False,
+    )
+    assert no_agent.returncode == 2, no_agent.stdout + no_agent.stderr
+    assert no_agent.stderr.startswith(
+        "recorder play: no --agent given, and the bundled kit needs a2a-sdk>=1.3,<2, found "
+        f"a2a-sdk {USER_SDK} (pip install 'a2a-recorder[kit]'"
+    ), no_agent.stderr
+    assert no_agent.stderr.count("\n") == 1, no_agent.stderr
+
     # the README's pipx line: the command in a venv of its own
     assert pip(bin_ / "python", "install", "-q", "--no-compile", "pipx").returncode == 0
     pipx_bin = tmp_path / "pipx-bin"
@@ -135,7 +152,7 @@ def test_the_wheel_installs_beside_the_users_sdk_and_records_and_plays_its_agent
     kit = Background(str(bin_ / "recorder"), "kit", "--listen", "127.0.0.1:0")
     processes.append(kit)
     assert kit.first_line.startswith("code-reviewer listening on http://127.0.0.1:"), kit.first_line
-    kit_url = kit.first_line.split()[-1]
+    kit_url = announced_address(kit.first_line)
     card = httpx.get(kit_url + "/.well-known/agent-card.json", timeout=LIMIT)
     assert json.loads(card.text)["name"] == "code-reviewer"
     out_text, err_text = kit.interrupt()

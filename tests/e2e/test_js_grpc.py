@@ -25,13 +25,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
-from a2a.client import ClientConfig, create_client
-from a2a.helpers import new_text_message
-from a2a.types import CancelTaskRequest, GetTaskRequest, Role, SendMessageRequest
+from a2a.types import CancelTaskRequest, GetTaskRequest
 from grpc_sdk_traffic import grpc_calls, serving
 from helpers import js_sdk_folder, recorder_process
+from sdk_clients import open_client, user_message
 
 from recorder.checking import check_paths
 from recorder.kit import start_kit
@@ -134,31 +132,22 @@ def js_agent(js_folder: tuple[str, Path]) -> Iterator[str]:
                     process.kill()
 
 
-def _message(text: str) -> SendMessageRequest:
-    return SendMessageRequest(message=new_text_message(text, role=Role.ROLE_USER))
-
-
 async def python_session(url: str) -> dict[str, Any]:
     """The Python a2a-sdk client on its gRPC transport, blocking then streaming: a message, a
     task, its GetTask, a task canceled during its stream, an unknown task."""
     seen: dict[str, Any] = {}
     for streaming in (False, True):
-        config = ClientConfig(
-            streaming=streaming,
-            supported_protocol_bindings=["GRPC"],
-            grpc_channel_factory=grpc.aio.insecure_channel,
-        )
-        async with await create_client(url, client_config=config) as client:
-            events = [e async for e in client.send_message(_message("hello there"))]
+        async with await open_client(url, streaming=streaming) as client:
+            events = [e async for e in client.send_message(user_message("hello there"))]
             seen[f"hello {streaming}"] = [e.WhichOneof("payload") for e in events]
-            events = [e async for e in client.send_message(_message("review this"))]
+            events = [e async for e in client.send_message(user_message("review this"))]
             seen[f"task {streaming}"] = [e.WhichOneof("payload") for e in events]
             task_id = events[0].task.id
             task = await client.get_task(GetTaskRequest(id=task_id))
             texts = [part.text for artifact in task.artifacts for part in artifact.parts]
             seen[f"get {streaming}"] = (task.id == task_id, task.status.state, texts)
             if streaming:
-                stream = client.send_message(_message("please wait"))
+                stream = client.send_message(user_message("please wait"))
                 opened = [await anext(stream), await anext(stream)]
                 canceled = await client.cancel_task(CancelTaskRequest(id=opened[0].task.id))
                 rest = [e async for e in stream]

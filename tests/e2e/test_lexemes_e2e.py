@@ -30,8 +30,8 @@ import pytest
 from helpers import CLI, DIFF, recorder_process
 from jsonref import tokens
 
-from recorder.httpfile import load
-from recorder.jsonbody import loads as json_loads
+from recorder.disk.transcripts import load
+from recorder.format.jsonbody import loads as json_loads
 from recorder.kit.serve import KitServer
 
 LIMIT = 30.0

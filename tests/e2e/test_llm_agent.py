@@ -33,9 +33,10 @@ from recorder.cli import main
 from recorder.kit import KitServer, start_kit
 from recorder.learn import learn
 from recorder.learn.run import Learned
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.player import play
-from recorder.rules import Rules, rules_from_text
+from recorder.rules.ruleset import Rules, rules_from_text
 
 pytestmark = pytest.mark.e2e
 
@@ -66,7 +67,8 @@ def learnt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Learnt]:
     folder = tmp_path_factory.mktemp("llm-agent")
     out = folder / "rec"
     with start_kit(vary=True, seed=SEED) as kit:
-        with ProxyServer(create_proxy_app(kit.url, out=out)) as server:
+        # (the traffic's webhook is on loopback: local work, said so)
+        with ProxyServer(create_proxy_app(kit.url, out=out, push_loopback=True)) as server:
             drive(server.url, token=kit.token)
         rules_file = folder / "learned.yaml"
         learned = learn(
@@ -90,15 +92,16 @@ def test_learn_checks_what_varied_where_it_varied_and_nothing_else(learnt: Learn
     entries = {(e["in"], e["path"]): e for e in rules["checks"]}
     entry = entries[(f"{review}#1", "$.result.task.artifacts[*].parts[*].text")]
     checks = {name: value for item in entry["assert"] for name, value in item.items()}
-    assert {"src/cart.py:2", "[todo]", "[debug-print]", "[missing-tests]"} <= set(
-        checks["contains_all"]
-    )
+    assert {"src/cart.py:2", "[todo]", "[debug-print]", "[missing-tests]"} <= set(checks["facts"])
+    # a finding's facts are checked together: a line with its file, a rule with them
+    assert ["[todo]", "src/cart.py:2", "TODO"] in checks["claims"]["each"]
+    assert checks["claims"]["count"] == 3 and checks["claims"]["once"] is True
     assert checks["length"]["min"] > 50 and 0 < checks["similar"] < 1
     if language_available():
         assert checks["language"] == "en"
     assert all(re.fullmatch(r"\d\d-[\w-]+\.http#\d+", scope) for scope, _ in entries)
     text = learnt.rules_file.read_text()
-    assert "# in all 4 runs and the recording" in text and "characters" in text
+    assert re.search(r"# in all \d+ runs and the recording", text) and "characters" in text
 
 
 def test_ten_replays_with_fresh_wording_pass(learnt: Learnt, tmp_path: Path) -> None:
@@ -170,60 +173,60 @@ def regression(
 
 
 REGRESSIONS = [
-    regression("empty", "review", lambda t: "", "contains_all length", "0 characters"),
+    regression("empty", "review", lambda t: "", "facts length", "0 characters"),
     regression(
         "refusal",
         "review",
         lambda t: "I'm sorry, but I can't help with that request.",
-        "contains_all length",
+        "facts length",
         '"src/cart.py:2"',
         "not found",
     ),
     regression("french", "review", lambda t: FRENCH, "language", "fr, expected en"),
-    regression("finding-left-out", "review", _drop_lines("[todo]"), "contains_all", '"[todo]"'),
+    regression("finding-left-out", "review", _drop_lines("[todo]"), "facts", '"[todo]"'),
     regression(
         "wrong-file",
         "review",
         lambda t: t.replace("src/cart.py", "src/card.py"),
-        "contains_all",
+        "facts",
         '"src/cart.py:2" not found',
     ),
-    regression("other-question", "review", lambda t: LANGUAGES, "contains_all", '"[todo]"'),
-    regression("truncated", "review", lambda t: t[: len(t) // 2], "contains_all", "not found"),
+    regression("other-question", "review", lambda t: LANGUAGES, "facts", '"[todo]"'),
+    regression("truncated", "review", lambda t: t[: len(t) // 2], "facts", "not found"),
     regression(
         "error-as-answer",
         "review",
         lambda t: "Error: the model provider timed out (request 7f3a9c). Please try again later.",
-        "contains_all length",
+        "facts length",
         "not found",
     ),
     regression(
         "lines-off-by-9",
         "review",
         lambda t: t.replace("src/cart.py:2", "src/cart.py:11"),
-        "contains_all",
+        "facts",
         '"src/cart.py:2" not found',
     ),
     regression(
         "wrong-rule-tag",
         "review",
         lambda t: t.replace("[todo]", "[style]"),
-        "contains_all",
+        "facts",
         '"[todo]" not found',
     ),
-    regression("file-names-dropped", "review", _no_file_names, "contains_all", '"src/cart.py:2"'),
+    regression("file-names-dropped", "review", _no_file_names, "facts", '"src/cart.py:2"'),
     regression(
         "wrong-language-named",
         "review",
         lambda t: t.replace("Python", "Java"),
-        "contains_all",
+        "facts",
         '"Python" not found',
     ),
     regression(
         "as-an-ai",
         "review",
         lambda t: "As an AI language model, I cannot run code, but the diff looks fine to me.",
-        "contains_all",
+        "facts",
         "not found",
     ),
     regression(
@@ -232,28 +235,28 @@ REGRESSIONS = [
         lambda t: "\n".join(
             line for line in t.splitlines() for _ in range(2 if "[todo]" in line else 1)
         ),
-        "not_matches",
-        '"[todo]',
+        "claims",
+        'claim "[todo] src/cart.py:2 TODO" repeated: stated 2 times',
     ),
     regression(
         "one-paragraph",
         "review",
         lambda t: " ".join(t.splitlines()),
-        "lines matches",
-        "1 line, expected at least",
+        "matches",
+        "no match for",
     ),
     regression(
         "language-left-out",
         "languages",
         lambda t: t.replace("Rust", "Ruby"),
-        "contains_all",
+        "facts",
         '"Rust" not found',
     ),
     regression(
         "question-not-asked",
         "question",
         lambda t: "Reviewing your diff now.",
-        "contains_all length",
+        "facts length",
         '"src/app.py" not found',
     ),
 ]
@@ -262,9 +265,9 @@ if not language_available():
 
 # target -> (what its first request sends, the text it breaks, the path that must fail)
 TARGETS = {
-    "review": ("src/cart.py", "[todo]", "$.result.task.artifacts[0].parts[0].text"),
-    "languages": ("Which languages", "Python", "$.result.message.parts[0].text"),
-    "question": ("def mean", "+++ b/", "$.result.task.status.message.parts[0].text"),
+    "review": ("src/cart.py", "[todo]", "$.result.task.artifacts[0].parts[*].text"),
+    "languages": ("Which languages", "Python", "$.result.message.parts[*].text"),
+    "question": ("def mean", "+++ b/", "$.result.task.status.message.parts[*].text"),
 }
 
 
@@ -341,10 +344,12 @@ def test_a_regressed_answer_fails_at_its_path_with_a_reason(
 def test_learn_says_when_two_runs_are_too_few(learnt: Learnt, tmp_path: Path) -> None:
     result = CliRunner().invoke(
         main,
-        ["learn", str(learnt.folder), "--agent", learnt.kit.url, "--runs", "2"],
+        ["learn", str(learnt.folder), "--agent", learnt.kit.url, "--runs", "2", "--max-runs", "2"],
         env={"A2A_TOKEN": learnt.kit.token},
     )
-    assert result.exit_code == 0, result.output
+    # (two runs may not see an answer's wording vary yet: its next wording is then a likely
+    # regression, exit status 1; that is what the note warns of)
+    assert result.exit_code in (0, 1), result.output
     assert (
         "note: 2 live runs: too few to tell the facts of a varying answer from its wording;"
         " learn with --runs 4 or more\n" in result.stderr

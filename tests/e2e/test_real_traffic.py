@@ -23,10 +23,12 @@ from click.testing import CliRunner
 from traffic import BINDINGS, drive
 
 from recorder import load
-from recorder.checking import check_paths, find_transcripts
+from recorder.checking import check_paths
 from recorder.cli import main
+from recorder.disk.transcripts import find_transcripts
 from recorder.kit import KitServer, start_kit
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.player import PlayResult, play
 
 pytestmark = pytest.mark.e2e
@@ -50,7 +52,8 @@ def recording(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     folder = tmp_path_factory.mktemp(f"traffic-{'rest' if binding == 'HTTP+JSON' else 'jsonrpc'}")
     out = folder / "rec"
     with start_kit() as kit:
-        proxy = create_proxy_app(kit.url, out=out)
+        # (the conversation's webhook is on loopback: local work, said so)
+        proxy = create_proxy_app(kit.url, out=out, push_loopback=True)
         with ProxyServer(proxy) as server:
             seen = drive(server.url, token=kit.token, binding=binding)
         token = kit.token

@@ -14,13 +14,15 @@ import grpc
 import pytest
 from a2a.types import StreamResponse
 from a2a.utils.errors import TaskNotFoundError
-from grpc_sdk_traffic import CANCELED, collect, grpc_calls, open_client, session, user_message
+from grpc_sdk_traffic import CANCELED, grpc_calls, session
 from helpers import recorder_process
+from sdk_clients import collect, open_client, user_message
 
 from recorder import Transcript, load
 from recorder.checking import check_paths
 from recorder.kit import KitServer, start_kit
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
@@ -36,7 +38,7 @@ def recorded(
     grpc_kit: KitServer, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[dict[str, Any], Path, int]:
     out = tmp_path_factory.mktemp("grpc")
-    proxy = create_proxy_app(grpc_kit.url, out=out)
+    proxy = create_proxy_app(grpc_kit.url, out=out, push_loopback=True)
     listener = proxy.listen_grpc(port=0)
     with ProxyServer(proxy) as server:
         seen = asyncio.run(session(server.url, grpc_kit.token))
@@ -107,7 +109,7 @@ def test_a_scenario_in_metadata_names_the_file_and_is_not_forwarded(
 ) -> None:
     from a2a.types import a2a_pb2, a2a_pb2_grpc
 
-    proxy = create_proxy_app(grpc_kit.url, out=tmp_path)
+    proxy = create_proxy_app(grpc_kit.url, out=tmp_path, push_loopback=True)
     assert grpc_kit.grpc_address is not None
     listener = proxy.listen_grpc(port=0, upstream=grpc_kit.grpc_address)
 
@@ -116,7 +118,7 @@ def test_a_scenario_in_metadata_names_the_file_and_is_not_forwarded(
             stub = a2a_pb2_grpc.A2AServiceStub(channel)
             metadata = (
                 ("a2a-version", "1.0"),
-                ("recorder-scenario", "grpc question"),
+                ("recorder-scenario", "grpc-question"),
                 ("recorder-title", "ask over gRPC"),
             )
             request = a2a_pb2.SendMessageRequest(
@@ -180,7 +182,7 @@ def test_the_planners_grpc_scenarios_record_checked_files_that_a_second_run_keep
     from recorder.planner.run import record_scenarios
     from recorder.planner.scenarios import SCENARIOS
     from recorder.replay.rerecord import keep_recorded_values
-    from recorder.rules import DEFAULT_RULES
+    from recorder.rules.ruleset import DEFAULT_RULES
 
     planned = (SCENARIOS[0], *GRPC_SCENARIOS)  # (the card first: the gRPC client is made from it)
     first = record_scenarios(tmp_path / "first", planned, kit_port=0)

@@ -29,9 +29,10 @@ from llm_stack import AgentSettings, start_agent, start_model, start_tools
 
 from recorder.checking import check_paths
 from recorder.cli import main
-from recorder.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.replay.player import play
-from recorder.replay.results import PlayResult
+from recorder.replay.reports.results import PlayResult
+from recorder.replay.trials import TrialPlan
 from recorder.servers import bind_socket
 
 pytestmark = pytest.mark.e2e
@@ -164,7 +165,7 @@ def test_ten_replays_with_the_stand_ins_match_exactly(review: Recording) -> None
             assert lines(result) == []
             assert result.call_count == calls
         # in trials, each trial's file player waits for its own calls
-        trials = play([review.folder], agent=url, trials=(3, 1.0))
+        trials = play([review.folder], agent=url, trials=TrialPlan(3, 1.0))
         assert trials.passed and trials.call_count == calls
 
 

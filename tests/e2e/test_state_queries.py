@@ -17,12 +17,13 @@ from click.testing import CliRunner
 from traffic import REUSED_MESSAGE_ID, drive_listing
 
 from recorder import dump, load
-from recorder.checking import find_transcripts
 from recorder.cli import main
+from recorder.disk.transcripts import find_transcripts
+from recorder.format.model import Transcript
 from recorder.kit import KitServer, start_kit
 from recorder.learn.run import learn
-from recorder.model import Transcript
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.player import PlayResult, play
 
 pytest_plugins = ["pytester"]

@@ -16,14 +16,14 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from a2a.client import A2AClientError, Client, ClientCallContext, ClientConfig, create_client
-from a2a.helpers import get_message_text, new_text_message
+from a2a.client import A2AClientError, ClientCallContext
+from a2a.helpers import get_message_text
 from a2a.types import (
     CancelTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
@@ -33,7 +33,6 @@ from a2a.types import (
     ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
     Role,
-    SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
     TaskPushNotificationConfig,
@@ -41,6 +40,8 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 from google.protobuf.json_format import MessageToDict
+from helpers import announced_address
+from sdk_clients import collect, kinds, open_client, state_of, user_message
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -84,30 +85,6 @@ def run(coroutine: Any) -> Any:
     return asyncio.run(coroutine)
 
 
-async def open_client(kit: KitServer, binding: str, *, streaming: bool = True) -> Client:
-    config = ClientConfig(streaming=streaming, supported_protocol_bindings=[binding])
-    return await create_client(kit.url, client_config=config)
-
-
-def user_message(text: str, *, task_id: str = "", context_id: str = "") -> SendMessageRequest:
-    message = new_text_message(text, role=Role.ROLE_USER, task_id=task_id, context_id=context_id)
-    return SendMessageRequest(message=message)
-
-
-async def collect(stream: AsyncIterator[StreamResponse]) -> list[StreamResponse]:
-    return [event async for event in stream]
-
-
-def kinds(events: list[StreamResponse]) -> list[str | None]:
-    return [event.WhichOneof("payload") for event in events]
-
-
-def state_of(event: StreamResponse) -> TaskState.ValueType:
-    if event.HasField("task"):
-        return event.task.status.state
-    return event.status_update.status.state
-
-
 def rpc(http: httpx.Client, method: str, params: Any, *, headers: Any = None) -> dict[str, Any]:
     reply = http.post(
         "/a2a/jsonrpc",
@@ -123,7 +100,7 @@ def finished_review(kit: KitServer) -> tuple[str, str]:
     """(task id, context id) of a new, completed review."""
 
     async def send() -> tuple[str, str]:
-        async with await open_client(kit, "JSONRPC", streaming=False) as client:
+        async with await open_client(kit.url, "JSONRPC", streaming=False) as client:
             (event,) = await collect(client.send_message(user_message(DIFF)))
         assert event.task.status.state == COMPLETED
         return event.task.id, event.task.context_id
@@ -208,7 +185,7 @@ def test_card_announces_its_three_interfaces_at_the_localhost_base(
 @pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
 def test_question_gets_one_direct_message(kit: KitServer, binding: str, streaming: bool) -> None:
     async def scenario() -> list[StreamResponse]:
-        async with await open_client(kit, binding, streaming=streaming) as client:
+        async with await open_client(kit.url, binding, streaming=streaming) as client:
             return await collect(
                 client.send_message(user_message("What languages can you review?"))
             )
@@ -227,7 +204,7 @@ def test_question_gets_one_direct_message(kit: KitServer, binding: str, streamin
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_other_text_gets_a_help_message(kit: KitServer, binding: str) -> None:
     async def scenario() -> list[StreamResponse]:
-        async with await open_client(kit, binding) as client:
+        async with await open_client(kit.url, binding) as client:
             return await collect(client.send_message(user_message("hello")))
 
     (event,) = run(scenario())
@@ -237,7 +214,7 @@ def test_other_text_gets_a_help_message(kit: KitServer, binding: str) -> None:
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_diff_is_reviewed_in_a_stream_of_fixed_frames(kit: KitServer, binding: str) -> None:
     async def scenario() -> list[StreamResponse]:
-        async with await open_client(kit, binding) as client:
+        async with await open_client(kit.url, binding) as client:
             return await collect(client.send_message(user_message(DIFF)))
 
     events = run(scenario())
@@ -257,7 +234,7 @@ def test_diff_is_reviewed_in_a_stream_of_fixed_frames(kit: KitServer, binding: s
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_blocking_send_returns_the_completed_task(kit: KitServer, binding: str) -> None:
     async def scenario() -> list[StreamResponse]:
-        async with await open_client(kit, binding, streaming=False) as client:
+        async with await open_client(kit.url, binding, streaming=False) as client:
             return await collect(client.send_message(user_message(DIFF)))
 
     (event,) = run(scenario())
@@ -273,7 +250,7 @@ def test_headerless_diff_asks_for_the_file_name_then_completes(
     kit: KitServer, binding: str
 ) -> None:
     async def scenario() -> tuple[list[StreamResponse], ...]:
-        async with await open_client(kit, binding) as client:
+        async with await open_client(kit.url, binding) as client:
             first = await collect(client.send_message(user_message(HEADERLESS_DIFF)))
             task = first[0].task
             not_a_name = await collect(
@@ -315,7 +292,7 @@ def test_get_task_and_list_tasks_of_a_context(kit: KitServer, binding: str) -> N
     task_id, context_id = finished_review(kit)
 
     async def scenario() -> tuple[Any, Any]:
-        async with await open_client(kit, binding) as client:
+        async with await open_client(kit.url, binding) as client:
             task = await client.get_task(GetTaskRequest(id=task_id, history_length=0))
             listed = await client.list_tasks(
                 ListTasksRequest(context_id=context_id, include_artifacts=True)
@@ -337,7 +314,7 @@ def test_get_task_and_list_tasks_of_a_context(kit: KitServer, binding: str) -> N
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_slow_review_is_subscribed_to_and_canceled(kit: KitServer, binding: str) -> None:
     async def scenario() -> dict[str, Any]:
-        async with await open_client(kit, binding) as client:
+        async with await open_client(kit.url, binding) as client:
             stream = client.send_message(user_message(SLOW_DIFF))
             opened = [await anext(stream), await anext(stream)]
             task_id = opened[0].task.id
@@ -372,7 +349,7 @@ def test_return_immediately_gives_the_submitted_task(kit: KitServer, binding: st
     # The handler taps the task's events before the executor runs, and the executor's first
     # event is the SUBMITTED task, so this reply does not depend on timing.
     async def scenario() -> tuple[list[StreamResponse], Any]:
-        async with await open_client(kit, binding, streaming=False) as client:
+        async with await open_client(kit.url, binding, streaming=False) as client:
             request = user_message(SLOW_DIFF)
             request.configuration.return_immediately = True
             events = await collect(client.send_message(request))
@@ -389,7 +366,7 @@ def test_slow_review_completes_once_its_time_bound_passes() -> None:
     with start_kit(slow_review_seconds=0.2) as quick_kit:
 
         async def scenario() -> list[StreamResponse]:
-            async with await open_client(quick_kit, "JSONRPC") as client:
+            async with await open_client(quick_kit.url, "JSONRPC") as client:
                 return await collect(client.send_message(user_message(SLOW_DIFF)))
 
         events = run(scenario())
@@ -404,7 +381,7 @@ def test_sdk_client_raises_the_a2a_errors(kit: KitServer, binding: str) -> None:
 
     async def scenario() -> list[type[Exception]]:
         raised: list[type[Exception]] = []
-        async with await open_client(kit, binding) as client:
+        async with await open_client(kit.url, binding) as client:
             for call in (
                 lambda: client.get_task(GetTaskRequest(id="no-such-task")),
                 lambda: client.cancel_task(CancelTaskRequest(id=task_id)),
@@ -439,7 +416,7 @@ def test_push_notification_configs_are_created_read_listed_and_deleted(
     url = refused_url
 
     async def scenario() -> dict[str, Any]:
-        async with await open_client(kit, binding) as client:
+        async with await open_client(kit.url, binding) as client:
             created = await client.create_task_push_notification_config(
                 TaskPushNotificationConfig(task_id=task_id, id="hook-1", url=url, token="tok")
             )
@@ -478,7 +455,7 @@ def test_push_notifications_reach_the_webhook_in_order(
     kit: KitServer, binding: str, webhook: Webhook
 ) -> None:
     async def scenario() -> list[StreamResponse]:
-        async with await open_client(kit, binding) as client:
+        async with await open_client(kit.url, binding) as client:
             (*_, asked) = await collect(client.send_message(user_message(HEADERLESS_DIFF)))
             task_id = asked.status_update.task_id
             context_id = asked.status_update.context_id
@@ -554,7 +531,7 @@ def test_unreachable_webhooks_neither_block_the_reply_nor_break_the_agent(
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_extended_card_is_given_to_token_holders_only(kit: KitServer, binding: str) -> None:
     async def scenario() -> Any:
-        async with await open_client(kit, binding) as client:
+        async with await open_client(kit.url, binding) as client:
             with pytest.raises(A2AClientError, match="HTTP Error 401"):
                 await client.get_extended_agent_card(GetExtendedAgentCardRequest())
             bearer = {"Authorization": f"Bearer {kit.token}"}
@@ -803,9 +780,8 @@ def test_recorder_kit_command_serves_until_ctrl_c() -> None:
     try:
         assert process.stdout is not None
         first_line = process.stdout.readline()
-        match = re.fullmatch(r"code-reviewer listening on http://127\.0\.0\.1:(\d+)\n", first_line)
-        assert match, first_line
-        port = int(match.group(1))
+        assert first_line.startswith("code-reviewer listening on http://127.0.0.1:"), first_line
+        port = int(announced_address(first_line).rsplit(":", 1)[1])
         # The socket listens before the line is printed, so this waits for uvicorn if need be.
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=20) as http:
             card = http.get("/.well-known/agent-card.json").json()

@@ -9,15 +9,15 @@ import re
 import signal
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 import httpx
 import pytest
-from a2a.client import A2AClientError, Client, ClientCallContext, ClientConfig, create_client
-from a2a.helpers import get_message_text, new_text_message
+from a2a.client import A2AClientError, ClientCallContext
+from a2a.helpers import get_message_text
 from a2a.types import (
     CancelTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
@@ -27,7 +27,6 @@ from a2a.types import (
     ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
     Role,
-    SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
     TaskPushNotificationConfig,
@@ -37,7 +36,8 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotFoundError
 from google.protobuf.json_format import MessageToDict
-from helpers import cli_process
+from helpers import announced_address, cli_process
+from sdk_clients import collect, kinds, open_client, state_of, user_message
 
 from recorder import Exchange, Transcript, dump, loads
 from recorder.bindings import grpc as binding
@@ -70,34 +70,6 @@ def run(coroutine: Any) -> Any:
     return asyncio.run(coroutine)
 
 
-async def open_client(kit: KitServer, binding: str = "GRPC", *, streaming: bool = True) -> Client:
-    config = ClientConfig(
-        streaming=streaming,
-        supported_protocol_bindings=[binding],
-        grpc_channel_factory=grpc.aio.insecure_channel,
-    )
-    return await create_client(kit.url, client_config=config)
-
-
-def user_message(text: str, *, task_id: str = "", context_id: str = "") -> SendMessageRequest:
-    message = new_text_message(text, role=Role.ROLE_USER, task_id=task_id, context_id=context_id)
-    return SendMessageRequest(message=message)
-
-
-async def collect(stream: AsyncIterator[StreamResponse]) -> list[StreamResponse]:
-    return [event async for event in stream]
-
-
-def kinds(events: list[StreamResponse]) -> list[str | None]:
-    return [event.WhichOneof("payload") for event in events]
-
-
-def state_of(event: StreamResponse) -> TaskState.ValueType:
-    if event.HasField("task"):
-        return event.task.status.state
-    return event.status_update.status.state
-
-
 def test_the_card_lists_the_grpc_interface_at_its_address(kit: KitServer) -> None:
     assert kit.grpc_address is not None
     assert re.fullmatch(r"127\.0\.0\.1:\d+", kit.grpc_address)
@@ -124,7 +96,7 @@ def test_a_kit_started_without_a_grpc_port_serves_http_only() -> None:
 @pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
 def test_a_question_gets_one_direct_message(kit: KitServer, streaming: bool) -> None:
     async def scenario() -> list[StreamResponse]:
-        async with await open_client(kit, streaming=streaming) as client:
+        async with await open_client(kit.url, streaming=streaming) as client:
             return await collect(client.send_message(user_message("What languages?")))
 
     events = run(scenario())
@@ -137,9 +109,9 @@ def test_a_review_streams_its_fixed_frames_and_a_blocking_send_gets_the_task(
     kit: KitServer,
 ) -> None:
     async def scenario() -> tuple[list[StreamResponse], list[StreamResponse]]:
-        async with await open_client(kit) as client:
+        async with await open_client(kit.url) as client:
             streamed = await collect(client.send_message(user_message(DIFF)))
-        async with await open_client(kit, streaming=False) as client:
+        async with await open_client(kit.url, streaming=False) as client:
             sent = await collect(client.send_message(user_message(DIFF)))
         return streamed, sent
 
@@ -155,9 +127,9 @@ def test_a_review_streams_its_fixed_frames_and_a_blocking_send_gets_the_task(
 
 def test_get_task_and_list_tasks_see_the_same_tasks_as_json_rpc(kit: KitServer) -> None:
     async def scenario() -> tuple[Any, Any, Any]:
-        async with await open_client(kit, "JSONRPC", streaming=False) as client:
+        async with await open_client(kit.url, "JSONRPC", streaming=False) as client:
             (event,) = await collect(client.send_message(user_message(DIFF)))
-        async with await open_client(kit) as client:
+        async with await open_client(kit.url) as client:
             task = await client.get_task(GetTaskRequest(id=event.task.id, history_length=0))
             listed = await client.list_tasks(ListTasksRequest(context_id=event.task.context_id))
         return event.task, task, listed
@@ -170,7 +142,7 @@ def test_get_task_and_list_tasks_see_the_same_tasks_as_json_rpc(kit: KitServer) 
 
 def test_a_slow_review_is_subscribed_to_and_canceled_during_its_stream(kit: KitServer) -> None:
     async def scenario() -> dict[str, Any]:
-        async with await open_client(kit) as client:
+        async with await open_client(kit.url) as client:
             stream = client.send_message(user_message(SLOW_DIFF))
             opened = [await anext(stream), await anext(stream)]
             task_id = opened[0].task.id
@@ -195,7 +167,7 @@ def test_a_slow_review_is_subscribed_to_and_canceled_during_its_stream(kit: KitS
 
 def test_a_headerless_diff_asks_for_the_file_name_then_completes(kit: KitServer) -> None:
     async def scenario() -> tuple[list[StreamResponse], list[StreamResponse]]:
-        async with await open_client(kit) as client:
+        async with await open_client(kit.url) as client:
             first = await collect(client.send_message(user_message(HEADERLESS_DIFF)))
             task = first[0].task
             answer = await collect(
@@ -215,7 +187,7 @@ def test_push_notification_configs_are_created_read_listed_and_deleted(kit: KitS
     url = "http://127.0.0.1:9/hook"  # never called: the task is done before the config
 
     async def scenario() -> dict[str, Any]:
-        async with await open_client(kit, streaming=False) as client:
+        async with await open_client(kit.url, streaming=False) as client:
             (event,) = await collect(client.send_message(user_message(DIFF)))
             task_id = event.task.id
             created = await client.create_task_push_notification_config(
@@ -245,7 +217,7 @@ def test_push_notification_configs_are_created_read_listed_and_deleted(kit: KitS
 
 def test_an_unknown_task_is_not_found_with_its_error_info(kit: KitServer) -> None:
     async def scenario() -> tuple[type[Exception], grpc.aio.AioRpcError]:
-        async with await open_client(kit) as client:
+        async with await open_client(kit.url) as client:
             with pytest.raises(Exception) as raised:
                 await client.get_task(GetTaskRequest(id="no-such-task"))
         assert kit.grpc_address is not None
@@ -278,7 +250,7 @@ def test_the_extended_card_needs_the_token(
 ) -> None:
     async def scenario() -> tuple[A2AClientError, Any]:
         parameters = {} if authorization is None else {"Authorization": authorization}
-        async with await open_client(kit) as client:
+        async with await open_client(kit.url) as client:
             with pytest.raises(A2AClientError) as refused:
                 await client.get_extended_agent_card(
                     GetExtendedAgentCardRequest(),
@@ -303,7 +275,7 @@ def test_recorder_kit_serves_grpc_on_the_next_port_and_stops_at_once_with_a_stre
         assert process.stdout is not None
         lines = [process.stdout.readline() for _ in range(6)]
         assert lines[4].startswith("  gRPC        127.0.0.1:"), lines
-        address = lines[4].split()[-1]
+        address = announced_address(lines[4])
         opened = threading.Event()
         ended: list[str] = []
 
@@ -463,7 +435,7 @@ def test_recorder_kit_no_grpc_serves_and_lists_http_only() -> None:
         assert process.stdout is not None
         lines = [process.stdout.readline() for _ in range(5)]
         assert lines[-1] == "Press Ctrl-C to stop.\n", lines
-        url = lines[0].split()[-1]
+        url = announced_address(lines[0])
         card = httpx.get(url + "/.well-known/agent-card.json", timeout=LIMIT).json()
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=LIMIT)

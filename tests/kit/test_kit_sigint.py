@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from helpers import cli_process, recorder_process, wait_until_serving
+from helpers import announced_address, cli_process, recorder_process, wait_until_serving
 
 from recorder.kit import KitServer
 
@@ -100,7 +100,7 @@ def interrupt(process: subprocess.Popen[str]) -> tuple[str, str, float]:
 def test_ctrl_c_of_the_kit_with_an_open_stream_is_quick_and_quiet() -> None:
     with cli_process("kit", "--port", "0") as kit:
         assert kit.stdout is not None
-        url = kit.stdout.readline().split()[-1]
+        url = announced_address(kit.stdout.readline())
         wait_until_serving(url)
         stream = OpenStream(url)
         out, err, took = interrupt(kit)
@@ -117,7 +117,7 @@ def test_ctrl_c_of_the_kit_with_an_open_stream_is_quick_and_quiet() -> None:
 def test_ctrl_c_of_the_kit_with_a_blocking_call_in_flight_ends_it_in_under_a_second() -> None:
     with cli_process("kit", "--listen", "127.0.0.1:0") as kit:
         assert kit.stdout is not None
-        url = kit.stdout.readline().split()[-1]
+        url = announced_address(kit.stdout.readline())
         wait_until_serving(url)
         call = BlockingCall(url)  # the review waits 30 s before it answers
         out, err, took = interrupt(kit)

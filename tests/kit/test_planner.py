@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import TRANSCRIPTS
 
 from recorder import Exchange, load
 from recorder.planner.run import PLANNED
 from recorder.planner.scenarios import UNKNOWN_TASK
 from recorder.record.naming import file_name
 
-TRANSCRIPTS = Path(__file__).parent.parent.parent / "transcripts"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 SCENARIO_FILES = [file_name(n, s.name) for n, s in enumerate(PLANNED, start=1)]
 ELEVEN_OPERATIONS = {

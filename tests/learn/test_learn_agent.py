@@ -16,13 +16,13 @@ from helpers import DIFF, GoldenRecorder, rpc, user_message
 from noisy_agent import NoisyAgent
 
 from recorder.cli import main
-from recorder.httpfile import dump
+from recorder.disk.transcripts import dump
+from recorder.format.model import Transcript
 from recorder.kit import KitServer
 from recorder.learn import learn
-from recorder.model import Transcript
 from recorder.replay.player import play
 from recorder.replay.send import make_transport
-from recorder.rules import load_rules, rules_warnings
+from recorder.rules.ruleset import load_rules, rules_warnings
 
 EXPECTED_RULES = {
     ("generated_paths", "$.result.served.at", "integer"),

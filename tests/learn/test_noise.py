@@ -1,4 +1,5 @@
-"""`recorder.noise.propose`: one test per kind of proposal, and what is never proposed (pure)."""
+"""`recorder.rules.noise.propose`: one test per kind of proposal, and what is never proposed
+(pure)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from recorder.model import Response
-from recorder.noise import Proposal, Replies, classify, propose
-from recorder.rules import DEFAULT_RULES, Rules
-from recorder.sse import SseEvent
+from recorder.format.model import Response
+from recorder.format.sse import SseEvent
+from recorder.rules.noise import Proposal, Replies, classify, propose
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
 
 
 def reply(body: Any, headers: tuple[tuple[str, str], ...] = ()) -> Response:

@@ -1,5 +1,6 @@
-"""The value kinds of the rules (`recorder.kinds`): any value of the kind matches at a generated
-place, by the walk and by the fast path; a value of another type still fails (no network)."""
+"""The value kinds of the rules (`recorder.rules.kinds`): any value of the kind matches at a
+generated place, by the walk and by the fast path; a value of another type still fails (no
+network)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from typing import Any
 import pytest
 from helpers import as_wire
 
-from recorder.kinds import VALUE_KINDS, is_of_kind
-from recorder.model import Exchange, Request, Response
-from recorder.replay.state import ReplayState
-from recorder.rules import Rules
+from recorder.format.model import Exchange, Request, Response
+from recorder.replay.verdict.state import ReplayState
+from recorder.rules.kinds import VALUE_KINDS, is_of_kind
+from recorder.rules.ruleset import Rules
 
 JSON = [("Content-Type", "application/json")]
 REQUEST = Request("POST", "/a2a/jsonrpc", [("Host", "localhost:1"), *JSON], b"{}")

@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonref import canonical_layout
 
-from recorder.httpfile import _body_lines, _verbatim_safe, dumps_exchange, loads
-from recorder.jsonbody import _canonical_json, _canonical_json_general, plain_json
-from recorder.model import (
+from recorder.format.httpfile import _body_lines, _verbatim_safe, dumps_exchange, loads
+from recorder.format.jsonbody import _canonical_json, _canonical_json_general, plain_json
+from recorder.format.model import (
     _JSON_MEDIA_TYPE,
     Headers,
     Request,
@@ -31,7 +31,7 @@ from recorder.model import (
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.recording import Recording
 from recorder.record.transport.upstream import UpstreamReply
-from recorder.redact import DEFAULT_SECRET_FIELDS, Redactor
+from recorder.secrets.redact import DEFAULT_SECRET_FIELDS, Redactor
 
 
 def reference_canonical(body: bytes) -> bytes:

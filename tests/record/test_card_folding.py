@@ -13,7 +13,7 @@ import httpx
 import pytest
 from helpers import CLI, DIFF, recorder_process, rpc, user_message
 
-from recorder.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.kit import KitServer
 from recorder.record.proxy.folding import fold_text
 

@@ -16,8 +16,8 @@ from recorder.record.proxy import writer as writer_module
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.writer import BACKLOG
-from recorder.record.store import TranscriptStore
-from recorder.redact import Redactor
+from recorder.record.store.transcript_store import TranscriptStore
+from recorder.secrets.redact import Redactor
 
 
 def _recording(tmp_path: Path) -> Recording:

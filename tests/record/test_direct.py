@@ -17,12 +17,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recorder.httpfile import dumps_exchange, loads
+from recorder.format.httpfile import dumps_exchange, loads
 from recorder.record.proxy import direct
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.recording import Recording
+from recorder.record.store.filetext import Block
 from recorder.record.transport.upstream import UpstreamReply
-from recorder.redact import Redactor
+from recorder.secrets.redact import Redactor
 
 HOST = "upstream.test:9"
 JSON = (b"content-type", b"application/json")
@@ -60,8 +61,8 @@ def outcome(recording: Recording, parts: dict[str, Any]) -> tuple[Any, ...]:
         built = recording.builder.built(call, upstream, kept, parts.get("reply", REPLY))
     except ValueError as exc:
         return ("error", type(exc))
-    block = built if isinstance(built, str) else None
-    text = block if block is not None else dumps_exchange(built)
+    block = built.text if isinstance(built, Block) else None
+    text = built.text if isinstance(built, Block) else dumps_exchange(built)
     seen, sent = call.redactor.seen, call.sent_secrets
     return (text, call.recorded_operation, call.recorded_title.strip(), seen, sent), block
 
@@ -218,7 +219,7 @@ UNCOMMON: list[dict[str, Any]] = [
     {"status": 1000},
     {"reason": "OK\r\nInjected: 1"},
     {"reason": "O\x00K"},
-    # a literal that reads as a placeholder: the redactor escapes it (`recorder.literals`)
+    # a literal that reads as a placeholder: the redactor escapes it (`recorder.format.literals`)
     {"body": b'{"text":"Hello {{user_name}}"}'},
     {"reply": b'{"echo":"{{user_name}}"}'},
     {"headers": [JSON, (b"x-template", b"{{user_name}}")]},
@@ -262,7 +263,7 @@ def test_a_call_with_other_secret_names_takes_the_general_path() -> None:
     call = _call({"headers": [JSON, (b"x-session", b"s-1234567")]}, recording)
     call.redactor = Redactor(headers={"x-session": "SESSION"})
     built = recording.builder.built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
-    assert not isinstance(built, str)
+    assert not isinstance(built, Block)
     assert built.request.headers.get("X-Session") == "{{SESSION}}"
 
 
@@ -271,7 +272,7 @@ def test_a_call_whose_redactor_saw_secrets_already_takes_the_general_path() -> N
     call = _call({"target": "/a?api_key=k-1234567"}, recording)
     assert call.shown == "POST /a?api_key={{API_KEY}}"  # (a log line: the value is seen)
     built = recording.builder.built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
-    assert not isinstance(built, str)
+    assert not isinstance(built, Block)
     assert built.request.target == "/a?api_key={{API_KEY}}"
     assert call.redactor.seen == {"k-1234567": "API_KEY"}
 
@@ -286,11 +287,11 @@ def test_an_exchange_during_another_or_with_its_request_built_takes_the_general_
     call = _call({}, recording)
     call.during = (1, 0)
     built = recording.builder.built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
-    assert not isinstance(built, str)
+    assert not isinstance(built, Block)
     call = _call({}, recording)
     recording.builder.record_request(call)
     built = recording.builder.built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
-    assert not isinstance(built, str)
+    assert not isinstance(built, Block)
 
 
 def test_remembered_lines_are_let_go_past_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:

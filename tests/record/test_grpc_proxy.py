@@ -87,11 +87,11 @@ def send_request() -> bytes:
 
 
 async def through_listener(
-    tmp_path: Path, body: Any, *, http_at: tuple[str, int] | None = None
+    tmp_path: Path, body: Any, *, http_at: tuple[str, int] | None = None, **options: Any
 ) -> Any:
     agent = Agent()
     await agent.start()
-    proxy = create_proxy_app("http://127.0.0.1:9", out=tmp_path)
+    proxy = create_proxy_app("http://127.0.0.1:9", out=tmp_path, **options)
     if http_at is not None:  # (where the HTTP proxy listens, as its server tells it)
         proxy.push.listening(*http_at)
     proxy.store.prepare()
@@ -306,7 +306,8 @@ def test_a_push_config_reaches_the_agent_pointed_at_the_http_proxys_receiver(
         agents.append(agent)
         await _one_registering_stream(agent, channel)
 
-    asyncio.run(through_listener(tmp_path, body, http_at=http_at))
+    # (its webhook is on loopback: local work, said so)
+    asyncio.run(through_listener(tmp_path, body, http_at=http_at, push_loopback=True))
     (sent,) = agents[0].requests
     config = a2a_pb2.SendMessageRequest.FromString(sent).configuration
     url = config.task_push_notification_config.url

@@ -25,7 +25,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.servers import ServerThread
 
 pytestmark = pytest.mark.e2e
@@ -278,7 +279,7 @@ def test_header_bytes_are_recorded_as_forwarded(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("raw", [b"plain", "caf\u00e9 \u2713".encode(), b"caf\xe9", b"\xff\xfe"])
 def test_the_player_sends_a_recorded_header_value_as_its_bytes(raw: bytes) -> None:
-    from recorder.model import header_bytes, header_text
+    from recorder.format.model import header_bytes, header_text
 
     if raw == b"caf\xe9" or raw == b"\xff\xfe":
         assert header_text(raw) == raw.decode("latin-1")  # (no UTF-8: its Latin-1 meaning)

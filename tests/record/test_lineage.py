@@ -6,7 +6,7 @@ import json
 import uuid
 from typing import Any
 
-from recorder.model import Headers, Request
+from recorder.format.model import Headers, Request
 from recorder.record.lineage import MAX_SCANNED_BODY, Lineage
 
 A, B, C = ("#conversation", 1), ("#conversation", 2), ("#conversation", 3)

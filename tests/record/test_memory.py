@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from recorder.httpfile import _base64_text, dumps_exchange, loads
-from recorder.model import Exchange, Headers, Request, Response
+from recorder.format.httpfile import _base64_text, dumps_exchange, loads
+from recorder.format.model import Exchange, Headers, Request, Response
 from recorder.record.proxy.relay import BodySpool
 
 

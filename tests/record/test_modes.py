@@ -8,8 +8,8 @@ import pytest
 from factories import make_exchange
 
 from recorder import Transcript, dumps, load
-from recorder.record.modes import existing_file, existing_files, keep_in_place
-from recorder.record.store import CONVERSATION, TranscriptStore
+from recorder.record.store.modes import existing_file, existing_files, keep_in_place
+from recorder.record.store.transcript_store import CONVERSATION, TranscriptStore
 
 
 def put(store: TranscriptStore, title: str, scenario: str | None = "ask") -> Path | None:
@@ -67,7 +67,7 @@ def test_replace_writes_the_scenario_file_again_in_place(tmp_path: Path) -> None
     assert titles(out / "02-ask.http") == ["b1", "b2"]
     # traffic without a scenario, and a scenario without a file, get new files
     assert put(store, "c", scenario=None) == out / "04-get-task.http"
-    assert put(store, "n", scenario="brand new") == out / "05-brand-new.http"
+    assert put(store, "n", scenario="brand-new") == out / "05-brand-new.http"
     store.close()
     assert seen == [(["a1", "a2"], ["b1", "b2"])]
     assert store.replaced == {out / "02-ask.http": True}
@@ -168,10 +168,10 @@ def test_once_keeps_the_file_and_records_new_scenarios(tmp_path: Path) -> None:
     store = TranscriptStore(out, mode="once")
     assert put(store, "b1") is None
     assert put(store, "b2") is None
-    assert put(store, "n", scenario="brand new") == out / "04-brand-new.http"
-    store.end("brand new")
+    assert put(store, "n", scenario="brand-new") == out / "04-brand-new.http"
+    store.end("brand-new")
     # a scenario first seen without a file stays recorded for the whole run
-    assert put(store, "n2", scenario="brand new") == out / "05-brand-new.http"
+    assert put(store, "n2", scenario="brand-new") == out / "05-brand-new.http"
     assert put(store, "c", scenario=None) == out / "06-get-task.http"
     store.close()
     assert (out / "02-ask.http").read_bytes() == before
@@ -229,3 +229,20 @@ def test_once_keeps_an_unscripted_follow_up_of_a_kept_scenario_out_too(tmp_path:
         "02-ask.http",
         "03-later.http",
     ]
+
+
+def test_a_second_run_of_a_name_with_the_same_slug_keeps_the_first_file(tmp_path: Path) -> None:
+    # "checkout flow" then "checkout/flow": one slug, `checkout-flow`; the second run's
+    # replace took the first's file (3 exchanges lost) while the hash was the slug's
+    out = tmp_path / "out"
+    out.mkdir()
+    first = TranscriptStore(out, mode="replace", keep=lambda previous, fresh: fresh)
+    for title in ("c1", "c2", "c3"):
+        put(first, title, scenario="checkout flow")
+    first.close()
+    second = TranscriptStore(out, mode="replace", keep=lambda previous, fresh: fresh)
+    put(second, "s1", scenario="checkout/flow")
+    second.close()
+    files = sorted(out.glob("*.http"))
+    assert [titles(path) for path in files] == [["c1", "c2", "c3"], ["s1"]]
+    assert second.replaced == {}

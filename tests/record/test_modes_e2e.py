@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, TRANSCRIPTS, recorder_process
 
-from recorder.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.kit import KitServer, start_kit
 
 pytestmark = pytest.mark.e2e
@@ -118,7 +118,7 @@ def test_once_keeps_the_file_and_new_adds_one(kit: KitServer, out: Path) -> None
     assert names(out) == ["01-agent-card.http", "02-message-reply.http", NAME]
     assert (out / NAME).read_bytes() == first
     # a scenario with no file yet is recorded under once too
-    record(kit, out, "--mode", "once", scenario="second take")
+    record(kit, out, "--mode", "once", scenario="second-take")
     err = record(kit, out, "--mode", "new")
     assert "recorded again in place" not in err
     assert names(out) == [

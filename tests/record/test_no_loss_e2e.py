@@ -15,9 +15,10 @@ import pytest
 from factories import make_exchange
 from helpers import DIFF, recorder_process, rpc, user_message
 
-from recorder.httpfile import dumps, load
+from recorder.disk.transcripts import load
+from recorder.format.httpfile import dumps
+from recorder.format.model import Transcript
 from recorder.kit import KitServer
-from recorder.model import Transcript
 
 pytestmark = pytest.mark.e2e
 

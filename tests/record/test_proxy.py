@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import threading
@@ -177,7 +178,8 @@ async def test_forwards_the_request_and_records_it(agent: FakeAgent, tmp_path: P
 
 
 async def test_secrets_never_reach_the_disk(agent: FakeAgent, tmp_path: Path) -> None:
-    proxy = make_proxy(agent, tmp_path, secret_fields={"token": "PUSH_TOKEN"})
+    # (its push config names a loopback webhook: local work, said so)
+    proxy = make_proxy(agent, tmp_path, secret_fields={"token": "PUSH_TOKEN"}, push_loopback=True)
     async with client_for(proxy) as client:
         reply = await client.post(
             "/a2a/jsonrpc",
@@ -231,7 +233,9 @@ async def test_control_endpoint_names_the_scenario(agent: FakeAgent, tmp_path: P
     proxy = make_proxy(agent, tmp_path)
     async with client_for(proxy) as client:
         started = await client.post(CONTROL_PATH, json={"name": "Message Reply"})
-        assert started.json() == {"scenario": "Message Reply", "slug": "message-reply"}
+        # (a name that is not its own slug ends with a hash of itself: one file per name)
+        slug = "message-reply-" + hashlib.sha256(b"Message Reply").hexdigest()[:8]
+        assert started.json() == {"scenario": "Message Reply", "slug": slug}
         assert (await client.get(CONTROL_PATH)).json() == {"scenario": "Message Reply"}
         await client.post("/a2a/jsonrpc", json=rpc("SendMessage", id=1))
         await client.post("/a2a/jsonrpc", json=rpc("GetTask", id=2))
@@ -241,10 +245,10 @@ async def test_control_endpoint_names_the_scenario(agent: FakeAgent, tmp_path: P
         assert bad.status_code == 400 and "name" in bad.json()["error"]["message"]
     assert len(agent.seen) == 3  # the control calls never reach the agent
     assert sorted(p.name for p in tmp_path.glob("*.http")) == [
-        "01-message-reply.http",
+        f"01-{slug}.http",
         "02-get-task.http",
     ]
-    assert len(load(tmp_path / "01-message-reply.http")) == 2
+    assert len(load(tmp_path / f"01-{slug}.http")) == 2
 
 
 @pytest.mark.parametrize("name", ["..", "/", "../../x", "a/../../b"])
@@ -406,6 +410,7 @@ async def test_a_store_whose_write_raises_reaches_the_log_and_the_status_not_the
         "pending": 0,
         "out": str(tmp_path),
         "last_error": "No space left on device",
+        "push_refused": 0,
     }
 
 
@@ -710,7 +715,9 @@ async def test_a_utf8_scenario_name_is_read_as_utf8(agent: FakeAgent, tmp_path: 
             },
         )
     [path] = tmp_path.glob("*.http")
-    assert path.name == "01-uberprufung.http"  # not Latin-1 mojibake (01-a-berpra-fung)
+    # not Latin-1 mojibake (01-a-berpra-fung-...); the hash is of the name read as UTF-8
+    digest = hashlib.sha256("Überprüfung".encode()).hexdigest()[:8]
+    assert path.name == f"01-uberprufung-{digest}.http"
     assert load(path).exchanges[0].title == "GetTask: für alle"
 
 

@@ -22,13 +22,15 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from helpers import announced_address
 from starlette.applications import Starlette
 from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from recorder import load
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.servers import ServerThread, bind_socket
 
 pytestmark = pytest.mark.e2e
@@ -340,7 +342,7 @@ def test_cli_prints_where_it_listens_and_stops_cleanly_on_ctrl_c(tmp_path: Path)
                 first = process.stderr.readline()
                 assert first.startswith("recorder record: listening on http://127.0.0.1:")
                 assert server.url in first
-                url = first.split()[4].rstrip(",")
+                url = announced_address(first)
                 second = process.stderr.readline()
                 assert str(tmp_path / "out") in second
                 with httpx.Client(timeout=LIMIT) as client:
@@ -376,7 +378,7 @@ def test_cli_exits_1_at_ctrl_c_with_a_summary_when_an_exchange_was_not_recorded(
         ) as process:
             try:
                 assert process.stderr is not None
-                url = process.stderr.readline().split()[4].rstrip(",")
+                url = announced_address(process.stderr.readline())
                 with httpx.Client(timeout=LIMIT) as client:
                     first = client.post(url + "/fast", json={"jsonrpc": "2.0", "id": 1})
                     assert first.status_code == 200
@@ -415,7 +417,7 @@ def test_ctrl_c_ends_an_open_stream_at_once_and_keeps_it_truncated(tmp_path: Pat
         ) as process:
             try:
                 assert process.stderr is not None
-                url = process.stderr.readline().split()[4].rstrip(",")
+                url = announced_address(process.stderr.readline())
                 with (
                     httpx.Client(timeout=LIMIT) as client,
                     client.stream("POST", url + "/stream", json={}) as reply,

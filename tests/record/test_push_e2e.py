@@ -30,7 +30,8 @@ from recorder import ParseError, load
 from recorder.checking import check_paths
 from recorder.kit import KitServer
 from recorder.planner.webhook import Webhook
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 
 LIMIT = 20.0
 SECRET_SEGMENT = "q7Xk2mP9vL4tR8sW3nZ5"
@@ -106,7 +107,7 @@ def the_config(url: str) -> TaskPushNotificationConfig:
 def test_deliveries_reach_the_webhook_through_the_recorder_and_are_recorded_in_the_tasks_file(
     kit: KitServer, webhook: Webhook, tmp_path: Path, binding: str
 ) -> None:
-    proxy = create_proxy_app(kit.base_url, out=tmp_path)
+    proxy = create_proxy_app(kit.base_url, out=tmp_path, push_loopback=True)
     with ProxyServer(proxy) as server:
         seen = asyncio.run(conversation(server.url, binding, the_config(webhook.url(SECRET_PATH))))
         # the review's last update (COMPLETED) is the last delivery
@@ -176,7 +177,7 @@ def test_a_webhook_that_cannot_be_reached_is_a_502_to_the_agent_and_recorded_so(
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
         dead = f"http://127.0.0.1:{closed.getsockname()[1]}/hook"
-        proxy = create_proxy_app(kit.base_url, out=tmp_path)
+        proxy = create_proxy_app(kit.base_url, out=tmp_path, push_loopback=True)
         with ProxyServer(proxy) as server:
 
             async def run() -> None:

@@ -28,13 +28,14 @@ from a2a.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from grpc_sdk_traffic import collect, open_client, user_message
+from sdk_clients import collect, open_client, user_message
 
 from recorder import Transcript, load
 from recorder.checking import check_paths
 from recorder.kit import KitServer, start_kit
 from recorder.planner.webhook import Delivery, Webhook
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.player import play
 
 pytestmark = pytest.mark.timeout(90)
@@ -110,7 +111,7 @@ def recorded(
     grpc_kit: KitServer, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[dict[str, Any], list[Delivery], Path, str]:
     out = tmp_path_factory.mktemp("grpc-push")
-    proxy = create_proxy_app(grpc_kit.url, out=out)
+    proxy = create_proxy_app(grpc_kit.url, out=out, push_loopback=True)
     assert grpc_kit.grpc_address is not None
     listener = proxy.listen_grpc(port=0, upstream=grpc_kit.grpc_address)
     with Webhook() as webhook, ProxyServer(proxy) as server:
@@ -193,7 +194,7 @@ async def streamed_review(url: str, hook: str) -> str:
 def test_a_config_in_a_streamed_send_is_recorded_the_same(
     grpc_kit: KitServer, tmp_path: Path
 ) -> None:
-    proxy = create_proxy_app(grpc_kit.url, out=tmp_path)
+    proxy = create_proxy_app(grpc_kit.url, out=tmp_path, push_loopback=True)
     assert grpc_kit.grpc_address is not None
     proxy.listen_grpc(port=0, upstream=grpc_kit.grpc_address)
     with Webhook() as webhook, ProxyServer(proxy) as server:

@@ -19,8 +19,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from recorder import load
-from recorder.record.proxy import ProxyServer, create_proxy_app
-from recorder.rules import load_rules
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
+from recorder.rules.ruleset import load_rules
 from recorder.servers import ServerThread
 
 pytestmark = pytest.mark.e2e
@@ -201,7 +202,8 @@ def send_every_secret(client: httpx.Client) -> None:
 @contextmanager
 def recorder_in_front_of_echo(out: Path, **options: Any) -> Iterator[httpx.Client]:
     with ServerThread(UPSTREAM) as upstream:
-        proxy = create_proxy_app(upstream.url, out=out, **options)
+        # (its push configs name loopback webhooks: local work, said so)
+        proxy = create_proxy_app(upstream.url, out=out, push_loopback=True, **options)
         with (
             ProxyServer(proxy) as server,
             httpx.Client(base_url=server.url, timeout=LIMIT) as client,

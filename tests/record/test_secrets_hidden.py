@@ -19,10 +19,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from recorder import load
-from recorder.record.proxy import ProxyServer, create_proxy_app
-from recorder.redact import Redactor
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.variables import fill_placeholders, stand_ins, unset_variable
-from recorder.rules import DEFAULT_RULES, rules_from_text
+from recorder.rules.ruleset import DEFAULT_RULES, rules_from_text
+from recorder.secrets.redact import Redactor
 from recorder.servers import ServerThread
 
 pytestmark = pytest.mark.e2e

@@ -14,7 +14,7 @@ from pathlib import Path
 from factories import make_exchange
 
 from recorder import Transcript, dumps, load
-from recorder.record.store import TranscriptStore
+from recorder.record.store.transcript_store import TranscriptStore
 
 LIMIT = 60.0
 
@@ -94,7 +94,7 @@ _RECORDER = """
 import sys, time
 from pathlib import Path
 from factories import make_exchange
-from recorder.record.store import TranscriptStore
+from recorder.record.store.transcript_store import TranscriptStore
 which, start, folder, count = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
 store = TranscriptStore(folder, mode="replace")
 store.prepare()
@@ -176,3 +176,15 @@ def test_a_during_tag_in_a_shared_file_names_the_exchanges_place_there(tmp_path:
     exchanges = load(path).exchanges
     assert [e.title for e in exchanges] == ["first", "theirs", "stream", "follow"]
     assert "@during exchange 3 frame 2" in exchanges[3].comments
+
+
+def test_a_shared_file_that_does_not_parse_has_no_count() -> None:
+    # the places of a shared file's exchanges are known only while its text parses: a writer
+    # killed inside an append leaves it unknown (None), and no `@during` tag is numbered then
+    from recorder.format.httpfile import dumps_exchange
+    from recorder.record.store.sharing import count_exchanges
+
+    block = dumps_exchange(make_exchange())
+    assert count_exchanges(block.encode()) == 1
+    assert count_exchanges((block + "\n" + block).encode()) == 2
+    assert count_exchanges((block + "\n###\nGET /cut-off").encode()) is None

@@ -15,7 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.servers import ServerThread
 
 pytestmark = pytest.mark.e2e

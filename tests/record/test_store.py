@@ -12,17 +12,21 @@ from pathlib import Path
 import pytest
 from factories import make_exchange, make_request
 
-from recorder import Headers, Request, Transcript, atomic, dumps, load
-from recorder.checking import find_transcripts
+from recorder import Headers, Request, Transcript, dumps, load
+from recorder.disk import atomic
+from recorder.disk.transcripts import find_transcripts
+from recorder.format.httpfile import dumps_exchange
 from recorder.record.naming import (
     exchange_title,
     file_name,
     header_case,
     next_number,
     operation_name,
+    operation_slug,
     slugify,
 )
-from recorder.record.store import CONVERSATION, TranscriptStore, during_tagged
+from recorder.record.store.filetext import Block
+from recorder.record.store.transcript_store import CONVERSATION, TranscriptStore, during_tagged
 
 JSON = Headers([("Content-Type", "application/json")])
 PUSH = "/a2a/rest/tasks/t-1/pushNotificationConfigs"
@@ -92,25 +96,32 @@ def test_exchange_title_adds_a_one_line_description() -> None:
     assert exchange_title(request, "read  the\n review") == "GetTask: read the review"
 
 
+def hashed(name: str) -> str:
+    """The 8 hex digits that end the slug of a name that is not its own slug."""
+    return hashlib.sha256(name.encode()).hexdigest()[:8]
+
+
 @pytest.mark.parametrize(
     ("name", "slug"),
     [
+        # a name that is its own slug is the slug (every golden file's name)
         ("message-reply", "message-reply"),
-        ("Message Reply", "message-reply"),
-        ("GetTask", "get-task"),
-        ("SendStreamingMessage", "send-streaming-message"),
-        ("GET /a2a/rest/nope", "get-a2a-rest-nope"),
-        ("../../etc/passwd", "etc-passwd"),
-        ("a/b\\c", "a-b-c"),
+        ("grpc-errors", "grpc-errors"),
+        ("x" * 60, "x" * 60),
+        ("x" * 200, "x" * 51 + "-" + hashed("x" * 200)),
+        ("a-" * 40, "a-" * 26 + hashed("a-" * 40)),
+        # any other ends with a hash of the whole name: the slug alone loses what tells
+        # names apart
+        ("Message Reply", "message-reply-" + hashed("Message Reply")),
+        ("GetTask", "get-task-" + hashed("GetTask")),
+        ("../../etc/passwd", "etc-passwd-" + hashed("../../etc/passwd")),
+        ("a/b\\c", "a-b-c-" + hashed("a/b\\c")),
+        ("Überprüfung 2", "uberprufung-2-" + hashed("Überprüfung 2")),
+        ("Café\x00crème/..", "cafe-creme-" + hashed("Café\x00crème/..")),
+        ("ﬁle ＣＯＮ", "file-con-" + hashed("ﬁle ＣＯＮ")),
         ("..", None),
         ("", None),
         ("/", None),
-        ("x" * 60, "x" * 60),
-        ("x" * 200, "x" * 51 + "-" + hashlib.sha256(b"x" * 200).hexdigest()[:8]),
-        ("a-" * 40, "a-" * 26 + hashlib.sha256(b"a-" * 39 + b"a").hexdigest()[:8]),
-        ("Überprüfung 2", "uberprufung-2"),
-        ("Café\x00crème/..", "cafe-creme"),
-        ("ﬁle ＣＯＮ", "file-con"),
         ("日本語", None),
     ],
 )
@@ -120,7 +131,31 @@ def test_slugify(name: str, slug: str | None) -> None:
             slugify(name)
     else:
         assert slugify(name) == slug
-        assert "/" not in slug and ".." not in slug
+        assert "/" not in slug and ".." not in slug and len(slug) <= 60
+
+
+def test_names_whose_slugs_collide_get_files_of_their_own() -> None:
+    # (the hash was over the slug: "checkout flow" and "checkout/flow" shared one file)
+    names = ["checkout flow", "checkout/flow", "Checkout Flow", "checkout_flow", "checkout-flow"]
+    slugs = [slugify(name) for name in names]
+    assert len(set(slugs)) == len(names), slugs
+    assert slugs[-1] == "checkout-flow"  # the name that is its own slug keeps it
+    long = "tests/test_checkout.py::test_flow[" + "x" * 60
+    assert slugify(long + "a]") != slugify(long + "a)")
+
+
+@pytest.mark.parametrize(
+    ("operation", "slug"),
+    [
+        ("GetTask", "get-task"),
+        ("SendStreamingMessage", "send-streaming-message"),
+        ("GET /a2a/rest/nope", "get-a2a-rest-nope"),
+        ("日本語", "exchange"),
+    ],
+)
+def test_operation_slugs_read_as_words(operation: str, slug: str) -> None:
+    # a conversation's file is numbered and its own: its slug needs no hash
+    assert operation_slug(operation) == slug
 
 
 def test_slugs_cut_at_60_stay_apart() -> None:
@@ -165,8 +200,8 @@ def test_scenario_exchanges_go_to_one_file_in_request_order(tmp_path: Path) -> N
     first, second = store.begin(), store.begin()
     late = make_exchange(title="second")
     early = make_exchange(title="first")
-    path_a = store.write(second, late, scenario="Message Reply", operation="GetTask")
-    path_b = store.write(first, early, scenario="Message Reply", operation="GetTask")
+    path_a = store.write(second, late, scenario="message-reply", operation="GetTask")
+    path_b = store.write(first, early, scenario="message-reply", operation="GetTask")
     assert path_a == path_b == tmp_path / "01-message-reply.http"
     assert [e.title for e in load(path_a)] == ["first", "second"]
 
@@ -187,6 +222,26 @@ def test_ended_scenario_starts_a_new_file(tmp_path: Path) -> None:
     store.end("s")
     two = store.write(store.begin(), make_exchange(), scenario="s", operation="GetTask")
     assert (one.name, two.name) == ("01-s.http", "02-s.http")
+
+
+def test_an_exchange_given_as_its_block_is_written_as_its_model_is(tmp_path: Path) -> None:
+    # the proxy's common exchanges reach the store as their text (`Block`, made straight from
+    # the bytes): the file is the one the model would make, and a block takes no tag
+    first, second = make_exchange(title="one"), make_exchange(title="two")
+    by_model = TranscriptStore(tmp_path / "model")
+    by_block = TranscriptStore(tmp_path / "block")
+    for exchange in (first, second):
+        by_model.write(by_model.begin(), exchange, scenario="s", operation="GetTask")
+        block = Block(dumps_exchange(exchange), exchange.title)
+        by_block.write(by_block.begin(), block, scenario="s", operation="GetTask")
+    [made] = by_model.written
+    [given] = by_block.written
+    assert given.read_text() == made.read_text()
+    assert load(given).exchanges == (first, second)
+    with pytest.raises(ValueError, match="no @during tag"):
+        by_block.write(
+            by_block.begin(), Block("x", "x"), scenario="s", operation="Op", during=(1, 0)
+        )
 
 
 def test_scrub_runs_over_the_whole_text(tmp_path: Path) -> None:
@@ -344,7 +399,7 @@ def test_a_forgotten_request_lets_its_ended_file_go(tmp_path: Path) -> None:
 
 
 def test_a_secret_first_sent_later_is_scrubbed_from_earlier_files(tmp_path: Path) -> None:
-    from recorder.redact import scrub_text
+    from recorder.secrets.redact import scrub_text
 
     store = TranscriptStore(tmp_path, scrub=scrub_text)
     token = "tok-Rk4Lx9Pq"

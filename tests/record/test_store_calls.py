@@ -9,8 +9,8 @@ from pathlib import Path
 from factories import make_exchange
 
 from recorder import CallTag, load
-from recorder.record.filetext import CallOf
-from recorder.record.store import CONVERSATION, TranscriptStore
+from recorder.record.store.filetext import CallOf
+from recorder.record.store.transcript_store import CONVERSATION, TranscriptStore
 
 MODEL = "https://api.example/v1"
 

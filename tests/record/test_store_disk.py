@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from factories import make_exchange
 
-from recorder import Transcript, atomic, dumps, load
-from recorder.atomic import release_scratch
-from recorder.httpfile import write_text_atomic
-from recorder.record.store import TranscriptStore, during_tagged
-from recorder.redact import scrub_text
+from recorder import Transcript, dumps, load
+from recorder.disk import atomic
+from recorder.disk.atomic import release_scratch, write_text_atomic
+from recorder.record.store.transcript_store import TranscriptStore, during_tagged
+from recorder.secrets.redact import scrub_text
 
 TMP = ".recorder-tmp"
 
@@ -182,7 +182,7 @@ def test_temporary_files_are_not_among_the_transcripts(tmp_path: Path) -> None:
 _KILLED_MID_WRITE = """
 import os, sys
 from pathlib import Path
-from recorder.httpfile import write_text_atomic
+from recorder.disk.atomic import write_text_atomic
 def killed(*args, **kwargs):
     os._exit(9)  # like kill -9 between the temporary file and its rename
 os.replace = killed
@@ -212,7 +212,7 @@ def test_temporaries_of_a_killed_writer_are_removed_by_the_next(tmp_path: Path) 
 _WRITING_SLOWLY = """
 import os, sys, time
 from pathlib import Path
-from recorder.httpfile import write_text_atomic
+from recorder.disk.atomic import write_text_atomic
 def slow(src, dst):
     print(src, flush=True)  # a writer between its temporary file and its rename
     time.sleep(30)
@@ -322,8 +322,8 @@ _ONE_STORE = """
 import sys, time
 from pathlib import Path
 from factories import make_exchange
-from recorder import atomic
-from recorder.record.store import TranscriptStore
+from recorder.disk import atomic
+from recorder.record.store.transcript_store import TranscriptStore
 which, start, folder = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
 if sys.argv[4] == "named":
     atomic._TMPFILE = 0  # the fallback: named temporary files
@@ -410,7 +410,7 @@ _A_SHORT_RUN = """
 import sys
 from pathlib import Path
 from factories import make_exchange
-from recorder.record.store import TranscriptStore
+from recorder.record.store.transcript_store import TranscriptStore
 store = TranscriptStore(Path(sys.argv[1]))
 store.prepare()
 for n in range(3):

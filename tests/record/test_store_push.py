@@ -8,7 +8,7 @@ from pathlib import Path
 from factories import make_exchange, make_request
 
 from recorder import load
-from recorder.record.store import TranscriptStore
+from recorder.record.store.transcript_store import TranscriptStore
 
 REGISTERS = make_request(
     body=b'{"jsonrpc": "2.0", "id": 1, "method": "CreateTaskPushNotificationConfig", '

@@ -13,11 +13,11 @@ from urllib.parse import unquote
 
 import pytest
 
-from recorder.model import Exchange, Request, Response
-from recorder.replay import fastpath
-from recorder.replay.state import LiveReply, ReplayState
-from recorder.replay.text import Addresses, address_key
-from recorder.rules import DEFAULT_RULES
+from recorder.format.model import Exchange, Request, Response
+from recorder.replay.verdict import fastpath
+from recorder.replay.verdict.state import LiveReply, ReplayState
+from recorder.replay.verdict.strings import Addresses, address_key
+from recorder.rules.ruleset import DEFAULT_RULES
 
 RECORDED = "http://localhost:41242"
 LIVE = "http://127.0.0.1:5555"

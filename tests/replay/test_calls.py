@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from recorder.model import Headers, Request, Response
-from recorder.pairing import PairingRules
+from recorder.format.model import Headers, Request, Response
+from recorder.format.sse import SseEvent
 from recorder.replay.calls import (
     LiveCall,
     RecordedCall,
@@ -21,10 +21,10 @@ from recorder.replay.calls import (
     live_as_reply,
     not_made,
 )
-from recorder.replay.diff import Mismatch
-from recorder.replay.state import ReplayState
-from recorder.rules import DEFAULT_RULES
-from recorder.sse import SseEvent
+from recorder.replay.verdict.diff import Mismatch
+from recorder.replay.verdict.state import ReplayState
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES
 
 RULES = PairingRules(DEFAULT_RULES)
 JSON_TYPE = [("Content-Type", "application/json")]

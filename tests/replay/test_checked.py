@@ -1,23 +1,24 @@
-"""Checked places in the comparison (recorder.replay.checked through ReplayState): pure, on the
-shipped goldens compared with edited copies of themselves; no network."""
+"""Checked places in the comparison (recorder.replay.verdict.checked through ReplayState): pure, on
+the shipped goldens compared with edited copies of themselves; no network."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 from typing import Any
 
-from recorder.httpfile import load
-from recorder.model import Exchange, Response
-from recorder.replay.checked import keep_recorded
-from recorder.replay.state import ReplayState
-from recorder.rules import rules_from_text
+from helpers import TRANSCRIPTS
 
-GOLDENS = Path(__file__).resolve().parent.parent.parent / "transcripts"
-REVIEW = str(GOLDENS / "03-review-task.http")
-STREAM = str(GOLDENS / "04-streaming.http")
+from recorder.disk.transcripts import load
+from recorder.format.model import Exchange, Response
+from recorder.replay.verdict.checked import keep_recorded
+from recorder.replay.verdict.state import ReplayState
+from recorder.rules.ruleset import rules_from_text
+
+REVIEW = str(TRANSCRIPTS / "03-review-task.http")
+STREAM = str(TRANSCRIPTS / "04-streaming.http")
 TEXT = "$.result.task.artifacts[0].parts[0].text"
+JOINED = "$.result.task.artifacts[0].parts[*].text"  # a checked text: its parts joined
 
 
 def rules(entry: str) -> Any:
@@ -75,7 +76,7 @@ def test_a_checked_place_is_decided_by_its_checks() -> None:
     failing = edited(golden.response, set_text("src/payments.py:12 only"))
     (mismatch,) = state(REVIEW, rules(CHECK_REVIEW)).compare(golden, failing, number=1)
     assert (mismatch.path, mismatch.check, mismatch.message) == (
-        TEXT,
+        JOINED,
         "contains_all",
         '"[todo]" not found',
     )
@@ -102,7 +103,7 @@ def test_checks_run_on_an_answer_equal_to_the_recording() -> None:
         'contains_all: ["src/payments.py:12", "[todo]"]', "length: {max: 10}"
     )
     (mismatch,) = state(REVIEW, rules(too_short)).compare(golden, golden.response, number=1)
-    assert mismatch.describe().startswith(f"{TEXT}: check length failed: 371 characters")
+    assert mismatch.describe().startswith(f"{JOINED}: check length failed: 371 characters")
 
 
 def test_scoped_to_another_exchange_or_file_nothing_changes() -> None:
@@ -132,10 +133,10 @@ def test_a_stream_is_checked_in_its_frame() -> None:
     (mismatch,) = state(STREAM, rules(entry)).compare(golden, live, number=1)
     assert (mismatch.frame, mismatch.path, mismatch.check) == (
         3,
-        "$.result.artifactUpdate.artifact.parts[0].text",
+        "$.result.artifactUpdate.artifact.parts[*].text",
         "contains",
     )
-    assert str(mismatch).startswith("frame 3: $.result.artifactUpdate.artifact.parts[0].text:")
+    assert str(mismatch).startswith("frame 3: $.result.artifactUpdate.artifact.parts[*].text:")
 
 
 def test_update_keeps_the_recorded_text_where_the_checks_held() -> None:

@@ -24,13 +24,13 @@ from helpers import as_wire
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recorder.model import Exchange, Headers, Request, Response, SseEvent
-from recorder.replay import fastpath
-from recorder.replay.diff import ABSENT, Mismatch, align, format_value, format_values
-from recorder.replay.fastpath import FastPath
-from recorder.replay.state import ReplayState
-from recorder.replay.walk import Walk
-from recorder.rules import DEFAULT_RULES, Rules
+from recorder.format.model import Exchange, Headers, Request, Response, SseEvent
+from recorder.replay.verdict import fastpath
+from recorder.replay.verdict.diff import ABSENT, Mismatch, align, format_value, format_values
+from recorder.replay.verdict.fastpath import FastPath
+from recorder.replay.verdict.state import ReplayState
+from recorder.replay.verdict.walk import Walk
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
 
 RECORDED_BASE = "http://localhost:41242"
 LIVE_BASE = "http://127.0.0.1:53117"
@@ -1076,7 +1076,7 @@ json_values = st.recursive(
 @given(json_values, json_values)
 def test_the_walk_without_recursion_finds_what_deepdiff_finds(golden: Any, live: Any) -> None:
     # used past ~490 levels of nesting, where deepdiff recurses too deep: the same report
-    from recorder.replay.walk import _differences, _differences_without_recursion
+    from recorder.replay.verdict.walk import _differences, _differences_without_recursion
 
     def key(found: tuple[Any, Any, Any]) -> str:
         return repr(found)
@@ -1127,7 +1127,7 @@ def _grpc_stream_reply(code: int, states: list[str], message: str = "") -> Respo
 
 def test_a_truncated_grpc_call_compares_its_messages_not_how_its_client_left() -> None:
     from recorder.bindings import grpc as binding
-    from recorder.replay.live import LiveReply, frames_read
+    from recorder.replay.verdict.live import LiveReply, frames_read
 
     request = binding.request_of("SendStreamingMessage", [("a2a-version", "1.0")], b"{}")
     left = _grpc_stream_reply(1, ["TASK_STATE_SUBMITTED"], "cancelled by the client")
@@ -1140,8 +1140,13 @@ def test_a_truncated_grpc_call_compares_its_messages_not_how_its_client_left() -
     other = LiveReply.of(_grpc_stream_reply(0, ["TASK_STATE_WORKING"]), cut=True)
     [mismatch] = state.compare(golden, other)
     assert (mismatch.frame, mismatch.path) == (1, "$.statusUpdate.status.state")
-    # a whole recording's status and trailers are compared as ever
+    # a whole recording's status and trailers are compared as ever (the status's free text,
+    # `grpc-message`, as the other bindings' error messages: when the rules say so)
     whole = replace(golden, truncated=False)
+    found = {m.path for m in state.compare(whole, cut)}
+    assert found == {"status"}
+    rules = replace(DEFAULT_RULES, compare_error_message=True)
+    state = ReplayState(rules, recorded_base=RECORDED_BASE, live_base=LIVE_BASE)
     found = {m.path for m in state.compare(whole, cut)}
     assert found == {"status", "trailer grpc-message"}
     # a call cut before its first message: the replay reads none (its body is the status)

@@ -20,19 +20,20 @@ import pytest
 from factories import make_exchange, make_request, make_response
 from helpers import DIFF, GoldenRecorder, rpc, user_message
 
-from recorder.httpfile import dump, loads
+from recorder.disk.transcripts import dump
+from recorder.format.httpfile import loads
+from recorder.format.model import Exchange, Headers, Request, Response, Transcript
+from recorder.format.sse import SseEvent
 from recorder.kit import start_kit
-from recorder.model import Exchange, Headers, Request, Response, Transcript
 from recorder.replay.during import BackgroundExchange, during_tags
-from recorder.replay.live import LiveReply
 from recorder.replay.origins import Origins, unpaired_notes
 from recorder.replay.player import play
 from recorder.replay.send import make_transport, send_raw
-from recorder.replay.state import ReplayState
 from recorder.replay.update import why_not_updated
-from recorder.rules import DEFAULT_RULES
+from recorder.replay.verdict.live import LiveReply
+from recorder.replay.verdict.state import ReplayState
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.servers import ServerThread
-from recorder.sse import SseEvent
 
 TASK = "0b7c6f3e-1d2a-4c5b-9e8f-7a6b5c4d3e2f"
 LIVE_TASK = "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"
@@ -169,8 +170,8 @@ def test_origins_name_the_exchange_and_file_that_generated_a_value() -> None:
 
 
 def test_update_leaves_a_file_that_sent_an_id_another_file_generated() -> None:
-    from recorder.replay.diff import Mismatch
-    from recorder.replay.results import ExchangeResult
+    from recorder.replay.reports.results import ExchangeResult
+    from recorder.replay.verdict.diff import Mismatch
 
     failed = ExchangeResult(2, "GetTask", 9, (Mismatch("$.error", "absent", "{...}"),))
     results = {0: ExchangeResult(1, "SendMessage", 3), 1: failed}

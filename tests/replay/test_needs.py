@@ -1,5 +1,6 @@
 """Files that need others (`# @after`): the plan's needs (`recorder.replay.needs`) and another
-file's items left out of a listing (`recorder.replay.others`). Pure but for reading files."""
+file's items left out of a listing (`recorder.replay.verdict.listings`). Pure but for reading
+files."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ import pytest
 from factories import make_exchange, make_response
 
 from recorder import Transcript, dumps
-from recorder.pairing import AliasMap, PairingRules
-from recorder.replay.live import LiveReply
 from recorder.replay.needs import attach_needs, needs_of
-from recorder.replay.others import Others
 from recorder.replay.plan import TranscriptErrors, load_transcripts, plan
-from recorder.rules import DEFAULT_RULES
+from recorder.replay.verdict.listings import Others
+from recorder.replay.verdict.live import LiveReply
+from recorder.rules.pairing import AliasMap, PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES
 
 
 def write(folder: Path, name: str, *after: str) -> Path:

@@ -3,35 +3,18 @@
 from __future__ import annotations
 
 import os
-import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import closed_port, edit, record_goldens, stream_that_never_ends
+from helpers import closed_port, edit, stream_that_never_ends
 
 from recorder import loads
 from recorder.cli import main
 from recorder.kit import KitServer, start_kit
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def golden_dir(tmp_path_factory: pytest.TempPathFactory, kit: KitServer) -> Path:
-    folder = tmp_path_factory.mktemp("cli-goldens")
-    record_goldens(kit, folder)
-    return folder
-
-
-@pytest.fixture
-def goldens(golden_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of the goldens at `transcripts/` under the current directory (short paths)."""
-    shutil.copytree(golden_dir, tmp_path / "transcripts")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("A2A_TOKEN", raising=False)
-    return Path("transcripts")
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> Result:
@@ -48,7 +31,7 @@ PASSING = [
 ]
 
 
-def test_all_transcripts_pass_against_the_agent(goldens: Path, kit: KitServer) -> None:
+def test_all_transcripts_pass_against_the_agent(goldens_here: Path, kit: KitServer) -> None:
     result = run("transcripts", "--agent", kit.base_url, env={"A2A_TOKEN": kit.token})
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
@@ -58,7 +41,7 @@ def test_all_transcripts_pass_against_the_agent(goldens: Path, kit: KitServer) -
     assert result.stderr == ""
 
 
-def test_without_agent_the_player_starts_the_kit_and_uses_its_token(goldens: Path) -> None:
+def test_without_agent_the_player_starts_the_kit_and_uses_its_token(goldens_here: Path) -> None:
     # what `make demo` runs: no agent, no A2A_TOKEN in the environment
     result = run("transcripts")
     assert result.exit_code == 0, result.output
@@ -66,10 +49,10 @@ def test_without_agent_the_player_starts_the_kit_and_uses_its_token(goldens: Pat
 
 
 def test_a_mismatch_is_reported_with_file_exchange_path_values_and_exit_1(
-    goldens: Path, kit: KitServer
+    goldens_here: Path, kit: KitServer
 ) -> None:
     edit(
-        goldens / "02-review.http",
+        goldens_here / "02-review.http",
         '"state": "TASK_STATE_COMPLETED"',
         '"state": "TASK_STATE_FAILED"',
     )
@@ -87,9 +70,9 @@ def test_a_mismatch_is_reported_with_file_exchange_path_values_and_exit_1(
     ]
 
 
-def test_a_mismatch_in_an_sse_frame_names_the_frame(goldens: Path, kit: KitServer) -> None:
+def test_a_mismatch_in_an_sse_frame_names_the_frame(goldens_here: Path, kit: KitServer) -> None:
     edit(
-        goldens / "03-streaming.http",
+        goldens_here / "03-streaming.http",
         '"state": "TASK_STATE_WORKING"',
         '"state": "TASK_STATE_FAILED"',
     )
@@ -108,7 +91,7 @@ def test_a_mismatch_in_an_sse_frame_names_the_frame(goldens: Path, kit: KitServe
     ]
 
 
-def test_an_unreachable_agent_is_one_line_and_exit_2(goldens: Path) -> None:
+def test_an_unreachable_agent_is_one_line_and_exit_2(goldens_here: Path) -> None:
     with closed_port() as port:
         result = run("transcripts", "--agent", f"http://127.0.0.1:{port}", env={"A2A_TOKEN": "x"})
     assert result.exit_code == 2
@@ -119,9 +102,9 @@ def test_an_unreachable_agent_is_one_line_and_exit_2(goldens: Path) -> None:
 
 
 def test_a_transcript_that_does_not_parse_is_named_with_its_line_and_exit_2(
-    goldens: Path, kit: KitServer
+    goldens_here: Path, kit: KitServer
 ) -> None:
-    (goldens / "06-broken.http").write_text("### broken\nPOST /a2a/jsonrpc HTTP/1.1\n")
+    (goldens_here / "06-broken.http").write_text("### broken\nPOST /a2a/jsonrpc HTTP/1.1\n")
     result = run("transcripts", "--agent", kit.base_url)
     assert result.exit_code == 2
     assert result.stdout == ""
@@ -132,7 +115,7 @@ def test_a_transcript_that_does_not_parse_is_named_with_its_line_and_exit_2(
 
 
 def test_an_unset_credential_variable_fails_only_the_exchange_that_sends_it(
-    goldens: Path, kit: KitServer
+    goldens_here: Path, kit: KitServer
 ) -> None:
     # no A2A_TOKEN, and an agent the player did not start (so no token of its own): the
     # exchange that sends `Authorization: Bearer {{A2A_TOKEN}}` fails, naming the variable and
@@ -141,7 +124,7 @@ def test_an_unset_credential_variable_fails_only_the_exchange_that_sends_it(
     assert result.exit_code == 2, result.output
     line = next(
         n
-        for n, text in enumerate((goldens / "04-cards.http").read_text().splitlines(), start=1)
+        for n, text in enumerate((goldens_here / "04-cards.http").read_text().splitlines(), start=1)
         if text.startswith("### GetExtendedAgentCard")
     )
     lines = result.stdout.splitlines()
@@ -158,7 +141,7 @@ def test_an_unset_credential_variable_fails_only_the_exchange_that_sends_it(
     assert result.stderr == ""
 
 
-def test_k_takes_an_expression_as_pytest_does(goldens: Path, kit: KitServer) -> None:
+def test_k_takes_an_expression_as_pytest_does(goldens_here: Path, kit: KitServer) -> None:
     # "review" is in 01's title (reviewer), in 02's file name, in 03's title; "card" in 04's
     # titles; 05 has neither; 06 is left out by name
     result = run(
@@ -184,7 +167,7 @@ def test_k_takes_an_expression_as_pytest_does(goldens: Path, kit: KitServer) -> 
     ]
 
 
-def test_k_selects_exchanges_by_file_and_title(goldens: Path, kit: KitServer) -> None:
+def test_k_selects_exchanges_by_file_and_title(goldens_here: Path, kit: KitServer) -> None:
     result = run("transcripts", "--agent", kit.base_url, "-k", "gettask")
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
@@ -194,7 +177,7 @@ def test_k_selects_exchanges_by_file_and_title(goldens: Path, kit: KitServer) ->
     ]
 
 
-def test_shard_and_jobs_split_the_files(goldens: Path, kit: KitServer) -> None:
+def test_shard_and_jobs_split_the_files(goldens_here: Path, kit: KitServer) -> None:
     env = {"A2A_TOKEN": kit.token}
     first = run("transcripts", "--agent", kit.base_url, "--shard", "1/2", "--jobs", "2", env=env)
     second = run("transcripts", "--agent", kit.base_url, "--shard", "2/2", env=env)
@@ -234,14 +217,14 @@ def test_shard_and_jobs_split_the_files(goldens: Path, kit: KitServer) -> None:
         ),
     ],
 )
-def test_usage_errors_exit_2(goldens: Path, args: list[str], message: str) -> None:
+def test_usage_errors_exit_2(goldens_here: Path, args: list[str], message: str) -> None:
     result = run("transcripts", *args)
     assert result.exit_code == 2
     assert message in result.stderr
 
 
-def test_junit_xml_has_one_testcase_per_exchange(goldens: Path, kit: KitServer) -> None:
-    edit(goldens / "05-errors.http", '"code": -32001', '"code": -32002')
+def test_junit_xml_has_one_testcase_per_exchange(goldens_here: Path, kit: KitServer) -> None:
+    edit(goldens_here / "05-errors.http", '"code": -32001', '"code": -32002')
     result = run(
         "transcripts",
         "--agent",
@@ -270,24 +253,24 @@ def test_junit_xml_has_one_testcase_per_exchange(goldens: Path, kit: KitServer) 
 
 
 def test_update_without_a_change_leaves_the_files_byte_identical(
-    goldens: Path, kit: KitServer
+    goldens_here: Path, kit: KitServer
 ) -> None:
-    before = {p.name: p.read_bytes() for p in goldens.iterdir()}
+    before = {p.name: p.read_bytes() for p in goldens_here.iterdir()}
     result = run("transcripts", "--agent", kit.base_url, "--update", env={"A2A_TOKEN": kit.token})
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[-1] == (
         "6 transcripts, 10 exchanges: 10 passed, 0 failed; 0 transcripts updated"
     )
-    assert {p.name: p.read_bytes() for p in goldens.iterdir()} == before
-    assert not any(name.endswith(".tmp") for name in os.listdir(goldens))
+    assert {p.name: p.read_bytes() for p in goldens_here.iterdir()} == before
+    assert not any(name.endswith(".tmp") for name in os.listdir(goldens_here))
 
 
 def test_an_exchange_without_reply_is_an_error_the_run_goes_on_and_junit_says_so(
-    goldens: Path, kit: KitServer
+    goldens_here: Path, kit: KitServer
 ) -> None:
     # exchange 2's stream never ends (no CancelTask): an error after 1 s; exchange 3 needs its
     # ids and is not played; the other files are played; exit 2 (connection-level error)
-    path = goldens / "06-subscribe.http"
+    path = goldens_here / "06-subscribe.http"
     stream_that_never_ends(path, after=2)
     result = run(
         "transcripts",
@@ -336,9 +319,9 @@ def test_an_exchange_without_reply_is_an_error_the_run_goes_on_and_junit_says_so
 
 
 def test_control_characters_in_a_title_are_shown_escaped_and_junit_stays_xml(
-    goldens: Path, kit: KitServer
+    goldens_here: Path, kit: KitServer
 ) -> None:
-    path = goldens / "05-errors.http"
+    path = goldens_here / "05-errors.http"
     edit(path, "### GetTask: a task that does not exist", "### GetTask \x1b[31mred\x0b & <x>")
     edit(path, '"code": -32001', '"code": -32002')
     result = run(
@@ -353,13 +336,13 @@ def test_control_characters_in_a_title_are_shown_escaped_and_junit_stays_xml(
 
 
 def test_update_leaves_a_file_whose_requests_carried_unpaired_recorded_ids(
-    goldens: Path,
+    goldens_here: Path,
 ) -> None:
     # a comment line before `###` belongs to the reply body above it: exchange 1's recorded
     # body is no JSON any more, its task id is never paired, and exchange 2 asks the agent
     # about the recorded task. The note says so, and --update does not write the agent's
     # "task not found" into the golden file.
-    path = goldens / "02-review.http"
+    path = goldens_here / "02-review.http"
     edit(path, "### GetTask: the review task", "# read it back\n\n### GetTask: the review task")
     before = path.read_bytes()
     task_id = loads(before.decode()).exchanges[1].request.json["params"]["id"]
@@ -453,7 +436,7 @@ def test_ctrl_c_stops_parallel_jobs_at_once_with_exit_130(tmp_path: Path) -> Non
 
 
 def test_an_empty_shard_is_no_error_but_a_selection_that_matches_nothing_is(
-    goldens: Path, kit: KitServer
+    goldens_here: Path, kit: KitServer
 ) -> None:
     env = {"A2A_TOKEN": kit.token}
     args = ["transcripts", "--agent", kit.base_url, "-k", "GetTask: the review"]
@@ -472,7 +455,7 @@ def test_an_empty_shard_is_no_error_but_a_selection_that_matches_nothing_is(
 
 
 def test_a_run_that_stops_before_any_verdict_leaves_a_junit_report_saying_why(
-    goldens: Path,
+    goldens_here: Path,
 ) -> None:
     Path("report.xml").write_text("<testsuites tests='10'/>")  # the last run's report
     with closed_port() as port:
@@ -491,7 +474,7 @@ def test_a_run_that_stops_before_any_verdict_leaves_a_junit_report_saying_why(
     )
 
 
-def test_a_file_named_twice_is_played_once(goldens: Path, kit: KitServer) -> None:
+def test_a_file_named_twice_is_played_once(goldens_here: Path, kit: KitServer) -> None:
     env = {"A2A_TOKEN": kit.token}
     result = run(
         "transcripts",
@@ -504,10 +487,12 @@ def test_a_file_named_twice_is_played_once(goldens: Path, kit: KitServer) -> Non
     assert result.stdout.splitlines()[-1] == "6 transcripts, 10 exchanges: 10 passed, 0 failed"
 
 
-def test_a_setup_exchange_without_reply_is_reported_under_k(goldens: Path, kit: KitServer) -> None:
+def test_a_setup_exchange_without_reply_is_reported_under_k(
+    goldens_here: Path, kit: KitServer
+) -> None:
     # -k selects exchange 3 only; exchange 2, played as setup for its ids, gets no reply: it
     # is reported (with its error) and the run exits 2, not 1 with a bare "not played"
-    stream_that_never_ends(goldens / "06-subscribe.http", title="again")
+    stream_that_never_ends(goldens_here / "06-subscribe.http", title="again")
     result = run(
         "transcripts",
         "--agent",

@@ -15,9 +15,9 @@ from helpers import closed_port, edit
 
 from recorder.errors import UpstreamError
 from recorder.kit import KitServer, start_kit
-from recorder.replay.diff import ABSENT
 from recorder.replay.player import play
-from recorder.replay.results import PlayResult
+from recorder.replay.reports.results import PlayResult
+from recorder.replay.verdict.diff import ABSENT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 

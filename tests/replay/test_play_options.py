@@ -13,39 +13,23 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import edit, record_goldens
+from helpers import edit
 
 from recorder.cli import main
 from recorder.kit import KitServer, start_kit
-from recorder.replay import report as report_module
-from recorder.replay.results import ExchangeResult, TranscriptResult
+from recorder.replay.reports import terminal as report_module
+from recorder.replay.reports.results import ExchangeResult, TranscriptResult
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def golden_dir(tmp_path_factory: pytest.TempPathFactory, kit: KitServer) -> Path:
-    folder = tmp_path_factory.mktemp("option-goldens")
-    record_goldens(kit, folder)
-    return folder
-
-
-@pytest.fixture
-def goldens(golden_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    shutil.copytree(golden_dir, tmp_path / "transcripts")
-    monkeypatch.chdir(tmp_path)
-    for name in ("A2A_TOKEN", "NO_COLOR", "TERM"):
-        monkeypatch.delenv(name, raising=False)
-    return Path("transcripts")
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(main, ["play", *args], env=env, catch_exceptions=False)
 
 
-def _fail_review(goldens: Path) -> None:
+def _fail_review(goldens_here: Path) -> None:
     edit(
-        goldens / "02-review.http",
+        goldens_here / "02-review.http",
         '"state": "TASK_STATE_COMPLETED"',
         '"state": "TASK_STATE_FAILED"',
     )
@@ -84,14 +68,14 @@ def on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     ],
 )
 def test_color_auto_honours_no_color_and_term_dumb(
-    goldens: Path,
+    goldens_here: Path,
     kit: KitServer,
     on_a_terminal: None,
     args: list[str],
     env: dict[str, str],
     coloured: bool,
 ) -> None:
-    _fail_review(goldens)
+    _fail_review(goldens_here)
     result = run("transcripts", "--agent", kit.base_url, *args, env={"A2A_TOKEN": kit.token, **env})
     assert result.exit_code == 1, result.output
     assert ("\x1b[" in result.stdout) is coloured
@@ -99,7 +83,7 @@ def test_color_auto_honours_no_color_and_term_dumb(
 
 
 def test_color_always_colours_without_a_terminal_and_never_does_not(
-    goldens: Path, kit: KitServer
+    goldens_here: Path, kit: KitServer
 ) -> None:
     env = {"A2A_TOKEN": kit.token}
     always = run("transcripts", "--agent", kit.base_url, "--color", "always", env=env)
@@ -109,7 +93,7 @@ def test_color_always_colours_without_a_terminal_and_never_does_not(
     assert (always.exit_code, plain.exit_code) == (0, 0)
 
 
-def test_a_bad_color_value_is_a_usage_error(goldens: Path) -> None:
+def test_a_bad_color_value_is_a_usage_error(goldens_here: Path) -> None:
     result = run("transcripts", "--color", "sometimes")
     assert result.exit_code == 2
     assert "'sometimes' is not one of 'auto', 'always', 'never'" in result.stderr
@@ -118,8 +102,8 @@ def test_a_bad_color_value_is_a_usage_error(goldens: Path) -> None:
 # --------------------------------------------------------------------------- -q, -x, -v
 
 
-def test_quiet_prints_the_failures_and_the_summary_only(goldens: Path, kit: KitServer) -> None:
-    _fail_review(goldens)
+def test_quiet_prints_the_failures_and_the_summary_only(goldens_here: Path, kit: KitServer) -> None:
+    _fail_review(goldens_here)
     result = run("transcripts", "--agent", kit.base_url, "-q", env={"A2A_TOKEN": kit.token})
     assert result.exit_code == 1
     assert result.stdout.splitlines() == [
@@ -129,14 +113,16 @@ def test_quiet_prints_the_failures_and_the_summary_only(goldens: Path, kit: KitS
     ]
 
 
-def test_quiet_with_everything_passing_is_the_summary_line(goldens: Path, kit: KitServer) -> None:
+def test_quiet_with_everything_passing_is_the_summary_line(
+    goldens_here: Path, kit: KitServer
+) -> None:
     result = run("transcripts", "--agent", kit.base_url, "--quiet", env={"A2A_TOKEN": kit.token})
     assert result.exit_code == 0
     assert result.stdout == "6 transcripts, 10 exchanges: 10 passed, 0 failed\n"
 
 
-def test_exitfirst_stops_after_the_first_failing_file(goldens: Path, kit: KitServer) -> None:
-    _fail_review(goldens)
+def test_exitfirst_stops_after_the_first_failing_file(goldens_here: Path, kit: KitServer) -> None:
+    _fail_review(goldens_here)
     result = run(
         "transcripts",
         "--agent",
@@ -161,7 +147,7 @@ def test_exitfirst_stops_after_the_first_failing_file(goldens: Path, kit: KitSer
     assert verdicts == ["passed", "failed", "passed", *["not played"] * 7]
 
 
-def test_exitfirst_without_a_failure_plays_everything(goldens: Path, kit: KitServer) -> None:
+def test_exitfirst_without_a_failure_plays_everything(goldens_here: Path, kit: KitServer) -> None:
     result = run(
         "transcripts", "--agent", kit.base_url, "-x", "-j", "2", env={"A2A_TOKEN": kit.token}
     )
@@ -170,9 +156,9 @@ def test_exitfirst_without_a_failure_plays_everything(goldens: Path, kit: KitSer
 
 
 def test_verbose_shows_a_diff_of_the_replies_normalized_with_aliases(
-    goldens: Path, kit: KitServer
+    goldens_here: Path, kit: KitServer
 ) -> None:
-    _fail_review(goldens)
+    _fail_review(goldens_here)
     result = run(
         "transcripts/02-review.http", "--agent", kit.base_url, "-v", env={"A2A_TOKEN": kit.token}
     )
@@ -202,8 +188,8 @@ def test_verbose_shows_a_diff_of_the_replies_normalized_with_aliases(
     assert lines[-1] == "1 transcript, 2 exchanges: 1 passed, 1 failed"
 
 
-def test_very_verbose_shows_both_replies_whole(goldens: Path, kit: KitServer) -> None:
-    _fail_review(goldens)
+def test_very_verbose_shows_both_replies_whole(goldens_here: Path, kit: KitServer) -> None:
+    _fail_review(goldens_here)
     result = run(
         "transcripts/02-review.http", "--agent", kit.base_url, "-vv", env={"A2A_TOKEN": kit.token}
     )
@@ -223,9 +209,11 @@ def test_very_verbose_shows_both_replies_whole(goldens: Path, kit: KitServer) ->
 
 
 def test_vvv_shows_the_request_as_sent_with_secrets_as_placeholders(
-    goldens: Path, kit: KitServer
+    goldens_here: Path, kit: KitServer
 ) -> None:
-    edit(goldens / "04-cards.http", '"extendedAgentCard": true', '"extendedAgentCard": false', 2)
+    edit(
+        goldens_here / "04-cards.http", '"extendedAgentCard": true', '"extendedAgentCard": false', 2
+    )
     result = run(
         "transcripts/04-cards.http",
         "--agent",
@@ -247,9 +235,9 @@ def test_vvv_shows_the_request_as_sent_with_secrets_as_placeholders(
 
 
 def test_report_json_has_one_record_per_exchange_and_a_summary(
-    goldens: Path, kit: KitServer
+    goldens_here: Path, kit: KitServer
 ) -> None:
-    _fail_review(goldens)
+    _fail_review(goldens_here)
     result = run(
         "transcripts",
         "--agent",
@@ -297,7 +285,7 @@ def test_report_json_has_one_record_per_exchange_and_a_summary(
 
 
 def test_report_json_lists_the_exchanges_k_left_out_as_skipped(
-    goldens: Path, kit: KitServer
+    goldens_here: Path, kit: KitServer
 ) -> None:
     result = run(
         "transcripts",
@@ -319,8 +307,8 @@ def test_report_json_lists_the_exchanges_k_left_out_as_skipped(
     assert report["summary"]["skipped"] == 1
 
 
-def test_report_json_of_a_run_that_stopped_before_any_verdict_says_why(goldens: Path) -> None:
-    (goldens / "07-broken.http").write_text("### broken\nPOST /a2a/jsonrpc HTTP/1.1\n")
+def test_report_json_of_a_run_that_stopped_before_any_verdict_says_why(goldens_here: Path) -> None:
+    (goldens_here / "07-broken.http").write_text("### broken\nPOST /a2a/jsonrpc HTTP/1.1\n")
     Path("report.json").write_text('{"summary": {"passed": 10}}')  # the last run's
     result = run("transcripts", "--agent", "http://127.0.0.1:9", "--report-json", "report.json")
     assert result.exit_code == 2
@@ -330,7 +318,7 @@ def test_report_json_of_a_run_that_stopped_before_any_verdict_says_why(goldens: 
 
 
 def test_an_unset_credential_is_an_unset_variable_error_in_junit_and_json(
-    goldens: Path, kit: KitServer
+    goldens_here: Path, kit: KitServer
 ) -> None:
     # no A2A_TOKEN: the extended card's exchange is not sent, the others play
     result = run(
@@ -365,7 +353,7 @@ def test_an_unset_credential_is_an_unset_variable_error_in_junit_and_json(
 
 
 def test_var_wins_over_env_file_which_wins_over_the_environment(
-    goldens: Path, kit: KitServer
+    goldens_here: Path, kit: KitServer
 ) -> None:
     cards = "transcripts/04-cards.http"
     Path("ci.env").write_text(
@@ -395,7 +383,9 @@ def test_var_wins_over_env_file_which_wins_over_the_environment(
         ("A='x' y\n", "ci.env:1: unexpected text after the closing ': 'y'"),
     ],
 )
-def test_env_file_errors_name_the_file_and_line(goldens: Path, text: str, message: str) -> None:
+def test_env_file_errors_name_the_file_and_line(
+    goldens_here: Path, text: str, message: str
+) -> None:
     Path("ci.env").write_text(text)
     result = run("transcripts", "--agent", "http://127.0.0.1:9", "--env-file", "ci.env")
     assert result.exit_code == 2
@@ -403,7 +393,7 @@ def test_env_file_errors_name_the_file_and_line(goldens: Path, text: str, messag
     assert result.stderr == f"recorder play: {message}\n"
 
 
-def test_a_missing_env_file_and_a_bad_var_are_errors(goldens: Path) -> None:
+def test_a_missing_env_file_and_a_bad_var_are_errors(goldens_here: Path) -> None:
     missing = run("transcripts", "--env-file", "nowhere.env")
     assert missing.exit_code == 2
     assert missing.stderr == (
@@ -438,7 +428,7 @@ def test_env_file_values_unquote_and_unescape() -> None:
 
 
 def test_an_agent_killed_mid_run_leaves_complete_reports_and_exit_2(
-    goldens: Path, monkeypatch: pytest.MonkeyPatch
+    goldens_here: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the agent is stopped once exchange 1 of 02-review has its verdict: exchange 2 loses its
     # reply (an error), the other files each fail fast on their first exchange (no timeout
@@ -509,13 +499,15 @@ def test_an_agent_killed_mid_run_leaves_complete_reports_and_exit_2(
 
 
 def test_an_agent_stopped_after_file_k_leaves_one_line_for_the_files_after_it(
-    goldens: Path, monkeypatch: pytest.MonkeyPatch
+    goldens_here: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 12 files; the agent is stopped once file 2 is reported (before file 3 starts): file 3
     # loses its first reply (an error, reported as ever), files 4 to 12 fail fast and are one
     # line, in the report and in the recap; the JSON report still holds every exchange
     for number in range(7, 13):
-        shutil.copy(goldens / "01-languages.http", goldens / f"{number:02d}-languages.http")
+        shutil.copy(
+            goldens_here / "01-languages.http", goldens_here / f"{number:02d}-languages.http"
+        )
     agent = start_kit()
     done = report_module.TerminalReport.transcript_done
 
@@ -568,8 +560,8 @@ def test_an_agent_stopped_after_file_k_leaves_one_line_for_the_files_after_it(
     ],
 )
 def test_plurals_in_the_report(exchanges: tuple[ExchangeResult, ...], line: str) -> None:
-    from recorder.replay.report import summary_line, transcript_lines
-    from recorder.replay.results import PlayResult
+    from recorder.replay.reports.results import PlayResult
+    from recorder.replay.reports.terminal import summary_line, transcript_lines
 
     result = TranscriptResult("t.http", exchanges)
     assert transcript_lines(result) == [line]
@@ -653,7 +645,7 @@ def _play_on_a_pty(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     ("env", "coloured"), [({}, True), ({"NO_COLOR": "1"}, False), ({"TERM": "dumb"}, False)]
 )
 def test_on_a_real_terminal_no_color_and_term_dumb_mean_no_escape_codes(
-    goldens: Path, kit: KitServer, env: dict[str, str], coloured: bool
+    goldens_here: Path, kit: KitServer, env: dict[str, str], coloured: bool
 ) -> None:
     base = {"A2A_TOKEN": kit.token, "NO_COLOR": "", "TERM": "xterm"}
     code, output = _play_on_a_pty(["transcripts", "--agent", kit.base_url], {**base, **env})

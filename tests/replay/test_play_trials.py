@@ -1,6 +1,6 @@
-"""Trials (`recorder play --trials N --pass-rate R`, issue 23): the rule, the combined verdicts,
-and the CLI, reports and pytest plugin against the real kit behind a proxy that breaks one
-reply in three (a counter, not chance)."""
+"""Trials (`recorder play --trials N --pass-rate R`, issue 23; `--confidence C`, `--early-stop`,
+issue 33): the rule, the combined verdicts, and the CLI, reports and pytest plugin against the
+real kit behind a proxy that breaks one reply in three (a counter, not chance)."""
 
 from __future__ import annotations
 
@@ -14,15 +14,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import record_goldens
 from wordy_agent import IGNORE_SERVED_BY, WordyAgent, texts
 
 from recorder.cli import main
 from recorder.kit import KitServer
-from recorder.replay.diff import Mismatch
-from recorder.replay.report import transcript_lines
-from recorder.replay.results import ExchangeResult, TranscriptResult, TrialFailure, Trials
-from recorder.replay.trials import combine, needed_passes
+from recorder.replay.reports.results import ExchangeResult, TranscriptResult, TrialFailure, Trials
+from recorder.replay.reports.terminal import transcript_lines
+from recorder.replay.trials import TrialPlan, combine, needed_passes, play_in_trials
+from recorder.replay.verdict.diff import Mismatch
 
 pytest_plugins = ["pytester"]
 
@@ -40,6 +39,11 @@ def test_needed_passes(runs: int, rate: float, needed: int) -> None:
 MISMATCH = Mismatch("$.result.x", "a", "b")
 
 
+def counts(trials: Trials | None) -> tuple[Any, ...]:
+    assert trials is not None
+    return trials.runs, trials.passed, trials.needed, trials.failures
+
+
 def result(number: int, **verdict: Any) -> ExchangeResult:
     return ExchangeResult(number, f"title {number}", number * 10, seconds=0.5, **verdict)
 
@@ -50,26 +54,29 @@ def test_combine_counts_passes_and_keeps_each_failed_trial() -> None:
         [result(1, error="no reply within 30 s"), result(2, error="not played", played=False)],
         [result(1), result(2)],
     ]
-    first, second = combine(trials, 0.6)
-    assert first.trials == Trials(3, 2, 2, (TrialFailure(2, (), "no reply within 30 s"),))
+    first, second = combine(trials, TrialPlan(3, 0.6))
+    assert counts(first.trials) == (3, 2, 2, (TrialFailure(2, (), "no reply within 30 s"),))
     assert first.passed and not first.failed
     assert first.error is None and first.mismatches == ()
     assert first.seconds == 1.5
-    assert second.trials == Trials(
-        3, 1, 2, (TrialFailure(1, (MISMATCH,), None), TrialFailure(2, (), "not played"))
+    assert counts(second.trials) == (
+        3,
+        1,
+        2,
+        (TrialFailure(1, (MISMATCH,), None), TrialFailure(2, (), "not played")),
     )
     assert second.failed and not second.passed
     assert second.error is None  # below its rate: failed (exit status 1), not an error
 
 
 def test_combine_a_trial_that_did_not_report_an_exchange_failed_it() -> None:
-    (only,) = combine([[result(1)], []], 1.0, selected=[1])
-    assert only.trials == Trials(2, 1, 2, (TrialFailure(2, (), "not played"),))
+    (only,) = combine([[result(1)], []], TrialPlan(2), selected=[1])
+    assert counts(only.trials) == (2, 1, 2, (TrialFailure(2, (), "not played"),))
 
 
 def test_an_exchange_no_trial_played_stays_as_it_was() -> None:
     halted = result(1, error="not played: -x", played=False)
-    assert combine([[halted], [halted]], 1.0) == (halted,)
+    assert combine([[halted], [halted]], TrialPlan(2)) == (halted,)
 
 
 def test_the_report_lines() -> None:
@@ -78,14 +85,14 @@ def test_the_report_lines() -> None:
         [result(1, mismatches=(Mismatch("$.y", 1, 2, frame=3),)), result(2, error="timed out")],
         [result(1), result(2)],
     ]
-    file = TranscriptResult("t/02.http", combine(trials, 0.6))
+    file = TranscriptResult("t/02.http", combine(trials, TrialPlan(3, 0.6)))
     assert transcript_lines(file) == [
         "t/02.http  ✗ exchange 2 (title 2): 1/3 trials passed (needs 2)",
         '    trial 1: $.result.x: expected "a", got "b"',
         "    trial 2: error: timed out",
         "           ✓ exchange 1 2/3 trials",
     ]
-    passing = TranscriptResult("t/02.http", combine(trials[:1] + trials[2:], 0.5))
+    passing = TranscriptResult("t/02.http", combine(trials[:1] + trials[2:], TrialPlan(2, 0.5)))
     assert transcript_lines(passing) == [
         "t/02.http  ✓ 2 exchanges",
         "           ✓ exchange 2 1/2 trials",
@@ -93,13 +100,6 @@ def test_the_report_lines() -> None:
 
 
 # --- against the kit ----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def golden_dir(kit: KitServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("trial-goldens")
-    record_goldens(kit, folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -199,10 +199,18 @@ def test_one_failure_in_three_passes_at_a_rate(project: Path, flaky: WordyAgent)
     properties = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert properties == {
         "trials": "3",
+        "trials_planned": "3",
         "trials_passed": "2",
         "trials_needed": "2",
         "pass_rate": "0.667",
+        "required_pass_rate": "0.6",
+        # Wilson's one-sided lower bound of 2 in 3 at 0.95, reported though not judged by
+        "pass_rate_lower_bound": "0.254",
+        "confidence": "0.95",
+        "judged_by_bound": "false",
     }
+    assert trials["lower_bound"] == pytest.approx(0.2535, abs=1e-4)
+    assert trials["confidence"] == 0.95 and trials["judged_by_bound"] is False
     assert case.find("failure") is None
 
 
@@ -340,3 +348,138 @@ def test_the_plugin_names_a_judge_that_cannot_be_imported(pyproject: pytest.Pyte
     outcome.stderr.fnmatch_lines(
         ["*--recorder-rules: judged.yaml:4: judge no_such_module_h23p:f: cannot import*"]
     )
+
+
+# --- a bound, and stopping early (issue 33) -----------------------------------------------------
+
+
+def test_wilsons_interval_and_bound() -> None:
+    from recorder.replay.stats import fewest_trials, provable, wilson_interval, wilson_lower
+
+    low, high = wilson_interval(8, 10, 0.95)  # the textbook case: 0.490 .. 0.943
+    assert (round(low, 3), round(high, 3)) == (0.49, 0.943)
+    assert wilson_lower(10, 10, 0.95) == pytest.approx(10 / (10 + 1.6449**2), abs=1e-4)
+    assert wilson_lower(0, 5, 0.95) == 0.0 and wilson_interval(0, 0, 0.95) == (0.0, 1.0)
+    assert not provable(10, 0.9, 0.95) and provable(25, 0.9, 0.95) and not provable(24, 0.9, 0.95)
+    assert fewest_trials(0.9, 0.95) == 25 and fewest_trials(1.0, 0.95) is None
+
+
+def test_with_a_confidence_the_passes_needed_are_the_fewest_whose_bound_reaches_the_rate() -> None:
+    plan = TrialPlan(20, 0.5, 0.9)
+    assert plan.needed == 13  # 13 of 20: bound 0.507 at 0.9; 12 of 20: 0.457
+    trials = [[result(1)] if n % 3 else [result(1, mismatches=(MISMATCH,))] for n in range(1, 21)]
+    (passing,) = combine(trials, plan)
+    assert passing.passed and passing.trials is not None
+    assert (passing.trials.passed, passing.trials.lower) == (14, pytest.approx(0.5577, abs=1e-4))
+    (failing,) = combine(trials, TrialPlan(20, 0.6, 0.9))
+    assert failing.failed and failing.trials is not None
+    assert failing.trials.judged_by_bound and failing.trials.required == 0.6
+    assert transcript_lines(TranscriptResult("t/01.http", (failing,)))[0] == (
+        "t/01.http  ✗ exchange 1 (title 1): 14/20 trials passed (needs 15: a lower bound of 0.6"
+        " at 90% confidence; here 0.558)"
+    )
+
+
+def test_early_stop_ends_a_files_trials_once_no_verdict_can_change() -> None:
+    outcomes = iter([True, True, False, True, True, True, True, True, True, True])
+    played = 0
+
+    def play_once() -> TranscriptResult:
+        nonlocal played
+        played += 1
+        ok = next(outcomes)
+        return TranscriptResult("t/01.http", (result(1) if ok else result(1, error="x"), result(2)))
+
+    every = play_in_trials(play_once, TrialPlan(10, early_stop=True))
+    # exchange 1 failed at trial 3 (can no longer pass every trial); exchange 2 cannot be
+    # known to pass every trial until the tenth: all ten are played
+    assert played == 10 and [e.passed for e in every.exchanges] == [False, True]
+    played, outcomes = 0, iter([True, True, False, True, True, True, True, True, True, True])
+    half = play_in_trials(play_once, TrialPlan(10, 0.5, early_stop=True))
+    assert played == 6  # by the sixth trial each has its 5 passes of 10 (exchange 1: 5 of 6)
+    first, second = half.exchanges
+    assert first.trials is not None and second.trials is not None
+    assert (first.trials.runs, first.trials.planned, first.trials.stopped_early) == (6, 10, True)
+    assert second.trials.passed == 6 and second.passed
+    # the bound counts the four trials not played against the verdict: 6 of 10 at 0.95
+    assert second.trials.lower == pytest.approx(0.3516, abs=1e-4)
+    assert transcript_lines(half)[1] == "           ✓ exchange 1 5/6 trials"
+
+
+def test_a_failed_exchange_stopped_early_says_of_how_many(project: Path, flaky: WordyAgent) -> None:
+    outcome = play(flaky, "--trials", "10", "--early-stop", LANGUAGES, "--report-json", "r.json")
+    assert outcome.exit_code == 1
+    assert outcome.stdout.splitlines()[0].endswith(
+        "2/3 trials passed of 10 (stopped early; needs 10)"
+    )
+    (record,) = json.loads((project / "r.json").read_text())["exchanges"]
+    assert {k: record["trials"][k] for k in ("runs", "planned", "stopped_early")} == {
+        "runs": 3,
+        "planned": 10,
+        "stopped_early": True,
+    }
+
+
+def test_a_rate_judged_by_its_bound_in_the_reports(project: Path, flaky: WordyAgent) -> None:
+    args = ["--trials", "12", "--pass-rate", "0.4", "--confidence", "0.9", LANGUAGES]
+    outcome = play(flaky, *args, "--report-json", "r.json", "--junit-xml", "r.xml")
+    assert outcome.exit_code == 0, outcome.output
+    # 8 of 12 passed: bound 0.482 at 0.9 (one-sided), over 0.4
+    assert outcome.stdout.splitlines()[1].endswith("✓ exchange 1 8/12 trials (lower bound 0.482)")
+    (record,) = json.loads((project / "r.json").read_text())["exchanges"]
+    trials = record["trials"]
+    assert (trials["judged_by_bound"], trials["confidence"], trials["needed"]) == (True, 0.9, 7)
+    assert trials["lower_bound"] == pytest.approx(0.4818, abs=1e-4)
+    case = ET.parse(project / "r.xml").getroot().find(".//testcase")
+    assert case is not None
+    properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert properties["pass_rate_lower_bound"] == "0.482"
+    assert properties["judged_by_bound"] == "true"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--trials", "10", "--pass-rate", "0.9", "--confidence", "0.95"],
+            "recorder play: 10 trials can never show a pass rate of 0.9 at confidence 0.95: 10"
+            " of 10 passed give a lower bound of 0.787; it takes 25 trials, or a lower"
+            " --pass-rate or --confidence",
+        ),
+        (
+            ["--trials", "50", "--confidence", "0.95"],
+            "recorder play: 50 trials can never show a pass rate of 1 at confidence 0.95: 50 of"
+            " 50 passed give a lower bound of 0.949; no number of trials can (a rate of 1 is"
+            " never proven: ask for less than 1), or a lower --pass-rate or --confidence",
+        ),
+        (["--confidence", "0.9"], "recorder play: --confidence needs --trials N"),
+        (["--early-stop"], "recorder play: --early-stop needs --trials N"),
+        (
+            ["--trials", "3", "--confidence", "1"],
+            "recorder play: Invalid value for '--confidence': 1.0 is not in the range 0<x<1.",
+        ),
+    ],
+)
+def test_a_trial_count_that_can_never_prove_the_rate_is_a_usage_error(
+    project: Path, args: list[str], message: str
+) -> None:
+    outcome = CliRunner().invoke(main, ["play", *args, LANGUAGES], catch_exceptions=False)
+    assert outcome.exit_code == 2
+    assert outcome.stderr.splitlines()[0] == message, outcome.stderr
+
+
+def test_the_plugins_bound_and_early_stop(pyproject: pytest.Pytester, flaky: WordyAgent) -> None:
+    common = ["transcripts/01-languages.http", "--recorder-agent", flaky.url]
+    common += ["--recorder-rules", "rules.yaml", "--recorder-trials"]
+    early = pyproject.runpytest(*common, "10", "--recorder-early-stop")
+    early.assert_outcomes(failed=1)
+    early.stdout.fnmatch_lines(["*2/3 trials passed of 10 (stopped early; needs 10)*"])
+    bound = pyproject.runpytest(
+        *common, "12", "--recorder-pass-rate", "0.4", "--recorder-confidence", "0.9"
+    )
+    bound.assert_outcomes(passed=1)
+    never = pyproject.runpytest(
+        *common, "10", "--recorder-pass-rate", "0.9", "--recorder-confidence", "0.95"
+    )
+    assert never.ret == pytest.ExitCode.USAGE_ERROR
+    never.stderr.fnmatch_lines(["*--recorder-trials: 10 trials can never show a pass rate of 0.9*"])

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,20 +19,21 @@ from typing import Any
 import click
 import httpx
 import pytest
-from helpers import closed_port, edit, record_goldens, start_test_kit, stream_that_never_ends
+from helpers import closed_port, edit, start_test_kit, stream_that_never_ends
 
+from recorder.disk.transcripts import dump
 from recorder.errors import RecorderError, UpstreamError
-from recorder.httpfile import dump, dumps, loads
+from recorder.format.httpfile import dumps, loads
+from recorder.format.model import Exchange, Headers, Request, Response, Transcript
 from recorder.kit import KitServer, start_kit
-from recorder.model import Exchange, Headers, Request, Response, Transcript
-from recorder.replay.diff import Mismatch
 from recorder.replay.plan import PlanItem, TranscriptErrors, load_transcripts, parse_shard, plan
 from recorder.replay.player import play
-from recorder.replay.report import TerminalReport
-from recorder.replay.results import ExchangeResult, PlayResult, TranscriptResult
+from recorder.replay.reports.results import ExchangeResult, PlayResult, TranscriptResult
+from recorder.replay.reports.terminal import TerminalReport
 from recorder.replay.send import agent_base_url, recorded_base_url
 from recorder.replay.variables import MissingVariableError, fill_placeholders, missing_variables
-from recorder.rules import DEFAULT_RULES
+from recorder.replay.verdict.diff import Mismatch
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.servers import ServerThread
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -41,22 +41,6 @@ SHIPPED = REPO / "transcripts"
 
 
 # --------------------------------------------------------------------------- golden transcripts
-
-
-@pytest.fixture(scope="module")
-def golden_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("goldens")
-    with start_kit() as kit:
-        record_goldens(kit, folder)
-    return folder
-
-
-@pytest.fixture
-def goldens(golden_dir: Path, tmp_path: Path) -> Path:
-    """A fresh copy of the golden transcripts that a test may edit."""
-    folder = tmp_path / "transcripts"
-    shutil.copytree(golden_dir, folder)
-    return folder
 
 
 def mismatch_paths(result: PlayResult) -> list[tuple[str, int, int | None, str]]:
@@ -211,7 +195,7 @@ def test_every_broken_transcript_is_reported_with_file_and_line(tmp_path: Path) 
     assert [str(e) for e in caught.value.errors] == [
         f'{tmp_path}/02-bad.http:4: expected a status line such as "HTTP/1.1 200 OK" after '
         "the request body (the request starts at line 2)",
-        f"{tmp_path}/03-empty.http: no exchanges: a transcript holds at least one",
+        f"{tmp_path}/03-empty.http:2: no exchanges: a transcript holds at least one",
     ]
 
 
@@ -546,7 +530,7 @@ def test_update_writes_no_secret_to_the_disk(tmp_path: Path) -> None:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from recorder.rules import Rules
+    from recorder.rules.ruleset import Rules
     from recorder.servers import ServerThread
 
     async def reply(request: StarletteRequest) -> JSONResponse:
@@ -638,7 +622,7 @@ def _one_exchange(path: Path, headers: dict[str, str], reply: Response) -> None:
 
 def test_non_ascii_header_values_are_sent_as_their_octets(tmp_path: Path) -> None:
     # a recorded value beyond ASCII (sent as UTF-8, as the recorder read it:
-    # `recorder.model.header_text`), one an earlier recorder wrote as Latin-1 text of UTF-8
+    # `recorder.format.model.header_text`), one an earlier recorder wrote as Latin-1 text of UTF-8
     # bytes (sent as those bytes), and a placeholder filled with characters beyond Latin-1
     # (sent as UTF-8): sent, not a UnicodeEncodeError
     from starlette.applications import Starlette
@@ -707,8 +691,8 @@ def test_the_address_the_kit_prints_replays_cleanly(goldens: Path, kit: KitServe
 
 
 def test_exchanges_not_played_are_one_line_with_their_numbers() -> None:
-    from recorder.replay.report import transcript_lines
-    from recorder.replay.results import ExchangeResult, TranscriptResult
+    from recorder.replay.reports.results import ExchangeResult, TranscriptResult
+    from recorder.replay.reports.terminal import transcript_lines
 
     why = "not played: exchange 3 got no reply"
     result = TranscriptResult(
@@ -792,7 +776,7 @@ def test_a_report_prints_no_secret(tmp_path: Path) -> None:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from recorder.replay.report import junit_xml, transcript_lines
+    from recorder.replay.reports.terminal import junit_xml, transcript_lines
     from recorder.servers import ServerThread
 
     async def reply(request: StarletteRequest) -> JSONResponse:

@@ -21,12 +21,13 @@ from a2a.types import (
     TaskPushNotificationConfig,
 )
 
-from recorder.httpfile import load
+from recorder.disk.transcripts import load
 from recorder.kit import KitServer
 from recorder.planner.webhook import Webhook
-from recorder.record.proxy import ProxyServer, create_proxy_app
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
 from recorder.replay.player import play
-from recorder.rules import DEFAULT_RULES
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve import load_stand_in
 from recorder.serve.server import server_options
 from recorder.servers import ServerThread
@@ -81,7 +82,7 @@ def _recorded(kit: KitServer, folder: Path, binding: str) -> Path:
         token="push-token-5f1e9a",
         authentication=AuthenticationInfo(scheme="Bearer", credentials="push-credentials-77c2b4"),
     )
-    proxy = create_proxy_app(kit.base_url, out=folder)
+    proxy = create_proxy_app(kit.base_url, out=folder, push_loopback=True)
     with Webhook() as hook, ProxyServer(proxy) as server:
         config.url = hook.url("/hook")
         asyncio.run(asyncio.wait_for(_conversation(server.url, binding, config), LIMIT))

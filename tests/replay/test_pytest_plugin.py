@@ -7,19 +7,12 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import closed_port, edit, record_goldens, stream_that_never_ends
+from helpers import closed_port, edit, stream_that_never_ends
 
 from recorder.kit import KitServer, start_kit
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def golden_dir(tmp_path_factory: pytest.TempPathFactory, kit: KitServer) -> Path:
-    folder = tmp_path_factory.mktemp("plugin-goldens")
-    record_goldens(kit, folder)
-    return folder
 
 
 @pytest.fixture

@@ -7,21 +7,15 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import helpers
 import pytest
-from helpers import edit, record_goldens
+from helpers import edit
 
 from recorder import loads
 from recorder.kit import KitServer, start_kit
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def golden_dir(tmp_path_factory: pytest.TempPathFactory, kit: KitServer) -> Path:
-    folder = tmp_path_factory.mktemp("plugin-option-goldens")
-    record_goldens(kit, folder)
-    return folder
 
 
 @pytest.fixture
@@ -162,7 +156,7 @@ def test_a_bad_variable_option_is_one_usage_error_before_any_test(
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
 
 
-GRPC_GOLDENS = sorted((Path(__file__).parents[2] / "transcripts").glob("*-grpc-*.http"))
+GRPC_GOLDENS = sorted(helpers.TRANSCRIPTS.glob("*-grpc-*.http"))
 
 
 def test_recorder_grpc_agent_names_where_the_grpc_calls_go(pytester: pytest.Pytester) -> None:

@@ -9,12 +9,12 @@ import io
 
 import pytest
 
-from recorder.model import Exchange, Request, Response, Transcript
-from recorder.replay.diff import Mismatch
+from recorder.format.model import Exchange, Request, Response, Transcript
 from recorder.replay.plan import PlanItem
-from recorder.replay.recap import agent_gone, recap_entries
-from recorder.replay.report import TerminalReport, progress_wanted, recap_lines
-from recorder.replay.results import ExchangeResult, PlayResult, TranscriptResult
+from recorder.replay.reports.recap import agent_gone, recap_entries
+from recorder.replay.reports.results import ExchangeResult, PlayResult, TranscriptResult
+from recorder.replay.reports.terminal import TerminalReport, progress_wanted, recap_lines
+from recorder.replay.verdict.diff import Mismatch
 
 GONE = "cannot reach the agent at http://127.0.0.1:9: connection refused"
 

@@ -8,12 +8,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from helpers import TRANSCRIPTS
 
 from recorder import Transcript, dumps, load, loads
 from recorder.replay.rerecord import align_client_values, keep_recorded_values
-from recorder.rules import DEFAULT_RULES
+from recorder.rules.ruleset import DEFAULT_RULES
 
-TRANSCRIPTS = Path(__file__).parent.parent.parent / "transcripts"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z")
 DATE = re.compile(r"^Date: .*$", re.MULTILINE)

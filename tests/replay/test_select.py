@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recorder.replay.select import Selection, SelectionError
+from recorder.replay.keywords import Selection, SelectionError
 
 CANCEL = ("transcripts/07-cancel-task.http", "CancelTask: cancel it")
 GET = ("transcripts/07-cancel-task.http", "GetTask: the review is in progress")

@@ -12,12 +12,12 @@ import pytest
 from calltexts import ask, held_stream, model_call, tool_call, transcript
 
 from recorder.errors import RecorderError
-from recorder.model import Transcript
-from recorder.pairing import PairingRules
+from recorder.format.model import Transcript
 from recorder.replay.filecalls import FileCalls
 from recorder.replay.standin import StandIns, parse_place, places_of
-from recorder.replay.state import ReplayState
-from recorder.rules import DEFAULT_RULES
+from recorder.replay.verdict.state import ReplayState
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES
 
 RULES = PairingRules(DEFAULT_RULES)
 

@@ -15,11 +15,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from recorder.httpfile import loads
+from recorder.format.httpfile import loads
 from recorder.kit import KitServer, start_kit
 from recorder.replay.player import play
-from recorder.replay.results import PlayResult
-from recorder.rules import DEFAULT_RULES
+from recorder.replay.reports.results import PlayResult
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.servers import ServerThread
 
 REPO = Path(__file__).resolve().parent.parent.parent

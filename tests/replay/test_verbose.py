@@ -3,7 +3,7 @@ test_play_options.py)."""
 
 from __future__ import annotations
 
-from recorder.replay.verbose import reply_diff
+from recorder.replay.reports.verbose import reply_diff
 
 
 def _stream(states: list[str]) -> list[str]:

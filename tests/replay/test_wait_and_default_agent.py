@@ -8,15 +8,14 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from helpers import closed_port, record_goldens
+from helpers import closed_port
 
 from recorder.cli import main
-from recorder.kit import KitServer, create_app
+from recorder.kit import create_app
 from recorder.kit.serve import public_base_url
 from recorder.servers import ServerThread, bind_socket
 
@@ -65,30 +64,15 @@ class LateAgent:
         assert self.failed is None, self.failed
 
 
-@pytest.fixture(scope="module")
-def golden_dir(tmp_path_factory: pytest.TempPathFactory, kit: KitServer) -> Path:
-    folder = tmp_path_factory.mktemp("wait-goldens")
-    record_goldens(kit, folder)
-    return folder
-
-
-@pytest.fixture
-def goldens(golden_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    shutil.copytree(golden_dir, tmp_path / "transcripts")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("A2A_TOKEN", raising=False)
-    yield Path("transcripts")
-
-
 def cli(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
 
 
-def test_play_waits_for_an_agent_that_comes_up_late(goldens: Path) -> None:
+def test_play_waits_for_an_agent_that_comes_up_late(goldens_here: Path) -> None:
     with LateAgent() as agent:
         result = cli(
             "play",
-            str(goldens / "01-languages.http"),
+            str(goldens_here / "01-languages.http"),
             "--agent",
             agent.url,
             "--wait",
@@ -100,20 +84,20 @@ def test_play_waits_for_an_agent_that_comes_up_late(goldens: Path) -> None:
     assert result.stderr == ""
 
 
-def test_without_wait_the_late_agent_fails_the_run(goldens: Path) -> None:
+def test_without_wait_the_late_agent_fails_the_run(goldens_here: Path) -> None:
     # what --wait is for: the exchange met the agent still starting (its connection closed)
     with LateAgent() as agent:
-        result = cli("play", str(goldens / "01-languages.http"), "--agent", agent.url)
+        result = cli("play", str(goldens_here / "01-languages.http"), "--agent", agent.url)
     assert result.exit_code == 2
     assert f"error: no whole reply from the agent at {agent.url}" in result.stdout
 
 
-def test_an_agent_that_never_answers_is_one_clear_error_within_the_wait(goldens: Path) -> None:
+def test_an_agent_that_never_answers_is_one_clear_error_within_the_wait(goldens_here: Path) -> None:
     with closed_port() as port:
         started = time.monotonic()
         result = cli(
             "play",
-            str(goldens),
+            str(goldens_here),
             "--agent",
             f"http://127.0.0.1:{port}",
             "--wait",
@@ -133,18 +117,18 @@ def test_an_agent_that_never_answers_is_one_clear_error_within_the_wait(goldens:
     assert "did not answer within 0.5 s" in Path("report.xml").read_text()
 
 
-def test_learn_waits_too(goldens: Path) -> None:
+def test_learn_waits_too(goldens_here: Path) -> None:
     with LateAgent() as agent:
         result = cli(
-            "learn", str(goldens / "01-languages.http"), "--agent", agent.url, "--wait", "30"
+            "learn", str(goldens_here / "01-languages.http"), "--agent", agent.url, "--wait", "30"
         )
         assert agent.turned_away.is_set()
     assert result.exit_code == 0, result.output
     assert "0 likely regressions" in result.stderr
 
 
-def test_play_without_agent_says_once_that_it_plays_against_the_kit(goldens: Path) -> None:
-    result = cli("play", str(goldens))
+def test_play_without_agent_says_once_that_it_plays_against_the_kit(goldens_here: Path) -> None:
+    result = cli("play", str(goldens_here))
     assert result.exit_code == 0, result.output
     assert re.fullmatch(
         r"recorder play: no --agent given: playing against the bundled kit at "
@@ -153,8 +137,8 @@ def test_play_without_agent_says_once_that_it_plays_against_the_kit(goldens: Pat
     ), result.stderr
 
 
-def test_learn_without_agent_says_so_too(goldens: Path) -> None:
-    result = cli("learn", str(goldens / "01-languages.http"))
+def test_learn_without_agent_says_so_too(goldens_here: Path) -> None:
+    result = cli("learn", str(goldens_here / "01-languages.http"))
     assert result.exit_code == 0, result.output
     lines = result.stderr.splitlines()
     assert re.fullmatch(

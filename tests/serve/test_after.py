@@ -12,14 +12,14 @@ from typing import Any
 import httpx
 import pytest
 
-from recorder.httpread import loads
-from recorder.model import Transcript
-from recorder.pairing import PairingRules
-from recorder.rules import DEFAULT_RULES
+from recorder.format.httpread import loads
+from recorder.format.model import Transcript
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve import StandIn
 from recorder.serve.book import Book, Found, NotFound
 from recorder.serve.match import LiveRequest
-from recorder.serve.render import Renderer
+from recorder.serve.replies import Renderer
 from recorder.serve.steps import needed_files, prepare
 
 RULES = PairingRules(DEFAULT_RULES)

@@ -9,22 +9,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import TRANSCRIPTS
 
 from recorder import load
-from recorder.checking import find_transcripts
-from recorder.pairing import PairingRules
-from recorder.rules import DEFAULT_RULES
+from recorder.disk.transcripts import find_transcripts
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve.book import Book, Found, NotFound
 from recorder.serve.match import LiveRequest
-from recorder.serve.render import Renderer, pacing
+from recorder.serve.replies import Renderer, pacing
 from recorder.serve.steps import prepare
 
-GOLDENS = Path(__file__).parent.parent.parent / "transcripts"
 RULES = PairingRules(DEFAULT_RULES)
 
 
 def goldens_book(**options: Any) -> Book:
-    transcripts = [load(path) for path in find_transcripts([GOLDENS])]
+    transcripts = [load(path) for path in find_transcripts([TRANSCRIPTS])]
     return Book(prepare(transcripts, RULES), RULES, **options)
 
 
@@ -42,7 +42,7 @@ def rpc(
 
 
 def golden_params(file: str, exchange: int) -> dict[str, Any]:
-    transcript = load(GOLDENS / file)
+    transcript = load(TRANSCRIPTS / file)
     value: dict[str, Any] = json.loads(transcript.exchanges[exchange].request.body)
     params: dict[str, Any] = value.get("params", value)  # HTTP+JSON: the whole body
     return params
@@ -109,7 +109,7 @@ def test_a_request_opening_several_transcripts_keeps_them_until_one_is_chosen() 
 
 
 def test_ids_are_as_recorded_unless_taken_or_fresh() -> None:
-    recorded = json.loads(load(GOLDENS / "07-cancel-task.http").exchanges[0].response.body)
+    recorded = json.loads(load(TRANSCRIPTS / "07-cancel-task.http").exchanges[0].response.body)
     recorded_id = recorded["result"]["task"]["id"]
     book = goldens_book()
     ids = [
@@ -211,7 +211,7 @@ def test_a_rest_path_carries_the_handed_out_id() -> None:
 
 
 def test_during_links_and_pacing_come_from_the_recording() -> None:
-    transcripts = [load(GOLDENS / "08-subscribe.http"), load(GOLDENS / "04-streaming.http")]
+    transcripts = [load(TRANSCRIPTS / "08-subscribe.http"), load(TRANSCRIPTS / "04-streaming.http")]
     subscribe, streaming = prepare(transcripts, RULES)
     assert subscribe[1].waited == {1: [2]} and subscribe[2].during == (1, 1)
     waits = pacing(streaming[0], RULES, limit=5.0)

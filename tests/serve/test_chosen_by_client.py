@@ -18,8 +18,9 @@ from a2a.helpers import new_text_message
 from a2a.types import Role, SendMessageRequest, StreamResponse
 from chooser_agent import ChooserAgent
 
-from recorder.record.proxy import ProxyServer, create_proxy_app
-from recorder.rules import DEFAULT_RULES
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve import load_stand_in
 from recorder.serve.server import server_options
 from recorder.servers import ServerThread

@@ -10,15 +10,14 @@ from pathlib import Path
 import httpx
 import pytest
 from click.testing import CliRunner
+from helpers import TRANSCRIPTS
 
 from recorder import Exchange, Headers, Request, Response, SseEvent, Transcript, dump
 from recorder.cli import main
-from recorder.rules import DEFAULT_RULES
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve import load_stand_in
 from recorder.serve.server import server_options
 from recorder.servers import ServerThread
-
-GOLDENS = Path(__file__).parent.parent.parent / "transcripts"
 
 
 @pytest.mark.parametrize(
@@ -32,12 +31,12 @@ GOLDENS = Path(__file__).parent.parent.parent / "transcripts"
         (["missing/"], {}, "recorder serve: missing/: no such file or folder\n"),
         (["empty/"], {"empty/notes.txt": "x"}, "recorder serve: no .http transcripts in empty/\n"),
         (
-            [str(GOLDENS), "--rules", "rules.yaml"],
+            [str(TRANSCRIPTS), "--rules", "rules.yaml"],
             {"rules.yaml": "generated_fields: [1\n"},
             "recorder serve: rules.yaml:2: not valid YAML",
         ),
         (
-            [str(GOLDENS), "--listen", "nowhere"],
+            [str(TRANSCRIPTS), "--listen", "nowhere"],
             {},
             "recorder serve: expected HOST:PORT such as 127.0.0.1:41241, got 'nowhere'\n",
         ),
@@ -99,10 +98,12 @@ def test_pace_spaces_frames_as_their_timestamps_say(
     timings: dict[bool, list[float]] = {}
     for pace in (False, True):
         stand_in = load_stand_in([str(tmp_path)], DEFAULT_RULES, pace=pace)
-        with ServerThread(stand_in, **server_options()) as server:
+        # (the client made before the clock starts: making one loads its TLS context, which
+        # takes most of a second on a loaded machine)
+        with ServerThread(stand_in, **server_options()) as server, httpx.Client() as client:
             arrivals: list[float] = []
             started = time.monotonic()
-            with httpx.stream(
+            with client.stream(
                 "POST", f"{server.url}/a2a/jsonrpc", content=request.body, timeout=10
             ) as reply:
                 for line in reply.iter_lines():

@@ -15,9 +15,9 @@ from calltexts import HEAD, ask, model_call, tool_call
 from click.testing import CliRunner
 
 from recorder.cli import main
-from recorder.httpfile import loads
-from recorder.model import Transcript
-from recorder.rules import DEFAULT_RULES
+from recorder.format.httpfile import loads
+from recorder.format.model import Transcript
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve.app import StandIn
 from recorder.serve.downstream import calls_to, downstream_stand_in
 from recorder.serve.server import server_options

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from factories import make_exchange, make_request, make_response
 
 from recorder import Headers, Transcript
-from recorder.pairing import PairingRules
-from recorder.rules import DEFAULT_RULES
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve.book import Book, Found, NotFound
 from recorder.serve.match import LiveRequest, is_default, random_template
-from recorder.serve.render import Renderer
+from recorder.serve.replies import Renderer
 from recorder.serve.spelling import modern
 from recorder.serve.steps import prepare
 
@@ -116,6 +117,84 @@ def test_a_tie_between_different_replies_is_noted_with_both() -> None:
     assert [(t.chosen.path, t.other.path, t.same_reply) for t in served.ties] == [
         ("01-file.http", "02-file.http", False)
     ]
+
+
+def _task_reply(rpc_id: Any, message_id: str, task: str, context: str, text: str) -> Any:
+    """A SendMessage recorded with JSON-RPC id `rpc_id`, answered with task `task`."""
+    request = {**send(user(message_id)), "id": rpc_id}
+    result = {
+        "task": {
+            "id": task,
+            "contextId": context,
+            "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2025-01-02T03:04:05Z"},
+            "history": [user(message_id)],
+            "artifacts": [{"artifactId": f"a-{task}", "parts": [{"text": text}]}],
+        }
+    }
+    return exchange(request, result)
+
+
+def test_a_tie_between_replies_alike_but_for_their_ids_is_a_harmless_one() -> None:
+    # recorded by two runs of one suite: its JSON-RPC ids, its messageIds and the agent's
+    # task ids (no uuids) differ, the answer does not: a tie the conversation cannot tell
+    one = _task_reply(1, "m-1", "task-17", "ctx-17", "looks good")
+    other = _task_reply("req-2", "m-2", "task-42", "ctx-42", "looks good")
+    served = book([one], [other])
+    result = found(served.find(live(send(user("m-9")))))
+    assert answer(result)["result"]["task"]["id"] == "task-17"
+    assert [(t.chosen.path, t.other.path, t.same_reply) for t in served.ties] == [
+        ("01-file.http", "02-file.http", True)
+    ]
+    # the same ids, another answer: their replies differ
+    third = _task_reply(1, "m-1", "task-17", "ctx-17", "one finding")
+    served = book([one], [third])
+    found(served.find(live(send(user("m-9")))))
+    assert [t.same_reply for t in served.ties] == [False]
+    # a reply whose id is not its request's: that id is the answer's, compared as it is
+    moved = _task_reply(1, "m-1", "task-17", "ctx-17", "looks good")
+    body = {**json.loads(moved.response.body), "id": 99}
+    moved = replace(moved, response=replace(moved.response, body=json.dumps(body).encode()))
+    served = book([one], [moved])
+    found(served.find(live(send(user("m-9")))))
+    assert [t.same_reply for t in served.ties] == [False]
+
+
+def test_the_stand_in_notes_a_harmless_tie_only_under_verbose(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # what `recorder serve` prints without -v is a warning; -v shows the info lines
+    import asyncio
+
+    import httpx
+
+    from recorder.serve import StandIn
+
+    recorded = [
+        _task_reply(1, "m-1", "task-17", "ctx-17", "looks good"),
+        _task_reply(2, "m-2", "task-42", "ctx-42", "looks good"),
+    ]
+    transcripts = [
+        Transcript(exchanges=(one,), source=f"{n}.http") for n, one in enumerate(recorded)
+    ]
+    stand_in = StandIn(transcripts, DEFAULT_RULES)
+
+    async def ask() -> None:
+        transport = httpx.ASGITransport(app=stand_in)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:5") as http:
+            for _ in range(2):
+                reply = await http.post(
+                    "/a2a/jsonrpc", json=send(user(str(uuid.uuid4()))), headers=dict(V1)
+                )
+                assert reply.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+    with caplog.at_level("INFO", logger="recorder.serve"):
+        asyncio.run(ask())
+    ties = [r for r in caplog.records if "match the request as well" in r.getMessage()]
+    assert [(r.levelname, r.getMessage().rpartition("; ")[2]) for r in ties] == [
+        ("INFO", "their replies are alike"),
+        ("INFO", "their replies are alike"),
+    ]
+    assert stand_in.ties == []
 
 
 def test_the_closest_hint_ranks_by_the_same_score() -> None:

@@ -21,11 +21,12 @@ import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers import get_message_text, new_text_message
 from a2a.types import GetTaskRequest, Role, SendMessageRequest, TaskState
-from test_serve_e2e import GOLDENS, LIMIT, interrupt, recorder_serve
+from helpers import TRANSCRIPTS
+from test_serve_e2e import LIMIT, interrupt, recorder_serve
 from traffic import DIFF
 
 from recorder import load
-from recorder.checking import find_transcripts
+from recorder.disk.transcripts import find_transcripts
 from recorder.kit import KitServer
 
 pytestmark = pytest.mark.e2e
@@ -77,7 +78,7 @@ def test_what_matches_nothing_goes_to_the_agent_and_is_recorded(
 ) -> None:
     served, new = tmp_path / "served", tmp_path / "new"
     served.mkdir()
-    shutil.copy(GOLDENS / "02-message-reply.http", served)  # the question, and nothing else
+    shutil.copy(TRANSCRIPTS / "02-message-reply.http", served)  # the question, and nothing else
     options = ("--listen", "127.0.0.1:0", "--strict", "-v")
     with recorder_serve(str(served), *options, "--fallback", kit.url, "--record-new", str(new)) as (
         process,
@@ -120,7 +121,7 @@ def test_what_matches_nothing_goes_to_the_agent_and_is_recorded(
 def test_record_new_needs_a_fallback(tmp_path: Path) -> None:
     command = [sys.executable, "-c", "from recorder.cli import main; main()", "serve"]
     done = subprocess.run(
-        [*command, str(GOLDENS), "--record-new", str(tmp_path)],
+        [*command, str(TRANSCRIPTS), "--record-new", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=LIMIT,
@@ -133,7 +134,7 @@ def test_record_new_needs_a_fallback(tmp_path: Path) -> None:
 
 def test_an_agent_that_cannot_be_reached_is_the_no_match_error_saying_so() -> None:
     with recorder_serve(
-        str(GOLDENS), "--listen", "127.0.0.1:0", "--fallback", "http://127.0.0.1:9"
+        str(TRANSCRIPTS), "--listen", "127.0.0.1:0", "--fallback", "http://127.0.0.1:9"
     ) as (process, url):
         reply = httpx.post(
             f"{url}/a2a/jsonrpc",
@@ -150,7 +151,7 @@ def test_an_agent_that_cannot_be_reached_is_the_no_match_error_saying_so() -> No
 def test_a_fallback_that_is_no_http_url_is_refused_before_anything_starts(tmp_path: Path) -> None:
     command = [sys.executable, "-c", "from recorder.cli import main; main()", "serve"]
     done = subprocess.run(
-        [*command, str(GOLDENS), "--fallback", "ftp://x", "--record-new", str(tmp_path / "n")],
+        [*command, str(TRANSCRIPTS), "--fallback", "ftp://x", "--record-new", str(tmp_path / "n")],
         capture_output=True,
         text=True,
         timeout=LIMIT,

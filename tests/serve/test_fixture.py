@@ -4,15 +4,14 @@ the goldens, and through pytester for its marker, its ini option and its strictn
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import httpx
 import pytest
+from helpers import TRANSCRIPTS
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.e2e
 
-GOLDENS = Path(__file__).parent.parent.parent / "transcripts"
 QUESTION = {
     "jsonrpc": "2.0",
     "id": "q-1",
@@ -38,7 +37,7 @@ def test_the_fixture_serves_the_goldens_on_a_free_port(recorder_stand_in: str) -
 
 
 def _project(pytester: pytest.Pytester) -> pytest.Pytester:
-    shutil.copytree(GOLDENS, pytester.path / "goldens")
+    shutil.copytree(TRANSCRIPTS, pytester.path / "goldens")
     pytester.makeini("[pytest]\nrecorder_stand_in_transcripts = goldens/02-message-reply.http\n")
     return pytester
 

@@ -18,8 +18,9 @@ import pytest
 from own_ids import LIMIT, drive_own_ids
 
 from recorder.kit import KitServer
-from recorder.record.proxy import ProxyServer, create_proxy_app
-from recorder.rules import DEFAULT_RULES
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve import load_stand_in
 from recorder.serve.server import server_options
 from recorder.servers import ServerThread
@@ -36,7 +37,8 @@ class Recorded:
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory, kit: KitServer) -> Recorded:
     out = tmp_path_factory.mktemp("own-ids") / "rec"
-    with ProxyServer(create_proxy_app(kit.url, out=out)) as server:
+    # (the traffic's webhook is on loopback: local work, said so)
+    with ProxyServer(create_proxy_app(kit.url, out=out, push_loopback=True)) as server:
         seen = drive_own_ids(server.url)
     return Recorded(out, seen)
 

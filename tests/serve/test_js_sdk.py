@@ -27,8 +27,9 @@ from helpers import js_sdk_folder
 from traffic import DIFF
 
 from recorder.kit import KitServer
-from recorder.record.proxy import ProxyServer, create_proxy_app
-from recorder.rules import DEFAULT_RULES
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve import load_stand_in
 from recorder.serve.server import server_options
 from recorder.servers import ServerThread

@@ -7,15 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import TRANSCRIPTS
 from pushtraffic import DIFF, Webhook, push_request, sdk_send, write_push_transcript
 
 from recorder.kit import KitServer
-from recorder.rules import DEFAULT_RULES
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve import load_stand_in
 from recorder.serve.server import server_options
 from recorder.servers import ServerThread
-
-GOLDENS = Path(__file__).parents[2] / "transcripts"
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +26,7 @@ def push_file(kit: KitServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_serve_delivers_to_the_clients_webhook_with_its_token(
     push_file: Path, fresh_ids: bool
 ) -> None:
-    files = [str(GOLDENS / "01-agent-card.http"), str(push_file)]
+    files = [str(TRANSCRIPTS / "01-agent-card.http"), str(push_file)]
     stand_in = load_stand_in(files, DEFAULT_RULES, fresh_ids=fresh_ids)
     hook = Webhook()
     try:
@@ -61,7 +60,10 @@ def test_the_planners_push_scenario_passes_against_the_served_golden() -> None:
     from recorder.planner.scenarios import Session, push_notifications
     from recorder.planner.webhook import Webhook as PlannerWebhook
 
-    files = [str(GOLDENS / "01-agent-card.http"), str(GOLDENS / "17-push-notifications.http")]
+    files = [
+        str(TRANSCRIPTS / "01-agent-card.http"),
+        str(TRANSCRIPTS / "17-push-notifications.http"),
+    ]
     stand_in = load_stand_in(files, DEFAULT_RULES)
     with PlannerWebhook() as hook, ServerThread(stand_in, **server_options()) as server:
 
@@ -83,8 +85,8 @@ def test_the_planners_push_scenario_passes_against_the_served_golden() -> None:
 
 def test_a_body_that_is_no_json_is_matched_against_a_push_config_request_as_it_is() -> None:
     # the live body's NOT_JSON marker stays itself (a copy of it read as a JSON value: a 500)
-    from recorder.model import Request
-    from recorder.serve.match import NOT_JSON
+    from recorder.format.jsonbody import NOT_JSON
+    from recorder.format.model import Request
     from recorder.serve.webhooks import without_urls
 
     request = Request("POST", "/a2a/jsonrpc")
@@ -92,3 +94,28 @@ def test_a_body_that_is_no_json_is_matched_against_a_push_config_request_as_it_i
     body = {"jsonrpc": "2.0", "method": "CreateTaskPushNotificationConfig", "params": {"url": "u"}}
     assert without_urls(body, request)["params"]["url"] == ""
     assert body["params"]["url"] == "u"
+
+
+def test_serve_delivers_nowhere_the_recorder_would_not_and_invents_no_basic_auth(
+    push_file: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # (issue 34, item 2: a link-local address is the cloud's metadata service; a URL's
+    # credentials were turned into Basic auth the recorded deliveries never had)
+    files = [str(TRANSCRIPTS / "01-agent-card.http"), str(push_file)]
+    hook = Webhook()
+    try:
+        stand_in = load_stand_in(files, DEFAULT_RULES)
+        with ServerThread(stand_in, **server_options()) as server:
+            sdk_send(server.url, push_request(DIFF, "http://169.254.169.254/latest", "tk"))
+            assert stand_in.deliveries.wait_idle(10.0)
+        assert stand_in.deliveries.delivered == 0 and stand_in.deliveries.failed == 4
+        assert "169.254.169.254 is not a public address" in caplog.text
+        stand_in = load_stand_in(files, DEFAULT_RULES)
+        with ServerThread(stand_in, **server_options()) as server:
+            with_credentials = hook.url.replace("http://", "http://ann:pa55@")
+            sdk_send(server.url, push_request(DIFF, with_credentials, "tk"))
+            got = hook.wait(4)
+            assert stand_in.deliveries.wait_idle(10.0)
+    finally:
+        hook.close()
+    assert [headers.get("Authorization") for _, headers, _ in got] == [None] * 4

@@ -30,21 +30,22 @@ from typing import Any
 
 import httpx
 import pytest
+from helpers import TRANSCRIPTS, announced_address
 from traffic import drive
 
 from recorder.kit import KitServer, start_kit
-from recorder.pairing import PairingRules
 from recorder.planner.scenarios import SCENARIOS, Session
 from recorder.planner.webhook import Webhook
-from recorder.record.proxy import ProxyServer, create_proxy_app
-from recorder.rules import DEFAULT_RULES
+from recorder.record.proxy import create_proxy_app
+from recorder.record.proxy.server import ProxyServer
+from recorder.rules.pairing import PairingRules
+from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve import NO_MATCH, StandIn, load_stand_in
 from recorder.serve.server import server_options
 from recorder.servers import ServerThread
 
 pytestmark = pytest.mark.e2e
 
-GOLDENS = Path(__file__).parent.parent.parent / "transcripts"
 LIMIT = 20.0  # seconds, for every wait
 RULES = PairingRules(DEFAULT_RULES)
 _LOOPBACK = re.compile(r"//(?:localhost|127\.0\.0\.1)(?::[0-9]+)?")
@@ -66,10 +67,7 @@ def recorder_serve(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
     ) as process:
         try:
             assert process.stderr is not None
-            line = process.stderr.readline()
-            found = re.search(r"on (http://\S+) ", line)
-            assert found, line
-            yield process, found.group(1)
+            yield process, announced_address(process.stderr.readline())
         finally:
             if process.poll() is None:
                 process.kill()
@@ -185,7 +183,7 @@ def test_the_planners_scenarios_get_from_the_stand_in_what_they_get_from_the_kit
 ) -> None:
     kit = grpc_kit
     from_kit = asyncio.run(run_scenarios(kit.url, kit.token))
-    with recorder_serve(str(GOLDENS), "--listen", "127.0.0.1:0", "--strict") as (process, url):
+    with recorder_serve(str(TRANSCRIPTS), "--listen", "127.0.0.1:0", "--strict") as (process, url):
         from_stand_in = asyncio.run(run_scenarios(url, "any-token-will-do"))
         err, took = interrupt(process)
     assert len(from_kit) == len(from_stand_in) == 45
@@ -215,7 +213,8 @@ def recording(
 ) -> Recording:
     binding: str = request.param
     out = tmp_path_factory.mktemp("serve-traffic") / "rec"
-    proxy = create_proxy_app(kit.url, out=out)
+    # (the conversation's webhook is on loopback: local work, said so)
+    proxy = create_proxy_app(kit.url, out=out, push_loopback=True)
     with ProxyServer(proxy) as server:
         seen = drive(server.url, token=kit.token, binding=binding)
     return Recording(binding, out, seen)
@@ -282,7 +281,7 @@ def test_an_unmatched_request_gets_an_error_naming_the_closest_exchange() -> Non
     from a2a.helpers import new_text_message
     from a2a.types import Role, SendMessageRequest
 
-    with recorder_serve(str(GOLDENS), "--listen", "127.0.0.1:0", "--strict") as (process, url):
+    with recorder_serve(str(TRANSCRIPTS), "--listen", "127.0.0.1:0", "--strict") as (process, url):
 
         async def ask() -> str:
             async with httpx.AsyncClient(timeout=LIMIT, headers={"A2A-Version": "1.0"}) as http:
@@ -338,7 +337,7 @@ def test_an_unmatched_request_gets_an_error_naming_the_closest_exchange() -> Non
 
 
 def test_a_busy_port_is_one_line_and_exit_2() -> None:
-    with recorder_serve(str(GOLDENS), "--listen", "127.0.0.1:0") as (process, url):
+    with recorder_serve(str(TRANSCRIPTS), "--listen", "127.0.0.1:0") as (process, url):
         port = url.rsplit(":", 1)[1]
         busy = subprocess.run(
             [
@@ -346,7 +345,7 @@ def test_a_busy_port_is_one_line_and_exit_2() -> None:
                 "-c",
                 "from recorder.cli import main; main()",
                 "serve",
-                str(GOLDENS),
+                str(TRANSCRIPTS),
                 "--listen",
                 f"127.0.0.1:{port}",
             ],
@@ -363,7 +362,7 @@ def test_a_busy_port_is_one_line_and_exit_2() -> None:
 
 def test_ctrl_c_with_a_stream_held_for_during_is_quick_and_quiet() -> None:
     # 08-subscribe's stream waits after its first frame for the CancelTask that never comes
-    with recorder_serve(str(GOLDENS), "--listen", "127.0.0.1:0", "--during-wait", "60") as (
+    with recorder_serve(str(TRANSCRIPTS), "--listen", "127.0.0.1:0", "--during-wait", "60") as (
         process,
         url,
     ):
@@ -428,7 +427,9 @@ def _held(stand_in: StandIn, count: int) -> bool:
 def test_a_during_hold_ends_when_its_client_leaves() -> None:
     # 08-subscribe's stream waits after its first frame for the CancelTask; the client
     # leaves instead: the awaited request will not come, and the hold does not wait 60 s
-    stand_in = load_stand_in([str(GOLDENS / "08-subscribe.http")], DEFAULT_RULES, during_wait=60)
+    stand_in = load_stand_in(
+        [str(TRANSCRIPTS / "08-subscribe.http")], DEFAULT_RULES, during_wait=60
+    )
     headers = {"A2A-Version": "1.0"}
     with ServerThread(stand_in, **server_options()) as server:
         url = server.url

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import signal
 import subprocess
 import sys
@@ -19,14 +18,11 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-from a2a.client import ClientConfig, create_client
-from a2a.helpers import new_text_message
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
     ListTasksResponse,
-    Role,
     SendMessageRequest,
     SendMessageResponse,
     StreamResponse,
@@ -34,6 +30,8 @@ from a2a.types import (
     TaskState,
 )
 from grpc_traffic import DIFF, record_cancel_during_stream, record_card, record_review
+from helpers import announced_address
+from sdk_clients import open_client, user_message
 
 from recorder import load
 from recorder.checking import check_paths
@@ -64,33 +62,22 @@ def serving(*args: str) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
     ) as process:
         try:
             assert process.stderr is not None
-            first = process.stderr.readline()
-            url = re.search(r"on (http://\S+) ", first)
+            url = announced_address(process.stderr.readline())
             second = process.stderr.readline()
-            address = re.search(r"gRPC binding on (\S+)$", second.strip())
-            assert url and address, first + second
-            yield process, url.group(1), address.group(1)
+            assert "gRPC" in second, second
+            yield process, url, announced_address(second)
         finally:
             if process.poll() is None:
                 process.send_signal(signal.SIGINT)
                 process.communicate(timeout=LIMIT)
 
 
-def question(text: str) -> SendMessageRequest:
-    return SendMessageRequest(message=new_text_message(text, role=Role.ROLE_USER))
-
-
 async def review(url: str) -> dict[str, Any]:
     """The review file's calls, made by the SDK's client on its gRPC transport."""
     out: dict[str, Any] = {}
     for streaming in (False, True):
-        config = ClientConfig(
-            streaming=streaming,
-            supported_protocol_bindings=["GRPC"],
-            grpc_channel_factory=grpc.aio.insecure_channel,
-        )
-        async with await create_client(url, client_config=config) as client:
-            events = [event async for event in client.send_message(question(DIFF))]
+        async with await open_client(url, streaming=streaming) as client:
+            events = [event async for event in client.send_message(user_message(DIFF))]
             task_id = events[0].task.id
             out[f"events {streaming}"] = [
                 (e.WhichOneof("payload"), _state(e), _texts(e)) for e in events
@@ -175,7 +162,7 @@ def test_a_call_that_matches_nothing_goes_to_the_fallback_agent_and_is_recorded(
                 "/lf.a2a.v1.A2AService/SendMessage",
                 request_serializer=SendMessageRequest.SerializeToString,
                 response_deserializer=SendMessageResponse.FromString,
-            )(question(DIFF), metadata=metadata, timeout=LIMIT)
+            )(user_message(DIFF), metadata=metadata, timeout=LIMIT)
         with (
             serving(
                 str(goldens),
@@ -199,7 +186,7 @@ def test_a_call_that_matches_nothing_goes_to_the_fallback_agent_and_is_recorded(
                 "/lf.a2a.v1.A2AService/SendStreamingMessage",
                 request_serializer=SendMessageRequest.SerializeToString,
                 response_deserializer=StreamResponse.FromString,
-            )(question("Which languages do you review?"), metadata=metadata, timeout=LIMIT)
+            )(user_message("Which languages do you review?"), metadata=metadata, timeout=LIMIT)
             events = list(stream)
             with pytest.raises(grpc.RpcError) as caught:
                 channel.unary_unary(

@@ -19,17 +19,20 @@ the rooms it uses:
 - `scenarios` (`Scenarios`): `Recorder-Scenario` / `Recorder-Title` and the control endpoint
   `/_recorder/scenario`: which file an exchange goes to; and `GET /_recorder/status`;
 - `recording` (`Recording`): the exchange as the upstream got and sent it, secrets replaced by
-  `{{PLACEHOLDER}}`s (`recorder.redact`), written through the `TranscriptStore` by one writer
-  thread, after the client has its reply;
+  `{{PLACEHOLDER}}`s (`recorder.secrets.redact`), written through the `TranscriptStore` by one
+  writer thread, after the client has its reply;
 - `push` (`PushRoom`): push notifications: a config's url pointed at the proxy's receiver
-  (`/_recorder/push/<id>`) and back in the agent's echo; each delivery forwarded to the
-  client's webhook and recorded in its config's file, tagged `# @push config N`;
+  (`/_recorder/push/<id>`, `receivers`) and back in the agent's echo; each delivery forwarded
+  to the client's webhook and recorded in its config's file, tagged `# @push config N`; a
+  webhook the recorder does not deliver to (`recorder.push_urls`) refused with the recorder's
+  own A2A error; a receiver ended with its config or its task;
 - `downstream` (`Downstreams`, `DownstreamApp`): the agent's own calls, through a listener per
   downstream (`add_downstream`: its model, its MCP servers, its peers), each written into the
   file of the A2A exchange that made it, tagged `# @call NAME exchange N`;
 - `call` (`Call`): one request while it is handled, and the ASGI helpers the rooms share;
 - `server`: `serve` and `ProxyServer` (the proxy's own HTTP/1.1 server, `http1` and `cycle`),
-  `parse_listen`, `listening_socket`.
+  `parse_listen`, `listening_socket` (the transport's): imported from there (the server is
+  typed with this app, so this package does not hand its names on).
 
 Per request: the forwarder takes the request, the scenario room chooses its scenario, the
 card room tells its operation (and a card request), the recording room gives it its file (the
@@ -58,9 +61,9 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from recorder.push_urls import WebhookScreen
 from recorder.record.cards import Origin
 from recorder.record.lineage import Lineage
-from recorder.record.modes import Keep
 from recorder.record.proxy.agent_cards import AgentCards
 from recorder.record.proxy.call import Message, Receive, Scope, Send, send_error
 from recorder.record.proxy.downstream import DownstreamApp, Downstreams, parse_downstream
@@ -72,21 +75,22 @@ from recorder.record.proxy.forwarding import (
     Forwarder,
     Pool,
 )
-from recorder.record.proxy.push import PUSH_PREFIX, PushRoom
+from recorder.record.proxy.push import PUSH_GRACE, PUSH_PREFIX, PushRoom
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import STREAM_GRACE, StreamRelay
 from recorder.record.proxy.scenarios import CONTROL_PATH, STATUS_PATH, Scenarios
-from recorder.record.proxy.server import ProxyServer, listening_socket, parse_listen, serve
 from recorder.record.proxy.writer import BACKLOG
-from recorder.record.store import TranscriptStore
-from recorder.redact import (
+from recorder.record.store.modes import Keep
+from recorder.record.store.transcript_store import TranscriptStore
+from recorder.record.transport.http1 import listening_socket
+from recorder.rules.ruleset import DEFAULT_RULES, Rules
+from recorder.secrets.redact import (
     DEFAULT_SECRET_FIELDS,
     DEFAULT_SECRET_HEADERS,
     Redactor,
     scrub_text,
     secret_names,
 )
-from recorder.rules import DEFAULT_RULES, Rules
 
 if TYPE_CHECKING:
     from recorder.record.grpc_proxy import GrpcListener
@@ -95,13 +99,9 @@ __all__ = [
     "CONTROL_PATH",
     "STATUS_PATH",
     "DownstreamListener",
-    "ProxyServer",
     "RecordingProxy",
     "create_proxy_app",
-    "listening_socket",
     "parse_downstream",
-    "parse_listen",
-    "serve",
 ]
 
 log = logging.getLogger(__name__)
@@ -141,7 +141,12 @@ class RecordingProxy:
     `rules`: what is generated (for grouping unscripted traffic by id lineage).
     `mode` (`new`, `replace`, `once`): what a scenario that already has a file in `out` does,
     and `keep` the pass `replace` lays a re-recorded file over its previous text with when
-    the proxy stops (`recorder.record.modes`; the CLI hands in `recorder.replay.rerecord`)."""
+    the proxy stops (`recorder.record.store.modes`; the CLI hands in `recorder.replay.rerecord`).
+    `push_loopback`: push webhooks on loopback addresses are delivered to (local work; else
+    refused, as every address that is not public is: `recorder.push_urls`);
+    `push_receiver`: the origin (`https://host[:port]`) the agent is given for the proxy's
+    push receiver, for an agent that refuses loopback webhooks (a tunnel to the listener);
+    `push_grace`: seconds a push receiver lives after its task's final state."""
 
     def __init__(
         self,
@@ -162,6 +167,9 @@ class RecordingProxy:
         client_timeout: float = CLIENT_TIMEOUT,
         mode: str = "new",
         keep: Keep | None = None,
+        push_loopback: bool = False,
+        push_receiver: str | None = None,
+        push_grace: float = PUSH_GRACE,
     ) -> None:
         if "@" in urllib.parse.urlsplit(upstream).netloc:
             # httpx would send them as Basic auth; this proxy forwards the client's headers
@@ -204,7 +212,13 @@ class RecordingProxy:
             cards=self.cards,
         )
         self.push = PushRoom(
-            self.recording, redactor, max_body=max_body, client_timeout=client_timeout
+            self.recording,
+            redactor,
+            max_body=max_body,
+            client_timeout=client_timeout,
+            screen=WebhookScreen(loopback=push_loopback),
+            receiver=push_receiver,
+            grace=push_grace,
         )
         self.forwarder.restore = self.push.restore
         self._redactor = redactor
@@ -271,6 +285,8 @@ class RecordingProxy:
         )
         listener.http_upstream = self.upstream_url
         self.grpc = self.cards.grpc = listener
+        # (its address is the recorder's own too: no webhook may name it)
+        self.push.grpc_address = lambda: (listener.host, listener.port) if listener.port else None
         return listener
 
     @property
@@ -322,8 +338,9 @@ class RecordingProxy:
 
     def status(self) -> dict[str, object]:
         """What `GET /_recorder/status` reports: recorded, failed, kept, pending, out,
-        last_error."""
-        status = self.recording.status()
+        last_error, push_refused (push registrations and deliveries the recorder refused), and
+        with downstreams, the agent's calls recorded and those attributed ambiguously."""
+        status = {**self.recording.status(), "push_refused": self.push.refused}
         if self.calls is not None:
             status.update(self.calls.status())
         return status
@@ -424,7 +441,13 @@ class RecordingProxy:
         self.cards.inspect(call, scope)
         self.recording.begin(call)
         try:
-            self.push.rewrite(call, scope)
+            refusal = self.push.rewrite(call, scope)
+            if refusal is not None:  # (a webhook the recorder does not deliver to)
+                await self.push.refuse(call, send, refusal)
+                return
+            deletes = self.push.deletes(call)
+            if deletes is not None:  # (its receivers end once the agent confirms it)
+                send = self.push.confirming(send, call, deletes)
             if self.recording.pending > BACKLOG:
                 # the writer has fallen behind: it catches up first (a crash costs less)
                 await self.recording.catch_up()

@@ -1,20 +1,21 @@
 """A call's exchange as recorded (`Recording`'s builder): the request as forwarded (with
 `Host:` naming the upstream as the proxy addressed it), the reply without hop-by-hop fields
 and Content-Length; header names in conventional case; secrets replaced by
-`{{PLACEHOLDER}}`s (`recorder.redact`). An event stream is kept as its frames; one that ended
-inside a frame is marked truncated and keeps its whole frames. A common buffered exchange is
+`{{PLACEHOLDER}}`s (`recorder.secrets.redact`). An event stream is kept as its frames; one that
+ended inside a frame is marked truncated and keeps its whole frames. A common buffered exchange is
 made as its text straight from its bytes (`recorder.record.proxy.direct`: the same text).
 """
 
 from __future__ import annotations
 
-from recorder.model import Exchange, Headers, Request, Response, header_text
+from recorder.format.model import Exchange, Headers, Request, Response, header_text
+from recorder.format.sse import SseDecoder
 from recorder.record.naming import exchange_title, header_case, operation_name
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.direct import Direct
+from recorder.record.store.filetext import Block
 from recorder.record.transport.upstream import UpstreamReply
-from recorder.redact import Redactor
-from recorder.sse import SseDecoder
+from recorder.secrets.redact import Redactor
 
 __all__ = ["Builder"]
 
@@ -108,7 +109,7 @@ class Builder:
         upstream: UpstreamReply,
         kept: list[tuple[bytes, bytes]],
         body: bytes,
-    ) -> Exchange | str:
+    ) -> Exchange | Block:
         """A buffered reply's exchange as recorded: its block, made straight from its bytes,
         when it is a common one (`recorder.record.proxy.direct`: the same text), else its
         model (`exchange`)."""
@@ -130,6 +131,6 @@ class Builder:
                 block, call.recorded_operation, call.recorded_title, sent = found
                 if sent:
                     call.sent_secrets = sent
-                return block
+                return Block(block, call.recorded_title)
             redactor.seen.clear()  # (what the attempt took out: the model takes it out again)
         return self.exchange(call, upstream, kept, body=body)

@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 
-from recorder.model import Request
-from recorder.record.filetext import CallOf
-from recorder.redact import Redactor
+from recorder.format.model import Request
+from recorder.record.store.filetext import CallOf
+from recorder.secrets.redact import Redactor
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

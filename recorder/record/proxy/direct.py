@@ -9,7 +9,7 @@ of `jsonbody.plain_json`, which leaves to the general path any body with a secre
 secret: JSON text, a URL with a query), and with header names and values the model takes as
 they came. Secret headers are made placeholders by the call's redactor, as `Redactor.redact_headers`
 does (their values remembered for the scrub, in the same order). Its block is made of the
-parts the model and `recorder.httpfile` make, by the same functions: header names in
+parts the model and `recorder.format.httpfile` make, by the same functions: header names in
 conventional case (`naming.header_case`), values stripped, the canonical JSON of a JSON body
 (`jsonbody.plain_json`, else `jsonbody._canonical_json`), a body's lines
 (`httpfile._body_lines`), joined as `dumps_exchange` joins them. Any other exchange gives
@@ -29,9 +29,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from recorder.httpfile import _body_lines
-from recorder.jsonbody import _UNPARSED, _canonical_json, plain_json
-from recorder.model import (
+from recorder.format.httpfile import _body_lines
+from recorder.format.jsonbody import NOT_JSON, _canonical_json, plain_json
+from recorder.format.model import (
     _COMMON_METHODS,
     _REQUEST_TARGET,
     _TOKEN,
@@ -40,7 +40,7 @@ from recorder.model import (
     is_json_media_type,
 )
 from recorder.record.naming import header_case, operation_of
-from recorder.redact import Redactor
+from recorder.secrets.redact import Redactor
 
 __all__ = ["Direct"]
 
@@ -120,7 +120,7 @@ class Direct:
             value = None
             if json_body and body:
                 body, value, _ = _canonical_json(body)
-                if value is _UNPARSED:
+                if value is NOT_JSON:
                     return None  # (the model then reads it with `json`, which reads UTF-16 too)
             request_body = _body_lines(body, raw_stream=False)
         sent = dict(redactor.seen) if redactor.seen else None
@@ -181,6 +181,8 @@ class Direct:
         enough for Python's `json` to give up (the redactor then reads them as text) are left out
         (deeper than half the recursion limit).
         """
+        if redactor.may_hide_credentials(body):
+            return None  # (a URL's credentials in a string: the redactor takes them out)
         names = redactor.member_names
         known = self._known if names is self._field_names else None
         if known is not None and len(known) > _MAX_LINES:
@@ -214,7 +216,9 @@ class Direct:
                     if field is None:
                         raise _Uncommon
                     folded = field[0].lower()
-                    if folded in self._secret:
+                    if folded in self._secret or (
+                        folded.endswith("-bin") and folded[:-4] in self._secret
+                    ):  # (a secret header, or the `-bin` twin of one: `redact.header_env`)
                         if folded == "content-type":
                             raise _Uncommon  # (its placeholder would be the media type)
                         # made each time, never remembered: a secret stays out of memory

@@ -41,11 +41,11 @@ from typing import Any
 
 import httpx
 
-from recorder.model import Exchange, Headers, Request, header_text
+from recorder.format.jsonbody import NOT_JSON, json_value
+from recorder.format.model import Exchange, Headers, Request, header_text
+from recorder.format.sse import SseEvent
 from recorder.record.calls import Attributor, Placed, call_text, is_session_header
 from recorder.record.cards import Origin
-from recorder.record.filetext import CallOf
-from recorder.record.lineage import parse_json
 from recorder.record.naming import header_case
 from recorder.record.proxy.agent_cards import AgentCards
 from recorder.record.proxy.building import Builder
@@ -53,10 +53,10 @@ from recorder.record.proxy.call import Call, Receive, Scope, Send, send_error
 from recorder.record.proxy.forwarding import Forwarder
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import StreamRelay
-from recorder.record.store import TranscriptStore
+from recorder.record.store.filetext import CallOf
+from recorder.record.store.transcript_store import TranscriptStore
 from recorder.record.transport.upstream import UpstreamReply
-from recorder.redact import Redactor, placeholder_name
-from recorder.sse import SseEvent
+from recorder.secrets.redact import Redactor, placeholder_name
 
 __all__ = ["CallRecording", "DownstreamApp", "Downstreams", "parse_downstream"]
 
@@ -187,8 +187,8 @@ class Downstreams:
         """A reply body or frame of an A2A exchange: the ids it generated name it too."""
         if not data or data.lstrip()[:1] not in (b"{", b"["):
             return
-        value = parse_json(data)
-        if value is None:
+        value = json_value(data, exact_numbers=False)  # (its strings are what it names)
+        if value is NOT_JSON:
             return
         generated = [text for text, _ in self.recording.lineage.generated(value)]
         with self._lock:
@@ -248,10 +248,11 @@ class Downstreams:
         headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.headers]
         body = call.body
         value = (
-            parse_json(body)
+            json_value(body, exact_numbers=False)
             if body[:1] in (b"{", b"[") or body.lstrip()[:1] in (b"{", b"[")
             else None
         )
+        value = None if value is NOT_JSON else value
         text = call_text(call.target, headers, value, body.decode("utf-8", "replace"))
         links = [f"session:{v}" for n, v in headers if is_session_header(n)]
         if call.connection:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
-from recorder.httpfile import dumps_exchange
-from recorder.model import Exchange
+from recorder.format.httpfile import dumps_exchange
+from recorder.format.model import Exchange
 from recorder.record.proxy.call import Call
-from recorder.record.store import FileKey, TranscriptStore
+from recorder.record.store.filetext import Block
+from recorder.record.store.transcript_store import FileKey, TranscriptStore
 
 __all__ = ["CardFolds", "fold_text"]
 
@@ -39,10 +40,10 @@ class CardFolds:
         self.store = store
         self._recent: OrderedDict[int, tuple[str, FileKey]] = OrderedDict()
 
-    def place(self, call: Call, exchange: Exchange | str) -> None:
+    def place(self, call: Call, exchange: Exchange | Block) -> None:
         """Before `call`'s card exchange is written: into the file of the card fetch it came
         right after, when that one's exchange is the same (`fold_text`)."""
-        text = fold_text(exchange if isinstance(exchange, str) else dumps_exchange(exchange))
+        text = fold_text(exchange.text if isinstance(exchange, Block) else dumps_exchange(exchange))
         before = self._recent.get(call.follows_card) if call.follows_card else None
         key: FileKey | None
         if before is not None and before[0] == text:

@@ -34,7 +34,7 @@ from typing import Literal
 
 import httpx
 
-from recorder.model import is_event_stream
+from recorder.format.model import is_event_stream
 from recorder.record.cards import Origin
 from recorder.record.proxy.agent_cards import CARD_OPERATIONS, AgentCards
 from recorder.record.proxy.call import (

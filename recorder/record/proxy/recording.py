@@ -2,8 +2,8 @@
 
 The request as forwarded (with `Host:` naming the upstream as the proxy addressed it), the
 reply without hop-by-hop fields and Content-Length; header names in conventional case; secrets
-replaced by `{{PLACEHOLDER}}`s (`recorder.redact`). An event stream is kept as its frames; one
-that ended inside a frame is marked truncated and keeps its whole frames. (The exchange is
+replaced by `{{PLACEHOLDER}}`s (`recorder.secrets.redact`). An event stream is kept as its frames;
+one that ended inside a frame is marked truncated and keeps its whole frames. (The exchange is
 made by `recorder.record.proxy.building`, written by `recorder.record.proxy.writer`; this
 room is a call's life: its file, its `@during` tag, the values it generates.)
 
@@ -30,8 +30,8 @@ queued; the store puts each exchange at its place in its file by ticket (request
 must hold before the proxy reads another request stays on the loop and is cheap: its file
 and `@during` tag (`begin`), the values it generates and its close (`settle`). Writes
 are not fsynced unless `fsync=True` (`recorder record --fsync`): a rewrite's rename already
-makes it atomic for readers and for a crash of the recorder (`recorder.record.store`); fsync
-adds durability across a power loss.
+makes it atomic for readers and for a crash of the recorder
+(`recorder.record.store.transcript_store`); fsync adds durability across a power loss.
 
 A transcript that cannot be written never changes what the client gets: it is logged as an
 error naming the exchange and the reason, counted (`failed`, `last_error`: the status
@@ -48,17 +48,23 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol, cast
 
-from recorder.model import Exchange, SseEvent, is_json_media_type
-from recorder.record.lineage import Lineage, parse_json
+from recorder.format.jsonbody import json_value
+from recorder.format.model import Exchange, SseEvent, is_json_media_type
+from recorder.format.sse import SseDecoder
+from recorder.record.lineage import Lineage
 from recorder.record.naming import operation_of
 from recorder.record.proxy.agent_cards import CARD_OPERATIONS
 from recorder.record.proxy.building import Builder
 from recorder.record.proxy.call import Call
-from recorder.record.proxy.writer import Writer
-from recorder.record.store import CONVERSATION, FileKey, TranscriptStore, describe_error
+from recorder.record.proxy.writer import BufferedReply, EndedStream, Writer
+from recorder.record.store.transcript_store import (
+    CONVERSATION,
+    FileKey,
+    TranscriptStore,
+    describe_error,
+)
 from recorder.record.transport.upstream import UpstreamReply
-from recorder.redact import Redactor
-from recorder.sse import SseDecoder
+from recorder.secrets.redact import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +73,7 @@ def _operation(call: Call, content_type: str | None) -> str:
     """`operation_name` of `call`'s request as recorded, without building its model."""
     value = None
     if call.method == "POST" and call.body and is_json_media_type(content_type):
-        value = parse_json(call.body)  # (what `Request.json` holds)
+        value = json_value(call.body, exact_numbers=False)  # (its method: a string)
     return operation_of(call.method, call.target.partition("?")[0], value)
 
 
@@ -220,18 +226,18 @@ class Recording:
         self, call: Call, upstream: UpstreamReply, kept: list[tuple[bytes, bytes]], body: bytes
     ) -> None:
         """Record a buffered reply off the reply path (called once the client has it)."""
-        self.writer.hand_over((call, upstream, kept, body))
+        self.writer.hand_over(BufferedReply(call, upstream, kept, body))
 
     def write(self, call: Call, exchange: Exchange | Callable[[], Exchange]) -> None:
         """Record `exchange` (a relayed stream's; or a function that makes it, called on the
         writer thread) off the reply path. Never raises: a write that fails (or an exchange
         that cannot be made) is logged and counted."""
-        self.writer.hand_over((call, None, None, exchange))
+        self.writer.hand_over(EndedStream(call, exchange))
 
     def write_now(self, call: Call, exchange: Exchange | Callable[[], Exchange]) -> None:
         """`write`, to the writer at once (an agent's call, held until its exchange was
         written: `recorder.record.proxy.downstream`)."""
-        self.writer.hand_over((call, None, None, exchange))
+        self.writer.hand_over(EndedStream(call, exchange))
 
     @property
     def recorded(self) -> int:

@@ -35,11 +35,11 @@ import logging
 import tempfile
 from typing import Any
 
-from recorder.model import is_event_stream
+from recorder.format.model import is_event_stream
+from recorder.format.sse import SseDecoder
 from recorder.record.proxy.call import Call, Receive, Send, describe_http_error
 from recorder.record.proxy.recording import Recording
 from recorder.record.transport.upstream import UpstreamReply
-from recorder.sse import SseDecoder
 
 log = logging.getLogger(__name__)
 

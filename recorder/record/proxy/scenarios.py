@@ -10,7 +10,7 @@ name that makes no file name is answered 400 and not forwarded. Neither header i
 `GET /_recorder/status` tells how the recording goes: `{"recorded": N, "failed": M,
 "kept": J, "pending": K, "out": "...", "last_error": "..." or null}` (`failed`: exchanges that
 could not be written; their clients got the agent's replies all the same; `kept`: exchanges
-not written because `--mode once` keeps their scenario's file, `recorder.record.modes`).
+not written because `--mode once` keeps their scenario's file, `recorder.record.store.modes`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import contextlib
 import json
 from typing import Any
 
-from recorder.model import header_text
+from recorder.format.model import header_text
 from recorder.record.naming import slugify
 from recorder.record.proxy.call import (
     BodyTooLarge,
@@ -31,7 +31,7 @@ from recorder.record.proxy.call import (
     send_error,
     send_json,
 )
-from recorder.record.store import TranscriptStore
+from recorder.record.store.transcript_store import TranscriptStore
 
 CONTROL_PATH = "/_recorder/scenario"
 STATUS_PATH = "/_recorder/status"

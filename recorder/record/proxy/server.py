@@ -3,7 +3,8 @@
 `serve` (what `recorder record` runs) and `ProxyServer` (the same in a thread: the planner,
 the tests) run `RecordingProxy` under `recorder.record.transport.http1.Http1Server` on uvloop
 (asyncio's own loop where uvloop is missing), on a socket whose connections get TCP_NODELAY
-(`listening_socket`). Not uvicorn: its general HTTP/1.1 protocol cost a sixth of the event
+(`recorder.record.transport.http1.listening_socket`, which the downstreams' listeners get
+too). Not uvicorn: its general HTTP/1.1 protocol cost a sixth of the event
 loop's time per proxied request (bench/bench_proxy.py measures the difference).
 
 The shutdown (Ctrl-C or SIGTERM, alike): stop accepting; end the open streams at once
@@ -35,6 +36,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from recorder.record.transport.http1 import Http1Server
+from recorder.record.transport.http1 import listening_socket as listening_socket  # (moved)
 
 if TYPE_CHECKING:
     from recorder.record.proxy import RecordingProxy
@@ -64,28 +66,6 @@ def parse_listen(listen: str) -> tuple[str, int]:
     if not 0 <= number <= 65535:
         raise ValueError(f"invalid port {number} (ports are 0-65535)")
     return host, number
-
-
-def listening_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
-    """A listening TCP socket whose connections get TCP_NODELAY.
-
-    asyncio turns Nagle's algorithm off only for sockets whose `proto` is IPPROTO_TCP
-    (`asyncio.base_events._set_nodelay`); a socket made as `socket.socket(AF_INET,
-    SOCK_STREAM)` has proto 0, and then every reply sent in two writes (headers, body) waits
-    for the client's delayed ACK: about 40 ms per exchange on Linux loopback.
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind((host, port))
-        sock.listen(2048)
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:

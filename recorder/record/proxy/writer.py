@@ -14,19 +14,21 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from recorder.bindings.jsonrpc import error_code as jsonrpc_error_code
-from recorder.model import Exchange
+from recorder.format.model import Exchange
 from recorder.record.lines import outcome, record_line
 from recorder.record.proxy.agent_cards import CARD_OPERATIONS
 from recorder.record.proxy.building import Builder
 from recorder.record.proxy.call import Call
 from recorder.record.proxy.folding import CardFolds
-from recorder.record.store import TranscriptStore, describe_error
+from recorder.record.store.filetext import Block
+from recorder.record.store.transcript_store import TranscriptStore, describe_error
 from recorder.record.transport.upstream import UpstreamReply
 
-__all__ = ["Job", "Writer"]
+__all__ = ["BufferedReply", "EndedStream", "Job", "Writer"]
 
 log = logging.getLogger(__name__)
 
@@ -37,20 +39,42 @@ BACKLOG = 16
 # seconds a request waits for the writer at most (a stalled disk does not stall the proxy)
 CATCH_UP = 0.5
 
-# (call, upstream, kept, body) of a buffered reply, or (call, None, None, exchange) of a stream,
-# the exchange given made or as a function that makes it (a gRPC call's: built here, off the
-# event loop, `recorder.record.grpc_proxy`)
-Job = tuple[Call, UpstreamReply | None, list[tuple[bytes, bytes]] | None, Any]
+
+@dataclass(frozen=True, slots=True)
+class BufferedReply:
+    """A buffered reply, its exchange built on the writer thread (`Builder.built`): the
+    upstream's reply, the headers the client got (`kept`) and the body."""
+
+    call: Call
+    upstream: UpstreamReply
+    kept: list[tuple[bytes, bytes]]
+    body: bytes
+
+    def outcome(self, built: Exchange | Block) -> str:
+        """The reply's status, for its line (`recorder.record.lines.outcome`)."""
+        return outcome(self.upstream.status_code, error_code=jsonrpc_error_code(self.body))
 
 
-def _outcome(upstream: UpstreamReply | None, payload: Any) -> str:
-    """The status a job's reply had, for its line (`recorder.record.lines.outcome`)."""
-    if upstream is not None:
-        return outcome(upstream.status_code, error_code=jsonrpc_error_code(payload))
-    response = payload.response
-    if response.events is not None:
-        return outcome(response.status, frames=len(response.events))
-    return outcome(response.status, error_code=jsonrpc_error_code(response.body))
+@dataclass(frozen=True, slots=True)
+class EndedStream:
+    """A relayed reply (an event stream, a large or unsized body), its exchange built when it
+    ended; or a function that builds it, called on the writer thread (a gRPC call's: built
+    off the event loop, `recorder.record.grpc_proxy`)."""
+
+    call: Call
+    exchange: Exchange | Callable[[], Exchange]
+
+    def outcome(self, built: Exchange | Block) -> str:
+        """The reply's status, for its line (`recorder.record.lines.outcome`)."""
+        assert isinstance(built, Exchange)  # (a stream's is made, never a direct block)
+        response = built.response
+        if response.events is not None:
+            return outcome(response.status, frames=len(response.events))
+        return outcome(response.status, error_code=jsonrpc_error_code(response.body))
+
+
+Job = BufferedReply | EndedStream
+"""What the writer thread is handed: one exchange to write."""
 
 
 class Writer:
@@ -82,7 +106,7 @@ class Writer:
 
     def hand_over(self, job: Job) -> None:
         """Queue `job` for the writer thread (started by the first job)."""
-        call = job[0]
+        call = job.call
         if not call.queued:  # (a call the agent made was timed when it ended, then held)
             call.took = time.monotonic() - call.started  # (its reply is with the client now)
         call.queued = True
@@ -112,14 +136,13 @@ class Writer:
             self._record(job)
 
     def _record(self, job: Job) -> None:
-        call, upstream, kept, payload = job
+        call = job.call
         try:
-            if upstream is None:
-                exchange: Exchange | str = payload() if callable(payload) else payload
-                payload = exchange
+            exchange: Exchange | Block
+            if isinstance(job, EndedStream):
+                exchange = job.exchange() if callable(job.exchange) else job.exchange
             else:
-                assert kept is not None
-                exchange = self._builder.built(call, upstream, kept, payload)
+                exchange = self._builder.built(call, job.upstream, job.kept, job.body)
             if call.scenario is None and call.operation in CARD_OPERATIONS:
                 self._cards.place(call, exchange)
             path = self.store.write(
@@ -152,14 +175,14 @@ class Writer:
         if self.on_written is not None:
             # (before `_done`: the calls it hands over keep the writer from going idle)
             self.on_written(call, path is not None)
-        title = call.recorded_title if isinstance(exchange, str) else exchange.title
+        title = exchange.title
         if path is None:  # `--mode once`: its scenario's file is kept
             self._done(error=None, kept=True)
             log.info("not recorded (--mode once keeps its scenario's file): %s", title)
             return
         self._done(error=None, call=call.call_of is not None)
         if log.isEnabledFor(logging.INFO):
-            log.info("%s", record_line(_outcome(upstream, payload), call.took, title, path))
+            log.info("%s", record_line(job.outcome(exchange), call.took, title, path))
 
     def _done(self, error: str | None, *, kept: bool = False, call: bool = False) -> None:
         with self._counts:
