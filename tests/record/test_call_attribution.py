@@ -3,9 +3,12 @@ links, the one exchange open, pending then ambiguous."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from recorder.record.calls import Attributor, Placed, call_text, markers_of
+from recorder.record.proxy import create_proxy_app
 from recorder.record.proxy.downstream import parse_downstream
 
 ALPHA = "--- a/src/alpha.py\n+++ b/src/alpha.py\n@@ -1 +1,2 @@\n+print('alpha is here today')\n"
@@ -156,3 +159,20 @@ def test_a_call_after_every_exchange_ended_stays_with_the_latest_at_once() -> No
     found = calls.attribute("tools/list", [])
     assert (found.how, found.candidates) == ("pending", ((2, 0),))
     assert calls.place(10, found, []) == [Placed(10, 2, 0, ambiguous=True)]
+
+
+def test_a_downstreams_listener_is_the_recorders_own_no_webhook_is_delivered_there(
+    tmp_path: Path,
+) -> None:
+    # a push config's webhook at the listener of the agent's calls would have the recorder
+    # deliver into its own listener (recorded as a call of the agent's): refused as its own
+    # address is (fails on the old code: the downstream's address was not among its own)
+    proxy = create_proxy_app("http://127.0.0.1:9", out=tmp_path, push_loopback=True)
+    listener = proxy.add_downstream("model", "http://127.0.0.1:8", port=0)
+    try:
+        port = listener.sock.getsockname()[1]
+        refusal = proxy.push.screen(f"http://127.0.0.1:{port}/hook")
+        assert refusal is not None and "own address" in refusal, refusal
+        assert proxy.push.screen(f"http://127.0.0.1:{port + 1 if port < 65535 else 1}/h") is None
+    finally:
+        listener.sock.close()

@@ -255,6 +255,8 @@ class RecordingProxy:
         )
         listener = DownstreamListener(app, listening_socket(host, port))
         self.downstreams.append(listener)
+        # a webhook there would send the agent's own calls' listener a delivery
+        self.push.also_own(*listener.sock.getsockname()[:2])
         return listener
 
     def listen_grpc(
