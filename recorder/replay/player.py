@@ -242,7 +242,8 @@ class FilePlayer:
         if golden.call is not None:
             # the agent's own call to a downstream (`# @call`): never sent by the player, and
             # no exchange of the client's (`plan` reports none)
-            self.results[index] = self._result(index, notes=("a call the agent made: not sent",))
+            self._notes[index] = ("a call the agent made: not sent",)
+            self.results[index] = self._result(index)
             return
         if self._pushes.is_delivery(index):  # the agent's call: awaited, compared, not sent
             if (live := self._pushes.delivered(index, self.timeout)) is not None:
