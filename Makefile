@@ -4,13 +4,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit heavy tools record bench docs-check docs-sync clean
+.PHONY: demo test lint typecheck unit heavy tools record bench docs-check docs-sync docs-build clean
 
 $(STAMP): pyproject.toml
 	@echo "setting up $(VENV) (first run: about a minute)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
 	touch $(STAMP)
 	@echo "$(VENV) ready"
 
@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(BIN)/recorder play transcripts/
 
 ## test: lint, type-check and the whole test suite (what CI runs)
-test: $(STAMP) lint typecheck unit docs-check
+test: $(STAMP) lint typecheck unit docs-check docs-build
 
 lint: $(STAMP)
 	$(BIN)/ruff check recorder tests bench
@@ -73,9 +73,13 @@ bench: $(STAMP)
 docs-check: $(STAMP)
 	$(BIN)/recorder docs check README.md docs/
 
+## docs-build: build the documentation site (MkDocs, Material) into site/, a warning an error
+docs-build: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 ## docs-sync: rewrite the Markdown blocks marked <!-- recorder: ... --> from their transcripts
 docs-sync: $(STAMP)
 	$(BIN)/recorder docs sync README.md docs/
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis site

@@ -11,17 +11,17 @@ linear and small up to 10,000 exchanges.
 The recording x N is N suites of the goldens, as a regression suite holds many tests: copy k
 (k > 0) has " (suite k)" after each text its client sent, so its requests are other requests
 (the copies' GetTask, card fetches and the like stay alike: the loop does not send those
-alone). One `recorder serve FOLDER --listen 127.0.0.1:0` process per size, all at once; one
-client (httpx, keep-alive) runs `bench_serve.Loop` (SendMessage, a review SendMessage, GetTask
-of its task, fresh uuid ids as an SDK makes them; each reply checked) against each in turn,
-one iteration at a time, the order rotating, so drift hits all alike. Printed per size: the
-p50 and p99 of one request, the ratio of each p50 to x1's, the server's CPU time per request
+alone); and "same xN" is the goldens copied N times unchanged (every copy's request matches
+alike: identical files are one branch, `recorder.serve.book` rule 7). One `recorder serve
+FOLDER --listen 127.0.0.1:0` process per recording, all at once; one client (httpx,
+keep-alive) runs `bench_serve.Loop` (SendMessage, a review SendMessage, GetTask of its task,
+fresh uuid ids as an SDK makes them; each reply checked) against each in turn, one iteration
+at a time, the order rotating, so drift hits all alike. Printed per recording: the p50 and
+p99 of one request, the ratio of each p50 to x1's, the server's CPU time per request
 (utime+stime from /proc: the steadiest figure on a shared machine), the start (command to
 first served card) and the server's resident memory once started; then, in this process,
-the matching's own CPU time per request (`Book.find`) for each size, and for the goldens copied
-unchanged (every copy's request then matches alike: each is kept as a branch, so that figure
-grows with the copies); and the load time and memory at `--big` exchanges. The last line is
-JSON.
+the matching's own CPU time per request (`Book.find`) for each size, suites and identical
+copies; and the load time and memory at `--big` exchanges. The last line is JSON.
 """
 
 from __future__ import annotations
@@ -182,70 +182,79 @@ def main() -> int:
     results: dict[str, Any] = {"bench": "serve-scale", "exchanges_x1": exchanges_once}
     with tempfile.TemporaryDirectory(prefix="bench-serve-scale-") as scratch:
         work = Path(scratch)
-        folders = {size: recording(work / f"x{size}", size) for size in sizes}
-        samples: dict[int, list[float]] = {size: [] for size in sizes}
-        starts: dict[int, float] = {}
-        memory: dict[int, float] = {}
+        # (name, copies) -> the recording: the suites, and the goldens copied unchanged (x1
+        # is both)
+        folders = {(f"x{size}", size): recording(work / f"x{size}", size) for size in sizes}
+        identical = {
+            size: recording(work / f"same-x{size}", size, identical=True) if size > 1 else None
+            for size in sizes
+        }
+        folders.update(
+            ((f"same x{size}", size), folder)
+            for size, folder in identical.items()
+            if folder is not None
+        )
+        names = list(folders)
+        samples: dict[tuple[str, int], list[float]] = {name: [] for name in names}
+        starts: dict[tuple[str, int], float] = {}
+        memory: dict[tuple[str, int], float] = {}
         with contextlib.ExitStack() as stack:
             client = stack.enter_context(httpx.Client(timeout=WAIT * 10))
-            servers: dict[int, tuple[str, int]] = {}
-            for size in sizes:
+            servers: dict[tuple[str, int], tuple[str, int]] = {}
+            for name in names:
                 begun = time.perf_counter()
-                servers[size] = stack.enter_context(
+                servers[name] = stack.enter_context(
                     started(
                         "serve",
-                        str(folders[size]),
+                        str(folders[name]),
                         "--listen",
                         "127.0.0.1:0",
                         pattern=r":(\d+) ",
                         stream="stderr",
                     )
                 )
-                starts[size] = first_card(servers[size][0], begun)
-                memory[size] = resident_mib(servers[size][1])
-            for size in sizes:
-                loop.run(client, servers[size][0], 3)  # warm-up: first connections
-            cpu = {size: cpu_seconds(servers[size][1]) for size in sizes}
-            # one iteration against each size in turn, the order rotating: a burst of load
-            # on the machine hits every size alike
+                starts[name] = first_card(servers[name][0], begun)
+                memory[name] = resident_mib(servers[name][1])
+            for name in names:
+                loop.run(client, servers[name][0], 3)  # warm-up: first connections
+            cpu = {name: cpu_seconds(servers[name][1]) for name in names}
+            # one iteration against each recording in turn, the order rotating: a burst of
+            # load on the machine hits every one alike
             for turn in range(options.rounds * options.iterations):
-                shift = turn % len(sizes)
-                for size in sizes[shift:] + sizes[:shift]:
-                    samples[size].extend(loop.run(client, servers[size][0], 1))
-            cpu = {size: cpu_seconds(servers[size][1]) - cpu[size] for size in sizes}
-        base = percentile(samples[sizes[0]], 0.5)
-        base_cpu = cpu[sizes[0]] / len(samples[sizes[0]])
-        for size in sizes:
-            p50, p99 = percentile(samples[size], 0.5), percentile(samples[size], 0.99)
-            cpu_ms = cpu[size] / len(samples[size]) * 1000
-            results[f"x{size}"] = {
+                shift = turn % len(names)
+                for name in names[shift:] + names[:shift]:
+                    samples[name].extend(loop.run(client, servers[name][0], 1))
+            cpu = {name: cpu_seconds(servers[name][1]) - cpu[name] for name in names}
+        base = percentile(samples[names[0]], 0.5)
+        base_cpu = cpu[names[0]] / len(samples[names[0]])
+        for name in names:
+            label, size = name
+            p50, p99 = percentile(samples[name], 0.5), percentile(samples[name], 0.99)
+            cpu_ms = cpu[name] / len(samples[name]) * 1000
+            results[label.replace(" ", "-")] = {
                 "exchanges": exchanges_once * size,
                 "p50_ms": round(p50 * 1000, 3),
                 "p99_ms": round(p99 * 1000, 3),
                 "p50_ratio": round(p50 / base, 2),
                 "server_cpu_ms_per_request": round(cpu_ms, 3),
                 "cpu_ratio": round(cpu_ms / 1000 / base_cpu, 2) if base_cpu else None,
-                "start_s": round(starts[size], 2),
-                "rss_mib": round(memory[size], 1),
+                "start_s": round(starts[name], 2),
+                "rss_mib": round(memory[name], 1),
             }
             print(
-                f"x{size:<4} {exchanges_once * size:6d} exchanges  p50 {p50 * 1000:7.2f} ms "
-                f"({p50 / base:4.2f}x x{sizes[0]})  p99 {p99 * 1000:7.2f} ms  "
+                f"{label:<9} {exchanges_once * size:6d} exchanges  p50 {p50 * 1000:7.2f} ms "
+                f"({p50 / base:4.2f}x {names[0][0]})  p99 {p99 * 1000:7.2f} ms  "
                 f"server CPU {cpu_ms:6.3f} ms/request  "
-                f"start {starts[size]:6.2f} s  RSS {memory[size]:6.1f} MiB"
+                f"start {starts[name]:6.2f} s  RSS {memory[name]:6.1f} MiB"
             )
-        worst = max(results[f"x{size}"]["p50_ratio"] for size in sizes)
+        worst = max(results[label.replace(" ", "-")]["p50_ratio"] for label, _ in names)
         results["worst_p50_ratio"] = worst
-        print(f"serve p50: at most {worst:.2f}x the x{sizes[0]} figure (goal: within 1.5x)")
+        print(f"serve p50: at most {worst:.2f}x the {names[0][0]} figure (goal: within 1.5x)")
         # the matching alone, in process: the suites, and the goldens copied unchanged
-        for kind, identical in (("suites", False), ("identical", True)):
+        for kind, alike in (("suites", False), ("identical", True)):
             figures = {}
             for size in sizes:
-                folder = (
-                    folders[size]
-                    if not identical
-                    else recording(work / f"same-x{size}", size, identical=True)
-                )
+                folder = (identical[size] if alike else None) or folders[f"x{size}", size]
                 figures[f"x{size}"] = round(match_cpu(folder, loop, options.iterations) * 1e6, 1)
             results[f"match_us_{kind}"] = figures
             shown = ", ".join(f"{name} {us:.0f} us" for name, us in figures.items())

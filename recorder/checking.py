@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,9 +46,16 @@ class Problem:
 
 
 def check_paths(
-    paths: Iterable[str | os.PathLike[str]], *, canonical: bool = False
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    canonical: bool = False,
+    on_export: Callable[[Path], None] | None = note_skipped,
+    on_file: Callable[[Path, list[Problem]], None] | None = None,
 ) -> tuple[int, list[Problem]]:
-    """Parse every transcript; return how many files were checked and the problems found."""
+    """Parse every transcript; return how many files were checked and the problems found.
+
+    `on_export` is told of each export left out (default: a note on stderr), `on_file` of
+    each transcript checked, with its problems."""
     problems: list[Problem] = []
     count = 0
     found: list[Path] = []
@@ -57,7 +64,8 @@ def check_paths(
 
         def skip(path: Path, skipped: list[Path] = skipped) -> None:
             skipped.append(path)
-            note_skipped(path)
+            if on_export is not None:
+                on_export(path)
 
         files = list(find_transcripts([raw], on_export=skip))
         if not files and not skipped:  # a folder without transcripts must not pass as valid
@@ -65,7 +73,10 @@ def check_paths(
         found.extend(files)
     for path in found:
         count += 1
-        problems.extend(_check_file(path, canonical=canonical))
+        found_here = _check_file(path, canonical=canonical)
+        problems.extend(found_here)
+        if on_file is not None:
+            on_file(path, found_here)
     # (a cycle of needs is found from each file that runs into it: said once)
     return count, list(dict.fromkeys(problems))
 

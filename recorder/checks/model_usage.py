@@ -97,7 +97,7 @@ def usage_lines(usage: ModelUsage) -> list[str]:
         for judgment in unstable[:_SHOWN_PLACES]:
             lines.append(f"  unstable: {judgment.place} ({judgment.check})")
         if len(unstable) > _SHOWN_PLACES:
-            lines.append(f"  … and {len(unstable) - _SHOWN_PLACES} more (all in --report-json)")
+            lines.append(f"  … and {len(unstable) - _SHOWN_PLACES} more (all in --json-report)")
     if usage.embeddings:
         lines.append(f"embedding similarity: {_plural(usage.embeddings, 'comparison')}")
     if usage.requests or usage.cached:

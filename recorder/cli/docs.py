@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from recorder.cli import fail, plural
-from recorder.cli.options import AliasedOption
+from recorder.cli.options import AliasedOption, quiet_option, verbose_option
 from recorder.disk.transcripts import find_transcripts, is_export
 from recorder.docs.curlscript import export_curl
 from recorder.docs.export import DIALECTS, ExportError, export_http
@@ -112,6 +112,8 @@ def _load(command: str, reference: str) -> _Selection:
     is_flag=True,
     help="List the exchanges (#N and title, one a line) instead of rendering them.",
 )
+@quiet_option("Accepted as on every command: render prints its block and nothing else.")
+@verbose_option("Also name each exchange rendered (#N and title), on stderr.")
 def render(
     reference: str,
     headers: str,
@@ -123,6 +125,8 @@ def render(
     open_end: bool,
     only: str | None,
     list_: bool,
+    quiet: bool,
+    verbose: int,
 ) -> None:
     """Print exchange N of FILE (numbered from 1), or the one named NAME (its operation, or its
     whole title in double quotes), or every exchange, as a documentation block.
@@ -161,6 +165,10 @@ def render(
     except ValueError as exc:
         fail("render", f"--pick: {exc}")
     text = render_exchanges(selection.exchanges, options, numbers=selection.numbers)
+    if verbose and not quiet:
+        for number in selection.numbers:
+            title = selection.exchanges[number - 1].title
+            click.echo(f"recorder render: {selection.path} #{number}  {title}".rstrip(), err=True)
     click.echo(text, nl=False)
 
 
@@ -188,7 +196,9 @@ def _print_problems(command: str, reports: list[FileReport]) -> bool:
 
 @docs.command(short_help="Rewrite the marked Markdown blocks from their transcripts.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-def sync(paths: tuple[str, ...]) -> None:
+@quiet_option("Problems only: no line per file updated, no closing line.")
+@verbose_option("Also a line per file with marked blocks, updated or not.")
+def sync(paths: tuple[str, ...], quiet: bool, verbose: int) -> None:
     """Rewrite the marked blocks of PATHS (Markdown files or folders of *.md) in place.
 
     Exits 0 when done, 2 when a marker names a missing transcript or exchange (the other blocks
@@ -196,17 +206,23 @@ def sync(paths: tuple[str, ...]) -> None:
     """
     reports = sync_paths(paths, write=True)
     for report in reports:
+        if quiet:
+            break
         if report.written:
             click.echo(f"{report.path}: {plural(len(report.outdated), 'block')} updated")
+        elif verbose and report.markers:
+            click.echo(f"{report.path}: {plural(report.markers, 'block')} up to date")
     if _print_problems("docs sync", reports):
         raise SystemExit(2)
-    if not any(report.written for report in reports):
+    if not quiet and not any(report.written for report in reports):
         click.echo("all blocks up to date")
 
 
 @docs.command(short_help="Fail when a marked Markdown block is out of date (CI).")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-def check(paths: tuple[str, ...]) -> None:
+@quiet_option("Problems only: no closing line when all are up to date.")
+@verbose_option("Also a line per file with marked blocks, and how many are up to date.")
+def check(paths: tuple[str, ...], quiet: bool, verbose: int) -> None:
     """Fail when a marked block of PATHS differs from its transcript (for CI).
 
     Exits 0 when all are up to date, 1 naming `file:line` of each out-of-date block with a
@@ -216,6 +232,9 @@ def check(paths: tuple[str, ...]) -> None:
     reports = sync_paths(paths, write=False)
     stale = 0
     for report in reports:
+        if verbose and not quiet and report.markers:
+            fresh = report.markers - len(report.outdated)
+            click.echo(f"{report.path}: {fresh} of {plural(report.markers, 'block')} up to date")
         for marker in report.outdated:
             stale += 1
             what = "has no code block below it" if marker.block is None else "is out of date"
@@ -230,7 +249,8 @@ def check(paths: tuple[str, ...]) -> None:
     if stale:
         raise SystemExit(1)
     blocks = sum(report.markers for report in reports)
-    click.echo(f"{plural(blocks, 'block')} up to date")
+    if not quiet:
+        click.echo(f"{plural(blocks, 'block')} up to date")
 
 
 @click.command(short_help="Export the requests as a bash script (curl) or a .http file.")
@@ -281,6 +301,8 @@ def check(paths: tuple[str, ...]) -> None:
     default=None,
     help="Write to this file (a folder when exporting a folder) instead of standard output.",
 )
+@quiet_option("Errors only: no line on stderr for what was written, nor the a2a.proto hint.")
+@verbose_option("Also a line per file written when exporting a folder.")
 def export(
     reference: str,
     target: str,
@@ -289,6 +311,8 @@ def export(
     grpc_agent: str | None,
     proto_dir: str | None,
     output: str | None,
+    quiet: bool,
+    verbose: int,
 ) -> None:
     """Export the requests of FILE (or exchange N), or of every transcript in FOLDER, as a bash
     script of curl commands or a .http file, in which later requests send the ids earlier
@@ -302,7 +326,7 @@ def export(
     gRPC calls are httpyac GRPC requests (--to http) or grpcurl commands (--to curl), which
     load the service from a2a.proto: written beside the export (-o), or into --proto DIR.
     """
-    settings = _Settings(target, dialect, base_url, grpc_agent)
+    settings = _Settings(target, dialect, base_url, grpc_agent, quiet, verbose > 0 and not quiet)
     if Path(reference).is_dir():
         _export_folder(Path(reference), settings, output, proto_dir)
         return
@@ -314,8 +338,8 @@ def export(
     grpc = has_grpc(exchanges)
     if proto_dir is not None or (grpc and output is not None):
         folder = Path(proto_dir) if proto_dir is not None else Path(output or ".").parent
-        _write_proto(folder)
-    elif grpc:
+        _write_proto(folder, settings)
+    elif grpc and not quiet:
         click.echo(
             f"recorder export: the gRPC calls load ./{PROTO_FILE} from the export's folder:"
             " write it there with --proto DIR",
@@ -326,7 +350,7 @@ def export(
         return
     _write_export(Path(output), text)
     # (the result is the file: nothing on stdout, which may be piped; the status on stderr)
-    click.echo(f"recorder export: wrote {output}", err=True)
+    settings.say(f"wrote {output}")
 
 
 @dataclass(frozen=True)
@@ -337,14 +361,21 @@ class _Settings:
     dialect: str
     base_url: str | None
     grpc_agent: str | None
+    quiet: bool = False
+    verbose: bool = False
+
+    def say(self, line: str) -> None:
+        """A status line on stderr (`recorder export: ...`), unless -q."""
+        if not self.quiet:
+            click.echo(f"recorder export: {line}", err=True)
 
 
-def _write_proto(folder: Path) -> None:
+def _write_proto(folder: Path, settings: _Settings) -> None:
     try:
         path = write_proto(folder)
     except ExportError as exc:
         fail("export", str(exc))
-    click.echo(f"recorder export: wrote {path} (the gRPC calls' service definition)", err=True)
+    settings.say(f"wrote {path} (the gRPC calls' service definition)")
 
 
 def _exported(exchanges: tuple[Exchange, ...], settings: _Settings, source: str, start: int) -> str:
@@ -398,10 +429,12 @@ def _export_folder(
         text = _exported(exchanges, settings, str(path), 1)
         (destination / name).parent.mkdir(parents=True, exist_ok=True)
         _write_export(destination / name, text)
+        if settings.verbose:
+            settings.say(f"wrote {destination / name}")
         if has_grpc(exchanges):
             protos.add((destination / name).parent)
     if proto_dir is not None:
         protos = {Path(proto_dir)}
     for place in sorted(protos):
-        _write_proto(place)
-    click.echo(f"recorder export: wrote {plural(len(paths), 'file')} to {output}", err=True)
+        _write_proto(place, settings)
+    settings.say(f"wrote {plural(len(paths), 'file')} to {output}")

@@ -9,6 +9,11 @@ from typing import TYPE_CHECKING, cast
 
 import click
 
+from recorder.cli.options import AliasedOption, quiet_option, verbose_option
+
+# uvicorn's log levels, quietest first (-q: error; the default warning; -v info; -vv debug)
+_LEVELS = ["critical", "error", "warning", "info", "debug"]
+
 if TYPE_CHECKING:
     from recorder.kit.model import ModelWording
 
@@ -38,11 +43,15 @@ def _seed(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
 @click.option("--host", default=None, hidden=True)
 @click.option("--port", default=None, hidden=True, type=click.IntRange(0, 65535))
 @click.option(
+    "--grpc-listen",
     "--grpc-port",
+    "grpc_listen",
+    cls=AliasedOption,
+    aliases=("--grpc-port",),
     default=None,
-    type=click.IntRange(0, 65535),
-    help="Port of the gRPC binding (0: any free) [default: the HTTP port + 1; any free with "
-    "--listen 0].",
+    metavar="HOST:PORT",
+    help="Where the gRPC binding listens (HOST:PORT, or a port on the --listen host; 0: any "
+    "free port) [default: the HTTP port + 1; any free with --listen 0].",
 )
 @click.option(
     "--grpc/--no-grpc",
@@ -59,12 +68,14 @@ def _seed(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
 )
 @click.option(
     "--log-level",
-    default="warning",
-    show_default=True,
-    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default=None,
+    type=click.Choice(_LEVELS),
     help="Log level of the server (uvicorn). The SDK's per-request warnings about client "
-    "errors show from 'info' down.",
+    "errors show from 'info' down.  [default: warning; error with -q, info with -v, debug "
+    "with -vv]",
 )
+@quiet_option("No banner (where it listens) and no closing line: errors only.")
+@verbose_option("Log every request (--log-level info); -vv: debug.")
 @click.option(
     "--vary",
     "vary",
@@ -111,10 +122,12 @@ def kit(
     listen: str | None,
     host: str | None,
     port: int | None,
-    grpc_port: int | None,
+    grpc_listen: str | None,
     serve_grpc: bool,
     token: str | None,
-    log_level: str,
+    log_level: str | None,
+    quiet: bool,
+    verbose: int,
     vary: int | None,
     model_url: str | None,
     model_name: str,
@@ -124,7 +137,7 @@ def kit(
     """Run the code-reviewer A2A agent (a2a-sdk) until Ctrl-C.
 
     JSON-RPC at /a2a/jsonrpc, HTTP+JSON under /a2a/rest, gRPC (lf.a2a.v1.A2AService) on
-    --grpc-port, the card at /.well-known/agent-card.json. Every HTTP request needs the
+    --grpc-listen, the card at /.well-known/agent-card.json. Every HTTP request needs the
     header A2A-Version: 1.0.
     """
     import logging
@@ -159,21 +172,25 @@ def kit(
     model = _model(model_url, model_name, tools_url, sock)
     if model is not None and model_prompt is not None:
         model = dataclasses.replace(model, prompt=model_prompt)
+    grpc_host, grpc_port = host, None
     if not serve_grpc:
-        grpc_port = None
+        pass
     elif not grpc_available():
-        if grpc_port is not None:  # asked for: an error, not a kit without it
+        if grpc_listen is not None:  # asked for: an error, not a kit without it
             sock.close()
-            fail("kit", f"--grpc-port {grpc_port}: {MISSING}")
+            fail("kit", f"--grpc-listen {grpc_listen}: {MISSING}")
         warn("kit", f"no gRPC binding: {MISSING}")
     else:
-        grpc_port = _grpc_port(host, bound_port if port else 0, grpc_port, sock)
+        grpc_host, asked = _grpc_address(grpc_listen, host, sock)
+        grpc_port = _grpc_port(grpc_host, bound_port if port else 0, asked, sock)
     shown_host = f"[{host}]" if ":" in host else host
     started: list[bool] = []
 
     def banner(grpc_address: str | None) -> None:
         # (printed once the gRPC port is bound: the app's startup, before the first request)
         started.append(True)
+        if quiet:
+            return
         click.echo(f"code-reviewer listening on http://{shown_host}:{bound_port}")
         click.echo(f"  agent card  {base_url}/.well-known/agent-card.json")
         click.echo(f"  JSON-RPC    {base_url}/a2a/jsonrpc")
@@ -192,9 +209,11 @@ def kit(
         wording=wording,
         model=model,
         grpc_port=grpc_port,
-        grpc_host=host,
+        grpc_host=grpc_host,
         on_start=banner,
     )
+    if log_level is None:  # (an explicit --log-level wins over -q/-v)
+        log_level = "error" if quiet else _LEVELS[min(2 + verbose, len(_LEVELS) - 1)]
     level = logging.getLevelName(log_level.upper())
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=level)
     # The SDK logs every client error (-32001, -32602 ...) as a warning; the kit is made to
@@ -215,7 +234,8 @@ def kit(
         sock.close()
     if not started:  # the app's startup failed (uvicorn said why above)
         fail("kit", "the agent did not start", 1)
-    click.echo("code-reviewer stopped.")
+    if not quiet:
+        click.echo("code-reviewer stopped.")
 
 
 def _model(
@@ -247,13 +267,31 @@ def _grpc_port(host: str, http_port: int, asked: int | None, sock: socket.socket
     if port == 0:
         return 0
     if port > 65535:
-        fail("kit", f"no gRPC port after {http_port}: give one with --grpc-port")
+        fail("kit", f"no gRPC port after {http_port}: give one with --grpc-listen")
     try:
         bind_socket(host, port).close()  # (a probe: the gRPC server binds it next)
     except (OSError, OverflowError) as error:
         sock.close()
-        fail("kit", listen_problem(host, port, error) + " (gRPC: see --grpc-port)")
+        fail("kit", listen_problem(host, port, error) + " (gRPC: see --grpc-listen)")
     return port
+
+
+def _grpc_address(
+    grpc_listen: str | None, host: str, sock: socket.socket
+) -> tuple[str, int | None]:
+    """The gRPC host and the port asked for (None: the default): `--grpc-listen HOST:PORT`,
+    or a port alone on the kit's own host (what the old `--grpc-port N` meant)."""
+    from recorder.cli import fail
+    from recorder.servers import parse_listen
+
+    if grpc_listen is None:
+        return host, None
+    try:
+        grpc_host, grpc_port = parse_listen(grpc_listen)
+    except ValueError as exc:
+        sock.close()
+        fail("kit", f"--grpc-listen: {exc}")
+    return (host if grpc_listen.strip().isdigit() else grpc_host), grpc_port
 
 
 def _address(listen: str | None, host: str | None, port: int | None) -> tuple[str, int]:

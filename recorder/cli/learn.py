@@ -93,7 +93,7 @@ def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> st
     metavar="FILE",
     callback=_output,
     help="Write the rules (with --rules: FILE merged with the learned ones) to FILE. Without "
-    "-o and --rules they are printed on stdout.",
+    "-o and --rules they are printed on stdout (with either, a line per rule only with -v).",
 )
 @variable_options
 @click.option(
@@ -121,7 +121,8 @@ def _output(ctx: click.Context, param: click.Parameter, value: str | None) -> st
     "-v",
     "--verbose",
     count=True,
-    help="Also print what could not be learned, and each held-out run's failure.",
+    help="Also print each rule written to a file (-o, --rules), what could not be learned, "
+    "and each held-out run's failure.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print the likely regressions and the summary.")
 def learn(
@@ -208,12 +209,16 @@ def learn(
         click.echo(f"recorder {_NAME}: not learned from: {problem}", err=True)
     if output is None and rules_path is None:
         click.echo(learned.text, nl=False)
-    if not quiet:
+    # the rules go to a file (-o, --rules): they are not said again, line by line (a check's
+    # values make lines of hundreds of characters), unless -v asks
+    listed = not quiet and (to_stderr or verbose > 0)
+    if listed:
         for proposal in proposals.rules:
             rule = proposal.rule_text()
             first = proposal.where[0] if proposal.where else ""
             more = f" and {proposal.places - 1} more" if proposal.places > 1 else ""
             click.echo(f"  {rule}  # {proposal.reason}: {first}{more}", err=to_stderr)
+    if not quiet:
         for hint in proposals.hints:
             click.echo(f"note: {hint}", err=True)
         if verbose:

@@ -1,17 +1,29 @@
 """Option spellings shared by the commands: one name per idea, the old names kept as aliases.
 
-The agent is `--agent` in every command (`record --upstream` and `export --base-url` still
-work), a listening address is `--listen HOST:PORT` (`kit --host/--port` still work). An alias
-is accepted where it used to be but not shown in `--help`, so the help teaches one spelling.
+- the agent is `--agent URL` in every command (`record --upstream` and `export --base-url`
+  still work), its gRPC address `--grpc-agent HOST:PORT`;
+- a listening address is `--listen HOST:PORT`, a gRPC one `--grpc-listen HOST:PORT`
+  (`kit --host/--port/--grpc-port` still work);
+- where a command writes its product is `-o/--output` (`record --out`, `serve --record-new`
+  still work); a report beside it is `--<format>-report FILE` (`play --junit-report`,
+  `--json-report`; `--junit-xml`, `--report-json` still work);
+- how much is said is `-q/--quiet` (errors and the result only) and `-v/--verbose` (more) on
+  every command.
+
+An alias is accepted where it used to be but not shown in `--help`, so the help teaches one
+spelling.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
-__all__ = ["AliasedOption"]
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+__all__ = ["AliasedOption", "quiet_option", "verbose_option"]
 
 
 class AliasedOption(click.Option):
@@ -44,3 +56,13 @@ class AliasedOption(click.Option):
             return super().get_error_hint(ctx)
         finally:
             self.opts = hidden
+
+
+def quiet_option(help: str) -> Callable[[_F], _F]:
+    """`-q/--quiet`, a flag, with what it leaves out in this command (`help`)."""
+    return click.option("-q", "--quiet", is_flag=True, help=help)
+
+
+def verbose_option(help: str) -> Callable[[_F], _F]:
+    """`-v/--verbose`, counted (`-vv` is 2), with what it adds in this command (`help`)."""
+    return click.option("-v", "--verbose", count=True, help=help)

@@ -15,6 +15,7 @@ import click
 from recorder.checks.model_rules import bind_model_checks, start_session
 from recorder.checks.model_session import DEFAULT_CONCURRENCY, ModelSession
 from recorder.checks.model_usage import ModelUsage, usage_json, usage_lines
+from recorder.cli.options import AliasedOption
 from recorder.errors import RecorderError
 from recorder.extras import KIT_EXTRA, kit_sdk_problem
 from recorder.replay.envfile import EnvFileError, merge_variables, parse_env_file, parse_var
@@ -304,8 +305,11 @@ def _is_transcript(path: str) -> bool:
     "differences are reported; the exit status is 0 once the files are written.",
 )
 @click.option(
+    "--junit-report",
     "--junit-xml",
     "junit_path",
+    cls=AliasedOption,
+    aliases=("--junit-xml",),
     metavar="FILE",
     callback=_report_path,
     help="Also write a JUnit XML report.",
@@ -352,8 +356,11 @@ def _is_transcript(path: str) -> bool:
     "for CI, where the agent starts beside the player. (The bundled kit needs no wait.)",
 )
 @click.option(
+    "--json-report",
     "--report-json",
     "json_path",
+    cls=AliasedOption,
+    aliases=("--report-json",),
     metavar="FILE",
     callback=_report_path,
     help="Also write a JSON report: one record per exchange (file, exchange, title, verdict, "

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from recorder.cli import fail, plural
-from recorder.cli.options import AliasedOption
+from recorder.cli.options import AliasedOption, quiet_option, verbose_option
 from recorder.errors import RecorderError
 from recorder.format.model import Transcript
 from recorder.record.store.modes import MODES
@@ -33,12 +33,19 @@ if TYPE_CHECKING:
     "--listen",
     default="127.0.0.1:41241",
     show_default=True,
-    help="Where the proxy listens (HOST:PORT; loopback unless you say otherwise).",
+    metavar="HOST:PORT",
+    help="Where the proxy listens (HOST:PORT, or a port; loopback unless you say otherwise).",
 )
 @click.option(
+    "-o",
+    "--output",
     "--out",
+    "out",
+    cls=AliasedOption,
+    aliases=("--out",),
     default="transcripts/",
     show_default=True,
+    metavar="DIRECTORY",
     type=click.Path(file_okay=False),
     help="Folder of the NN-slug.http transcripts (numbering continues after the highest).",
 )
@@ -95,7 +102,7 @@ if TYPE_CHECKING:
     type=click.Choice(MODES),
     default="replace",
     show_default=True,
-    help="What a scenario whose file NN-name.http is already in --out does: replace: it is "
+    help="What a scenario whose file NN-name.http is already in --output does: replace: it is "
     "recorded again into that file (same number, same name; the recorded ids are kept where "
     "the agent's behaviour did not change, final when the recorder stops); new: it gets a new "
     "file; once: its file is kept, its traffic forwarded but not recorded.",
@@ -150,11 +157,10 @@ if TYPE_CHECKING:
     "the agent's base URL for it there (OPENAI_BASE_URL, an MCP server's URL). Each call is "
     "written into the file of the exchange that made it, tagged '# @call NAME exchange N'.",
 )
-@click.option(
-    "-q",
-    "--quiet",
-    is_flag=True,
-    help="No line per recorded exchange: errors, warnings and the summary only.",
+@quiet_option("No line per recorded exchange: errors, warnings and the summary only.")
+@verbose_option(
+    "Also a line per request as it is forwarded (its scenario, or none: grouped by id "
+    "lineage), and each scenario started or ended."
 )
 def record(
     upstream: str,
@@ -175,6 +181,7 @@ def record(
     push_receiver_url: str | None,
     downstreams: tuple[str, ...],
     quiet: bool,
+    verbose: int,
 ) -> None:
     """Record every exchange between clients and the agent at --agent.
 
@@ -190,7 +197,7 @@ def record(
     client gets names it. An interface the recorder does not
     proxy is named in a warning: what is called there is not recorded.
 
-    Record modes (--mode), for a scenario whose file is already in --out: replace (the
+    Record modes (--mode), for a scenario whose file is already in --output: replace (the
     default) records it again into that file, same number and name, keeping the previous
     file's ids, timestamps and Date headers where the agent's behaviour did not change, so
     `git diff` shows only real changes (the file is final when the recorder stops, Ctrl-C
@@ -233,7 +240,7 @@ def record(
     # (the proxy's and its transport's, `recorder.record.transport`)
     proxy_log = logging.getLogger("recorder.record")
     proxy_log.addHandler(handler)
-    proxy_log.setLevel(logging.WARNING if quiet else logging.INFO)
+    proxy_log.setLevel(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
     try:
         host, port = parse_listen(listen)
         from recorder.rules.ruleset import load_rules

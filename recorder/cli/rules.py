@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from recorder.cli import fail, plural
+from recorder.cli.options import quiet_option, verbose_option
 
 
 @click.group(short_help="Check a rules file (YAML) for rules that can never apply.")
@@ -14,7 +15,9 @@ def rules() -> None:
 
 @rules.command(short_help="Report the rules of FILE that can never apply.")
 @click.argument("file", type=click.Path(dir_okay=False))
-def check(file: str) -> None:
+@quiet_option("Warnings only: no closing OK line.")
+@verbose_option("Also say what FILE sets: each top-level key and how many entries it holds.")
+def check(file: str, quiet: bool, verbose: int) -> None:
     """Load FILE as `play --rules` would, and warn (with `file:line`) about each rule that can
     never apply: a generated_fields name or generated_paths path naming what only the client
     sends, a kind that is neither known (id, time, token) nor declared in FILE, and a check
@@ -31,6 +34,26 @@ def check(file: str) -> None:
         fail("rules check", str(exc))
     for warning in warnings:
         click.echo(f"recorder rules check: warning: {warning}", err=True)
+    if verbose and not quiet:
+        for key, entries in _keys(file):
+            click.echo(f"{file}: {key}: {entries}")
     if warnings:
         fail("rules check", f"{file}: {plural(len(warnings), 'warning')}", code=1)
-    click.echo(f"{file}: rules OK")
+    if not quiet:
+        click.echo(f"{file}: rules OK")
+
+
+def _keys(file: str) -> list[tuple[str, str]]:
+    """Each top-level key of the rules file and what it holds (`3 entries`, or its value)."""
+    import yaml
+
+    with open(file, encoding="utf-8") as handle:
+        data = yaml.safe_load(handle)  # (valid rules: rules_warnings read it already)
+    if not isinstance(data, dict):
+        return []
+    return [
+        (str(key), plural(len(value), "entry", "entries"))
+        if isinstance(value, dict | list)
+        else (str(key), str(value))
+        for key, value in data.items()
+    ]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from recorder.cli import fail, plural
+from recorder.cli.options import AliasedOption, quiet_option, verbose_option
 from recorder.errors import RecorderError
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     "--listen",
     default="127.0.0.1:41242",
     show_default=True,
+    metavar="HOST:PORT",
     help="Where the stand-in listens (HOST:PORT, or a port; 0: any free port).",
 )
 @click.option(
@@ -62,7 +64,12 @@ if TYPE_CHECKING:
     "reply (a stand-in that passes through what it was not recorded for).",
 )
 @click.option(
+    "-o",
+    "--output",
     "--record-new",
+    "record_new",
+    cls=AliasedOption,
+    aliases=("--record-new",),
     metavar="DIR",
     type=click.Path(file_okay=False),
     help="With --fallback: record what the agent answers there into transcripts in DIR "
@@ -82,9 +89,8 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Exit 1 at shutdown when any request matched no recorded exchange (for CI).",
 )
-@click.option(
-    "-v", "--verbose", is_flag=True, help="Log every request and the exchange it matched."
-)
+@quiet_option("Errors and warnings only: not where it listens, nor what it recorded.")
+@verbose_option("Log every request and the exchange it matched.")
 def serve(
     paths: tuple[str, ...],
     listen: str,
@@ -97,7 +103,8 @@ def serve(
     record_new: str | None,
     downstreams: tuple[str, ...],
     strict: bool,
-    verbose: bool,
+    quiet: bool,
+    verbose: int,
 ) -> None:
     """Answer requests as the agent did in the transcripts under PATHS (files, folders).
 
@@ -120,7 +127,7 @@ def serve(
     log.addHandler(handler)
     log.setLevel(logging.INFO if verbose else logging.WARNING)
     if record_new is not None and fallback is None:
-        fail("serve", "--record-new needs --fallback URL (the agent to record)")
+        fail("serve", "-o/--output needs --fallback URL (the agent to record)")
     recorder = None
     standing: list[tuple[StandIn, ServerThread]] = []
     try:
@@ -148,7 +155,8 @@ def serve(
         stand_in.grpc_fallback = grpc_relay
         standing = _downstreams(downstreams, paths, loaded, pace=pace, fresh_ids=fresh_ids)
         grpc_at = _grpc_listen(grpc_listen, host, port, stand_in)
-        run(stand_in, host=host, port=port, announce=_status, grpc_listen=grpc_at)
+        announce = _silent if quiet else _status
+        run(stand_in, host=host, port=port, announce=announce, grpc_listen=grpc_at)
     except (ValueError, RecorderError) as exc:
         fail("serve", str(exc))
     except OSError as exc:
@@ -159,7 +167,10 @@ def serve(
             thread.stop()
         if recorder is not None:
             recorder.stop()
-            _status(f"recorded {plural(recorder.proxy.recorded, 'new exchange')} in {record_new}")
+            if not quiet:
+                _status(
+                    f"recorded {plural(recorder.proxy.recorded, 'new exchange')} in {record_new}"
+                )
         log.removeHandler(handler)
     unmatched = stand_in.unmatched + sum(downstream.unmatched for downstream, _ in standing)
     if strict and unmatched:
@@ -251,3 +262,7 @@ def _recorder(upstream: str, out: str, rules: Rules, grpc: str | None) -> ProxyS
 
 def _status(line: str) -> None:
     click.echo(f"recorder serve: {line}", err=True)
+
+
+def _silent(line: str) -> None:
+    """`serve -q`: the status lines are not said."""

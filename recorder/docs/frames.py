@@ -8,7 +8,6 @@ for the members left out.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +22,7 @@ from recorder.docs.select import (
     first_leaf_path,
     picked_paths,
 )
+from recorder.format.jsonbody import loads
 from recorder.format.sse import SseEvent
 
 __all__ = ["cut_data_line", "stream_lines"]
@@ -101,7 +101,7 @@ def _has_pick(raw: list[str], picks: Sequence[JsonPath]) -> bool:
         if data is None:
             continue
         try:
-            value = json.loads(data)
+            value = loads(data)
         except (ValueError, RecursionError):
             continue
         if picked_paths(envelope_first(value), picks):
@@ -119,7 +119,7 @@ def _frame_line(line: str, width: int, full: bool, picks: Sequence[JsonPath]) ->
 def cut_data_line(data: str, width: int, full: bool = False, picks: Sequence[JsonPath] = ()) -> str:
     """Rule 4 for one `data:` value: JSON reordered, cut at member boundaries with `…`."""
     try:
-        value = json.loads(data)
+        value = loads(data)  # (each number as it was written: `jsonbody.JsonNumber`)
     except (ValueError, RecursionError):
         return data if full or len(data) <= width else _cut_text(data, width)
     value = envelope_first(value)

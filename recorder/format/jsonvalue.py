@@ -227,11 +227,14 @@ def dumps(
 
 def compact_json(value: Any) -> bytes:
     """A value as compact JSON text (`{"a":1}`), as agents send it: by orjson, which refuses a
-    `JsonNumber` (and integers past 64 bits), else by `dumps`, which writes its text."""
+    `JsonNumber` (and integers past 64 bits) and a lone surrogate, else by `dumps`, which
+    writes a number's text, and a lone surrogate as its JSON escape (`"\\ud800"`, valid JSON
+    text that UTF-8 cannot carry raw)."""
     try:
         return orjson.dumps(value)
     except orjson.JSONEncodeError:
-        return dumps(value, separators=(",", ":")).encode()
+        # (only a string holds a lone surrogate: Python's `\\udfff` is then JSON's escape)
+        return dumps(value, separators=(",", ":")).encode("utf-8", "backslashreplace")
 
 
 def _holds_float(value: Any) -> bool:

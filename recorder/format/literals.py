@@ -15,6 +15,11 @@ where it stands, so that it is never read as a variable:
   reads it back before the text is sent, served or shown). A text that itself holds
   `\\{\\{NAME\\}\\}` outside JSON reads back as `{{NAME}}`: that spelling is the escape.
 
+A reader that decodes the text (a JSON string, `literal_text`) can no longer tell a literal
+from a placeholder: `template` and `json_templates` read the placeholders where they stand, in
+the text as written, and give each such text as a `Template` (the stand-in matches a recorded
+request's placeholders, and only those, as any value).
+
 Only what would read as a placeholder is escaped (`{{ x y }}` or `{{1}}` is no placeholder,
 and stays as it came). The recorder escapes (`recorder.secrets.redact.Redactor`) before it writes
 its own placeholders, which stay placeholders: `keep` names them where a body is written
@@ -25,23 +30,30 @@ anew after its secrets were taken out. A literal spelled as one of those in the 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Mapping
+from dataclasses import dataclass
 
 from recorder.format.model import Exchange, Headers, Request, Response, SseEvent, is_json_media_type
 
 __all__ = [
     "PLACEHOLDER",
+    "Template",
     "as_sent",
+    "body_as_sent",
     "escape_body",
     "escape_data",
     "escape_event",
     "escape_json_text",
     "escape_text",
     "has_escaped",
+    "headers_as_sent",
+    "json_templates",
     "literal_text",
     "rewrite",
+    "template",
 ]
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -52,6 +64,7 @@ variable of its dialect."""
 # a literal `{{NAME}}` escaped outside JSON: `\{\{NAME\}\}` (group 1: what is inside)
 _ESCAPED = re.compile(r"\\\{\\\{(\s*[A-Za-z_][A-Za-z0-9_]*\s*)\\\}\\\}")
 _NOTHING: frozenset[str] = frozenset()
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # (a string literal, escapes included)
 
 
 def escape_text(text: str, keep: Container[str] = _NOTHING) -> str:
@@ -135,6 +148,85 @@ def literal_text(text: str) -> str:
     return _ESCAPED.sub(lambda m: "{{" + m.group(1) + "}}", text)
 
 
+@dataclass(frozen=True)
+class Template:
+    """Recorded text that holds placeholders: what was sent between them (`pieces`, one more
+    than `placeholders`, literals read back) and each placeholder as written (`{{A2A_TOKEN}}`).
+    `value` is the text as a reader of it sees it (the decoded JSON string, the header as
+    sent); `pattern` matches the texts it stands for: each placeholder any text."""
+
+    pieces: tuple[str, ...]
+    placeholders: tuple[str, ...]
+
+    @property
+    def value(self) -> str:
+        parts = [self.pieces[0]]
+        for placeholder, piece in zip(self.placeholders, self.pieces[1:], strict=True):
+            parts.extend((placeholder, piece))
+        return "".join(parts)
+
+    def filled(self, values: Mapping[str, str]) -> str:
+        """The text with each placeholder that `values` holds (by `{{NAME}}`) as its value."""
+        parts = [self.pieces[0]]
+        for placeholder, piece in zip(self.placeholders, self.pieces[1:], strict=True):
+            parts.extend((values.get(placeholder, placeholder), piece))
+        return "".join(parts)
+
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """Each piece as it is, each placeholder `(.+?)` (group N: the Nth placeholder's)."""
+        parts = [re.escape(self.pieces[0])]
+        for piece in self.pieces[1:]:
+            parts.extend(("(.+?)", re.escape(piece)))
+        return re.compile("".join(parts), re.DOTALL)
+
+
+def template(text: str, sent: Callable[[str], str] = literal_text) -> Template | None:
+    """`text` as written in a transcript (no JSON: a header value, a target piece, a body) as
+    a `Template`, each piece between its placeholders read back by `sent`; None when it holds
+    no placeholder (an escaped literal is none)."""
+    if "{{" not in text:
+        return None
+    pieces: list[str] = []
+    placeholders: list[str] = []
+    position = 0
+    for match in PLACEHOLDER.finditer(text):
+        pieces.append(sent(text[position : match.start()]))
+        placeholders.append(match.group())
+        position = match.end()
+    if not placeholders:
+        return None
+    pieces.append(sent(text[position:]))
+    return Template(tuple(pieces), tuple(placeholders))
+
+
+def json_templates(text: str) -> dict[str, Template]:
+    """The strings of JSON text that hold placeholders, by their value: a literal `{{NAME}}`
+    (written `\\u007b{NAME}}`) is the same string once decoded, and is none."""
+    found: dict[str, Template] = {}
+    if "{{" not in text:
+        return found
+    for token in _JSON_STRING.findall(text):
+        if "{{" not in token:
+            continue
+        # (a piece between placeholders is a string's text still: no escape is cut, none
+        # holds a brace)
+        held = template(token[1:-1], _json_piece)
+        if held is not None:
+            found.setdefault(held.value, held)
+    return found
+
+
+def _json_piece(piece: str) -> str:
+    if "\\" not in piece:
+        return piece
+    try:
+        value: str = json.loads('"' + piece + '"')
+    except ValueError:  # (no JSON string: kept as written)
+        return piece
+    return value
+
+
 def rewrite(text: str, literal: Callable[[str], str], variable: Callable[[str], str]) -> str:
     """`text` with each piece between placeholders written by `literal` (it still holds its
     escapes: `literal_text` gives what was sent) and each placeholder's NAME by `variable`:
@@ -151,8 +243,9 @@ def rewrite(text: str, literal: Callable[[str], str], variable: Callable[[str], 
 
 def as_sent(exchange: Exchange) -> Exchange:
     """`exchange` with each literal escaped outside JSON (`\\{\\{NAME\\}\\}`) as it was
-    sent (`{{NAME}}`): in the target, header values, a body that is no JSON, and event data
-    that is no JSON and ids (JSON text reads the same either way). What a reader is shown
+    sent (`{{NAME}}`): in the target, header values and trailers, a body that is no JSON,
+    and event data that is no JSON and ids (JSON text reads the same either way). What a
+    reader is shown
     (`recorder render`, `recorder docs`)."""
     request, response = exchange.request, exchange.response
     sent_request = _request_as_sent(request)
@@ -162,13 +255,18 @@ def as_sent(exchange: Exchange) -> Exchange:
     return dataclasses.replace(exchange, request=sent_request, response=sent_response)
 
 
-def _headers_as_sent(headers: Headers) -> Headers:
+def headers_as_sent(headers: Headers) -> Headers:
+    """Header values (or trailers) with each literal escaped (`\\{\\{NAME\\}\\}`) as it
+    was sent (`{{NAME}}`)."""
     if not any("\\{\\{" in value for _, value in headers):
         return headers
     return Headers([(name, literal_text(value)) for name, value in headers])
 
 
-def _body_as_sent(body: bytes, is_json: bool) -> bytes:
+def body_as_sent(body: bytes, is_json: bool) -> bytes:
+    """A body (`is_json`: read as JSON by the model) as it was sent: one that is no JSON with
+    its literals (`\\{\\{NAME\\}\\}`) read back (a JSON body's are the same strings once
+    read)."""
     if is_json or b"\\{\\{" not in body:
         return body
     try:
@@ -179,15 +277,18 @@ def _body_as_sent(body: bytes, is_json: bool) -> bytes:
 
 def _request_as_sent(request: Request) -> Request:
     target = literal_text(request.target)
-    headers = _headers_as_sent(request.headers)
-    body = _body_as_sent(request.body, request.json is not None)
+    headers = headers_as_sent(request.headers)
+    body = body_as_sent(request.body, request.json is not None)
     if target is request.target and headers is request.headers and body is request.body:
         return request
     return dataclasses.replace(request, target=target, headers=headers, body=body)
 
 
 def _response_as_sent(response: Response) -> Response:
-    headers = _headers_as_sent(response.headers)
+    trailers = headers_as_sent(response.trailers)
+    if trailers is not response.trailers:
+        response = dataclasses.replace(response, trailers=trailers)
+    headers = headers_as_sent(response.headers)
     if response.events is not None:
         events = tuple(
             dataclasses.replace(
@@ -200,7 +301,7 @@ def _response_as_sent(response: Response) -> Response:
         if headers is response.headers and events == response.events:
             return response
         return response.with_content(headers, events=events)
-    body = _body_as_sent(response.body, response.json is not None)
+    body = body_as_sent(response.body, response.json is not None)
     if headers is response.headers and body is response.body:
         return response
     return response.with_content(headers, body=body)

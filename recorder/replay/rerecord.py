@@ -31,11 +31,11 @@ Pure: transcripts in, transcript out.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from typing import Any
 
 from recorder.format.httpfile import dumps, loads
+from recorder.format.jsonvalue import loads as json_loads
 from recorder.format.model import Exchange, Headers, Request, Response, Transcript
 from recorder.replay.verdict.state import ReplayState
 from recorder.rules.pairing import PairingRules
@@ -195,7 +195,8 @@ def _pair_requests(
     if not (old.is_json and new.is_json):
         return False
     try:
-        old_value, new_value = json.loads(old.body), json.loads(new.body)
+        # (each number as its text says: 12345678901234567.89 and ...88, -0 and 0, differ)
+        old_value, new_value = json_loads(old.body), json_loads(new.body)
     except (ValueError, RecursionError):
         return False
     return _pair_values(old_value, new_value, pairing, pairs)

@@ -229,11 +229,12 @@ def fill_reply_placeholders(
     value, as it is compared: the recorder (and --update) write a secret that an agent echoes
     (a token in a message) as its placeholder. Other `{{...}}` text is the agent's own and
     stays as written, as does a placeholder whose variable is not set. A literal escaped
-    outside JSON (`\\{\\{NAME\\}\\}`) is compared as it was sent (`{{NAME}}`)."""
+    outside JSON (`\\{\\{NAME\\}\\}`) is compared as it was sent (`{{NAME}}`), in the
+    headers and body and in a gRPC call's trailers."""
     if (
         b"{{" not in response.body
         and b"\\{\\{" not in response.body
-        and not any(_braces(value) for _, value in response.headers)
+        and not any(_braces(value) for _, value in (*response.headers, *response.trailers))
     ):
         return response
     known = {name: variables[name] for name in names if name in variables}
@@ -262,15 +263,23 @@ def fill_reply_placeholders(
             return PLACEHOLDER.sub(in_json, text) if known else text
         return literal_text(PLACEHOLDER.sub(plain, text) if known else text)
 
-    try:
-        headers = Headers(
-            [
-                (n, literal_text(PLACEHOLDER.sub(in_header, v)) if _braces(v) else v)
-                for n, v in response.headers
-            ]
-        )
-    except ValueError:  # a value that cannot be a header value (a line break): kept as written
-        headers = response.headers
+    def filled_headers(fields: Headers) -> Headers:
+        if not any(_braces(value) for _, value in fields):
+            return fields
+        try:
+            return Headers(
+                [
+                    (n, literal_text(PLACEHOLDER.sub(in_header, v)) if _braces(v) else v)
+                    for n, v in fields
+                ]
+            )
+        except ValueError:  # a value that cannot be a header value (a line break): as written
+            return fields
+
+    headers = filled_headers(response.headers)
+    trailers = filled_headers(response.trailers)  # (a gRPC call's trailing metadata)
+    if trailers is not response.trailers:
+        response = replace(response, trailers=trailers)
     if response.events is not None:
         events = tuple(
             replace(

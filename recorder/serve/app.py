@@ -187,8 +187,10 @@ class StandIn:
         if key in self._logged_ties:
             return
         self._logged_ties.add(key)
+        copies = tie.copies
+        also = f" (and {copies} identical cop{'y' if copies == 1 else 'ies'})" if copies else ""
         line = (
-            f"{tie.chosen.where} and {tie.other.where} match the request as well; "
+            f"{tie.chosen.where} and {tie.other.where}{also} match the request as well; "
             f"{tie.chosen.where} answers (first among equals)"
         )
         if tie.same_reply:

@@ -37,17 +37,26 @@ The strategy (docs/serve.md says it for users):
 A choice between candidates that score alike (or within one leaf) is a `Tie` in `ties`, for
 the app to log: never a silent arbitrary choice.
 
+7. **Identical transcripts** (a recording that holds one file many times over: suites copied
+   whole) answer every request alike, so one branch stands for all of them (`Branch.twins`)
+   and a request is compared with one: its cost does not grow with the copies. Which copy
+   answers is as if each were its own branch: the one opened by the fewest conversations,
+   then file order; a tie with copies is one `Tie` that counts them. (A file that needs
+   others, or that others need, is never one of such copies: it is paired with them.)
+
 Every conversation and every id handed out stays in memory while the stand-in runs.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from recorder.format.model import Exchange
 from recorder.rules.pairing import PairingRules
 from recorder.serve.index import StepIndex
 from recorder.serve.match import LiveRequest, Matching, random_template
@@ -78,6 +87,9 @@ class Branch:
     a file that joined the conversation (`@after`) is a group of its own."""
     last: int = 0
     """When the branch last answered (the book's count of answers)."""
+    twins: list[int] = field(default_factory=list)
+    """Files identical to `file` (`Book` rule 7) played with it: every request answers each
+    as it answers `file`, so they share this branch's state; `file` answers."""
 
 
 @dataclass
@@ -124,6 +136,9 @@ class Tie:
     conversations: tuple[int, int] | None = None
     """(the conversation that answered, another that played the needed file as well): two
     conversations a file that needs others could have joined (`chosen` is `other`)."""
+    copies: int = 0
+    """How many more files identical to `other`'s matched as well (`Book` rule 7): this
+    tie stands for theirs too."""
 
 
 class Book:
@@ -161,10 +176,6 @@ class Book:
             for step in steps:
                 keyed.setdefault(step.key, []).append(step)
             self._keyed.append(keyed)
-        self._starters = StepIndex(
-            (step for steps in files for step in steps if not step.needs), rules
-        )
-        """The steps that can start a conversation (they need no earlier id), indexed."""
         self.after: list[tuple[int, ...]] = list(after) if after is not None else []
         """Each file's needs (`recorder.serve.steps.needed_files`), file numbers."""
         self.after += [()] * (len(files) - len(self.after))
@@ -172,6 +183,25 @@ class Book:
         for number, needs in enumerate(self.after):
             for needed in needs:
                 self._needed_by.setdefault(needed, []).append(number)
+        self._first_copy = _first_copies(files, self.after, self._needed_by)
+        """Each file's first identical file in file order (itself: the first or alone)."""
+        self._copies: dict[int, list[int]] = {}
+        """A first copy -> its copies, itself among them, in the order they open a
+        conversation: the fewest opened first, then file order (`opened`)."""
+        for number, first in enumerate(self._first_copy):
+            self._copies.setdefault(first, []).append(number)
+        self._starters = StepIndex(
+            (
+                step
+                for number, steps in enumerate(files)
+                if self._first_copy[number] == number
+                for step in steps
+                if not step.needs
+            ),
+            rules,
+        )
+        """The steps that can start a conversation (they need no earlier id), indexed: the
+        first copy's of identical files."""
         self._joining_keys = {
             step.key for number, needs in enumerate(self.after) if needs for step in files[number]
         }
@@ -184,7 +214,12 @@ class Book:
         self, branch: Branch, step: Step, live: LiveRequest, *, first_only: bool = True
     ) -> _Candidate | Matching:
         matching = Matching(
-            self.rules, step.needs, branch.to_live, branch.echo, first_only=first_only
+            self.rules,
+            step.needs,
+            branch.to_live,
+            branch.echo,
+            templates=step.templates,
+            first_only=first_only,
         )
         canon, legacy = step.spelled
         if legacy == live.legacy or step.unknown_method:
@@ -205,7 +240,7 @@ class Book:
             step.pieces,
             step.significant,
             recorded,
-            step.exchange.request.body,
+            step.body,
             live,
             live_json,
         )
@@ -359,9 +394,15 @@ class Book:
         for step in self._starters.candidates(live):
             by_file.setdefault(step.file, []).append(step)
         alike: dict[Any, _Candidate | Matching] = {}  # (a new branch: its request alone counts)
-        for file, starters in by_file.items():
+        for first, starters in by_file.items():
+            copies = self._copies[first]
+            file = copies[0]  # (of identical files, the one that would answer first)
+            if file != first:
+                steps = self.files[file]
+                starters = [steps[step.index] for step in starters]
             best = self._best(Branch(file), starters, live, alike)
             if best is not None:
+                best.branch.twins = copies[1:]
                 chosen.append(best)
         joined = self._join_anywhere(live)
         if joined is not None:
@@ -373,8 +414,8 @@ class Book:
         if chosen:
             # the best score answers; among equals, the transcript opened by the fewest
             # conversations (repeated identical requests each get their own), then file order
-            chosen.sort(key=lambda c: (_negated(c.score), self.opened[c.step.file]))
-            self.opened[chosen[0].step.file] += 1
+            chosen.sort(key=lambda c: (_negated(c.score), self.opened[c.step.file], c.step.file))
+            self._open(chosen[0].step.file)
             conversation = Conversation(next(self._numbers), [c.branch for c in chosen])
             return self._answer(conversation, chosen, live)
         return self.closest(live)
@@ -383,7 +424,9 @@ class Book:
         """The recorded request nearest `live`: same method, path and JSON-RPC method first,
         then the fewest differences, then the best score of what did match."""
         best: tuple[_Rank, Step, list[str]] | None = None
-        for steps in self.files:
+        for number, steps in enumerate(self.files):
+            if self._first_copy[number] != number:
+                continue  # (a later copy ranks as its first: never closer)
             for step in steps:
                 outcome = self._try(Branch(step.file), step, live, first_only=False)
                 if isinstance(outcome, _Candidate):
@@ -408,14 +451,33 @@ class Book:
                 if conversation not in conversations:
                     conversations.append(conversation)
 
+    def _open(self, file: int) -> None:
+        """`file` answered the first request of a conversation: it goes after its identical
+        copies opened as often (it was the first of the fewest opened)."""
+        self.opened[file] += 1
+        copies = self._copies[self._first_copy[file]]
+        if len(copies) > 1:
+            copies.remove(file)
+            opened = self.opened
+            bisect.insort(copies, file, key=lambda number: (opened[number], number))
+
     def _note_ties(self, chosen: list[_Candidate]) -> None:
         first = chosen[0]
+        twins = first.branch.twins
+        if twins:
+            # (its identical copies: one tie for all)
+            twin = self.files[twins[0]][first.step.index]
+            self.ties.append(Tie(first.step, twin, True, copies=len(twins) - 1))
         for other in chosen[1:]:
             if not _near(first.score, other.score):
                 break
             if other.step is not first.step:
-                same = first.step.reply_key == other.step.reply_key
-                self.ties.append(Tie(first.step, other.step, same))
+                same = self._reply_key(first.step) == self._reply_key(other.step)
+                self.ties.append(Tie(first.step, other.step, same, copies=len(other.branch.twins)))
+
+    def _reply_key(self, step: Step) -> str:
+        """`Step.reply_key`, made once for identical files (their first copy's)."""
+        return self.files[self._first_copy[step.file]][step.index].reply_key
 
     def _answer(
         self, conversation: Conversation, chosen: list[_Candidate], live: LiveRequest
@@ -453,6 +515,23 @@ class Book:
             if one.file in self._needed_by:
                 self.playing.setdefault(one.file, {})[conversation.number] = conversation
         return Found(conversation, branch, step, live.rpc_id)
+
+
+def _first_copies(
+    files: list[list[Step]], after: list[tuple[int, ...]], needed_by: dict[int, list[int]]
+) -> list[int]:
+    """Each file's first identical file, in file order (itself when none is before it):
+    the same exchanges (`Exchange` equality: all but where they were read). A file that
+    needs others or that others need is its own (its values are paired with theirs)."""
+    firsts: dict[tuple[Exchange, ...], int] = {}
+    out: list[int] = []
+    for number, steps in enumerate(files):
+        if after[number] or number in needed_by:
+            out.append(number)
+            continue
+        exchanges = tuple(step.exchange for step in steps)
+        out.append(firsts.setdefault(exchanges, number))
+    return out
 
 
 def _regroup(branches: list[Branch], kept: list[Branch]) -> list[Branch]:

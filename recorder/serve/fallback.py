@@ -6,7 +6,7 @@ Accept-Encoding: the agent answers in identity so that the reply can be read); t
 status and headers come back, an event stream chunk by chunk as it arrives, any other body
 whole with the agent's address in it (a card's interface URLs) made the stand-in's, as the
 client reached it. The recording of what passes is not this room's business: the CLI puts the
-recorder's own proxy in front of the agent for `--record-new DIR`, and hands its URL here.
+recorder's own proxy in front of the agent for `serve -o DIR`, and hands its URL here.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`--fallback URL` for the gRPC binding: a call that matches no recorded exchange goes to the
 fallback agent's gRPC interface (or to the recorder's gRPC listener in front of it, with
-`--record-new`), and what the agent answers comes back to the client as it came.
+`-o DIR`), and what the agent answers comes back to the client as it came.
 
 The call is relayed as raw bytes, message by message: the client's metadata (less what grpcio
 writes itself), its deadline, the agent's initial metadata, its reply or each message of its

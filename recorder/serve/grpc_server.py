@@ -16,6 +16,7 @@ webhook once it is answered, as an HTTP request's (`recorder.serve.deliveries`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -23,6 +24,7 @@ from typing import Any
 
 from recorder.bindings import grpc as binding
 from recorder.errors import RecorderError
+from recorder.format.literals import headers_as_sent
 from recorder.format.model import GRPC_METHOD, Response
 from recorder.serve.app import PACE_LIMIT, StandIn
 from recorder.serve.book import Found, NotFound
@@ -136,7 +138,7 @@ class GrpcStandIn:
                 await context.abort(grpc.StatusCode.NOT_FOUND, taken)
                 return b""  # (abort raises)
             found, renderer, live = taken
-            response = found.step.exchange.response
+            response = _trailers_as_sent(found.step.exchange.response)
             await _initial(context, renderer)
             if not await self.stand_in.hold(found, 0):
                 await context.abort(grpc.StatusCode.CANCELLED, "the stand-in is stopping")
@@ -165,7 +167,7 @@ class GrpcStandIn:
                 await context.abort(grpc.StatusCode.NOT_FOUND, taken)
                 return
             found, renderer, live = taken
-            response = found.step.exchange.response
+            response = _trailers_as_sent(found.step.exchange.response)
             await _initial(context, renderer)
             if not await self.stand_in.hold(found, 0):
                 return
@@ -199,6 +201,15 @@ async def _initial(context: Any, renderer: Renderer) -> None:
     ]
     if metadata:
         await context.send_initial_metadata(metadata)
+
+
+def _trailers_as_sent(response: Response) -> Response:
+    """The recorded reply with its trailers as the agent sent them (a literal `{{NAME}}`,
+    escaped in the transcript: `recorder.format.literals`), a stream's failure message too."""
+    trailers = headers_as_sent(response.trailers)
+    if trailers is response.trailers:
+        return response
+    return dataclasses.replace(response, trailers=trailers)
 
 
 def _trailing(response: Response) -> list[tuple[str, str | bytes]]:

@@ -11,9 +11,10 @@ the steps are filed by that, once, when the stand-in starts (linear in the recor
    `id` and a `messageId` (any value of the client's matches, a default too) and a push
    config's `url` (not matched): every one must be in the live request, and nothing more.
 3. Within those, an **anchor**: one string of the recorded request that only itself matches
-   (`compared_exactly`: no value the client makes up, no shape, no placeholder, no loopback
-   URL; no id an earlier reply handed out), with its place (a target piece, a member's path,
-   a body that is not JSON), the rarest among the steps filed alike. A step without one is a
+   (`compared_exactly`: no value the client makes up, no shape, no loopback URL; no text
+   that holds a placeholder, `Step.templates`; no id an earlier reply handed out), with its
+   place (a target piece, a member's path, a body that is not JSON, as sent), the rarest
+   among the steps filed alike. A step without one is a
    candidate of every request filed alike.
 
 A request's candidates are thus the steps filed with its key and outline whose anchor is one
@@ -115,22 +116,28 @@ class StepIndex:
     def _anchors(self, step: Step, strings: list[tuple[Path, str]]) -> list[Place]:
         """The places of `step`'s request (its body's `strings`) that only themselves match,
         in order."""
-        needs = step.needs
+        needs, templates = step.needs, step.templates
         anchors: list[Place] = [
             ("target", index, piece)
             for index, piece in enumerate(step.pieces)
-            if index % 2 == 0 and piece and piece not in needs and self._exactly(piece)
+            if index % 2 == 0
+            and piece
+            and piece not in needs
+            and piece not in templates
+            and self._exactly(piece)
         ]
         if step.json is NOT_JSON:
-            body = step.exchange.request.body
-            text = body.decode("utf-8", "replace")
-            if body and self._exactly(text):
+            text = step.body.decode("utf-8", "replace")  # (as sent)
+            if step.body and text not in templates and self._exactly(text):
                 anchors.append(("body", text))
             return anchors
         anchors.extend(
             ("json", path, string)
             for path, string in strings
-            if _outlined(path) and string not in needs and self._exactly(string)
+            if _outlined(path)
+            and string not in needs
+            and string not in templates
+            and self._exactly(string)
         )
         return list(dict.fromkeys(anchors))
 

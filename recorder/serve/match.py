@@ -15,12 +15,15 @@ rules (`recorder.rules.pairing`), read the other way:
   one, and so that a value the client made up once is the same value wherever the recording
   repeats it.
 - A secret placeholder (`{{A2A_TOKEN}}`) matches any text, and the text is echoed where the
-  recorded reply has the placeholder (a push config's token read back).
+  recorded reply has the placeholder (a push config's token read back). Which recorded texts
+  hold one is read where the placeholders stand (`Step.templates`): a literal `{{name}}` the
+  client sent (escaped in the transcript, `recorder.format.literals`) is text like any other.
 - A URL on a loopback address (a webhook the client listens on) matches the same URL on any
   loopback address and port, and is echoed like a value the client made up.
 - ProtoJSON: a member left out and a member at its default (`is_default`) are the same.
-- A body that is not JSON (a malformed call) compares as text, its generated shapes (a uuid
-  the client made) matching any value of their kind, as inside a JSON string.
+- A body that is not JSON (a malformed call) compares as the text it was sent as, its
+  generated shapes (a uuid the client made) matching any value of their kind, as inside a
+  JSON string, and its placeholders any text.
 - Everything else compares exactly: the HTTP method, the path and query, the JSON-RPC method,
   the rest of the body, and the A2A service headers (`A2A-*`, `Authorization`; the names in
   any case, `A2A-Extensions` as a set): a request without `A2A-Version` is not one with it.
@@ -47,8 +50,8 @@ from urllib.parse import unquote
 from recorder.addresses import loopback_urls_as_one
 from recorder.bindings import jsonrpc
 from recorder.format.jsonbody import NOT_JSON, compact_json, json_value
+from recorder.format.literals import Template
 from recorder.rules.pairing import JSON_STRING, PairingRules
-from recorder.secrets.redact import PLACEHOLDER
 from recorder.serve.spelling import canonical_method, modern
 
 __all__ = [
@@ -61,6 +64,7 @@ __all__ = [
     "random_template",
     "significant_headers",
     "split_target",
+    "target_pieces",
 ]
 
 _EXTENSIONS = "a2a-extensions"
@@ -84,6 +88,12 @@ def split_target(target: str) -> list[str]:
         piece if index % 2 else unquote(piece)
         for index, piece in enumerate(_TARGET_SEPARATORS.split(target))
     ]
+
+
+def target_pieces(target: str) -> list[str]:
+    """The pieces of a target as written (not percent-decoded), without the separators:
+    `split_target`'s pieces before they are read."""
+    return _TARGET_SEPARATORS.split(target)[::2]
 
 
 def significant_headers(headers: Any) -> dict[str, str]:
@@ -204,12 +214,10 @@ def is_card_fetch(method: str, target: str) -> bool:
 def compared_exactly(rules: PairingRules, value: str, name: str | None) -> bool:
     """Whether a recorded string (at member `name`) matches only itself, whatever the
     conversation (`Matching._string` takes no other reading of it): not a value the client
-    makes up (a messageId, a shape, a shape inside a text, a random part), no secret
-    placeholder, no loopback URL, no ProtoJSON default. (An id handed out earlier is the
-    caller's to rule out: `Step.needs`.)"""
+    makes up (a messageId, a shape, a shape inside a text, a random part), no loopback URL,
+    no ProtoJSON default. (An id handed out earlier, and a text that holds a placeholder, are
+    the caller's to rule out: `Step.needs`, `Step.templates`.)"""
     if name in _CLIENT_MEMBERS or is_default(value) or random_template(value) is not None:
-        return False
-    if "{{" in value and PLACEHOLDER.search(value):
         return False
     if "//" in value and loopback_urls_as_one(value) != value:
         return False
@@ -234,7 +242,8 @@ class Matching:
 
     `needs`: the recorded generated values the recorded request carried (handed out by earlier
     replies of its file); `mapped`: recorded -> live values handed out so far in the
-    conversation; `echo`: recorded -> live client values paired so far. After `compare`,
+    conversation; `echo`: recorded -> live client values paired so far; `templates`: the
+    recorded texts that hold placeholders (`Step.templates`). After `compare`,
     `differences` lists what differs and `echoes` the client values newly paired.
 
     The score (`score`, higher is closer) puts a recording in the client's own spelling (A2A
@@ -251,9 +260,11 @@ class Matching:
         mapped: Mapping[str, str],
         echo: Mapping[str, str],
         *,
+        templates: Mapping[str, Template] | None = None,
         first_only: bool = False,
     ) -> None:
         self.rules = rules
+        self.templates: Mapping[str, Template] = templates or {}
         self.first_only = first_only
         self.needs = needs
         self.mapped = mapped
@@ -333,10 +344,14 @@ class Matching:
             else:
                 self._string(recorded, got, f"header {name}", None)
         if recorded_json is NOT_JSON:
+            # (`recorded_body` as sent: `Step.body`)
             if recorded_body == live.body:
                 if recorded_body:
                     self.exact += 1
-            elif not self._shaped_body(recorded_body, live.body):
+            elif not (
+                self._placeheld_body(recorded_body, live.body)
+                or self._shaped_body(recorded_body, live.body)
+            ):
                 self._differ("body", "differs from the recorded body (not JSON)")
         elif live_json is NOT_JSON:
             self._differ("body", "recorded JSON, got a body that is not JSON")
@@ -426,14 +441,9 @@ class Matching:
         if recorded == live:
             self.exact += 1
             return
-        if "{{" in recorded and PLACEHOLDER.search(recorded):
-            names, pattern = _placeholder_pattern(recorded)
-            match = pattern.fullmatch(live)
-            if match is not None:
-                # the client's secret, given back where the recorded reply has the placeholder
-                for number, placeholder in enumerate(names):
-                    self.echoes.setdefault(placeholder, match.group(number + 1))
-                self.close += 1
+        held = self.templates.get(recorded) if "{{" in recorded else None
+        if held is not None:
+            if self._placeheld(held, live):
                 return
         elif self.rules.shapes is not None and self._shaped(recorded, live, where):
             return
@@ -451,6 +461,25 @@ class Matching:
                     self.close += 1
                 return
         self._differ(where, f"recorded {_show(recorded)}, got {_show(live)}")
+
+    def _placeheld(self, held: Template, live: str) -> bool:
+        """Whether `live` is the recorded text `held` with its placeholders standing for any
+        text (each then echoed: the client's secret, given back where the recorded reply has
+        the placeholder)."""
+        match = held.pattern.fullmatch(live)
+        if match is None:
+            return False
+        for number, placeholder in enumerate(held.placeholders):
+            self.echoes.setdefault(placeholder, match.group(number + 1))
+        self.close += 1
+        return True
+
+    def _placeheld_body(self, recorded: bytes, live: bytes) -> bool:
+        """`_placeheld` for a body that is not JSON (a form the recorder took a secret out of)."""
+        if b"{{" not in recorded:
+            return False
+        held = self.templates.get(recorded.decode("utf-8", "replace"))
+        return held is not None and self._placeheld(held, live.decode("utf-8", "replace"))
 
     def _shaped_body(self, recorded: bytes, live: bytes) -> bool:
         """Whether a body that is not JSON (a malformed call a test suite sends) is the
@@ -508,21 +537,6 @@ class Matching:
                 return True
         self.close += 1
         return True
-
-
-def _placeholder_pattern(text: str) -> tuple[list[str], re.Pattern[str]]:
-    """(the placeholders of `text` in order, a pattern whose groups capture what each stands
-    for in a live value)."""
-    names: list[str] = []
-    pieces: list[str] = []
-    last = 0
-    for match in PLACEHOLDER.finditer(text):
-        pieces.append(re.escape(text[last : match.start()]))
-        pieces.append("(.+?)")
-        names.append(match.group())
-        last = match.end()
-    pieces.append(re.escape(text[last:]))
-    return names, re.compile("".join(pieces), re.DOTALL)
 
 
 def _show(value: Any) -> str:

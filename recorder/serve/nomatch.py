@@ -17,10 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from recorder.bindings import jsonrpc, rest
-from recorder.format.jsonbody import NOT_JSON
+from recorder.format.jsonbody import NOT_JSON, compact_json
 from recorder.serve.book import NotFound
 from recorder.serve.match import LiveRequest
 
@@ -78,9 +76,10 @@ def is_rpc(live: LiveRequest, found: NotFound) -> bool:
 
 
 def error_body(live: LiveRequest, found: NotFound, message: str) -> tuple[int, bytes]:
-    """(the HTTP status, the JSON body) of the no-match error for `live`."""
+    """(the HTTP status, the JSON body) of the no-match error for `live` (its JSON-RPC id as
+    the client wrote it: `1e2` too)."""
     details = _details(found)
     if is_rpc(live, found):
         error = jsonrpc.error_response(live.rpc_id, NO_MATCH, message, details)
-        return 200, orjson.dumps(error)
-    return 404, orjson.dumps(rest.error_envelope(404, "NOT_FOUND", message, details))
+        return 200, compact_json(error)
+    return 404, compact_json(rest.error_envelope(404, "NOT_FOUND", message, details))

@@ -9,6 +9,8 @@
   stand-in's, as the client reached it.
 - A stream's frames are rendered one by one; `pacing` gives the waits between them that the
   frames' own timestamps show.
+- Every number is written as it was recorded (`JsonNumber`: `12345678901234567.89`, `1.50`,
+  `-0` as they went over the wire), every literal `{{NAME}}` as it was sent.
 """
 
 from __future__ import annotations
@@ -22,10 +24,9 @@ from recorder.addresses import address_in_urls
 from recorder.bindings import jsonrpc
 from recorder.bindings.grpc import BINDING
 from recorder.format.jsonbody import NOT_JSON, compact_json, json_value
-from recorder.format.literals import literal_text
+from recorder.format.literals import PLACEHOLDER, literal_text
 from recorder.format.sse import SseEvent, serialize
 from recorder.rules.pairing import PairingRules
-from recorder.secrets.redact import PLACEHOLDER
 from recorder.serve.book import Branch
 from recorder.serve.match import random_template
 from recorder.serve.steps import Step
@@ -51,7 +52,11 @@ class Renderer:
         self.rules = rules
         self.grpc = grpc  # the stand-in's gRPC address: a card's GRPC interface names it
         self.step = step
-        self.values = {**branch.echo, **branch.to_live}
+        # (what the request's placeholders matched live, by `{{NAME}}`: filled where the
+        # recorded reply has the placeholder, never where it has a literal spelled alike)
+        self.placeheld = {k: v for k, v in branch.echo.items() if PLACEHOLDER.fullmatch(k)}
+        echo = {k: v for k, v in branch.echo.items() if k not in self.placeheld}
+        self.values = {**echo, **branch.to_live}
         # the client's values with a random part (`tck-missing-af33c277`), wherever a recorded
         # text quotes them ("Task tck-missing-af33c277 not found"); uuids are found as shapes
         quoted = sorted(
@@ -86,7 +91,7 @@ class Renderer:
     def body(self) -> bytes:
         """The whole body of a reply that is no stream."""
         response = self.step.exchange.response
-        value = json_value(response.body, exact_numbers=False) if response.is_json else NOT_JSON
+        value = json_value(response.body) if response.is_json else NOT_JSON
         if value is NOT_JSON:
             return self._text(literal_text(response.body.decode("utf-8", "replace"))).encode()
         rendered = self._value(value, top=True)
@@ -138,6 +143,10 @@ class Renderer:
         return value
 
     def _text(self, text: str) -> str:
+        if "{{" in text:
+            held = self.step.reply_templates.get(text)
+            if held is not None:
+                text = held.filled(self.placeheld)
         values = self.values
         whole = values.get(text)
         if whole is not None:
@@ -155,8 +164,6 @@ class Renderer:
                 text = "".join(pieces)
         if self.quoted is not None:
             text = self.quoted.sub(lambda m: values.get(m.group(), m.group()), text)
-        if "{{" in text:
-            text = PLACEHOLDER.sub(lambda m: values.get(m.group(), m.group()), text)
         if self.address is not None and "//" in text:
             text = self.address.sub(self.live_address, text)
         return text

@@ -19,17 +19,22 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
+from urllib.parse import unquote
 
 from recorder.bindings import jsonrpc
 from recorder.bindings.push_configs import config_objects
 from recorder.format.httpfile import DURING_TAG
-from recorder.format.jsonbody import NOT_JSON, json_value
-from recorder.format.literals import literal_text
-from recorder.format.model import Exchange, Transcript
+from recorder.format.jsonbody import NOT_JSON, compact_json, json_value
+from recorder.format.literals import (
+    Template,
+    body_as_sent,
+    json_templates,
+    literal_text,
+    template,
+)
+from recorder.format.model import Exchange, Request, Transcript
 from recorder.rules.pairing import PairingRules
-from recorder.serve.match import significant_headers, split_target
+from recorder.serve.match import significant_headers, split_target, target_pieces
 from recorder.serve.spelling import canonical_method, modern
 from recorder.serve.webhooks import without_urls
 
@@ -58,13 +63,21 @@ class Step:
     hands_out: list[tuple[str, str]]
     """(recorded generated value, kind) of the reply (every frame), client values excluded."""
     frames: list[Any] = field(default_factory=list)
-    """A stream's frames' data parsed (NOT_JSON: sent as recorded); empty for other replies."""
+    """A stream's frames' data parsed, each number as written (`JsonNumber`; NOT_JSON: sent
+    as recorded); empty for other replies."""
     during: tuple[int, int] | None = None
     """(the exchange this one arrived during, that exchange's frames sent by then)."""
     waited: dict[int, list[int]] = field(default_factory=dict)
     """frames sent -> the later exchanges that arrived then (this reply waits for them)."""
     rules: PairingRules | None = None
     """The pairing rules the steps were prepared with, for `reply_key`."""
+    body: bytes = b""
+    """The request body as sent: a body that is no JSON with its literals read back
+    (`recorder.format.literals`; a JSON body's are the same strings once read)."""
+    templates: dict[str, Template] = field(default_factory=dict)
+    """The request's texts that hold placeholders (a secret the recorder took out), by their
+    value as matched (a target piece, a header value, a JSON string, a body that is no JSON):
+    those placeholders match any value, and a literal `{{NAME}}` only itself."""
 
     @functools.cached_property
     def key(self) -> Key:
@@ -123,6 +136,35 @@ class Step:
         return blank[0], blank[1]
 
     @functools.cached_property
+    def reply_templates(self) -> dict[str, Template]:
+        """The recorded reply's texts that hold placeholders (a secret of the client's that
+        the reply echoed: a push config's token read back), by their value as rendered (a
+        JSON string, a body or frame that is no JSON, as sent): `Renderer` fills those with
+        what the request's placeholders matched live, and serves a literal `{{NAME}}` as it
+        is."""
+        response = self.exchange.response
+        found: dict[str, Template] = {}
+        if response.events is not None:
+            texts = [
+                (event.data, n < len(self.frames) and self.frames[n] is not NOT_JSON)
+                for n, event in enumerate(response.events)
+                if event.data is not None
+            ]
+        else:
+            is_json = response.is_json and response.json is not None  # (as `Renderer` reads)
+            texts = [(response.body.decode("utf-8", "replace"), is_json)]
+        for text, is_json in texts:
+            if "{{" not in text:
+                continue
+            if is_json:
+                found.update(json_templates(text))
+            else:
+                held = template(text)
+                if held is not None:
+                    found[held.value] = held
+        return found
+
+    @functools.cached_property
     def reply_key(self) -> str:
         """The recorded reply (status, body or frames) with what a conversation makes its own
         held still: each generated value (`PairingRules.generated_values`: a task id, a
@@ -174,7 +216,7 @@ class Step:
 
         if value is NOT_JSON:
             return str(still(text))
-        return orjson.dumps(still(value, True)).decode()
+        return compact_json(still(value, True)).decode()  # (a `JsonNumber` as its text)
 
     def _own_id(self, reply: dict[str, Any]) -> bool:
         """Whether a JSON-RPC reply's `id` is its request's (the live client's, when served)."""
@@ -200,17 +242,37 @@ class Step:
 
 
 def _reply_values(exchange: Exchange) -> tuple[list[Any], Any]:
-    """(the parsed frames of a stream, or [] ; the parsed body of another reply)."""
+    """(the parsed frames of a stream, or [] ; the parsed body of another reply): each number
+    as written (the frames are served from these: `recorder.serve.replies`)."""
     response = exchange.response
     if response.events is not None:
         frames = [
-            json_value(event.data.encode(), exact_numbers=False)
-            if event.data is not None
-            else NOT_JSON
+            json_value(event.data.encode()) if event.data is not None else NOT_JSON
             for event in response.events
         ]
         return frames, NOT_JSON
-    return [], json_value(response.body, exact_numbers=False) if response.body else NOT_JSON
+    return [], json_value(response.body) if response.body else NOT_JSON
+
+
+def _templates(request: Request) -> dict[str, Template]:
+    """`Step.templates`: read where the placeholders stand, in the request as written (once
+    read, a literal `{{NAME}}` and a placeholder are alike)."""
+    found: dict[str, Template] = {}
+
+    def add(held: Template | None) -> None:
+        if held is not None:
+            found.setdefault(held.value, held)
+
+    for piece in target_pieces(request.target):
+        add(template(piece, lambda text: unquote(literal_text(text))))
+    for value in significant_headers(request.headers).values():
+        add(template(value))
+    if "{{" in (body := request.body.decode("utf-8", "replace")):
+        if request.json is not None:
+            found.update((k, v) for k, v in json_templates(body).items() if k not in found)
+        else:
+            add(template(body))
+    return found
 
 
 def needed_files(transcripts: Sequence[Transcript]) -> list[tuple[int, ...]]:
@@ -330,6 +392,8 @@ def _prepare_file(
                 hands_out=hands_out,
                 frames=frames,
                 rules=rules,
+                body=body_as_sent(request.body, request.json is not None),
+                templates=_templates(request),
             )
         )
     for step in steps:

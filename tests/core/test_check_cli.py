@@ -168,10 +168,10 @@ def test_a_malformed_request_the_agent_rejected_as_such_is_a_recording(tmp_path:
 
 
 def test_usage_errors_are_in_the_recorder_style() -> None:
-    result = CliRunner().invoke(main, ["check", "--bogus", "x"])
+    result = CliRunner().invoke(main, ["check", "--zzz", "x"])
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == (
-        "recorder check: No such option '--bogus'.\n"
+        "recorder check: No such option '--zzz'.\n"
         "Usage: recorder check [OPTIONS] PATHS...\n"
         "Try 'recorder check --help' for help.\n"
     )

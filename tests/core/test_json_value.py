@@ -62,3 +62,14 @@ def test_an_integer_past_64_bits_is_exact_unless_only_strings_are_read() -> None
     big = b"[123456789012345678901234567890]"
     assert json_value(big) == [123456789012345678901234567890]
     assert json_value(big, exact_numbers=False) == [1.2345678901234568e29]  # (orjson)
+
+
+@pytest.mark.parametrize("text", ['"\\ud800"', '{"a":["\\udfff",1.50]}', '{"\\ud83d":-0}'])
+def test_compact_json_writes_a_lone_surrogate_as_its_escape(text: str) -> None:
+    # valid JSON text (serve answers it from a recording): orjson refuses it, UTF-8 cannot
+    # carry it raw (serve answered 500, UnicodeEncodeError)
+    from recorder.format.jsonvalue import compact_json, loads
+
+    written = compact_json(loads(text))
+    assert written == text.encode()
+    assert loads(written) == loads(text)

@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 
 from recorder.docs.curlscript import export_curl
 from recorder.docs.export import ExportError, curl_command, export_http
-from recorder.format.literals import PLACEHOLDER, escape_json_text, escape_text, literal_text
+from recorder.format.literals import (
+    PLACEHOLDER,
+    escape_json_text,
+    escape_text,
+    json_templates,
+    literal_text,
+    template,
+)
 from recorder.format.model import Headers, Request, Response, SseEvent
 from recorder.replay.variables import (
     fill_placeholders,
@@ -122,6 +129,33 @@ def test_escaping_json_text_keeps_its_meaning_and_leaves_no_placeholder(text: st
     escaped = escape_json_text(document)
     assert PLACEHOLDER.search(escaped) is None
     assert json.loads(escaped) == {"s": text}
+
+
+@given(
+    st.text(st.sampled_from('{}\\" ab_é'), max_size=12),
+    st.text(st.sampled_from('{}\\" ab_é'), max_size=12),
+    st.text(st.sampled_from("xyz:/ ~é"), min_size=1, max_size=8),
+)
+def test_a_placeholder_is_read_where_it_stands_and_a_literal_is_none(
+    before: str, after: str, secret: str
+) -> None:
+    # a JSON string as the recorder writes one: what the client sent, literals escaped, with
+    # a placeholder where a secret was (`keep`)
+    sent = before + "{{ TOKEN }}" + after
+    document = escape_json_text(json.dumps({"s": sent}, ensure_ascii=False), keep={"TOKEN"})
+    (held,) = json_templates(document).values()
+    assert held.value == sent == json.loads(document)["s"]
+    assert "{{ TOKEN }}" in held.placeholders
+    assert held.pattern.fullmatch(before + secret + after) is not None
+    # the same text without the placeholder's place: the literals alone, no template
+    assert json_templates(escape_json_text(json.dumps({"s": before + after}))) == {}
+    text = escape_text(before + after)
+    assert template(text) is None
+    escaped = escape_text(sent, keep={"TOKEN"})
+    outside = template(escaped)
+    assert outside is not None and outside.value == literal_text(escaped)
+    if "\\{\\{" not in before + after:  # (else the sender spelled httpyac's escape itself)
+        assert outside.pattern.fullmatch(before + secret + after) is not None
 
 
 # ------------------------------------------------------------------ exports

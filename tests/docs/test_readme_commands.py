@@ -126,7 +126,7 @@ class Place:
 
     def command(self, text: str) -> str:
         """The documented command as run here: free ports, optional parts `[...]` given."""
-        text = re.sub(r"\[(--[^\]]*)\]", r"\1", text)
+        text = re.sub(r"\[(-[^\]]*)\]", r"\1", text)
         text = text.replace("41242", str(self.kit.port))
         if text.startswith("recorder record") and "--grpc-listen" not in text:
             # the kit's card lists its gRPC interface, so the recorder listens for gRPC: by
@@ -263,8 +263,8 @@ def run_planner(place: Place, text: str) -> None:
 def run_kit(place: Place, text: str) -> None:
     if "--listen" not in text:
         text += f" --listen 127.0.0.1:{free_port()}"
-    if "--grpc-port" not in text:
-        text += " --grpc-port 0"  # (its default, the HTTP port + 1, may be another's)
+    if "--grpc-listen" not in text:
+        text += " --grpc-listen 0"  # (its default, the HTTP port + 1, may be another's)
     out = place.serve(text, ready=serving(3))
     assert out.rstrip().endswith("code-reviewer stopped."), out
 
@@ -314,7 +314,7 @@ def run_planner_fresh(place: Place, text: str) -> None:
 
 
 # the goldens hold gRPC calls, so serve listens for gRPC too: by default on the HTTP port + 1,
-# which may be another's (as for the kit's --grpc-port)
+# which may be another's (as for the kit's --grpc-listen)
 GRPC_LISTEN = " --grpc-listen 127.0.0.1:0"
 
 
@@ -327,7 +327,7 @@ def run_serve(place: Place, text: str) -> None:
     assert "recorder serve: stopped; " in out and " 0 unmatched" in out, out
 
 
-FALLBACK = "recorder serve transcripts/ --fallback http://localhost:41242 --record-new new-traffic/"
+FALLBACK = "recorder serve transcripts/ --fallback http://localhost:41242 -o new-traffic/"
 
 
 def run_serve_fallback(place: Place, text: str) -> None:
@@ -385,9 +385,9 @@ checks:
 
 
 def run_checks(place: Place, text: str) -> None:
-    # the README's example checks (comments taken out), on the goldens, in trials
-    readme = (REPO / "README.md").read_text()
-    example = re.sub(r" +#.*", "", readme.partition("```yaml\nchecks:\n")[2].partition("```")[0])
+    # docs/checks.md's example checks (comments taken out), on the goldens, in trials
+    page = (REPO / "docs" / "checks.md").read_text()
+    example = re.sub(r" +#.*", "", page.partition("```yaml\nchecks:\n")[2].partition("```")[0])
     assert "checks:\n" + example == CHECKS_EXAMPLE, example
     (place.root / "checks.yaml").write_text(CHECKS_EXAMPLE)
     run_play(place, text)
@@ -410,6 +410,55 @@ def run_own_agent(place: Place, text: str) -> None:
         run_record(place, text + " --listen 127.0.0.1:41241")
     else:
         run_play(place, text)
+
+
+def run_own_scenario(place: Place, text: str) -> None:
+    # the README's quick start: a client recorded twice under one --scenario is one file,
+    # recorded again in place (without it, the second run would add new files)
+    text = text.replace("127.0.0.1:8000", f"127.0.0.1:{place.kit.port}")
+    before = set((place.root / "transcripts").glob("*.http"))
+    for run in (1, 2):
+        sent: list[str] = []
+        out = place.serve(text + " --listen 127.0.0.1:41241", ready=_client_sent(sent, run))
+        assert sent, out
+    made = set((place.root / "transcripts").glob("*.http")) - before
+    assert [path.name[3:] for path in made] == ["smoke.http"], (made, out)
+    (path,) = made
+    assert path.read_text().count("\nPOST /a2a/jsonrpc ") == 1, path.read_text()
+    assert "recorded again in place" in out, out
+
+
+def _client_sent(sent: list[str], run: int) -> Callable[[str], bool]:
+    """Ready once the recorder serves and a client's SendMessage went through it."""
+    serves = serving(4)
+
+    def ready(seen: str) -> bool:
+        if not serves(seen):
+            return False
+        url = next(w for line in seen.splitlines() for w in line.split() if "://" in w)
+        message = {"messageId": f"smoke-{run}", "role": "ROLE_USER", "parts": [{"text": "Hi"}]}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+        headers = {"A2A-Version": "1.0"}
+        reply = httpx.post(url.rstrip(",") + "/a2a/jsonrpc", json=body, headers=headers, timeout=5)
+        assert reply.status_code == 200, reply.text
+        sent.append(reply.text)
+        return True
+
+    return ready
+
+
+def test_the_readme_screen_is_what_make_demo_prints(place: Place) -> None:
+    """The README's screen of `make demo` is the real one (the kit's port aside)."""
+    readme = (REPO / "README.md").read_text()
+    shown = readme.partition("`make demo` replays")[2].partition("```text\n")[2].partition("```")[0]
+    (line,) = make_recipe("demo")
+    result = place.run(line)
+    printed = result.stderr + result.stdout
+
+    def ports(text: str) -> str:
+        return re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
+
+    assert ports(printed) == ports(shown)
 
 
 def run_install(place: Place, text: str) -> None:
@@ -535,7 +584,7 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     '"params":{"message":{"messageId":"m1", "role":"ROLE_USER","parts":[{"text":'
     '"What languages can you review?"}]}}}\'': run_curl,
     "recorder record --agent http://localhost:41242 [--listen 127.0.0.1:41241] "
-    "[--out transcripts/] [--rules rules.yaml]": run_record_with_rules,
+    "[-o transcripts/] [--rules rules.yaml]": run_record_with_rules,
     "python -m recorder.planner --fresh": run_planner_fresh,
     "recorder play transcripts/": run_play,
     "recorder play transcripts/ --agent http://localhost:41242": run_play,
@@ -554,16 +603,15 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "recorder docs check README.md docs/": run_docs,
     "recorder docs sync docs/": run_docs,
     # docs/live-traffic.md (its whole flow, in order: tests/docs/test_live_traffic_page.py)
-    "recorder record --agent http://localhost:41242 --out docs/examples/ "
+    "recorder record --agent http://localhost:41242 -o docs/examples/ "
     "--scenario ask-and-review": run_record,
-    "recorder record --agent http://localhost:41242 --out docs/examples/ "
+    "recorder record --agent http://localhost:41242 -o docs/examples/ "
     "--scenario ask-and-review --mode replace": run_record,
     "recorder docs check docs/": run_docs,
     "python docs/ask_and_review.py http://127.0.0.1:41241": run_client,
     # docs/llm-agents.md
     "recorder kit --vary": run_kit,
-    "recorder record --agent http://localhost:41242 --out docs/llm/ "
-    "--scenario llm-review": run_record,
+    "recorder record --agent http://localhost:41242 -o docs/llm/ --scenario llm-review": run_record,
     "recorder play docs/llm/ --agent http://localhost:41242": run_llm,
     "recorder learn docs/llm/ --agent http://localhost:41242 -o llm-rules.yaml": run_llm,
     "recorder play docs/llm/ --agent http://localhost:41242 --rules llm-rules.yaml": (run_llm),
@@ -579,7 +627,7 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     # docs/llm-without-a-model.md
     CALLS_KIT: run_calls,
     f'{CALLS_KIT} --model-prompt "{PROMPT}"': run_calls,
-    "recorder record --agent http://localhost:41242 --out docs/examples/calls/ --downstream "
+    "recorder record --agent http://localhost:41242 -o docs/examples/calls/ --downstream "
     "model=http://127.0.0.1:41270@41274 --downstream tools=http://127.0.0.1:41271@41275": run_calls,
     "recorder play docs/examples/calls/ --agent http://localhost:41242": run_calls,
     # README.md, "Using it from your own project"
@@ -587,8 +635,11 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "pip install dist/a2a_recorder-0.1.0-py3-none-any.whl": run_install,
     "pipx install dist/a2a_recorder-0.1.0-py3-none-any.whl": run_install,
     "pip install 'dist/a2a_recorder-0.1.0-py3-none-any.whl[kit]'": run_install,
-    "recorder record --agent http://127.0.0.1:8000 --out transcripts/": run_own_agent,
+    "recorder record --agent http://127.0.0.1:8000 -o transcripts/": run_own_agent,
     "recorder play transcripts/ --agent http://127.0.0.1:8000": run_own_agent,
+    "recorder record --agent http://127.0.0.1:8000 -o transcripts/ --scenario smoke": (
+        run_own_scenario
+    ),
 }
 
 
@@ -634,7 +685,7 @@ def test_the_ci_pages_jobs_are_run_whole() -> None:
     assert set(jobs) == {"github", "gitlab"}
     for lines in jobs.values():
         (play,) = [line for line in lines if line.startswith("recorder play ")]
-        assert " --agent " in play and " --wait " in play and " --junit-xml " in play
+        assert " --agent " in play and " --wait " in play and " --junit-report " in play
         assert any(line.endswith("&") for line in lines)  # the agent starts in the background
     e2e = REPO / "tests" / "e2e" / "test_install.py"
     assert "ci_jobs()[job]" in e2e.read_text()

@@ -251,7 +251,7 @@ def test_the_reports_show_the_calls(review: Recording, tmp_path: Path) -> None:
     with agent(review.settings, system_prompt="You are a code reviewer. Be brief.") as url:
         result = CliRunner().invoke(
             main,
-            ["play", str(review.folder), "--agent", url, "-v", "--report-json", str(report)],
+            ["play", str(review.folder), "--agent", url, "-v", "--json-report", str(report)],
         )
     assert result.exit_code == 1, result.output
     calls = sum(len(load(path).calls) for path in review.folder.glob("*.http"))

@@ -831,16 +831,16 @@ def test_recorder_kit_command_refuses_a_port_out_of_range(port: str) -> None:
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
-# --- the README's examples ------------------------------------------------------------------
+# --- the kit page's examples (docs/kit.md) ---------------------------------------------------
 
-README = Path(__file__).parent.parent.parent / "README.md"
+KIT_PAGE = Path(__file__).parent.parent.parent / "docs" / "kit.md"
 
 
 def readme_block(language: str, containing: str) -> str:
-    """The first ```language block of the README whose text contains `containing`."""
-    blocks = re.findall(rf"^```{language}\n(.*?)^```$", README.read_text(), re.S | re.M)
+    """The first ```language block of docs/kit.md whose text contains `containing`."""
+    blocks = re.findall(rf"^```{language}\n(.*?)^```$", KIT_PAGE.read_text(), re.S | re.M)
     found = [block for block in blocks if containing in block]
-    assert found, f"README.md has no ```{language} block with {containing!r}"
+    assert found, f"docs/kit.md has no ```{language} block with {containing!r}"
     return str(found[0])
 
 
@@ -861,5 +861,5 @@ def test_the_readme_python_example_prints_the_languages_message(
 ) -> None:
     source = readme_block("python", "create_client")
     source = source.replace("http://localhost:41242", kit.url)
-    exec(compile(source, "README.md", "exec"), {"__name__": "readme"})
+    exec(compile(source, "docs/kit.md", "exec"), {"__name__": "readme"})
     assert capsys.readouterr().out.startswith("I can review Python, JavaScript")

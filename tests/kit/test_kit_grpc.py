@@ -332,7 +332,7 @@ def test_recorder_kit_refuses_a_busy_grpc_port(kit: KitServer) -> None:
     assert out == ""
     assert err == (
         f"recorder kit: cannot listen on 127.0.0.1:{busy}: address already in use"
-        " (gRPC: see --grpc-port)\n"
+        " (gRPC: see --grpc-listen)\n"
     )
 
 
@@ -461,16 +461,17 @@ def test_without_grpcio_the_kit_says_what_to_install(monkeypatch: pytest.MonkeyP
     result = CliRunner().invoke(main, ["kit", "--port", "0", "--grpc-port", "0"])
     assert result.exit_code == 2
     assert result.stderr == (
-        "recorder kit: --grpc-port 0: gRPC needs the grpc extra: pip install 'a2a-recorder[grpc]'\n"
+        "recorder kit: --grpc-listen 0: gRPC needs the grpc extra: "
+        "pip install 'a2a-recorder[grpc]'\n"
     )
 
 
 def test_the_readme_grpc_example_prints_the_languages_message(
     kit: KitServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    readme = Path(__file__).parent.parent.parent / "README.md"
-    blocks = re.findall(r"^```python\n(.*?)^```$", readme.read_text(), re.S | re.M)
+    page = Path(__file__).parent.parent.parent / "docs" / "kit.md"
+    blocks = re.findall(r"^```python\n(.*?)^```$", page.read_text(), re.S | re.M)
     (source,) = [block for block in blocks if "grpc_channel_factory" in block]
     source = source.replace("http://localhost:41242", kit.url)
-    exec(compile(source, "README.md", "exec"), {"__name__": "readme"})
+    exec(compile(source, "docs/kit.md", "exec"), {"__name__": "readme"})
     assert capsys.readouterr().out.startswith("I can review Python, JavaScript")

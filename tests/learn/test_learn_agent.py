@@ -173,10 +173,25 @@ def test_learn_cli_reports_a_stable_place_as_a_likely_regression(
     assert "likely regression: " in result.stdout
     assert '$.result.served.version: expected "1.0", got "2.0"' in result.stdout
     assert "version" not in output.read_text().replace("version: 1", "")  # not learned
+    # the rules are in the file: stdout has the likely regressions and the summary, not a
+    # line per rule (issue 38)
+    assert [
+        line
+        for line in result.stdout.splitlines()
+        if not line.startswith(("likely regression: ", "recorder learn: "))
+    ] == []
     assert result.stdout.endswith(
         "recorder learn: 9 rules learned from 4 live runs of 4 exchanges in 3 files, written to"
         f" {output}; 4 likely regressions\n"
     )
+    # -v lists them, a line each (what was learned, and why)
+    verbose = CliRunner().invoke(
+        main,
+        ["learn", str(goldens), "--agent", clean.url, "-o", str(output), "-v"],
+        env={"A2A_TOKEN": clean.token},
+    )
+    listed = [line for line in verbose.stdout.splitlines() if line.startswith("  ")]
+    assert len([line for line in listed if "  # " in line]) == 9, verbose.stdout
 
 
 def test_update_refuses_to_bless_noise_and_names_the_rule_to_add(

@@ -11,6 +11,9 @@ network or a second venv (tests/e2e/test_install.py does it with the real SDK 1.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -152,3 +155,25 @@ def test_pytest_xdist_says_it_once_too(pytester: pytest.Pytester) -> None:
     (line,) = [line for line in result.errlines if line.startswith("ERROR")]
     assert line.startswith(f"ERROR: no --recorder-agent given, and {SAID}"), line
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_the_planner_says_so_in_one_line_before_it_records(tmp_path: Path) -> None:
+    # `make record` (python -m recorder.planner) starts the kit too; run as a user runs it
+    site = tmp_path / "site"
+    info = site / f"a2a_sdk-{OLD}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: a2a-sdk\nVersion: {OLD}\n")
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+    result = subprocess.run(
+        [sys.executable, "-m", "recorder.planner", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == f"planner: {SAID}; in a venv of its own if your agent pins that SDK)\n"
+    assert result.stdout == ""
+    assert not out.exists()

@@ -67,7 +67,7 @@ def test_the_recap_is_bounded() -> None:
     lines = recap_lines(PlayResult(results), limit=50)
     assert len(lines) == 52
     assert lines[1] == "  ✗ t/000.http#2 (GetTask): $.result.n0: expected 0, got 1"
-    assert lines[-1] == "  … and 10 more (all are in --junit-xml, --report-json)"
+    assert lines[-1] == "  … and 10 more (all are in --junit-report, --json-report)"
 
 
 def test_an_error_is_in_the_recap_and_not_played_exchanges_are_not() -> None:

@@ -174,3 +174,26 @@ def test_a_header_added_and_one_removed_change_only_their_lines() -> None:
     )
     assert kept.exchanges[0].response == previous.exchanges[0].response
     assert kept.exchanges[1:] == previous.exchanges[1:]  # the later ones kept whole
+
+
+@pytest.mark.parametrize(
+    ("before", "after"), [("12345678901234567.89", "12345678901234567.88"), ("-0", "0")]
+)
+def test_a_request_whose_number_changed_is_another_request(before: str, after: str) -> None:
+    # one float holds both numbers: read as floats, the requests were alike but for their
+    # uuids, and the fresh ids were laid back over a scenario that had changed
+    a, c = str(uuid.uuid4()), str(uuid.uuid4())
+
+    def call(value: str, amount: str) -> Transcript:
+        return loads(
+            "# recorder-format: 1\n\n### SendMessage\nPOST /a2a/jsonrpc HTTP/1.1\n"
+            "Host: localhost:41242\nContent-Type: application/json\n\n"
+            f'{{"jsonrpc": "2.0", "id": "{value}", "method": "SendMessage", '
+            f'"params": {{"amount": {amount}}}}}\n\n'
+            "HTTP/1.1 200 OK\nContent-Type: application/json\n\n"
+            f'{{"jsonrpc": "2.0", "id": "{value}", "result": {{}}}}\n'
+        )
+
+    fresh = call(c, after)
+    assert align_client_values(call(a, before), fresh, DEFAULT_RULES) == fresh
+    assert align_client_values(call(a, before), call(c, before), DEFAULT_RULES) == call(a, before)

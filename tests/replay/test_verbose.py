@@ -51,3 +51,26 @@ def test_replies_whose_normalized_texts_are_the_same_say_so() -> None:
     assert reply_diff(["a"], ["a"]) == [
         "the normalized replies are the same text: the mismatch is in what they do not show"
     ]
+
+
+def test_a_number_is_shown_as_it_was_written_on_each_side() -> None:
+    # 12345678901234567.89 and .88 are one float: read as floats, the diff had no line to show
+    from factories import make_exchange, make_response
+
+    from recorder.replay.reports.verbose import verbose_lines
+    from recorder.replay.verdict.state import ReplayState
+    from recorder.rules.ruleset import DEFAULT_RULES
+
+    def reply(amount: str) -> bytes:
+        return b'{"jsonrpc": "2.0", "id": 1, "result": {"total": ' + amount.encode() + b"}}"
+
+    golden = make_exchange(response=make_response(body=reply("12345678901234567.89")))
+    live = make_response(body=reply("12345678901234567.88"))
+    state = ReplayState(
+        DEFAULT_RULES, recorded_base="http://localhost:41242", live_base="http://localhost:41242"
+    )
+    lines = verbose_lines(state, golden, live, {})
+    assert '-    "total": 12345678901234567.89' in lines, lines
+    assert '+    "total": 12345678901234567.88' in lines, lines
+    whole = verbose_lines(state, golden, make_response(body=reply("-0")), {}, whole=True)
+    assert '        "total": -0' in whole, whole

@@ -127,9 +127,7 @@ def test_record_new_needs_a_fallback(tmp_path: Path) -> None:
         timeout=LIMIT,
     )
     assert done.returncode == 2
-    assert (
-        done.stderr == "recorder serve: --record-new needs --fallback URL (the agent to record)\n"
-    )
+    assert done.stderr == "recorder serve: -o/--output needs --fallback URL (the agent to record)\n"
 
 
 def test_an_agent_that_cannot_be_reached_is_the_no_match_error_saying_so() -> None:

@@ -442,6 +442,9 @@ class RecordingProxy:
             return
         self.cards.inspect(call, scope)
         self.recording.begin(call)
+        # (`record -v`: which file a request goes to is the question a user debugs; after
+        # begin, which gives the call the redactor that `shown` hides secrets with)
+        log.debug("%s: scenario %s", call.shown, call.scenario or "none (grouped by id lineage)")
         try:
             refusal = self.push.rewrite(call, scope)
             if refusal is not None:  # (a webhook the recorder does not deliver to)

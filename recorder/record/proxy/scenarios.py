@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from typing import Any
 
 from recorder.format.model import header_text
@@ -32,6 +33,8 @@ from recorder.record.proxy.call import (
     send_json,
 )
 from recorder.record.store.transcript_store import TranscriptStore
+
+log = logging.getLogger(__name__)
 
 CONTROL_PATH = "/_recorder/scenario"
 STATUS_PATH = "/_recorder/status"
@@ -82,6 +85,7 @@ class Scenarios:
                     self.store.end(name)
             if name == self.current:
                 self.current = None
+            log.debug("scenario %s ended", name)
             await send_json(send, 200, {"ended": name})
             return
         if method != "POST":
@@ -100,6 +104,7 @@ class Scenarios:
             with contextlib.suppress(ValueError):
                 self.store.end(self.current)
         self.current = name
+        log.debug("scenario %s started", name)
         await send_json(send, 200, {"scenario": name, "slug": slug})
 
     async def status(

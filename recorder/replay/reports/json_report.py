@@ -1,4 +1,4 @@
-"""`recorder play --report-json FILE`: the run as JSON, for tools.
+"""`recorder play --json-report FILE`: the run as JSON, for tools.
 
     {"format": "recorder-play-report/1",
      "exchanges": [{"file": "transcripts/02-review.http", "exchange": 1, "title": "…",

@@ -230,7 +230,9 @@ def recap_lines(result: PlayResult, *, limit: int = RECAP_LIMIT, color: bool = F
     lines = ["failing exchanges:"]
     lines.extend(f"  {mark} {_one_line(entry)}" for entry in entries[:limit])
     if len(entries) > limit:
-        lines.append(f"  … and {len(entries) - limit} more (all are in --junit-xml, --report-json)")
+        lines.append(
+            f"  … and {len(entries) - limit} more (all are in --junit-report, --json-report)"
+        )
     return lines
 
 

@@ -12,10 +12,10 @@ placeholders.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Mapping
 
+from recorder.format.jsonvalue import dumps, loads
 from recorder.format.model import Exchange, Request, Response
 from recorder.replay.verdict.live import LiveReply
 from recorder.replay.verdict.state import ReplayState
@@ -140,9 +140,11 @@ def _response_text(response: Response) -> str:
 
 
 def _pretty(body: bytes) -> str:
+    """A body as shown: JSON laid out, each number as it was written (`12345678901234567.89`
+    and `...88`, which one float holds, are two lines of the diff)."""
     text = body.decode("utf-8", errors="replace")
     try:
-        value = json.loads(text)
-    except ValueError:
+        value = loads(text)
+    except (ValueError, RecursionError):
         return text.rstrip("\n")
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    return dumps(value, indent=2)

@@ -26,13 +26,13 @@ recorded value there (a worded answer is not rewritten on every update).
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from recorder.checks.entries import CheckEntry, entries_for_file
 from recorder.checks.vocabulary import Check, CheckContext, run_check
+from recorder.format.jsonvalue import dumps, loads
 from recorder.format.model import Exchange, Response
 from recorder.jsonpath import PathMatcher, State, format_path
 from recorder.replay.verdict.diff import Mismatch
@@ -266,7 +266,7 @@ def _request_value(golden: Exchange) -> Any:
     body = golden.request.body
     text = body.decode("utf-8", errors="replace")
     try:
-        return json.loads(text) if text.strip() else None
+        return loads(text) if text.strip() else None
     except ValueError:
         return text
 
@@ -299,9 +299,10 @@ def keep_recorded(blessed: Response, passed: Sequence[Passed]) -> Response:
 
 
 def _put_back(text: str, passed: Sequence[Passed]) -> str | None:
-    """The JSON `text` with the recorded values put back, or None when nothing changed."""
+    """The JSON `text` with the recorded values put back, or None when nothing changed; every
+    other number as `text` wrote it (`jsonvalue.JsonNumber`), a recorded one as recorded."""
     try:
-        value = json.loads(text)
+        value = loads(text)
     except ValueError:
         return None
     changed = False
@@ -310,4 +311,4 @@ def _put_back(text: str, passed: Sequence[Passed]) -> str | None:
         if live is not _MISSING and live != recorded:
             value = _with(value, keys, recorded)
             changed = True
-    return json.dumps(value, ensure_ascii=False) if changed else None
+    return dumps(value) if changed else None
