@@ -25,6 +25,10 @@ Three shapes:
            the worst case for aliasing;
 - stream:  an SSE stream of artifact chunks (one JSON frame per ~500 bytes).
 
+Also a listing whose first task's state differs live, at 1 and 5 MiB: the fast path cannot
+decide, the walk pairs every id and deepdiff explains the one mismatch (what a failing listing
+costs; its cost per MiB should not grow with the size).
+
 Run: .venv/bin/python bench/bench_compare.py   (--quick: small sizes, for the test suite)
 """
 
@@ -239,6 +243,22 @@ def measure(shape: str, size: int, repeat: int) -> tuple[int, float, float, floa
 PAUSED_LOADS: dict[tuple[str, int], float] = {}
 
 
+def mismatch(size: int, repeat: int) -> tuple[int, float]:
+    """(wire bytes, best s) of comparing a listing whose first task's state differs live."""
+    golden_body = list_reply(size, 1)
+    live_raw = list_reply(size, 2).replace(b"TASK_STATE_COMPLETED", b"TASK_STATE_FAILED", 1)
+    times = []
+    for _ in range(repeat + 1):  # (the first also imports deepdiff: not counted)
+        state = ReplayState(DEFAULT_RULES, recorded_base=RECORDED, live_base=LIVE)
+        exchange = Exchange(REQUEST, Response(200, "OK", JSON, golden_body))
+        reply = LiveReply(200, "OK", JSON.items(), live_raw)
+        start = time.perf_counter()
+        found = state.compare(exchange, reply)
+        times.append(time.perf_counter() - start)
+        assert [m.path for m in found] == ["$.result.tasks[0].status.state"], found
+    return len(live_raw), min(times[1:])
+
+
 def wire_form(response: Response) -> LiveReply:
     """A reply as an agent sends it: JSON compact, a stream as its raw event lines."""
     body = response.body
@@ -341,6 +361,14 @@ def main() -> int:
                 f"{shape:7s} json.loads with the collector paused: {paused[0]:.1f} ms at 1 MiB,"
                 f" {paused[1]:.1f} ms at 10 MiB (for information)"
             )
+    # one task's state differs live: the fast path cannot decide, the walk pairs every id and
+    # deepdiff explains the one mismatch (what a failing listing costs)
+    per_mib = []
+    for mib in sizes[:2] if quick else (1, 5):
+        wire, took = mismatch(int(mib * MIB), 1 if quick else 3)
+        per_mib.append(took * 1000 / (wire / MIB))
+        print(f"list, one state differs: {wire / MIB:5.2f} MiB {took * 1000:9.1f} ms")
+    print(f"list, one state differs: linearity {per_mib[-1] / per_mib[0]:.2f}")
     task_us, stream_us = small_exchanges(50 if quick else 2000)
     print(
         f"small replies, prepare + compare per exchange: task reply {task_us:.0f} us,"

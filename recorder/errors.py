@@ -3,6 +3,7 @@
     RecorderError            anything recorder raises on broken input or a broken environment
      ├── ParseError          a transcript that is not valid .http (has .path and .line)
      ├── RulesError          a rules file that is not valid (the message names file and key)
+     ├── HarError            a HAR file that cannot be imported (has .path and .where)
      └── UpstreamError       an agent that cannot be reached (refused, timed out, reset)
           └── NoReplyError   an agent reached that sent no whole reply (too slow, dropped)
 
@@ -41,6 +42,28 @@ def _rebuild_parse_error(message: str, path: str | None, line: int | None) -> Pa
 
 class RulesError(RecorderError):
     """A rules file (YAML) is not valid."""
+
+
+class HarError(RecorderError):
+    """A HAR file that cannot be read or imported: `path: $.log.entries[3].request.url:
+    message` (`where`: the JSON path of the value at fault, or `line:column` of a JSON
+    syntax error)."""
+
+    def __init__(self, message: str, *, path: str | None = None, where: str = "$") -> None:
+        self.message = message
+        self.path = path
+        self.where = where
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"{self.path or '<string>'}: {self.where}: {self.message}"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_har_error, (self.message, self.path, self.where))
+
+
+def _rebuild_har_error(message: str, path: str | None, where: str) -> HarError:
+    return HarError(message, path=path, where=where)
 
 
 class UpstreamError(RecorderError):

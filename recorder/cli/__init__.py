@@ -67,6 +67,7 @@ _COMMANDS: dict[str, str] = {
     "render": "recorder.cli.docs:render",
     "docs": "recorder.cli.docs:docs",
     "export": "recorder.cli.docs:export",
+    "import": "recorder.cli.har:import_har_file",
     "rules": "recorder.cli.rules:rules",
     "serve": "recorder.cli.serve:serve",
     "learn": "recorder.cli.learn:learn",

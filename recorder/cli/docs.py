@@ -253,14 +253,15 @@ def check(paths: tuple[str, ...], quiet: bool, verbose: int) -> None:
         click.echo(f"{plural(blocks, 'block')} up to date")
 
 
-@click.command(short_help="Export the requests as a bash script (curl) or a .http file.")
+@click.command(short_help="Export as a bash script (curl), a .http file or a HAR file.")
 @click.argument("reference", metavar="FILE[#N|#NAME]|FOLDER")
 @click.option(
     "--to",
     "target",
-    type=click.Choice(["curl", "http"]),
+    type=click.Choice(["curl", "http", "har"]),
     required=True,
-    help="curl: a bash script of curl commands; http: a requests-only .http file.",
+    help="curl: a bash script of curl commands; http: a requests-only .http file; har: the "
+    "exchanges (requests and replies) as one HAR 1.2 file.",
 )
 @click.option(
     "--dialect",
@@ -325,8 +326,16 @@ def export(
 
     gRPC calls are httpyac GRPC requests (--to http) or grpcurl commands (--to curl), which
     load the service from a2a.proto: written beside the export (-o), or into --proto DIR.
+
+    --to har writes the exchanges, replies included, as one HAR 1.2 file (a folder's
+    transcripts as its pages), for browser devtools, mitmproxy or Postman; placeholders stay
+    placeholders, and `recorder import` reads it back into the same transcripts. A gRPC call
+    is the HTTP/2 POST it travels in (protobuf bodies in base64, its status in `_trailers`).
     """
     settings = _Settings(target, dialect, base_url, grpc_agent, quiet, verbose > 0 and not quiet)
+    if target == "har":
+        _export_har(Path(reference), reference, settings, output)
+        return
     if Path(reference).is_dir():
         _export_folder(Path(reference), settings, output, proto_dir)
         return
@@ -368,6 +377,63 @@ class _Settings:
         """A status line on stderr (`recorder export: ...`), unless -q."""
         if not self.quiet:
             click.echo(f"recorder export: {line}", err=True)
+
+
+def _export_har(path: Path, reference: str, settings: _Settings, output: str | None) -> None:
+    """A folder's transcripts, a file, or the exchanges chosen of one, as one HAR file."""
+    from recorder.disk.transcripts import load
+    from recorder.docs.harexport import HarFile, export_har
+    from recorder.errors import ParseError
+
+    files: list[HarFile] = []
+    if path.is_dir():
+        paths = [found for found in find_transcripts([path]) if not is_export(found)]
+        if not paths:
+            fail("export", f"{path}: no .http transcripts in this folder")
+        for found in paths:
+            try:
+                transcript = load(found)
+            except ParseError as exc:
+                fail("export", str(exc))
+            files.append(HarFile(found.relative_to(path).as_posix(), transcript))
+    else:
+        selection = _load("export", reference)
+        try:
+            transcript = load(selection.path)
+        except ParseError as exc:
+            fail("export", str(exc))
+        numbers = selection.numbers
+        if len(numbers) == len(transcript.exchanges):
+            numbers = ()
+        files.append(HarFile(Path(selection.path).name, transcript, numbers))
+    if output is not None and any(
+        Path(output).resolve() == (path / f.name if path.is_dir() else path).resolve()
+        for f in files
+    ):
+        fail("export", f"-o {output} would overwrite a transcript it exports")
+    try:
+        text = export_har(
+            files,
+            base_url=settings.base_url,
+            grpc_host=settings.grpc_agent,
+            version=_version(),
+        )
+    except ExportError as exc:
+        fail("export", str(exc))
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    _write_export(Path(output), text)
+    settings.say(f"wrote {output}")
+
+
+def _version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("a2a-recorder")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
 
 
 def _write_proto(folder: Path, settings: _Settings) -> None:

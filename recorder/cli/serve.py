@@ -89,6 +89,24 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Exit 1 at shutdown when any request matched no recorded exchange (for CI).",
 )
+@click.option(
+    "--faults",
+    "faults_file",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Inject faults (YAML: per method, nth request or probability: a delay, an A2A "
+    "error, an HTTP or gRPC status, a stream cut after N frames, a malformed frame).",
+)
+@click.option(
+    "--json-report",
+    "--report-json",
+    "json_report",
+    cls=AliasedOption,
+    aliases=("--report-json",),
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Write the closing report (served, unused, unmatched, faults) as JSON to FILE.",
+)
 @quiet_option("Errors and warnings only: not where it listens, nor what it recorded.")
 @verbose_option("Log every request and the exchange it matched.")
 def serve(
@@ -103,6 +121,8 @@ def serve(
     record_new: str | None,
     downstreams: tuple[str, ...],
     strict: bool,
+    faults_file: str | None,
+    json_report: str | None,
     quiet: bool,
     verbose: int,
 ) -> None:
@@ -114,11 +134,15 @@ def serve(
     gets its recorded replies in order. A request that matches nothing gets an error naming
     the closest recorded request and what differs (a JSON-RPC error, else 404), or with
     --fallback the reply of a real agent.
+
+    When it stops it reports what it served, which recorded exchanges it left unused, the
+    requests it could not match and the faults it injected (--json-report: as JSON too).
     """
     from recorder.record.proxy.server import parse_listen
     from recorder.rules.ruleset import load_rules
     from recorder.serve import load_stand_in
     from recorder.serve.fallback import Fallback
+    from recorder.serve.faults import load_faults
     from recorder.serve.server import serve as run
 
     handler = logging.StreamHandler()
@@ -130,7 +154,9 @@ def serve(
         fail("serve", "-o/--output needs --fallback URL (the agent to record)")
     recorder = None
     standing: list[tuple[StandIn, ServerThread]] = []
+    stand_in = None
     try:
+        faults = load_faults(faults_file) if faults_file is not None else None
         host, port = parse_listen(listen)
         loaded = load_rules(rules)
         relay = None
@@ -151,6 +177,7 @@ def serve(
             pace=pace,
             during_wait=during_wait,
             fallback=relay,
+            faults=faults,
         )
         stand_in.grpc_fallback = grpc_relay
         standing = _downstreams(downstreams, paths, loaded, pace=pace, fresh_ids=fresh_ids)
@@ -172,6 +199,9 @@ def serve(
                     f"recorded {plural(recorder.proxy.recorded, 'new exchange')} in {record_new}"
                 )
         log.removeHandler(handler)
+    if stand_in is None:
+        return
+    _report(stand_in, json_report, verbose=bool(verbose), quiet=quiet)
     unmatched = stand_in.unmatched + sum(downstream.unmatched for downstream, _ in standing)
     if strict and unmatched:
         fail("serve", f"{plural(unmatched, 'request')} matched no recorded exchange", code=1)
@@ -258,6 +288,29 @@ def _recorder(upstream: str, out: str, rules: Rules, grpc: str | None) -> ProxyS
     if grpc is not None:
         proxy.listen_grpc(port=0, upstream=grpc)
     return ProxyServer(proxy).start()
+
+
+def _report(stand_in: StandIn, json_path: str | None, *, verbose: bool, quiet: bool) -> None:
+    """The closing report: on stderr (not with -q), and as JSON to `json_path`."""
+    import json
+    from pathlib import Path
+
+    from recorder.disk.atomic import write_text_atomic
+    from recorder.serve.report import report_json, report_text
+
+    report = stand_in.report()
+    if not quiet:
+        first, *rest = report_text(report, verbose=verbose).splitlines()
+        _status(first)
+        for line in rest:
+            click.echo(line, err=True)
+    if json_path is not None:
+        try:
+            write_text_atomic(Path(json_path), json.dumps(report_json(report), indent=2) + "\n")
+        except OSError as exc:
+            fail("serve", f"{json_path}: {exc.strerror or exc}")
+        if not quiet:
+            _status(f"wrote {json_path}")
 
 
 def _status(line: str) -> None:

@@ -385,8 +385,13 @@ class AliasMap:
         """The alias of a value already seen, or None. Numbers are given lazily, in seen order."""
         alias = self._alias.get(golden)
         if alias is None and golden in self.seen:
-            start = self._numbered
-            for value, kind in itertools.islice(self.seen.items(), start, None):
+            # the values seen since the last numbering, taken from the end: skipping the first
+            # ones would cost a pass over all those already numbered each time a value is new
+            # (quadratic over a reply of thousands of ids)
+            fresh = list(
+                itertools.islice(reversed(self.seen.items()), len(self.seen) - self._numbered)
+            )
+            for value, kind in reversed(fresh):
                 number = self._counters.get(kind, 0) + 1
                 self._counters[kind] = number
                 self._alias[value] = f"<{kind}:{number}>"

@@ -10,12 +10,19 @@ seconds), then goes on.
 A request that matches nothing gets a JSON-RPC error (code `NO_MATCH`, HTTP 200) when it is a
 JSON-RPC call, else a 404 with a JSON body; both name the closest recorded request and what
 differs, and the same line goes to the `recorder.serve` logger. `unmatched` counts them.
+
+With `faults` (`recorder.serve.faults`), a request may get an injected fault instead of, or
+on top of, its recorded reply: a delay, an A2A error or an HTTP status (the recorded exchange
+left unplayed), a stream cut after N frames (the connection closed mid-body), a malformed
+frame. `served` counts each recorded exchange played, `misses` keeps the requests that matched
+nothing: the closing report (`recorder.serve.report`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -30,9 +37,23 @@ from recorder.rules.ruleset import Rules
 from recorder.serve.book import Book, Found, NotFound, Tie
 from recorder.serve.deliveries import Deliveries
 from recorder.serve.fallback import Fallback
+from recorder.serve.faults import (
+    CUT,
+    ERROR,
+    MALFORMED,
+    MALFORMED_TEXT,
+    STATUS,
+    Fault,
+    FaultPlan,
+    error_reply,
+    malformed_frame,
+    operation_of,
+    status_reply,
+)
 from recorder.serve.match import LiveRequest
-from recorder.serve.nomatch import NO_MATCH, error_body, no_match_message
+from recorder.serve.nomatch import NO_MATCH, error_body, is_rpc, no_match_message
 from recorder.serve.replies import Renderer, pacing
+from recorder.serve.report import ServeReport, serve_report
 from recorder.serve.steps import needed_files, prepare
 
 __all__ = ["NO_MATCH", "StandIn", "load_stand_in", "no_match_message"]
@@ -44,6 +65,24 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 logger = logging.getLogger("recorder.serve")
+_INCOMPLETE = "ASGI callable returned without completing response."
+
+
+class _Cuts(logging.Filter):
+    """uvicorn's error line for a reply its app left incomplete, dropped for the replies
+    cut on purpose (a `cut_after` fault): each cut is counted before the app returns, and
+    uvicorn logs at once after it returns, in the same task."""
+
+    pending = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.pending and record.getMessage() == _INCOMPLETE:
+            self.pending -= 1
+            return False
+        return True
+
+
+_CUTS = _Cuts()
 
 
 class StandIn:
@@ -58,6 +97,7 @@ class StandIn:
         pace: bool = False,
         during_wait: float = 10.0,
         fallback: Fallback | None = None,
+        faults: FaultPlan | None = None,
     ) -> None:
         self.pairing = PairingRules(rules)
         after = needed_files(transcripts)
@@ -68,6 +108,14 @@ class StandIn:
         self.pace = pace
         self.during_wait = during_wait
         self.fallback = fallback
+        self.faults = faults
+        """The faults to inject (`--faults`), and those injected so far."""
+        if faults is not None:
+            logging.getLogger("uvicorn.error").addFilter(_CUTS)
+        self.served: Counter[tuple[int, int]] = Counter()
+        """How often each recorded exchange (file, index) was played."""
+        self.misses: list[tuple[str, str]] = []
+        """The requests that matched nothing (the request, the message; the first 1,000)."""
         self.matched = 0
         self.unmatched = 0
         self.relayed = 0
@@ -90,6 +138,19 @@ class StandIn:
         self.grpc_fallback: str | None = None
         """Where a gRPC call that matches nothing is relayed (`host:port`: the `--fallback`
         agent's GRPC interface, or the recorder's listener in front of it); None: not."""
+
+    def report(self) -> ServeReport:
+        """What it served, left unused and could not match so far (`recorder.serve.report`)."""
+        return serve_report(
+            self.steps,
+            self.served,
+            unmatched=self.misses,
+            unmatched_count=self.unmatched,
+            relayed=self.relayed,
+            delivered=self.deliveries.delivered,
+            delivery_failures=self.deliveries.failed,
+            faults=self.faults.fired if self.faults is not None else (),
+        )
 
     def stop_streams(self) -> None:
         """End every reply held for `@during` now (the server is shutting down). Called on
@@ -119,16 +180,52 @@ class StandIn:
             return
         live = await _read(scope, receive)
         host = next((value for name, value in live.headers if name.lower() == "host"), None)
+        fault, place = await self.fault_for(live)
+        if fault is not None and fault.kind in (ERROR, STATUS):
+            await self._fail(live, fault, send)
+            return
         found = self.take(live)
         if isinstance(found, NotFound):
             await self._no_match(live, found, send, host)
             return
+        if fault is not None and self.faults is not None:
+            self.faults.spoiled(place, found.step.where)
         self.deliveries.registered(found, live)
         renderer = Renderer(
             self.pairing, found.step, found.branch, found.rpc_id, host, grpc=self.grpc_address
         )
-        await self._reply(found, renderer, receive, send)
+        spoiled = fault is not None and fault.kind in (CUT, MALFORMED)
+        if spoiled and found.step.exchange.response.events is None:
+            self.book.release(found)  # (a reply the client cannot read: its retry gets it)
+        if not await self._reply(found, renderer, receive, send, fault):
+            return  # (cut: the connection closes mid-reply, as a dropped one does)
         self.deliveries.answered(found, live, host)
+
+    async def fault_for(self, live: LiveRequest) -> tuple[Fault | None, int | None]:
+        """The fault `live` gets (`--faults`), counted as fired (before its delay: a client
+        may leave during it), and its place among those fired (`FaultPlan.spoiled`)."""
+        if self.faults is None:
+            return None, None
+        operation = operation_of(live.method, live.target, live.rpc_method)
+        fault = self.faults.choose(operation, described(live))
+        if fault is None:
+            return None, None
+        place = self.faults.note(fault, described(live))
+        logger.info("%s: %s", described(live), fault.describe())
+        if fault.delay:
+            await asyncio.sleep(fault.delay)  # (the fault itself: the reply comes late)
+        return fault, place
+
+    async def _fail(self, live: LiveRequest, fault: Fault, send: Send) -> None:
+        """An `error` or `status` fault's reply, in the request's binding."""
+        if fault.kind == ERROR:
+            rpc = is_rpc(live, NotFound(None, []))
+            status, body = error_reply(fault, live.rpc_id, rpc)
+        else:
+            status, body = status_reply(fault)
+        headers = [("content-type", "application/json"), ("content-length", str(len(body)))]
+        await send({"type": "http.response.start", "status": status, "headers": _raw(headers)})
+        await send({"type": "http.response.body", "body": body})
 
     def take(self, live: LiveRequest) -> Found | NotFound:
         """The recorded exchange that answers `live` (counted, logged, its conversation's
@@ -138,6 +235,7 @@ class StandIn:
         if isinstance(found, NotFound):
             return found
         self.matched += 1
+        self.served[(found.step.file, found.step.index)] += 1
         if logger.isEnabledFor(logging.INFO):
             logger.info(
                 "%s %s%s: %s (%s), conversation %d",
@@ -161,6 +259,8 @@ class StandIn:
         logger.warning("%s", message)
         if len(self.problems) < 100:
             self.problems.append(message)
+        if len(self.misses) < 1000:
+            self.misses.append((described(live), message))
         return message
 
     async def hold(self, found: Found, frames: int) -> bool:
@@ -262,7 +362,15 @@ class StandIn:
                         task.cancel()
         return True
 
-    async def _reply(self, found: Found, renderer: Renderer, receive: Receive, send: Send) -> None:
+    async def _reply(
+        self,
+        found: Found,
+        renderer: Renderer,
+        receive: Receive,
+        send: Send,
+        fault: Fault | None = None,
+    ) -> bool:
+        """Send the reply; False when a fault cut it (the connection is to close)."""
         step = found.step
         disconnected: asyncio.Future[Any] | None = None
         if step.waited:
@@ -270,8 +378,8 @@ class StandIn:
             disconnected = asyncio.ensure_future(_disconnect(receive))
         try:
             if not await self._wait_for_later(found, 0, disconnected):
-                return
-            await self._send_reply(found, renderer, send, disconnected)
+                return True
+            return await self._send_reply(found, renderer, send, disconnected, fault)
         finally:
             if disconnected is not None:
                 disconnected.cancel()
@@ -282,12 +390,17 @@ class StandIn:
         renderer: Renderer,
         send: Send,
         disconnected: asyncio.Future[Any] | None,
-    ) -> None:
+        fault: Fault | None = None,
+    ) -> bool:
         step = found.step
         response = step.exchange.response
         headers = renderer.headers()
+        kind = fault.kind if fault is not None else None
+        frames = fault.frames if fault is not None else 0
         if response.events is None:
             body = renderer.body()
+            if kind == MALFORMED:
+                body = MALFORMED_TEXT.encode()
             await send(
                 {
                     "type": "http.response.start",
@@ -295,24 +408,40 @@ class StandIn:
                     "headers": _raw([*headers, ("content-length", str(len(body)))]),
                 }
             )
+            if kind == CUT:
+                half = body[: len(body) // 2]
+                await send({"type": "http.response.body", "body": half, "more_body": True})
+                return self._cut()
             await send({"type": "http.response.body", "body": body})
-            return
+            return True
         await send(
             {"type": "http.response.start", "status": response.status, "headers": _raw(headers)}
         )
         waits = pacing(step, self.pairing, limit=PACE_LIMIT) if self.pace else None
         sent = 0
         for number, event in enumerate(response.events):
+            if kind == CUT and event.data is not None and sent == frames:
+                return self._cut()
             if waits is not None and waits[number] > 0:
                 await asyncio.sleep(waits[number])
-            await send(
-                {"type": "http.response.body", "body": renderer.frame(number), "more_body": True}
-            )
+            frame = renderer.frame(number)
+            if kind == MALFORMED and event.data is not None and sent + 1 == frames:
+                frame = malformed_frame(frame)
+            await send({"type": "http.response.body", "body": frame, "more_body": True})
             if event.data is not None:
                 sent += 1
                 if not await self._wait_for_later(found, sent, disconnected):
                     break
+        if kind == CUT:
+            return self._cut()  # (fewer frames than the cut's: cut at the end)
         await send({"type": "http.response.body", "body": b""})
+        return True
+
+    def _cut(self) -> bool:
+        """A reply cut on purpose: the app returns with the reply not ended, and uvicorn
+        closes the connection (its error line for that dropped: `_Cuts`)."""
+        _CUTS.pending += 1
+        return False
 
     async def _no_match(
         self, live: LiveRequest, found: NotFound, send: Send, host: str | None
@@ -365,6 +494,12 @@ async def _read(scope: Scope, receive: Receive) -> LiveRequest:
         target += "?" + query.decode("latin-1")
     headers = [(name.decode("latin-1"), header_text(value)) for name, value in scope["headers"]]
     return LiveRequest(scope["method"], target, headers, b"".join(chunks))
+
+
+def described(live: LiveRequest) -> str:
+    """`POST /a2a/jsonrpc GetTask`: a live request in the report's words."""
+    what = f"{live.method} {live.target}"
+    return f"{what} {live.rpc_method}" if live.rpc_method else what
 
 
 def _raw(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:

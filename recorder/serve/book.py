@@ -461,6 +461,12 @@ class Book:
             opened = self.opened
             bisect.insort(copies, file, key=lambda number: (opened[number], number))
 
+    def release(self, found: Found) -> None:
+        """`found`'s exchange answers again in its branch: the reply the client got was
+        spoiled on purpose (`--faults`), so its retry is to get it. The ids it handed out
+        stay handed out (the retry's reply carries the same)."""
+        found.branch.used.discard(found.step.index)
+
     def _note_ties(self, chosen: list[_Candidate]) -> None:
         first = chosen[0]
         twins = first.branch.twins

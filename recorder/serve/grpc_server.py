@@ -11,6 +11,10 @@ call that matches nothing ends NOT_FOUND, its message naming the closest recorde
 with a `--fallback` agent that serves gRPC is relayed to it (`recorder.serve.grpc_relay`).
 A call that registers a push config has its recorded deliveries sent to the live config's
 webhook once it is answered, as an HTTP request's (`recorder.serve.deliveries`).
+
+`--faults` (`recorder.serve.faults`): a delay before the reply; an A2A error (its gRPC status
+and google.rpc.Status details) or a status ending the call at once; a stream ended
+UNAVAILABLE after N messages; a message N whose bytes are no protobuf.
 """
 
 from __future__ import annotations
@@ -28,6 +32,15 @@ from recorder.format.literals import headers_as_sent
 from recorder.format.model import GRPC_METHOD, Response
 from recorder.serve.app import PACE_LIMIT, StandIn
 from recorder.serve.book import Found, NotFound
+from recorder.serve.faults import (
+    CUT,
+    ERROR,
+    MALFORMED,
+    MALFORMED_MESSAGE,
+    STATUS,
+    Fault,
+    grpc_error,
+)
 from recorder.serve.grpc_relay import GrpcRelay
 from recorder.serve.match import LiveRequest
 from recorder.serve.nomatch import no_match_message
@@ -96,18 +109,25 @@ class GrpcStandIn:
 
     # ------------------------------------------------------------------ calls
 
-    def _take(
+    async def _take(
         self, name: str, data: bytes, context: Any
-    ) -> tuple[Found, Renderer, LiveRequest] | str | GrpcRelay:
-        """The recorded exchange that answers the call, with its renderer and the live call
-        (a push config it registers kept for the deliveries: `Deliveries.registered`); or the
-        no-match message; or the relay to the fallback agent (a call that matches nothing)."""
+    ) -> tuple[Found, Renderer, LiveRequest, Fault | None] | str | GrpcRelay:
+        """The recorded exchange that answers the call, with its renderer, the live call
+        (a push config it registers kept for the deliveries: `Deliveries.registered`) and the
+        fault that spoils its reply; or the no-match message; or the relay to the fallback
+        agent (a call that matches nothing). A fault that ends the call ends it here."""
         try:
             body = binding.to_json(binding.message_type(name).FromString(data))
         except Exception as exc:  # (protobuf's DecodeError): a bad message, not a crash
             return f"GRPC {binding.target_of(name)}: not a {name} request message: {exc}"
         headers = binding.metadata_headers(context.invocation_metadata() or ())
         live = LiveRequest(GRPC_METHOD, binding.target_of(name), list(headers), body)
+        fault, place = await self.stand_in.fault_for(live)
+        if fault is not None and fault.kind in (ERROR, STATUS):
+            grpc = _grpc()
+            code, message, details = grpc_error(fault)
+            trailing = () if details is None else ((binding.STATUS_DETAILS_BIN, details),)
+            await context.abort(grpc.StatusCode[code], message, trailing_metadata=trailing)
         found = self.stand_in.take(live)
         if isinstance(found, NotFound):
             if self.relay is not None:
@@ -116,6 +136,8 @@ class GrpcStandIn:
                 logger.info("%s; relayed to %s", message, self.relay.address)
                 return self.relay
             return self.stand_in.missed(live, found)
+        if fault is not None and self.stand_in.faults is not None:
+            self.stand_in.faults.spoiled(place, found.step.where)
         self.stand_in.deliveries.registered(found, live)
         renderer = Renderer(
             self.stand_in.pairing,
@@ -125,23 +147,29 @@ class GrpcStandIn:
             None,
             grpc=self.stand_in.grpc_address,
         )
-        return found, renderer, live
+        return found, renderer, live, fault
 
     def _unary(self, name: str) -> Any:
         grpc = _grpc()
 
         async def call(data: bytes, context: Any) -> bytes:
-            taken = self._take(name, data, context)
+            taken = await self._take(name, data, context)
             if isinstance(taken, GrpcRelay):
                 return await taken.unary(grpc, binding.target_of(name), data, context)
             if isinstance(taken, str):
                 await context.abort(grpc.StatusCode.NOT_FOUND, taken)
                 return b""  # (abort raises)
-            found, renderer, live = taken
+            found, renderer, live, fault = taken
             response = _trailers_as_sent(found.step.exchange.response)
             await _initial(context, renderer)
             if not await self.stand_in.hold(found, 0):
                 await context.abort(grpc.StatusCode.CANCELLED, "the stand-in is stopping")
+            if fault is not None and fault.kind in (CUT, MALFORMED):
+                self.stand_in.book.release(found)  # (the client cannot read it: a retry can)
+            if fault is not None and fault.kind == CUT:
+                await context.abort(grpc.StatusCode.UNAVAILABLE, _cut_message(fault))
+            if fault is not None and fault.kind == MALFORMED:
+                return MALFORMED_MESSAGE
             # (the push deliveries that follow it go out in the background: as an agent's,
             # they may reach the webhook before the client has this reply)
             self.stand_in.deliveries.answered(found, live, None)
@@ -158,7 +186,7 @@ class GrpcStandIn:
         grpc = _grpc()
 
         async def call(data: bytes, context: Any) -> AsyncIterator[bytes]:
-            taken = self._take(name, data, context)
+            taken = await self._take(name, data, context)
             if isinstance(taken, GrpcRelay):
                 async for message in taken.stream(grpc, binding.target_of(name), data, context):
                     yield message
@@ -166,8 +194,10 @@ class GrpcStandIn:
             if isinstance(taken, str):
                 await context.abort(grpc.StatusCode.NOT_FOUND, taken)
                 return
-            found, renderer, live = taken
+            found, renderer, live, fault = taken
             response = _trailers_as_sent(found.step.exchange.response)
+            kind = fault.kind if fault is not None else None
+            frames = fault.frames if fault is not None else 0
             await _initial(context, renderer)
             if not await self.stand_in.hold(found, 0):
                 return
@@ -179,18 +209,29 @@ class GrpcStandIn:
                 text = renderer.frame_data(number)
                 if text is None:
                     continue  # (a comment-only frame: no message)
+                if kind == CUT and sent == frames:
+                    break
                 if waits is not None and waits[number] > 0:
                     await asyncio.sleep(waits[number])
-                yield binding.to_message(name, text, reply=True).SerializeToString()
+                if kind == MALFORMED and sent + 1 == frames:
+                    yield MALFORMED_MESSAGE
+                else:
+                    yield binding.to_message(name, text, reply=True).SerializeToString()
                 sent += 1
                 if not await self.stand_in.hold(found, sent):
                     return
+            if fault is not None and kind == CUT:
+                await context.abort(grpc.StatusCode.UNAVAILABLE, _cut_message(fault))
             self.stand_in.deliveries.answered(found, live, None)  # (its stream sent)
             if response.status != 0:
                 await _end(grpc, context, response, renderer)
             context.set_trailing_metadata(_trailing(response))
 
         return call
+
+
+def _cut_message(fault: Fault) -> str:
+    return f"recorder serve: injected {fault.describe()}"
 
 
 async def _initial(context: Any, renderer: Renderer) -> None:

@@ -95,6 +95,7 @@ def test_every_command_has_a_whole_one_line_summary_in_the_help() -> None:
         "check",
         "docs",
         "export",
+        "import",
         "kit",
         "learn",
         "play",

@@ -115,6 +115,19 @@ def bodies(draw: st.DrawFn, *, response: bool) -> tuple[list[tuple[str, str]], d
     return [("Content-Type", "text/event-stream")], {"body": draw(st.binary(max_size=100))}
 
 
+# (filtered strategies built once, here: hypothesis reads a filter's source each time one is
+# built, which inside the composites below was most of the property tests' time)
+reasons = one_line.filter(lambda s: "\0" not in s)
+exchange_comments = one_line.filter(
+    lambda s: (
+        s.strip() != "@truncated"
+        and not s.strip().startswith("@during")
+        and s.split(maxsplit=1)[:1] not in (["@push"], ["@call"])
+        and _not_an_after_tag(s)  # (a file's tag: an error in an exchange)
+    )
+)
+
+
 @st.composite
 def exchanges(draw: st.DrawFn) -> Exchange:
     req_type, req_body = draw(bodies(response=False))
@@ -128,25 +141,13 @@ def exchanges(draw: st.DrawFn) -> Exchange:
     )
     response = Response(
         status=draw(st.integers(min_value=100, max_value=599)),
-        reason=draw(one_line.filter(lambda s: "\0" not in s)),
+        reason=draw(reasons),
         headers=Headers(req_type[:0] + res_type + draw(other_headers)),
         **res_body,  # type: ignore[arg-type]
     )
     # tags are read as tags: "@truncated" sets `truncated`, a "@during" must name an earlier
     # exchange (tests/test_httpfile_errors.py)
-    comments = draw(
-        st.lists(
-            one_line.filter(
-                lambda s: (
-                    s.strip() != "@truncated"
-                    and not s.strip().startswith("@during")
-                    and s.split(maxsplit=1)[:1] not in (["@push"], ["@call"])
-                    and _not_an_after_tag(s)  # (a file's tag: an error in an exchange)
-                )
-            ),
-            max_size=2,
-        )
-    )
+    comments = draw(st.lists(exchange_comments, max_size=2))
     return Exchange(
         request=request,
         response=response,
@@ -203,7 +204,7 @@ def grpc_exchanges(draw: st.DrawFn) -> Exchange:
         content["events"] = tuple(draw(st.lists(sse_events, max_size=4)))
     response = Response(
         status=draw(st.integers(min_value=0, max_value=16)),
-        reason=draw(one_line.filter(lambda s: "\0" not in s)),
+        reason=draw(reasons),
         headers=Headers(draw(metadata)),
         http_version="GRPC",
         trailers=Headers(draw(metadata)),

@@ -356,6 +356,47 @@ def run_serve_fallback(place: Place, text: str) -> None:
     assert list((place.root / "new-traffic").glob("*.http")), out
 
 
+def run_serve_faults(place: Place, text: str) -> None:
+    # docs/faults.yaml's first fault: the first GetTask gets TaskNotFoundError, injected
+    codes: list[int] = []
+    answers = serving(9)
+
+    def ready(seen: str) -> bool:
+        if not answers(seen):
+            return False
+        found = re.search(r"on (http://\S+) ", seen)
+        assert found, seen
+        call = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "any"}}
+        reply = httpx.post(f"{found.group(1)}/a2a/jsonrpc", json=call, timeout=LIMIT)
+        codes.append(reply.json()["error"]["code"])
+        return True
+
+    out = place.serve(f"{text} --listen 127.0.0.1:{free_port()}{GRPC_LISTEN}", ready=ready)
+    assert codes == [-32001], (codes, out)
+    report = json.loads((place.root / "serve-report.json").read_text())
+    assert [f["kind"] for f in report["faults"]] == ["error"], report
+    assert "1 fault injected" in out, out
+
+
+def run_export_har(place: Place, text: str) -> None:
+    place.run(text)
+    entries = json.loads((place.root / "transcripts.har").read_text())["log"]["entries"]
+    titles = [
+        line
+        for path in (place.root / "transcripts").glob("*.http")
+        for line in path.read_text().splitlines()
+        if line.startswith("### ")
+    ]
+    assert len(entries) == len(titles) == 58
+
+
+def run_import_har(place: Place, text: str) -> None:
+    place.run("recorder export transcripts/ --to har -o transcripts.har")
+    place.run(text)
+    for path in (place.root / "transcripts").glob("*.http"):
+        assert (place.root / "imported" / path.name).read_text() == path.read_text(), path
+
+
 def run_serve_grown(place: Place, text: str) -> None:
     run_serve_fallback(place, FALLBACK)
     run_serve(place, text)
@@ -595,6 +636,11 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     "recorder serve transcripts/ --fresh-ids --strict": run_serve,
     FALLBACK: run_serve_fallback,
     "recorder serve transcripts/ new-traffic/": run_serve_grown,
+    "recorder serve transcripts/ --faults docs/faults.yaml --json-report serve-report.json": (
+        run_serve_faults
+    ),
+    "recorder export transcripts/ --to har -o transcripts.har": run_export_har,
+    "recorder import transcripts.har -o imported/": run_import_har,
     "recorder learn transcripts/ --agent http://localhost:41242 -o rules.yaml": run_learn,
     "recorder play transcripts/ --agent http://localhost:41242 --rules rules.yaml": run_learn,
     "recorder play transcripts/ --rules checks.yaml --trials 5 --pass-rate 0.8": run_checks,

@@ -1161,3 +1161,65 @@ def test_a_secret_member_inside_an_unordered_array_is_compared_for_presence_only
     golden = Exchange(rpc("ListKeys", {}), reply({"keys": recorded}))
     live = [{"name": "b", "apiKey": "sk-2"}, {"name": "a", "apiKey": "sk-1"}]
     assert s.compare(golden, reply({"keys": live})) == []
+
+
+def _many_tasks(seed: int, stamps: Callable[[int], str], count: int = 3000) -> Response:
+    tasks = [
+        {
+            "id": str(uuid.UUID(int=seed << 64 | n)),
+            "contextId": str(uuid.UUID(int=seed << 64 | 1 << 32 | n)),
+            "status": {"state": "TASK_STATE_COMPLETED", "timestamp": stamps(n)},
+        }
+        for n in range(count)
+    ]
+    return reply({"result": {"tasks": tasks}})
+
+
+def test_a_reply_of_many_values_pairs_them_without_a_container_per_pair() -> None:
+    # the fast path pairs thousands of values as sets: a tuple kept per (recorded, live) pair
+    # made the garbage collector pass over the young objects (the replies' parsed values)
+    # again and again, 10-15 % of a large listing's comparison
+    import gc
+
+    golden = Exchange(
+        rpc("ListTasks", {}), _many_tasks(1, lambda n: f"2026-11-29T18:00:{n % 60:02d}Z")
+    )
+    live = as_wire(_many_tasks(2, lambda n: f"2026-11-30T09:00:{n % 60:02d}Z"))
+    passes: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    s = state()
+    real_matches_text = FastPath.matches_text
+    decided: list[bool] = []
+
+    def matches_text(self: FastPath, *args: Any, **kwargs: Any) -> bool:
+        gc.callbacks.append(count)
+        try:
+            decided.append(real_matches_text(self, *args, **kwargs))
+        finally:
+            gc.callbacks.remove(count)
+        return decided[-1]
+
+    with mock.patch.object(FastPath, "matches_text", matches_text):
+        assert s.compare(golden, live) == []
+    assert decided == [True]  # the fast path decided (6,000 ids and 3,000 timestamps paired)
+    assert len(passes) <= 2, passes  # (at most where the count stood near a threshold)
+    assert s.mapping[str(uuid.UUID(int=1 << 64 | 2999))] == str(uuid.UUID(int=2 << 64 | 2999))
+
+
+@pytest.mark.parametrize("count", [5, 100], ids=["few", "many"])
+def test_a_recorded_time_may_meet_two_live_ones_a_recorded_id_may_not(count: int) -> None:
+    # (5 tasks hold 15 values, which the fast path pairs one by one; 100, past its `_SMALL`,
+    # it pairs as sets)
+    # timestamps are loose (two tasks recorded in one second, live in two): still a match
+    golden = Exchange(rpc("ListTasks", {}), _many_tasks(1, lambda n: "2026-11-29T18:00:00Z", count))
+    live = _many_tasks(2, lambda n: f"2026-11-30T09:00:{n % 2:02d}Z", count)
+    assert state().compare(golden, as_wire(live)) == []
+    # two recorded task ids, one live one: rule 3 says no (the fast path leaves it to the walk)
+    twice = json.loads(live.body)
+    twice["result"]["tasks"][1]["id"] = twice["result"]["tasks"][0]["id"]
+    found = state().compare(golden, as_wire(reply(twice)))
+    assert [m.path for m in found] == ["$.result.tasks[1].id"]

@@ -8,6 +8,7 @@ Pure parts without a network; a small raw-ASGI agent on a loopback port for the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import threading
@@ -185,9 +186,15 @@ def test_update_leaves_a_file_that_sent_an_id_another_file_generated() -> None:
 # --------------------------------------------------------------------------- a small agent
 
 
+async def _left(receive: Any) -> None:
+    """Returns when the client has disconnected."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
 def _toy_agent() -> Callable[..., Any]:
     """/block answers once /release came; /endless sends a ping and two frames, then nothing
-    for 20 s; /short sends one frame and ends."""
+    for 20 s or until the client leaves; /short sends one frame and ends."""
     released = asyncio.Event()
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -218,7 +225,10 @@ def _toy_agent() -> Callable[..., Any]:
         for chunk in chunks:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         if path == "/endless":
-            await asyncio.sleep(20)
+            # nothing more for 20 s, or until the client leaves (the server then stops at once:
+            # a handler still sleeping held the test's end for the server's 10 s stop timeout)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(_left(receive), 20)
         await send({"type": "http.response.body", "body": b""})
 
     return app

@@ -179,11 +179,14 @@ def grpc_kit() -> Iterator[KitServer]:
 
 
 def test_the_planners_scenarios_get_from_the_stand_in_what_they_get_from_the_kit(
-    grpc_kit: KitServer,
+    grpc_kit: KitServer, tmp_path: Path
 ) -> None:
     kit = grpc_kit
     from_kit = asyncio.run(run_scenarios(kit.url, kit.token))
-    with recorder_serve(str(TRANSCRIPTS), "--listen", "127.0.0.1:0", "--strict") as (process, url):
+    report = tmp_path / "report.json"
+    with recorder_serve(
+        str(TRANSCRIPTS), "--listen", "127.0.0.1:0", "--strict", "--json-report", str(report)
+    ) as (process, url):
         from_stand_in = asyncio.run(run_scenarios(url, "any-token-will-do"))
         err, took = interrupt(process)
     assert len(from_kit) == len(from_stand_in) == 45
@@ -195,6 +198,23 @@ def test_the_planners_scenarios_get_from_the_stand_in_what_they_get_from_the_kit
     assert process.returncode == 0, err
     assert "stopped; 45 requests answered, 0 unmatched" in err
     assert "Traceback" not in err and took < 5
+    # the closing report: every request answered from the recording; what the scenarios
+    # did not ask for (the gRPC goldens: this client speaks HTTP) left unused, by name
+    summary = json.loads(report.read_text())["summary"]
+    assert summary["requests"] == 45 and summary["unmatched"] == 0
+    unused = json.loads(report.read_text())["unused"]
+    assert summary["unused"] == len(unused) == 7
+    assert {Path(u["exchange"]).name.split(":")[0] for u in unused} == {
+        f"{n}-grpc-{name}.http"
+        for n, name in [
+            (18, "message-reply"),
+            (19, "streaming"),
+            (20, "get-task"),
+            (21, "cancel-task"),
+            (22, "errors"),
+        ]
+    }
+    assert f"{summary['unused']} unused; 0 unmatched" in err
 
 
 # --------------------------------------------------------------------------- unscripted

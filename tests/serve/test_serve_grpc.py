@@ -222,18 +222,22 @@ def _status_frame(state: str, at: str) -> str:
 
 
 def test_pace_spaces_a_streams_messages_as_their_timestamps_say(tmp_path: Path) -> None:
-    times = ("2026-11-29T19:36:39.000000Z", "2026-11-29T19:36:39.400000Z")
-    frames = "\n\n".join(
-        f"data: {_status_frame(state, at)}"
-        for state, at in zip(("TASK_STATE_WORKING", "TASK_STATE_COMPLETED"), times, strict=True)
-    )
-    (tmp_path / "01-subscribe.http").write_text(
-        "# recorder-format: 1\n\n### SubscribeToTask\n"
-        "GRPC /lf.a2a.v1.A2AService/SubscribeToTask\na2a-version: 1.0\n\n"
-        '{\n  "id": "t-1"\n}\n\nGRPC 0 OK\n\n' + frames + "\n"
-    )
+    # paced: messages recorded 0.4 s apart; unpaced: 4.5 s apart (under the stand-in's longest
+    # wait, 5 s), so an unpaced stream that arrived paced would show it by seconds, never by a
+    # race with a busy machine's scheduling
+    recorded_gap = {True: "39.400000", False: "43.500000"}
     gaps = {}
     for pace in (False, True):
+        times = ("2026-11-29T19:36:39.000000Z", f"2026-11-29T19:36:{recorded_gap[pace]}Z")
+        frames = "\n\n".join(
+            f"data: {_status_frame(state, at)}"
+            for state, at in zip(("TASK_STATE_WORKING", "TASK_STATE_COMPLETED"), times, strict=True)
+        )
+        (tmp_path / "01-subscribe.http").write_text(
+            "# recorder-format: 1\n\n### SubscribeToTask\n"
+            "GRPC /lf.a2a.v1.A2AService/SubscribeToTask\na2a-version: 1.0\n\n"
+            '{\n  "id": "t-1"\n}\n\nGRPC 0 OK\n\n' + frames + "\n"
+        )
         options = ["--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0"]
         with (
             serving(str(tmp_path), *options, *(["--pace"] if pace else [])) as (_, _url, address),
@@ -254,4 +258,4 @@ def test_pace_spaces_a_streams_messages_as_their_timestamps_say(tmp_path: Path) 
         ]
         gaps[pace] = arrivals[1][0] - arrivals[0][0]
     assert gaps[True] >= 0.35, gaps  # (asyncio.sleep waits at least that long)
-    assert gaps[True] > gaps[False], gaps
+    assert gaps[False] < 4.5, gaps  # (not the recorded 4.5 s: unpaced)

@@ -37,8 +37,8 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Iterable
-from operator import itemgetter
+from collections.abc import Collection, Iterable
+from operator import eq, itemgetter
 from typing import Any
 
 import orjson
@@ -258,14 +258,29 @@ class FastPath:
         field_pairs: list[dict[str, str]] = []
         for kind, columns, from_field in self._token_kinds:
             golden_columns = [expected_parts[c::stride] for c in columns]
-            distinct = set(zip(golden_columns[0], actual_parts[columns[0] :: stride], strict=True))
-            for column, golden_column in zip(columns[1:], golden_columns[1:], strict=True):
-                distinct.update(zip(golden_column, actual_parts[column::stride], strict=True))
-            distinct.discard((None, None))
+            goldens, lives = golden_columns[0], actual_parts[columns[0] :: stride]
+            if len(columns) > 1:
+                goldens = list(itertools.chain.from_iterable(golden_columns))
+                lives = list(
+                    itertools.chain.from_iterable(actual_parts[c::stride] for c in columns)
+                )
+            # set operations, not a loop per value: these replies can hold thousands of ids.
+            # The distinct (recorded, live) pairs are the items of one dict when each recorded
+            # value meets one live value (the common case, and rule 3's): no set of a tuple per
+            # pair, thousands of containers the garbage collector would pass over again and again
+            forward: dict[Any, Any] = dict(zip(goldens, lives, strict=True))
+            distinct: Collection[tuple[Any, Any]]
+            if all(map(eq, map(forward.__getitem__, goldens), lives)):
+                if None in forward and forward[None] is None:
+                    del forward[None]  # rows another alternative (kind) matched on both sides
+                distinct = forward.items()
+                forward = dict(distinct)  # (a copy: `distinct` stays as it is while this shrinks)
+            else:  # a recorded value met several live ones (a loose kind may): the pairs as a set
+                distinct = set(zip(goldens, lives, strict=True))
+                distinct.discard((None, None))
+                forward = dict(distinct)
             if not distinct:
                 continue
-            # set operations, not a loop per value: these replies can hold thousands of ids
-            forward: dict[Any, Any] = dict(distinct)
             backward: dict[Any, Any] = dict(
                 zip(map(itemgetter(1), distinct), map(itemgetter(0), distinct), strict=True)
             )

@@ -13,7 +13,9 @@ that compares equal comes back as one and the same object on both sides, so `gol
 verdict, and the normalized values share every part that matches. Only when they differ does
 deepdiff run, on the normalized values, to say where and how (`_explain`); it passes over the
 shared parts without looking into them, and the notes the walk kept (which real ids stand
-behind two aliases, an array's item counts) become the mismatches' messages.
+behind two aliases, an array's item counts) become the mismatches' messages. A difference more
+than 64 levels deep is found by a loop of the same report instead (deepdiff copies its path at
+each level: quadratic in the depth).
 """
 
 from __future__ import annotations
@@ -440,6 +442,10 @@ def _explain(golden: Any, live: Any, frame: int | None, notes: _Notes) -> list[M
 def _differences(golden: Any, live: Any) -> list[tuple[_Keys, Any, Any]]:
     """(place, expected, actual) for each place where two normalized values differ, from
     deepdiff; ABSENT for a member or item on one side only."""
+    if _differs_deeper_than(golden, live, _DEEPDIFF_DEPTH):
+        # deepdiff copies its path at each level: quadratic in the depth (12 s at 490 levels,
+        # where it stops with a RecursionError), for the same report
+        return _differences_without_recursion(golden, live)
     from deepdiff import DeepDiff  # on the first mismatch only: deepdiff takes ~0.1 s to import
     from deepdiff.helper import notpresent
 
@@ -470,6 +476,26 @@ def _differences(golden: Any, live: Any) -> list[tuple[_Keys, Any, Any]]:
         for levels in tree.values()
         for level in levels
     ]
+
+
+_DEEPDIFF_DEPTH = 64  # levels of nesting where two values differ, past which deepdiff is not used
+
+
+def _differs_deeper_than(golden: Any, live: Any, depth: int) -> bool:
+    """Whether two normalized values differ more than `depth` levels down (the parts they
+    share, one and the same object, are not looked into)."""
+    stack: list[tuple[Any, Any, int]] = [(golden, live, 0)]
+    while stack:
+        g, a, level = stack.pop()
+        if g is a:
+            continue
+        if level > depth:
+            return True
+        if type(g) is dict and type(a) is dict:
+            stack.extend((g[name], a[name], level + 1) for name in g if name in a)
+        elif type(g) is list and type(a) is list:
+            stack.extend((x, y, level + 1) for x, y in zip(g, a, strict=False))
+    return False
 
 
 def _differences_without_recursion(golden: Any, live: Any) -> list[tuple[_Keys, Any, Any]]:
