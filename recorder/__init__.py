@@ -6,9 +6,18 @@ The public API is what `__all__` lists; everything else is internal.
 from recorder.disk.transcripts import dump, load
 from recorder.errors import ParseError, RecorderError, RulesError, UpstreamError
 from recorder.format.httpfile import dumps, loads
-from recorder.format.model import Exchange, Headers, Request, Response, SseEvent, Transcript
+from recorder.format.model import (
+    CallTag,
+    Exchange,
+    Headers,
+    Request,
+    Response,
+    SseEvent,
+    Transcript,
+)
 
 __all__ = [
+    "CallTag",
     "Exchange",
     "Headers",
     "ParseError",

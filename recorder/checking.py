@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,12 +21,15 @@ from recorder.disk.transcripts import find_transcripts, note_skipped
 from recorder.errors import ParseError, RecorderError
 from recorder.format.httpfile import dumps
 from recorder.format.httpread import BODY_MARKER, TRAILERS_TAG, after_lines, loads
-from recorder.format.model import Exchange, Transcript
+from recorder.format.model import DOWNSTREAM_TAG, Exchange, Transcript
 
 __all__ = ["NO_EXCHANGES", "Problem", "check_paths", "end_line"]
 
 NO_EXCHANGES = "no exchanges: a transcript holds at least one"
 """What a transcript without an exchange is told, at its `end_line`."""
+
+_DONE = "[DONE]"
+"""The last frame's data of an OpenAI-compatible stream (a call's reply): no JSON."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,7 @@ def _check_file(path: Path, *, canonical: bool) -> list[Problem]:
         return [Problem(name, end_line(text), NO_EXCHANGES)]
     problems = json_problems(name, text, transcript=transcript, body_lines=starts)
     problems.extend(push_problems(name, transcript))
+    problems.extend(call_problems(name, transcript, text))
     if transcript.after:
         problems.extend(after_problems(name, path, text))
     if canonical:
@@ -157,6 +162,82 @@ def push_problems(name: str, transcript: Transcript) -> list[Problem]:
             )
         )
     return problems
+
+
+def call_problems(name: str, transcript: Transcript, text: str) -> list[Problem]:
+    """The file's calls and downstreams checked beyond what the reader checks: each
+    `# @downstream NAME URL` of the head names NAME once and an http(s) URL without
+    credentials; each `# @call NAME exchange N frame K` names a downstream of the head and,
+    with a frame, a frame exchange N's reply has. Each at its tag's line."""
+    problems: list[Problem] = []
+    lines = text.lstrip("\ufeff").replace("\r\n", "\n").split("\n")
+    declared: set[str] = set()
+    for number, text_line in enumerate(lines, start=1):
+        if text_line.startswith("###"):
+            break
+        is_comment = text_line.startswith("#")
+        found = DOWNSTREAM_TAG.match(text_line[1:].strip()) if is_comment else None
+        if found is None:
+            continue
+        downstream, url = found.groups()
+        problem = _downstream_problem(downstream, url, declared)
+        if problem is not None:
+            problems.append(Problem(name, number, problem))
+        declared.add(downstream)
+    exchanges = transcript.exchanges
+    for exchange in exchanges:
+        call = exchange.call
+        if call is None:
+            continue
+        line = _next_line(lines, (exchange.line or 1) - 1, "# @call")
+        if call.name not in declared:
+            problems.append(
+                Problem(
+                    name,
+                    line,
+                    f"@call {call.name}: no downstream {call.name} in the file's head (a "
+                    f'"# @downstream {call.name} URL" tag says where its calls went)',
+                )
+            )
+        if call.frame is None:
+            continue
+        events = exchanges[call.exchange - 1].response.events
+        if events is None:
+            problems.append(
+                Problem(
+                    name,
+                    line,
+                    f"@call {call.name} exchange {call.exchange} frame {call.frame}: exchange "
+                    f"{call.exchange}'s reply is not a stream of frames (drop the frame)",
+                )
+            )
+        elif call.frame > len(events):
+            problems.append(
+                Problem(
+                    name,
+                    line,
+                    f"@call {call.name} exchange {call.exchange} frame {call.frame}: exchange "
+                    f"{call.exchange}'s reply has {len(events)} frame"
+                    f"{'' if len(events) == 1 else 's'}",
+                )
+            )
+    return problems
+
+
+def _downstream_problem(downstream: str, url: str, declared: set[str]) -> str | None:
+    """What is wrong with a `@downstream NAME URL` tag, or None."""
+    if downstream in declared:
+        return f"@downstream {downstream}: named twice (one URL per downstream)"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        has_userinfo = "@" in parts.netloc
+    except ValueError:
+        parts, has_userinfo = None, False
+    if has_userinfo:  # (checked first: the message must not show them)
+        return f"@downstream {downstream}: the URL holds credentials (user:password@): remove them"
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"@downstream {downstream}: {url} is no http:// or https:// URL"
+    return None
 
 
 def after_problems(name: str, path: Path, text: str) -> list[Problem]:
@@ -285,7 +366,8 @@ def json_problems(
     A request body that is not JSON passes when the recorded reply rejects it (a 4xx status,
     or a JSON-RPC parse error -32700): the client sent it so on purpose (an error scenario),
     and the agent said so. A reply recorded `@truncated` (cut short: the recorder writes what
-    came) is not held to be JSON; its whole frames are."""
+    came) is not held to be JSON; its whole frames are. A call's stream may end in a frame
+    `data: [DONE]` (OpenAI-compatible APIs end so)."""
     if transcript is None or body_lines is None:
         body_lines = []
         transcript = loads(text, name, body_lines=body_lines)
@@ -321,7 +403,9 @@ def json_problems(
                 if lines[index].startswith("data:") and lines[index][5:].lstrip(" ") == first:
                     position = index
                     break
-            if not data.lstrip().startswith(("{", "[")):
+            if not data.lstrip().startswith(("{", "[")) or (
+                exchange.call is not None and data == _DONE
+            ):
                 continue
             found = _json_error(data)
             if found is not None:

@@ -8,8 +8,9 @@ that validator is silent:
 
 1. http and https only (`file:`, `ftp:`, `gopher:` … refused), and a host.
 2. Never the recorder's own listeners (`WebhookScreen.own`: its HTTP and gRPC listen
-   addresses, and the receiver address it advertises): a delivery aimed at
-   `http://127.0.0.1:41241/a2a/jsonrpc` would re-enter the proxy as a request.
+   addresses, its `--downstream` listeners, and the receiver address it advertises): a
+   delivery aimed at `http://127.0.0.1:41241/a2a/jsonrpc` would re-enter the proxy as a
+   request.
 3. An IPv4 address only in its usual dotted spelling: `127.1`, `2130706433`, `0x7f.1`,
    `0177.0.0.1` (what `inet_aton`, and so a connect, reads as 127.0.0.1) and the IPv4-mapped
    `[::ffff:127.0.0.1]` are refused, whatever address they stand for (`ipv4_spelled` reads

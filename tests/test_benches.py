@@ -27,6 +27,7 @@ BENCH = Path(__file__).parent.parent / "bench"
         ("bench_kit_start.py", ["--runs", "1", "--limit", "60"], "recorder kit start: median"),
         ("bench_serve.py", ["--quick"], '"bench": "serve"'),
         ("bench_serve_scale.py", ["--smoke"], '"bench": "serve-scale"'),
+        ("bench_standin.py", ["--smoke"], '"bench": "standin"'),
         ("bench_store.py", ["--smoke"], '"bench": "store"'),
         ("bench_store.py", ["--smoke", "--blocks"], '"bench": "store"'),
         ("bench_newfile.py", ["--smoke"], '"bench": "newfile"'),
@@ -40,6 +41,7 @@ BENCH = Path(__file__).parent.parent / "bench"
         ("bench_kill.py", ["--kills", "1", "--seconds", "0.3"], '"bench": "kill"'),
         ("bench_grpc_proxy.py", ["--smoke"], '"bench": "grpc-proxy"'),
         ("bench_grpc_stream.py", ["--smoke"], '"bench": "grpc-stream"'),
+        ("bench_calls.py", ["--smoke"], '"bench": "calls"'),
         (
             "bench_proxy.py",
             ["--smoke", "--variants", "per-connection"],

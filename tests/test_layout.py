@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,9 @@ ALLOWED: dict[str, frozenset[str]] = {
 }
 # entry points other tools load (pytest), which start the embedded default agent like the CLI
 ENTRY_POINTS = {"recorder.replay.pytest_plugin": frozenset({"kit"})}
+# pure modules of a job that another job may import: the player matches the agent's calls to
+# the recorded ones as the stand-in matches a client's requests (one matching, not two)
+SHARED_MODULES = {"replay": frozenset({"recorder.serve.match", "recorder.serve.spelling"})}
 
 
 def room_of(module: str) -> str:
@@ -69,8 +74,53 @@ def test_imports_run_one_way(path: Path) -> None:
     name = module_name(path)
     room = room_of(name)
     allowed = ALLOWED[room] | ENTRY_POINTS.get(name, frozenset()) | {room, "core"}
-    wrong = sorted(target for target in imported_modules(path) if room_of(target) not in allowed)
+    shared = SHARED_MODULES.get(room, frozenset())
+    wrong = sorted(
+        target
+        for target in imported_modules(path)
+        if room_of(target) not in allowed
+        and target not in shared
+        and target.rpartition(".")[0] not in shared
+    )
     assert not wrong, f"{name} ({room}) imports {wrong}: see ARCHITECTURE.md"
+
+
+SHARED = sorted({module for modules in SHARED_MODULES.values() for module in modules})
+
+
+@pytest.mark.parametrize("module", SHARED)
+def test_a_shared_module_imports_only_the_core_and_shared_modules(module: str) -> None:
+    # what another job imports of a job must not bring that job's I/O along
+    path = PACKAGE.parent / (module.replace(".", "/") + ".py")
+    wrong = sorted(
+        target
+        for target in imported_modules(path)
+        if room_of(target) != "core"
+        and target not in SHARED
+        and target.rpartition(".")[0] not in SHARED
+    )
+    assert not wrong, f"{module} imports {wrong}"
+
+
+def test_a_shared_module_is_imported_without_the_rest_of_its_job() -> None:
+    # a package's __init__ that imported its app would bring the job along all the same
+    code = (
+        "import sys\n"
+        f"for name in {SHARED!r}: __import__(name)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('recorder.') and m.count('.') > 1))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=PACKAGE.parent,
+    ).stdout
+    rooms = {room_of(name) for name in ast.literal_eval(found)} - {"core"}
+    jobs_loaded = {
+        name for name in ast.literal_eval(found) if room_of(name) in rooms and name not in SHARED
+    }
+    assert not jobs_loaded, f"importing {SHARED} imports {sorted(jobs_loaded)}"
 
 
 def test_the_rooms_check_sees_a_wrong_import(tmp_path: Path) -> None:
@@ -239,6 +289,9 @@ IO_MODULES = frozenset(
 # the rooms that take values and return values: parsing, writing, pairing, comparing
 PURE = ("recorder.format", "recorder.rules", "recorder.secrets", "recorder.bindings")
 PURE += ("recorder.addresses", "recorder.jsonpath", "recorder.errors", "recorder.replay.verdict")
+# pure modules of the jobs: where an agent's own call belongs (record), which recorded call a
+# live one stands for and what the stand-in answers (replay)
+PURE += ("recorder.record.calls", "recorder.replay.calls")
 
 
 def all_imports(path: Path) -> set[str]:

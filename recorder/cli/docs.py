@@ -141,8 +141,9 @@ def render(
     --pick '{pick}'
 
     Tags show what an exchange is: '# @push config N' (the agent's call to the client's
-    webhook), '# @during exchange N frame K' (sent while exchange N was open), and exchange N
-    says where: '# here the client sent exchange M (Operation)'.
+    webhook), '# @call NAME exchange N' (the agent's call to its downstream NAME while it
+    answered exchange N), '# @during exchange N frame K' (sent while exchange N was open), and
+    exchange N says where: '# here the client sent exchange M (Operation)'.
     """
     selection = _load("render", reference)
     if list_:  # (the other options do not apply)

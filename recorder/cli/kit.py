@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import click
 
@@ -12,6 +13,9 @@ from recorder.cli.options import AliasedOption, quiet_option, verbose_option
 
 # uvicorn's log levels, quietest first (-q: error; the default warning; -v info; -vv debug)
 _LEVELS = ["critical", "error", "warning", "info", "debug"]
+
+if TYPE_CHECKING:
+    from recorder.kit.model import ModelWording
 
 
 def _seed(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -84,6 +88,36 @@ def _seed(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
     "(the review, the answers, the question for a file name); with SEED, the same sequence "
     "of wordings each start.",
 )
+@click.option(
+    "--model",
+    "model_url",
+    metavar="URL",
+    default=None,
+    help="Word the review through a model: an OpenAI-compatible API's base URL (its "
+    "POST URL/chat/completions; $OPENAI_API_KEY, when set, as its bearer token). A wording "
+    "that drops a finding's file:line or [rule] is replaced by the kit's own text.",
+)
+@click.option(
+    "--model-name",
+    default="gpt-4o-mini",
+    show_default=True,
+    metavar="NAME",
+    help="The model asked (with --model).",
+)
+@click.option(
+    "--model-prompt",
+    metavar="TEXT",
+    default=None,
+    help="The system prompt the review is worded with (with --model) [default: the kit's].",
+)
+@click.option(
+    "--tools",
+    "tools_url",
+    metavar="URL",
+    default=None,
+    help="Ask an MCP server's 'findings' tool for the review's findings (Streamable HTTP "
+    "endpoint, e.g. http://127.0.0.1:8931/mcp; with --model; needs the llm extra).",
+)
 def kit(
     listen: str | None,
     host: str | None,
@@ -95,6 +129,10 @@ def kit(
     quiet: bool,
     verbose: int,
     vary: int | None,
+    model_url: str | None,
+    model_name: str,
+    model_prompt: str | None,
+    tools_url: str | None,
 ) -> None:
     """Run the code-reviewer A2A agent (a2a-sdk) until Ctrl-C.
 
@@ -131,6 +169,9 @@ def kit(
     from recorder.kit.wording import Wording
 
     wording = None if vary is None else Wording(None if vary < 0 else vary)
+    model = _model(model_url, model_name, tools_url, sock)
+    if model is not None and model_prompt is not None:
+        model = dataclasses.replace(model, prompt=model_prompt)
     grpc_host, grpc_port = host, None
     if not serve_grpc:
         pass
@@ -156,12 +197,17 @@ def kit(
         click.echo(f"  HTTP+JSON   {base_url}/a2a/rest")
         if grpc_address is not None:
             click.echo(f"  gRPC        {grpc_address}")
+        if model is not None:
+            click.echo(f"  model       {model.url} ({model.model_name})")
+            if model.tools_url is not None:
+                click.echo(f"  tools       {model.tools_url}")
         click.echo("Press Ctrl-C to stop.")
 
     app = create_app(
         base_url,
         token=token or os.environ.get("RECORDER_KIT_TOKEN") or DEFAULT_TOKEN,
         wording=wording,
+        model=model,
         grpc_port=grpc_port,
         grpc_host=grpc_host,
         on_start=banner,
@@ -190,6 +236,25 @@ def kit(
         fail("kit", "the agent did not start", 1)
     if not quiet:
         click.echo("code-reviewer stopped.")
+
+
+def _model(
+    model_url: str | None, model_name: str, tools_url: str | None, sock: socket.socket
+) -> ModelWording | None:
+    """--model, --model-name and --tools checked: the review's wording, or None."""
+    from recorder.cli import fail
+    from recorder.kit.model import ModelWording
+
+    for option, url in (("--model", model_url), ("--tools", tools_url)):
+        if url is not None and not url.startswith(("http://", "https://")):
+            sock.close()
+            fail("kit", f"{option} {url}: expected an http:// or https:// URL")
+    if model_url is None:
+        if tools_url is not None:
+            sock.close()
+            fail("kit", "--tools asks a tool for the findings that --model words: give --model")
+        return None
+    return ModelWording(model_url, model_name, tools_url)
 
 
 def _grpc_port(host: str, http_port: int, asked: int | None, sock: socket.socket) -> int:

@@ -131,6 +131,51 @@ def _grpc_agent(ctx: click.Context, param: click.Parameter, value: str | None) -
         raise click.BadParameter(str(exc)) from None
 
 
+def _downstreams(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> dict[str, tuple[str, int]]:
+    """`--downstream NAME@[HOST:]PORT` (repeatable) -> NAME -> (HOST, PORT), each name once."""
+    from recorder.replay.standin import parse_place
+
+    places: dict[str, tuple[str, int]] = {}
+    for text in value:
+        try:
+            name, host, port = parse_place(text)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+        if name in places:
+            raise click.BadParameter(f"{name} is given twice")
+        places[name] = (host, port)
+    return places
+
+
+DOWNSTREAM_OPTIONS = [
+    click.option(
+        "--downstream",
+        "downstreams",
+        metavar="NAME@[HOST:]PORT",
+        multiple=True,
+        callback=_downstreams,
+        help="Where the stand-in for the agent's downstream NAME (its model, its tools: the "
+        "NAME of the transcripts' '# @call NAME' blocks) listens; HOST 127.0.0.1 when left out, "
+        "PORT 0 any free one (repeatable). Default: where the calls were recorded to.",
+    ),
+    click.option(
+        "--live-downstreams",
+        is_flag=True,
+        help="Stand in for none of the agent's downstreams: its calls go where it sends them "
+        "(its real model and tools), and only its replies are compared.",
+    ),
+]
+
+
+def downstream_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--downstream NAME@[HOST:]PORT` and `--live-downstreams`."""
+    for option in reversed(DOWNSTREAM_OPTIONS):
+        command = option(command)
+    return command
+
+
 def _report_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A JUnit report path whose folder exists, and that is not a transcript: checked before
     playing, not after."""
@@ -332,6 +377,7 @@ def _is_transcript(path: str) -> bool:
     "side, trial pass rates; built from the --json-report data.",
 )
 @variable_options
+@downstream_options
 @click.option(
     "--color",
     type=click.Choice(["auto", "always", "never"]),
@@ -415,6 +461,8 @@ def play(
     early_stop: bool,
     no_judge: bool,
     judge_jobs: int,
+    downstreams: dict[str, tuple[str, int]],
+    live_downstreams: bool,
 ) -> None:
     """Replay the .http transcripts in PATHS (files, or folders searched for *.http).
 
@@ -425,6 +473,9 @@ def play(
     naming the variable, and the others play); each reply is compared with the recorded one.
     An agent that goes away mid-run fails the exchange that lost its reply; the rest of its
     file is not played, each later file fails fast, and the summary and reports are complete.
+    The calls the agent makes to its own downstreams (its model, its MCP tools: '# @call'
+    blocks) are answered by stand-ins from the transcripts and compared like replies: with
+    every downstream stood in for, an LLM-backed agent replays without its model.
     Exit status: 0 all match, 1 mismatches, 2 usage, parse or connection errors, or an exchange
     without a reply or with an unset credential variable.
     """
@@ -441,6 +492,8 @@ def play(
             raise click.UsageError(problem)
     if trials is not None and update:
         raise click.UsageError("--trials and --update do not go together: update from one run")
+    if downstreams and live_downstreams:
+        raise click.UsageError("--downstream and --live-downstreams do not go together")
     report = TerminalReport(sys.stdout, color=_color(no_color, color), update=update, quiet=quiet)
     reports = (junit_path, json_path, html_path)
     models: ModelSession | None = None
@@ -455,7 +508,7 @@ def play(
         rules, models = bind_models(rules, environ, skip=no_judge, concurrency=judge_jobs)
         if agent is not None and wait is not None:
             wait_for_agent(agent, wait)
-        with _quiet_embedded_kit(agent is None):
+        with _quiet_embedded_kit(agent is None), _stand_in_warnings():
             result = play_transcripts(
                 paths,
                 agent=agent,
@@ -473,6 +526,9 @@ def play(
                 exitfirst=exitfirst,
                 trials=plan,
                 replies=html_path is not None,
+                downstreams=downstreams,
+                live_downstreams=live_downstreams,
+                announce=lambda line: click.echo(f"{PREFIX}{line}", err=True),
             )
     except TranscriptErrors as exc:
         for error in exc.errors:
@@ -512,6 +568,19 @@ def play(
 
 
 PREFIX = "recorder play: "
+
+
+@contextlib.contextmanager
+def _stand_in_warnings() -> Iterator[None]:
+    """The stand-ins' warnings (a call no recorded call waits for) on stderr as they come."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter(f"{PREFIX}%(message)s"))
+    log = logging.getLogger("recorder.play")
+    log.addHandler(handler)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
 
 
 def _read_env_files(paths: tuple[str, ...]) -> list[dict[str, str]]:

@@ -147,6 +147,16 @@ if TYPE_CHECKING:
     "https://host[:port], that reaches --listen: a tunnel or a public address), instead of "
     "the --listen address: for an agent that refuses loopback webhooks.",
 )
+@click.option(
+    "--downstream",
+    "downstreams",
+    multiple=True,
+    metavar="NAME=URL@[HOST:]PORT",
+    help="Record the agent's own calls to a downstream too (repeatable): a listener on "
+    "HOST:PORT (HOST 127.0.0.1 by default, PORT 0: any free one) forwarding to URL; point "
+    "the agent's base URL for it there (OPENAI_BASE_URL, an MCP server's URL). Each call is "
+    "written into the file of the exchange that made it, tagged '# @call NAME exchange N'.",
+)
 @quiet_option("No line per recorded exchange: errors, warnings and the summary only.")
 @verbose_option(
     "Also a line per request as it is forwarded (its scenario, or none: grouped by id "
@@ -169,6 +179,7 @@ def record(
     grpc_max_message: int | None,
     push_loopback: bool,
     push_receiver_url: str | None,
+    downstreams: tuple[str, ...],
     quiet: bool,
     verbose: int,
 ) -> None:
@@ -200,6 +211,14 @@ def record(
     a non-http(s) URL, its own listeners, or an address that is not public (loopback only
     with --push-loopback); such a registration gets the recorder's InvalidParams error, not
     forwarded. An agent that refuses loopback webhooks is recorded with --push-receiver-url.
+
+    The agent's own calls (--downstream model=https://api.example/v1@41260, one per model API,
+    MCP server or peer agent it calls): each downstream gets a listener that forwards to its URL
+    (event streams frame by frame); point the agent at it. A call goes into the file of the
+    exchange whose request values it carries (the user's text in a prompt, a task's id), else
+    of the one exchange open; one that neither decides is written with the earliest open
+    exchange, tagged ambiguous, and counted. API keys become placeholders named for the
+    downstream ({{MODEL_TOKEN}}).
 
     Replies reach the clients as soon as they come; recording follows. An exchange that cannot
     be written is logged with its reason, counted in GET /_recorder/status, and at shutdown
@@ -253,6 +272,7 @@ def record(
             push_receiver=push_receiver_url,
         )
         proxy.scenario = scenario
+        _add_downstreams(proxy, downstreams)
         max_message = grpc_max_message * 1024 * 1024 if grpc_max_message else None
         _listen_grpc(proxy, upstream, host, port, grpc_listen, max_message)
         serve(proxy, host=host, port=port, announce=_status, keep_alive=keep_alive)
@@ -283,6 +303,21 @@ def record(
             "(see above)",
             code=1,
         )
+
+
+def _add_downstreams(proxy: RecordingProxy, specs: tuple[str, ...]) -> None:
+    """A listener per --downstream NAME=URL@[HOST:]PORT."""
+    from recorder.record.proxy import parse_downstream
+    from recorder.servers import listen_problem
+
+    for spec in specs:
+        try:
+            name, url, host, port = parse_downstream(spec)
+            proxy.add_downstream(name, url, host, port)
+        except ValueError as exc:
+            fail("record", f"--downstream: {exc}")
+        except OSError as exc:
+            fail("record", f"--downstream {spec}: {listen_problem(host, port, exc)}")
 
 
 def _listen_grpc(

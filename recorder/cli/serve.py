@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from recorder.record.proxy.server import ProxyServer
     from recorder.rules.ruleset import Rules
     from recorder.serve.app import StandIn
+    from recorder.servers import ServerThread
 
 
 @click.command(short_help="Serve transcripts as a stand-in agent for client tests.")
@@ -75,6 +76,15 @@ if TYPE_CHECKING:
     "(through the recorder's proxy, secrets redacted), to serve next time.",
 )
 @click.option(
+    "--downstream",
+    "downstreams",
+    metavar="NAME@[HOST:]PORT",
+    multiple=True,
+    help="Also stand in for the agent's downstream NAME (its model, its MCP tools: the "
+    "transcripts' '# @call NAME' blocks) at [HOST:]PORT (repeatable; HOST 127.0.0.1 when left "
+    "out, 0: any free port): a model or tool client gets the recorded answers.",
+)
+@click.option(
     "--strict",
     is_flag=True,
     help="Exit 1 at shutdown when any request matched no recorded exchange (for CI).",
@@ -109,6 +119,7 @@ def serve(
     during_wait: float,
     fallback: str | None,
     record_new: str | None,
+    downstreams: tuple[str, ...],
     strict: bool,
     faults_file: str | None,
     json_report: str | None,
@@ -142,6 +153,7 @@ def serve(
     if record_new is not None and fallback is None:
         fail("serve", "-o/--output needs --fallback URL (the agent to record)")
     recorder = None
+    standing: list[tuple[StandIn, ServerThread]] = []
     stand_in = None
     try:
         faults = load_faults(faults_file) if faults_file is not None else None
@@ -168,6 +180,7 @@ def serve(
             faults=faults,
         )
         stand_in.grpc_fallback = grpc_relay
+        standing = _downstreams(downstreams, paths, loaded, pace=pace, fresh_ids=fresh_ids)
         grpc_at = _grpc_listen(grpc_listen, host, port, stand_in)
         announce = _silent if quiet else _status
         run(stand_in, host=host, port=port, announce=announce, grpc_listen=grpc_at)
@@ -177,6 +190,8 @@ def serve(
         where = f"{exc.filename}: " if exc.filename else ""
         fail("serve", f"{where}{exc.strerror or exc}")
     finally:
+        for _, thread in standing:
+            thread.stop()
         if recorder is not None:
             recorder.stop()
             if not quiet:
@@ -187,10 +202,49 @@ def serve(
     if stand_in is None:
         return
     _report(stand_in, json_report, verbose=bool(verbose), quiet=quiet)
-    if strict and stand_in.unmatched:
-        fail(
-            "serve", f"{plural(stand_in.unmatched, 'request')} matched no recorded exchange", code=1
-        )
+    unmatched = stand_in.unmatched + sum(downstream.unmatched for downstream, _ in standing)
+    if strict and unmatched:
+        fail("serve", f"{plural(unmatched, 'request')} matched no recorded exchange", code=1)
+
+
+def _downstreams(
+    texts: tuple[str, ...], paths: tuple[str, ...], rules: Rules, **options: Any
+) -> list[tuple[StandIn, ServerThread]]:
+    """`--downstream NAME@[HOST:]PORT`: a stand-in for each, serving in a thread of its own,
+    said where on stderr. ValueError for a bad one, or one no transcript has calls to;
+    RecorderError when its address cannot be listened on."""
+    from recorder.disk.transcripts import find_transcripts, load
+    from recorder.replay.standin import parse_place
+    from recorder.serve.downstream import downstream_stand_in
+    from recorder.serve.server import server_options
+    from recorder.servers import ServerThread, bind_socket, listen_problem
+
+    if not texts:
+        return []
+    transcripts = [load(path) for path in find_transcripts(list(paths))]
+    started: list[tuple[StandIn, ServerThread]] = []
+    try:
+        for text in texts:
+            try:
+                name, host, port = parse_place(text)
+            except ValueError as exc:
+                raise ValueError(f"--downstream: {exc}") from None
+            downstream = downstream_stand_in(transcripts, name, rules, **options)
+            try:
+                sock = bind_socket(host, port)
+            except (OSError, OverflowError) as error:
+                raise RecorderError(listen_problem(host, port, error)) from None
+            thread = ServerThread(downstream, sock=sock, **server_options()).start()
+            started.append((downstream, thread))
+            _status(
+                f"standing in for {name} ({plural(downstream.exchanges, 'recorded call')} of "
+                f"{plural(downstream.transcripts, 'transcript')}) on {thread.url}"
+            )
+    except BaseException:
+        for _, thread in started:
+            thread.stop()
+        raise
+    return started
 
 
 def _grpc_listen(

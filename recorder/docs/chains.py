@@ -122,6 +122,11 @@ def find_chains(exchanges: Sequence[Exchange], rules: Rules = DEFAULT_RULES) -> 
     uses: list[tuple[Capture, ...]] = []
     during: dict[int, tuple[int, int]] = {}
     for index, exchange in enumerate(exchanges):
+        if exchange.call is not None:
+            # the agent's call to a downstream: neither the client's values nor a reply the
+            # client reads (an export leaves it out)
+            uses.append(())
+            continue
         sent = pairing.request_values(exchange.request)
         uses.append(tuple(capture for value, capture in origins.items() if value in sent))
         client |= sent
@@ -185,3 +190,22 @@ def templated_request(request: Request, captures: Sequence[Capture]) -> Request:
                 text = _replace_all(text, captures)
             body = text.encode("utf-8")
     return dataclasses.replace(request, target=target, headers=headers, body=body)
+
+
+def call_notes(exchanges: Sequence[Exchange], start: int = 1) -> dict[int, list[str]]:
+    """The comment lines an export puts under an exchange's title for the calls the agent
+    made while it answered it (`# @call NAME exchange N`): they are the agent's to send, so
+    an export names them and sends none. Keyed by the exchange's index in `exchanges`;
+    `start` is the number of the first one in its file (the tags count in the file)."""
+    notes: dict[int, list[str]] = {}
+    for number, exchange in enumerate(exchanges, start=start):
+        call = exchange.call
+        index = call.exchange - start if call is not None else -1
+        if call is None or not 0 <= index < len(exchanges):
+            continue
+        title = exchange.title.replace("{{", "{ {")  # (a name: never a variable)
+        lines = notes.setdefault(
+            index, ["# the agent's own calls while it answered (its to make: not sent here):"]
+        )
+        lines.append(f"#   {number}. {title} (# {call.text})")
+    return notes

@@ -29,7 +29,7 @@ import json
 import shlex
 from collections.abc import Sequence
 
-from recorder.docs.chains import Capture, JsonPath, find_chains, templated_request
+from recorder.docs.chains import Capture, JsonPath, call_notes, find_chains, templated_request
 from recorder.docs.export import (
     EXPORT_MARK,
     ExportError,
@@ -155,11 +155,12 @@ def export_curl(
 
     `start` is the number of the first exchange in its file (`FILE#4` exports exchange 4);
     chains are followed within `exchanges` only."""
-    sent = [e for e in exchanges if e.push_config is None]
+    sent = [e for e in exchanges if not e.sent_by_agent]
     http = [e for e in sent if not e.request.is_grpc]
     base = export_base(http or exchanges, base_url, source) if http or not sent else None
     grpc = frozenset(i for i, e in enumerate(exchanges) if e.request.is_grpc)
     chains = find_chains(exchanges)
+    calls = call_notes(exchanges, start)
     local = frozenset(capture.name for capture in chains.captures)
     number_of = {index: index + start for index in range(len(exchanges))}
     opened: dict[int, list[int]] = {}
@@ -186,14 +187,14 @@ def export_curl(
     def foreground(index: int, note: str = "") -> None:
         title, text = command(index)
         number = number_of[index]
-        lines = [f"# {title[4:]}{note}", f"echo {shlex.quote(title)}", text]
+        lines = [f"# {title[4:]}{note}", *calls.get(index, ()), f"echo {shlex.quote(title)}", text]
         lines.append(f"show {number}")
         lines.extend(_capture_lines(chains.of(index), number_of, grpc))
         blocks.append("\n".join(lines) + "\n")
 
     for index in range(len(exchanges)):
-        if exchanges[index].push_config is not None:
-            continue  # a push delivery (`# @push config N`): the agent sends it, not the client
+        if exchanges[index].sent_by_agent:
+            continue  # a push delivery or a call (`@push`, `@call`): the agent sends it
         if index in chains.during and chains.during[index][0] in opened:
             continue  # sent by the exchange it arrived during
         if index not in opened:
@@ -201,9 +202,10 @@ def export_curl(
             continue
         title, text = command(index)
         number = number_of[index]
+        noted = "".join(line + "\n" for line in calls.get(index, ()))
         blocks.append(
             f"# {title[4:]} (in the background: later requests are sent while it is open)\n"
-            f"{text} &\npid_{number}=$!\n"
+            f"{noted}{text} &\npid_{number}=$!\n"
         )
         counter = " grpc_frames" if index in grpc else ""
         waited = 0

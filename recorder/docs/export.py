@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 
 from recorder.bindings import jsonrpc, rest
 from recorder.disk.transcripts import EXPORT_MARK
-from recorder.docs.chains import JsonPath, find_chains, templated_request
+from recorder.docs.chains import JsonPath, call_notes, find_chains, templated_request
 from recorder.docs.grpcexport import (
     GRPC_HOST,
     grpc_head,
@@ -391,15 +391,16 @@ def export_http(
     loads the service from `a2a.proto` beside the file (the caller writes it there)."""
     if dialect not in DIALECTS:
         raise ExportError(f"unknown .http dialect {dialect!r}: one of {', '.join(DIALECTS)}")
-    http = [e for e in exchanges if not e.request.is_grpc and e.push_config is None]
+    http = [e for e in exchanges if not e.request.is_grpc and not e.sent_by_agent]
     base = export_base(http, base_url, source) if http or not exchanges else None
     chains = find_chains(exchanges)
+    calls = call_notes(exchanges, start)
     names = [_request_name(e, n) for n, e in enumerate(exchanges, start=start)]
     blocks: list[str] = []
     variables: list[str] = []
     for index, exchange in enumerate(exchanges):
-        if exchange.push_config is not None:
-            continue  # a push delivery (`# @push config N`): the agent sends it, not the client
+        if exchange.sent_by_agent:
+            continue  # a push delivery or a call (`@push`, `@call`): the agent sends it
         number = index + start
         where_ = where(source, exchange, number)
         usable = [c for c in chains.uses[index] if c.frame is None]
@@ -409,6 +410,7 @@ def export_http(
         title = exchange.title.replace("{{", "{ {")  # (a name: never a variable)
         lines = [f"### {number}. {title}" if title else f"### {number}."]
         lines.append(f"# @name {names[index]}")
+        lines.extend(calls.get(index, ()))
         for capture in chains.uses[index]:
             if capture.frame is not None:
                 lines.append(

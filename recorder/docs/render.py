@@ -57,7 +57,8 @@ The rules, numbered so tests and docs can point at them:
    and artifact ids, in bodies, targets and headers) is shortened to its first 8 hex digits and
    `…`, the same UUID the same way throughout the block (`recorder.docs.select.IdShortener`).
 7. Tags. An exchange the transcript tags opens with the tag as the transcript writes it: a push
-   delivery (a call the agent made to the client's webhook) with `# @push config N`, a request
+   delivery (a call the agent made to the client's webhook) with `# @push config N`, a call the
+   agent made to a downstream of its own with `# @call NAME exchange N [frame K]`, a request
    sent while an earlier exchange was open with `# @during exchange N frame K`. Where such a
    request went out is shown in exchange N too, rendered alone or with the rest of its file:
    `# here the client sent exchange M (Operation)`, after N's K-th frame (K = 0: between N's
@@ -312,6 +313,8 @@ def _tag_lines(exchange: Exchange) -> list[str]:
     lines = []
     if exchange.push_config is not None:
         lines.append(f"# @push config {exchange.push_config}")
+    if exchange.call is not None:
+        lines.append(f"# {exchange.call.text}")
     during = _during(exchange)
     if during is not None:
         lines.append(f"# @during exchange {during[0]} frame {during[1]}")

@@ -66,6 +66,12 @@ DEFAULT_PICK: tuple[str, ...] = (
     "$..status.state",
     "$..artifacts",
     "$..artifact",
+    # an agent's own call (`# @call`): the prompt and the model's words (the answer, JSON or
+    # streamed: `$..message.content` above), an MCP tool's arguments and its findings
+    "$.messages[*].content",
+    "$..delta.content",
+    "$.params.arguments",
+    "$.result.structuredContent",
 )
 
 Step = str | int

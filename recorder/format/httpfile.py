@@ -5,10 +5,12 @@ a file is read and written by `recorder.disk.transcripts` (`load`, `dump`).
 Grammar (version 1). Lines end in LF (CRLF and a missing final line break are read too); a
 line is split only at LF, never at other Unicode line separators.
 
-    file          = [marker] *(comment / after-tag / blank) *exchange
+    file          = [marker] *(comment / after-tag / downstream-tag / blank) *exchange
     marker        = "# recorder-format: " 1*DIGIT                  ; first line; absent = 1
     after-tag     = "# @after " file-name                          ; "# @after 04-send.http"
     file-name     = 1*(VCHAR except "/" and "\\") ".http"          ; same folder
+    downstream-tag = "# @downstream " name SP 1*VCHAR              ; "# @downstream model URL"
+    name          = ALPHA *(ALPHA / DIGIT / "-" / "_")
     exchange      = "###" [SP title] LF
                     *(comment / blank)                             ; tags: see below
                     request-line *header-line blank
@@ -101,6 +103,30 @@ that names no earlier exchange is a parse error; `recorder check` also fails one
 registers no push config. The writer puts it after the exchange's comments, before
 `@truncated`.
 
+    call-tag      = "# @call " name " exchange " 1*DIGIT [" frame " 1*DIGIT] [" ambiguous"]
+
+"# @call NAME exchange N" marks a call the agent made to a downstream of its own while it
+answered exchange N (`Exchange.call`, a `CallTag`): its model's API, an MCP tool server, a
+peer agent, named NAME (`# @downstream NAME URL` in the file's head says where it went). The
+request is the agent's as the recorder's listener for NAME got it (its method and target as
+the agent sent them, `Host` the listener's address, secrets as placeholders), the reply the
+downstream's (a stream's frames as SSE). N counts every block of the file, as `@during` and
+`@push` do, and names an earlier exchange the client sent (not a call, not a delivery);
+" frame K" says the call went out after the K-th frame of exchange N's streamed reply (none:
+before its first byte); " ambiguous" that the recorder could not tell which of the exchanges
+open at the time caused it (N is the earliest of them). A call's block follows its
+exchange's block and the calls it made before, in the order their requests arrived. It is
+never an exchange of the client's: the player does not send it, an export leaves it out. A
+`@call` that does not read so, a second one, one beside `@push` or `@during`, or one that
+names no earlier client exchange (or "frame 0") is a parse error; `recorder check` also fails
+a frame beyond exchange N's frames, and a NAME no `@downstream` tag of the head names. The
+writer puts it where `@push` goes.
+
+A file's head may also hold "# @downstream NAME URL" tags, one per downstream its calls went
+to (the upstream's URL, without credentials): comments of the file too
+(`Transcript.downstreams`). One that does not read so, or one inside an exchange, is a parse
+error; `recorder check` also fails a name given twice and a URL with credentials in it.
+
 A file's head (its comments before the first "###") may hold "# @after NAME.http" tags, one
 name each: this file reads state those files of its folder made (a ListTasks whose reply lists
 the tasks they created), and the player plays them first (`recorder.replay.needs`). They stay
@@ -125,6 +151,7 @@ from recorder.errors import ParseError
 from recorder.format.httpread import (
     _FRAME_START,
     BODY_MARKER,
+    CALL_TAG,
     DURING_TAG,
     FORMAT_VERSION,
     MARKER_PREFIX,
@@ -135,7 +162,7 @@ from recorder.format.httpread import (
 )
 from recorder.format.model import Exchange, Transcript, is_event_stream
 
-__all__ = ["DURING_TAG", "FORMAT_VERSION", "PUSH_TAG", "dumps", "loads", "splice"]
+__all__ = ["CALL_TAG", "DURING_TAG", "FORMAT_VERSION", "PUSH_TAG", "dumps", "loads", "splice"]
 
 # a body line that would end the body: "###" (next exchange) or a status line
 _AMBIGUOUS_LINE = re.compile(r"^(?:###|HTTP/\d|GRPC \d)", re.MULTILINE)
@@ -209,6 +236,8 @@ def _exchange_lines(exchange: Exchange) -> list[str]:
     lines.extend(_comment(c) for c in exchange.comments)
     if exchange.push_config is not None:
         lines.append(_comment(f"@push config {exchange.push_config}"))
+    if exchange.call is not None:
+        lines.append(_comment(exchange.call.text))
     if exchange.truncated:
         lines.append(_comment(TRUNCATED_TAG))
     version = f" {request.http_version}" if request.http_version else ""  # (gRPC: none)

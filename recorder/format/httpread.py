@@ -23,8 +23,10 @@ from recorder.errors import ParseError
 from recorder.format import sse
 from recorder.format.model import (
     AFTER_TAG,
+    DOWNSTREAM_TAG,
     GRPC_METHOD,
     GRPC_VERSION,
+    CallTag,
     Exchange,
     Headers,
     Request,
@@ -35,6 +37,7 @@ from recorder.format.model import (
 
 __all__ = [
     "BODY_MARKER",
+    "CALL_TAG",
     "DURING_TAG",
     "FORMAT_VERSION",
     "MARKER_PREFIX",
@@ -56,6 +59,9 @@ TRAILERS_TAG = "# @trailers"
 _FRAME_START = ("data:", "event:", "id:", "retry:", ":")
 DURING_TAG = re.compile(r"^@during exchange (\d+) frame (\d+)$")
 PUSH_TAG = re.compile(r"^@push config (\d+)$")
+CALL_TAG = re.compile(
+    r"^@call ([A-Za-z][A-Za-z0-9_-]*) exchange (\d+)(?: frame (\d+))?( ambiguous)?$"
+)
 
 _REQUEST_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*) (\S+)(?: (HTTP/\d+(?:\.\d+)?))?$")
 _STATUS_LINE = re.compile(r"^(?:(HTTP/\d+(?:\.\d+)?) (\d{3})|(GRPC) (\d{1,2}))(?: (.*))?$")
@@ -187,6 +193,12 @@ def _read_preamble(cursor: _Cursor) -> tuple[int, list[str]]:
                     'a @after tag names a transcript of the same folder, such as "@after '
                     f'04-send-message.http", got {_show(comment)}'
                 )
+            if _is_tag(comment, "@downstream") and not DOWNSTREAM_TAG.match(comment.strip()):
+                raise cursor.error(
+                    'a @downstream tag reads "@downstream NAME URL", such as "@downstream '
+                    f'model https://api.example/v1" (NAME: a letter, then letters, digits, '
+                    f"- or _), got {_show(comment)}"
+                )
             comments.append(comment)
         elif line.strip():
             if _REQUEST_LINE.match(line):
@@ -237,6 +249,8 @@ def _read_exchange(cursor: _Cursor, earlier: Sequence[Exchange]) -> Exchange:
     comments: list[str] = []
     truncated = False
     push_config: int | None = None
+    call: CallTag | None = None
+    during = False
     while not cursor.at_end():
         line = cursor.peek()
         if line.startswith("###"):
@@ -248,13 +262,23 @@ def _read_exchange(cursor: _Cursor, earlier: Sequence[Exchange]) -> Exchange:
             elif _is_tag(text, "@push"):
                 if push_config is not None:
                     raise cursor.error("a second @push tag: a delivery has one push config")
+                _no_call_with(cursor, call, "@push")
                 push_config = _read_push(cursor, text, earlier)
+            elif _is_tag(text, "@call"):
+                if call is not None:
+                    raise cursor.error("a second @call tag: a call was made for one exchange")
+                if push_config is not None or during:
+                    _no_call_with(cursor, True, "@push" if push_config is not None else "@during")
+                call = _read_call(cursor, text, earlier)
             else:
                 if text.strip().startswith("@during"):
+                    _no_call_with(cursor, call, "@during")
                     _check_during(cursor, text, earlier)
-                elif _is_tag(text, "@after"):
+                    during = True
+                elif _is_tag(text, "@after") or _is_tag(text, "@downstream"):
+                    tag = text.split(maxsplit=1)[0]
                     raise cursor.error(
-                        'a @after tag belongs to the file: put it in the head, after "'
+                        f'a {tag} tag belongs to the file: put it in the head, after "'
                         f'{MARKER_PREFIX} {FORMAT_VERSION}" and before the first "###"'
                     )
                 comments.append(text)
@@ -276,6 +300,7 @@ def _read_exchange(cursor: _Cursor, earlier: Sequence[Exchange]) -> Exchange:
             comments=tuple(comments),
             truncated=truncated,
             push_config=push_config,
+            call=call,
             line=start,
         )
     except ValueError as exc:
@@ -299,6 +324,51 @@ def _read_push(cursor: _Cursor, tag: str, earlier: Sequence[Exchange]) -> int:
     return number
 
 
+def _no_call_with(cursor: _Cursor, call: object, other: str) -> None:
+    """A call block (`call` not None) has no `other` tag (`@push`, `@during`)."""
+    if call is not None:
+        raise cursor.error(
+            f"a call (@call) has no {other} tag: the agent sent it, at the place its @call "
+            "tag's frame says"
+        )
+
+
+def _read_call(cursor: _Cursor, tag: str, earlier: Sequence[Exchange]) -> CallTag:
+    """A `@call NAME exchange N [frame K] [ambiguous]` tag: N an earlier exchange of the file
+    that the client sent (not a call, not a push delivery); K from 1 (`recorder check` also
+    fails a K beyond exchange N's frames)."""
+    match = CALL_TAG.match(tag.strip())
+    if match is None:
+        raise cursor.error(
+            'a @call tag reads "@call NAME exchange N", or "@call NAME exchange N frame K" '
+            f"(NAME: a letter, then letters, digits, - or _), got {_show(tag)}"
+        )
+    name, digits, frame_digits, ambiguous = match.groups()
+    number = int(digits) if len(digits) <= _MAX_DIGITS else 0
+    if not 1 <= number <= len(earlier):
+        shown = _digits(digits)
+        raise cursor.error(
+            f"@call {name} exchange {shown}: no earlier exchange {shown}"
+            f" (this is exchange {len(earlier) + 1})"
+        )
+    named = earlier[number - 1]
+    if named.sent_by_agent:
+        what = "a call (@call)" if named.call is not None else "a push delivery (@push)"
+        raise cursor.error(
+            f"@call {name} exchange {number}: exchange {number} is {what}, sent by the agent: "
+            "a call names the exchange of the client's that the agent was answering"
+        )
+    frame: int | None = None
+    if frame_digits is not None:
+        frame = int(frame_digits) if len(frame_digits) <= _MAX_DIGITS else -1
+        if frame < 1:
+            raise cursor.error(
+                f"@call {name} exchange {number} frame {_digits(frame_digits)}: frames count "
+                "from 1 (a call made before the reply's first frame has no frame)"
+            )
+    return CallTag(name, number, frame, ambiguous is not None)
+
+
 def _check_during(cursor: _Cursor, tag: str, earlier: Sequence[Exchange]) -> None:
     # (an earlier exchange, whatever its reply: a stream the recorder could not parse as SSE
     # is kept raw, and its file must still load)
@@ -314,6 +384,11 @@ def _check_during(cursor: _Cursor, tag: str, earlier: Sequence[Exchange]) -> Non
         raise cursor.error(
             f"@during exchange {shown}: no earlier exchange {shown}"
             f" (this is exchange {len(earlier) + 1})"
+        )
+    if earlier[number - 1].call is not None:
+        raise cursor.error(
+            f"@during exchange {number}: exchange {number} is a call the agent made (@call), "
+            "not an exchange of the client's"
         )
 
 

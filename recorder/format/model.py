@@ -45,6 +45,8 @@ from recorder.format.jsonbody import pretty_json as pretty_json  # (re-exported)
 
 __all__ = [
     "AFTER_TAG",
+    "DOWNSTREAM_TAG",
+    "CallTag",
     "Exchange",
     "Headers",
     "Request",
@@ -136,6 +138,47 @@ _MAX_VALID_NAMES = 4096
 AFTER_TAG = re.compile(r"^@after ([^\s/\\]+\.http)\Z")
 """A file-level tag (a comment of the file's head): `@after 04-send-message.http` names a
 transcript of the same folder whose state this one reads (`Transcript.after`)."""
+
+
+DOWNSTREAM_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*\Z")
+"""A downstream's name (`model`, `tools`, `peer-1`): what `@call` and `@downstream` name."""
+
+DOWNSTREAM_TAG = re.compile(r"^@downstream ([A-Za-z][A-Za-z0-9_-]*) (\S+)\Z")
+"""A file-level tag (a comment of the file's head): `@downstream model https://api.example/v1`
+says where the calls named `model` went (the upstream's URL, never with credentials):
+`Transcript.downstreams`."""
+
+
+@dataclass(frozen=True)
+class CallTag:
+    """What `# @call NAME exchange N [frame K] [ambiguous]` says of a call block: the agent's
+    own call to the downstream NAME (its model, an MCP tool server, a peer agent), made while
+    it answered exchange N of the file (1-based, an A2A exchange before it); `frame` K when
+    it went out after the K-th frame of N's streamed reply (None: before the reply's first
+    byte); `ambiguous` when the recorder could not tell which of the exchanges open at the
+    time caused it (N is the earliest of them)."""
+
+    name: str
+    exchange: int
+    frame: int | None = None
+    ambiguous: bool = False
+
+    def __post_init__(self) -> None:
+        if type(self.name) is not str or not DOWNSTREAM_NAME.match(self.name):
+            raise ValueError(
+                f"a downstream's name is a letter then letters, digits, - or _: {self.name!r}"
+            )
+        if type(self.exchange) is not int or self.exchange < 1:
+            raise ValueError("a call's exchange is the 1-based number of an exchange")
+        if self.frame is not None and (type(self.frame) is not int or self.frame < 1):
+            raise ValueError("a call's frame is a 1-based frame number (none: before the reply)")
+
+    @property
+    def text(self) -> str:
+        """The tag as a transcript writes it, without the comment's `# `."""
+        frame = "" if self.frame is None else f" frame {self.frame}"
+        ambiguous = " ambiguous" if self.ambiguous else ""
+        return f"@call {self.name} exchange {self.exchange}{frame}{ambiguous}"
 
 
 class Headers(Sequence[tuple[str, str]]):
@@ -499,6 +542,9 @@ class Exchange:
     only what was recorded. `push_config` marks a push notification delivery (the agent's
     POST to the client's webhook, and the webhook's answer): the number (1-based, in its file)
     of the exchange whose request registered the config, written as `# @push config N`.
+    `call` marks a call the agent made to a downstream of its own (its model, an MCP server,
+    a peer) while it answered an exchange of the file: `# @call NAME exchange N [frame K]`
+    (`CallTag`). Both are requests the agent sent, never the client (`sent_by_agent`).
     `line` is where the exchange starts in its file (not compared).
     """
 
@@ -508,6 +554,7 @@ class Exchange:
     comments: tuple[str, ...] = ()
     truncated: bool = False
     push_config: int | None = None
+    call: CallTag | None = None
     line: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -528,13 +575,28 @@ class Exchange:
                 raise ValueError("a comment is one line")
             if comment.strip() == "@truncated":
                 raise ValueError('"@truncated" is a tag: set Exchange.truncated instead')
-            if comment.split(maxsplit=1)[:1] == ["@push"]:
+            first = comment.split(maxsplit=1)[:1]
+            if first == ["@push"]:
                 raise ValueError('"@push config N" is a tag: set Exchange.push_config instead')
+            if first == ["@call"]:
+                raise ValueError('"@call NAME exchange N" is a tag: set Exchange.call instead')
         if self.push_config is not None and (
             type(self.push_config) is not int or self.push_config < 1
         ):
             raise ValueError("push_config is the 1-based number of an exchange")
+        if self.call is not None:
+            if not isinstance(self.call, CallTag):
+                raise ValueError("call is a CallTag (or None)")
+            if self.push_config is not None:
+                raise ValueError("an exchange is a push delivery or a call, not both")
         object.__setattr__(self, "comments", comments)
+
+    @property
+    def sent_by_agent(self) -> bool:
+        """Whether the agent sent this request, not the client: a push delivery to the
+        client's webhook, or a call to a downstream of its own. The player does not send it,
+        an export leaves it out, and it counts as no A2A exchange."""
+        return self.push_config is not None or self.call is not None
 
 
 @dataclass(frozen=True, eq=True)
@@ -572,9 +634,28 @@ class Transcript:
         return tuple(match.group(1) for match in found if match is not None)
 
     @property
+    def downstreams(self) -> dict[str, str]:
+        """Each downstream the file's calls went to, by name: its `# @downstream NAME URL`
+        head tags, in order (the first of a name twice, which `recorder check` fails)."""
+        found: dict[str, str] = {}
+        for comment in self.comments:
+            match = DOWNSTREAM_TAG.match(comment.strip())
+            if match is not None:
+                found.setdefault(match.group(1), match.group(2))
+        return found
+
+    @property
+    def calls(self) -> tuple[Exchange, ...]:
+        """Its call blocks (`Exchange.call`), in file order."""
+        return tuple(exchange for exchange in self.exchanges if exchange.call is not None)
+
+    @property
     def recorded_base_url(self) -> str | None:
-        """The agent address it was recorded against: `http://` + the first Host header."""
+        """The agent address it was recorded against: `http://` + the first Host header (of
+        a request the client sent: a call's Host is a downstream listener's)."""
         for exchange in self.exchanges:
+            if exchange.sent_by_agent:
+                continue
             host = exchange.request.headers.get("Host")
             if host:
                 return f"http://{host}"

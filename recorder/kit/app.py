@@ -53,6 +53,7 @@ from recorder.kit.card import (
 )
 from recorder.kit.executor import SLOW_REVIEW_SECONDS, CodeReviewerExecutor
 from recorder.kit.grpc_server import start_grpc
+from recorder.kit.model import ModelWording
 from recorder.kit.wording import Wording
 
 __all__ = [
@@ -323,6 +324,7 @@ def create_app(
     slow_review_seconds: float = SLOW_REVIEW_SECONDS,
     push_timeout: float = PUSH_TIMEOUT_SECONDS,
     wording: Wording | None = None,
+    model: ModelWording | None = None,
     grpc_port: int | None = None,
     grpc_host: str = "127.0.0.1",
     on_start: Callable[[str | None], None] | None = None,
@@ -332,7 +334,8 @@ def create_app(
 
     `base_url` is the public address written into the agent card (e.g.
     `http://localhost:41242`); `token` guards GetExtendedAgentCard; `wording` (`kit --vary`)
-    words its answers anew on each reply. With a `grpc_port` (0: a free one), the app's
+    words its answers anew on each reply; `model` (`kit --model`) words its review through a
+    model (`recorder.kit.model`). With a `grpc_port` (0: a free one), the app's
     startup also serves the gRPC binding on grpc_host:grpc_port, on the same request handler,
     and adds its `GRPC` interface to both cards before the first request;
     `app.state.grpc_address` is then `127.0.0.1:PORT` (else None). `on_start` is called at
@@ -357,7 +360,7 @@ def create_app(
     )
     handler = DefaultRequestHandler(
         agent_executor=CodeReviewerExecutor(
-            slow_review_seconds=slow_review_seconds, wording=wording
+            slow_review_seconds=slow_review_seconds, wording=wording, model=model
         ),
         task_store=InMemoryTaskStore(),
         agent_card=public_card,

@@ -13,7 +13,10 @@ Event order is fixed, so replies never depend on timing:
 
 With a `wording` (`recorder kit --vary`), the answers to questions, the review and the
 question for a file name are worded anew on each reply (`recorder.kit.wording`); the events,
-ids and states are the same. Without one, every text is the fixed text of `review.py`.
+ids and states are the same. Without one, every text is the fixed text of `review.py`. With a
+`model` (`recorder kit --model URL`), the review is worded by a model, its findings perhaps
+asked of an MCP tool (`recorder.kit.model`); the same events, the artifact the model's words
+(or, when the model or the tool fails, FAILED with the reason in the agent's message).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Role, Task, TaskState, TaskStatus
 
 from recorder.kit import review
+from recorder.kit.model import ModelError, ModelWording
 from recorder.kit.wording import Wording
 
 __all__ = ["SLOW_REVIEW_SECONDS", "CodeReviewerExecutor"]
@@ -44,10 +48,15 @@ class CodeReviewerExecutor(AgentExecutor):
     """Answers questions with a message and reviews diffs as tasks (see the module docstring)."""
 
     def __init__(
-        self, *, slow_review_seconds: float = SLOW_REVIEW_SECONDS, wording: Wording | None = None
+        self,
+        *,
+        slow_review_seconds: float = SLOW_REVIEW_SECONDS,
+        wording: Wording | None = None,
+        model: ModelWording | None = None,
     ) -> None:
         self.slow_review_seconds = slow_review_seconds
         self.wording = wording
+        self.model = model
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         message = context.message
@@ -136,11 +145,19 @@ class CodeReviewerExecutor(AgentExecutor):
             await asyncio.sleep(self.slow_review_seconds)
         else:
             await updater.start_work()
-        result = review.review_diff(files)
+        if self.model is not None:
+            named = diff_text if file_name is None else _with_file_name(diff_text, file_name)
+            try:
+                text = await self.model.review(named)
+            except ModelError as exc:
+                await updater.failed(_agent_text(updater, f"I could not word the review: {exc}"))
+                return
+        else:
+            text = self._review_text(review.review_diff(files))
         await updater.add_artifact(
             # Text only: a data part is a protobuf Struct, whose keys the SDK writes in an
             # order that changes from one process to the next (upb's seeded hash map).
-            parts=[new_text_part(self._review_text(result), "text/plain")],
+            parts=[new_text_part(text, "text/plain")],
             name="review",
         )
         await updater.complete()
@@ -149,6 +166,11 @@ class CodeReviewerExecutor(AgentExecutor):
         if self.wording is None:
             return review.format_review(result)
         return self.wording.review(result)
+
+
+def _with_file_name(diff_text: str, file_name: str) -> str:
+    """A diff without a file name header, given one (for a model's or a tool's review)."""
+    return f"--- a/{file_name}\n+++ b/{file_name}\n{diff_text}"
 
 
 def _agent_text(updater: TaskUpdater, text: str) -> Message:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import socket
 from types import TracebackType
 from typing import Any, Literal
 
 from recorder.kit.app import DEFAULT_TOKEN, create_app
 from recorder.kit.grpc_server import grpc_available
+from recorder.kit.model import ModelWording
 from recorder.kit.wording import Wording
 from recorder.servers import ServerThread, bind_socket
 
@@ -69,6 +71,8 @@ def start_kit(
     seed: int | None = None,
     grpc_port: int | Literal["auto"] | None = "auto",
     grpc_in_card: bool = True,
+    model: ModelWording | None = None,
+    sock: socket.socket | None = None,
 ) -> KitServer:
     """Bind host:port (0: a free port), build the app with that port in its card, start it.
     `vary`: answers worded anew on each reply (`recorder.kit.wording`; `seed`: the same
@@ -77,10 +81,13 @@ def start_kit(
     It serves the gRPC binding too, on the same host, on `grpc_port` (0: a free port), and its
     card lists it, as `recorder kit` does; by default ("auto") on a free port when grpcio is
     installed (the grpc extra), else not; None: the kit and its card are HTTP only.
-    `grpc_in_card=False` serves it without listing it."""
+    `grpc_in_card=False` serves it without listing it. `model`: the review worded by a model
+    (`recorder.kit.model`, `recorder kit --model`). `sock`: a socket bound already (a
+    recorder in front of the kit was made before the kit knew where to call it), in place of
+    host:port."""
     if grpc_port == "auto":
         grpc_port = 0 if grpc_available() else None
-    sock = bind_socket(host, port)
+    sock = sock if sock is not None else bind_socket(host, port)
     actual_port = int(sock.getsockname()[1])
     base_url = public_base_url(host, actual_port)
     kit_token = token or DEFAULT_TOKEN
@@ -91,7 +98,8 @@ def start_kit(
     }
     if slow_review_seconds is not None:
         options["slow_review_seconds"] = slow_review_seconds
-    app = create_app(base_url, token=kit_token, wording=Wording(seed) if vary else None, **options)
+    wording = Wording(seed) if vary else None
+    app = create_app(base_url, token=kit_token, wording=wording, model=model, **options)
     try:
         server = ServerThread(app, sock=sock, lifespan="on").start()
     except BaseException:

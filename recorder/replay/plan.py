@@ -121,13 +121,16 @@ def plan(
     for index, (path, transcript) in enumerate(transcripts):
         if shard is not None and index % shard[1] != shard[0] - 1:
             continue
+        # (a call the agent made, `# @call`, is no exchange of the client's: not reported)
         if selection is None:
-            selected = frozenset(range(len(transcript.exchanges)))
+            selected = frozenset(
+                i for i, exchange in enumerate(transcript.exchanges) if exchange.call is None
+            )
         else:
             selected = frozenset(
                 i
                 for i, exchange in enumerate(transcript.exchanges)
-                if selection.matches(path, exchange.title)
+                if exchange.call is None and selection.matches(path, exchange.title)
             )
         if selected:
             items.append(PlanItem(path, transcript, selected, max(selected) + 1))

@@ -48,6 +48,7 @@ from recorder.checks.judges import import_judges
 from recorder.errors import NoReplyError, UpstreamError
 from recorder.format.model import Exchange, Request, Transcript
 from recorder.replay.during import BackgroundExchange, during_tags
+from recorder.replay.filecalls import CallVerdict, FileCalls, call_details
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc, send_grpc
 from recorder.replay.jobs import Stopped, run_files
 from recorder.replay.needs import attach_needs, play_needs
@@ -57,6 +58,7 @@ from recorder.replay.pushes import FORGED_NOTE, FilePushes, PushReceiver, as_rep
 from recorder.replay.reports.results import ExchangeResult, Listener, PlayResult, TranscriptResult
 from recorder.replay.reports.verbose import reply_views
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, recorded_base_url, send_raw
+from recorder.replay.standin import StandIns, stand_ins_for
 from recorder.replay.trials import TrialPlan, play_in_trials
 from recorder.replay.update import (
     blessed_exchanges,
@@ -147,6 +149,11 @@ class FilePlayer:
     pushes: PushReceiver | None = None  # the run's webhook receiver; None: the file's own
     grpc: GrpcTarget | None = None  # where its gRPC calls go
     keep_replies: bool = False  # each result holds both replies, normalized (the HTML report)
+    stand_ins: StandIns | None = None
+    """The run's stand-ins for the agent's downstreams (`recorder.replay.standin`): the
+    file's recorded calls (`# @call`) wait there while their exchange is open, and are
+    compared with the live ones when its reply was; None: the calls go where the agent sends
+    them, not compared."""
     state: ReplayState = field(init=False)
     results: dict[int, ExchangeResult] = field(init=False, default_factory=dict)
 
@@ -193,6 +200,14 @@ class FilePlayer:
         # exchange -> (the exchange it is sent during, frames); the exchanges read meanwhile
         self._during, self._in_background = during_tags(self.transcript)
         self._pushes = FilePushes(self.transcript, self.pushes or PushReceiver())
+        self._calls: FileCalls | None = None
+        if self.stand_ins is not None and any(e.call for e in self.transcript.exchanges):
+            state = self.state
+            self._calls = FileCalls(
+                self.path, self.transcript, self.stand_ins.rules, lambda: state.mapping
+            )
+            self.stand_ins.join(self._calls)
+        self._calls_left: dict[int, str] = {}  # --update: an exchange whose calls differ in number
 
     def play_until(self, index: int) -> ExchangeResult:
         while index not in self.results:
@@ -224,6 +239,12 @@ class FilePlayer:
         if self._pushes.is_forged(index):  # not the agent's call: neither sent nor awaited
             self._notes[index] = (FORGED_NOTE,)
             self.results[index] = self._result(index, played=False)
+            return
+        if golden.call is not None:
+            # the agent's own call to a downstream (`# @call`): never sent by the player, and
+            # no exchange of the client's (`plan` reports none)
+            self._notes[index] = ("a call the agent made: not sent",)
+            self.results[index] = self._result(index)
             return
         if self._pushes.is_delivery(index):  # the agent's call: awaited, compared, not sent
             if (live := self._pushes.delivered(index, self.timeout)) is not None:
@@ -257,6 +278,8 @@ class FilePlayer:
         request = fill_placeholders(request, self._filled, path=self.path, line=golden.line)
         request = self._pushes.prepare(index, request)
         max_events = frames_read(golden)
+        if self._calls is not None:
+            self._calls.open(index)  # its calls wait at the stand-ins from now
         if index in self._in_background:
 
             def start(background: BackgroundExchange) -> LiveReply:
@@ -369,6 +392,17 @@ class FilePlayer:
         verbose = self.verbose if mismatches else 0  # -v: the replies of a mismatch
         sent, keep = self._sent.get(index), self.keep_replies  # (-vvv; the HTML report)
         views = reply_views(self.state, golden, live, self._secrets, verbose, keep, sent)
+        calls = self._settle_calls(index)
+        if calls.mismatches:
+            mismatches = (*mismatches, *calls.mismatches)
+            if self.verbose:
+                assert self._calls is not None
+                views["details"] = (
+                    *views.get("details", ()),
+                    *call_details(
+                        self.state, self._calls, calls, self._secrets, whole=self.verbose > 1
+                    ),
+                )
         if self._secrets and mismatches:
             # a report must not print a secret (nor write it into a JUnit file)
             mismatches = tuple(scrub_mismatch(m, self._secrets) for m in mismatches)
@@ -377,7 +411,23 @@ class FilePlayer:
             # a GetTask names) is put back in this reply too
             self._to_bless[index] = live
         seconds = time.perf_counter() - started
-        self.results[index] = self._result(index, mismatches=mismatches, seconds=seconds, **views)
+        self.results[index] = self._result(
+            index, mismatches=mismatches, seconds=seconds, calls=calls.count, **views
+        )
+
+    def _settle_calls(self, index: int) -> CallVerdict:
+        """Exchange `index`'s reply was compared: its calls now (`recorder.replay.filecalls`);
+        --update keeps the live requests of the calls that differ, to bless."""
+        if self._calls is None:
+            return CallVerdict()
+        verdict = self._calls.settle(index, self.state)
+        if self.update and verdict.mismatches:
+            if verdict.whole:
+                self._to_bless.update(verdict.made or {})
+            else:
+                first = next(m for m in verdict.mismatches if not m.path)
+                self._calls_left[index] = f"exchange {index + 1}: {first.describe()}"
+        return verdict
 
     def _failed(
         self, index: int, error: UpstreamError, started: float, *, agent_down: bool = False
@@ -385,6 +435,8 @@ class FilePlayer:
         self._no_reply = index if self._no_reply is None else min(self._no_reply, index)
         if self.watch is not None and isinstance(error, NoReplyError):
             self.watch.contacted()  # reached, if not whole: losing it later is a result
+        if self._calls is not None:
+            self._calls.settle(index, None)  # no reply: its calls are not judged
         # the message names the request's target: a secret query parameter is in it
         message = scrub_text(str(error), self._secrets)
         self.results[index] = self._result(
@@ -415,6 +467,8 @@ class FilePlayer:
         chosen = set(selected)
         if self.not_updated(chosen) is not None:
             return False
+        if self._calls is not None:  # the calls of the chosen exchanges
+            chosen |= {call.index for call in self._calls.calls if call.exchange in chosen}
         live = {index: self._to_bless[index] for index in chosen & self._to_bless.keys()}
         replaced = blessed_exchanges(self.transcript, self.state, self.rules, live, self._secrets)
         if not replaced:
@@ -425,9 +479,15 @@ class FilePlayer:
         return True
 
     def not_updated(self, selected: Iterable[int]) -> str | None:
-        """Why --update must leave the file as it is, or None (`recorder.replay.update`)."""
+        """Why --update must leave the file as it is, or None (`recorder.replay.update`); a
+        call not made or an extra call: the file is to be recorded again (a call's place in
+        the file, and the reply an extra one would need, are the recording's to give)."""
+        chosen = set(selected)
+        left = [why for index, why in sorted(self._calls_left.items()) if index in chosen]
+        if left:
+            return f"{left[0]}: record it again"
         return why_not_updated(
-            self.results, self._no_reply, self._to_bless.keys(), selected, self._unpaired
+            self.results, self._no_reply, self._to_bless.keys(), chosen, self._unpaired
         )
 
 
@@ -479,6 +539,7 @@ class _Settings:
     pushes: PushReceiver | None = None
     grpc: GrpcTarget | None = None
     replies: bool = False
+    stand_ins: StandIns | None = None
 
 
 HALTED = "not played: the run stopped at the first failing file (-x)"
@@ -546,6 +607,7 @@ def _file_player(
         pushes=settings.pushes,
         grpc=settings.grpc,
         keep_replies=settings.replies,
+        stand_ins=settings.stand_ins,
     )
 
 
@@ -613,6 +675,9 @@ def play(
     trials: TrialPlan | None = None,
     grpc_agent: str | None = None,
     replies: bool = False,
+    downstreams: Mapping[str, tuple[str, int]] | None = None,
+    live_downstreams: bool = False,
+    announce: Callable[[str], None] | None = None,
 ) -> PlayResult:
     """Replay the transcripts under `paths` against `agent`, or against the agent that
     `start_agent` starts (only when there is something to play; stopped at the end). A
@@ -628,6 +693,12 @@ def play(
     else to the GRPC interface of the agent's card (`start_agent(grpc=True)` when a file has
     one: the started agent's). `replies`: each result holds both replies, normalized.
 
+    The agent's own calls (`# @call NAME exchange N` blocks) are answered by stand-ins
+    (`recorder.replay.standin`) listening where they were recorded to, or where
+    `downstreams` says (NAME -> (host, port); port 0: any free one), and compared like
+    replies; `announce` is told where each listens. With `live_downstreams` nothing stands
+    in: the calls go where the agent sends them, and only its replies are compared.
+
     Raises `TranscriptErrors`, `RulesError` (a judge of the rules' checks cannot be imported),
     `UpstreamError` (the agent never answered), or ValueError for
     a bad agent URL or when neither `agent` nor `start_agent` is given; mismatches, and the
@@ -640,6 +711,56 @@ def play(
     import_judges(check for entry in rules.checks for check in entry.checks)
     selected_files = len(items) if shard is None else len(plan(loaded, pattern=pattern))
     variables = dict(os.environ if environ is None else environ)
+    stand_ins = None if live_downstreams else stand_ins_for(items, loaded, rules, downstreams)
+    if stand_ins is not None and announce is not None:
+        for name, urls in stand_ins.addresses.items():
+            announce(f"standing in for {name} at {', '.join(urls)}")
+    try:
+        return _play_items(
+            items,
+            loaded,
+            agent=agent,
+            rules=rules,
+            update=update,
+            jobs=jobs,
+            timeout=timeout,
+            listener=listener,
+            start_agent=start_agent,
+            verbose=verbose,
+            exitfirst=exitfirst,
+            trials=trials,
+            grpc_agent=grpc_agent,
+            variables=variables,
+            selected_files=selected_files,
+            replies=replies,
+            stand_ins=stand_ins,
+        )
+    finally:
+        if stand_ins is not None:
+            stand_ins.close()
+
+
+def _play_items(
+    items: Sequence[PlanItem],
+    loaded: Sequence[tuple[str, Transcript]],
+    *,
+    agent: str | None,
+    rules: Rules,
+    update: bool,
+    jobs: int,
+    timeout: float,
+    listener: Listener | None,
+    start_agent: Callable[..., AgentHandle] | None,
+    verbose: int,
+    exitfirst: bool,
+    trials: TrialPlan | None,
+    grpc_agent: str | None,
+    variables: dict[str, str],
+    selected_files: int,
+    replies: bool,
+    stand_ins: StandIns | None,
+) -> PlayResult:
+    """`play` once its files are planned and its stand-ins listen."""
     live_base: str | None = None
     handle: AgentHandle | None = None
     if agent is not None:
@@ -676,6 +797,7 @@ def play(
             pushes=pushes,
             grpc=grpc,
             replies=replies,
+            stand_ins=stand_ins,
         )
         results = run_files(
             items,

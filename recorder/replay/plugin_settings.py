@@ -1,5 +1,6 @@
-"""The pytest plugin's settings: each option, or its ini key, read and checked (a bad one
-is a `pytest.UsageError` naming it). Kept apart from the plugin's collection and items."""
+"""The pytest plugin's settings: its options and ini keys (`add_options`), each read and
+checked (a bad one is a `pytest.UsageError` naming it). Kept apart from the plugin's
+collection and items."""
 
 from __future__ import annotations
 
@@ -12,13 +13,172 @@ if TYPE_CHECKING:
     from recorder.replay.trials import TrialPlan
 
 __all__ = [
+    "add_options",
     "agent_setting",
+    "downstreams_setting",
     "grpc_agent_setting",
     "rules_setting",
     "timeout_setting",
     "trials_setting",
     "variables_setting",
 ]
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """The plugin's options and ini keys (its `pytest_addoption`)."""
+    group = parser.getgroup("recorder", "replaying .http transcripts (recorder)")
+    group.addoption(
+        "--recorder-agent",
+        metavar="URL",
+        default=None,
+        help="Agent that transcripts are played against (default: start the bundled kit).",
+    )
+    group.addoption(
+        "--recorder-grpc-agent",
+        metavar="HOST:PORT",
+        default=None,
+        help="Where the transcripts' gRPC calls go (default: the GRPC interface of the "
+        "agent's card), as recorder play --grpc-agent.",
+    )
+    group.addoption(
+        "--recorder-rules",
+        metavar="FILE",
+        default=None,
+        help="YAML rules file merged over the A2A defaults.",
+    )
+    group.addoption(
+        "--recorder-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="Seconds allowed for each reply (default 30).",
+    )
+    group.addoption(
+        "--recorder-wait",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="Wait up to SECONDS for --recorder-agent to answer (its card is polled) before "
+        "the first exchange: for CI, where the agent starts beside the tests.",
+    )
+    group.addoption(
+        "--recorder-update",
+        action="store_true",
+        default=False,
+        help="Rewrite the golden transcripts from the live replies (as recorder play --update).",
+    )
+    group.addoption(
+        "--recorder-var",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="A value for {{NAME}} placeholders (repeatable); over --recorder-env-file and the "
+        "environment.",
+    )
+    group.addoption(
+        "--recorder-env-file",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="A dotenv file of NAME=VALUE lines for placeholders (repeatable, later files "
+        "win); over the environment.",
+    )
+    group.addoption(
+        "--recorder-trials",
+        metavar="N",
+        type=int,
+        default=None,
+        help="Play each transcript N times; an exchange passes in ceil(R*N) trials at least.",
+    )
+    group.addoption(
+        "--recorder-pass-rate",
+        metavar="R",
+        type=float,
+        default=None,
+        help="With --recorder-trials: the fraction of trials to pass, 0 < R <= 1 (default 1.0).",
+    )
+    group.addoption(
+        "--recorder-confidence",
+        metavar="C",
+        type=float,
+        default=None,
+        help="With --recorder-trials: judge the pass rate by Wilson's lower bound at C.",
+    )
+    group.addoption(
+        "--recorder-early-stop",
+        action="store_true",
+        default=False,
+        help="With --recorder-trials: stop a file's trials once no verdict can change.",
+    )
+    group.addoption(
+        "--recorder-html-report",
+        metavar="FILE",
+        default=None,
+        help="Write an HTML report of the exchanges run (as recorder play --html-report): "
+        "one self-contained page, the replies side by side.",
+    )
+    group.addoption(
+        "--recorder-no-judge",
+        action="store_true",
+        default=False,
+        help="Skip the checks that ask a model (as recorder play --no-judge): counted as "
+        "skipped in the summary, never passed.",
+    )
+    group.addoption(
+        "--recorder-downstream",
+        metavar="NAME@[HOST:]PORT",
+        action="append",
+        default=[],
+        help="Where the stand-in for the agent's downstream NAME listens (repeatable), as "
+        "recorder play --downstream; default: where its calls were recorded to.",
+    )
+    group.addoption(
+        "--recorder-live-downstreams",
+        action="store_true",
+        default=False,
+        help="Stand in for none of the agent's downstreams (as recorder play "
+        "--live-downstreams): its calls are not compared.",
+    )
+    parser.addini(
+        "recorder_downstreams",
+        type="linelist",
+        default=[],
+        help="Like --recorder-downstream, one NAME@[HOST:]PORT a line (the option wins).",
+    )
+    parser.addini(
+        "recorder_trials", default="", help="Like --recorder-trials (the option wins when given)."
+    )
+    parser.addini(
+        "recorder_confidence", default="", help="Like --recorder-confidence (the option wins)."
+    )
+    parser.addini("recorder_early_stop", default="", help="Like --recorder-early-stop (true).")
+    parser.addini(
+        "recorder_pass_rate",
+        default="",
+        help="Like --recorder-pass-rate (the option wins when given).",
+    )
+    parser.addini(
+        "recorder_transcripts",
+        type="paths",
+        default=[],
+        help="Folders whose .http transcripts are collected as tests (one per exchange).",
+    )
+    parser.addini(
+        "recorder_agent", default="", help="Like --recorder-agent (the option wins when given)."
+    )
+    parser.addini(
+        "recorder_grpc_agent",
+        default="",
+        help="Like --recorder-grpc-agent (the option wins when given).",
+    )
+    parser.addini(
+        "recorder_rules",
+        default="",
+        help="Like --recorder-rules; a relative path is relative to the ini file's folder.",
+    )
+    parser.addini(
+        "recorder_timeout", default="", help="Like --recorder-timeout (default 30 seconds)."
+    )
 
 
 def agent_setting(config: pytest.Config) -> str | None:
@@ -141,3 +301,29 @@ def _ini_number(config: pytest.Config, name: str, kind: type[Any]) -> Any:
         return kind(value)
     except ValueError:
         raise pytest.UsageError(f"{name} (ini): expected a number, got {value!r}") from None
+
+
+def downstreams_setting(config: pytest.Config) -> dict[str, tuple[str, int]] | None:
+    """--recorder-downstream NAME@[HOST:]PORT (repeatable; or the ini's lines) as NAME ->
+    (HOST, PORT); None with --recorder-live-downstreams (nothing stands in). A bad one is a
+    usage error."""
+    from recorder.replay.standin import parse_place
+
+    texts: list[str] = config.getoption("recorder_downstream", None) or list(
+        config.getini("recorder_downstreams")
+    )
+    live = bool(config.getoption("recorder_live_downstreams", False))
+    if live and texts:
+        raise pytest.UsageError(
+            "--recorder-downstream and --recorder-live-downstreams do not go together"
+        )
+    if live:
+        return None
+    places: dict[str, tuple[str, int]] = {}
+    for text in texts:
+        try:
+            name, host, port = parse_place(text)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--recorder-downstream: {exc}") from None
+        places[name] = (host, port)
+    return places

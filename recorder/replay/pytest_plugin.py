@@ -33,6 +33,12 @@ rate at C is at least R; `--recorder-early-stop` (ini `recorder_early_stop = tru
 no verdict can change; as `recorder play --trials N --pass-rate R --confidence C --early-stop`
 does (`recorder.replay.trials`).
 
+The agent's own calls (`# @call NAME` blocks: its model, its tools) are answered by the
+session's stand-ins and compared like replies, as `recorder play` does: listening where the
+calls were recorded to, or where `--recorder-downstream NAME@[HOST:]PORT` says (repeatable;
+ini `recorder_downstreams`, a line each); `--recorder-live-downstreams` stands in for none.
+A call's mismatch fails the item of the exchange that made it.
+
 The items of one file share one `ReplayState` and must run in file order: a later request
 carries forward ids from earlier replies. Selecting some items (`-k`) or running one item
 alone still works: the earlier exchanges of its file are played first as setup (not reported).
@@ -69,7 +75,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from recorder.replay.plugin_settings import (
+    add_options,
     agent_setting,
+    downstreams_setting,
     grpc_agent_setting,
     rules_setting,
     timeout_setting,
@@ -83,6 +91,7 @@ if TYPE_CHECKING:
     from recorder.replay.grpc_send import GrpcTarget
     from recorder.replay.player import FilePlayer
     from recorder.replay.reports.results import ExchangeResult, TranscriptResult
+    from recorder.replay.standin import StandIns
     from recorder.replay.trials import TrialPlayer
     from recorder.replay.verdict.live import LiveReply
     from recorder.replay.watch import AgentWatch
@@ -92,138 +101,7 @@ MARKER = b"# recorder-format:"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("recorder", "replaying .http transcripts (recorder)")
-    group.addoption(
-        "--recorder-agent",
-        metavar="URL",
-        default=None,
-        help="Agent that transcripts are played against (default: start the bundled kit).",
-    )
-    group.addoption(
-        "--recorder-grpc-agent",
-        metavar="HOST:PORT",
-        default=None,
-        help="Where the transcripts' gRPC calls go (default: the GRPC interface of the "
-        "agent's card), as recorder play --grpc-agent.",
-    )
-    group.addoption(
-        "--recorder-rules",
-        metavar="FILE",
-        default=None,
-        help="YAML rules file merged over the A2A defaults.",
-    )
-    group.addoption(
-        "--recorder-timeout",
-        metavar="SECONDS",
-        type=float,
-        default=None,
-        help="Seconds allowed for each reply (default 30).",
-    )
-    group.addoption(
-        "--recorder-wait",
-        metavar="SECONDS",
-        type=float,
-        default=None,
-        help="Wait up to SECONDS for --recorder-agent to answer (its card is polled) before "
-        "the first exchange: for CI, where the agent starts beside the tests.",
-    )
-    group.addoption(
-        "--recorder-update",
-        action="store_true",
-        default=False,
-        help="Rewrite the golden transcripts from the live replies (as recorder play --update).",
-    )
-    group.addoption(
-        "--recorder-var",
-        metavar="NAME=VALUE",
-        action="append",
-        default=[],
-        help="A value for {{NAME}} placeholders (repeatable); over --recorder-env-file and the "
-        "environment.",
-    )
-    group.addoption(
-        "--recorder-env-file",
-        metavar="FILE",
-        action="append",
-        default=[],
-        help="A dotenv file of NAME=VALUE lines for placeholders (repeatable, later files "
-        "win); over the environment.",
-    )
-    group.addoption(
-        "--recorder-trials",
-        metavar="N",
-        type=int,
-        default=None,
-        help="Play each transcript N times; an exchange passes in ceil(R*N) trials at least.",
-    )
-    group.addoption(
-        "--recorder-pass-rate",
-        metavar="R",
-        type=float,
-        default=None,
-        help="With --recorder-trials: the fraction of trials to pass, 0 < R <= 1 (default 1.0).",
-    )
-    group.addoption(
-        "--recorder-confidence",
-        metavar="C",
-        type=float,
-        default=None,
-        help="With --recorder-trials: judge the pass rate by Wilson's lower bound at C.",
-    )
-    group.addoption(
-        "--recorder-early-stop",
-        action="store_true",
-        default=False,
-        help="With --recorder-trials: stop a file's trials once no verdict can change.",
-    )
-    group.addoption(
-        "--recorder-html-report",
-        metavar="FILE",
-        default=None,
-        help="Write an HTML report of the exchanges run (as recorder play --html-report): "
-        "one self-contained page, the replies side by side.",
-    )
-    group.addoption(
-        "--recorder-no-judge",
-        action="store_true",
-        default=False,
-        help="Skip the checks that ask a model (as recorder play --no-judge): counted as "
-        "skipped in the summary, never passed.",
-    )
-    parser.addini(
-        "recorder_trials", default="", help="Like --recorder-trials (the option wins when given)."
-    )
-    parser.addini(
-        "recorder_confidence", default="", help="Like --recorder-confidence (the option wins)."
-    )
-    parser.addini("recorder_early_stop", default="", help="Like --recorder-early-stop (true).")
-    parser.addini(
-        "recorder_pass_rate",
-        default="",
-        help="Like --recorder-pass-rate (the option wins when given).",
-    )
-    parser.addini(
-        "recorder_transcripts",
-        type="paths",
-        default=[],
-        help="Folders whose .http transcripts are collected as tests (one per exchange).",
-    )
-    parser.addini(
-        "recorder_agent", default="", help="Like --recorder-agent (the option wins when given)."
-    )
-    parser.addini(
-        "recorder_grpc_agent",
-        default="",
-        help="Like --recorder-grpc-agent (the option wins when given).",
-    )
-    parser.addini(
-        "recorder_rules",
-        default="",
-        help="Like --recorder-rules; a relative path is relative to the ini file's folder.",
-    )
-    parser.addini(
-        "recorder_timeout", default="", help="Like --recorder-timeout (default 30 seconds)."
-    )
+    add_options(parser)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -279,6 +157,7 @@ class _Agent:
         self.watch: AgentWatch | None = None
         self._failed: Exception | None = None
         self.grpc: GrpcTarget | None = None
+        self._stand_ins: StandIns | None = None  # the session's, started on first use
 
     def ensure(self) -> None:
         if self._transport is not None:
@@ -326,6 +205,20 @@ class _Agent:
         # the agent going away mid-session: the exchange that lost its reply fails, the rest
         # of its file is skipped, each later file fails fast (`recorder.replay.watch`)
         self.watch = AgentWatch(self.base_url, probe_seconds=min(1.0, self.timeout))
+        overrides = downstreams_setting(self.config)
+        if overrides is not None:
+            from recorder.replay.standin import StandIns
+            from recorder.rules.pairing import PairingRules
+
+            self._stand_ins = StandIns(PairingRules(self._rules), overrides)
+
+    def stand_ins(self, transcripts: list[Any]) -> StandIns | None:
+        """The session's stand-ins, listening for the calls of `transcripts` (a file and
+        the files it needs) from now; None when nothing stands in."""
+        self.ensure()
+        if self._stand_ins is not None and any(t.calls for t in transcripts):
+            self._stand_ins.stand_in_for(transcripts)
+        return self._stand_ins
 
     @property
     def timeout(self) -> float:
@@ -360,9 +253,13 @@ class _Agent:
             pushes=self._pushes,
             grpc=self.grpc,
             keep_replies=bool(self.config.getoption("recorder_html_report", None)),
+            stand_ins=self.stand_ins([transcript]),
         )
 
     def close(self) -> None:
+        if self._stand_ins is not None:
+            self._stand_ins.close()
+            self._stand_ins = None
         if self.models is not None:
             self.models.close()
         if self._pushes is not None:
@@ -509,6 +406,7 @@ def _check_options(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--recorder-agent: {exc}") from None
     grpc_agent_setting(config)
     trials_setting(config)
+    downstreams_setting(config)
     wait: float | None = config.getoption("recorder_wait", None)
     if wait is not None and not 0 <= wait <= 3600:
         raise pytest.UsageError(f"--recorder-wait: expected 0 to 3600 seconds, got {wait:g}")
@@ -588,6 +486,8 @@ class TranscriptFile(pytest.File):
             except TranscriptErrors as exc:
                 raise self.CollectError(str(exc)) from None
         for index, exchange in enumerate(self.transcript.exchanges):
+            if exchange.call is not None:
+                continue  # a call the agent made (`# @call`): no exchange of the client's
             title = exchange.title.replace("::", ":")
             name = f"{index + 1:02d} {title}".rstrip()
             yield ExchangeItem.from_parent(self, name=name, index=index)

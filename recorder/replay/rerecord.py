@@ -64,9 +64,9 @@ def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) 
     pushed: dict[int, tuple[Response, Response, bool]] = {}  # a delivery's request, as a reply
     requests: dict[int, Request] = {}  # a request kept, its headers refreshed
     for number, (old, new) in enumerate(zip(previous.exchanges, fresh.exchanges, strict=True)):
-        if old.push_config is not None or new.push_config is not None:
-            # a push delivery: the agent made its request, so it pairs as a reply does
-            if old.push_config != new.push_config or old.request.target != new.request.target:
+        if old.sent_by_agent or new.sent_by_agent:
+            # a push delivery, a call: the agent made its request, so it pairs as a reply does
+            if _agent_sent(old) != _agent_sent(new) or old.request.target != new.request.target:
                 return fresh
             golden, live = _as_reply(old.request), _as_reply(new.request)
             unpaired = Exchange(
@@ -98,6 +98,13 @@ def keep_recorded_values(previous: Transcript, fresh: Transcript, rules: Rules) 
 
 
 _NO_HOST = "http://grpc.invalid"
+
+
+def _agent_sent(exchange: Exchange) -> tuple[int | None, str | None, int | None]:
+    """What a request the agent sent was for: its push config, or its call's downstream and
+    exchange (a call's frame is timing, which a re-recording may change)."""
+    call = exchange.call
+    return (exchange.push_config, *((call.name, call.exchange) if call else (None, None)))
 
 
 def _same_call(prepared: Request, fresh: Request) -> bool:

@@ -170,6 +170,7 @@ def combine(
                 details=next((r.details for _, r in mine if r is not None and r.details), ()),
                 replies=_shown_replies([r for _, r in mine if r is not None]),
                 trials=plan.trials(passed, len(trials), failures),
+                calls=first.calls,
             )
         )
     return tuple(combined)

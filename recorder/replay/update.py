@@ -16,6 +16,7 @@ from recorder.disk.atomic import write_text_atomic
 from recorder.errors import ParseError
 from recorder.format.httpfile import dumps, loads, splice
 from recorder.format.model import Exchange, Response, Transcript
+from recorder.replay.calls import request_as_reply
 from recorder.replay.pushes import as_reply
 from recorder.replay.reports.results import ExchangeResult
 from recorder.replay.verdict.state import LiveReply, ReplayState
@@ -56,7 +57,9 @@ def blessed_exchanges(
     )
     blessed: dict[int, Response] = {}
     for index in sorted(live):
-        golden = as_reply(transcript.exchanges[index])  # a push delivery: its request's body
+        exchange = transcript.exchanges[index]
+        # a push delivery, a call the agent made: its request's body
+        golden = request_as_reply(exchange.request) if exchange.call else as_reply(exchange)
         response = state.bless(golden.response, live[index], matched=False, number=index + 1)
         blessed[index] = redactor.redact_response(response)
     scrubbed = {**redactor.seen, **secrets}
@@ -68,8 +71,8 @@ def blessed_exchanges(
         truncated = golden.truncated and live[index].cut
         if truncated and golden.request.is_grpc:
             response = _left_as_recorded(golden.response, response)
-        if golden.push_config is not None:
-            # a delivery: the agent's request is what was blessed, the client's answer stays
+        if golden.push_config is not None or golden.call is not None:
+            # a delivery, a call: the agent's request is what was blessed, the answer stays
             if response.body != golden.request.body:
                 replaced[index] = replace(
                     golden, request=replace(golden.request, body=response.body)

@@ -127,7 +127,8 @@ class StandIn:
         self.ties: list[str] = []
         """The tie lines so far (the first 100)."""
         self.transcripts = len(transcripts)
-        self.exchanges = sum(len(steps) for steps in self.steps)
+        # (a call the agent made is none of the exchanges a client gets answered)
+        self.exchanges = sum(1 for steps in self.steps for step in steps if not step.exchange.call)
         self._pulses: dict[int, asyncio.Event] = {}
         self._logged_ties: set[tuple[int, int, int, int]] = set()
         self._closing: asyncio.Event | None = None

@@ -262,8 +262,8 @@ class Book:
         key = live.key
         best: _Candidate | None = None
         for step in steps:
-            if step.key != key or step.index in branch.used or step.exchange.push_config:
-                continue  # (a push delivery is the agent's call: `recorder.serve.deliveries`)
+            if step.key != key or step.index in branch.used or step.exchange.sent_by_agent:
+                continue  # (a push delivery, a call: the agent's, `recorder.serve.deliveries`)
             if alike is None:
                 outcome = self._try(branch, step, live)
             else:

@@ -7,6 +7,7 @@ import recorder
 
 def test_public_api_is_pinned() -> None:
     assert recorder.__all__ == [
+        "CallTag",
         "Exchange",
         "Headers",
         "ParseError",

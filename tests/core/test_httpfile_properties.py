@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recorder import (
+    CallTag,
     Exchange,
     Headers,
     ParseError,
@@ -29,9 +30,10 @@ one_line = st.text(
 
 
 def _not_an_after_tag(comment: str) -> bool:
-    """A comment whose first word is `@after` is read as the file's `@after NAME.http` tag
-    (one naming no such file is an error, tests/core/test_after_tags.py): not a comment."""
-    return comment.split(maxsplit=1)[:1] != ["@after"]
+    """A comment whose first word is `@after` (or `@downstream`) is read as the file's
+    `@after NAME.http` tag (one naming no such file is an error,
+    tests/core/test_after_tags.py), or its `@downstream NAME URL`: not a comment."""
+    return comment.split(maxsplit=1)[:1] not in (["@after"], ["@downstream"])
 
 
 methods = st.from_regex(r"[A-Za-z][A-Za-z0-9_-]{0,9}", fullmatch=True)
@@ -120,7 +122,7 @@ exchange_comments = one_line.filter(
     lambda s: (
         s.strip() != "@truncated"
         and not s.strip().startswith("@during")
-        and s.split(maxsplit=1)[:1] != ["@push"]
+        and s.split(maxsplit=1)[:1] not in (["@push"], ["@call"])
         and _not_an_after_tag(s)  # (a file's tag: an error in an exchange)
     )
 )
@@ -211,22 +213,42 @@ def grpc_exchanges(draw: st.DrawFn) -> Exchange:
     return Exchange(request=request, response=response, title=draw(one_line))
 
 
+downstream_names = st.from_regex(r"[A-Za-z][A-Za-z0-9_-]{0,8}", fullmatch=True)
+
+
 @st.composite
 def pushed(draw: st.DrawFn) -> tuple[Exchange, ...]:
-    """Exchanges, some of them deliveries (`@push config N`) naming an earlier one."""
-    found = draw(st.lists(st.one_of(exchanges(), grpc_exchanges()), max_size=4))
-    return tuple(
-        replace(e, push_config=draw(st.none() | st.integers(1, index)))
-        if index and not e.request.is_grpc
-        else e
-        for index, e in enumerate(found)
-    )
+    """Exchanges, some of them deliveries (`@push config N`) naming an earlier one, some of
+    them calls (`@call NAME exchange N [frame K] [ambiguous]`) naming an earlier exchange
+    of the client's."""
+    found = draw(st.lists(st.one_of(exchanges(), grpc_exchanges()), max_size=5))
+    made: list[Exchange] = []
+    for index, exchange in enumerate(found):
+        clients = [n for n, e in enumerate(made, 1) if not e.sent_by_agent]
+        kind = draw(st.sampled_from(["plain", "push", "call"]))
+        if kind == "push" and index and not exchange.request.is_grpc:
+            exchange = replace(exchange, push_config=draw(st.integers(1, index)))
+        elif kind == "call" and clients and not exchange.request.is_grpc:
+            tag = CallTag(
+                draw(downstream_names),
+                draw(st.sampled_from(clients)),
+                draw(st.none() | st.integers(1, 10**6)),
+                draw(st.booleans()),
+            )
+            exchange = replace(exchange, call=tag)
+        made.append(exchange)
+    return tuple(made)
 
 
+downstream_tags = st.builds(
+    "@downstream {} {}".format,
+    downstream_names,
+    st.from_regex(r"https?://[!-~]{1,30}", fullmatch=True),
+)
 transcripts = st.builds(
     Transcript,
     exchanges=pushed(),
-    comments=st.lists(one_line.filter(_not_an_after_tag), max_size=3).map(tuple),
+    comments=st.lists(one_line.filter(_not_an_after_tag) | downstream_tags, max_size=3).map(tuple),
 )
 
 
@@ -266,6 +288,11 @@ FRAGMENTS = [
     "GRPC x",
     "# @trailers",
     "x-trailer: 1",
+    "# @call model exchange 1",
+    "# @call model exchange 1 frame 2 ambiguous",
+    "# @call model exchange 9",
+    "# @downstream model http://127.0.0.1:9/v1",
+    "# @downstream",
     "GET / HTTP/9.9",
     "GET",
     "HTTP/1.1 200 OK",

@@ -32,7 +32,13 @@ def test_defaults_name_the_a2a_generated_fields() -> None:
     }
     assert fields["timestamp"] == "time"
     assert fields["nextPageToken"] == "token"
-    assert DEFAULT_RULES.generated_fields_beside["id"] == ("contextId", "taskId", "status")
+    assert DEFAULT_RULES.generated_fields_beside["id"] == (
+        "contextId",
+        "taskId",
+        "status",
+        "choices",  # (an agent's call: a chat completion's id, tests/core/test_call_rules.py)
+        "function",  # (... a model's tool call's)
+    )
     assert DEFAULT_RULES.loose_kinds == frozenset({"time"})
 
 

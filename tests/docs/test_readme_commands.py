@@ -17,6 +17,7 @@ recipe is one of the commands run here (`make test` is what CI runs: this very s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -576,6 +577,42 @@ def run_llm_judge(place: Place, text: str) -> None:
     assert [figures(line) for line in lines] == [figures(line) for line in shown], lines
 
 
+CALLS_KIT = (
+    "recorder kit --no-grpc --model http://127.0.0.1:41274/v1 --model-name scripted-1 "
+    "--tools http://127.0.0.1:41275/mcp"
+)
+PROMPT = "Word this review briefly."
+
+
+def run_calls(place: Place, text: str) -> None:
+    # docs/llm-without-a-model.md: the kit with a model and the recorder with --downstream are
+    # started and stopped (the page's listener ports are free ones here); the shipped
+    # recording is replayed with the stand-ins (on free ports too, the kit pointed at them),
+    # then against the kit with another prompt: the page shows what play prints
+    if text.startswith("recorder kit"):
+        run_kit(place, text)
+        return
+    if text.startswith("recorder record"):
+        run_record(place, re.sub(r"@4127[45]\b", "@0", text))
+        return
+    from recorder.kit.model import ModelWording
+
+    ports = {name: free_port() for name in ("model", "tools")}
+    wording = ModelWording(
+        f"http://127.0.0.1:{ports['model']}/v1",
+        "scripted-1",
+        f"http://127.0.0.1:{ports['tools']}/mcp",
+    )
+    text += "".join(f" --downstream {name}@{port}" for name, port in ports.items())
+    page = (REPO / "docs" / "llm-without-a-model.md").read_text()
+    for prompt, expect in ((wording.prompt, 0), (PROMPT, 1)):
+        model = dataclasses.replace(wording, prompt=prompt)
+        with start_kit(grpc_port=None, model=model) as kit:
+            out = place.run(text.replace("http://localhost:41242", kit.url), expect=expect)
+        for line in out.stdout.splitlines():
+            assert line in page, line
+
+
 RUNS: dict[str, Callable[[Place, str], None]] = {
     "make demo": run_make,
     "make test": run_make,
@@ -635,6 +672,12 @@ RUNS: dict[str, Callable[[Place, str], None]] = {
     ),
     "recorder play docs/llm/ --agent http://localhost:41242 --rules docs/llm-judge.yaml "
     "--no-judge": run_llm_judge,
+    # docs/llm-without-a-model.md
+    CALLS_KIT: run_calls,
+    f'{CALLS_KIT} --model-prompt "{PROMPT}"': run_calls,
+    "recorder record --agent http://localhost:41242 -o docs/examples/calls/ --downstream "
+    "model=http://127.0.0.1:41270@41274 --downstream tools=http://127.0.0.1:41271@41275": run_calls,
+    "recorder play docs/examples/calls/ --agent http://localhost:41242": run_calls,
     # README.md, "Using it from your own project"
     "pip install a2a-recorder": run_install,
     "pipx install a2a-recorder": run_install,

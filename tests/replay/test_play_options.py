@@ -273,6 +273,7 @@ def test_report_json_has_one_record_per_exchange_and_a_summary(
     assert report["summary"] == {
         "files": 6,
         "exchanges": 10,
+        "calls": 0,
         "passed": 9,
         "failed": 1,
         "errors": 0,

@@ -26,10 +26,13 @@ the rooms it uses:
   to the client's webhook and recorded in its config's file, tagged `# @push config N`; a
   webhook the recorder does not deliver to (`recorder.push_urls`) refused with the recorder's
   own A2A error; a receiver ended with its config or its task;
+- `downstream` (`Downstreams`, `DownstreamApp`): the agent's own calls, through a listener per
+  downstream (`add_downstream`: its model, its MCP servers, its peers), each written into the
+  file of the A2A exchange that made it, tagged `# @call NAME exchange N`;
 - `call` (`Call`): one request while it is handled, and the ASGI helpers the rooms share;
 - `server`: `serve` and `ProxyServer` (the proxy's own HTTP/1.1 server, `http1` and `cycle`),
-  `parse_listen`, `listening_socket`: imported from there (the server is typed with this app,
-  so this package does not hand its names on).
+  `parse_listen`, `listening_socket` (the transport's): imported from there (the server is
+  typed with this app, so this package does not hand its names on).
 
 Per request: the forwarder takes the request, the scenario room chooses its scenario, the
 card room tells its operation (and a card request), the recording room gives it its file (the
@@ -50,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -62,6 +66,7 @@ from recorder.record.cards import Origin
 from recorder.record.lineage import Lineage
 from recorder.record.proxy.agent_cards import AgentCards
 from recorder.record.proxy.call import Message, Receive, Scope, Send, send_error
+from recorder.record.proxy.downstream import DownstreamApp, Downstreams, parse_downstream
 from recorder.record.proxy.forwarding import (
     BUFFER_LIMIT,
     CLIENT_TIMEOUT,
@@ -77,6 +82,7 @@ from recorder.record.proxy.scenarios import CONTROL_PATH, STATUS_PATH, Scenarios
 from recorder.record.proxy.writer import BACKLOG
 from recorder.record.store.modes import Keep
 from recorder.record.store.transcript_store import TranscriptStore
+from recorder.record.transport.http1 import listening_socket
 from recorder.rules.ruleset import DEFAULT_RULES, Rules
 from recorder.secrets.redact import (
     DEFAULT_SECRET_FIELDS,
@@ -89,12 +95,33 @@ from recorder.secrets.redact import (
 if TYPE_CHECKING:
     from recorder.record.grpc_proxy import GrpcListener
 
-__all__ = ["CONTROL_PATH", "STATUS_PATH", "RecordingProxy", "create_proxy_app"]
+__all__ = [
+    "CONTROL_PATH",
+    "STATUS_PATH",
+    "DownstreamListener",
+    "RecordingProxy",
+    "create_proxy_app",
+    "parse_downstream",
+]
 
 log = logging.getLogger(__name__)
 
 # seconds the shutdown waits for the recordings still pending
 DRAIN_TIMEOUT = 10.0
+
+
+class DownstreamListener:
+    """One downstream's listener: its app (`DownstreamApp`) and the socket it listens on
+    (bound when it is added: its port is known before the proxy serves)."""
+
+    def __init__(self, app: DownstreamApp, sock: socket.socket) -> None:
+        self.app = app
+        self.sock = sock
+
+    @property
+    def url(self) -> str:
+        host, port = self.sock.getsockname()[:2]
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}"
 
 
 class RecordingProxy:
@@ -194,6 +221,43 @@ class RecordingProxy:
             grace=push_grace,
         )
         self.forwarder.restore = self.push.restore
+        self._redactor = redactor
+        self._timeout = timeout
+        self._buffer_limit = buffer_limit
+        self._max_body = max_body
+        self._stream_grace = stream_grace
+        self.calls: Downstreams | None = None  # made by the first `add_downstream`
+        self.downstreams: list[DownstreamListener] = []
+
+    def add_downstream(
+        self, name: str, url: str, host: str = "127.0.0.1", port: int = 0
+    ) -> DownstreamListener:
+        """Record the agent's calls to a downstream of its own too: a listener on host:port
+        (0: a free port; bound now) forwarding to `url`, each call written into the file of
+        the A2A exchange that made it (`recorder.record.proxy.downstream`). Raises
+        ValueError for a name given twice or a URL that is not a plain http(s) base URL, and
+        OSError when the address cannot be listened on."""
+        parse_downstream(f"{name}={url}@{port}")  # (the same checks as the CLI's spelling)
+        if any(listener.app.name == name for listener in self.downstreams):
+            raise ValueError(f"--downstream {name} is given twice: one URL per downstream")
+        if self.calls is None:
+            self.calls = Downstreams(self.recording)
+        app = DownstreamApp(
+            self.calls,
+            name,
+            url,
+            redactor=self._redactor,
+            timeout=self._timeout,
+            buffer_limit=self._buffer_limit,
+            max_body=self._max_body,
+            client_timeout=self.client_timeout,
+            stream_grace=self._stream_grace,
+        )
+        listener = DownstreamListener(app, listening_socket(host, port))
+        self.downstreams.append(listener)
+        # a webhook there would send the agent's own calls' listener a delivery
+        self.push.also_own(*listener.sock.getsockname()[:2])
+        return listener
 
     def listen_grpc(
         self,
@@ -242,6 +306,23 @@ class RecordingProxy:
         return self.recording.recorded
 
     @property
+    def recorded_calls(self) -> int:
+        """How many of the agent's own calls were written."""
+        return self.recording.writer.calls
+
+    @property
+    def ambiguous_calls(self) -> int:
+        """How many calls were written with the earliest of the exchanges then open, tagged
+        ambiguous (`recorder.record.calls`)."""
+        return 0 if self.calls is None else self.calls.ambiguous
+
+    @property
+    def unrecorded_calls(self) -> int:
+        """How many calls were relayed and not recorded: made before any exchange, or for
+        an exchange that was not recorded."""
+        return 0 if self.calls is None else self.calls.unattributed + self.calls.dropped
+
+    @property
     def not_recorded(self) -> int:
         """How many exchanges could not be written (or were still pending at shutdown)."""
         return self.recording.failed
@@ -259,8 +340,12 @@ class RecordingProxy:
 
     def status(self) -> dict[str, object]:
         """What `GET /_recorder/status` reports: recorded, failed, kept, pending, out,
-        last_error, push_refused (push registrations and deliveries the recorder refused)."""
-        return {**self.recording.status(), "push_refused": self.push.refused}
+        last_error, push_refused (push registrations and deliveries the recorder refused), and
+        with downstreams, the agent's calls recorded and those attributed ambiguously."""
+        status = {**self.recording.status(), "push_refused": self.push.refused}
+        if self.calls is not None:
+            status.update(self.calls.status())
+        return status
 
     async def flush(self, timeout: float = DRAIN_TIMEOUT) -> bool:
         """Wait (bounded) until every exchange answered so far is written or has failed."""
@@ -295,7 +380,11 @@ class RecordingProxy:
         `drain_timeout` seconds; those still pending then are counted as not recorded)."""
         await self.forwarder.aclose()
         await self.push.aclose()
+        for listener in self.downstreams:
+            await listener.app.aclose()
         await self.recording.drain(self.drain_timeout)
+        if self.calls is not None:
+            self.calls.close()
         self.store.close()
 
     def stop_streams(self) -> None:
@@ -305,6 +394,8 @@ class RecordingProxy:
         SubscribeToTask) would hold Ctrl-C for the server's whole grace period and then be
         cancelled."""
         self.relay.stop_all()
+        for listener in self.downstreams:
+            listener.app.stop_streams()
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False

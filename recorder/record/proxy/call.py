@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from recorder.format.model import Request
+from recorder.record.store.filetext import CallOf
 from recorder.secrets.redact import Redactor
 
 Scope = MutableMapping[str, Any]
@@ -69,6 +70,10 @@ class Call:
     upstream_body: bytes | None = None
     # a push delivery: the ticket of the exchange that registered its config (`@push config`)
     push_of: int | None = None
+    # a call the agent made to a downstream: where it goes (`@call NAME exchange N`), once
+    # known (`recorder.record.proxy.downstream`); and the agent's connection (`host:port`)
+    call_of: CallOf | None = None
+    connection: str = ""
     # the ticket of the card fetch without a scenario begun right before this request, when
     # the request before it without a scenario was one (0: not; `recorder.record.proxy.folding`)
     follows_card: int = 0

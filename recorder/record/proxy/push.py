@@ -224,6 +224,11 @@ class PushRoom:
         self._listen = (host, port)
         self._screen = self._screen.with_own(host, port)
 
+    def also_own(self, host: str, port: int) -> None:
+        """Another listener of the recorder's (a downstream's, `--downstream`): never
+        delivered to, as the proxy's own address is not."""
+        self._screen = self._screen.with_own(host, port)
+
     def screen(self, url: str) -> str | None:
         """Why the recorder does not deliver to the webhook `url` (None: it may; a host
         name is screened again, by its addresses, when a delivery goes out). The check of

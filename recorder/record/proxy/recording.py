@@ -46,7 +46,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Hashable
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from recorder.format.jsonbody import json_value
 from recorder.format.model import Exchange, SseEvent, is_json_media_type
@@ -77,6 +77,17 @@ def _operation(call: Call, content_type: str | None) -> str:
     return operation_of(call.method, call.target.partition("?")[0], value)
 
 
+class ExchangeObserver(Protocol):
+    """What the downstream listeners need to know of each exchange (`recorder.record.proxy.
+    downstream.Downstreams`): begun, its reply's values and frames, closed, not recorded."""
+
+    def opened(self, call: Call) -> None: ...
+    def learned(self, call: Call, data: bytes) -> None: ...
+    def framed(self, call: Call, frames: int) -> None: ...
+    def closed(self, call: Call) -> None: ...
+    def dropped_exchange(self, call: Call) -> None: ...
+
+
 class Recording:
     """Turns calls into exchanges and writes them through the store."""
 
@@ -96,6 +107,8 @@ class Recording:
         # file key -> {ticket of an open exchange: its data frames arrived so far}
         self._open: dict[Hashable, dict[int, int]] = {}
         self._last_card = 0  # the last request without a scenario, when it fetched a card
+        # told of each exchange when the agent's own calls are recorded (None: they are not)
+        self.observer: ExchangeObserver | None = None
 
     # ---------------------------------------------------------------- a call's life
 
@@ -137,12 +150,16 @@ class Recording:
             latest = max(opened)
             call.during = (latest, opened[latest])
         opened[call.ticket] = 0
+        if self.observer is not None:
+            self.observer.opened(call)
 
     def frames_arrived(self, call: Call, frames: int) -> None:
         """`frames` data frames of `call`'s stream have arrived (for `@during` tags)."""
         opened = self._open.get(call.file_key)
         if opened is not None and call.ticket in opened:
             opened[call.ticket] = frames
+        if self.observer is not None:
+            self.observer.framed(call, frames)
 
     def close(self, call: Call) -> None:
         """`call`'s reply is whole (or will not be): later requests are not `@during` it."""
@@ -151,6 +168,8 @@ class Recording:
             opened.pop(call.ticket, None)
             if not opened:
                 del self._open[call.file_key]
+        if self.observer is not None:
+            self.observer.closed(call)
 
     def settle(self, call: Call, body: bytes) -> None:
         """`call`'s reply `body` is whole and its end was just written (or the client went
@@ -161,13 +180,18 @@ class Recording:
         either (a 1 MiB JSON reply takes ~0.4 ms to learn)."""
         self.lineage.learn_body(body, call.file_key, call.client_values)
         call.after = self.lineage.needs(call.file_key)
+        if self.observer is not None:
+            self.observer.learned(call, body)
         self.close(call)
 
     def learn_frame(self, call: Call, event: SseEvent) -> None:
         """The values one stream frame generated get `call`'s file as their home."""
         if event.data:
-            self.lineage.learn_body(event.data.encode("utf-8"), call.file_key, call.client_values)
+            data = event.data.encode("utf-8")
+            self.lineage.learn_body(data, call.file_key, call.client_values)
             call.after = self.lineage.needs(call.file_key)
+            if self.observer is not None:
+                self.observer.learned(call, data)
 
     def finish(self, call: Call) -> None:
         """The proxy is done with `call`: let go of a request whose exchange will not be
@@ -175,6 +199,8 @@ class Recording:
         self.close(call)
         if not call.queued:
             self.store.forget(call.ticket)
+            if self.observer is not None:
+                self.observer.dropped_exchange(call)
         call.finished = True
 
     # ---------------------------------------------------------------- the exchange
@@ -206,6 +232,11 @@ class Recording:
         """Record `exchange` (a relayed stream's; or a function that makes it, called on the
         writer thread) off the reply path. Never raises: a write that fails (or an exchange
         that cannot be made) is logged and counted."""
+        self.writer.hand_over(EndedStream(call, exchange))
+
+    def write_now(self, call: Call, exchange: Exchange | Callable[[], Exchange]) -> None:
+        """`write`, to the writer at once (an agent's call, held until its exchange was
+        written: `recorder.record.proxy.downstream`)."""
         self.writer.hand_over(EndedStream(call, exchange))
 
     @property

@@ -3,7 +3,8 @@
 `serve` (what `recorder record` runs) and `ProxyServer` (the same in a thread: the planner,
 the tests) run `RecordingProxy` under `recorder.record.transport.http1.Http1Server` on uvloop
 (asyncio's own loop where uvloop is missing), on a socket whose connections get TCP_NODELAY
-(`listening_socket`). Not uvicorn: its general HTTP/1.1 protocol cost a sixth of the event
+(`recorder.record.transport.http1.listening_socket`, which the downstreams' listeners get
+too). Not uvicorn: its general HTTP/1.1 protocol cost a sixth of the event
 loop's time per proxied request (bench/bench_proxy.py measures the difference).
 
 The shutdown (Ctrl-C or SIGTERM, alike): stop accepting; end the open streams at once
@@ -35,6 +36,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from recorder.record.transport.http1 import Http1Server
+from recorder.record.transport.http1 import listening_socket as listening_socket  # (moved)
 
 if TYPE_CHECKING:
     from recorder.record.proxy import RecordingProxy
@@ -66,28 +68,6 @@ def parse_listen(listen: str) -> tuple[str, int]:
     return host, number
 
 
-def listening_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
-    """A listening TCP socket whose connections get TCP_NODELAY.
-
-    asyncio turns Nagle's algorithm off only for sockets whose `proto` is IPPROTO_TCP
-    (`asyncio.base_events._set_nodelay`); a socket made as `socket.socket(AF_INET,
-    SOCK_STREAM)` has proto 0, and then every reply sent in two writes (headers, body) waits
-    for the client's delayed ACK: about 40 ms per exchange on Linux loopback.
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind((host, port))
-        sock.listen(2048)
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
-
-
 def _new_loop() -> asyncio.AbstractEventLoop:
     """uvloop's event loop when installed (about half the CPU per request of asyncio's)."""
     try:
@@ -115,6 +95,14 @@ async def _serve_until(
     `force` set meanwhile cuts the waits short."""
     server = Http1Server(proxy, client_timeout=proxy.client_timeout, keep_alive=keep_alive)
     await server.start(sock)
+    # the agent's own calls, beside (`recorder.record.proxy.downstream`): a server each
+    downstreams = []
+    for listener in proxy.downstreams:
+        beside = Http1Server(
+            listener.app, client_timeout=proxy.client_timeout, keep_alive=keep_alive
+        )
+        await beside.start(listener.sock)
+        downstreams.append(beside)
     # (where a push config registered over gRPC is pointed: the receiver on this listener)
     proxy.push.listening(*sock.getsockname()[:2])
     grpc = proxy.grpc
@@ -129,10 +117,14 @@ async def _serve_until(
         await stop.wait()
     finally:
         server.close()
+        for beside in downstreams:
+            beside.close()
         proxy.stop_streams()
         if grpc is not None:
             await grpc.stop()
         await server.shutdown(GRACE, force)
+        for beside in downstreams:
+            await beside.shutdown(GRACE, force)
         if force.is_set():
             proxy.drain_timeout = 0.0
         closing = asyncio.ensure_future(proxy.aclose())
@@ -176,6 +168,8 @@ def serve(
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     where = f"http://{shown}:{bound_port}"
     announce(f"listening on {where}, forwarding to {proxy.upstream_url}")
+    for listener in proxy.downstreams:
+        announce(f"downstream {listener.app.name}: {listener.url} -> {listener.app.url}")
     announce(f"writing transcripts to {proxy.store.out}/ (Ctrl-C stops)")
 
     async def main() -> None:
@@ -221,12 +215,32 @@ def serve(
         pass  # a Ctrl-C before the signal handlers were in place, or after
     finally:
         sock.close()
+        for listener in proxy.downstreams:
+            listener.sock.close()
         sys.setswitchinterval(switch_interval)
         gc.set_threshold(*thresholds)
         gc.unfreeze()
+    announce(f"stopped; {summary(proxy)}")
+
+
+def summary(proxy: RecordingProxy) -> str:
+    """`3 exchanges and 12 calls recorded in 2 files (1 call ambiguous)`: what a recording
+    wrote (the calls only when the agent's calls were recorded)."""
+
+    def count(number: int, noun: str) -> str:
+        return f"{number} {noun}{'' if number == 1 else 's'}"
+
     files = len(proxy.store.written)
-    exchanges = f"{proxy.recorded} exchange{'' if proxy.recorded == 1 else 's'}"
-    announce(f"stopped; {exchanges} recorded in {files} file{'' if files == 1 else 's'}")
+    what = count(proxy.recorded, "exchange")
+    if proxy.downstreams:
+        what += f" and {count(proxy.recorded_calls, 'call')}"
+    line = f"{what} recorded in {count(files, 'file')}"
+    notes = []
+    if proxy.ambiguous_calls:
+        notes.append(f"{count(proxy.ambiguous_calls, 'call')} ambiguous")
+    if proxy.unrecorded_calls:
+        notes.append(f"{count(proxy.unrecorded_calls, 'call')} not recorded")
+    return f"{line} ({', '.join(notes)})" if notes else line
 
 
 class ProxyServer:
@@ -298,6 +312,8 @@ class ProxyServer:
         if self._thread.is_alive():
             self._thread.join(timeout)
         self.sock.close()
+        for listener in self.proxy.downstreams:
+            listener.sock.close()
 
     def __enter__(self) -> ProxyServer:
         return self.start()

@@ -84,6 +84,7 @@ class Writer:
         self.store = store
         self._builder = builder
         self.recorded = 0  # exchanges written
+        self.calls = 0  # the agent's calls to its downstreams written (`@call`)
         self.kept = 0  # exchanges not written: `--mode once` keeps their scenario's file
         self.failed = 0  # exchanges that could not be written (or were pending at shutdown)
         self.last_error: str | None = None
@@ -99,12 +100,16 @@ class Writer:
         self._caught: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waking = False
+        # told, on the writer thread, that a job's exchange is written (True) or will not be
+        # (False), before the writer counts it done (`recorder.record.proxy.downstream`)
+        self.on_written: Callable[[Call, bool], None] | None = None
 
     def hand_over(self, job: Job) -> None:
         """Queue `job` for the writer thread (started by the first job)."""
         call = job.call
+        if not call.queued:  # (a call the agent made was timed when it ended, then held)
+            call.took = time.monotonic() - call.started  # (its reply is with the client now)
         call.queued = True
-        call.took = time.monotonic() - call.started  # (its reply is with the client now)
         with self._counts:
             if self._closed:
                 self.failed += 1
@@ -150,9 +155,12 @@ class Writer:
                 during=call.during,
                 after=call.after,
                 push=call.push_of,
+                call=call.call_of,
             )
         except Exception as exc:
             self.store.forget(call.ticket)
+            if self.on_written is not None:
+                self.on_written(call, False)
             reason = describe_error(exc)
             log.error(
                 "recorder could not write the transcript of %s to %s: %s; the exchange is "
@@ -164,22 +172,27 @@ class Writer:
             self._done(error=reason)
             return
         call.written = True
+        if self.on_written is not None:
+            # (before `_done`: the calls it hands over keep the writer from going idle)
+            self.on_written(call, path is not None)
         title = exchange.title
         if path is None:  # `--mode once`: its scenario's file is kept
             self._done(error=None, kept=True)
             log.info("not recorded (--mode once keeps its scenario's file): %s", title)
             return
-        self._done(error=None)
+        self._done(error=None, call=call.call_of is not None)
         if log.isEnabledFor(logging.INFO):
             log.info("%s", record_line(job.outcome(exchange), call.took, title, path))
 
-    def _done(self, error: str | None, *, kept: bool = False) -> None:
+    def _done(self, error: str | None, *, kept: bool = False, call: bool = False) -> None:
         with self._counts:
             if self._closed:
                 return  # counted as not recorded when the shutdown gave up waiting
             self._pending -= 1
             if kept:
                 self.kept += 1
+            elif error is None and call:
+                self.calls += 1
             elif error is None:
                 self.recorded += 1
             else:

@@ -1,5 +1,6 @@
 """A transcript file's text as the store holds it (pure, no I/O): each exchange's block,
-made once and reused, and the `@during` and `@push config N` tags by place in the file.
+made once and reused, and the `@during`, `@push config N` and `@call NAME exchange N` tags by
+place in the file; its head's `@after` and `@downstream` tags.
 
 `Block` is an exchange given as its text, `Entry` one exchange of a file (its ticket: its
 place in the request order), `OpenFile`
@@ -18,9 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from recorder.format.httpfile import dumps, dumps_exchange
-from recorder.format.model import Exchange, Transcript
+from recorder.format.model import CallTag, Exchange, Transcript
 
-__all__ = ["FILE_HEAD", "Block", "Disk", "Entry", "OpenFile", "during_tag", "during_tagged"]
+__all__ = [
+    "FILE_HEAD",
+    "Block",
+    "CallOf",
+    "Disk",
+    "Entry",
+    "OpenFile",
+    "during_tag",
+    "during_tagged",
+]
 
 FILE_HEAD = dumps(Transcript())  # "# recorder-format: 1\n"
 
@@ -33,6 +43,26 @@ class Block:
 
     text: str
     title: str
+
+
+@dataclass(frozen=True)
+class CallOf:
+    """A call the agent made to a downstream (`name`, whose upstream is `url`) while it
+    answered the exchange of ticket `exchange`, after `frame` frames of its reply (None:
+    before the first); written as `# @call NAME exchange N [frame K] [ambiguous]`, N that
+    exchange's place in the file."""
+
+    name: str
+    url: str
+    exchange: int
+    frame: int | None = None
+    ambiguous: bool = False
+
+    def tag(self, place: int | None) -> CallTag | None:
+        """The tag, with the exchange at `place` in the file (None: not there)."""
+        if place is None:
+            return None
+        return CallTag(self.name, place, self.frame, self.ambiguous)
 
 
 @dataclass
@@ -50,16 +80,29 @@ class Entry:
     # `@push config N`, N that exchange's place in the file), and the N its block holds
     push: int | None = None
     push_at: int | None = None
+    # a call the agent made (`CallOf`), and the tag its block holds
+    call: CallOf | None = None
+    call_tag: CallTag | None = None
 
-    def text(self, tag: str | None, push_at: int | None = None) -> str:
-        if not self.block or tag != self.tag or push_at != self.push_at:
+    def text(
+        self, tag: str | None, push_at: int | None = None, call_tag: CallTag | None = None
+    ) -> str:
+        if (
+            not self.block
+            or tag != self.tag
+            or push_at != self.push_at
+            or call_tag != self.call_tag
+        ):
             exchange = self.exchange
             assert exchange is not None, "an exchange let go is never rendered again"
             if tag is not None:
                 exchange = dataclasses.replace(exchange, comments=(*exchange.comments, tag))
             if push_at is not None:
                 exchange = dataclasses.replace(exchange, push_config=push_at)
+            if call_tag is not None:
+                exchange = dataclasses.replace(exchange, call=call_tag)
             self.block, self.tag, self.push_at = dumps_exchange(exchange), tag, push_at
+            self.call_tag = call_tag
         return self.block
 
 
@@ -94,11 +137,25 @@ class OpenFile:
     # the files this one needs (`# @after NAME` in its head, `recorder.record.lineage`), and
     # those the text on disk names: a head that changed is written whole, never appended to
     after: tuple[str, ...] = ()
-    after_written: tuple[str, ...] = ()
+    # the downstreams its calls went to (`# @downstream NAME URL`), by name
+    downstreams: tuple[tuple[str, str], ...] = ()
+    # the head the text on disk has (`head_tags` when it was written): one that changed is
+    # written whole, never appended to
+    head_written: tuple[tuple[str, ...], tuple[tuple[str, str], ...]] = ((), ())
+
+    def head_tags(self) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+        return self.after, self.downstreams
+
+    def add_downstream(self, name: str, url: str) -> None:
+        """A call to downstream `name` (at `url`) is in the file: its head names it."""
+        if all(known != name for known, _ in self.downstreams):
+            self.downstreams = tuple(sorted((*self.downstreams, (name, url))))
 
     def head(self) -> str:
-        """The file's head: the format marker, then its `# @after` tags."""
-        return FILE_HEAD + "".join([f"# @after {name}\n" for name in self.after])
+        """The file's head: the format marker, then its `# @after` and `# @downstream` tags."""
+        tags = [f"# @after {name}\n" for name in self.after]
+        tags.extend(f"# @downstream {name} {url}\n" for name, url in self.downstreams)
+        return FILE_HEAD + "".join(tags)
 
     def text(self) -> str:
         """The whole file: the blocks of unchanged exchanges are reused, so an exchange costs
@@ -110,7 +167,8 @@ class OpenFile:
         for entry in self.entries:
             parts.append("\n")
             push_at = None if entry.push is None else position.get(entry.push)
-            parts.append(entry.text(during_tag(entry.during, position), push_at))
+            call = None if entry.call is None else entry.call.tag(position.get(entry.call.exchange))
+            parts.append(entry.text(during_tag(entry.during, position), push_at, call))
         return "".join(parts)
 
     def _place(self, ticket: int | None) -> int | None:
@@ -130,7 +188,8 @@ class OpenFile:
             at = bisect.bisect_left(entries, entry.during[0], key=lambda e: e.ticket)
             if at < len(entries) and entries[at].ticket == entry.during[0]:
                 tag = during_tag(entry.during, {entry.during[0]: at + 1})
-        return "\n" + entry.text(tag, self._place(entry.push))
+        call = None if entry.call is None else entry.call.tag(self._place(entry.call.exchange))
+        return "\n" + entry.text(tag, self._place(entry.push), call)
 
     @property
     def lock(self) -> threading.Lock:
@@ -155,6 +214,15 @@ class OpenFile:
             return None
         place = self._place(entry.push)
         return self.entries[place - 1].at or None if place is not None else None
+
+    def shared_call(self, entry: Entry) -> CallTag | None:
+        """The `@call` tag of `entry` in a shared file: N the place its exchange took there
+        (None when it is not there, or the places are not known)."""
+        if entry.call is None or self.disk.count is None:
+            return None
+        place = self._place(entry.call.exchange)
+        at = self.entries[place - 1].at or None if place is not None else None
+        return entry.call.tag(at)
 
     def written_text(self) -> str:
         """The exchanges on disk as made, before scrubbing (head left out)."""

@@ -118,6 +118,15 @@ class Routes:
                 if key is not None:
                     self._release(key)
 
+    def move(self, ticket: int, key: FileKey) -> None:
+        """`TranscriptStore.move`."""
+        with self.lock:
+            before = self.pending.get(ticket)
+            if before is None or before == key:
+                return
+            self.pending[ticket] = key
+            self._release(before)
+
     def fold(self, ticket: int, key: FileKey) -> None:
         """`TranscriptStore.fold`."""
         with self.lock:
@@ -151,6 +160,10 @@ class Routes:
         """The key and the open file the exchange of `ticket` goes to (a new file of its
         own when the key is None; no file when `once` keeps its scenario's)."""
         key = self.pending.pop(ticket, None)
+        if key is not None:
+            # (a request begun in a conversation folded since, `fold`: an agent's call made
+            # while the card fetch it belongs to was being answered, goes where that went)
+            key = self._folded.get(key, key)
         if key is None and scenario is not None:
             key = self._scenario_key(slugify(scenario))
         if key is None:

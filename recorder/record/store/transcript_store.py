@@ -70,7 +70,7 @@ from recorder.disk.locking import Held, append_held, locked, read_held
 from recorder.disk.transcripts import natural_key
 from recorder.format.httpfile import loads
 from recorder.format.model import Exchange
-from recorder.record.store.filetext import Block, Disk, Entry, OpenFile, during_tagged
+from recorder.record.store.filetext import Block, CallOf, Disk, Entry, OpenFile, during_tagged
 from recorder.record.store.leftovers import remove_stale_temporaries
 from recorder.record.store.modes import MODES, Keep, keep_in_place
 from recorder.record.store.numbering import Numbers
@@ -178,6 +178,11 @@ class TranscriptStore:
         the later requests of its conversation."""
         self.routes.fold(ticket, key)
 
+    def move(self, ticket: int, key: FileKey) -> None:
+        """The request of `ticket`, not yet written, goes to the file of `key` instead (an
+        agent's call, once the exchange it belongs to is known: `recorder.record.calls`)."""
+        self.routes.move(ticket, key)
+
     def end(self, scenario: str) -> None:
         """Close a scenario: its next request starts a new file."""
         self.routes.end(scenario)
@@ -229,6 +234,7 @@ class TranscriptStore:
         during: tuple[int, int] | None = None,
         after: Iterable[Hashable] = (),
         push: int | None = None,
+        call: CallOf | None = None,
     ) -> Path | None:
         """Record one finished exchange; returns the file it went to (None: not written, its
         scenario's file is kept, `once`). Raises OSError when the file cannot be written (the
@@ -243,6 +249,11 @@ class TranscriptStore:
         `push`: the exchange is a push notification delivery, and this is the ticket of the
         exchange (of the same file) that registered its config: written as the tag `# @push
         config N`, N that exchange's place in the file.
+
+        `call`: the exchange is a call the agent made to a downstream while it answered the
+        exchange of ticket `call.exchange` (of the same file): written as the tag `# @call NAME
+        exchange N [frame K]`, N that exchange's place in the file; the file's head names the
+        downstream (`# @downstream NAME URL`).
 
         `after`: the keys of the files whose state the file's replies read so far
         (`Lineage.needs`); each one already written is named in the file's head as
@@ -278,11 +289,13 @@ class TranscriptStore:
         with record.lock:
             _add_needs(record, needed)
             if isinstance(exchange, Block):
-                if during is not None or push is not None:
+                if during is not None or push is not None or call is not None:
                     raise ValueError("an exchange given as its block has no @during tag")
                 entry = Entry(ticket, None, None, block=exchange.text)
             else:
-                entry = Entry(ticket, exchange, during, push=push)
+                entry = Entry(ticket, exchange, during, push=push, call=call)
+            if call is not None:
+                record.add_downstream(call.name, call.url)
             entries = record.entries
             if not entries or entries[-1].ticket < ticket:
                 entries.append(entry)  # (in order: the common case)
@@ -294,7 +307,7 @@ class TranscriptStore:
             except BaseException:
                 record.entries.remove(entry)
                 raise
-            if entry.during is None and entry.push is None and entry.block:
+            if entry.during is None and entry.push is None and entry.call is None and entry.block:
                 # its block stays (the file's text); the exchange, several times its size in
                 # memory, is not needed again: a store holds every file it writes to
                 entry.exchange = None
@@ -340,7 +353,7 @@ class TranscriptStore:
             except FileNotFoundError:
                 return  # deleted: made again whole, with its head, at its next write
             dependent.disk.size, dependent.disk.ino = held.size, held.ino
-            dependent.after_written = dependent.after
+            dependent.head_written = dependent.head_tags()
 
     def _put(
         self,
@@ -376,7 +389,7 @@ class TranscriptStore:
         self._write_whole(record, text)
         record.written, record.secrets = len(record.entries), version
         record.replacing = False
-        record.after_written = record.after
+        record.head_written = record.head_tags()
 
     def _claim_replace(self, record: OpenFile, entry: Entry, path: Path, held: Held) -> None:
         """`replace`'s first write of `record` (the file `held`): its text is kept for the
@@ -407,7 +420,7 @@ class TranscriptStore:
             record.disk.size is not None
             and record.entries[-1] is entry
             and record.written == count - 1
-            and record.after == record.after_written
+            and record.head_tags() == record.head_written
             and self._unchanged(record)
         ):
             tail = scrubbed_block(self._scrub, record.last_block(), entry, secrets, record.path)
@@ -416,7 +429,7 @@ class TranscriptStore:
             data = scrubbed(self._scrub, record.text(), secrets, record.path).encode("utf-8")
             write_text_atomic(record.path, data, fsync=self._fsync)
             held.size, held.ino = len(data), 0  # (a new file: its inode learned next time)
-            record.after_written = record.after
+            record.head_written = record.head_tags()
         record.disk.size, record.disk.ino = held.size, held.ino
         record.written = count
 
@@ -431,7 +444,10 @@ class TranscriptStore:
         disk = record.disk
         tail = scrubbed_block(
             self._scrub,
-            "\n" + entry.text(record.shared_tag(entry), record.shared_push(entry)),
+            "\n"
+            + entry.text(
+                record.shared_tag(entry), record.shared_push(entry), record.shared_call(entry)
+            ),
             entry,
             secrets,
             record.path,

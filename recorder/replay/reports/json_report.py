@@ -21,6 +21,9 @@ With `--trials N`, each exchange also has `"trials": {"runs": n, "planned": N,
 no --confidence was given, the trials not played counted against the verdict; judged by it
 with --confidence), and its verdict is the trials' (`passed` when k >= m); a failed check's
 mismatch has `"check": "contains_all"`.
+An exchange's `calls` counts the calls the agent made to its downstreams while it answered
+(stood in for and compared, `summary.calls` their sum); a mismatch in one of them has
+`"call": "call 2 (model)"` (`"an extra call (model)"` for a call no recorded one waited for).
 
 A verdict is `passed`, `failed` (mismatches), `error` (no whole reply, the agent gone, an
 unset credential variable), `not played` (an earlier exchange of its file got no reply, or -x
@@ -70,6 +73,8 @@ def _mismatch(mismatch: Mismatch) -> dict[str, Any]:
         record["actual"] = _plain(mismatch.actual)
     if mismatch.check is not None:
         record["check"] = mismatch.check  # (the message is then its reason, in `message`)
+    if mismatch.call:
+        record["call"] = mismatch.call  # the agent's call it is in (`call 2 (model)`)
     record["message"] = mismatch.describe()
     return record
 
@@ -122,6 +127,7 @@ def _record(path: str, result: ExchangeResult) -> dict[str, Any]:
         "error": result.error,
         "error_type": result.error_type if result.error is not None and result.played else None,
         "notes": list(result.notes),
+        "calls": result.calls,
     }
 
 
@@ -146,6 +152,8 @@ def json_report(
                 continue
             assert item is not None
             golden = item.transcript.exchanges[number - 1]
+            if golden.call is not None:
+                continue  # a call the agent made: in its exchange's record (`calls`)
             skipped += 1
             records.append(
                 {
@@ -159,11 +167,13 @@ def json_report(
                     "error": None,
                     "error_type": None,
                     "notes": [],
+                    "calls": 0,
                 }
             )
     summary = {
         "files": len(result.transcripts),
         "exchanges": result.exchange_count,
+        "calls": result.call_count,
         "passed": result.passed_count,
         "failed": result.failed_count,
         "errors": result.error_count,

@@ -106,6 +106,9 @@ class ExchangeResult:
     replies: Replies | None = None
     """Asked for (`play(replies=True)`, the HTML report) and the exchange got a reply: both
     replies, normalized (with trials: a failed trial's, else the first)."""
+    calls: int = 0
+    """The calls the agent made to its downstreams while it answered (`# @call` blocks),
+    stood in for and compared: their mismatches are among `mismatches` (`Mismatch.call`)."""
 
     @property
     def passed(self) -> bool:
@@ -160,6 +163,11 @@ class PlayResult:
     @property
     def exchange_count(self) -> int:
         return sum(len(t.exchanges) for t in self.transcripts)
+
+    @property
+    def call_count(self) -> int:
+        """The agent's calls stood in for, in the exchanges reported."""
+        return sum(e.calls for t in self.transcripts for e in t.exchanges)
 
     @property
     def failed_count(self) -> int:

@@ -200,10 +200,12 @@ def _number_ranges(numbers: Sequence[int]) -> str:
 
 def summary_line(result: PlayResult) -> str:
     """`10 transcripts, 37 exchanges: 36 passed, 1 failed` (errors and exchanges not played
-    when there are any, and how many files were updated)."""
+    when there are any, and how many files were updated); `37 exchanges (12 calls)` when
+    the agent's calls were stood in for."""
+    calls = f" ({plural(result.call_count, 'call')})" if result.call_count else ""
     line = (
         f"{plural(len(result.transcripts), 'transcript')}, "
-        f"{plural(result.exchange_count, 'exchange')}: "
+        f"{plural(result.exchange_count, 'exchange')}{calls}: "
         f"{result.passed_count} passed, {result.failed_count} failed"
     )
     if result.error_count:

@@ -126,6 +126,10 @@ class Mismatch:
     check: str | None = None
     """The check that failed here (`contains_all`, `judge mod:fn`), `message` its reason; None
     for a difference from the recorded value."""
+    call: str = ""
+    """The agent's own call this mismatch is in (`call 2 (model)`, `an extra call (model)`:
+    `recorder.replay.calls`), put before the path; empty for the exchange's reply. A call's
+    mismatch without a path is the call's as a whole: `call 2 (model): not made`."""
 
     def describe(self) -> str:
         """The one-line report text (without the frame, which the report puts in its heading).
@@ -135,14 +139,17 @@ class Mismatch:
         `$.result.task.artifacts[0].parts[0].text: check contains_all failed:
         "src/payments.py:12" not found (got "Reviewed 1 file: 3 comm…")`
         """
+        if self.call and not self.path:
+            return f"{self.call}: {self.message}"
         if self.check is not None:
             reason = f": {self.message}" if self.message else ""
-            return f"{self.path}: check {self.check} failed{reason} (got {_glimpse(self.actual)})"
-        expected, actual = format_values(self.expected, self.actual)
-        text = f"{self.path}: expected {expected}, got {actual}"
-        if self.message:
-            text += f" ({self.message})"
-        return text
+            text = f"{self.path}: check {self.check} failed{reason} (got {_glimpse(self.actual)})"
+        else:
+            expected, actual = format_values(self.expected, self.actual)
+            text = f"{self.path}: expected {expected}, got {actual}"
+            if self.message:
+                text += f" ({self.message})"
+        return f"{self.call} {text}" if self.call else text
 
     def __str__(self) -> str:
         if self.frame is not None:
