@@ -130,7 +130,7 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
                 made = built(call, upstream, reply_headers, reply)
                 texts.append(made if isinstance(made, str) else dumps_exchange(made))
             else:
-                exchange = recording.exchange(call, upstream, reply_headers, body=reply)
+                exchange = recording.builder.exchange(call, upstream, reply_headers, body=reply)
                 texts.append(dumps_exchange(exchange))
         best = min(best, time.perf_counter() - start)
         digest = hashlib.sha256("".join(texts).encode()).hexdigest()[:16]

@@ -356,7 +356,7 @@ def test_a_recorded_exchange_holds_the_reference_bodies_and_reads_back(body: byt
     call.redactor = Redactor()
     kept = [(b"content-type", b"application/json"), (b"content-length", b"9")]
     upstream = UpstreamReply(200, "OK", kept, _no_chunks(), _no_close)  # type: ignore[arg-type]
-    exchange = recording.exchange(call, upstream, kept, body=body)
+    exchange = recording.builder.exchange(call, upstream, kept, body=body)
     assert exchange.request.headers.get("X-API-Key") == "{{X_API_KEY}}"
     assert "Content-Length" not in exchange.response.headers
     # no secret member in these bodies but `api_key=` in a body that is no JSON (kept)

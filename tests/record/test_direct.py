@@ -72,7 +72,9 @@ def general(recording: Recording, parts: dict[str, Any]) -> tuple[Any, ...]:
     call = _call(parts, recording)
     kept = list(parts.get("kept", REPLY_HEADERS))
     try:
-        exchange = recording.exchange(call, _upstream(parts), kept, body=parts.get("reply", REPLY))
+        exchange = recording.builder.exchange(
+            call, _upstream(parts), kept, body=parts.get("reply", REPLY)
+        )
     except ValueError as exc:
         return ("error", type(exc))
     text = dumps_exchange(exchange)

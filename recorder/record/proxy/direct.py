@@ -1,5 +1,5 @@
 """The recorded text of a common exchange straight from its bytes: the block that
-`dumps_exchange(Recording.exchange(...))` writes, made without the model in between.
+`dumps_exchange(Builder.exchange(...))` writes, made without the model in between.
 
 The common exchange is a buffered reply (no event stream) to a request of a common method,
 tagged with nothing (no `@during`), with no secret in its query or its bodies (the redactor's

@@ -53,6 +53,7 @@ from recorder.record.proxy.call import Call, Receive, Scope, Send, send_error
 from recorder.record.proxy.forwarding import Forwarder
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import StreamRelay
+from recorder.record.proxy.writer import EndedStream
 from recorder.record.store.filetext import CallOf
 from recorder.record.store.transcript_store import TranscriptStore
 from recorder.record.transport.upstream import UpstreamReply
@@ -353,7 +354,7 @@ class Downstreams:
         self._hand_over(call, payload)
 
     def _hand_over(self, call: Call, payload: Payload) -> None:
-        self.recording.write_now(call, payload)
+        self.writer.hand_over(EndedStream(call, payload))
 
     def _drop(self, call: Call, why: str) -> None:
         self._calls.pop(call.ticket, None)
@@ -426,7 +427,7 @@ class CallRecording(Recording):
         self, call: Call, upstream: UpstreamReply, kept: list[tuple[bytes, bytes]], body: bytes
     ) -> None:
         self.room.reply_links(call, kept)
-        self.room.deliver(call, lambda: self.exchange(call, upstream, kept, body=body))
+        self.room.deliver(call, lambda: self.builder.exchange(call, upstream, kept, body=body))
 
     def write(self, call: Call, exchange: Exchange | Callable[[], Exchange]) -> None:
         self.room.deliver(call, exchange)

@@ -46,7 +46,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Hashable
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 from recorder.format.jsonbody import json_value
 from recorder.format.model import Exchange, SseEvent, is_json_media_type
@@ -203,23 +203,6 @@ class Recording:
                 self.observer.dropped_exchange(call)
         call.finished = True
 
-    # ---------------------------------------------------------------- the exchange
-
-    def exchange(
-        self,
-        call: Call,
-        upstream: UpstreamReply,
-        kept: list[tuple[bytes, bytes]],
-        *,
-        body: bytes,
-        decoder: SseDecoder | None = None,
-        truncated: bool = False,
-    ) -> Exchange:
-        """`call`'s exchange as recorded (`Builder.exchange`)."""
-        return self.builder.exchange(
-            call, upstream, kept, body=body, decoder=decoder, truncated=truncated
-        )
-
     # ---------------------------------------------------------------- the writer
 
     def submit(
@@ -234,54 +217,6 @@ class Recording:
         that cannot be made) is logged and counted."""
         self.writer.hand_over(EndedStream(call, exchange))
 
-    def write_now(self, call: Call, exchange: Exchange | Callable[[], Exchange]) -> None:
-        """`write`, to the writer at once (an agent's call, held until its exchange was
-        written: `recorder.record.proxy.downstream`)."""
-        self.writer.hand_over(EndedStream(call, exchange))
-
-    @property
-    def recorded(self) -> int:
-        """Exchanges written."""
-        return self.writer.recorded
-
-    @property
-    def kept(self) -> int:
-        """Exchanges not written: `--mode once` keeps their scenario's file."""
-        return self.writer.kept
-
-    @property
-    def failed(self) -> int:
-        """Exchanges that could not be written (or were pending at shutdown)."""
-        return self.writer.failed
-
-    @property
-    def last_error(self) -> str | None:
-        """The reason the last exchange that failed was not written."""
-        return self.writer.last_error
-
-    @property
-    def pending(self) -> int:
-        """Exchanges handed to the writer and not yet written."""
-        return self.writer.pending
-
-    def status(self) -> dict[str, Any]:
-        """What `GET /_recorder/status` reports."""
-        return self.writer.status()
-
-    async def catch_up(self) -> None:
-        """Before a new request is forwarded while the writer is behind (`Writer.catch_up`)."""
-        await self.writer.catch_up()
-
-    async def flush(self, timeout: float) -> bool:
-        """Wait (at most `timeout` seconds) until every exchange handed over is written or
-        failed; True when none is pending."""
-        return await self.writer.flush(timeout)
-
-    async def drain(self, timeout: float) -> None:
-        """At shutdown: wait (at most `timeout` seconds) for the pending writes, then stop the
-        writer; an exchange still pending then is counted as not recorded."""
-        await self.writer.drain(timeout)
-
     def write_truncated(
         self,
         call: Call,
@@ -294,7 +229,7 @@ class Recording:
         """Record a stream cut short (`why`: by whom), logging rather than raising."""
         body = decoder.raw if decoder is not None else b"".join(chunks)
         try:
-            exchange = self.exchange(
+            exchange = self.builder.exchange(
                 call, upstream, kept, body=body, decoder=decoder, truncated=True
             )
         except Exception as exc:

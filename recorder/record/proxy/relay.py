@@ -261,7 +261,7 @@ class StreamRelay:
 
         truncated = client_gone or upstream_error is not None
         body = decoder.raw if decoder is not None else spool.read()
-        exchange = recording.exchange(
+        exchange = recording.builder.exchange(
             call, upstream, kept, body=body, decoder=decoder, truncated=truncated
         )
         del body  # (the exchange holds it)

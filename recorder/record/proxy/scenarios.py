@@ -110,7 +110,7 @@ class Scenarios:
     async def status(
         self, scope: Scope, receive: Receive, send: Send, report: dict[str, Any]
     ) -> None:
-        """`GET /_recorder/status`: `report` (`Recording.status`) as JSON."""
+        """`GET /_recorder/status`: `report` (`Writer.status`) as JSON."""
         try:
             body = await read_body(receive, _MAX_CONTROL_BODY)
         except BodyTooLarge:
