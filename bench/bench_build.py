@@ -92,7 +92,7 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
     """In this process (the `recorder` on sys.path): µs per exchange, best of `repeat`
     passes over `count` exchanges, and a digest of the text written."""
     from recorder.format.httpfile import dumps_exchange
-    from recorder.record.proxy.call import Call
+    from recorder.record.proxy.call import Call, CallRequest
     from recorder.record.proxy.recording import Recording
     from recorder.record.transport.upstream import UpstreamReply
     from recorder.secrets.redact import Redactor
@@ -119,7 +119,7 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
     for _ in range(repeat):
         calls = []
         for body, headers, reply in data:
-            call = Call(method="POST", target="/a2a/jsonrpc", headers=list(headers), body=body)
+            call = Call(CallRequest("POST", "/a2a/jsonrpc", tuple(headers), body))
             calls.append((call, reply))
         upstream = UpstreamReply(200, "OK", reply_headers, no_chunks(), no_close)  # type: ignore[arg-type]
         texts = []

@@ -339,7 +339,7 @@ def _request(record: CallRecord) -> Request:
     (and the secrets the client sent, `Call.sent_secrets`)."""
     call = record.call
     redactor = call.redactor
-    request = binding.request_of(call.target, record.forwarded, call.body)
+    request = binding.request_of(call.request.target, record.forwarded, call.request.body)
     request = Request(
         method=request.method,
         target=request.target,
@@ -348,7 +348,7 @@ def _request(record: CallRecord) -> Request:
         http_version=request.http_version,
     )
     call.recorded_request, call.recorded_title = request, exchange_title(request, call.description)
-    call.recorded_operation = binding.method_of(call.target) or ""
+    call.recorded_operation = binding.method_of(call.request.target) or ""
     if redactor.seen:
         call.sent_secrets = dict(redactor.seen)
     return request

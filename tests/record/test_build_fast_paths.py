@@ -28,7 +28,7 @@ from recorder.format.model import (
     is_json_media_type,
     media_type,
 )
-from recorder.record.proxy.call import Call
+from recorder.record.proxy.call import Call, CallRequest
 from recorder.record.proxy.recording import Recording
 from recorder.record.transport.upstream import UpstreamReply
 from recorder.secrets.redact import DEFAULT_SECRET_FIELDS, Redactor
@@ -348,10 +348,12 @@ async def _no_close() -> None:
 def test_a_recorded_exchange_holds_the_reference_bodies_and_reads_back(body: bytes) -> None:
     recording = Recording(None, Redactor(), "upstream:9")  # type: ignore[arg-type]
     call = Call(
-        method="POST",
-        target="/a2a/jsonrpc",
-        headers=[(b"content-type", b"application/json"), (b"x-api-key", b"key-1234567")],
-        body=body,
+        CallRequest(
+            method="POST",
+            target="/a2a/jsonrpc",
+            headers=((b"content-type", b"application/json"), (b"x-api-key", b"key-1234567")),
+            body=body,
+        )
     )
     call.redactor = Redactor()
     kept = [(b"content-type", b"application/json"), (b"content-length", b"9")]

@@ -13,7 +13,7 @@ import pytest
 from factories import make_exchange
 
 from recorder.record.proxy import writer as writer_module
-from recorder.record.proxy.call import Call
+from recorder.record.proxy.call import Call, CallRequest
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.writer import BACKLOG
 from recorder.record.store.transcript_store import TranscriptStore
@@ -27,7 +27,7 @@ def _recording(tmp_path: Path) -> Recording:
 def _calls(recording: Recording, count: int) -> list[Call]:
     calls = []
     for n in range(count):
-        call = Call(method="GET", target=f"/x/{n}", headers=[], body=b"")
+        call = Call(CallRequest(method="GET", target=f"/x/{n}", headers=(), body=b""))
         recording.begin(call)  # (takes the store's lock: before the test holds it)
         calls.append(call)
     return calls

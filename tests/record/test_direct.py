@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from recorder.format.httpfile import dumps_exchange, loads
 from recorder.record.proxy import direct
-from recorder.record.proxy.call import Call
+from recorder.record.proxy.call import Call, CallRequest
 from recorder.record.proxy.recording import Recording
 from recorder.record.store.filetext import Block
 from recorder.record.transport.upstream import UpstreamReply
@@ -35,10 +35,12 @@ REPLY_HEADERS = [(b"date", b"Mon, 30 Nov 2026 23:00:00 GMT"), (b"content-length"
 
 def _call(parts: dict[str, Any], recording: Recording) -> Call:
     call = Call(
-        method=parts.get("method", "POST"),
-        target=parts.get("target", "/a2a/jsonrpc"),
-        headers=list(parts.get("headers", [JSON])),
-        body=parts.get("body", REQUEST),
+        CallRequest(
+            method=parts.get("method", "POST"),
+            target=parts.get("target", "/a2a/jsonrpc"),
+            headers=tuple(parts.get("headers", [JSON])),
+            body=parts.get("body", REQUEST),
+        )
     )
     call.description = parts.get("description")
     call.redactor = recording._redactor.fresh()

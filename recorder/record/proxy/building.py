@@ -81,14 +81,14 @@ class Builder:
         redactor = call.redactor
         request_headers = Headers(
             [("Host", self._host_header)]
-            + [(header_case(n.decode("latin-1")), header_text(v)) for n, v in call.headers]
+            + [(header_case(n.decode("latin-1")), header_text(v)) for n, v in call.request.headers]
         )
         request_headers = redactor.redact_headers(request_headers)
         return Request(
-            method=call.method,
-            target=redactor.redact_target(call.target),
+            method=call.request.method,
+            target=redactor.redact_target(call.request.target),
             headers=request_headers,
-            body=redactor.redact_body(call.body, request_headers.get("Content-Type")),
+            body=redactor.redact_body(call.request.body, request_headers.get("Content-Type")),
         )
 
     def record_request(self, call: Call) -> Request:
@@ -116,10 +116,10 @@ class Builder:
         redactor = call.redactor
         if call.during is None and call.recorded_request is None and not redactor.seen:
             found = self.direct.block(
-                method=call.method,
-                target=call.target,
-                headers=call.headers,
-                body=call.body,
+                method=call.request.method,
+                target=call.request.target,
+                headers=call.request.headers,
+                body=call.request.body,
                 description=call.description,
                 redactor=redactor,
                 status=upstream.status_code,

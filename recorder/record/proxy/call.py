@@ -22,21 +22,31 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
-@dataclass
-class Call:
-    """What the proxy knows about one request while it handles it. The forwarding room makes
-    it from the client's request; the scenario room names its scenario and description, the
-    recording room gives it its ticket, redactor and `during`, the card room its operation."""
+@dataclass(frozen=True, slots=True)
+class CallRequest:
+    """The request as the proxy took it from the client: what it forwards and records. Made
+    once by the room that reads it (the forwarding room, the push receiver, a downstream
+    listener, the gRPC listener); a room that forwards other headers (a card asked whole) or
+    learns the body later (a gRPC message) puts a new one in its `Call`, never edits it."""
 
     method: str
     target: str
-    headers: list[tuple[bytes, bytes]]  # as forwarded (lowercase names)
+    headers: tuple[tuple[bytes, bytes], ...]  # as forwarded (lowercase names)
     body: bytes
     # the proxy's own request headers (not forwarded): Recorder-Scenario, Recorder-Title, Host
     scenario_header: bytes | None = None
     title_header: bytes | None = None
     client_host: bytes | None = None
     if_none_match: bytes | None = None
+
+
+@dataclass
+class Call:
+    """What the proxy knows about one request while it handles it: the request as taken
+    (`request`); the scenario room names its scenario and description, the recording room
+    gives it its ticket, redactor and `during`, the card room its operation."""
+
+    request: CallRequest
     scenario: str | None = None
     description: str | None = None
     ticket: int = field(init=False)
@@ -81,7 +91,8 @@ class Call:
     @property
     def shown(self) -> str:
         """`METHOD target` for logs and error messages, secret query values replaced."""
-        return f"{self.method} {self.redactor.redact_target(self.target)}"
+        request = self.request
+        return f"{request.method} {self.redactor.redact_target(request.target)}"
 
 
 class BodyTooLarge(Exception):

@@ -27,6 +27,7 @@ hypothesis's.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from recorder.format.httpfile import _body_lines
@@ -75,7 +76,7 @@ class Direct:
         *,
         method: str,
         target: str,
-        headers: list[tuple[bytes, bytes]],
+        headers: tuple[tuple[bytes, bytes], ...],
         body: bytes,
         description: str | None,
         redactor: Redactor,
@@ -194,7 +195,7 @@ class Direct:
 
     def _fields(
         self,
-        pairs: list[tuple[bytes, bytes]],
+        pairs: Sequence[tuple[bytes, bytes]],
         lines: list[str],
         remembered: dict[tuple[bytes, bytes], _Line],
         redactor: Redactor,

@@ -130,17 +130,17 @@ class CallBuilder(Builder):
 
     def _request_model(self, call: Call) -> Request:
         redactor = call.redactor
-        host = header_text(call.client_host) if call.client_host else ""
+        host = header_text(call.request.client_host) if call.request.client_host else ""
         request_headers = Headers(
             ([("Host", host)] if host else [])
-            + [(header_case(n.decode("latin-1")), header_text(v)) for n, v in call.headers]
+            + [(header_case(n.decode("latin-1")), header_text(v)) for n, v in call.request.headers]
         )
         request_headers = redactor.redact_headers(request_headers)
         return Request(
-            method=call.method,
-            target=redactor.redact_target(call.target),
+            method=call.request.method,
+            target=redactor.redact_target(call.request.target),
             headers=request_headers,
-            body=redactor.redact_body(call.body, request_headers.get("Content-Type")),
+            body=redactor.redact_body(call.request.body, request_headers.get("Content-Type")),
         )
 
     def record_request(self, call: Call) -> Request:
@@ -246,15 +246,15 @@ class Downstreams:
     def _said(self, call: Call) -> tuple[str, list[str]]:
         """What the call's request says (for lineage), and its links: its session headers,
         its connection to the listener."""
-        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.headers]
-        body = call.body
+        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.request.headers]
+        body = call.request.body
         value = (
             json_value(body, exact_numbers=False)
             if body[:1] in (b"{", b"[") or body.lstrip()[:1] in (b"{", b"[")
             else None
         )
         value = None if value is NOT_JSON else value
-        text = call_text(call.target, headers, value, body.decode("utf-8", "replace"))
+        text = call_text(call.request.target, headers, value, body.decode("utf-8", "replace"))
         links = [f"session:{v}" for n, v in headers if is_session_header(n)]
         if call.connection:
             links.append(f"connection:{call.connection}")

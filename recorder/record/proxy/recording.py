@@ -72,9 +72,9 @@ log = logging.getLogger(__name__)
 def _operation(call: Call, content_type: str | None) -> str:
     """`operation_name` of `call`'s request as recorded, without building its model."""
     value = None
-    if call.method == "POST" and call.body and is_json_media_type(content_type):
-        value = json_value(call.body, exact_numbers=False)  # (its method: a string)
-    return operation_of(call.method, call.target.partition("?")[0], value)
+    if call.request.method == "POST" and call.request.body and is_json_media_type(content_type):
+        value = json_value(call.request.body, exact_numbers=False)  # (its method: a string)
+    return operation_of(call.request.method, call.request.target.partition("?")[0], value)
 
 
 class ExchangeObserver(Protocol):
@@ -118,15 +118,15 @@ class Recording:
         of its file it arrived during, if any."""
         call.started = time.monotonic()
         # the values of the request as recorded (`Request` of these parts), from its parts
-        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.headers]
+        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.request.headers]
         content_type = None
-        for name, value in call.headers:
+        for name, value in call.request.headers:
             if name == b"content-type":
                 content_type = value.decode("latin-1")
                 break
         lineage = self.lineage
         call.client_values = values = lineage.values_of(
-            call.target, headers, call.body, content_type
+            call.request.target, headers, call.request.body, content_type
         )
         store = self.store
         if call.scenario is not None:
