@@ -92,7 +92,7 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
     """In this process (the `recorder` on sys.path): µs per exchange, best of `repeat`
     passes over `count` exchanges, and a digest of the text written."""
     from recorder.format.httpfile import dumps_exchange
-    from recorder.record.proxy.call import Call, CallRequest
+    from recorder.record.proxy.call import Call, CallRequest, Routing
     from recorder.record.proxy.recording import Recording
     from recorder.record.transport.upstream import UpstreamReply
     from recorder.secrets.redact import Redactor
@@ -126,6 +126,7 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
         start = time.perf_counter()
         for call, reply in calls:
             call.redactor = redactor.fresh()
+            call.routing = Routing(1, None)
             if built is not None:
                 made = built(call, upstream, reply_headers, reply)
                 texts.append(made if isinstance(made, str) else dumps_exchange(made))

@@ -183,8 +183,8 @@ class Records:
 
     def _learn(self, call: Call, value: Any) -> None:
         lineage = self.recording.lineage
-        lineage.learn(value, call.file_key, call.client_values)
-        call.after = lineage.needs(call.file_key)
+        lineage.learn(value, call.routing.file_key, call.routing.client_values)
+        call.after = lineage.needs(call.routing.file_key)
 
     def _learned(self, record: CallRecord, future: concurrent.futures.Future[Any]) -> None:
         record.unlearned -= 1
@@ -192,8 +192,8 @@ class Records:
         if found:
             call = record.call
             lineage = self.recording.lineage
-            lineage.learn_generated(found, call.file_key, call.client_values)
-            call.after = lineage.needs(call.file_key)
+            lineage.learn_generated(found, call.routing.file_key, call.routing.client_values)
+            call.after = lineage.needs(call.routing.file_key)
 
     def _submit(
         self,

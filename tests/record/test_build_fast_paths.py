@@ -28,7 +28,7 @@ from recorder.format.model import (
     is_json_media_type,
     media_type,
 )
-from recorder.record.proxy.call import Call, CallRequest
+from recorder.record.proxy.call import Call, CallRequest, Routing
 from recorder.record.proxy.recording import Recording
 from recorder.record.transport.upstream import UpstreamReply
 from recorder.secrets.redact import DEFAULT_SECRET_FIELDS, Redactor
@@ -356,6 +356,7 @@ def test_a_recorded_exchange_holds_the_reference_bodies_and_reads_back(body: byt
         )
     )
     call.redactor = Redactor()
+    call.routing = Routing(1, None)
     kept = [(b"content-type", b"application/json"), (b"content-length", b"9")]
     upstream = UpstreamReply(200, "OK", kept, _no_chunks(), _no_close)  # type: ignore[arg-type]
     exchange = recording.builder.exchange(call, upstream, kept, body=body)

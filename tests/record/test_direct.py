@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from recorder.format.httpfile import dumps_exchange, loads
 from recorder.record.proxy import direct
-from recorder.record.proxy.call import Call, CallRequest
+from recorder.record.proxy.call import Call, CallRequest, Routing
 from recorder.record.proxy.recording import Recording
 from recorder.record.store.filetext import Block
 from recorder.record.transport.upstream import UpstreamReply
@@ -44,6 +44,7 @@ def _call(parts: dict[str, Any], recording: Recording) -> Call:
     )
     call.description = parts.get("description")
     call.redactor = recording._redactor.fresh()
+    call.routing = Routing(1, None)  # (not begun: a first exchange of no file)
     return call
 
 
@@ -289,7 +290,7 @@ def test_a_secret_host_header_takes_the_general_path() -> None:
 def test_an_exchange_during_another_or_with_its_request_built_takes_the_general_path() -> None:
     recording = Recording(None, Redactor(), HOST)  # type: ignore[arg-type]
     call = _call({}, recording)
-    call.during = (1, 0)
+    call.routing = Routing(1, None, during=(1, 0))
     built = recording.builder.built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
     assert not isinstance(built, Block)
     call = _call({}, recording)

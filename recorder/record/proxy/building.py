@@ -114,7 +114,7 @@ class Builder:
         when it is a common one (`recorder.record.proxy.direct`: the same text), else its
         model (`exchange`)."""
         redactor = call.redactor
-        if call.during is None and call.recorded_request is None and not redactor.seen:
+        if call.routing.during is None and call.recorded_request is None and not redactor.seen:
             found = self.direct.block(
                 method=call.request.method,
                 target=call.request.target,

@@ -40,27 +40,41 @@ class CallRequest:
     if_none_match: bytes | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Routing:
+    """Where a call's exchange goes, decided once when it arrives: by `Recording.begin` for
+    a client's request (its scenario's file, else by id lineage, else a new one), by the push
+    receiver for a delivery (its config's file), by `Downstreams` for the agent's own call
+    (the file of the exchange it is attributed to; a new `Routing` when that changes)."""
+
+    ticket: int  # its place in the store (request order); 0: no file (relayed, not recorded)
+    # the file it goes to (`TranscriptStore.file_key`)
+    file_key: Hashable | None
+    # the values its request carries (the client's own: what its reply echoes has no home
+    # of its own, `record.lineage`)
+    client_values: frozenset[str] = frozenset()
+    # (ticket, frames): arrived while that exchange of the same file was open, after that many
+    # of its data frames had arrived
+    during: tuple[int, int] | None = None
+    # the ticket of the card fetch without a scenario begun right before this request, when
+    # the request before it without a scenario was one (0: not; `recorder.record.proxy.folding`)
+    follows_card: int = 0
+
+
 @dataclass
 class Call:
     """What the proxy knows about one request while it handles it: the request as taken
-    (`request`); the scenario room names its scenario and description, the recording room
-    gives it its ticket, redactor and `during`, the card room its operation."""
+    (`request`) and where its exchange goes (`routing`); the scenario room names its scenario
+    and description, the card room its operation, the recording room its redactor."""
 
     request: CallRequest
     scenario: str | None = None
     description: str | None = None
-    ticket: int = field(init=False)
+    routing: Routing = field(init=False)  # (set when it arrives: `Routing`)
     redactor: Redactor = field(init=False)
     operation: str = ""
     client_base: str = ""
     response_started: bool = False
-    # (ticket, frames): arrived while that exchange of the same file was open, after that many
-    # of its data frames had arrived
-    during: tuple[int, int] | None = None
-    # the file it goes to (`TranscriptStore.file_key`), and the values its request carries
-    # (the client's own: what its reply echoes has no home of its own, `record.lineage`)
-    file_key: Hashable | None = None
-    client_values: frozenset[str] = frozenset()
     # the files whose state its file's replies read so far (`Lineage.needs`: `# @after`)
     after: frozenset[Hashable] = frozenset()
     # the request as recorded, with its title and operation, made while the upstream answers
@@ -84,9 +98,6 @@ class Call:
     # known (`recorder.record.proxy.downstream`); and the agent's connection (`host:port`)
     call_of: CallOf | None = None
     connection: str = ""
-    # the ticket of the card fetch without a scenario begun right before this request, when
-    # the request before it without a scenario was one (0: not; `recorder.record.proxy.folding`)
-    follows_card: int = 0
 
     @property
     def shown(self) -> str:

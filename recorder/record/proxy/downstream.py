@@ -49,7 +49,7 @@ from recorder.record.cards import Origin
 from recorder.record.naming import header_case
 from recorder.record.proxy.agent_cards import AgentCards
 from recorder.record.proxy.building import Builder
-from recorder.record.proxy.call import Call, Receive, Scope, Send, send_error
+from recorder.record.proxy.call import Call, Receive, Routing, Scope, Send, send_error
 from recorder.record.proxy.forwarding import Forwarder
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import StreamRelay
@@ -182,7 +182,9 @@ class Downstreams:
 
     def opened(self, call: Call) -> None:
         with self._lock:
-            self._attributor.opened(call.ticket, call.file_key, call.client_values)
+            self._attributor.opened(
+                call.routing.ticket, call.routing.file_key, call.routing.client_values
+            )
 
     def learned(self, call: Call, data: bytes) -> None:
         """A reply body or frame of an A2A exchange: the ids it generated name it too."""
@@ -193,15 +195,15 @@ class Downstreams:
             return
         generated = [text for text, _ in self.recording.lineage.generated(value)]
         with self._lock:
-            self._attributor.learned(call.ticket, generated)
+            self._attributor.learned(call.routing.ticket, generated)
 
     def framed(self, call: Call, frames: int) -> None:
         with self._lock:
-            self._attributor.framed(call.ticket, frames)
+            self._attributor.framed(call.routing.ticket, frames)
 
     def closed(self, call: Call) -> None:
         with self._lock:
-            self._attributor.closed(call.ticket)
+            self._attributor.closed(call.routing.ticket)
 
     def dropped_exchange(self, call: Call) -> None:
         """An A2A exchange that will not be recorded (an upstream error)."""
@@ -213,8 +215,8 @@ class Downstreams:
         if call.call_of is not None or call.push_of is not None:
             return
         with self._lock:
-            placed = self._attributor.done(call.ticket, written=written)
-            waiting = self._waiting.pop(call.ticket, [])
+            placed = self._attributor.done(call.routing.ticket, written=written)
+            waiting = self._waiting.pop(call.routing.ticket, [])
             for placement in placed:
                 self._place(placement)
         for waiter, payload in waiting:
@@ -232,14 +234,14 @@ class Downstreams:
         with self._lock:
             attribution = self._attributor.attribute(text, links)
             if attribution.ticket is None:
-                call.ticket = 0  # (no file: relayed, not recorded)
+                call.routing = Routing(0, None)  # (no file: relayed, not recorded)
                 return
             key = attribution.file_key
-            call.ticket = self.store.begin(into=key if isinstance(key, tuple) else None)
-            call.file_key = key
+            ticket = self.store.begin(into=key if isinstance(key, tuple) else None)
+            call.routing = Routing(ticket, key)
             call.call_of = CallOf(name, url, attribution.ticket, attribution.frame)
-            self._calls[call.ticket] = call
-            placed = self._attributor.place(call.ticket, attribution, links)
+            self._calls[ticket] = call
+            placed = self._attributor.place(ticket, attribution, links)
             for placement in placed:
                 self._place(placement)
 
@@ -273,8 +275,8 @@ class Downstreams:
         if not links or call.call_of is None:
             return
         with self._lock:
-            if self._attributor.is_pending(call.ticket):
-                self._attributor.more_links(call.ticket, links)
+            if self._attributor.is_pending(call.routing.ticket):
+                self._attributor.more_links(call.routing.ticket, links)
                 return
             placed = self._attributor.link(call.call_of.exchange, links)
             for placement in placed:
@@ -295,9 +297,9 @@ class Downstreams:
                 call.call_of = None  # (still in flight: not recorded when it ends)
             return
         key = self._attributor.file_key(placement.exchange)
-        if isinstance(key, tuple) and key != call.file_key:
-            self.store.move(call.ticket, key)
-            call.file_key = key
+        if isinstance(key, tuple) and key != call.routing.file_key:
+            self.store.move(call.routing.ticket, key)
+            call.routing = dataclasses.replace(call.routing, file_key=key)
         frame = placement.frames or None
         call.call_of = dataclasses.replace(
             call.call_of, exchange=placement.exchange, frame=frame, ambiguous=placement.ambiguous
@@ -321,8 +323,8 @@ class Downstreams:
         call.took = time.monotonic() - call.started  # (its reply is with the agent now)
         call.queued = True
         if call.call_of is None:
-            self._calls.pop(call.ticket, None)
-            if call.ticket:
+            self._calls.pop(call.routing.ticket, None)
+            if call.routing.ticket:
                 self._forget(call, "none of the exchanges open when it came was recorded")
             else:
                 with self._lock:
@@ -330,8 +332,8 @@ class Downstreams:
                 log.warning("%s: made before any A2A exchange: relayed, not recorded", call.shown)
             return
         with self._lock:
-            if self._attributor.is_pending(call.ticket):
-                self._parked[call.ticket] = payload
+            if self._attributor.is_pending(call.routing.ticket):
+                self._parked[call.routing.ticket] = payload
                 return
             self._route(call, payload)
 
@@ -341,36 +343,36 @@ class Downstreams:
         assert call.call_of is not None
         exchange = call.call_of.exchange
         if self._attributor.is_written(exchange):
-            self._calls.pop(call.ticket, None)
+            self._calls.pop(call.routing.ticket, None)
             self._hand_over(call, payload)
         elif self._attributor.is_done(exchange):
-            self._calls.pop(call.ticket, None)
+            self._calls.pop(call.routing.ticket, None)
             self._forget(call, "its exchange was not recorded")
         else:
             self._waiting.setdefault(exchange, []).append((call, payload))
 
     def _deliver(self, call: Call, payload: Payload) -> None:
-        self._calls.pop(call.ticket, None)
+        self._calls.pop(call.routing.ticket, None)
         self._hand_over(call, payload)
 
     def _hand_over(self, call: Call, payload: Payload) -> None:
         self.writer.hand_over(EndedStream(call, payload))
 
     def _drop(self, call: Call, why: str) -> None:
-        self._calls.pop(call.ticket, None)
+        self._calls.pop(call.routing.ticket, None)
         self._forget(call, why)
 
     def _forget(self, call: Call, why: str) -> None:
-        self.store.forget(call.ticket)
+        self.store.forget(call.routing.ticket)
         self.dropped += 1
         log.warning("%s: not recorded: %s", call.shown, why)
 
     def let_go(self, call: Call) -> None:
         """A call that will not be recorded (the downstream failed: a 502/504 to the agent)."""
         with self._lock:
-            self._calls.pop(call.ticket, None)
-            self._parked.pop(call.ticket, None)
-        self.store.forget(call.ticket)
+            self._calls.pop(call.routing.ticket, None)
+            self._parked.pop(call.routing.ticket, None)
+        self.store.forget(call.routing.ticket)
 
     def close(self) -> None:
         """At shutdown, once the writer has drained: the calls still waiting are counted as
@@ -433,7 +435,7 @@ class CallRecording(Recording):
         self.room.deliver(call, exchange)
 
     def finish(self, call: Call) -> None:
-        if not call.queued and call.ticket:
+        if not call.queued and call.routing.ticket:
             self.room.let_go(call)
         call.finished = True
 

@@ -76,6 +76,7 @@ from recorder.record.proxy.call import (
     CallRequest,
     Message,
     Receive,
+    Routing,
     Scope,
     Send,
     describe_http_error,
@@ -277,7 +278,9 @@ class PushRoom:
             return Refusal(reason, body.get("id") if is_rpc else None, is_rpc)
         origin = self._receiver or _receiver_origin(host, port)
         for config in configs:
-            self.receivers.add(config, ticket=call.ticket, file_key=call.file_key, origin=origin)
+            self.receivers.add(
+                config, ticket=call.routing.ticket, file_key=call.routing.file_key, origin=origin
+            )
         call.upstream_body = json.dumps(body, ensure_ascii=False).encode()
         return None
 
@@ -332,8 +335,8 @@ class PushRoom:
         for config in configs:
             self.receivers.add(
                 config,
-                ticket=call.ticket,
-                file_key=call.file_key,
+                ticket=call.routing.ticket,
+                file_key=call.routing.file_key,
                 origin=origin,
                 ended=None if reason is None else f"its webhook was refused: {reason}",
             )
@@ -462,15 +465,16 @@ class PushRoom:
         call.started = time.monotonic()
         call.redactor = (self._forged_redactor if forged else self._redactor).fresh()
         store = self.recording.store
-        call.ticket = store.begin(into=cast("FileKey | None", hook.file_key))
-        call.file_key = hook.file_key
+        call.routing = Routing(
+            store.begin(into=cast("FileKey | None", hook.file_key)), hook.file_key
+        )
         call.push_of = hook.ticket
         try:
             status, reason, reply_headers, reply = await self._forward(
                 post_url, headers + extra, body, extensions, hook.url
             )
         except Exception:
-            store.forget(call.ticket)
+            store.forget(call.routing.ticket)
             raise
         await send(
             {
@@ -489,7 +493,7 @@ class PushRoom:
             netloc = url.netloc.decode("ascii")
             exchange = self._exchange(call, netloc, status, reason, reply_headers, reply, forged)
         except Exception as exc:  # a recording that fails never changes the agent's answer
-            store.forget(call.ticket)
+            store.forget(call.routing.ticket)
             log.error("recorder could not record the push delivery to %s: %s", call.shown, exc)
             self.recording.writer.count_failure(str(exc))
             return

@@ -55,7 +55,7 @@ from recorder.record.lineage import Lineage
 from recorder.record.naming import operation_of
 from recorder.record.proxy.agent_cards import CARD_OPERATIONS
 from recorder.record.proxy.building import Builder
-from recorder.record.proxy.call import Call
+from recorder.record.proxy.call import Call, Routing
 from recorder.record.proxy.writer import BufferedReply, EndedStream, Writer
 from recorder.record.store.transcript_store import (
     CONVERSATION,
@@ -125,12 +125,11 @@ class Recording:
                 content_type = value.decode("latin-1")
                 break
         lineage = self.lineage
-        call.client_values = values = lineage.values_of(
-            call.request.target, headers, call.request.body, content_type
-        )
+        values = lineage.values_of(call.request.target, headers, call.request.body, content_type)
         store = self.store
+        follows_card = 0
         if call.scenario is not None:
-            call.ticket = store.begin(call.scenario)
+            ticket = store.begin(call.scenario)
         else:
             home = lineage.home_of(values)
             if home is None:
@@ -138,36 +137,38 @@ class Recording:
                 operation = call.operation or _operation(call, content_type)
             else:
                 operation = ""  # (the file has its name)
-            call.ticket = store.begin(into=cast(FileKey, home), operation=operation)
+            ticket = store.begin(into=cast(FileKey, home), operation=operation)
             # (the card fetches of a client run, one after another: one file, `folding`)
-            call.follows_card = self._last_card
-            self._last_card = call.ticket if call.operation in CARD_OPERATIONS else 0
-        call.file_key = key = store.file_key(call.ticket)
+            follows_card = self._last_card
+            self._last_card = ticket if call.operation in CARD_OPERATIONS else 0
+        key = store.file_key(ticket)
         lineage.note_request(values, key)
         call.redactor = self._redactor.fresh()
         opened = self._open.setdefault(key, {})
+        during = None
         if opened:
             latest = max(opened)
-            call.during = (latest, opened[latest])
-        opened[call.ticket] = 0
+            during = (latest, opened[latest])
+        opened[ticket] = 0
+        call.routing = Routing(ticket, key, values, during, follows_card)
         if self.observer is not None:
             self.observer.opened(call)
 
     def frames_arrived(self, call: Call, frames: int) -> None:
         """`frames` data frames of `call`'s stream have arrived (for `@during` tags)."""
-        opened = self._open.get(call.file_key)
-        if opened is not None and call.ticket in opened:
-            opened[call.ticket] = frames
+        opened = self._open.get(call.routing.file_key)
+        if opened is not None and call.routing.ticket in opened:
+            opened[call.routing.ticket] = frames
         if self.observer is not None:
             self.observer.framed(call, frames)
 
     def close(self, call: Call) -> None:
         """`call`'s reply is whole (or will not be): later requests are not `@during` it."""
-        opened = self._open.get(call.file_key)
+        opened = self._open.get(call.routing.file_key)
         if opened is not None:
-            opened.pop(call.ticket, None)
+            opened.pop(call.routing.ticket, None)
             if not opened:
-                del self._open[call.file_key]
+                del self._open[call.routing.file_key]
         if self.observer is not None:
             self.observer.closed(call)
 
@@ -178,8 +179,8 @@ class Recording:
         loop a turn), so no request can be read in between: a follow-up by an id the reply
         carries finds its file and is not `@during` it, and the client did not wait for
         either (a 1 MiB JSON reply takes ~0.4 ms to learn)."""
-        self.lineage.learn_body(body, call.file_key, call.client_values)
-        call.after = self.lineage.needs(call.file_key)
+        self.lineage.learn_body(body, call.routing.file_key, call.routing.client_values)
+        call.after = self.lineage.needs(call.routing.file_key)
         if self.observer is not None:
             self.observer.learned(call, body)
         self.close(call)
@@ -188,8 +189,8 @@ class Recording:
         """The values one stream frame generated get `call`'s file as their home."""
         if event.data:
             data = event.data.encode("utf-8")
-            self.lineage.learn_body(data, call.file_key, call.client_values)
-            call.after = self.lineage.needs(call.file_key)
+            self.lineage.learn_body(data, call.routing.file_key, call.routing.client_values)
+            call.after = self.lineage.needs(call.routing.file_key)
             if self.observer is not None:
                 self.observer.learned(call, data)
 
@@ -198,7 +199,7 @@ class Recording:
         recorded (an upstream error)."""
         self.close(call)
         if not call.queued:
-            self.store.forget(call.ticket)
+            self.store.forget(call.routing.ticket)
             if self.observer is not None:
                 self.observer.dropped_exchange(call)
         call.finished = True

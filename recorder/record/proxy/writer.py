@@ -146,19 +146,19 @@ class Writer:
             if call.scenario is None and call.operation in CARD_OPERATIONS:
                 self._cards.place(call, exchange)
             path = self.store.write(
-                call.ticket,
+                call.routing.ticket,
                 exchange,
                 scenario=call.scenario,
                 operation=call.operation or call.recorded_operation,
                 secrets=call.redactor.seen,
                 sent_secrets=call.sent_secrets,
-                during=call.during,
+                during=call.routing.during,
                 after=call.after,
                 push=call.push_of,
                 call=call.call_of,
             )
         except Exception as exc:
-            self.store.forget(call.ticket)
+            self.store.forget(call.routing.ticket)
             if self.on_written is not None:
                 self.on_written(call, False)
             reason = describe_error(exc)
