@@ -74,16 +74,13 @@ class Call:
     redactor: Redactor = field(init=False)
     operation: str = ""
     client_base: str = ""
-    response_started: bool = False
     # the files whose state its file's replies read so far (`Lineage.needs`: `# @after`)
     after: frozenset[Hashable] = frozenset()
     # the request as recorded, with its title and operation, made while the upstream answers
     recorded_request: Request | None = None
     recorded_title: str = ""
     recorded_operation: str = ""
-    written: bool = False  # the exchange is in its transcript
     queued: bool = False  # handed to the recording writer (`Recording.submit` / `write`)
-    finished: bool = False  # the proxy is done with it
     sent_secrets: dict[str, str] = field(default_factory=dict)  # those in the request
     # when its request was read (`time.monotonic`), and the seconds until its reply was
     # handed on (the recording writer's line)

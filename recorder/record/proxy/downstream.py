@@ -437,7 +437,6 @@ class CallRecording(Recording):
     def finish(self, call: Call) -> None:
         if not call.queued and call.routing.ticket:
             self.room.let_go(call)
-        call.finished = True
 
 
 class DownstreamApp:

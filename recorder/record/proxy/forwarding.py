@@ -322,7 +322,6 @@ class Forwarder:
             return None
         self.cards.warn_streamed(call, upstream.status_code, self._buffer_limit)
         await send({"type": "http.response.start", "status": upstream.status_code, "headers": kept})
-        call.response_started = True
         for part in parts:
             await send({"type": "http.response.body", "body": part, "more_body": True})
         try:
@@ -357,7 +356,6 @@ class Forwarder:
         bytes than its length), and what came is recorded `@truncated` (as a stream cut
         short is: `Recording.write_truncated`)."""
         await send({"type": "http.response.start", "status": upstream.status_code, "headers": kept})
-        call.response_started = True
         parts: list[bytes] = []
         held: bytes | None = None
         try:

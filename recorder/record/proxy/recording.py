@@ -202,7 +202,6 @@ class Recording:
             self.store.forget(call.routing.ticket)
             if self.observer is not None:
                 self.observer.dropped_exchange(call)
-        call.finished = True
 
     # ---------------------------------------------------------------- the writer
 

@@ -185,7 +185,6 @@ class StreamRelay:
                 "headers": client_headers,
             }
         )
-        call.response_started = True
 
         frames = 0  # data frames arrived (comment-only frames, keep-alive pings, are not)
         gone = False  # the client went away: the upstream is still read, for the grace time

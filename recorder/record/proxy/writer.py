@@ -171,7 +171,6 @@ class Writer:
             )
             self._done(error=reason)
             return
-        call.written = True
         if self.on_written is not None:
             # (before `_done`: the calls it hands over keep the writer from going idle)
             self.on_written(call, path is not None)
