@@ -44,7 +44,7 @@ from recorder.format.model import Exchange, Headers, Request, Response, SseEvent
 from recorder.record.grpc_metadata import Metadata
 from recorder.record.lineage import MAX_SCANNED_BODY
 from recorder.record.naming import exchange_title
-from recorder.record.proxy.call import Call
+from recorder.record.proxy.call import Call, Recorded
 from recorder.record.proxy.recording import Recording
 from recorder.secrets.redact import Redactor
 
@@ -140,7 +140,7 @@ class MessageSpool:
 class CallRecord:
     """What the record of one call needs while it runs: the call (its file, its redactor for
     the request), the metadata as forwarded, the messages' own redactor (the request's
-    secrets stay apart: `Call.sent_secrets`), and the worker's work for it."""
+    secrets stay apart: `Recorded.sent_secrets`), and the worker's work for it."""
 
     call: Call
     name: str
@@ -334,9 +334,9 @@ def spool_held(record: CallRecord, held: list[tuple[dict[str, Any] | None, bytes
 # ---------------------------------------------------------------- on the writer thread
 
 
-def _request(record: CallRecord) -> Request:
-    """The call's request as recorded, secrets out; its title and operation kept in the call
-    (and the secrets the client sent, `Call.sent_secrets`)."""
+def _request(record: CallRecord) -> tuple[Request, str]:
+    """The call's request as recorded, secrets out, and its title; kept in the call with its
+    operation and the secrets the client sent (`Call.recorded`)."""
     call = record.call
     redactor = call.redactor
     request = binding.request_of(call.request.target, record.forwarded, call.request.body)
@@ -347,11 +347,10 @@ def _request(record: CallRecord) -> Request:
         body=redactor.redact_body(request.body, "application/json"),
         http_version=request.http_version,
     )
-    call.recorded_request, call.recorded_title = request, exchange_title(request, call.description)
-    call.recorded_operation = binding.method_of(call.request.target) or ""
-    if redactor.seen:
-        call.sent_secrets = dict(redactor.seen)
-    return request
+    title = exchange_title(request, call.description)
+    operation = binding.method_of(call.request.target) or ""
+    call.recorded = Recorded(title, operation, request, dict(redactor.seen))
+    return request, title
 
 
 def _redacted(response: Response, redactor: Redactor) -> Response:
@@ -386,7 +385,7 @@ def unary_exchange(
     truncated: bool = False,
 ) -> Exchange:
     """A unary call's exchange (`reply`: its message's bytes, None: it failed)."""
-    request = _request(record)
+    request, title = _request(record)
     recorded = None
     if reply is not None:
         if record.pending is not None:
@@ -399,7 +398,7 @@ def unary_exchange(
     return Exchange(
         request=request,
         response=response,
-        title=record.call.recorded_title,
+        title=title,
         truncated=truncated,
     )
 
@@ -414,7 +413,7 @@ def stream_exchange(
     truncated: bool = False,
 ) -> Exchange:
     """A server stream's exchange: its messages from the spool, as the worker recorded them."""
-    request = _request(record)
+    request, title = _request(record)
     if record.pending is not None:
         record.pending.result()  # (the worker has recorded every message it was given)
     spool_held(record, record.held)  # (and the last small ones, here)
@@ -431,6 +430,6 @@ def stream_exchange(
     return Exchange(
         request=request,
         response=_redacted(response, call.redactor),
-        title=call.recorded_title,
+        title=title,
         truncated=truncated,
     )

@@ -66,8 +66,9 @@ def outcome(recording: Recording, parts: dict[str, Any]) -> tuple[Any, ...]:
         return ("error", type(exc))
     block = built.text if isinstance(built, Block) else None
     text = built.text if isinstance(built, Block) else dumps_exchange(built)
-    seen, sent = call.redactor.seen, call.sent_secrets
-    return (text, call.recorded_operation, call.recorded_title.strip(), seen, sent), block
+    assert call.recorded is not None
+    seen, sent = call.redactor.seen, call.recorded.sent_secrets
+    return (text, call.recorded.operation, call.recorded.title.strip(), seen, sent), block
 
 
 def general(recording: Recording, parts: dict[str, Any]) -> tuple[Any, ...]:
@@ -83,8 +84,9 @@ def general(recording: Recording, parts: dict[str, Any]) -> tuple[Any, ...]:
     text = dumps_exchange(exchange)
     # (the text reads back as the exchange: what the direct path writes is a transcript)
     assert loads("# recorder-format: 1\n\n" + text).exchanges == (exchange,)
-    seen, sent = call.redactor.seen, call.sent_secrets
-    return (text, call.recorded_operation, call.recorded_title.strip(), seen, sent)
+    assert call.recorded is not None
+    seen, sent = call.redactor.seen, call.recorded.sent_secrets
+    return (text, call.recorded.operation, call.recorded.title.strip(), seen, sent)
 
 
 def assert_same(parts: dict[str, Any], recording: Recording | None = None) -> bool:
@@ -294,7 +296,7 @@ def test_an_exchange_during_another_or_with_its_request_built_takes_the_general_
     built = recording.builder.built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
     assert not isinstance(built, Block)
     call = _call({}, recording)
-    recording.builder.record_request(call)
+    recording.builder.recorded(call)
     built = recording.builder.built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
     assert not isinstance(built, Block)
 

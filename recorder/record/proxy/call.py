@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Hashable, MutableMapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +61,20 @@ class Routing:
     follows_card: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A call's request as recorded and what goes with it, made once by whoever builds its
+    exchange (`recorder.record.proxy.building`, the push receiver, a downstream's builder,
+    the gRPC record)."""
+
+    title: str  # the exchange's title
+    operation: str  # its operation (the file name of a first exchange)
+    # the request model (None: the exchange was written straight from its bytes,
+    # `recorder.record.proxy.direct`)
+    request: Request | None = None
+    sent_secrets: Mapping[str, str] = field(default_factory=dict)  # those in the request
+
+
 @dataclass
 class Call:
     """What the proxy knows about one request while it handles it: the request as taken
@@ -77,11 +91,8 @@ class Call:
     # the files whose state its file's replies read so far (`Lineage.needs`: `# @after`)
     after: frozenset[Hashable] = frozenset()
     # the request as recorded, with its title and operation, made while the upstream answers
-    recorded_request: Request | None = None
-    recorded_title: str = ""
-    recorded_operation: str = ""
+    recorded: Recorded | None = None
     queued: bool = False  # handed to the recording writer (`Recording.submit` / `write`)
-    sent_secrets: dict[str, str] = field(default_factory=dict)  # those in the request
     # when its request was read (`time.monotonic`), and the seconds until its reply was
     # handed on (the recording writer's line)
     started: float = 0.0

@@ -49,7 +49,7 @@ from recorder.record.cards import Origin
 from recorder.record.naming import header_case
 from recorder.record.proxy.agent_cards import AgentCards
 from recorder.record.proxy.building import Builder
-from recorder.record.proxy.call import Call, Receive, Routing, Scope, Send, send_error
+from recorder.record.proxy.call import Call, Receive, Recorded, Routing, Scope, Send, send_error
 from recorder.record.proxy.forwarding import Forwarder
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import StreamRelay
@@ -143,18 +143,14 @@ class CallBuilder(Builder):
             body=redactor.redact_body(call.request.body, request_headers.get("Content-Type")),
         )
 
-    def record_request(self, call: Call) -> Request:
+    def recorded(self, call: Call) -> Recorded:
         request = self._request_model(call)
-        if call.redactor.seen:
-            call.sent_secrets = dict(call.redactor.seen)
         title = f"{self._name}: {request.method} {request.path}"
         value = request.json
         if isinstance(value, dict) and isinstance(value.get("method"), str):
             title += f" ({value['method']})"  # a JSON-RPC request: an MCP server's, a peer's
-        call.recorded_operation = "call"
-        call.recorded_title = title
-        call.recorded_request = request
-        return request
+        call.recorded = recorded = Recorded(title, "call", request, dict(call.redactor.seen))
+        return recorded
 
 
 class Downstreams:

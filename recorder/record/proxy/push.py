@@ -76,6 +76,7 @@ from recorder.record.proxy.call import (
     CallRequest,
     Message,
     Receive,
+    Recorded,
     Routing,
     Scope,
     Send,
@@ -579,9 +580,8 @@ class PushRoom:
             headers=response_headers,
             body=redactor.redact_body(reply, response_headers.get("Content-Type")),
         )
-        call.sent_secrets = dict(redactor.seen)
-        call.recorded_title = title = delivery_title(request.json)
-        call.recorded_operation = "push"
+        title = delivery_title(request.json)
+        call.recorded = Recorded(title, "push", request, dict(redactor.seen))
         comments = (FORGED_TAG,) if forged else ()
         return Exchange(request=request, response=response, title=title, comments=comments)
 

@@ -145,13 +145,14 @@ class Writer:
                 exchange = self._builder.built(call, job.upstream, job.kept, job.body)
             if call.scenario is None and call.operation in CARD_OPERATIONS:
                 self._cards.place(call, exchange)
+            recorded = call.recorded
             path = self.store.write(
                 call.routing.ticket,
                 exchange,
                 scenario=call.scenario,
-                operation=call.operation or call.recorded_operation,
+                operation=call.operation or (recorded.operation if recorded else ""),
                 secrets=call.redactor.seen,
-                sent_secrets=call.sent_secrets,
+                sent_secrets=recorded.sent_secrets if recorded else {},
                 during=call.routing.during,
                 after=call.after,
                 push=call.push_of,
