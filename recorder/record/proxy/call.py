@@ -45,7 +45,7 @@ class Routing:
     """Where a call's exchange goes, decided once when it arrives: by `Recording.begin` for
     a client's request (its scenario's file, else by id lineage, else a new one), by the push
     receiver for a delivery (its config's file), by `Downstreams` for the agent's own call
-    (the file of the exchange it is attributed to; a new `Routing` when that changes)."""
+    (the exchange it is attributed to, and its file; a new `Routing` when that changes)."""
 
     ticket: int  # its place in the store (request order); 0: no file (relayed, not recorded)
     # the file it goes to (`TranscriptStore.file_key`)
@@ -59,6 +59,11 @@ class Routing:
     # the ticket of the card fetch without a scenario begun right before this request, when
     # the request before it without a scenario was one (0: not; `recorder.record.proxy.folding`)
     follows_card: int = 0
+    # a push delivery: the ticket of the exchange that registered its config (`@push config`)
+    push_of: int | None = None
+    # a call the agent made to a downstream: where it goes (`@call NAME exchange N`), once
+    # known (None: not yet, or not recorded; `recorder.record.proxy.downstream`)
+    call_of: CallOf | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +105,7 @@ class Call:
     # the body sent upstream when it is not `body` (a push config's url pointed at the
     # proxy's receiver, `recorder.record.proxy.push`); `body` is what is recorded
     upstream_body: bytes | None = None
-    # a push delivery: the ticket of the exchange that registered its config (`@push config`)
-    push_of: int | None = None
-    # a call the agent made to a downstream: where it goes (`@call NAME exchange N`), once
-    # known (`recorder.record.proxy.downstream`); and the agent's connection (`host:port`)
-    call_of: CallOf | None = None
+    # the agent's connection (`host:port`), for a call it made to a downstream
     connection: str = ""
 
     @property

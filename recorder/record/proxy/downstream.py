@@ -208,7 +208,7 @@ class Downstreams:
     def _written(self, call: Call, written: bool) -> None:
         """(The writer thread, or the loop) a job is written, or will not be: an A2A
         exchange's calls go to the writer after it, or not at all."""
-        if call.call_of is not None or call.push_of is not None:
+        if call.routing.call_of is not None or call.routing.push_of is not None:
             return
         with self._lock:
             placed = self._attributor.done(call.routing.ticket, written=written)
@@ -234,8 +234,8 @@ class Downstreams:
                 return
             key = attribution.file_key
             ticket = self.store.begin(into=key if isinstance(key, tuple) else None)
-            call.routing = Routing(ticket, key)
-            call.call_of = CallOf(name, url, attribution.ticket, attribution.frame)
+            of = CallOf(name, url, attribution.ticket, attribution.frame)
+            call.routing = Routing(ticket, key, call_of=of)
             self._calls[ticket] = call
             placed = self._attributor.place(ticket, attribution, links)
             for placement in placed:
@@ -268,13 +268,13 @@ class Downstreams:
             for n, v in headers
         ]
         links = [f"session:{v}" for n, v in pairs if is_session_header(n.lower())]
-        if not links or call.call_of is None:
+        if not links or call.routing.call_of is None:
             return
         with self._lock:
             if self._attributor.is_pending(call.routing.ticket):
                 self._attributor.more_links(call.routing.ticket, links)
                 return
-            placed = self._attributor.link(call.call_of.exchange, links)
+            placed = self._attributor.link(call.routing.call_of.exchange, links)
             for placement in placed:
                 self._place(placement)
 
@@ -282,7 +282,10 @@ class Downstreams:
         """(lock held) A pending call's place is known: its file and tag set; handed on if
         it has ended meanwhile."""
         call = self._calls.get(placement.call)
-        if call is None or call.call_of is None:
+        if call is None:
+            return
+        routing = call.routing
+        if routing.call_of is None:
             return
         if placement.exchange is None:
             payload = self._parked.pop(placement.call, None)
@@ -290,16 +293,19 @@ class Downstreams:
             if payload is not None or call.queued:
                 self._forget(call, "none of the exchanges open when it came was recorded")
             else:
-                call.call_of = None  # (still in flight: not recorded when it ends)
+                # (still in flight: not recorded when it ends)
+                call.routing = dataclasses.replace(routing, call_of=None)
             return
         key = self._attributor.file_key(placement.exchange)
-        if isinstance(key, tuple) and key != call.routing.file_key:
-            self.store.move(call.routing.ticket, key)
-            call.routing = dataclasses.replace(call.routing, file_key=key)
+        if isinstance(key, tuple) and key != routing.file_key:
+            self.store.move(routing.ticket, key)
+        else:
+            key = routing.file_key
         frame = placement.frames or None
-        call.call_of = dataclasses.replace(
-            call.call_of, exchange=placement.exchange, frame=frame, ambiguous=placement.ambiguous
+        of = dataclasses.replace(
+            routing.call_of, exchange=placement.exchange, frame=frame, ambiguous=placement.ambiguous
         )
+        call.routing = dataclasses.replace(routing, file_key=key, call_of=of)
         if placement.ambiguous:
             self.ambiguous += 1
             log.warning(
@@ -318,7 +324,7 @@ class Downstreams:
             self.reply_links(call, payload.response.headers)
         call.took = time.monotonic() - call.started  # (its reply is with the agent now)
         call.queued = True
-        if call.call_of is None:
+        if call.routing.call_of is None:
             self._calls.pop(call.routing.ticket, None)
             if call.routing.ticket:
                 self._forget(call, "none of the exchanges open when it came was recorded")
@@ -336,8 +342,8 @@ class Downstreams:
     def _route(self, call: Call, payload: Payload) -> None:
         """(lock held) A placed call that has ended: handed over, or waiting for its
         exchange."""
-        assert call.call_of is not None
-        exchange = call.call_of.exchange
+        assert call.routing.call_of is not None
+        exchange = call.routing.call_of.exchange
         if self._attributor.is_written(exchange):
             self._calls.pop(call.routing.ticket, None)
             self._hand_over(call, payload)

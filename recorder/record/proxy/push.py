@@ -466,10 +466,8 @@ class PushRoom:
         call.started = time.monotonic()
         call.redactor = (self._forged_redactor if forged else self._redactor).fresh()
         store = self.recording.store
-        call.routing = Routing(
-            store.begin(into=cast("FileKey | None", hook.file_key)), hook.file_key
-        )
-        call.push_of = hook.ticket
+        ticket = store.begin(into=cast("FileKey | None", hook.file_key))
+        call.routing = Routing(ticket, hook.file_key, push_of=hook.ticket)
         try:
             status, reason, reply_headers, reply = await self._forward(
                 post_url, headers + extra, body, extensions, hook.url

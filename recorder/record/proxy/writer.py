@@ -155,8 +155,8 @@ class Writer:
                 sent_secrets=recorded.sent_secrets if recorded else {},
                 during=call.routing.during,
                 after=call.after,
-                push=call.push_of,
-                call=call.call_of,
+                push=call.routing.push_of,
+                call=call.routing.call_of,
             )
         except Exception as exc:
             self.store.forget(call.routing.ticket)
@@ -180,7 +180,7 @@ class Writer:
             self._done(error=None, kept=True)
             log.info("not recorded (--mode once keeps its scenario's file): %s", title)
             return
-        self._done(error=None, call=call.call_of is not None)
+        self._done(error=None, call=call.routing.call_of is not None)
         if log.isEnabledFor(logging.INFO):
             log.info("%s", record_line(job.outcome(exchange), call.took, title, path))
 
