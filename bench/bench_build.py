@@ -1,5 +1,5 @@
 """What the recording writer spends per exchange before the store: the recorded `Exchange`
-built from the raw request and reply bytes (`Recording.exchange`), and its `.http` text
+built from the raw request and reply bytes (`Builder.exchange`), and its `.http` text
 (`dumps_exchange`).
 
     .venv/bin/python bench/bench_build.py                      # ~10 s
@@ -14,7 +14,7 @@ and the kept reply header pairs, as the forwarding room hands them to `Recording
 Per exchange: a fresh redactor (`Redactor.fresh`, as `Recording.begin` gives), then what
 the writer thread does (`Recording._record`): the exchange's text, made straight from its
 bytes (`Recording._built`: `recorder.record.proxy.direct`) or through the model
-(`Recording.exchange`, then `dumps_exchange`) when it is no common one (a tree before the
+(`Builder.exchange`, then `dumps_exchange`) when it is no common one (a tree before the
 direct path: always so). The store's write and the transcript scrub are
 `bench/bench_store.py`'s. Cases: "plain"
 (no secret anywhere), "bearer" (an `Authorization: Bearer` header: the redactor's and the

@@ -72,7 +72,7 @@ def outcome(recording: Recording, parts: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def general(recording: Recording, parts: dict[str, Any]) -> tuple[Any, ...]:
-    """The same by the model (`Recording.exchange`, then `dumps_exchange`)."""
+    """The same by the model (`Builder.exchange`, then `dumps_exchange`)."""
     call = _call(parts, recording)
     kept = list(parts.get("kept", REPLY_HEADERS))
     try:
