@@ -184,7 +184,7 @@ class Records:
     def _learn(self, call: Call, value: Any) -> None:
         lineage = self.recording.lineage
         lineage.learn(value, call.routing.file_key, call.routing.client_values)
-        call.after = lineage.needs(call.routing.file_key)
+        call.reply.after = lineage.needs(call.routing.file_key)
 
     def _learned(self, record: CallRecord, future: concurrent.futures.Future[Any]) -> None:
         record.unlearned -= 1
@@ -193,7 +193,7 @@ class Records:
             call = record.call
             lineage = self.recording.lineage
             lineage.learn_generated(found, call.routing.file_key, call.routing.client_values)
-            call.after = lineage.needs(call.routing.file_key)
+            call.reply.after = lineage.needs(call.routing.file_key)
 
     def _submit(
         self,

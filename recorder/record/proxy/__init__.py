@@ -459,7 +459,7 @@ class RecordingProxy:
                 await self.writer.catch_up()
             await self.forwarder.forward(call, receive, send)
         except asyncio.CancelledError:
-            if not call.queued:  # e.g. the server's shutdown grace period ran out
+            if not call.reply.queued:  # e.g. the server's shutdown grace period ran out
                 log.warning("%s was cancelled before its reply was recorded", call.shown)
             raise
         finally:

@@ -80,6 +80,20 @@ class Recorded:
     sent_secrets: Mapping[str, str] = field(default_factory=dict)  # those in the request
 
 
+@dataclass(slots=True)
+class ReplyBook:
+    """The bookkeeping of a call's reply while the proxy relays it (the one mutable part of a
+    `Call` the recording writes as the reply goes on)."""
+
+    # when its request was begun (`time.monotonic`), and the seconds until its reply was
+    # handed on (the recording writer's line)
+    started: float = 0.0
+    took: float = 0.0
+    queued: bool = False  # handed to the recording writer (`Recording.submit` / `write`)
+    # the files whose state its file's replies read so far (`Lineage.needs`: `# @after`)
+    after: frozenset[Hashable] = frozenset()
+
+
 @dataclass
 class Call:
     """What the proxy knows about one request while it handles it: the request as taken
@@ -93,15 +107,9 @@ class Call:
     redactor: Redactor = field(init=False)
     operation: str = ""
     client_base: str = ""
-    # the files whose state its file's replies read so far (`Lineage.needs`: `# @after`)
-    after: frozenset[Hashable] = frozenset()
     # the request as recorded, with its title and operation, made while the upstream answers
     recorded: Recorded | None = None
-    queued: bool = False  # handed to the recording writer (`Recording.submit` / `write`)
-    # when its request was read (`time.monotonic`), and the seconds until its reply was
-    # handed on (the recording writer's line)
-    started: float = 0.0
-    took: float = 0.0
+    reply: ReplyBook = field(default_factory=ReplyBook)
     # the body sent upstream when it is not `body` (a push config's url pointed at the
     # proxy's receiver, `recorder.record.proxy.push`); `body` is what is recorded
     upstream_body: bytes | None = None

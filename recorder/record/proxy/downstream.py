@@ -290,7 +290,7 @@ class Downstreams:
         if placement.exchange is None:
             payload = self._parked.pop(placement.call, None)
             self._calls.pop(placement.call, None)
-            if payload is not None or call.queued:
+            if payload is not None or call.reply.queued:
                 self._forget(call, "none of the exchanges open when it came was recorded")
             else:
                 # (still in flight: not recorded when it ends)
@@ -322,8 +322,8 @@ class Downstreams:
         its place is known and its exchange is in its file."""
         if isinstance(payload, Exchange):
             self.reply_links(call, payload.response.headers)
-        call.took = time.monotonic() - call.started  # (its reply is with the agent now)
-        call.queued = True
+        call.reply.took = time.monotonic() - call.reply.started  # (its reply is with the agent now)
+        call.reply.queued = True
         if call.routing.call_of is None:
             self._calls.pop(call.routing.ticket, None)
             if call.routing.ticket:
@@ -410,7 +410,7 @@ class CallRecording(Recording):
         self.builder = CallBuilder(name, redactor)
 
     def begin(self, call: Call) -> None:
-        call.started = time.monotonic()
+        call.reply.started = time.monotonic()
         call.redactor = self._redactor.fresh()
         self.room.begin(call, self.name, self.url)
 
@@ -437,7 +437,7 @@ class CallRecording(Recording):
         self.room.deliver(call, exchange)
 
     def finish(self, call: Call) -> None:
-        if not call.queued and call.routing.ticket:
+        if not call.reply.queued and call.routing.ticket:
             self.room.let_go(call)
 
 

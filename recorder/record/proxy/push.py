@@ -463,7 +463,7 @@ class PushRoom:
         post_url, extra, extensions = target
         url = httpx.URL(hook.url)
         call = Call(CallRequest("POST", url.raw_path.decode("ascii"), tuple(headers), body))
-        call.started = time.monotonic()
+        call.reply.started = time.monotonic()
         call.redactor = (self._forged_redactor if forged else self._redactor).fresh()
         store = self.recording.store
         ticket = store.begin(into=cast("FileKey | None", hook.file_key))

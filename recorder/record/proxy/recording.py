@@ -116,7 +116,7 @@ class Recording:
         """On arrival (its scenario chosen): the call's file (its scenario's, else by id
         lineage, else a new one), its place in the file, its redactor, and the open exchange
         of its file it arrived during, if any."""
-        call.started = time.monotonic()
+        call.reply.started = time.monotonic()
         # the values of the request as recorded (`Request` of these parts), from its parts
         headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.request.headers]
         content_type = None
@@ -180,7 +180,7 @@ class Recording:
         carries finds its file and is not `@during` it, and the client did not wait for
         either (a 1 MiB JSON reply takes ~0.4 ms to learn)."""
         self.lineage.learn_body(body, call.routing.file_key, call.routing.client_values)
-        call.after = self.lineage.needs(call.routing.file_key)
+        call.reply.after = self.lineage.needs(call.routing.file_key)
         if self.observer is not None:
             self.observer.learned(call, body)
         self.close(call)
@@ -190,7 +190,7 @@ class Recording:
         if event.data:
             data = event.data.encode("utf-8")
             self.lineage.learn_body(data, call.routing.file_key, call.routing.client_values)
-            call.after = self.lineage.needs(call.routing.file_key)
+            call.reply.after = self.lineage.needs(call.routing.file_key)
             if self.observer is not None:
                 self.observer.learned(call, data)
 
@@ -198,7 +198,7 @@ class Recording:
         """The proxy is done with `call`: let go of a request whose exchange will not be
         recorded (an upstream error)."""
         self.close(call)
-        if not call.queued:
+        if not call.reply.queued:
             self.store.forget(call.routing.ticket)
             if self.observer is not None:
                 self.observer.dropped_exchange(call)

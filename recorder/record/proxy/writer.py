@@ -107,9 +107,10 @@ class Writer:
     def hand_over(self, job: Job) -> None:
         """Queue `job` for the writer thread (started by the first job)."""
         call = job.call
-        if not call.queued:  # (a call the agent made was timed when it ended, then held)
-            call.took = time.monotonic() - call.started  # (its reply is with the client now)
-        call.queued = True
+        reply = call.reply
+        if not reply.queued:  # (a call the agent made was timed when it ended, then held)
+            reply.took = time.monotonic() - reply.started  # (its reply is with the client now)
+        reply.queued = True
         with self._counts:
             if self._closed:
                 self.failed += 1
@@ -154,7 +155,7 @@ class Writer:
                 secrets=call.redactor.seen,
                 sent_secrets=recorded.sent_secrets if recorded else {},
                 during=call.routing.during,
-                after=call.after,
+                after=call.reply.after,
                 push=call.routing.push_of,
                 call=call.routing.call_of,
             )
@@ -182,7 +183,7 @@ class Writer:
             return
         self._done(error=None, call=call.routing.call_of is not None)
         if log.isEnabledFor(logging.INFO):
-            log.info("%s", record_line(job.outcome(exchange), call.took, title, path))
+            log.info("%s", record_line(job.outcome(exchange), call.reply.took, title, path))
 
     def _done(self, error: str | None, *, kept: bool = False, call: bool = False) -> None:
         with self._counts:
