@@ -43,6 +43,10 @@ class Block:
 
     text: str
     title: str
+    # the reply's status and frames, for its line when the writer has no model of it (a gRPC
+    # stream's block, made from its spool: `recorder.record.grpc_record.stream_exchange`)
+    status: int = 0
+    frames: int | None = None
 
 
 @dataclass(frozen=True)
