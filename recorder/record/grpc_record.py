@@ -15,15 +15,19 @@ send in that same step, and no request that follows can be read before the callb
   made on the worker thread (`Records`: one thread per listener, in the order the messages
   came) and appended to the call's `MessageSpool` as it passes: in memory up to `SPOOL_AT`
   bytes, then in an anonymous temporary file; nothing else of a message stays in memory.
-- The exchange: built on the recording's writer thread (`Recording.write` of a function) once
-  the call has ended and the worker has its messages: the request's metadata and message
+- The exchange: built on the recording's writer thread (handed over as a function) once the
+  call has ended and the worker has its messages: the request's metadata and message
   redacted there, the reply's status, metadata and messages put together
-  (`recorder.bindings.grpc.response_of`).
+  (`recorder.bindings.grpc.response_of`). A stream's is given as its block (`stream_block`):
+  the frames read from the spool one at a time into the text, which the store writes in
+  pieces; its model, which holds the messages twice (events and their SSE text), is never
+  made (but for a stream tagged `@during` another).
 
 The heavy parts (a large message's ProtoJSON, every redaction, the exchange's text) thus run
 off the event loop: a long stream holds no other client, and its memory does not grow with
-it while it runs (the store holds the text of what it wrote,
-`recorder.record.store.transcript_store`).
+it while it runs; at its end, about twice its text for a moment (its frames, then its
+block), and the store holds the text of what it wrote
+(`recorder.record.store.transcript_store`).
 """
 
 from __future__ import annotations
