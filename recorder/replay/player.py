@@ -421,6 +421,9 @@ class FilePlayer:
         if self._calls is None:
             return CallVerdict()
         verdict = self._calls.settle(index, self.state)
+        if self.on_reply is not None:  # (--update's two runs: a call that varies is noise)
+            for call, live in (verdict.lives or {}).items():
+                self.on_reply(call, live)
         if self.update and verdict.mismatches:
             if verdict.whole:
                 self._to_bless.update(verdict.made or {})
@@ -467,8 +470,7 @@ class FilePlayer:
         chosen = set(selected)
         if self.not_updated(chosen) is not None:
             return False
-        if self._calls is not None:  # the calls of the chosen exchanges
-            chosen |= {call.index for call in self._calls.calls if call.exchange in chosen}
+        chosen |= set(self.calls_of(chosen))  # the calls of the chosen exchanges
         live = {index: self._to_bless[index] for index in chosen & self._to_bless.keys()}
         replaced = blessed_exchanges(self.transcript, self.state, self.rules, live, self._secrets)
         if not replaced:
@@ -477,6 +479,13 @@ class FilePlayer:
             self._changed_on_disk = True
             return False
         return True
+
+    def calls_of(self, exchanges: Iterable[int]) -> list[int]:
+        """The block indices of the calls the `exchanges` (0-based) made, in file order."""
+        chosen = set(exchanges)
+        if self._calls is None:
+            return []
+        return [call.index for call in self._calls.calls if call.exchange in chosen]
 
     def not_updated(self, selected: Iterable[int]) -> str | None:
         """Why --update must leave the file as it is, or None (`recorder.replay.update`); a
@@ -507,6 +516,7 @@ def finish_update(
         mismatched = sorted(
             i for i in chosen if i in player.results and player.results[i].mismatches
         )
+        mismatched += player.calls_of(mismatched)  # their calls are blessed too
         not_updated = noise_refusal(player.transcript, first, replay(), mismatched, player.rules)
     updated = not_updated is None and player.write_update(chosen)
     if not updated and player.changed_on_disk:

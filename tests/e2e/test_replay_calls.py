@@ -9,6 +9,7 @@ caught at the call's path; concurrent clients' files replayed in parallel."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import signal
@@ -244,6 +245,32 @@ def test_concurrent_clients_files_replay_in_parallel(tmp_path: Path) -> None:
             result = play([recording.folder], agent=url, jobs=jobs)
             assert lines(result) == [], jobs
             assert result.call_count == sum(len(t.calls) for t in files)
+
+
+def test_update_refuses_a_call_that_varies_between_runs(review: Recording, tmp_path: Path) -> None:
+    # the agent sends the tool another argument on every call: the A2A replies stay as
+    # recorded (the stand-in answers), only the call varies; blessing it would write a value
+    # the next replay fails at
+    folder = tmp_path / "noisy"
+    folder.mkdir()
+    for path in review.folder.glob("*.http"):
+        (folder / path.name).write_text(path.read_text())
+    runs = itertools.count()
+
+    def each_run_anew(arguments: dict[str, Any]) -> dict[str, Any]:
+        return {**arguments, "diff": f"{arguments['diff']}# run {next(runs)}\n"}
+
+    with agent(review.settings, tool_arguments=each_run_anew) as url:
+        result = play([folder], agent=url, update=True)
+    refused = [t for t in result.transcripts if t.not_updated]
+    assert refused and not any(t.updated for t in result.transcripts)
+    assert re.search(
+        r"call \d \(tools\) of exchange 1 differs between two live runs at"
+        r" \$\.params\.arguments\.diff",
+        refused[0].not_updated or "",
+    ), refused[0].not_updated
+    for path in review.folder.glob("*.http"):
+        assert (folder / path.name).read_text() == path.read_text()
 
 
 def test_the_reports_show_the_calls(review: Recording, tmp_path: Path) -> None:
