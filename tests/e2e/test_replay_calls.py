@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from a2a.client import create_client
 from a2a.helpers import new_text_message
 from a2a.types import Role, SendMessageRequest
@@ -271,6 +272,49 @@ def test_update_refuses_a_call_that_varies_between_runs(review: Recording, tmp_p
     ), refused[0].not_updated
     for path in review.folder.glob("*.http"):
         assert (folder / path.name).read_text() == path.read_text()
+
+
+def test_learn_stands_in_for_the_calls_and_learns_a_call_that_varies(
+    review: Recording, tmp_path: Path
+) -> None:
+    # the agent as recorded (its model and tools at the stand-ins' places), sending its tool
+    # another diff each run: learn plays as play does, the calls answered from the file (the
+    # model's words are the recorded ones: nothing of them to learn), and the call's varying
+    # argument is learned as a varying reply's text is, scoped to the call's block
+    files = {path.name: load(path) for path in sorted(review.folder.glob("*.http"))}
+    calls = sum(len(t.calls) for t in files.values())
+    exchanges = sum(len(t.exchanges) for t in files.values()) - calls
+    rules = tmp_path / "learned.yaml"
+    runs = itertools.count()
+
+    def each_run_anew(arguments: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **arguments,
+            "diff": arguments["diff"].replace("import os", f"import os  # {next(runs)}"),
+        }
+
+    with agent(review.settings, tool_arguments=each_run_anew) as url:
+        result = CliRunner().invoke(
+            main,
+            ["learn", str(review.folder), "--agent", url, "--runs", "3", "-o", str(rules)],
+        )
+    assert result.exit_code == 0, result.output
+    assert re.search(
+        rf"1 rule learned from 3 live runs of {exchanges} exchanges \({calls} calls\) in"
+        rf" {len(files)} files?, written to .*; 0 likely regressions",
+        result.output,
+    ), result.output
+    learned = yaml.safe_load(rules.read_text())
+    assert list(learned) == ["version", "checks"], learned
+    [entry] = learned["checks"]
+    name, number = entry["in"].split("#")
+    tool_calls = [
+        index + 1
+        for index, e in enumerate(files[name].exchanges)
+        if e.call is not None and e.call.name == "tools" and b"tools/call" in e.request.body
+    ]
+    assert entry["path"] == "$.params.arguments.diff" and int(number) in tool_calls, entry
+    assert f"{exchanges} exchanges (and their {calls} calls)" in rules.read_text()
 
 
 def test_the_reports_show_the_calls(review: Recording, tmp_path: Path) -> None:
