@@ -167,6 +167,17 @@ def test_the_pytest_sessions_page_counts_as_play_does() -> None:
     assert data["summary"] == {**played, "exit_status": 1}  # (the session's: pytest's own)
 
 
+def test_the_pytest_sessions_page_counts_the_agents_calls_as_play_does() -> None:
+    # an exchange whose agent made two calls, stood in for (`# @call` blocks)
+    result = PlayResult(
+        (TranscriptResult("01-review.http", (ExchangeResult(1, "SendMessage", 3, calls=2),)),)
+    )
+    records = [exchange_record(t.path, e) for t in result.transcripts for e in t.exchanges]
+    data = session_data(records, 0)
+    assert data["summary"]["line"] == summary_line(result)  # "... 1 exchange (2 calls): ..."
+    assert data["summary"] == {**json_report(result)["summary"], "exit_status": 0}
+
+
 def test_the_cli_checks_the_report_path_and_writes_a_page_when_the_run_cannot_start(
     tmp_path: Path,
 ) -> None:

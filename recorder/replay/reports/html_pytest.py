@@ -42,8 +42,10 @@ def session_data(records: Iterable[Mapping[str, Any]], exit_status: int) -> dict
     ordered = sorted(records, key=lambda r: (str(r["file"]), int(r["exchange"])))
     verdicts = Counter(str(r["verdict"]) for r in ordered)
     files = len({r["file"] for r in ordered})
+    calls = sum(int(r.get("calls", 0)) for r in ordered)  # the agent's own, stood in for
+    stood_in = f" ({plural(calls, 'call')})" if calls else ""
     line = (
-        f"{plural(files, 'transcript')}, {plural(len(ordered), 'exchange')}: "
+        f"{plural(files, 'transcript')}, {plural(len(ordered), 'exchange')}{stood_in}: "
         f"{verdicts['passed']} passed, {verdicts['failed']} failed"
     )
     if verdicts["error"]:
@@ -53,6 +55,7 @@ def session_data(records: Iterable[Mapping[str, Any]], exit_status: int) -> dict
     summary = {
         "files": files,
         "exchanges": len(ordered),
+        "calls": calls,
         "passed": verdicts["passed"],
         "failed": verdicts["failed"],
         "errors": verdicts["error"],
