@@ -378,3 +378,26 @@ def test_update_blesses_a_changed_call_keeping_its_recorded_ids(
     # only the requests changed: every recorded reply (its ids) is as it was
     assert [e.response for e in blessed] == [e.response for e in recorded]
     assert "{{MODEL_TOKEN}}" in blessed[0].request.headers.get("Authorization", "")
+
+
+def test_the_pytest_plugin_refuses_a_call_that_varies_too(
+    review: Recording, pytester: pytest.Pytester
+) -> None:
+    folder = pytester.path / "transcripts"
+    folder.mkdir()
+    for path in review.folder.glob("*.http"):
+        (folder / path.name).write_text(path.read_text())
+    runs = itertools.count()
+
+    def each_run_anew(arguments: dict[str, Any]) -> dict[str, Any]:
+        return {**arguments, "diff": f"{arguments['diff']}# run {next(runs)}\n"}
+
+    with agent(review.settings, tool_arguments=each_run_anew) as url:
+        result = pytester.runpytest_subprocess(
+            "transcripts", "--recorder-agent", url, "--recorder-update"
+        )
+    result.stdout.re_match_lines(
+        [r".*call \d \(tools\) of exchange 1 differs between two live runs at \$\.params.*"]
+    )
+    for path in review.folder.glob("*.http"):
+        assert (folder / path.name).read_text() == path.read_text()
