@@ -89,8 +89,15 @@ def json_text(value: dict[str, Any] | None, data: bytes) -> bytes:
     return data if value is None else json.dumps(value, ensure_ascii=False).encode()
 
 
+_LENGTH = 8  # bytes: the length that stands before each message in a spool's file
+
+
+def _framed(message: bytes) -> bytes:
+    return len(message).to_bytes(_LENGTH, "big") + message
+
+
 class MessageSpool:
-    """A stream's messages as recorded (each one's JSON, secrets out), one a line: in memory
+    """A stream's messages as recorded (each one's JSON, secrets out), in order: in memory
     up to `spool_at` bytes, then in an anonymous temporary file (unlinked at once, gone when
     closed). Written by the worker thread while the stream runs, read once by the writer
     thread when it has ended. A file that cannot be written keeps the rest in memory."""
@@ -103,11 +110,12 @@ class MessageSpool:
         self.count = 0
 
     def add(self, line: bytes) -> None:
-        """One message's JSON (on one line: JSON text holds no raw line break)."""
+        """One message's JSON, or its bytes as they came when it did not decode (which may
+        hold a line break: the file keeps each message behind its length, not one a line)."""
         self.count += 1
         if self._file is not None:
             try:
-                self._file.write(line + b"\n")
+                self._file.write(_framed(line))
                 return
             except OSError as exc:
                 log.warning("cannot spool a gRPC stream to a temporary file: %s", exc)
@@ -117,7 +125,7 @@ class MessageSpool:
         if self._size > self._spool_at and self._file is None:
             try:
                 self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `close`)
-                self._file.writelines(part + b"\n" for part in self._lines)
+                self._file.writelines(_framed(part) for part in self._lines)
             except OSError as exc:
                 log.warning("cannot spool a gRPC stream to a temporary file: %s", exc)
                 self.close()
@@ -132,14 +140,14 @@ class MessageSpool:
         self._spool_at = 1 << 62
 
     def lines(self) -> Iterator[bytes]:
-        """The messages' JSON, in order (read from the file a line at a time)."""
+        """The messages' JSON, in order (read from the file a message at a time)."""
         if self._file is None:
             yield from self._lines
             return
         self._file.flush()
         self._file.seek(0)
-        for line in self._file:
-            yield line[:-1]
+        while head := self._file.read(_LENGTH):
+            yield self._file.read(int.from_bytes(head, "big"))
 
     def close(self) -> None:
         if self._file is not None:

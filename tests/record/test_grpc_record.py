@@ -250,6 +250,21 @@ def test_the_spool_keeps_lines_in_memory_then_in_a_file() -> None:
     spool.close()
 
 
+def test_the_spools_file_keeps_a_message_that_holds_a_line_break_whole() -> None:
+    # a message that did not decode is kept as it came, line breaks and all: one message, not
+    # two, whether the spool holds it in memory, in its file, or in memory again
+    odd = b"\x08\x01\n\x02ok\r\n"
+    spool = MessageSpool(spool_at=4)
+    spool.add(b'{"a": 1}')
+    spool.add(odd)
+    assert spool._file is not None
+    assert list(spool.lines()) == [b'{"a": 1}', odd]
+    spool._unspool()  # (a file that can no longer be written: back to memory)
+    spool.add(b"")
+    assert list(spool.lines()) == [b'{"a": 1}', odd, b""]
+    assert spool.count == 3
+
+
 def test_a_stream_faster_than_its_recording_waits_for_it_memory_stays_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
