@@ -33,7 +33,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 from recorder.bindings.grpc_messages import MISSING, message_class
 from recorder.errors import RecorderError
@@ -286,10 +286,78 @@ def to_json(message: Any) -> bytes:
 
 
 def to_value(message: Any) -> dict[str, Any]:
-    """A message's ProtoJSON as the parsed JSON value `to_json` writes."""
+    """A message's ProtoJSON as the parsed JSON value `to_json` writes: what
+    `json_format.MessageToDict` makes, made by a walk of the message's set fields for the
+    kinds of field A2A's messages have (about four times faster: the gRPC listener learns
+    each reply message's ids from it on the event loop), by `MessageToDict` for any other."""
     json_format, _ = _protobuf()
-    value: dict[str, Any] = json_format.MessageToDict(message, preserving_proto_field_name=False)
+    value = _walked(message, json_format)
+    if value is None:
+        value = json_format.MessageToDict(message, preserving_proto_field_name=False)
+    return cast(dict[str, Any], value)
+
+
+# (FieldDescriptor's cpp_type numbers: int32, uint32, bool, enum, string, message; the
+# 64-bit integers, double and float are left to `MessageToDict`: A2A's messages have none)
+_INT32, _UINT32, _BOOL, _ENUM, _STRING, _MESSAGE = 1, 3, 7, 8, 9, 10
+_PLAIN = frozenset({_INT32, _UINT32, _BOOL})
+_TYPE_BYTES = 12
+
+
+class _Unwalked(Exception):
+    """A field `_walked` leaves to `MessageToDict` (a map, a float, a 64-bit integer, an
+    extension, an enum value unnamed or with options)."""
+
+
+def _walked(message: Any, json_format: Any) -> Any:
+    """`MessageToDict`'s value of `message` (None: it holds a field left to it)."""
+    try:
+        return _walk(message, json_format)
+    except _Unwalked:
+        return None
+
+
+def _walk(message: Any, json_format: Any) -> Any:
+    if message.DESCRIPTOR.full_name.startswith("google.protobuf."):  # (Struct, Timestamp …)
+        return json_format.MessageToDict(message, preserving_proto_field_name=False)
+    value: dict[str, Any] = {}
+    for field, item in message.ListFields():
+        name, repeated = _FIELDS.get(field) or _field_of(field)
+        if repeated:
+            value[name] = [_field_value(field, one, json_format) for one in item]
+        else:
+            value[name] = _field_value(field, item, json_format)
     return value
+
+
+# what `_walk` reads of each field it met, once: (its JSON name, whether it repeats)
+_FIELDS: dict[Any, tuple[str, bool]] = {}
+
+
+def _field_of(field: Any) -> tuple[str, bool]:
+    if field.is_extension or (
+        field.message_type is not None and field.message_type.GetOptions().map_entry
+    ):
+        raise _Unwalked
+    found = _FIELDS[field] = (field.json_name, field.is_repeated)
+    return found
+
+
+def _field_value(field: Any, item: Any, json_format: Any) -> Any:
+    kind = field.cpp_type
+    if kind == _STRING:
+        return base64.b64encode(item).decode() if field.type == _TYPE_BYTES else item
+    if kind == _MESSAGE:
+        return _walk(item, json_format)
+    if kind in _PLAIN:
+        return item
+    if kind == _ENUM:
+        if field.enum_type.full_name == "google.protobuf.NullValue":
+            return None
+        named = field.enum_type.values_by_number.get(item)
+        if named is not None and not named.has_options:  # (an option may rename it in JSON)
+            return named.name
+    raise _Unwalked  # (a float, a 64-bit integer, an enum number its type does not name)
 
 
 # --------------------------------------------------------------------------- status

@@ -51,7 +51,7 @@ from rapidfuzz import fuzz, utils
 
 from recorder.checks.claims import claims_value, learn_claims
 from recorder.checks.extract import Fact, facts_in, stated_in
-from recorder.checks.language import detect_language, language_available
+from recorder.checks.language import LANGUAGE_CODE, detect_language, language_available
 
 __all__ = ["ENOUGH_RUNS", "Check", "Facts", "Texts", "is_prose", "learn_facts"]
 
@@ -240,11 +240,12 @@ def _most_specific(facts: list[Fact]) -> list[Fact]:
 
 def _language(texts: Sequence[str]) -> str | None:
     """The one language every text is detected in, or None (not installed, a text too short
-    to tell, two languages)."""
+    to tell, two languages, one a `language` check cannot name)."""
     if not language_available() or any(len(t.split()) < _LANGUAGE_WORDS for t in texts):
         return None
     found = {detect_language(text) for text in texts}
-    return found.pop() if len(found) == 1 else None
+    language = found.pop() if len(found) == 1 else None
+    return language if language is not None and LANGUAGE_CODE.match(language) else None
 
 
 def _is_json(text: str) -> bool:

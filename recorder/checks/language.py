@@ -10,10 +10,15 @@ a one-line answer is better written with `contains_any` or `matches`.
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from typing import Any
 
-__all__ = ["LANGUAGE_MISSING", "detect_language", "language_available"]
+__all__ = ["LANGUAGE_CODE", "LANGUAGE_MISSING", "detect_language", "language_available"]
+
+LANGUAGE_CODE = re.compile(r"^[a-z]{2}$")
+"""What a `language` check names: an ISO 639-1 code (py3langid knows a few languages
+without one, such as Ligurian, `lij`)."""
 
 LANGUAGE_MISSING = (
     "the language check needs py3langid, which is not installed:"

@@ -50,7 +50,7 @@ from recorder.checks.base import (
 from recorder.checks.claims import check_claims, parse_claims
 from recorder.checks.extract import FactError, describe, facts_in, parse_fact, stated_in
 from recorder.checks.judges import CommandJudge, PythonJudge, judge_spec, run_judge
-from recorder.checks.language import detect_language
+from recorder.checks.language import LANGUAGE_CODE, detect_language
 from recorder.checks.lexicon import common_count
 
 __all__ = [
@@ -416,11 +416,9 @@ def _similar(check: Check, recorded: Any, live: Any, context: CheckContext) -> O
 
 # --- language ------------------------------------------------------------------------------------
 
-_LANGUAGE_CODE = re.compile(r"^[a-z]{2}$")
-
 
 def _language_options(value: Any) -> str:
-    if not isinstance(value, str) or not _LANGUAGE_CODE.match(value):
+    if not isinstance(value, str) or not LANGUAGE_CODE.match(value):
         raise CheckOptionError(
             f"expected an ISO 639-1 language code such as en or fr, got {value!r}"
         )

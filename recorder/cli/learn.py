@@ -260,10 +260,11 @@ def learn(
                     )
     target = output or rules_path
     written = f", written to {target}" if target is not None and (output or proposals.rules) else ""
+    calls = f" ({plural(learned.calls, 'call')})" if learned.calls else ""
     summary = (
         f"recorder {_NAME}: {plural(len(proposals.rules), 'rule')} learned from "
-        f"{plural(learned.runs, 'live run')} of {plural(learned.exchanges, 'exchange')} in "
-        f"{plural(learned.files, 'file')}{written}; "
+        f"{plural(learned.runs, 'live run')} of {plural(learned.exchanges, 'exchange')}{calls} "
+        f"in {plural(learned.files, 'file')}{written}; "
         f"{plural(learned.regressions, 'likely regression')}"
     )
     click.echo(summary, err=to_stderr)

@@ -43,6 +43,7 @@ from pathlib import Path
 
 __all__ = [
     "SCRATCH",
+    "Pieces",
     "append_text",
     "create_exclusive",
     "hold_scratch",
@@ -431,7 +432,37 @@ def _create_temporary(folder: str, name: str, mode: int | None = None) -> tuple[
     raise AssertionError("unreachable")
 
 
-def _write_all(fd: int, data: bytes, fsync: bool) -> None:
+# characters of a `Pieces` text encoded and written at a time
+PIECE = 1 << 20
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """A text given as its pieces (joined, they are the text), written encoded a slice of
+    `PIECE` characters at a time: a large text (a long gRPC stream's block) is never copied
+    whole, joined or encoded, to be written."""
+
+    parts: tuple[str, ...]
+
+    def chunks(self) -> Iterator[bytes]:
+        """The text's UTF-8 bytes, a slice at a time (a slice ends between code points)."""
+        for part in self.parts:
+            for start in range(0, len(part), PIECE):
+                yield part[start : start + PIECE].encode("utf-8")
+
+    @property
+    def size(self) -> int:
+        """The length of the text's UTF-8 bytes."""
+        return sum(len(p) if p.isascii() else len(p.encode("utf-8")) for p in self.parts)
+
+
+def _write_all(fd: int, data: bytes | Pieces, fsync: bool) -> None:
+    if isinstance(data, Pieces):
+        for chunk in data.chunks():
+            _write_all(fd, chunk, False)
+        if fsync:
+            os.fsync(fd)
+        return
     written = os.write(fd, data)  # (all of it, but for a large write or a signal)
     if written < len(data):
         view = memoryview(data)[written:]
@@ -441,7 +472,7 @@ def _write_all(fd: int, data: bytes, fsync: bool) -> None:
         os.fsync(fd)
 
 
-def _fill(fd: int, data: bytes, fsync: bool) -> None:
+def _fill(fd: int, data: bytes | Pieces, fsync: bool) -> None:
     try:
         _write_all(fd, data, fsync)
     finally:
@@ -505,7 +536,7 @@ def _replace(
 
 def create_exclusive(
     path: Path | str,
-    text: str | bytes,
+    text: str | bytes | Pieces,
     *,
     fsync: bool = False,
     folder: str | None = None,
@@ -540,7 +571,7 @@ def _proc_fds() -> int:
     return _proc_fd[0]
 
 
-def _link_unnamed(path: Path | str, folder: str, data: bytes, fsync: bool) -> bool:
+def _link_unnamed(path: Path | str, folder: str, data: bytes | Pieces, fsync: bool) -> bool:
     """`create_exclusive` through an unnamed file of `folder` (`O_TMPFILE`), linked under
     its name. False, having made nothing, when the file system (or the lack of `/proc`)
     refuses it: the caller falls back to a named temporary file (and so does every later
@@ -574,7 +605,7 @@ def _link(
     path: Path | str,
     folder: str,
     name: str,
-    data: bytes,
+    data: bytes | Pieces,
     fsync: bool,
 ) -> None:
     for attempt in range(2):

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from recorder.disk.atomic import Pieces
+
 __all__ = ["Held", "append_held", "locked", "read_held"]
 
 
@@ -54,20 +56,24 @@ def locked(path: Path | str) -> Iterator[Held]:
     raise OSError(errno.EBUSY, "the file is replaced faster than it can be locked", path)
 
 
-def append_held(held: Held, data: bytes, *, fsync: bool = False) -> None:
-    """`append_text` through a file `locked` holds (its size then known)."""
+def append_held(held: Held, data: bytes | Pieces, *, fsync: bool = False) -> None:
+    """`append_text` through a file `locked` holds (its size then known); `data` may be a
+    text's `Pieces` (encoded a slice at a time)."""
+    added = 0
     try:
-        written = os.write(held.fd, data)  # (all of it, but for a large write or a signal)
-        view = memoryview(data)[written:]
-        while view:
-            view = view[os.write(held.fd, view) :]
+        for chunk in data.chunks() if isinstance(data, Pieces) else (data,):
+            written = os.write(held.fd, chunk)  # (all of it, but for a large write or a signal)
+            view = memoryview(chunk)[written:]
+            while view:
+                view = view[os.write(held.fd, view) :]
+            added += len(chunk)
         if fsync:
             os.fsync(held.fd)
     except BaseException:
         with contextlib.suppress(OSError):
             os.ftruncate(held.fd, held.size)
         raise
-    held.size += len(data)
+    held.size += added
 
 
 def read_held(held: Held, start: int = 0) -> bytes:

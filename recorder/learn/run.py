@@ -37,19 +37,22 @@ from typing import Any
 
 from recorder.checks.facts import Check
 from recorder.disk.atomic import write_text_atomic
-from recorder.format.model import Transcript
+from recorder.format.model import Exchange, Response, Transcript
 from recorder.learn.rulesfile import merge, render
+from recorder.replay.calls import request_as_reply
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc
 from recorder.replay.needs import needs_of, play_needs
 from recorder.replay.plan import load_transcripts
 from recorder.replay.player import AgentHandle, FilePlayer, play
 from recorder.replay.reports.results import PlayResult
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, make_transport
+from recorder.replay.standin import StandIns
 from recorder.replay.stats import wilson_interval
 from recorder.replay.variables import secret_values
 from recorder.replay.verdict.diff import Mismatch
 from recorder.replay.verdict.live import LiveReply
 from recorder.rules.noise import MoreChecks, Proposal, Proposals, Replies, propose
+from recorder.rules.pairing import PairingRules
 from recorder.rules.ruleset import DEFAULT_RULES, Rules, rules_from_text, rules_over
 from recorder.secrets.redact import scrub_text
 
@@ -110,6 +113,7 @@ class Learned:
     proposals: Proposals
     files: int
     exchanges: int
+    """The A2A exchanges played (push deliveries among them), the agent's calls not."""
     runs: int
     text: str
     """The rules file as written (new, or the merged `--rules` file)."""
@@ -123,6 +127,8 @@ class Learned:
     """The bands widened because a held-out run failed them."""
     unstable: str | None = None
     """Why learning stopped at `max_runs` with a proposal that still changes, or None."""
+    calls: int = 0
+    """The agent's own calls in the files (`# @call`), stood in for and learned from."""
 
     @property
     def regressions(self) -> int:
@@ -133,8 +139,14 @@ class Learned:
 
 def _keep(run: _Run, number: int, player: FilePlayer, index: int, live: LiveReply) -> None:
     # (a file that needs others, `# @after`: as compared, without other files' items)
-    recorded = player.transcript.exchanges[index].response
+    recorded = _recorded(player.transcript.exchanges[index])
     run[(number, index)] = player.state.without_others(recorded, live)
+
+
+def _recorded(exchange: Exchange) -> Response:
+    """What a block's live reply is compared with: a call's request (its body in a reply's
+    place, as the stand-in compares it), else the recorded reply."""
+    return request_as_reply(exchange.request).response if exchange.call else exchange.response
 
 
 class _Kept:
@@ -175,6 +187,9 @@ class _Session:
     errors: list[str] = field(default_factory=list)
     more_checks: MoreChecks | None = None
     """More checks where prose varied (a model's: `recorder.checks.model_proposals`)."""
+    stand_ins: StandIns | None = None
+    """The stand-ins for the agent's calls, as `recorder play` stands in by default: the runs
+    learn what the replay will see (a call's noise too), not the live model's wording."""
 
     def player(self, path: str, transcript: Transcript, rules: Rules) -> FilePlayer:
         return FilePlayer(
@@ -187,6 +202,7 @@ class _Session:
             timeout=self.timeout,
             live_base=self.live_base,
             grpc=self.grpc,
+            stand_ins=self.stand_ins,
         )
 
     def play_once(self) -> None:
@@ -226,7 +242,7 @@ class _Session:
             out.append(
                 Replies(
                     f"{path} exchange {index + 1}",
-                    exchange.response,
+                    _recorded(exchange),
                     tuple(run[(number, index)].response for run in runs),
                     path,
                     index + 1,
@@ -436,7 +452,8 @@ def learn(
         live_base = agent_base_url(handle.base_url)
         variables.setdefault("A2A_TOKEN", handle.token)
     grpc = grpc_target(grpc_agent, base_url, handle, timeout)
-    exchanges = sum(len(t.exchanges) for _, t in loaded)
+    calls = sum(1 for _, t in loaded for e in t.exchanges if e.call is not None)
+    exchanges = sum(len(t.exchanges) for _, t in loaded) - calls
     original = Path(rules_file).read_text(encoding="utf-8") if rules_file is not None else None
     secrets = secret_values(
         variables, {*rules.secret_headers.values(), *rules.secret_fields.values()}
@@ -445,11 +462,13 @@ def learn(
     def scrub(text: str) -> str:
         return scrub_text(text, secrets)
 
+    made = f" (and their {calls} calls)" if calls else ""
+
     def text_of(proposed: Sequence[Proposal], count: int = 0) -> str:
         header = [
             f"recorder learn: {len(proposed)} rules for the noise of {base_url},",
-            f"learned from {count} live runs of {exchanges} exchanges in {len(loaded)} files"
-            f" on {datetime.date.today().isoformat()}.",
+            f"learned from {count} live runs of {exchanges} exchanges{made} in {len(loaded)}"
+            f" files on {datetime.date.today().isoformat()}.",
             "Each rule says why it is needed, the exchanges that made it necessary, and a few",
             "of the live values seen there.",
         ]
@@ -457,12 +476,17 @@ def learn(
             return merge(original, proposed, header, scrub) if proposed else original
         return render(proposed, header, scrub)
 
+    stand_ins: StandIns | None = None
     try:
+        if calls:
+            stand_ins = StandIns(PairingRules(rules))
+            stand_ins.stand_in_for(t for _, t in loaded)
         with make_transport(base_url) as transport:
             session = _Session(
                 loaded, rules, variables, base_url, live_base, timeout, grpc, transport
             )
             session.more_checks = more_checks
+            session.stand_ins = stand_ins
             for _ in range(runs):
                 session.play_once()
             full = session.propose(session.runs)
@@ -490,6 +514,9 @@ def learn(
                 f"still not stable after {len(session.runs)} live runs (--max-runs): {what};"
                 " the rules hold what held in every run, a band a held-out run failed widened"
             )
+        if stand_ins is not None:  # (the verification run stands in where these listen)
+            stand_ins.close()
+            stand_ins = None
         proposals, adjusted = _adjust(full, held, without)
         text = text_of(proposals.rules, len(session.runs))
         learned_rules = rules_from_text(text, output or rules_file or "<learned rules>")
@@ -520,8 +547,11 @@ def learn(
             held if held.trials else None,
             adjusted,
             unstable,
+            calls,
         )
     finally:
+        if stand_ins is not None:
+            stand_ins.close()
         grpc.channels.close()
         if handle is not None:
             handle.stop()

@@ -15,15 +15,19 @@ send in that same step, and no request that follows can be read before the callb
   made on the worker thread (`Records`: one thread per listener, in the order the messages
   came) and appended to the call's `MessageSpool` as it passes: in memory up to `SPOOL_AT`
   bytes, then in an anonymous temporary file; nothing else of a message stays in memory.
-- The exchange: built on the recording's writer thread (`Recording.write` of a function) once
-  the call has ended and the worker has its messages: the request's metadata and message
+- The exchange: built on the recording's writer thread (handed over as a function) once the
+  call has ended and the worker has its messages: the request's metadata and message
   redacted there, the reply's status, metadata and messages put together
-  (`recorder.bindings.grpc.response_of`).
+  (`recorder.bindings.grpc.response_of`). A stream's is given as its block (`stream_block`):
+  the frames read from the spool one at a time into the text, which the store writes in
+  pieces; its model, which holds the messages twice (events and their SSE text), is never
+  made (but for a stream tagged `@during` another).
 
 The heavy parts (a large message's ProtoJSON, every redaction, the exchange's text) thus run
 off the event loop: a long stream holds no other client, and its memory does not grow with
-it while it runs (the store holds the text of what it wrote,
-`recorder.record.store.transcript_store`).
+it while it runs; at its end, about twice its text for a moment (its frames, then its
+block), and the store holds the text of what it wrote
+(`recorder.record.store.transcript_store`).
 """
 
 from __future__ import annotations
@@ -35,22 +39,30 @@ import contextlib
 import json
 import logging
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.bindings import grpc as binding
+from recorder.format import sse
+from recorder.format.httpfile import dumps_exchange
 from recorder.format.model import Exchange, Headers, Request, Response, SseEvent
 from recorder.record.grpc_metadata import Metadata
 from recorder.record.lineage import MAX_SCANNED_BODY
 from recorder.record.naming import exchange_title
 from recorder.record.proxy.call import Call, Recorded
 from recorder.record.proxy.recording import Recording
+from recorder.record.proxy.writer import EndedStream
+from recorder.record.store.filetext import Block
 from recorder.secrets.redact import Redactor
 
 __all__ = ["BACKLOG", "ON_LOOP", "SPOOL_AT", "CallRecord", "MessageSpool", "Records", "decode"]
 
 log = logging.getLogger(__name__)
+
+Build = Callable[[], Exchange | Block]
+"""What makes a call's record on the writer thread: its exchange, or a stream's block."""
 
 # a reply message up to this many bytes is decoded for its ids on the event loop (~0.1 ms
 # for the A2A messages of this size); a larger one on the worker thread
@@ -77,8 +89,15 @@ def json_text(value: dict[str, Any] | None, data: bytes) -> bytes:
     return data if value is None else json.dumps(value, ensure_ascii=False).encode()
 
 
+_LENGTH = 8  # bytes: the length that stands before each message in a spool's file
+
+
+def _framed(message: bytes) -> bytes:
+    return len(message).to_bytes(_LENGTH, "big") + message
+
+
 class MessageSpool:
-    """A stream's messages as recorded (each one's JSON, secrets out), one a line: in memory
+    """A stream's messages as recorded (each one's JSON, secrets out), in order: in memory
     up to `spool_at` bytes, then in an anonymous temporary file (unlinked at once, gone when
     closed). Written by the worker thread while the stream runs, read once by the writer
     thread when it has ended. A file that cannot be written keeps the rest in memory."""
@@ -91,11 +110,12 @@ class MessageSpool:
         self.count = 0
 
     def add(self, line: bytes) -> None:
-        """One message's JSON (on one line: JSON text holds no raw line break)."""
+        """One message's JSON, or its bytes as they came when it did not decode (which may
+        hold a line break: the file keeps each message behind its length, not one a line)."""
         self.count += 1
         if self._file is not None:
             try:
-                self._file.write(line + b"\n")
+                self._file.write(_framed(line))
                 return
             except OSError as exc:
                 log.warning("cannot spool a gRPC stream to a temporary file: %s", exc)
@@ -105,7 +125,7 @@ class MessageSpool:
         if self._size > self._spool_at and self._file is None:
             try:
                 self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `close`)
-                self._file.writelines(part + b"\n" for part in self._lines)
+                self._file.writelines(_framed(part) for part in self._lines)
             except OSError as exc:
                 log.warning("cannot spool a gRPC stream to a temporary file: %s", exc)
                 self.close()
@@ -120,14 +140,14 @@ class MessageSpool:
         self._spool_at = 1 << 62
 
     def lines(self) -> Iterator[bytes]:
-        """The messages' JSON, in order (read from the file a line at a time)."""
+        """The messages' JSON, in order (read from the file a message at a time)."""
         if self._file is None:
             yield from self._lines
             return
         self._file.flush()
         self._file.seek(0)
-        for line in self._file:
-            yield line[:-1]
+        while head := self._file.read(_LENGTH):
+            yield self._file.read(int.from_bytes(head, "big"))
 
     def close(self) -> None:
         if self._file is not None:
@@ -263,7 +283,7 @@ class Records:
             queued.popleft()
             record.in_flight -= size
 
-    def end(self, record: CallRecord, build: Callable[[], Exchange] | None) -> None:
+    def end(self, record: CallRecord, build: Build | None) -> None:
         """The call has ended: `build` (None: not recorded) handed to the writer once the
         loop has learned its ids, and the call finished."""
         if record.unlearned == 0:
@@ -273,7 +293,7 @@ class Records:
         self._ending.add(task)
         task.add_done_callback(self._ending.discard)
 
-    async def _end_later(self, record: CallRecord, build: Callable[[], Exchange] | None) -> None:
+    async def _end_later(self, record: CallRecord, build: Build | None) -> None:
         while record.unlearned and record.pending is not None:
             # (the worker's tasks run in order: the last one done, every one is, and the
             # loop learns their ids before it hears of that)
@@ -282,10 +302,12 @@ class Records:
             await asyncio.sleep(0)
         self._hand(record, build)
 
-    def _hand(self, record: CallRecord, build: Callable[[], Exchange] | None) -> None:
+    def _hand(self, record: CallRecord, build: Build | None) -> None:
         try:
             if build is not None:
-                self.recording.write(record.call, build)
+                # (straight to the writer: `Recording.write` takes a model, a stream's build
+                # gives its block)
+                self.recording.writer.hand_over(EndedStream(record.call, build))
         finally:
             self.recording.finish(record.call)
 
@@ -411,8 +433,10 @@ def stream_exchange(
     trailing: Metadata,
     *,
     truncated: bool = False,
-) -> Exchange:
-    """A server stream's exchange: its messages from the spool, as the worker recorded them."""
+) -> Exchange | Block:
+    """A server stream's exchange: its messages from the spool, as the worker recorded them.
+    Given as its block (`stream_block`) unless its file tags it `@during` another exchange
+    (a tag made from the model)."""
     request, title = _request(record)
     if record.pending is not None:
         record.pending.result()  # (the worker has recorded every message it was given)
@@ -421,6 +445,8 @@ def stream_exchange(
     call = record.call
     call.redactor.seen.update(record.redactor.seen)  # (the messages' secrets: in the text's scrub)
     try:
+        if call.routing.during is None and record.spool.count:
+            return stream_block(record, request, title, code, details, initial, trailing, truncated)
         # (read from the spool a line at a time, into the events: never a list of them too)
         response = binding.response_of(
             code, message=details, initial=initial, trailing=trailing, messages=record.spool.lines()
@@ -433,3 +459,41 @@ def stream_exchange(
         title=title,
         truncated=truncated,
     )
+
+
+def stream_block(
+    record: CallRecord,
+    request: Request,
+    title: str,
+    code: int,
+    details: str,
+    initial: Metadata,
+    trailing: Metadata,
+    truncated: bool,
+) -> Block:
+    """A stream's block (the text `dumps_exchange` writes for its exchange) made from its
+    spool a message at a time: the exchange is rendered with one marker message in their
+    place, and the messages' frames go where its frame is. Its events and their SSE text are
+    thus never held beside the block (the model of a stream holds both, and its rendering
+    copies them twice more: about five times the stream at its end)."""
+    call = record.call
+    marker = f'"recorder-frames-{uuid.uuid4().hex}"'
+    response = binding.response_of(
+        code, message=details, initial=initial, trailing=trailing, messages=(marker.encode(),)
+    )
+    exchange = Exchange(
+        request=request,
+        response=_redacted(response, call.redactor),
+        title=title,
+        truncated=truncated,
+    )
+    before, frame, after = dumps_exchange(exchange).partition(f"data: {marker}")
+    if not frame or frame in after or frame in before:  # (never: a uuid's marker)
+        raise ValueError("a gRPC stream's block has no single place for its messages")
+    parts = [before]
+    for line in record.spool.lines():
+        # each message's frame as `sse.serialize` writes it (its blank line after)
+        parts.append(sse.serialize((SseEvent(data=line.decode()),)).decode())
+    parts[-1] = parts[-1].rstrip("\n")  # (the last frame's blank line: `dumps_exchange`'s)
+    parts.append(after)
+    return Block("".join(parts), title, status=code, frames=record.spool.count)

@@ -59,6 +59,9 @@ class CallVerdict:
     made: Mapping[int, LiveReply] | None = None
     whole: bool = True
     """Every recorded call was made and no extra one came (--update can bless the calls)."""
+    lives: Mapping[int, LiveReply] | None = None
+    """The live request of every call made, alike or not (by its block's index): what
+    --update's second run compares, so that a call that varies is refused as noise."""
 
 
 class FileCalls:
@@ -176,6 +179,7 @@ class FileCalls:
             return CallVerdict(count=len(calls))
         mismatches: list[Mismatch] = []
         blessed: dict[int, LiveReply] = {}
+        lives: dict[int, LiveReply] = {}
         whole = not extras
         for call in calls:
             live = made[call.index]
@@ -184,6 +188,7 @@ class FileCalls:
                 whole = False
                 continue
             reply = live_as_reply(live)
+            lives[call.index] = reply
             found = list(target_mismatches(call, live))
             found.extend(
                 _labelled(m, call) for m in state.compare(as_reply(call), reply, number=None)
@@ -192,7 +197,7 @@ class FileCalls:
                 blessed[call.index] = reply
             mismatches.extend(found)
         mismatches.extend(extra_call(live, note) for live, note in extras)
-        return CallVerdict(tuple(mismatches), len(calls), blessed, whole)
+        return CallVerdict(tuple(mismatches), len(calls), blessed, whole, lives)
 
 
 def _labelled(mismatch: Mismatch, call: RecordedCall) -> Mismatch:

@@ -47,6 +47,7 @@ import httpx
 from recorder.checks.judges import import_judges
 from recorder.errors import NoReplyError, UpstreamError
 from recorder.format.model import Exchange, Request, Transcript
+from recorder.replay.calls import request_as_reply
 from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.filecalls import CallVerdict, FileCalls, call_details
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc, send_grpc
@@ -353,6 +354,9 @@ class FilePlayer:
     def judge(self, index: int, live: LiveReply) -> list[Mismatch]:
         """Exchange `index`'s mismatches for a reply got in another play (`recorder learn`'s
         held-out runs), as `_record` compares one: in order, so pairs are learned as then."""
+        if self.transcript.exchanges[index].call is not None:  # as `FileCalls.settle` does
+            golden = request_as_reply(self.transcript.exchanges[index].request)
+            return self.state.compare(golden, live, number=None)
         return self.state.compare(self._expected(index), live, number=index + 1)
 
     @property
@@ -421,6 +425,9 @@ class FilePlayer:
         if self._calls is None:
             return CallVerdict()
         verdict = self._calls.settle(index, self.state)
+        if self.on_reply is not None:  # (--update's two runs: a call that varies is noise)
+            for call, live in (verdict.lives or {}).items():
+                self.on_reply(call, live)
         if self.update and verdict.mismatches:
             if verdict.whole:
                 self._to_bless.update(verdict.made or {})
@@ -467,8 +474,7 @@ class FilePlayer:
         chosen = set(selected)
         if self.not_updated(chosen) is not None:
             return False
-        if self._calls is not None:  # the calls of the chosen exchanges
-            chosen |= {call.index for call in self._calls.calls if call.exchange in chosen}
+        chosen |= set(self.calls_of(chosen))  # the calls of the chosen exchanges
         live = {index: self._to_bless[index] for index in chosen & self._to_bless.keys()}
         replaced = blessed_exchanges(self.transcript, self.state, self.rules, live, self._secrets)
         if not replaced:
@@ -477,6 +483,13 @@ class FilePlayer:
             self._changed_on_disk = True
             return False
         return True
+
+    def calls_of(self, exchanges: Iterable[int]) -> list[int]:
+        """The block indices of the calls the `exchanges` (0-based) made, in file order."""
+        chosen = set(exchanges)
+        if self._calls is None:
+            return []
+        return [call.index for call in self._calls.calls if call.exchange in chosen]
 
     def not_updated(self, selected: Iterable[int]) -> str | None:
         """Why --update must leave the file as it is, or None (`recorder.replay.update`); a
@@ -507,6 +520,7 @@ def finish_update(
         mismatched = sorted(
             i for i in chosen if i in player.results and player.results[i].mismatches
         )
+        mismatched += player.calls_of(mismatched)  # their calls are blessed too
         not_updated = noise_refusal(player.transcript, first, replay(), mismatched, player.rules)
     updated = not_updated is None and player.write_update(chosen)
     if not updated and player.changed_on_disk:

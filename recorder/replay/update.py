@@ -175,22 +175,52 @@ def noise_refusal(
     """Why --update must not bless the exchanges `indices`, or None: their live replies in two
     runs (`first`, `second`) differ at a place the rules do not absorb (`recorder.rules.noise`, as
     `recorder learn` would see it). Blessing it would write a volatile value into the golden
-    file, and the next replay would fail there without a hint. The reason names the rule."""
+    file, and the next replay would fail there without a hint. The reason names the rule.
+
+    `indices` may name call blocks (`# @call`): a call's live requests are compared as its
+    comparison sees them (its request's body in a reply's place), and it is named as a report
+    names it (`call 2 (model) of exchange 1`)."""
+    played = [index for index in sorted(indices) if index in first and index in second]
     replies = [
         Replies(
-            f"exchange {index + 1}",
-            as_reply(transcript.exchanges[index]).response,
+            _where(transcript, index),
+            _golden(transcript, index).response,
             (first[index].response, second[index].response),
+            exchange=index + 1,
         )
-        for index in sorted(indices)
-        if index in first and index in second
+        for index in played
     ]
     found = propose(replies, rules).rules
     if not found:
         return None
     noise = found[0]
+    # (a checks proposal names its place by the block's number: a call is named as a report
+    # names it)
+    names = {f"exchange {index + 1}": _where(transcript, index) for index in played}
+    where = names.get(noise.where[0], noise.where[0])
     more = f" ({len(found) - 1} more such places)" if len(found) > 1 else ""
     return (
-        f"{noise.where[0]} differs between two live runs at {noise.target}{more}: noise, not a"
+        f"{where} differs between two live runs at {noise.target}{more}: noise, not a"
         f" change; add `{noise.rule_text()}` to the rules, or run `recorder learn`"
     )
+
+
+def _golden(transcript: Transcript, index: int) -> Exchange:
+    """Block `index` as its live reply is compared: a call's request, a delivery's request,
+    an exchange's reply."""
+    exchange = transcript.exchanges[index]
+    return request_as_reply(exchange.request) if exchange.call else as_reply(exchange)
+
+
+def _where(transcript: Transcript, index: int) -> str:
+    """`exchange 3`, or for a call block `call 2 (model) of exchange 1` (its number among
+    that exchange's calls, as the reports count)."""
+    call = transcript.exchanges[index].call
+    if call is None:
+        return f"exchange {index + 1}"
+    number = sum(
+        1
+        for other in transcript.exchanges[:index]
+        if other.call is not None and other.call.exchange == call.exchange
+    )
+    return f"call {number + 1} ({call.name}) of exchange {call.exchange}"

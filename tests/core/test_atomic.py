@@ -19,12 +19,14 @@ import pytest
 from recorder.disk import atomic
 from recorder.disk.atomic import (
     SCRATCH,
+    Pieces,
     create_exclusive,
     hold_scratch,
     other_writers,
     release_scratch,
     remove_stale_scratch,
 )
+from recorder.disk.locking import append_held, locked
 
 
 def _umask() -> int:
@@ -87,6 +89,21 @@ def test_a_new_file_is_linked_from_an_unnamed_file(
     assert os.listdir(tmp_path) == ["01-a.http"]
     assert os.stat(path).st_mode & 0o777 == 0o666 & ~_umask()
     assert tmp_path.as_posix() not in atomic._no_tmpfile
+
+
+def test_a_text_in_pieces_is_written_as_its_join_slices_cut_between_code_points(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_files: str
+) -> None:
+    monkeypatch.setattr(atomic, "PIECE", 3)  # (slices of 3 characters: é and 日 cut across)
+    parts = ("# head\n", "\n", "data: é日本 ü\n" * 5, "")
+    text = Pieces(parts)
+    path = tmp_path / "01-a.http"
+    create_exclusive(path, text)
+    assert path.read_bytes() == "".join(parts).encode("utf-8")
+    assert text.size == len("".join(parts).encode("utf-8"))
+    with locked(path) as held:
+        append_held(held, Pieces(("\n", "ü" * 7)))
+    assert path.read_text("utf-8") == "".join(parts) + "\n" + "ü" * 7
 
 
 def test_a_taken_name_is_refused_and_kept(tmp_path: Path, new_files: str) -> None:

@@ -9,6 +9,7 @@ caught at the call's path; concurrent clients' files replayed in parallel."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import signal
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from a2a.client import create_client
 from a2a.helpers import new_text_message
 from a2a.types import Role, SendMessageRequest
@@ -246,6 +248,75 @@ def test_concurrent_clients_files_replay_in_parallel(tmp_path: Path) -> None:
             assert result.call_count == sum(len(t.calls) for t in files)
 
 
+def test_update_refuses_a_call_that_varies_between_runs(review: Recording, tmp_path: Path) -> None:
+    # the agent sends the tool another argument on every call: the A2A replies stay as
+    # recorded (the stand-in answers), only the call varies; blessing it would write a value
+    # the next replay fails at
+    folder = tmp_path / "noisy"
+    folder.mkdir()
+    for path in review.folder.glob("*.http"):
+        (folder / path.name).write_text(path.read_text())
+    runs = itertools.count()
+
+    def each_run_anew(arguments: dict[str, Any]) -> dict[str, Any]:
+        return {**arguments, "diff": f"{arguments['diff']}# run {next(runs)}\n"}
+
+    with agent(review.settings, tool_arguments=each_run_anew) as url:
+        result = play([folder], agent=url, update=True)
+    refused = [t for t in result.transcripts if t.not_updated]
+    assert refused and not any(t.updated for t in result.transcripts)
+    assert re.search(
+        r"call \d \(tools\) of exchange 1 differs between two live runs at"
+        r" \$\.params\.arguments\.diff",
+        refused[0].not_updated or "",
+    ), refused[0].not_updated
+    for path in review.folder.glob("*.http"):
+        assert (folder / path.name).read_text() == path.read_text()
+
+
+def test_learn_stands_in_for_the_calls_and_learns_a_call_that_varies(
+    review: Recording, tmp_path: Path
+) -> None:
+    # the agent as recorded (its model and tools at the stand-ins' places), sending its tool
+    # another diff each run: learn plays as play does, the calls answered from the file (the
+    # model's words are the recorded ones: nothing of them to learn), and the call's varying
+    # argument is learned as a varying reply's text is, scoped to the call's block
+    files = {path.name: load(path) for path in sorted(review.folder.glob("*.http"))}
+    calls = sum(len(t.calls) for t in files.values())
+    exchanges = sum(len(t.exchanges) for t in files.values()) - calls
+    rules = tmp_path / "learned.yaml"
+    runs = itertools.count()
+
+    def each_run_anew(arguments: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **arguments,
+            "diff": arguments["diff"].replace("import os", f"import os  # {next(runs)}"),
+        }
+
+    with agent(review.settings, tool_arguments=each_run_anew) as url:
+        result = CliRunner().invoke(
+            main,
+            ["learn", str(review.folder), "--agent", url, "--runs", "3", "-o", str(rules)],
+        )
+    assert result.exit_code == 0, result.output
+    assert re.search(
+        rf"1 rule learned from 3 live runs of {exchanges} exchanges \({calls} calls\) in"
+        rf" {len(files)} files?, written to .*; 0 likely regressions",
+        result.output,
+    ), result.output
+    learned = yaml.safe_load(rules.read_text())
+    assert list(learned) == ["version", "checks"], learned
+    [entry] = learned["checks"]
+    name, number = entry["in"].split("#")
+    tool_calls = [
+        index + 1
+        for index, e in enumerate(files[name].exchanges)
+        if e.call is not None and e.call.name == "tools" and b"tools/call" in e.request.body
+    ]
+    assert entry["path"] == "$.params.arguments.diff" and int(number) in tool_calls, entry
+    assert f"{exchanges} exchanges (and their {calls} calls)" in rules.read_text()
+
+
 def test_the_reports_show_the_calls(review: Recording, tmp_path: Path) -> None:
     report = tmp_path / "report.json"
     with agent(review.settings, system_prompt="You are a code reviewer. Be brief.") as url:
@@ -307,3 +378,26 @@ def test_update_blesses_a_changed_call_keeping_its_recorded_ids(
     # only the requests changed: every recorded reply (its ids) is as it was
     assert [e.response for e in blessed] == [e.response for e in recorded]
     assert "{{MODEL_TOKEN}}" in blessed[0].request.headers.get("Authorization", "")
+
+
+def test_the_pytest_plugin_refuses_a_call_that_varies_too(
+    review: Recording, pytester: pytest.Pytester
+) -> None:
+    folder = pytester.path / "transcripts"
+    folder.mkdir()
+    for path in review.folder.glob("*.http"):
+        (folder / path.name).write_text(path.read_text())
+    runs = itertools.count()
+
+    def each_run_anew(arguments: dict[str, Any]) -> dict[str, Any]:
+        return {**arguments, "diff": f"{arguments['diff']}# run {next(runs)}\n"}
+
+    with agent(review.settings, tool_arguments=each_run_anew) as url:
+        result = pytester.runpytest_subprocess(
+            "transcripts", "--recorder-agent", url, "--recorder-update"
+        )
+    result.stdout.re_match_lines(
+        [r".*call \d \(tools\) of exchange 1 differs between two live runs at \$\.params.*"]
+    )
+    for path in review.folder.glob("*.http"):
+        assert (folder / path.name).read_text() == path.read_text()

@@ -161,6 +161,18 @@ def test_the_language_every_run_was_in_is_checked_when_the_texts_are_long_enough
     assert "language" not in checks_of([Texts(None, ("short text here", "another short one"))])
 
 
+@pytest.mark.skipif(not language_available(), reason="py3langid is not installed")
+def test_a_language_the_check_cannot_name_is_not_proposed() -> None:
+    # py3langid reads a code diff as Ligurian ("lij"): no ISO 639-1 code, so a `language`
+    # check of it would be refused when the learned rules are read (learn stopped there)
+    diffs = tuple(
+        f"--- a/src/app.py\n+++ b/src/app.py\n@@ -1,2 +1,3 @@\n import os  # {n}\n"
+        "+print('debug')  # TODO remove\n x = 1\n"
+        for n in range(3)
+    )
+    assert "language" not in checks_of([Texts(diffs[0], diffs)])
+
+
 def test_prose_is_two_words_or_more() -> None:
     assert is_prose("Looks good to me")
     assert not is_prose("src/app.py") and not is_prose("") and not is_prose(3)

@@ -1,6 +1,6 @@
 """Where the recorder's gRPC listener does its recording work (`recorder.record.grpc_record`),
-told by where ProtoJSON is made (`json_format.MessageToDict`, watched, not replaced) against a
-grpc.aio agent of the test's own, in the test's event loop:
+told by where ProtoJSON is made (`recorder.bindings.grpc.to_value`, watched, not replaced)
+against a grpc.aio agent of the test's own, in the test's event loop:
 
 - nothing between receiving and forwarding: the agent has the request before the recorder
   reads it, and a reply (a unary one, or each message of a stream) is handed on to grpc
@@ -25,9 +25,9 @@ import grpc
 import grpc.aio
 import pytest
 from a2a.types import a2a_pb2
-from google.protobuf import json_format
 
 from recorder import load
+from recorder.bindings import grpc as binding
 from recorder.record.grpc_record import ON_LOOP, MessageSpool
 from recorder.record.proxy import create_proxy_app
 
@@ -90,13 +90,13 @@ def protojson(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """(thread name, message type) of every message made ProtoJSON, in order, and in the
     shared event list the tests keep."""
     made: list[tuple[str, str]] = []
-    original = json_format.MessageToDict
+    original = binding.to_value
 
     def watched(message: Any, *args: Any, **kwargs: Any) -> Any:
         made.append((threading.current_thread().name, message.DESCRIPTOR.name))
         return original(message, *args, **kwargs)
 
-    monkeypatch.setattr(json_format, "MessageToDict", watched)
+    monkeypatch.setattr(binding, "to_value", watched)
     return made
 
 
@@ -164,13 +164,13 @@ def test_nothing_is_read_between_receiving_a_call_and_forwarding_it_or_its_reply
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     events: list[tuple[str, str]] = []
-    original = json_format.MessageToDict
+    original = binding.to_value
 
     def noted(message: Any, *args: Any, **kwargs: Any) -> Any:
         events.append(("read", message.DESCRIPTOR.name))
         return original(message, *args, **kwargs)
 
-    monkeypatch.setattr(json_format, "MessageToDict", noted)
+    monkeypatch.setattr(binding, "to_value", noted)
 
     async def body(channel: Any, agent: Agent) -> None:
         request = a2a_pb2.GetTaskRequest(id="t-1").SerializeToString()
@@ -248,6 +248,21 @@ def test_the_spool_keeps_lines_in_memory_then_in_a_file() -> None:
     ]
     assert spool.count == 3
     spool.close()
+
+
+def test_the_spools_file_keeps_a_message_that_holds_a_line_break_whole() -> None:
+    # a message that did not decode is kept as it came, line breaks and all: one message, not
+    # two, whether the spool holds it in memory, in its file, or in memory again
+    odd = b"\x08\x01\n\x02ok\r\n"
+    spool = MessageSpool(spool_at=4)
+    spool.add(b'{"a": 1}')
+    spool.add(odd)
+    assert spool._file is not None
+    assert list(spool.lines()) == [b'{"a": 1}', odd]
+    spool._unspool()  # (a file that can no longer be written: back to memory)
+    spool.add(b"")
+    assert list(spool.lines()) == [b'{"a": 1}', odd, b""]
+    assert spool.count == 3
 
 
 def test_a_stream_faster_than_its_recording_waits_for_it_memory_stays_bounded(

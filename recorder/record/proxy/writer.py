@@ -59,14 +59,16 @@ class BufferedReply:
 class EndedStream:
     """A relayed reply (an event stream, a large or unsized body), its exchange built when it
     ended; or a function that builds it, called on the writer thread (a gRPC call's: built
-    off the event loop, `recorder.record.grpc_proxy`)."""
+    off the event loop, `recorder.record.grpc_proxy`; a stream's as its block, never held as
+    a model too)."""
 
     call: Call
-    exchange: Exchange | Callable[[], Exchange]
+    exchange: Exchange | Callable[[], Exchange | Block]
 
     def outcome(self, built: Exchange | Block) -> str:
         """The reply's status, for its line (`recorder.record.lines.outcome`)."""
-        assert isinstance(built, Exchange)  # (a stream's is made, never a direct block)
+        if isinstance(built, Block):  # (a gRPC stream's, made from its spool)
+            return outcome(built.status, frames=built.frames)
         response = built.response
         if response.events is not None:
             return outcome(response.status, frames=len(response.events))

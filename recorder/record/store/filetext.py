@@ -43,6 +43,10 @@ class Block:
 
     text: str
     title: str
+    # the reply's status and frames, for its line when the writer has no model of it (a gRPC
+    # stream's block, made from its spool: `recorder.record.grpc_record.stream_exchange`)
+    status: int = 0
+    frames: int | None = None
 
 
 @dataclass(frozen=True)
@@ -160,8 +164,13 @@ class OpenFile:
     def text(self) -> str:
         """The whole file: the blocks of unchanged exchanges are reused, so an exchange costs
         one `dumps` of itself, not of the whole file."""
+        return "".join(self.pieces())
+
+    def pieces(self) -> tuple[str, ...]:
+        """`text` in pieces (its head, each block, the blank lines between): written as they
+        are, a large block is not copied into the file's text first."""
         if len(self.entries) == 1:  # (a new file: its one exchange has no tag)
-            return self.head() + "\n" + self.entries[0].text(None)
+            return (self.head(), "\n", self.entries[0].text(None))
         position = {entry.ticket: n for n, entry in enumerate(self.entries, start=1)}
         parts = [self.head()]
         for entry in self.entries:
@@ -169,7 +178,7 @@ class OpenFile:
             push_at = None if entry.push is None else position.get(entry.push)
             call = None if entry.call is None else entry.call.tag(position.get(entry.call.exchange))
             parts.append(entry.text(during_tag(entry.during, position), push_at, call))
-        return "".join(parts)
+        return tuple(parts)
 
     def _place(self, ticket: int | None) -> int | None:
         """The 1-based place of the exchange of `ticket` among the entries (None: not there)."""
@@ -181,6 +190,10 @@ class OpenFile:
 
     def last_block(self) -> str:
         """The text the last exchange adds to the file (the earlier ones are unchanged)."""
+        return "".join(self.last_pieces())
+
+    def last_pieces(self) -> tuple[str, str]:
+        """`last_block` in pieces: the blank line, the block."""
         entry = self.entries[-1]
         tag = None
         if entry.during is not None:
@@ -189,7 +202,7 @@ class OpenFile:
             if at < len(entries) and entries[at].ticket == entry.during[0]:
                 tag = during_tag(entry.during, {entry.during[0]: at + 1})
         call = None if entry.call is None else entry.call.tag(self._place(entry.call.exchange))
-        return "\n" + entry.text(tag, self._place(entry.push), call)
+        return "\n", entry.text(tag, self._place(entry.push), call)
 
     @property
     def lock(self) -> threading.Lock:

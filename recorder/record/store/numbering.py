@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from recorder.disk.atomic import create_exclusive, other_writers
+from recorder.disk.atomic import Pieces, create_exclusive, other_writers
 from recorder.record.naming import file_name, next_number
 
 __all__ = ["Numbers"]
@@ -39,11 +39,11 @@ class Numbers:
         self._shared = False  # another writer is seen on `out`: check each new number
         self._checked_below = 0  # numbers below, handed out while shared: checked too
 
-    def claim(self, slug: str, text: str, path: Path | None, *, fsync: bool) -> Path:
+    def claim(self, slug: str, text: str | Pieces, path: Path | None, *, fsync: bool) -> Path:
         """Make the new file holding `text`: at `path` when given (a file of the store that a
         user deleted: its name, unless another writer took it since), else under the next
         free number. Returns where it went."""
-        data = text.encode("utf-8")
+        data = text.encode("utf-8") if isinstance(text, str) else text
         # (number, name) to try again (the folder was gone); a number of None: `path`'s
         again: tuple[int | None, str] | None = None if path is None else (None, path.name)
         taken = yielded = 0

@@ -59,6 +59,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 
 from recorder.disk.atomic import (
+    Pieces,
     hold_scratch,
     note_file,
     noted_by_others,
@@ -385,7 +386,10 @@ class TranscriptStore:
                 if os.path.isdir(self.out) and os.path.lexists(path):
                     raise
                 # deleted (or its folder): made again whole, below, with this store's part
-        text = scrubbed(self._scrub, record.text(), secrets, record.path)
+        if secrets and self._scrub is not None:
+            text: str | Pieces = scrubbed(self._scrub, record.text(), secrets, record.path)
+        else:  # (nothing to scrub: written in its pieces, never joined)
+            text = Pieces(record.pieces())
         self._write_whole(record, text)
         record.written, record.secrets = len(record.entries), version
         record.replacing = False
@@ -423,8 +427,11 @@ class TranscriptStore:
             and record.head_tags() == record.head_written
             and self._unchanged(record)
         ):
-            tail = scrubbed_block(self._scrub, record.last_block(), entry, secrets, record.path)
-            append_held(held, tail.encode("utf-8"), fsync=self._fsync)
+            if secrets and self._scrub is not None:
+                tail = scrubbed_block(self._scrub, record.last_block(), entry, secrets, record.path)
+                append_held(held, tail.encode("utf-8"), fsync=self._fsync)
+            else:  # (nothing to scrub: appended in its pieces, never joined)
+                append_held(held, Pieces(record.last_pieces()), fsync=self._fsync)
         else:
             data = scrubbed(self._scrub, record.text(), secrets, record.path).encode("utf-8")
             write_text_atomic(record.path, data, fsync=self._fsync)
@@ -480,7 +487,7 @@ class TranscriptStore:
         text = record.written_text()
         return self._scrub(text, learned) == text
 
-    def _write_whole(self, record: OpenFile, text: str) -> None:
+    def _write_whole(self, record: OpenFile, text: str | Pieces) -> None:
         """Write the file whole as a new file whose name is claimed on disk (a number found
         taken is passed over): a new file, or one of this store's that is gone (its name
         again, unless another writer took it since)."""
@@ -494,7 +501,8 @@ class TranscriptStore:
             note_file(self._folder, candidate.name)
         record.path = candidate
         disk = record.disk
-        disk.size, disk.ino, disk.shared, disk.count = len(text.encode("utf-8")), 0, False, 0
+        size = text.size if isinstance(text, Pieces) else len(text.encode("utf-8"))
+        disk.size, disk.ino, disk.shared, disk.count = size, 0, False, 0
 
     def _rescrub(self, paths: Iterable[Path], secrets: Mapping[str, str], skip: Path) -> None:
         """Scrub newly learned secrets from files already written, from their text on disk

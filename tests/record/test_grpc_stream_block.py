@@ -1,0 +1,119 @@
+"""A gRPC stream's record at its end (`recorder.record.grpc_record.stream_exchange`): its
+block is made from the spool a message at a time, never as a model beside its text.
+
+- the block is the text the model of the same stream renders (`dumps_exchange`), whatever
+  the stream's end: OK, failed after messages (its status in the trailers), cut, with
+  metadata (secret metadata redacted), non-ASCII messages;
+- the memory the end of a stream costs, traced by `tracemalloc` (allocations counted, not
+  timed), in a new file and appended to one: under two and a half times the stream's text
+  on top of what the spool holds (the model's path held its events, their SSE text, their
+  decoded copy and the joined block at once, then the file's text and its bytes beside the
+  block: five times; the block is now made once, from its frames, and written in pieces).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import json
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from recorder import load
+from recorder.format.httpfile import dumps_exchange
+from recorder.format.model import GRPC_METHOD, Exchange
+from recorder.record.grpc_record import CallRecord, Records, stream_exchange
+from recorder.record.proxy.call import Call, CallRequest
+from recorder.record.proxy.recording import Recording
+from recorder.record.store.filetext import Block
+from recorder.record.store.transcript_store import TranscriptStore
+from recorder.secrets.redact import Redactor
+
+TARGET = "/lf.a2a.v1.A2AService/SendStreamingMessage"
+
+
+def message(index: int, text: str) -> bytes:
+    """One stream message's JSON as the worker spools it."""
+    update = {
+        "taskId": "t-1",
+        "contextId": "c-1",
+        "status": {
+            "state": "TASK_STATE_WORKING",
+            "message": {"messageId": f"m-{index}", "role": "ROLE_AGENT", "parts": [{"text": text}]},
+        },
+    }
+    return json.dumps({"statusUpdate": update}, ensure_ascii=False).encode()
+
+
+def recorded(
+    recording: Recording, lines: list[bytes], *, during: bool = False, scenario: str | None = None
+) -> CallRecord:
+    call = Call(CallRequest(GRPC_METHOD, TARGET, (), b'{"message": {}}'))
+    call.scenario = scenario
+    recording.begin(call)
+    if during:  # (a stream tagged `@during` another: recorded from its model)
+        call.routing = dataclasses.replace(call.routing, during=(0, 1))
+    record = CallRecord(call, "SendStreamingMessage", [], call.redactor.fresh())
+    for line in lines:
+        record.spool.add(line)
+    return record
+
+
+ENDS = {
+    "ok": (0, "", [("x-served-by", "kit")], [("x-trailer", "t")], False),
+    "failed after messages": (13, "the agent broke", [], [("x-why", "w")], False),
+    "cut by the client": (1, "cancelled by the client", [], [], True),
+    "secret metadata": (0, "", [("authorization", "Bearer s3cr3t")], [], False),
+}
+
+
+@pytest.mark.parametrize("end", sorted(ENDS))
+def test_a_streams_block_is_the_text_its_model_renders(tmp_path: Path, end: str) -> None:
+    code, details, initial, trailing, truncated = ENDS[end]
+    recording = Recording(TranscriptStore(tmp_path), Redactor(), host_header="agent:1")
+    lines = [message(n, text) for n, text in enumerate(["a", "é ü 日本", "x" * 3000, ""])]
+    build = functools.partial(stream_exchange, truncated=truncated)
+    block = build(recorded(recording, lines), code, details, initial, trailing)
+    model = build(recorded(recording, lines, during=True), code, details, initial, trailing)
+    assert isinstance(block, Block) and isinstance(model, Exchange)
+    assert block.text == dumps_exchange(model)
+    assert block.title == model.title
+    assert (block.status, block.frames) == (code, len(lines))
+    assert "s3cr3t" not in block.text
+
+
+@pytest.mark.parametrize("earlier", [0, 1], ids=["new file", "appended"])
+def test_the_end_of_a_long_stream_costs_a_few_times_its_text_not_five(
+    tmp_path: Path, earlier: int
+) -> None:
+    recording = Recording(TranscriptStore(tmp_path), Redactor(), host_header="agent:1")
+
+    async def end(record: CallRecord, *, traced: bool) -> int:
+        records = Records(recording)
+        if traced:
+            tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            records.end(record, functools.partial(stream_exchange, record, 0, "", [], []))
+            assert await recording.writer.flush(60)
+            return tracemalloc.get_traced_memory()[1] - base
+        finally:
+            tracemalloc.stop()
+
+    for _ in range(earlier):  # (a short stream first: the long one is appended to its file)
+        asyncio.run(end(recorded(recording, [message(0, "short")], scenario="s"), traced=False))
+    lines = [message(n, "x" * (256 * 1024)) for n in range(24)]
+    size = sum(len(line) for line in lines)
+    record = recorded(recording, lines, scenario="s")  # (spooled to a temporary file)
+    del lines
+    peak = asyncio.run(end(record, traced=True))
+    assert recording.writer.status()["recorded"] == earlier + 1
+    assert peak < 2.5 * size, f"peak {peak / size:.2f} times the stream"
+    (path,) = tmp_path.glob("*.http")
+    exchanges = load(path).exchanges
+    assert len(exchanges) == earlier + 1
+    events = exchanges[-1].response.events
+    assert events is not None and len(events) == 24
