@@ -1,5 +1,5 @@
 """What the recording writer spends per exchange before the store: the recorded `Exchange`
-built from the raw request and reply bytes (`Recording.exchange`), and its `.http` text
+built from the raw request and reply bytes (`Builder.exchange`), and its `.http` text
 (`dumps_exchange`).
 
     .venv/bin/python bench/bench_build.py                      # ~10 s
@@ -14,7 +14,7 @@ and the kept reply header pairs, as the forwarding room hands them to `Recording
 Per exchange: a fresh redactor (`Redactor.fresh`, as `Recording.begin` gives), then what
 the writer thread does (`Recording._record`): the exchange's text, made straight from its
 bytes (`Recording._built`: `recorder.record.proxy.direct`) or through the model
-(`Recording.exchange`, then `dumps_exchange`) when it is no common one (a tree before the
+(`Builder.exchange`, then `dumps_exchange`) when it is no common one (a tree before the
 direct path: always so). The store's write and the transcript scrub are
 `bench/bench_store.py`'s. Cases: "plain"
 (no secret anywhere), "bearer" (an `Authorization: Bearer` header: the redactor's and the
@@ -92,7 +92,7 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
     """In this process (the `recorder` on sys.path): µs per exchange, best of `repeat`
     passes over `count` exchanges, and a digest of the text written."""
     from recorder.format.httpfile import dumps_exchange
-    from recorder.record.proxy.call import Call
+    from recorder.record.proxy.call import Call, CallRequest, Routing
     from recorder.record.proxy.recording import Recording
     from recorder.record.transport.upstream import UpstreamReply
     from recorder.secrets.redact import Redactor
@@ -119,18 +119,19 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
     for _ in range(repeat):
         calls = []
         for body, headers, reply in data:
-            call = Call(method="POST", target="/a2a/jsonrpc", headers=list(headers), body=body)
+            call = Call(CallRequest("POST", "/a2a/jsonrpc", tuple(headers), body))
             calls.append((call, reply))
         upstream = UpstreamReply(200, "OK", reply_headers, no_chunks(), no_close)  # type: ignore[arg-type]
         texts = []
         start = time.perf_counter()
         for call, reply in calls:
             call.redactor = redactor.fresh()
+            call.routing = Routing(1, None)
             if built is not None:
                 made = built(call, upstream, reply_headers, reply)
                 texts.append(made if isinstance(made, str) else dumps_exchange(made))
             else:
-                exchange = recording.exchange(call, upstream, reply_headers, body=reply)
+                exchange = recording.builder.exchange(call, upstream, reply_headers, body=reply)
                 texts.append(dumps_exchange(exchange))
         best = min(best, time.perf_counter() - start)
         digest = hashlib.sha256("".join(texts).encode()).hexdigest()[:16]

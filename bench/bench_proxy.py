@@ -135,7 +135,7 @@ def serve_recorder(port: int, upstream: str, out: str, variant: str) -> None:
     if variant == "forward-only":
         recording = proxy.recording
         recording.submit = lambda call, *a: None  # type: ignore[method-assign]
-        recording.exchange = lambda call, *a, **k: None  # type: ignore[method-assign]
+        recording.builder.exchange = lambda call, *a, **k: None  # type: ignore[method-assign]
         recording.write = lambda call, exchange: None  # type: ignore[method-assign]
     serve(proxy, host="127.0.0.1", port=port, announce=lambda _: None)
 

@@ -47,6 +47,7 @@ import functools
 import json
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any, NoReturn
 
 from recorder.bindings import grpc as binding
@@ -73,7 +74,7 @@ from recorder.record.grpc_record import (
     stream_exchange,
     unary_exchange,
 )
-from recorder.record.proxy.call import Call
+from recorder.record.proxy.call import Call, CallRequest
 from recorder.record.proxy.push import PushRoom
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.scenarios import Scenarios
@@ -123,17 +124,17 @@ def card_grpc_interface(upstream: str, timeout: float = 5.0) -> str | None:
 def _pointed(push: PushRoom | None, name: str, call: Call, request: bytes) -> bytes:
     """The request message as forwarded: each push config it registers pointed at the
     HTTP proxy's receiver (`PushRoom.point`: its deliveries pass through the recorder and
-    are recorded), re-encoded from its ProtoJSON; `call.body`, what is recorded, stays the
+    are recorded), re-encoded from its ProtoJSON; `call.request.body`, what is recorded, stays the
     client's. Any other call's message goes on as its bytes came."""
-    if push is None or name not in _REGISTERING or b'"url"' not in call.body:
+    if push is None or name not in _REGISTERING or b'"url"' not in call.request.body:
         return request
     try:
-        body = json.loads(call.body)
+        body = json.loads(call.request.body)
         if not push.point(call, body):
             return request
         data: bytes = binding.to_message(name, json.dumps(body)).SerializeToString()
     except Exception as exc:  # (the agent says what is wrong with a message)
-        log.warning("%s: its push config goes on unrecorded: %s", call.target, exc)
+        log.warning("%s: its push config goes on unrecorded: %s", call.request.target, exc)
         return request
     return data
 
@@ -302,12 +303,14 @@ class GrpcListener:
         """The call as the recording sees it, its scenario chosen (not begun yet)."""
         own = dict((k, v) for k, v in metadata if k in (SCENARIO_KEY, TITLE_KEY))
         call = Call(
-            method=GRPC_METHOD,
-            target=path,
-            headers=[],
-            body=b"",
-            scenario_header=raw(own[SCENARIO_KEY]) if SCENARIO_KEY in own else None,
-            title_header=raw(own[TITLE_KEY]) if TITLE_KEY in own else None,
+            CallRequest(
+                method=GRPC_METHOD,
+                target=path,
+                headers=(),
+                body=b"",
+                scenario_header=raw(own[SCENARIO_KEY]) if SCENARIO_KEY in own else None,
+                title_header=raw(own[TITLE_KEY]) if TITLE_KEY in own else None,
+            )
         )
         call.operation = "" if name in _CARDS else name
         try:
@@ -321,10 +324,13 @@ class GrpcListener:
         reads the request's values from its message's ProtoJSON) and return its message as
         forwarded (a push config it registers pointed at the proxy's receiver: `_pointed`)."""
         # (the lineage reads the request's values from the message's ProtoJSON)
-        call.body = json_text(decode(name, request, reply=False), request)
-        call.headers = [
-            (k.encode("latin-1"), raw(v)) for k, v in forwarded if not k.endswith("-bin")
-        ] + [(b"content-type", b"application/json")]
+        headers = [(k.encode("latin-1"), raw(v)) for k, v in forwarded if not k.endswith("-bin")]
+        headers.append((b"content-type", b"application/json"))
+        call.request = replace(
+            call.request,
+            body=json_text(decode(name, request, reply=False), request),
+            headers=tuple(headers),
+        )
         self.recording.begin(call)
         return _pointed(self.push, name, call, request)
 

@@ -51,7 +51,7 @@ from recorder.format.model import Exchange, Headers, Request, Response, SseEvent
 from recorder.record.grpc_metadata import Metadata
 from recorder.record.lineage import MAX_SCANNED_BODY
 from recorder.record.naming import exchange_title
-from recorder.record.proxy.call import Call
+from recorder.record.proxy.call import Call, Recorded
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.writer import EndedStream
 from recorder.record.store.filetext import Block
@@ -160,7 +160,7 @@ class MessageSpool:
 class CallRecord:
     """What the record of one call needs while it runs: the call (its file, its redactor for
     the request), the metadata as forwarded, the messages' own redactor (the request's
-    secrets stay apart: `Call.sent_secrets`), and the worker's work for it."""
+    secrets stay apart: `Recorded.sent_secrets`), and the worker's work for it."""
 
     call: Call
     name: str
@@ -203,8 +203,8 @@ class Records:
 
     def _learn(self, call: Call, value: Any) -> None:
         lineage = self.recording.lineage
-        lineage.learn(value, call.file_key, call.client_values)
-        call.after = lineage.needs(call.file_key)
+        lineage.learn(value, call.routing.file_key, call.routing.client_values)
+        call.reply.after = lineage.needs(call.routing.file_key)
 
     def _learned(self, record: CallRecord, future: concurrent.futures.Future[Any]) -> None:
         record.unlearned -= 1
@@ -212,8 +212,8 @@ class Records:
         if found:
             call = record.call
             lineage = self.recording.lineage
-            lineage.learn_generated(found, call.file_key, call.client_values)
-            call.after = lineage.needs(call.file_key)
+            lineage.learn_generated(found, call.routing.file_key, call.routing.client_values)
+            call.reply.after = lineage.needs(call.routing.file_key)
 
     def _submit(
         self,
@@ -356,12 +356,12 @@ def spool_held(record: CallRecord, held: list[tuple[dict[str, Any] | None, bytes
 # ---------------------------------------------------------------- on the writer thread
 
 
-def _request(record: CallRecord) -> Request:
-    """The call's request as recorded, secrets out; its title and operation kept in the call
-    (and the secrets the client sent, `Call.sent_secrets`)."""
+def _request(record: CallRecord) -> tuple[Request, str]:
+    """The call's request as recorded, secrets out, and its title; kept in the call with its
+    operation and the secrets the client sent (`Call.recorded`)."""
     call = record.call
     redactor = call.redactor
-    request = binding.request_of(call.target, record.forwarded, call.body)
+    request = binding.request_of(call.request.target, record.forwarded, call.request.body)
     request = Request(
         method=request.method,
         target=request.target,
@@ -369,11 +369,10 @@ def _request(record: CallRecord) -> Request:
         body=redactor.redact_body(request.body, "application/json"),
         http_version=request.http_version,
     )
-    call.recorded_request, call.recorded_title = request, exchange_title(request, call.description)
-    call.recorded_operation = binding.method_of(call.target) or ""
-    if redactor.seen:
-        call.sent_secrets = dict(redactor.seen)
-    return request
+    title = exchange_title(request, call.description)
+    operation = binding.method_of(call.request.target) or ""
+    call.recorded = Recorded(title, operation, request, dict(redactor.seen))
+    return request, title
 
 
 def _redacted(response: Response, redactor: Redactor) -> Response:
@@ -408,7 +407,7 @@ def unary_exchange(
     truncated: bool = False,
 ) -> Exchange:
     """A unary call's exchange (`reply`: its message's bytes, None: it failed)."""
-    request = _request(record)
+    request, title = _request(record)
     recorded = None
     if reply is not None:
         if record.pending is not None:
@@ -421,7 +420,7 @@ def unary_exchange(
     return Exchange(
         request=request,
         response=response,
-        title=record.call.recorded_title,
+        title=title,
         truncated=truncated,
     )
 
@@ -438,7 +437,7 @@ def stream_exchange(
     """A server stream's exchange: its messages from the spool, as the worker recorded them.
     Given as its block (`stream_block`) unless its file tags it `@during` another exchange
     (a tag made from the model)."""
-    request = _request(record)
+    request, title = _request(record)
     if record.pending is not None:
         record.pending.result()  # (the worker has recorded every message it was given)
     spool_held(record, record.held)  # (and the last small ones, here)
@@ -446,8 +445,8 @@ def stream_exchange(
     call = record.call
     call.redactor.seen.update(record.redactor.seen)  # (the messages' secrets: in the text's scrub)
     try:
-        if call.during is None and record.spool.count:
-            return stream_block(record, request, code, details, initial, trailing, truncated)
+        if call.routing.during is None and record.spool.count:
+            return stream_block(record, request, title, code, details, initial, trailing, truncated)
         # (read from the spool a line at a time, into the events: never a list of them too)
         response = binding.response_of(
             code, message=details, initial=initial, trailing=trailing, messages=record.spool.lines()
@@ -457,7 +456,7 @@ def stream_exchange(
     return Exchange(
         request=request,
         response=_redacted(response, call.redactor),
-        title=call.recorded_title,
+        title=title,
         truncated=truncated,
     )
 
@@ -465,6 +464,7 @@ def stream_exchange(
 def stream_block(
     record: CallRecord,
     request: Request,
+    title: str,
     code: int,
     details: str,
     initial: Metadata,
@@ -484,7 +484,7 @@ def stream_block(
     exchange = Exchange(
         request=request,
         response=_redacted(response, call.redactor),
-        title=call.recorded_title,
+        title=title,
         truncated=truncated,
     )
     before, frame, after = dumps_exchange(exchange).partition(f"data: {marker}")
@@ -496,4 +496,4 @@ def stream_block(
         parts.append(sse.serialize((SseEvent(data=line.decode()),)).decode())
     parts[-1] = parts[-1].rstrip("\n")  # (the last frame's blank line: `dumps_exchange`'s)
     parts.append(after)
-    return Block("".join(parts), call.recorded_title, status=code, frames=record.spool.count)
+    return Block("".join(parts), title, status=code, frames=record.spool.count)

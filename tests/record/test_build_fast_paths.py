@@ -28,7 +28,7 @@ from recorder.format.model import (
     is_json_media_type,
     media_type,
 )
-from recorder.record.proxy.call import Call
+from recorder.record.proxy.call import Call, CallRequest, Routing
 from recorder.record.proxy.recording import Recording
 from recorder.record.transport.upstream import UpstreamReply
 from recorder.secrets.redact import DEFAULT_SECRET_FIELDS, Redactor
@@ -348,15 +348,18 @@ async def _no_close() -> None:
 def test_a_recorded_exchange_holds_the_reference_bodies_and_reads_back(body: bytes) -> None:
     recording = Recording(None, Redactor(), "upstream:9")  # type: ignore[arg-type]
     call = Call(
-        method="POST",
-        target="/a2a/jsonrpc",
-        headers=[(b"content-type", b"application/json"), (b"x-api-key", b"key-1234567")],
-        body=body,
+        CallRequest(
+            method="POST",
+            target="/a2a/jsonrpc",
+            headers=((b"content-type", b"application/json"), (b"x-api-key", b"key-1234567")),
+            body=body,
+        )
     )
     call.redactor = Redactor()
+    call.routing = Routing(1, None)
     kept = [(b"content-type", b"application/json"), (b"content-length", b"9")]
     upstream = UpstreamReply(200, "OK", kept, _no_chunks(), _no_close)  # type: ignore[arg-type]
-    exchange = recording.exchange(call, upstream, kept, body=body)
+    exchange = recording.builder.exchange(call, upstream, kept, body=body)
     assert exchange.request.headers.get("X-API-Key") == "{{X_API_KEY}}"
     assert "Content-Length" not in exchange.response.headers
     # no secret member in these bodies but `api_key=` in a body that is no JSON (kept)

@@ -13,7 +13,7 @@ import pytest
 from factories import make_exchange
 
 from recorder.record.proxy import writer as writer_module
-from recorder.record.proxy.call import Call
+from recorder.record.proxy.call import Call, CallRequest
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.writer import BACKLOG
 from recorder.record.store.transcript_store import TranscriptStore
@@ -27,7 +27,7 @@ def _recording(tmp_path: Path) -> Recording:
 def _calls(recording: Recording, count: int) -> list[Call]:
     calls = []
     for n in range(count):
-        call = Call(method="GET", target=f"/x/{n}", headers=[], body=b"")
+        call = Call(CallRequest(method="GET", target=f"/x/{n}", headers=(), body=b""))
         recording.begin(call)  # (takes the store's lock: before the test holds it)
         calls.append(call)
     return calls
@@ -48,17 +48,17 @@ def test_a_request_waits_until_the_writer_is_down_to_half_the_backlog(
         calls = _calls(recording, BACKLOG * 2)
         with recording.store._lock:  # the writer is held up
             _hand_over(recording, calls)
-            waiting = asyncio.create_task(recording.catch_up())
+            waiting = asyncio.create_task(recording.writer.catch_up())
             await asyncio.sleep(0.05)
             held = not waiting.done()
         await asyncio.wait_for(waiting, 30)
-        return recording.pending, held
+        return recording.writer.pending, held
 
     pending, held = asyncio.run(main())
     assert held  # it waited while the writer could not write
     assert pending <= BACKLOG // 2
-    assert asyncio.run(recording.flush(30))
-    assert recording.recorded == BACKLOG * 2
+    assert asyncio.run(recording.writer.flush(30))
+    assert recording.writer.recorded == BACKLOG * 2
 
 
 def test_a_stalled_writer_holds_a_request_no_longer_than_the_bound(
@@ -72,12 +72,12 @@ def test_a_stalled_writer_holds_a_request_no_longer_than_the_bound(
         with recording.store._lock:
             _hand_over(recording, calls)
             start = time.monotonic()
-            await asyncio.wait_for(recording.catch_up(), 30)
+            await asyncio.wait_for(recording.writer.catch_up(), 30)
             return time.monotonic() - start
 
     waited = asyncio.run(main())
     assert 0.15 <= waited < 20
-    assert asyncio.run(recording.flush(30))
+    assert asyncio.run(recording.writer.flush(30))
 
 
 def test_no_wait_under_the_backlog(tmp_path: Path) -> None:
@@ -87,7 +87,7 @@ def test_no_wait_under_the_backlog(tmp_path: Path) -> None:
         calls = _calls(recording, BACKLOG // 2)
         with recording.store._lock:
             _hand_over(recording, calls)
-            await asyncio.wait_for(recording.catch_up(), 1)  # returns at once
+            await asyncio.wait_for(recording.writer.catch_up(), 1)  # returns at once
 
     asyncio.run(main())
-    assert asyncio.run(recording.flush(30))
+    assert asyncio.run(recording.writer.flush(30))

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from recorder.format.httpfile import dumps_exchange, loads
 from recorder.record.proxy import direct
-from recorder.record.proxy.call import Call
+from recorder.record.proxy.call import Call, CallRequest, Routing
 from recorder.record.proxy.recording import Recording
 from recorder.record.store.filetext import Block
 from recorder.record.transport.upstream import UpstreamReply
@@ -35,13 +35,16 @@ REPLY_HEADERS = [(b"date", b"Mon, 30 Nov 2026 23:00:00 GMT"), (b"content-length"
 
 def _call(parts: dict[str, Any], recording: Recording) -> Call:
     call = Call(
-        method=parts.get("method", "POST"),
-        target=parts.get("target", "/a2a/jsonrpc"),
-        headers=list(parts.get("headers", [JSON])),
-        body=parts.get("body", REQUEST),
+        CallRequest(
+            method=parts.get("method", "POST"),
+            target=parts.get("target", "/a2a/jsonrpc"),
+            headers=tuple(parts.get("headers", [JSON])),
+            body=parts.get("body", REQUEST),
+        )
     )
     call.description = parts.get("description")
     call.redactor = recording._redactor.fresh()
+    call.routing = Routing(1, None)  # (not begun: a first exchange of no file)
     return call
 
 
@@ -63,23 +66,27 @@ def outcome(recording: Recording, parts: dict[str, Any]) -> tuple[Any, ...]:
         return ("error", type(exc))
     block = built.text if isinstance(built, Block) else None
     text = built.text if isinstance(built, Block) else dumps_exchange(built)
-    seen, sent = call.redactor.seen, call.sent_secrets
-    return (text, call.recorded_operation, call.recorded_title.strip(), seen, sent), block
+    assert call.recorded is not None
+    seen, sent = call.redactor.seen, call.recorded.sent_secrets
+    return (text, call.recorded.operation, call.recorded.title.strip(), seen, sent), block
 
 
 def general(recording: Recording, parts: dict[str, Any]) -> tuple[Any, ...]:
-    """The same by the model (`Recording.exchange`, then `dumps_exchange`)."""
+    """The same by the model (`Builder.exchange`, then `dumps_exchange`)."""
     call = _call(parts, recording)
     kept = list(parts.get("kept", REPLY_HEADERS))
     try:
-        exchange = recording.exchange(call, _upstream(parts), kept, body=parts.get("reply", REPLY))
+        exchange = recording.builder.exchange(
+            call, _upstream(parts), kept, body=parts.get("reply", REPLY)
+        )
     except ValueError as exc:
         return ("error", type(exc))
     text = dumps_exchange(exchange)
     # (the text reads back as the exchange: what the direct path writes is a transcript)
     assert loads("# recorder-format: 1\n\n" + text).exchanges == (exchange,)
-    seen, sent = call.redactor.seen, call.sent_secrets
-    return (text, call.recorded_operation, call.recorded_title.strip(), seen, sent)
+    assert call.recorded is not None
+    seen, sent = call.redactor.seen, call.recorded.sent_secrets
+    return (text, call.recorded.operation, call.recorded.title.strip(), seen, sent)
 
 
 def assert_same(parts: dict[str, Any], recording: Recording | None = None) -> bool:
@@ -285,11 +292,11 @@ def test_a_secret_host_header_takes_the_general_path() -> None:
 def test_an_exchange_during_another_or_with_its_request_built_takes_the_general_path() -> None:
     recording = Recording(None, Redactor(), HOST)  # type: ignore[arg-type]
     call = _call({}, recording)
-    call.during = (1, 0)
+    call.routing = Routing(1, None, during=(1, 0))
     built = recording.builder.built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
     assert not isinstance(built, Block)
     call = _call({}, recording)
-    recording.builder.record_request(call)
+    recording.builder.recorded(call)
     built = recording.builder.built(call, _upstream({}), list(REPLY_HEADERS), REPLY)
     assert not isinstance(built, Block)
 

@@ -14,6 +14,7 @@ block is made from the spool a message at a time, never as a model beside its te
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import tracemalloc
@@ -25,7 +26,7 @@ from recorder import load
 from recorder.format.httpfile import dumps_exchange
 from recorder.format.model import GRPC_METHOD, Exchange
 from recorder.record.grpc_record import CallRecord, Records, stream_exchange
-from recorder.record.proxy.call import Call
+from recorder.record.proxy.call import Call, CallRequest
 from recorder.record.proxy.recording import Recording
 from recorder.record.store.filetext import Block
 from recorder.record.store.transcript_store import TranscriptStore
@@ -50,11 +51,11 @@ def message(index: int, text: str) -> bytes:
 def recorded(
     recording: Recording, lines: list[bytes], *, during: bool = False, scenario: str | None = None
 ) -> CallRecord:
-    call = Call(method=GRPC_METHOD, target=TARGET, headers=[], body=b'{"message": {}}')
+    call = Call(CallRequest(GRPC_METHOD, TARGET, (), b'{"message": {}}'))
     call.scenario = scenario
     recording.begin(call)
     if during:  # (a stream tagged `@during` another: recorded from its model)
-        call.during = (0, 1)
+        call.routing = dataclasses.replace(call.routing, during=(0, 1))
     record = CallRecord(call, "SendStreamingMessage", [], call.redactor.fresh())
     for line in lines:
         record.spool.add(line)
@@ -97,7 +98,7 @@ def test_the_end_of_a_long_stream_costs_a_few_times_its_text_not_five(
         try:
             base = tracemalloc.get_traced_memory()[0]
             records.end(record, functools.partial(stream_exchange, record, 0, "", [], []))
-            assert await recording.flush(60)
+            assert await recording.writer.flush(60)
             return tracemalloc.get_traced_memory()[1] - base
         finally:
             tracemalloc.stop()

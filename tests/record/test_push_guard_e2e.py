@@ -36,7 +36,7 @@ from recorder.kit.card import JSONRPC_PATH, build_public_card
 from recorder.kit.executor import CodeReviewerExecutor
 from recorder.planner.webhook import Webhook
 from recorder.record.proxy import create_proxy_app
-from recorder.record.proxy.call import Call
+from recorder.record.proxy.call import Call, CallRequest, Routing
 from recorder.record.proxy.server import ProxyServer, listening_socket
 from recorder.secrets.redact import Redactor
 from recorder.servers import ServerThread, bind_socket
@@ -252,14 +252,16 @@ def test_a_grpc_registered_webhook_the_recorder_refuses_never_reaches_the_agent(
     proxy = create_proxy_app("http://127.0.0.1:9", out=tmp_path)
     proxy.push.listening("127.0.0.1", 41999)
     call = Call(
-        method="GRPC",
-        target="/lf.a2a.v1.A2AService/CreateTaskPushNotificationConfig",
-        headers=[],
-        body=b"{}",
+        CallRequest(
+            method="GRPC",
+            target="/lf.a2a.v1.A2AService/CreateTaskPushNotificationConfig",
+            headers=(),
+            body=b"{}",
+        )
     )
-    call.ticket, call.file_key, call.redactor = proxy.store.begin(), None, Redactor()
+    call.routing, call.redactor = Routing(proxy.store.begin(), None), Redactor()
     body = {"taskId": "t-1", "url": "http://169.254.169.254/latest/meta-data", "token": "tk"}
-    reason = proxy.push.refusal(call.method, call.target, body)
+    reason = proxy.push.refusal(call.request.method, call.request.target, body)
     assert reason is not None and "not a public address" in reason
     assert proxy.push.point(call, body)
     receiver = httpx.URL(body["url"])

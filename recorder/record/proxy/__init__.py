@@ -192,6 +192,7 @@ class RecordingProxy:
         self.recording = Recording(
             self.store, redactor, host_header=parts.netloc.decode("ascii"), lineage=Lineage(rules)
         )
+        self.writer = self.recording.writer  # (the counts, the backlog, the drain)
         self.scenarios = Scenarios(self.store, self.upstream_url)
         self.cards = AgentCards(self.upstream)
         self.grpc: GrpcListener | None = None  # `listen_grpc`
@@ -303,12 +304,12 @@ class RecordingProxy:
     @property
     def recorded(self) -> int:
         """How many exchanges were written."""
-        return self.recording.recorded
+        return self.writer.recorded
 
     @property
     def recorded_calls(self) -> int:
         """How many of the agent's own calls were written."""
-        return self.recording.writer.calls
+        return self.writer.calls
 
     @property
     def ambiguous_calls(self) -> int:
@@ -325,12 +326,12 @@ class RecordingProxy:
     @property
     def not_recorded(self) -> int:
         """How many exchanges could not be written (or were still pending at shutdown)."""
-        return self.recording.failed
+        return self.writer.failed
 
     @property
     def kept(self) -> int:
         """How many exchanges were not written because `mode="once"` kept their file."""
-        return self.recording.kept
+        return self.writer.kept
 
     @property
     def replaced(self) -> dict[Path, bool]:
@@ -342,14 +343,14 @@ class RecordingProxy:
         """What `GET /_recorder/status` reports: recorded, failed, kept, pending, out,
         last_error, push_refused (push registrations and deliveries the recorder refused), and
         with downstreams, the agent's calls recorded and those attributed ambiguously."""
-        status = {**self.recording.status(), "push_refused": self.push.refused}
+        status = {**self.writer.status(), "push_refused": self.push.refused}
         if self.calls is not None:
             status.update(self.calls.status())
         return status
 
     async def flush(self, timeout: float = DRAIN_TIMEOUT) -> bool:
         """Wait (bounded) until every exchange answered so far is written or has failed."""
-        return await self.recording.flush(timeout)
+        return await self.writer.flush(timeout)
 
     # ---------------------------------------------------------------- ASGI entry
 
@@ -382,7 +383,7 @@ class RecordingProxy:
         await self.push.aclose()
         for listener in self.downstreams:
             await listener.app.aclose()
-        await self.recording.drain(self.drain_timeout)
+        await self.writer.drain(self.drain_timeout)
         if self.calls is not None:
             self.calls.close()
         self.store.close()
@@ -453,12 +454,12 @@ class RecordingProxy:
             deletes = self.push.deletes(call)
             if deletes is not None:  # (its receivers end once the agent confirms it)
                 send = self.push.confirming(send, call, deletes)
-            if self.recording.pending > BACKLOG:
+            if self.writer.pending > BACKLOG:
                 # the writer has fallen behind: it catches up first (a crash costs less)
-                await self.recording.catch_up()
+                await self.writer.catch_up()
             await self.forwarder.forward(call, receive, send)
         except asyncio.CancelledError:
-            if not call.queued:  # e.g. the server's shutdown grace period ran out
+            if not call.reply.queued:  # e.g. the server's shutdown grace period ran out
                 log.warning("%s was cancelled before its reply was recorded", call.shown)
             raise
         finally:

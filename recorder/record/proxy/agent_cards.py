@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import re
+from dataclasses import replace
 from typing import Any, Protocol
 
 from recorder.bindings import grpc as grpc_binding
@@ -63,11 +64,14 @@ class AgentCards:
     def inspect(self, call: Call, scope: Scope) -> None:
         """Set `call.operation` when it is cheap to tell (it decides card rewriting); for a
         card, ask the upstream for the whole card and note where the client sees the proxy."""
-        call.operation = _quick_operation(call.method, scope["path"], call.body)
+        call.operation = _quick_operation(call.request.method, scope["path"], call.request.body)
         if call.operation in CARD_OPERATIONS:
             # ask for the whole card: the upstream's validators name the unrewritten one
-            call.headers = [(n, v) for n, v in call.headers if n not in _CONDITIONAL]
-            call.client_base = _client_base(scope, call.client_host)
+            request = call.request
+            call.request = replace(
+                request, headers=tuple((n, v) for n, v in request.headers if n not in _CONDITIONAL)
+            )
+            call.client_base = _client_base(scope, call.request.client_host)
 
     def warn_streamed(self, call: Call, status: int, buffer_limit: int) -> None:
         """A card that comes streamed cannot be rewritten: say so."""
@@ -96,7 +100,8 @@ class AgentCards:
         etag = b'W/"' + hashlib.sha256(rewritten).hexdigest().encode() + b'"'
         headers = [(n, v) for n, v in headers if n.lower() not in (b"etag", b"last-modified")]
         headers.append((b"etag", etag))
-        if call.if_none_match is not None and _etag_matches(call.if_none_match, etag):
+        asked = call.request.if_none_match
+        if asked is not None and _etag_matches(asked, etag):
             return b"", headers, True
         return rewritten, headers, False
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from recorder.format.model import Exchange, Headers, Request, Response, header_text
 from recorder.format.sse import SseDecoder
 from recorder.record.naming import exchange_title, header_case, operation_name
-from recorder.record.proxy.call import Call
+from recorder.record.proxy.call import Call, Recorded
 from recorder.record.proxy.direct import Direct
 from recorder.record.store.filetext import Block
 from recorder.record.transport.upstream import UpstreamReply
@@ -40,7 +40,11 @@ class Builder:
         """`call`'s exchange: `upstream`'s status, the `kept` reply headers, `body` (or the
         frames `decoder` read; `truncated`: cut short)."""
         redactor = call.redactor
-        request = call.recorded_request or self.record_request(call)
+        recorded = call.recorded
+        if recorded is None or recorded.request is None:
+            recorded = self.recorded(call)
+        request, title = recorded.request, recorded.title
+        assert request is not None  # (`recorded` makes its model)
         response_headers = Headers(
             [
                 (header_case(n.decode("latin-1")), header_text(v))
@@ -72,7 +76,7 @@ class Builder:
         return Exchange(
             request=request,
             response=response,
-            title=call.recorded_title,
+            title=title,
             truncated=truncated,
         )
 
@@ -81,27 +85,25 @@ class Builder:
         redactor = call.redactor
         request_headers = Headers(
             [("Host", self._host_header)]
-            + [(header_case(n.decode("latin-1")), header_text(v)) for n, v in call.headers]
+            + [(header_case(n.decode("latin-1")), header_text(v)) for n, v in call.request.headers]
         )
         request_headers = redactor.redact_headers(request_headers)
         return Request(
-            method=call.method,
-            target=redactor.redact_target(call.target),
+            method=call.request.method,
+            target=redactor.redact_target(call.request.target),
             headers=request_headers,
-            body=redactor.redact_body(call.body, request_headers.get("Content-Type")),
+            body=redactor.redact_body(call.request.body, request_headers.get("Content-Type")),
         )
 
-    def record_request(self, call: Call) -> Request:
-        """The request as recorded, with its exchange title and operation, kept in `call`."""
+    def recorded(self, call: Call) -> Recorded:
+        """`call.recorded`, made: the request as recorded, its title and operation."""
         request = self._request_model(call)
-        if call.redactor.seen:
-            call.sent_secrets = dict(call.redactor.seen)
-        call.recorded_operation = operation = operation_name(request)
+        operation = operation_name(request)
         # (without a description the title is the operation: not worked out twice)
         description = call.description
-        call.recorded_title = exchange_title(request, description) if description else operation
-        call.recorded_request = request
-        return request
+        title = exchange_title(request, description) if description else operation
+        call.recorded = recorded = Recorded(title, operation, request, dict(call.redactor.seen))
+        return recorded
 
     def built(
         self,
@@ -114,12 +116,12 @@ class Builder:
         when it is a common one (`recorder.record.proxy.direct`: the same text), else its
         model (`exchange`)."""
         redactor = call.redactor
-        if call.during is None and call.recorded_request is None and not redactor.seen:
+        if call.routing.during is None and call.recorded is None and not redactor.seen:
             found = self.direct.block(
-                method=call.method,
-                target=call.target,
-                headers=call.headers,
-                body=call.body,
+                method=call.request.method,
+                target=call.request.target,
+                headers=call.request.headers,
+                body=call.request.body,
                 description=call.description,
                 redactor=redactor,
                 status=upstream.status_code,
@@ -128,9 +130,8 @@ class Builder:
                 reply=body,
             )
             if found is not None:
-                block, call.recorded_operation, call.recorded_title, sent = found
-                if sent:
-                    call.sent_secrets = sent
-                return Block(block, call.recorded_title)
+                block, operation, title, sent = found
+                call.recorded = Recorded(title, operation, sent_secrets=sent or {})
+                return Block(block, title)
             redactor.seen.clear()  # (what the attempt took out: the model takes it out again)
         return self.exchange(call, upstream, kept, body=body)

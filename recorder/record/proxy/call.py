@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Hashable, MutableMapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,66 +22,105 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
-@dataclass
-class Call:
-    """What the proxy knows about one request while it handles it. The forwarding room makes
-    it from the client's request; the scenario room names its scenario and description, the
-    recording room gives it its ticket, redactor and `during`, the card room its operation."""
+@dataclass(frozen=True, slots=True)
+class CallRequest:
+    """The request as the proxy took it from the client: what it forwards and records. Made
+    once by the room that reads it (the forwarding room, the push receiver, a downstream
+    listener, the gRPC listener); a room that forwards other headers (a card asked whole) or
+    learns the body later (a gRPC message) puts a new one in its `Call`, never edits it."""
 
     method: str
     target: str
-    headers: list[tuple[bytes, bytes]]  # as forwarded (lowercase names)
+    headers: tuple[tuple[bytes, bytes], ...]  # as forwarded (lowercase names)
     body: bytes
     # the proxy's own request headers (not forwarded): Recorder-Scenario, Recorder-Title, Host
     scenario_header: bytes | None = None
     title_header: bytes | None = None
     client_host: bytes | None = None
     if_none_match: bytes | None = None
-    scenario: str | None = None
-    description: str | None = None
-    ticket: int = field(init=False)
-    redactor: Redactor = field(init=False)
-    operation: str = ""
-    client_base: str = ""
-    response_started: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Routing:
+    """Where a call's exchange goes, decided once when it arrives: by `Recording.begin` for
+    a client's request (its scenario's file, else by id lineage, else a new one), by the push
+    receiver for a delivery (its config's file), by `Downstreams` for the agent's own call
+    (the exchange it is attributed to, and its file; a new `Routing` when that changes)."""
+
+    ticket: int  # its place in the store (request order); 0: no file (relayed, not recorded)
+    # the file it goes to (`TranscriptStore.file_key`)
+    file_key: Hashable | None
+    # the values its request carries (the client's own: what its reply echoes has no home
+    # of its own, `record.lineage`)
+    client_values: frozenset[str] = frozenset()
     # (ticket, frames): arrived while that exchange of the same file was open, after that many
     # of its data frames had arrived
     during: tuple[int, int] | None = None
-    # the file it goes to (`TranscriptStore.file_key`), and the values its request carries
-    # (the client's own: what its reply echoes has no home of its own, `record.lineage`)
-    file_key: Hashable | None = None
-    client_values: frozenset[str] = frozenset()
-    # the files whose state its file's replies read so far (`Lineage.needs`: `# @after`)
-    after: frozenset[Hashable] = frozenset()
-    # the request as recorded, with its title and operation, made while the upstream answers
-    recorded_request: Request | None = None
-    recorded_title: str = ""
-    recorded_operation: str = ""
-    written: bool = False  # the exchange is in its transcript
-    queued: bool = False  # handed to the recording writer (`Recording.submit` / `write`)
-    finished: bool = False  # the proxy is done with it
-    sent_secrets: dict[str, str] = field(default_factory=dict)  # those in the request
-    # when its request was read (`time.monotonic`), and the seconds until its reply was
-    # handed on (the recording writer's line)
-    started: float = 0.0
-    took: float = 0.0
-    # the body sent upstream when it is not `body` (a push config's url pointed at the
-    # proxy's receiver, `recorder.record.proxy.push`); `body` is what is recorded
-    upstream_body: bytes | None = None
-    # a push delivery: the ticket of the exchange that registered its config (`@push config`)
-    push_of: int | None = None
-    # a call the agent made to a downstream: where it goes (`@call NAME exchange N`), once
-    # known (`recorder.record.proxy.downstream`); and the agent's connection (`host:port`)
-    call_of: CallOf | None = None
-    connection: str = ""
     # the ticket of the card fetch without a scenario begun right before this request, when
     # the request before it without a scenario was one (0: not; `recorder.record.proxy.folding`)
     follows_card: int = 0
+    # a push delivery: the ticket of the exchange that registered its config (`@push config`)
+    push_of: int | None = None
+    # a call the agent made to a downstream: where it goes (`@call NAME exchange N`), once
+    # known (None: not yet, or not recorded; `recorder.record.proxy.downstream`)
+    call_of: CallOf | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A call's request as recorded and what goes with it, made once by whoever builds its
+    exchange (`recorder.record.proxy.building`, the push receiver, a downstream's builder,
+    the gRPC record)."""
+
+    title: str  # the exchange's title
+    operation: str  # its operation (the file name of a first exchange)
+    # the request model (None: the exchange was written straight from its bytes,
+    # `recorder.record.proxy.direct`)
+    request: Request | None = None
+    sent_secrets: Mapping[str, str] = field(default_factory=dict)  # those in the request
+
+
+@dataclass(slots=True)
+class ReplyBook:
+    """The bookkeeping of a call's reply while the proxy relays it (the one mutable part of a
+    `Call` the recording writes as the reply goes on)."""
+
+    # when its request was begun (`time.monotonic`), and the seconds until its reply was
+    # handed on (the recording writer's line)
+    started: float = 0.0
+    took: float = 0.0
+    queued: bool = False  # handed to the recording writer (`Recording.submit` / `write`)
+    # the files whose state its file's replies read so far (`Lineage.needs`: `# @after`)
+    after: frozenset[Hashable] = frozenset()
+
+
+@dataclass
+class Call:
+    """What the proxy knows about one request while it handles it: the request as taken
+    (`request`) and where its exchange goes (`routing`); the scenario room names its scenario
+    and description, the card room its operation, the recording room its redactor."""
+
+    request: CallRequest
+    scenario: str | None = None
+    description: str | None = None
+    routing: Routing = field(init=False)  # (set when it arrives: `Routing`)
+    redactor: Redactor = field(init=False)
+    operation: str = ""
+    client_base: str = ""
+    # the request as recorded, with its title and operation, made while the upstream answers
+    recorded: Recorded | None = None
+    reply: ReplyBook = field(default_factory=ReplyBook)
+    # the body sent upstream when it is not `body` (a push config's url pointed at the
+    # proxy's receiver, `recorder.record.proxy.push`); `body` is what is recorded
+    upstream_body: bytes | None = None
+    # the agent's connection (`host:port`), for a call it made to a downstream
+    connection: str = ""
 
     @property
     def shown(self) -> str:
         """`METHOD target` for logs and error messages, secret query values replaced."""
-        return f"{self.method} {self.redactor.redact_target(self.target)}"
+        request = self.request
+        return f"{request.method} {self.redactor.redact_target(request.target)}"
 
 
 class BodyTooLarge(Exception):

@@ -1,5 +1,5 @@
 """The recorded text of a common exchange straight from its bytes: the block that
-`dumps_exchange(Recording.exchange(...))` writes, made without the model in between.
+`dumps_exchange(Builder.exchange(...))` writes, made without the model in between.
 
 The common exchange is a buffered reply (no event stream) to a request of a common method,
 tagged with nothing (no `@during`), with no secret in its query or its bodies (the redactor's
@@ -27,6 +27,7 @@ hypothesis's.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from recorder.format.httpfile import _body_lines
@@ -75,7 +76,7 @@ class Direct:
         *,
         method: str,
         target: str,
-        headers: list[tuple[bytes, bytes]],
+        headers: tuple[tuple[bytes, bytes], ...],
         body: bytes,
         description: str | None,
         redactor: Redactor,
@@ -194,7 +195,7 @@ class Direct:
 
     def _fields(
         self,
-        pairs: list[tuple[bytes, bytes]],
+        pairs: Sequence[tuple[bytes, bytes]],
         lines: list[str],
         remembered: dict[tuple[bytes, bytes], _Line],
         redactor: Redactor,

@@ -49,10 +49,11 @@ from recorder.record.cards import Origin
 from recorder.record.naming import header_case
 from recorder.record.proxy.agent_cards import AgentCards
 from recorder.record.proxy.building import Builder
-from recorder.record.proxy.call import Call, Receive, Scope, Send, send_error
+from recorder.record.proxy.call import Call, Receive, Recorded, Routing, Scope, Send, send_error
 from recorder.record.proxy.forwarding import Forwarder
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import StreamRelay
+from recorder.record.proxy.writer import EndedStream
 from recorder.record.store.filetext import CallOf
 from recorder.record.store.transcript_store import TranscriptStore
 from recorder.record.transport.upstream import UpstreamReply
@@ -129,31 +130,27 @@ class CallBuilder(Builder):
 
     def _request_model(self, call: Call) -> Request:
         redactor = call.redactor
-        host = header_text(call.client_host) if call.client_host else ""
+        host = header_text(call.request.client_host) if call.request.client_host else ""
         request_headers = Headers(
             ([("Host", host)] if host else [])
-            + [(header_case(n.decode("latin-1")), header_text(v)) for n, v in call.headers]
+            + [(header_case(n.decode("latin-1")), header_text(v)) for n, v in call.request.headers]
         )
         request_headers = redactor.redact_headers(request_headers)
         return Request(
-            method=call.method,
-            target=redactor.redact_target(call.target),
+            method=call.request.method,
+            target=redactor.redact_target(call.request.target),
             headers=request_headers,
-            body=redactor.redact_body(call.body, request_headers.get("Content-Type")),
+            body=redactor.redact_body(call.request.body, request_headers.get("Content-Type")),
         )
 
-    def record_request(self, call: Call) -> Request:
+    def recorded(self, call: Call) -> Recorded:
         request = self._request_model(call)
-        if call.redactor.seen:
-            call.sent_secrets = dict(call.redactor.seen)
         title = f"{self._name}: {request.method} {request.path}"
         value = request.json
         if isinstance(value, dict) and isinstance(value.get("method"), str):
             title += f" ({value['method']})"  # a JSON-RPC request: an MCP server's, a peer's
-        call.recorded_operation = "call"
-        call.recorded_title = title
-        call.recorded_request = request
-        return request
+        call.recorded = recorded = Recorded(title, "call", request, dict(call.redactor.seen))
+        return recorded
 
 
 class Downstreams:
@@ -181,7 +178,9 @@ class Downstreams:
 
     def opened(self, call: Call) -> None:
         with self._lock:
-            self._attributor.opened(call.ticket, call.file_key, call.client_values)
+            self._attributor.opened(
+                call.routing.ticket, call.routing.file_key, call.routing.client_values
+            )
 
     def learned(self, call: Call, data: bytes) -> None:
         """A reply body or frame of an A2A exchange: the ids it generated name it too."""
@@ -192,15 +191,15 @@ class Downstreams:
             return
         generated = [text for text, _ in self.recording.lineage.generated(value)]
         with self._lock:
-            self._attributor.learned(call.ticket, generated)
+            self._attributor.learned(call.routing.ticket, generated)
 
     def framed(self, call: Call, frames: int) -> None:
         with self._lock:
-            self._attributor.framed(call.ticket, frames)
+            self._attributor.framed(call.routing.ticket, frames)
 
     def closed(self, call: Call) -> None:
         with self._lock:
-            self._attributor.closed(call.ticket)
+            self._attributor.closed(call.routing.ticket)
 
     def dropped_exchange(self, call: Call) -> None:
         """An A2A exchange that will not be recorded (an upstream error)."""
@@ -209,11 +208,11 @@ class Downstreams:
     def _written(self, call: Call, written: bool) -> None:
         """(The writer thread, or the loop) a job is written, or will not be: an A2A
         exchange's calls go to the writer after it, or not at all."""
-        if call.call_of is not None or call.push_of is not None:
+        if call.routing.call_of is not None or call.routing.push_of is not None:
             return
         with self._lock:
-            placed = self._attributor.done(call.ticket, written=written)
-            waiting = self._waiting.pop(call.ticket, [])
+            placed = self._attributor.done(call.routing.ticket, written=written)
+            waiting = self._waiting.pop(call.routing.ticket, [])
             for placement in placed:
                 self._place(placement)
         for waiter, payload in waiting:
@@ -231,29 +230,29 @@ class Downstreams:
         with self._lock:
             attribution = self._attributor.attribute(text, links)
             if attribution.ticket is None:
-                call.ticket = 0  # (no file: relayed, not recorded)
+                call.routing = Routing(0, None)  # (no file: relayed, not recorded)
                 return
             key = attribution.file_key
-            call.ticket = self.store.begin(into=key if isinstance(key, tuple) else None)
-            call.file_key = key
-            call.call_of = CallOf(name, url, attribution.ticket, attribution.frame)
-            self._calls[call.ticket] = call
-            placed = self._attributor.place(call.ticket, attribution, links)
+            ticket = self.store.begin(into=key if isinstance(key, tuple) else None)
+            of = CallOf(name, url, attribution.ticket, attribution.frame)
+            call.routing = Routing(ticket, key, call_of=of)
+            self._calls[ticket] = call
+            placed = self._attributor.place(ticket, attribution, links)
             for placement in placed:
                 self._place(placement)
 
     def _said(self, call: Call) -> tuple[str, list[str]]:
         """What the call's request says (for lineage), and its links: its session headers,
         its connection to the listener."""
-        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.headers]
-        body = call.body
+        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.request.headers]
+        body = call.request.body
         value = (
             json_value(body, exact_numbers=False)
             if body[:1] in (b"{", b"[") or body.lstrip()[:1] in (b"{", b"[")
             else None
         )
         value = None if value is NOT_JSON else value
-        text = call_text(call.target, headers, value, body.decode("utf-8", "replace"))
+        text = call_text(call.request.target, headers, value, body.decode("utf-8", "replace"))
         links = [f"session:{v}" for n, v in headers if is_session_header(n)]
         if call.connection:
             links.append(f"connection:{call.connection}")
@@ -269,13 +268,13 @@ class Downstreams:
             for n, v in headers
         ]
         links = [f"session:{v}" for n, v in pairs if is_session_header(n.lower())]
-        if not links or call.call_of is None:
+        if not links or call.routing.call_of is None:
             return
         with self._lock:
-            if self._attributor.is_pending(call.ticket):
-                self._attributor.more_links(call.ticket, links)
+            if self._attributor.is_pending(call.routing.ticket):
+                self._attributor.more_links(call.routing.ticket, links)
                 return
-            placed = self._attributor.link(call.call_of.exchange, links)
+            placed = self._attributor.link(call.routing.call_of.exchange, links)
             for placement in placed:
                 self._place(placement)
 
@@ -283,24 +282,30 @@ class Downstreams:
         """(lock held) A pending call's place is known: its file and tag set; handed on if
         it has ended meanwhile."""
         call = self._calls.get(placement.call)
-        if call is None or call.call_of is None:
+        if call is None:
+            return
+        routing = call.routing
+        if routing.call_of is None:
             return
         if placement.exchange is None:
             payload = self._parked.pop(placement.call, None)
             self._calls.pop(placement.call, None)
-            if payload is not None or call.queued:
+            if payload is not None or call.reply.queued:
                 self._forget(call, "none of the exchanges open when it came was recorded")
             else:
-                call.call_of = None  # (still in flight: not recorded when it ends)
+                # (still in flight: not recorded when it ends)
+                call.routing = dataclasses.replace(routing, call_of=None)
             return
         key = self._attributor.file_key(placement.exchange)
-        if isinstance(key, tuple) and key != call.file_key:
-            self.store.move(call.ticket, key)
-            call.file_key = key
+        if isinstance(key, tuple) and key != routing.file_key:
+            self.store.move(routing.ticket, key)
+        else:
+            key = routing.file_key
         frame = placement.frames or None
-        call.call_of = dataclasses.replace(
-            call.call_of, exchange=placement.exchange, frame=frame, ambiguous=placement.ambiguous
+        of = dataclasses.replace(
+            routing.call_of, exchange=placement.exchange, frame=frame, ambiguous=placement.ambiguous
         )
+        call.routing = dataclasses.replace(routing, file_key=key, call_of=of)
         if placement.ambiguous:
             self.ambiguous += 1
             log.warning(
@@ -317,11 +322,11 @@ class Downstreams:
         its place is known and its exchange is in its file."""
         if isinstance(payload, Exchange):
             self.reply_links(call, payload.response.headers)
-        call.took = time.monotonic() - call.started  # (its reply is with the agent now)
-        call.queued = True
-        if call.call_of is None:
-            self._calls.pop(call.ticket, None)
-            if call.ticket:
+        call.reply.took = time.monotonic() - call.reply.started  # (its reply is with the agent now)
+        call.reply.queued = True
+        if call.routing.call_of is None:
+            self._calls.pop(call.routing.ticket, None)
+            if call.routing.ticket:
                 self._forget(call, "none of the exchanges open when it came was recorded")
             else:
                 with self._lock:
@@ -329,47 +334,47 @@ class Downstreams:
                 log.warning("%s: made before any A2A exchange: relayed, not recorded", call.shown)
             return
         with self._lock:
-            if self._attributor.is_pending(call.ticket):
-                self._parked[call.ticket] = payload
+            if self._attributor.is_pending(call.routing.ticket):
+                self._parked[call.routing.ticket] = payload
                 return
             self._route(call, payload)
 
     def _route(self, call: Call, payload: Payload) -> None:
         """(lock held) A placed call that has ended: handed over, or waiting for its
         exchange."""
-        assert call.call_of is not None
-        exchange = call.call_of.exchange
+        assert call.routing.call_of is not None
+        exchange = call.routing.call_of.exchange
         if self._attributor.is_written(exchange):
-            self._calls.pop(call.ticket, None)
+            self._calls.pop(call.routing.ticket, None)
             self._hand_over(call, payload)
         elif self._attributor.is_done(exchange):
-            self._calls.pop(call.ticket, None)
+            self._calls.pop(call.routing.ticket, None)
             self._forget(call, "its exchange was not recorded")
         else:
             self._waiting.setdefault(exchange, []).append((call, payload))
 
     def _deliver(self, call: Call, payload: Payload) -> None:
-        self._calls.pop(call.ticket, None)
+        self._calls.pop(call.routing.ticket, None)
         self._hand_over(call, payload)
 
     def _hand_over(self, call: Call, payload: Payload) -> None:
-        self.recording.write_now(call, payload)
+        self.writer.hand_over(EndedStream(call, payload))
 
     def _drop(self, call: Call, why: str) -> None:
-        self._calls.pop(call.ticket, None)
+        self._calls.pop(call.routing.ticket, None)
         self._forget(call, why)
 
     def _forget(self, call: Call, why: str) -> None:
-        self.store.forget(call.ticket)
+        self.store.forget(call.routing.ticket)
         self.dropped += 1
         log.warning("%s: not recorded: %s", call.shown, why)
 
     def let_go(self, call: Call) -> None:
         """A call that will not be recorded (the downstream failed: a 502/504 to the agent)."""
         with self._lock:
-            self._calls.pop(call.ticket, None)
-            self._parked.pop(call.ticket, None)
-        self.store.forget(call.ticket)
+            self._calls.pop(call.routing.ticket, None)
+            self._parked.pop(call.routing.ticket, None)
+        self.store.forget(call.routing.ticket)
 
     def close(self) -> None:
         """At shutdown, once the writer has drained: the calls still waiting are counted as
@@ -405,7 +410,7 @@ class CallRecording(Recording):
         self.builder = CallBuilder(name, redactor)
 
     def begin(self, call: Call) -> None:
-        call.started = time.monotonic()
+        call.reply.started = time.monotonic()
         call.redactor = self._redactor.fresh()
         self.room.begin(call, self.name, self.url)
 
@@ -426,15 +431,14 @@ class CallRecording(Recording):
         self, call: Call, upstream: UpstreamReply, kept: list[tuple[bytes, bytes]], body: bytes
     ) -> None:
         self.room.reply_links(call, kept)
-        self.room.deliver(call, lambda: self.exchange(call, upstream, kept, body=body))
+        self.room.deliver(call, lambda: self.builder.exchange(call, upstream, kept, body=body))
 
     def write(self, call: Call, exchange: Exchange | Callable[[], Exchange]) -> None:
         self.room.deliver(call, exchange)
 
     def finish(self, call: Call) -> None:
-        if not call.queued and call.ticket:
+        if not call.reply.queued and call.routing.ticket:
             self.room.let_go(call)
-        call.finished = True
 
 
 class DownstreamApp:

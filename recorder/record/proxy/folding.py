@@ -44,14 +44,14 @@ class CardFolds:
         """Before `call`'s card exchange is written: into the file of the card fetch it came
         right after, when that one's exchange is the same (`fold_text`)."""
         text = fold_text(exchange.text if isinstance(exchange, Block) else dumps_exchange(exchange))
-        before = self._recent.get(call.follows_card) if call.follows_card else None
+        before = self._recent.get(call.routing.follows_card) if call.routing.follows_card else None
         key: FileKey | None
         if before is not None and before[0] == text:
             key = before[1]
-            self.store.fold(call.ticket, key)
+            self.store.fold(call.routing.ticket, key)
         else:
-            key = self.store.file_key(call.ticket)
+            key = self.store.file_key(call.routing.ticket)
         if key is not None:
-            self._recent[call.ticket] = (text, key)
+            self._recent[call.routing.ticket] = (text, key)
             if len(self._recent) > _KEPT:
                 self._recent.popitem(last=False)

@@ -41,6 +41,7 @@ from recorder.record.proxy.call import (
     BodyTimedOut,
     BodyTooLarge,
     Call,
+    CallRequest,
     Receive,
     Scope,
     Send,
@@ -168,8 +169,8 @@ class Forwarder:
         if query:
             target = f"{target}?{query.decode('latin-1')}"
 
-        call = Call(method=scope["method"], target=target, headers=[], body=body)
-        forwarded = call.headers
+        forwarded: list[tuple[bytes, bytes]] = []
+        scenario = title = host = if_none_match = None
         connection_tokens: set[bytes] = set()
         for name, value in scope["headers"]:
             if name == b"connection":
@@ -177,24 +178,27 @@ class Forwarder:
         for name, value in scope["headers"]:
             if name in _NOT_FORWARDED or name in connection_tokens:
                 if name == SCENARIO_HEADER:
-                    call.scenario_header = value
+                    scenario = value
                 elif name == TITLE_HEADER:
-                    call.title_header = value
+                    title = value
                 elif name == b"host":
-                    call.client_host = value
+                    host = value
                 continue
             if name == b"if-none-match":
-                call.if_none_match = value
+                if_none_match = value
             forwarded.append((name, value))
-        return call
+        request = CallRequest(
+            scope["method"], target, tuple(forwarded), body, scenario, title, host, if_none_match
+        )
+        return Call(request)
 
     async def forward(self, call: Call, receive: Receive, send: Send) -> None:
         """Send the request upstream; relay and record the reply, or answer 502/504."""
-        method, target = call.method, call.target
-        body = call.body if call.upstream_body is None else call.upstream_body
+        method, target = call.request.method, call.request.target
+        body = call.request.body if call.upstream_body is None else call.upstream_body
         try:
             upstream = await self._upstream.send(
-                method, (self._path_prefix + target).encode("latin-1"), call.headers, body
+                method, (self._path_prefix + target).encode("latin-1"), call.request.headers, body
             )
         except httpx.TimeoutException:
             log.warning("upstream %s timed out: %s", self.upstream_url, call.shown)
@@ -263,7 +267,7 @@ class Forwarder:
             and content_length > PASS_THROUGH_AT
             and lengths == 1
             and call.operation not in CARD_OPERATIONS
-            and call.method != "HEAD"
+            and call.request.method != "HEAD"
             and upstream.status_code not in (204, 304)
         ):
             await self._pass_through(call, upstream, kept, send)
@@ -318,7 +322,6 @@ class Forwarder:
             return None
         self.cards.warn_streamed(call, upstream.status_code, self._buffer_limit)
         await send({"type": "http.response.start", "status": upstream.status_code, "headers": kept})
-        call.response_started = True
         for part in parts:
             await send({"type": "http.response.body", "body": part, "more_body": True})
         try:
@@ -353,7 +356,6 @@ class Forwarder:
         bytes than its length), and what came is recorded `@truncated` (as a stream cut
         short is: `Recording.write_truncated`)."""
         await send({"type": "http.response.start", "status": upstream.status_code, "headers": kept})
-        call.response_started = True
         parts: list[bytes] = []
         held: bytes | None = None
         try:
@@ -402,7 +404,7 @@ class Forwarder:
                 )
                 await send({"type": "http.response.body", "body": b""})
                 return
-        if call.method == "HEAD" or upstream.status_code in (204, 304):
+        if call.request.method == "HEAD" or upstream.status_code in (204, 304):
             # no body by definition (RFC 9110 §8.6, §9.3.2): keep the upstream's framing
             client_headers = [(n, v) for n, v in kept if n.lower() != b"transfer-encoding"]
         else:

@@ -73,8 +73,11 @@ from recorder.record.proxy.call import (
     BodyTimedOut,
     BodyTooLarge,
     Call,
+    CallRequest,
     Message,
     Receive,
+    Recorded,
+    Routing,
     Scope,
     Send,
     describe_http_error,
@@ -251,32 +254,34 @@ class PushRoom:
 
     def rewrite(self, call: Call, scope: Scope) -> Refusal | None:
         """When `call` registers push configs: each config's url pointed at a receiver path
-        of its own, in the body sent upstream (`Call.upstream_body`); `call.body` (what is
+        of its own, in the body sent upstream (`Call.upstream_body`); `call.request.body` (what is
         recorded) stays the client's. A config the screen refuses: nothing is pointed, and
         the `Refusal` returned (`refuse` answers it). Called once `call` has its ticket and
         file."""
-        if call.method != "POST" or b'"url"' not in call.body:
+        if call.request.method != "POST" or b'"url"' not in call.request.body:
             return None
-        content_type = next((v for n, v in call.headers if n == b"content-type"), b"")
+        content_type = next((v for n, v in call.request.headers if n == b"content-type"), b"")
         if not is_json_media_type(content_type.decode("latin-1")):
             return None
         try:
-            body = json.loads(call.body)
+            body = json.loads(call.request.body)
         except (ValueError, RecursionError):
             return None  # the agent says what is wrong with it
-        configs = config_objects(call.method, call.target, body)
+        configs = config_objects(call.request.method, call.request.target, body)
         if not configs:
             return None
         host, port = scope.get("server") or ("127.0.0.1", 0)
         if port:
             self._screen = self._screen.with_own(host, port)
-        reason = self.refusal(call.method, call.target, body)
+        reason = self.refusal(call.request.method, call.request.target, body)
         if reason is not None:
             is_rpc = jsonrpc.is_jsonrpc(body)
             return Refusal(reason, body.get("id") if is_rpc else None, is_rpc)
         origin = self._receiver or _receiver_origin(host, port)
         for config in configs:
-            self.receivers.add(config, ticket=call.ticket, file_key=call.file_key, origin=origin)
+            self.receivers.add(
+                config, ticket=call.routing.ticket, file_key=call.routing.file_key, origin=origin
+            )
         call.upstream_body = json.dumps(body, ensure_ascii=False).encode()
         return None
 
@@ -316,7 +321,7 @@ class PushRoom:
         first to answer the client) is pointed at a receiver that has ended: the agent never
         gets a webhook the recorder would not deliver to. Called once `call` has its ticket
         and file."""
-        configs = config_objects(call.method, call.target, body)
+        configs = config_objects(call.request.method, call.request.target, body)
         if not configs:
             return False
         if self._listen is None:
@@ -327,12 +332,12 @@ class PushRoom:
             )
             return False
         origin = self._receiver or _receiver_origin(*self._listen)
-        reason = self.refusal(call.method, call.target, body)
+        reason = self.refusal(call.request.method, call.request.target, body)
         for config in configs:
             self.receivers.add(
                 config,
-                ticket=call.ticket,
-                file_key=call.file_key,
+                ticket=call.routing.ticket,
+                file_key=call.routing.file_key,
                 origin=origin,
                 ended=None if reason is None else f"its webhook was refused: {reason}",
             )
@@ -349,17 +354,19 @@ class PushRoom:
     def deletes(self, call: Call) -> tuple[str, str] | None:
         """(task id, config id) when `call` deletes a push config (then `deleted` is told
         once the agent has confirmed it)."""
-        if not self.receivers or call.method not in ("POST", "DELETE"):
+        if not self.receivers or call.request.method not in ("POST", "DELETE"):
             return None
         body: Any = None
-        if call.method == "POST":
-            if b"elete" not in call.body:  # (DeleteTaskPushNotificationConfig, 0.3's delete)
+        if call.request.method == "POST":
+            if (
+                b"elete" not in call.request.body
+            ):  # (DeleteTaskPushNotificationConfig, 0.3's delete)
                 return None
             try:
-                body = json.loads(call.body)
+                body = json.loads(call.request.body)
             except (ValueError, RecursionError):
                 return None
-        return deleted_config(call.method, call.target, body)
+        return deleted_config(call.request.method, call.request.target, body)
 
     def grpc_refusal(self, path: str, request: bytes) -> str | None:
         """What a gRPC client is told (the listener's INVALID_ARGUMENT, `refusal_message`)
@@ -392,13 +399,13 @@ class PushRoom:
     def deleted_by(self, call: Call) -> None:
         """The agent confirmed `call` (any binding; its body JSON: a gRPC call's ProtoJSON):
         when it deletes a push config, its receivers end."""
-        if not self.receivers or b"elete" not in call.target.encode() + call.body:
+        if not self.receivers or b"elete" not in call.request.target.encode() + call.request.body:
             return
         try:
-            body = json.loads(call.body) if call.body else None
+            body = json.loads(call.request.body) if call.request.body else None
         except (ValueError, RecursionError):
             return
-        ids = deleted_config(call.method, call.target, body)
+        ids = deleted_config(call.request.method, call.request.target, body)
         if ids is not None:
             self.deleted(*ids)
 
@@ -455,19 +462,18 @@ class PushRoom:
             return
         post_url, extra, extensions = target
         url = httpx.URL(hook.url)
-        call = Call(method="POST", target=url.raw_path.decode("ascii"), headers=headers, body=body)
-        call.started = time.monotonic()
+        call = Call(CallRequest("POST", url.raw_path.decode("ascii"), tuple(headers), body))
+        call.reply.started = time.monotonic()
         call.redactor = (self._forged_redactor if forged else self._redactor).fresh()
         store = self.recording.store
-        call.ticket = store.begin(into=cast("FileKey | None", hook.file_key))
-        call.file_key = hook.file_key
-        call.push_of = hook.ticket
+        ticket = store.begin(into=cast("FileKey | None", hook.file_key))
+        call.routing = Routing(ticket, hook.file_key, push_of=hook.ticket)
         try:
             status, reason, reply_headers, reply = await self._forward(
                 post_url, headers + extra, body, extensions, hook.url
             )
         except Exception:
-            store.forget(call.ticket)
+            store.forget(call.routing.ticket)
             raise
         await send(
             {
@@ -486,7 +492,7 @@ class PushRoom:
             netloc = url.netloc.decode("ascii")
             exchange = self._exchange(call, netloc, status, reason, reply_headers, reply, forged)
         except Exception as exc:  # a recording that fails never changes the agent's answer
-            store.forget(call.ticket)
+            store.forget(call.routing.ticket)
             log.error("recorder could not record the push delivery to %s: %s", call.shown, exc)
             self.recording.writer.count_failure(str(exc))
             return
@@ -548,14 +554,17 @@ class PushRoom:
         request_headers = redactor.redact_headers(
             Headers(
                 [("Host", netloc)]
-                + [(header_case(n.decode("latin-1")), header_text(v)) for n, v in call.headers]
+                + [
+                    (header_case(n.decode("latin-1")), header_text(v))
+                    for n, v in call.request.headers
+                ]
             )
         )
         request = Request(
             method="POST",
-            target=redactor.redact_push_url(call.target),
+            target=redactor.redact_push_url(call.request.target),
             headers=request_headers,
-            body=redactor.redact_body(call.body, request_headers.get("Content-Type")),
+            body=redactor.redact_body(call.request.body, request_headers.get("Content-Type")),
         )
         kept = [
             (header_case(n.decode("latin-1")), header_text(v))
@@ -569,9 +578,8 @@ class PushRoom:
             headers=response_headers,
             body=redactor.redact_body(reply, response_headers.get("Content-Type")),
         )
-        call.sent_secrets = dict(redactor.seen)
-        call.recorded_title = title = delivery_title(request.json)
-        call.recorded_operation = "push"
+        title = delivery_title(request.json)
+        call.recorded = Recorded(title, "push", request, dict(redactor.seen))
         comments = (FORGED_TAG,) if forged else ()
         return Exchange(request=request, response=response, title=title, comments=comments)
 
@@ -581,7 +589,7 @@ def _confirmed(call: Call, status: int, body: list[bytes]) -> bool:
     2xx, and on JSON-RPC a `result` (a JSON-RPC error comes with 200 too)."""
     if not 200 <= status < 300:
         return False
-    if call.method != "POST":
+    if call.request.method != "POST":
         return True
     try:
         value = json.loads(b"".join(body))

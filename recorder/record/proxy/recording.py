@@ -46,7 +46,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Hashable
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 from recorder.format.jsonbody import json_value
 from recorder.format.model import Exchange, SseEvent, is_json_media_type
@@ -55,7 +55,7 @@ from recorder.record.lineage import Lineage
 from recorder.record.naming import operation_of
 from recorder.record.proxy.agent_cards import CARD_OPERATIONS
 from recorder.record.proxy.building import Builder
-from recorder.record.proxy.call import Call
+from recorder.record.proxy.call import Call, Routing
 from recorder.record.proxy.writer import BufferedReply, EndedStream, Writer
 from recorder.record.store.transcript_store import (
     CONVERSATION,
@@ -72,9 +72,9 @@ log = logging.getLogger(__name__)
 def _operation(call: Call, content_type: str | None) -> str:
     """`operation_name` of `call`'s request as recorded, without building its model."""
     value = None
-    if call.method == "POST" and call.body and is_json_media_type(content_type):
-        value = json_value(call.body, exact_numbers=False)  # (its method: a string)
-    return operation_of(call.method, call.target.partition("?")[0], value)
+    if call.request.method == "POST" and call.request.body and is_json_media_type(content_type):
+        value = json_value(call.request.body, exact_numbers=False)  # (its method: a string)
+    return operation_of(call.request.method, call.request.target.partition("?")[0], value)
 
 
 class ExchangeObserver(Protocol):
@@ -116,21 +116,20 @@ class Recording:
         """On arrival (its scenario chosen): the call's file (its scenario's, else by id
         lineage, else a new one), its place in the file, its redactor, and the open exchange
         of its file it arrived during, if any."""
-        call.started = time.monotonic()
+        call.reply.started = time.monotonic()
         # the values of the request as recorded (`Request` of these parts), from its parts
-        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.headers]
+        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in call.request.headers]
         content_type = None
-        for name, value in call.headers:
+        for name, value in call.request.headers:
             if name == b"content-type":
                 content_type = value.decode("latin-1")
                 break
         lineage = self.lineage
-        call.client_values = values = lineage.values_of(
-            call.target, headers, call.body, content_type
-        )
+        values = lineage.values_of(call.request.target, headers, call.request.body, content_type)
         store = self.store
+        follows_card = 0
         if call.scenario is not None:
-            call.ticket = store.begin(call.scenario)
+            ticket = store.begin(call.scenario)
         else:
             home = lineage.home_of(values)
             if home is None:
@@ -138,36 +137,38 @@ class Recording:
                 operation = call.operation or _operation(call, content_type)
             else:
                 operation = ""  # (the file has its name)
-            call.ticket = store.begin(into=cast(FileKey, home), operation=operation)
+            ticket = store.begin(into=cast(FileKey, home), operation=operation)
             # (the card fetches of a client run, one after another: one file, `folding`)
-            call.follows_card = self._last_card
-            self._last_card = call.ticket if call.operation in CARD_OPERATIONS else 0
-        call.file_key = key = store.file_key(call.ticket)
+            follows_card = self._last_card
+            self._last_card = ticket if call.operation in CARD_OPERATIONS else 0
+        key = store.file_key(ticket)
         lineage.note_request(values, key)
         call.redactor = self._redactor.fresh()
         opened = self._open.setdefault(key, {})
+        during = None
         if opened:
             latest = max(opened)
-            call.during = (latest, opened[latest])
-        opened[call.ticket] = 0
+            during = (latest, opened[latest])
+        opened[ticket] = 0
+        call.routing = Routing(ticket, key, values, during, follows_card)
         if self.observer is not None:
             self.observer.opened(call)
 
     def frames_arrived(self, call: Call, frames: int) -> None:
         """`frames` data frames of `call`'s stream have arrived (for `@during` tags)."""
-        opened = self._open.get(call.file_key)
-        if opened is not None and call.ticket in opened:
-            opened[call.ticket] = frames
+        opened = self._open.get(call.routing.file_key)
+        if opened is not None and call.routing.ticket in opened:
+            opened[call.routing.ticket] = frames
         if self.observer is not None:
             self.observer.framed(call, frames)
 
     def close(self, call: Call) -> None:
         """`call`'s reply is whole (or will not be): later requests are not `@during` it."""
-        opened = self._open.get(call.file_key)
+        opened = self._open.get(call.routing.file_key)
         if opened is not None:
-            opened.pop(call.ticket, None)
+            opened.pop(call.routing.ticket, None)
             if not opened:
-                del self._open[call.file_key]
+                del self._open[call.routing.file_key]
         if self.observer is not None:
             self.observer.closed(call)
 
@@ -178,8 +179,8 @@ class Recording:
         loop a turn), so no request can be read in between: a follow-up by an id the reply
         carries finds its file and is not `@during` it, and the client did not wait for
         either (a 1 MiB JSON reply takes ~0.4 ms to learn)."""
-        self.lineage.learn_body(body, call.file_key, call.client_values)
-        call.after = self.lineage.needs(call.file_key)
+        self.lineage.learn_body(body, call.routing.file_key, call.routing.client_values)
+        call.reply.after = self.lineage.needs(call.routing.file_key)
         if self.observer is not None:
             self.observer.learned(call, body)
         self.close(call)
@@ -188,8 +189,8 @@ class Recording:
         """The values one stream frame generated get `call`'s file as their home."""
         if event.data:
             data = event.data.encode("utf-8")
-            self.lineage.learn_body(data, call.file_key, call.client_values)
-            call.after = self.lineage.needs(call.file_key)
+            self.lineage.learn_body(data, call.routing.file_key, call.routing.client_values)
+            call.reply.after = self.lineage.needs(call.routing.file_key)
             if self.observer is not None:
                 self.observer.learned(call, data)
 
@@ -197,28 +198,10 @@ class Recording:
         """The proxy is done with `call`: let go of a request whose exchange will not be
         recorded (an upstream error)."""
         self.close(call)
-        if not call.queued:
-            self.store.forget(call.ticket)
+        if not call.reply.queued:
+            self.store.forget(call.routing.ticket)
             if self.observer is not None:
                 self.observer.dropped_exchange(call)
-        call.finished = True
-
-    # ---------------------------------------------------------------- the exchange
-
-    def exchange(
-        self,
-        call: Call,
-        upstream: UpstreamReply,
-        kept: list[tuple[bytes, bytes]],
-        *,
-        body: bytes,
-        decoder: SseDecoder | None = None,
-        truncated: bool = False,
-    ) -> Exchange:
-        """`call`'s exchange as recorded (`Builder.exchange`)."""
-        return self.builder.exchange(
-            call, upstream, kept, body=body, decoder=decoder, truncated=truncated
-        )
 
     # ---------------------------------------------------------------- the writer
 
@@ -234,54 +217,6 @@ class Recording:
         that cannot be made) is logged and counted."""
         self.writer.hand_over(EndedStream(call, exchange))
 
-    def write_now(self, call: Call, exchange: Exchange | Callable[[], Exchange]) -> None:
-        """`write`, to the writer at once (an agent's call, held until its exchange was
-        written: `recorder.record.proxy.downstream`)."""
-        self.writer.hand_over(EndedStream(call, exchange))
-
-    @property
-    def recorded(self) -> int:
-        """Exchanges written."""
-        return self.writer.recorded
-
-    @property
-    def kept(self) -> int:
-        """Exchanges not written: `--mode once` keeps their scenario's file."""
-        return self.writer.kept
-
-    @property
-    def failed(self) -> int:
-        """Exchanges that could not be written (or were pending at shutdown)."""
-        return self.writer.failed
-
-    @property
-    def last_error(self) -> str | None:
-        """The reason the last exchange that failed was not written."""
-        return self.writer.last_error
-
-    @property
-    def pending(self) -> int:
-        """Exchanges handed to the writer and not yet written."""
-        return self.writer.pending
-
-    def status(self) -> dict[str, Any]:
-        """What `GET /_recorder/status` reports."""
-        return self.writer.status()
-
-    async def catch_up(self) -> None:
-        """Before a new request is forwarded while the writer is behind (`Writer.catch_up`)."""
-        await self.writer.catch_up()
-
-    async def flush(self, timeout: float) -> bool:
-        """Wait (at most `timeout` seconds) until every exchange handed over is written or
-        failed; True when none is pending."""
-        return await self.writer.flush(timeout)
-
-    async def drain(self, timeout: float) -> None:
-        """At shutdown: wait (at most `timeout` seconds) for the pending writes, then stop the
-        writer; an exchange still pending then is counted as not recorded."""
-        await self.writer.drain(timeout)
-
     def write_truncated(
         self,
         call: Call,
@@ -294,7 +229,7 @@ class Recording:
         """Record a stream cut short (`why`: by whom), logging rather than raising."""
         body = decoder.raw if decoder is not None else b"".join(chunks)
         try:
-            exchange = self.exchange(
+            exchange = self.builder.exchange(
                 call, upstream, kept, body=body, decoder=decoder, truncated=True
             )
         except Exception as exc:

@@ -185,7 +185,6 @@ class StreamRelay:
                 "headers": client_headers,
             }
         )
-        call.response_started = True
 
         frames = 0  # data frames arrived (comment-only frames, keep-alive pings, are not)
         gone = False  # the client went away: the upstream is still read, for the grace time
@@ -261,7 +260,7 @@ class StreamRelay:
 
         truncated = client_gone or upstream_error is not None
         body = decoder.raw if decoder is not None else spool.read()
-        exchange = recording.exchange(
+        exchange = recording.builder.exchange(
             call, upstream, kept, body=body, decoder=decoder, truncated=truncated
         )
         del body  # (the exchange holds it)

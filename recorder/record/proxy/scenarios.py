@@ -54,12 +54,12 @@ class Scenarios:
     def choose(self, call: Call) -> None:
         """Set `call.scenario` (its header, else the current one) and `call.description`.
         Raises ValueError (the message says why) for a name that makes no file name."""
-        if call.scenario_header is None:
+        if call.request.scenario_header is None:
             scenario = self.current
         else:
-            scenario = header_text(call.scenario_header).strip() or None
-        if call.title_header is not None:
-            call.description = header_text(call.title_header).strip() or None
+            scenario = header_text(call.request.scenario_header).strip() or None
+        if call.request.title_header is not None:
+            call.description = header_text(call.request.title_header).strip() or None
         if scenario is not None:
             slugify(scenario)
         call.scenario = scenario
@@ -110,7 +110,7 @@ class Scenarios:
     async def status(
         self, scope: Scope, receive: Receive, send: Send, report: dict[str, Any]
     ) -> None:
-        """`GET /_recorder/status`: `report` (`Recording.status`) as JSON."""
+        """`GET /_recorder/status`: `report` (`Writer.status`) as JSON."""
         try:
             body = await read_body(receive, _MAX_CONTROL_BODY)
         except BodyTooLarge:

@@ -137,7 +137,7 @@ async def _serve_until(
             closing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await closing
-            await proxy.recording.drain(0.0)
+            await proxy.writer.drain(0.0)
         else:
             closing.result()
 

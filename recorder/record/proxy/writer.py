@@ -109,9 +109,10 @@ class Writer:
     def hand_over(self, job: Job) -> None:
         """Queue `job` for the writer thread (started by the first job)."""
         call = job.call
-        if not call.queued:  # (a call the agent made was timed when it ended, then held)
-            call.took = time.monotonic() - call.started  # (its reply is with the client now)
-        call.queued = True
+        reply = call.reply
+        if not reply.queued:  # (a call the agent made was timed when it ended, then held)
+            reply.took = time.monotonic() - reply.started  # (its reply is with the client now)
+        reply.queued = True
         with self._counts:
             if self._closed:
                 self.failed += 1
@@ -147,20 +148,21 @@ class Writer:
                 exchange = self._builder.built(call, job.upstream, job.kept, job.body)
             if call.scenario is None and call.operation in CARD_OPERATIONS:
                 self._cards.place(call, exchange)
+            recorded = call.recorded
             path = self.store.write(
-                call.ticket,
+                call.routing.ticket,
                 exchange,
                 scenario=call.scenario,
-                operation=call.operation or call.recorded_operation,
+                operation=call.operation or (recorded.operation if recorded else ""),
                 secrets=call.redactor.seen,
-                sent_secrets=call.sent_secrets,
-                during=call.during,
-                after=call.after,
-                push=call.push_of,
-                call=call.call_of,
+                sent_secrets=recorded.sent_secrets if recorded else {},
+                during=call.routing.during,
+                after=call.reply.after,
+                push=call.routing.push_of,
+                call=call.routing.call_of,
             )
         except Exception as exc:
-            self.store.forget(call.ticket)
+            self.store.forget(call.routing.ticket)
             if self.on_written is not None:
                 self.on_written(call, False)
             reason = describe_error(exc)
@@ -173,7 +175,6 @@ class Writer:
             )
             self._done(error=reason)
             return
-        call.written = True
         if self.on_written is not None:
             # (before `_done`: the calls it hands over keep the writer from going idle)
             self.on_written(call, path is not None)
@@ -182,9 +183,9 @@ class Writer:
             self._done(error=None, kept=True)
             log.info("not recorded (--mode once keeps its scenario's file): %s", title)
             return
-        self._done(error=None, call=call.call_of is not None)
+        self._done(error=None, call=call.routing.call_of is not None)
         if log.isEnabledFor(logging.INFO):
-            log.info("%s", record_line(job.outcome(exchange), call.took, title, path))
+            log.info("%s", record_line(job.outcome(exchange), call.reply.took, title, path))
 
     def _done(self, error: str | None, *, kept: bool = False, call: bool = False) -> None:
         with self._counts:

@@ -34,7 +34,7 @@ import asyncio
 import collections
 import contextlib
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import httptools
@@ -43,6 +43,7 @@ import httpx
 __all__ = ["MAX_REPLY_HEAD", "Http11Upstream", "HttpxUpstream", "UpstreamReply", "tls_context"]
 
 Headers = list[tuple[bytes, bytes]]
+SentHeaders = Sequence[tuple[bytes, bytes]]  # a request's, as forwarded
 
 # the most bytes a reply head may hold (h11's default `max_incomplete_event_size`)
 MAX_REPLY_HEAD = 16 * 1024
@@ -384,7 +385,7 @@ class Http11Upstream:
         return protocol, False
 
     async def send(
-        self, method: str, target: bytes, headers: Headers, body: bytes
+        self, method: str, target: bytes, headers: SentHeaders, body: bytes
     ) -> UpstreamReply:
         lines = [method.encode("ascii"), b" ", target, b" HTTP/1.1", self._host_line]
         for name, value in headers:
@@ -495,7 +496,7 @@ class HttpxUpstream:
         self._extensions: dict[str, Any] = {"timeout": timeout.as_dict()}
 
     async def send(
-        self, method: str, target: bytes, headers: Headers, body: bytes
+        self, method: str, target: bytes, headers: SentHeaders, body: bytes
     ) -> UpstreamReply:
         request = httpx.Request(
             method,
