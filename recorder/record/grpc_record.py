@@ -447,7 +447,7 @@ def stream_exchange(
     try:
         if call.routing.during is None and record.spool.count:
             return stream_block(record, request, title, code, details, initial, trailing, truncated)
-        # (read from the spool a line at a time, into the events: never a list of them too)
+        # (read from the spool a message at a time, into the events: never a list of them too)
         response = binding.response_of(
             code, message=details, initial=initial, trailing=trailing, messages=record.spool.lines()
         )
