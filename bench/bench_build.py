@@ -7,7 +7,7 @@ built from the raw request and reply bytes (`Builder.exchange`), and its `.http`
     .venv/bin/python bench/bench_build.py --smoke              # does it still run
     .venv/bin/python bench/bench_build.py --baseline /tmp/base # before/after in one run
 
-The input is what the proxy bench sends and gets (/work/shared/proxy-bench): an unscripted
+The input is what a side-by-side proxy benchmark sends and gets: an unscripted
 JSON-RPC SendMessage (compact JSON, a fresh message id each time, the headers an httpx client
 sends as forwarded) and a ~1 KB compact JSON reply with fresh uuids, as raw bytes in a `Call`
 and the kept reply header pairs, as the forwarding room hands them to `Recording.submit`.

@@ -28,8 +28,8 @@ reports the count of files next to the count of requests that were answered, and
 the same run, what a new file costs the kernel in the folder the recordings go to (`--dir`,
 default the temporary folder; bench/bench_newfile.py): on a crowded ext4 it can outweigh the
 recorder's own CPU per request, so read the two together. Prints a table
-and one JSON line per target. For the comparison with mitmdump use
-/work/shared/proxy-bench/run.sh with CANDIDATE_CMD (it runs mitmdump in reverse mode).
+and one JSON line per target. For a comparison with mitmdump, time `mitmdump --mode
+reverse:AGENT_URL` in front of the same agent with the same client, in the same run.
 """
 
 from __future__ import annotations
