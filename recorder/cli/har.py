@@ -7,24 +7,16 @@ from pathlib import Path
 import click
 
 from recorder.cli import fail, plural
-from recorder.cli.options import AliasedOption, quiet_option, verbose_option
+from recorder.cli.options import (
+    quiet_option,
+    transcripts_output_option,
+    verbose_option,
+)
 
 
 @click.command("import", short_help="Import the exchanges of a HAR file as .http transcripts.")
 @click.argument("har_file", metavar="FILE.har", type=click.Path(dir_okay=False))
-@click.option(
-    "-o",
-    "--output",
-    "--out",
-    "out",
-    cls=AliasedOption,
-    aliases=("--out",),
-    default="transcripts/",
-    show_default=True,
-    metavar="DIRECTORY",
-    type=click.Path(file_okay=False),
-    help="Folder of the NN-slug.http transcripts (numbering continues after the highest).",
-)
+@transcripts_output_option()
 @click.option(
     "--scenario",
     metavar="NAME",

@@ -23,7 +23,7 @@ import click
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-__all__ = ["AliasedOption", "quiet_option", "verbose_option"]
+__all__ = ["AliasedOption", "quiet_option", "transcripts_output_option", "verbose_option"]
 
 
 class AliasedOption(click.Option):
@@ -66,3 +66,21 @@ def quiet_option(help: str) -> Callable[[_F], _F]:
 def verbose_option(help: str) -> Callable[[_F], _F]:
     """`-v/--verbose`, counted (`-vv` is 2), with what it adds in this command (`help`)."""
     return click.option("-v", "--verbose", count=True, help=help)
+
+
+def transcripts_output_option() -> Callable[[_F], _F]:
+    """`-o/--output DIRECTORY` (`--out` still works): the folder a command writes its
+    transcripts into, numbering on after the highest (`record`, `import`)."""
+    return click.option(
+        "-o",
+        "--output",
+        "--out",
+        "out",
+        cls=AliasedOption,
+        aliases=("--out",),
+        default="transcripts/",
+        show_default=True,
+        metavar="DIRECTORY",
+        type=click.Path(file_okay=False),
+        help="Folder of the NN-slug.http transcripts (numbering continues after the highest).",
+    )

@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING
 import click
 
 from recorder.cli import fail, plural
-from recorder.cli.options import AliasedOption, quiet_option, verbose_option
+from recorder.cli.options import (
+    AliasedOption,
+    quiet_option,
+    transcripts_output_option,
+    verbose_option,
+)
 from recorder.errors import RecorderError
 from recorder.format.model import Transcript
 from recorder.record.store.modes import MODES
@@ -36,19 +41,7 @@ if TYPE_CHECKING:
     metavar="HOST:PORT",
     help="Where the proxy listens (HOST:PORT, or a port; loopback unless you say otherwise).",
 )
-@click.option(
-    "-o",
-    "--output",
-    "--out",
-    "out",
-    cls=AliasedOption,
-    aliases=("--out",),
-    default="transcripts/",
-    show_default=True,
-    metavar="DIRECTORY",
-    type=click.Path(file_okay=False),
-    help="Folder of the NN-slug.http transcripts (numbering continues after the highest).",
-)
+@transcripts_output_option()
 @click.option(
     "--rules",
     type=click.Path(dir_okay=False),
