@@ -65,7 +65,13 @@ from recorder.push_urls import WebhookScreen
 from recorder.record.cards import Origin
 from recorder.record.lineage import Lineage
 from recorder.record.proxy.agent_cards import AgentCards
-from recorder.record.proxy.call import Message, Receive, Scope, Send, send_error
+from recorder.record.proxy.call import (
+    Receive,
+    Scope,
+    Send,
+    answer_own_failure,
+    send_error,
+)
 from recorder.record.proxy.downstream import DownstreamApp, Downstreams, parse_downstream
 from recorder.record.proxy.forwarding import (
     BUFFER_LIMIT,
@@ -399,23 +405,7 @@ class RecordingProxy:
             listener.app.stop_streams()
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        started = False
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self._handle(scope, receive, tracking_send)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            if started:
-                raise  # the server closes the connection: the client sees an incomplete reply
-            log.exception("recorder: cannot handle %s %s", scope.get("method"), scope.get("path"))
-            await send_error(send, 500, f"recorder failed: {exc}", self.upstream_url)
+        await answer_own_failure(self._handle, scope, receive, send, self.upstream_url)
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         """One request, through the rooms."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable, Hashable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,8 @@ import httpx
 from recorder.format.model import Request
 from recorder.record.store.filetext import CallOf
 from recorder.secrets.redact import Redactor
+
+log = logging.getLogger("recorder.record.proxy")  # (the proxy's log, as its package's)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -200,3 +203,32 @@ def describe_http_error(exc: BaseException) -> str:
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
         return f"the connection was reset or broken ({text or kind})"
     return f"{kind}: {text}" if text else kind
+
+
+async def answer_own_failure(
+    handle: Callable[[Scope, Receive, Send], Awaitable[None]],
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    upstream: str,
+) -> None:
+    """`handle` the request; a failure of the recorder's own is logged and answered 500 if
+    no reply has started yet, else raised (the server closes the connection: the client
+    sees an incomplete reply, never one the recorder changed)."""
+    started = False
+
+    async def tracking_send(message: Message) -> None:
+        nonlocal started
+        if message["type"] == "http.response.start":
+            started = True
+        await send(message)
+
+    try:
+        await handle(scope, receive, tracking_send)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        if started:
+            raise
+        log.exception("recorder: cannot handle %s %s", scope.get("method"), scope.get("path"))
+        await send_error(send, 500, f"recorder failed: {exc}", upstream)

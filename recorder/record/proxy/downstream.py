@@ -30,14 +30,12 @@ buffered), the downstream's failures a 502/504 to the agent. What differs is the
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable
-from typing import Any
 
 import httpx
 
@@ -49,7 +47,15 @@ from recorder.record.cards import Origin
 from recorder.record.naming import header_case
 from recorder.record.proxy.agent_cards import AgentCards
 from recorder.record.proxy.building import Builder
-from recorder.record.proxy.call import Call, Receive, Recorded, Routing, Scope, Send, send_error
+from recorder.record.proxy.call import (
+    Call,
+    Receive,
+    Recorded,
+    Routing,
+    Scope,
+    Send,
+    answer_own_failure,
+)
 from recorder.record.proxy.forwarding import Forwarder
 from recorder.record.proxy.recording import Recording
 from recorder.record.proxy.relay import StreamRelay
@@ -486,25 +492,7 @@ class DownstreamApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        started = False
-
-        async def tracking_send(message: Any) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self._handle(scope, receive, tracking_send)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            if started:
-                raise
-            log.exception(
-                "recorder: cannot handle the call %s %s", scope.get("method"), scope.get("path")
-            )
-            await send_error(send, 500, f"recorder failed: {exc}", self.url)
+        await answer_own_failure(self._handle, scope, receive, send, self.url)
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         call = await self.forwarder.take(scope, receive, send)
