@@ -42,7 +42,7 @@ from recorder.kit import start_kit
 from recorder.learn import learn
 from recorder.record.proxy import create_proxy_app
 from recorder.record.proxy.server import ProxyServer
-from recorder.replay.player import play
+from recorder.replay.run import play
 from recorder.replay.verdict.live import LiveReply
 from recorder.replay.verdict.state import ReplayState
 from recorder.rules.ruleset import DEFAULT_RULES, Rules, rules_from_text

@@ -12,7 +12,7 @@ GetTask pairs) are recorded from the same agent first.
 
 - bare loop: one `httpx.Client`, `client.post(url, content=<recorded body>, headers=<recorded
   headers>)` and `.content` for every recorded request, in order.
-- play: `recorder.replay.player.play(folder, agent=url)`: parsing the files, carry-forward
+- play: `recorder.replay.run.play(folder, agent=url)`: parsing the files, carry-forward
   (the live task id goes into each GetTask), placeholder filling, the comparison of each live
   reply as it came over the wire (its model `Response` is built only when the fast path cannot
   decide).
@@ -187,7 +187,7 @@ def bare_transport_loop(
 
 
 def play_loop(url: str, folder: Path, exchanges: int, jobs: int = 1) -> float:
-    from recorder.replay.player import play
+    from recorder.replay.run import play
 
     started = time.perf_counter()
     result = play([folder], agent=url, environ={}, jobs=jobs)

@@ -28,7 +28,7 @@ from recorder.learn import learn
 from recorder.learn.run import Learned
 from recorder.record.proxy import create_proxy_app
 from recorder.record.proxy.server import ProxyServer
-from recorder.replay.player import play
+from recorder.replay.run import play
 from recorder.replay.trials import TrialPlan
 from recorder.replay.verdict.diff import Mismatch
 from recorder.rules.ruleset import Rules, rules_from_text

@@ -22,7 +22,6 @@ from recorder.replay.envfile import EnvFileError, merge_variables, parse_env_fil
 from recorder.replay.keywords import Selection, SelectionError
 from recorder.replay.plan import TranscriptErrors, parse_shard
 from recorder.replay.player import AgentHandle
-from recorder.replay.player import play as play_transcripts
 from recorder.replay.reports.html_report import write_html_error, write_html_report
 from recorder.replay.reports.json_report import write_json_error, write_json_report
 from recorder.replay.reports.results import PlayResult
@@ -33,6 +32,7 @@ from recorder.replay.reports.terminal import (
     write_junit_error,
     write_junit_xml,
 )
+from recorder.replay.run import play as play_transcripts
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url
 from recorder.replay.trials import TrialPlan
 from recorder.replay.variables import MissingVariableError

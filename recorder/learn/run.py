@@ -43,8 +43,9 @@ from recorder.replay.calls import request_as_reply
 from recorder.replay.grpc_send import GrpcTarget, grpc_target, has_grpc
 from recorder.replay.needs import needs_of, play_needs
 from recorder.replay.plan import load_transcripts
-from recorder.replay.player import AgentHandle, FilePlayer, play
+from recorder.replay.player import AgentHandle, FilePlayer
 from recorder.replay.reports.results import PlayResult
+from recorder.replay.run import play
 from recorder.replay.send import DEFAULT_TIMEOUT, agent_base_url, make_transport
 from recorder.replay.standin import StandIns
 from recorder.replay.stats import wilson_interval

@@ -193,12 +193,17 @@ def choose_call(
     mapping: Mapping[str, str],
 ) -> Candidate | None:
     """The recorded call `live` stands for, among the `waiting` ones (not yet made, in file
-    order): the first of its downstream that matches, else the first of its downstream
-    (compared, its differences reported); None when no call of the downstream waits.
+    order): the first of its downstream that matches, else the first of its downstream sent
+    with the live call's method to its path, else the first of its downstream (compared, its
+    differences reported); None when no call of the downstream waits. (An MCP client's GET of
+    its event stream and its POST of a tool call may come in either order: a tool call whose
+    argument changed is the recorded POST's, not the GET's.)
 
     `mapping`: recorded -> live values the file paired so far (a task id in a prompt)."""
     request = live_request(live)
     first: Candidate | None = None
+    same_route: Candidate | None = None  # (the first sent with the live method to its path)
+    route = _route(live.method, live.target)
     for call in waiting:
         if call.name != live.name:
             continue
@@ -212,9 +217,16 @@ def choose_call(
         )
         if candidate.matches:
             return candidate
+        if same_route is None and _route(call.request.method, call.request.target) == route:
+            same_route = candidate
         if first is None:
             first = candidate
-    return first
+    return same_route or first
+
+
+def _route(method: str, target: str) -> tuple[str, str]:
+    """A request's method and path (its query left out)."""
+    return method.upper(), target.partition("?")[0]
 
 
 def _alike(recorded: Headers, live: Sequence[tuple[str, str]]) -> int:

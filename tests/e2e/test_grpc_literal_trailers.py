@@ -22,7 +22,7 @@ from recorder.bindings import grpc as binding
 from recorder.checking import check_paths
 from recorder.record.proxy import create_proxy_app
 from recorder.record.proxy.server import ProxyServer
-from recorder.replay.player import play
+from recorder.replay.run import play
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 

@@ -28,8 +28,8 @@ from helpers import edit, recorder_process
 from recorder import load
 from recorder.checking import check_paths
 from recorder.kit import KitServer, start_kit
-from recorder.replay.player import play
 from recorder.replay.reports.results import PlayResult
+from recorder.replay.run import play
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 

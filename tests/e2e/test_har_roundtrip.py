@@ -22,7 +22,8 @@ from recorder.cli import main
 from recorder.kit import start_kit
 from recorder.record.proxy import create_proxy_app
 from recorder.record.proxy.server import ProxyServer
-from recorder.replay.player import PlayResult, play
+from recorder.replay.reports.results import PlayResult
+from recorder.replay.run import play
 
 pytestmark = pytest.mark.e2e
 

@@ -33,7 +33,7 @@ from sdk_clients import open_client, user_message
 
 from recorder.checking import check_paths
 from recorder.kit import start_kit
-from recorder.replay.player import play
+from recorder.replay.run import play
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 

@@ -29,7 +29,8 @@ from recorder.disk.transcripts import find_transcripts
 from recorder.kit import KitServer, start_kit
 from recorder.record.proxy import create_proxy_app
 from recorder.record.proxy.server import ProxyServer
-from recorder.replay.player import PlayResult, play
+from recorder.replay.reports.results import PlayResult
+from recorder.replay.run import play
 
 pytestmark = pytest.mark.e2e
 

@@ -32,8 +32,8 @@ from llm_stack import AgentSettings, start_agent, start_model, start_tools
 from recorder.checking import check_paths
 from recorder.cli import main
 from recorder.disk.transcripts import load
-from recorder.replay.player import play
 from recorder.replay.reports.results import PlayResult
+from recorder.replay.run import play
 from recorder.replay.trials import TrialPlan
 from recorder.servers import bind_socket
 

@@ -24,7 +24,8 @@ from recorder.kit import KitServer, start_kit
 from recorder.learn.run import learn
 from recorder.record.proxy import create_proxy_app
 from recorder.record.proxy.server import ProxyServer
-from recorder.replay.player import PlayResult, play
+from recorder.replay.reports.results import PlayResult
+from recorder.replay.run import play
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.e2e

@@ -20,7 +20,7 @@ from recorder.disk.transcripts import dump
 from recorder.format.model import Transcript
 from recorder.kit import KitServer
 from recorder.learn import learn
-from recorder.replay.player import play
+from recorder.replay.run import play
 from recorder.replay.send import make_transport
 from recorder.rules.ruleset import load_rules, rules_warnings
 

@@ -28,7 +28,7 @@ from recorder.kit import KitServer, start_kit
 from recorder.planner.webhook import Webhook
 from recorder.record.proxy import create_proxy_app
 from recorder.record.proxy.server import ProxyServer
-from recorder.replay.player import play
+from recorder.replay.run import play
 from recorder.serve.deliveries import following_deliveries
 from recorder.serve.steps import Step
 

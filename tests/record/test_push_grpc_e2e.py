@@ -36,7 +36,7 @@ from recorder.kit import KitServer, start_kit
 from recorder.planner.webhook import Delivery, Webhook
 from recorder.record.proxy import create_proxy_app
 from recorder.record.proxy.server import ProxyServer
-from recorder.replay.player import play
+from recorder.replay.run import play
 
 pytestmark = pytest.mark.timeout(90)
 

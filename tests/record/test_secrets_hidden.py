@@ -186,7 +186,7 @@ async def json_echo(request: Request) -> Response:
 
 
 def test_a_recorded_push_url_secret_replays_with_a_stand_in(tmp_path: Path) -> None:
-    from recorder.replay.player import play
+    from recorder.replay.run import play
 
     secret = SECRETS["push callback URL path segment"]
     push = {

@@ -88,6 +88,29 @@ def test_a_changed_call_is_the_first_waiting_one_of_its_downstream() -> None:
     assert found is not None and found.call is first and not found.matches
 
 
+def test_a_changed_call_is_the_first_waiting_one_sent_the_same_way() -> None:
+    # an MCP client's GET of its event stream may come before or after its POST of a tool
+    # call: a tool call whose argument changed stands for the recorded POST, not the GET
+    stream = RecordedCall(
+        index=1,
+        name="tools",
+        exchange=0,
+        number=1,
+        request=Request("GET", "/mcp", Headers([("Accept", "text/event-stream")]), b""),
+        response=Response(200, "OK", Headers([("Content-Type", "text/event-stream")]), b""),
+    )
+    call = b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"arguments": %s}}'
+    tool = recorded(2, call % b'{"diff": "a"}', name="tools", target="/mcp")
+    found = choose_call(
+        live(call % b'{"diff": "b"}', name="tools", target="/mcp"), [stream, tool], RULES, {}
+    )
+    assert found is not None and found.call is tool and not found.matches
+    # and the GET, when it comes, is the GET's
+    get = LiveCall("tools", "GET", "/mcp", (("accept", "text/event-stream"),), b"")
+    found = choose_call(get, [stream, tool], RULES, {})
+    assert found is not None and found.call is stream
+
+
 def test_no_call_of_the_downstream_waits() -> None:
     tool = recorded(1, b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call"}', name="tools")
     assert choose_call(live(chat("review a.py")), [tool], RULES, {}) is None

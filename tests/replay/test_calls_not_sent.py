@@ -8,7 +8,7 @@ from pathlib import Path
 
 from helpers import start_test_kit
 
-from recorder.replay.player import play
+from recorder.replay.run import play
 
 REPO = Path(__file__).resolve().parent.parent.parent
 CALL = """

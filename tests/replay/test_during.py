@@ -28,7 +28,7 @@ from recorder.format.sse import SseEvent
 from recorder.kit import start_kit
 from recorder.replay.during import BackgroundExchange, during_tags
 from recorder.replay.origins import Origins, unpaired_notes
-from recorder.replay.player import play
+from recorder.replay.run import play
 from recorder.replay.send import make_transport, send_raw
 from recorder.replay.update import why_not_updated
 from recorder.replay.verdict.live import LiveReply

@@ -15,8 +15,8 @@ from wordy_agent import IGNORE_SERVED_BY, WordyAgent, reword, texts
 from recorder.checks.language import language_available
 from recorder.disk.transcripts import load
 from recorder.kit import KitServer
-from recorder.replay.player import play
 from recorder.replay.reports.results import PlayResult
+from recorder.replay.run import play
 from recorder.rules.ruleset import load_rules
 
 TEXT = "$.result.task.artifacts[0].parts[0].text"

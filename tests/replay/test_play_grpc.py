@@ -15,8 +15,8 @@ from helpers import closed_port, edit
 
 from recorder.errors import UpstreamError
 from recorder.kit import KitServer, start_kit
-from recorder.replay.player import play
 from recorder.replay.reports.results import PlayResult
+from recorder.replay.run import play
 from recorder.replay.verdict.diff import ABSENT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]

@@ -27,9 +27,9 @@ from recorder.format.httpfile import dumps, loads
 from recorder.format.model import Exchange, Headers, Request, Response, Transcript
 from recorder.kit import KitServer, start_kit
 from recorder.replay.plan import PlanItem, TranscriptErrors, load_transcripts, parse_shard, plan
-from recorder.replay.player import play
 from recorder.replay.reports.results import ExchangeResult, PlayResult, TranscriptResult
 from recorder.replay.reports.terminal import TerminalReport
+from recorder.replay.run import play
 from recorder.replay.send import agent_base_url, recorded_base_url
 from recorder.replay.variables import MissingVariableError, fill_placeholders, missing_variables
 from recorder.replay.verdict.diff import Mismatch

@@ -26,7 +26,7 @@ from recorder.kit import KitServer
 from recorder.planner.webhook import Webhook
 from recorder.record.proxy import create_proxy_app
 from recorder.record.proxy.server import ProxyServer
-from recorder.replay.player import play
+from recorder.replay.run import play
 from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.serve import load_stand_in
 from recorder.serve.server import server_options

@@ -13,10 +13,10 @@ from pushtraffic import spoiling_proxy, write_push_transcript
 from recorder.disk.transcripts import load
 from recorder.format.model import Exchange, Headers, Request, Response
 from recorder.kit import KitServer
-from recorder.replay.player import play
 from recorder.replay.pushes import delivery_plan, point_configs, push_config_of
 from recorder.replay.pushrecv import PushReceiver
 from recorder.replay.reports.json_report import json_report
+from recorder.replay.run import play
 
 pytest_plugins = ["pytester"]
 

@@ -17,8 +17,8 @@ from starlette.routing import Route
 
 from recorder.format.httpfile import loads
 from recorder.kit import KitServer, start_kit
-from recorder.replay.player import play
 from recorder.replay.reports.results import PlayResult
+from recorder.replay.run import play
 from recorder.rules.ruleset import DEFAULT_RULES
 from recorder.servers import ServerThread
 

@@ -62,6 +62,7 @@ def test_serve_answers_a_request_head_that_never_ends_408_and_closes() -> None:
             data, _ = read_until_closed(slow)
             waited = time.monotonic() - started
         assert data.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), data
-        assert 1.0 <= waited < 1.0 + 5
+        # (asyncio may fire a timer up to its clock resolution early: 0.9998 s was seen)
+        assert 0.95 <= waited < 1.0 + 5
         card = httpx.get(f"{server.url}/.well-known/agent-card.json", timeout=5)
         assert card.status_code == 200
