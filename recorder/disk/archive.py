@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
-__all__ = ["CHUNK", "Archive", "Archived"]
+__all__ = ["CHUNK", "Archive", "Archived", "read_lines"]
 
 # bytes read from an archive at a time (a few of them, or of its longest line, are in memory
 # while a span is read and written out)
@@ -69,28 +69,34 @@ class Archive:
     def read(self, offset: int, length: int) -> Iterator[str]:
         """The text of the span (`offset`, `length`), in chunks that end after a line break
         (the last one: where the span ends)."""
-        fd = self._fd
-        if length == 0:
-            return
-        end = offset + length
-        carried: list[bytes] = []  # the start of a line longer than the chunks read so far
-        while offset < end:
-            data = os.pread(fd, min(CHUNK, end - offset), offset)
-            if not data:
-                raise OSError(f"the archive ends before its span ({offset} of {end})")
-            offset += len(data)
-            cut = data.rfind(b"\n") + 1
-            if not cut:
-                carried.append(data)
-                continue
-            # (decoded from a view: the bytes read are not copied first)
-            head = memoryview(data)[:cut]
-            text = str(b"".join((*carried, head)) if carried else head, "utf-8")
-            carried = [data[cut:]] if cut < len(data) else []
-            del head, data  # (not held while the text is used)
-            yield text
-        if carried:
-            yield b"".join(carried).decode("utf-8")
+        return read_lines(self._fd, offset, length)
+
+
+def read_lines(fd: int, offset: int, length: int) -> Iterator[str]:
+    """The UTF-8 text of `length` bytes of file `fd` from `offset`, read with `pread` in
+    chunks of about `CHUNK` bytes, each ending after a line break but the last (a longer
+    line: one chunk). UnicodeDecodeError for bytes that are no UTF-8 text."""
+    if length <= 0:
+        return
+    end = offset + length
+    carried: list[bytes] = []  # the start of a line longer than the chunks read so far
+    while offset < end:
+        data = os.pread(fd, min(CHUNK, end - offset), offset)
+        if not data:
+            raise OSError(f"the file ends before the text read ({offset} of {end} bytes)")
+        offset += len(data)
+        cut = data.rfind(b"\n") + 1
+        if not cut:
+            carried.append(data)
+            continue
+        # (decoded from a view: the bytes read are not copied first)
+        head = memoryview(data)[:cut]
+        text = str(b"".join((*carried, head)) if carried else head, "utf-8")
+        carried = [data[cut:]] if cut < len(data) else []
+        del head, data  # (not held while the text is used)
+        yield text
+    if carried:
+        yield b"".join(carried).decode("utf-8")
 
 
 def _write_at(fd: int, parts: list[bytes], offset: int) -> int:

@@ -14,13 +14,13 @@ import functools
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from recorder.disk.archive import Archived
+from recorder.disk.archive import Archived, read_lines
 from recorder.disk.atomic import Pieces, write_text_atomic
 from recorder.disk.locking import locked, read_held
 from recorder.format.httpfile import dumps_exchange, loads
 from recorder.record.store.filetext import FILE_HEAD, Disk, Entry, Text
 
-__all__ = ["Scrub", "changes", "rescrub", "scrub_pieces", "scrubbed", "scrubbed_block"]
+__all__ = ["Scrub", "by_line", "changes", "rescrub", "scrub_pieces", "scrubbed", "scrubbed_block"]
 
 Scrub = Callable[[str, Mapping[str, str]], str]
 """(text, secrets) -> the text with each secret value replaced by its placeholder.
@@ -62,7 +62,10 @@ def scrub_pieces(
     is read again to be written (never in memory whole, nothing added to the archive)."""
     out: list[Text] = []
     changed = False
+    by_lines = by_line(secrets)
     for run in _runs(pieces):
+        if isinstance(run, Archived) and not by_lines:
+            run = run.text()  # (a secret that holds a line break: scrubbed whole, as it was)
         if isinstance(run, Archived):
             if any(scrub(chunk, secrets) != chunk for chunk in run.chunks()):
                 run = run.through(functools.partial(_scrub_chunk, scrub, dict(secrets)))
@@ -73,6 +76,13 @@ def scrub_pieces(
             run = result
         out.append(run)
     return tuple(out), changed
+
+
+def by_line(secrets: Mapping[str, str]) -> bool:
+    """Whether `secrets` can be scrubbed from a text a chunk at a time (chunks cut after
+    line breaks): none holds a line break (none does in an archived block, `Scrub`; one found
+    in other text, a plain text body, is scrubbed from the whole text, as it was)."""
+    return not any("\n" in value for value in secrets)
 
 
 def _scrub_chunk(scrub: Scrub, secrets: Mapping[str, str], chunk: str) -> str:
@@ -128,10 +138,17 @@ def scrubbed_block(
 
 def rescrub(scrub: Scrub, path: Path, disk: Disk, secrets: Mapping[str, str], fsync: bool) -> None:
     """Scrub newly learned `secrets` from the file `path` already written, from its text on
-    disk (under its lock in the process, `disk.lock`, and on disk). A file gone is left."""
+    disk (under its lock in the process, `disk.lock`, and on disk). A file gone is left.
+    The file is read a chunk at a time to look for them, and whole only when they are in
+    it (to be checked that it still parses: rare, a secret first sent after it was written
+    in a reply, and a long file then costs its size a few times for a moment)."""
     with disk.lock:
         try:
             with locked(path) as held:
+                if by_line(secrets) and not any(
+                    scrub(chunk, secrets) != chunk for chunk in read_lines(held.fd, 0, held.size)
+                ):
+                    return  # (read a chunk at a time: a long file is not in memory whole)
                 text = read_held(held).decode("utf-8")  # as written: no newline changes
                 result = scrub(text, secrets)
                 if result == text:

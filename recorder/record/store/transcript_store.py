@@ -58,7 +58,7 @@ import threading
 from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 
-from recorder.disk.archive import Archive
+from recorder.disk.archive import Archive, read_lines
 from recorder.disk.atomic import (
     Pieces,
     hold_scratch,
@@ -77,7 +77,14 @@ from recorder.record.store.leftovers import remove_stale_temporaries
 from recorder.record.store.modes import MODES, Keep, keep_in_place
 from recorder.record.store.numbering import Numbers
 from recorder.record.store.routing import CONVERSATION, FileKey, Routes
-from recorder.record.store.scrubbing import Scrub, changes, rescrub, scrubbed, scrubbed_block
+from recorder.record.store.scrubbing import (
+    Scrub,
+    by_line,
+    changes,
+    rescrub,
+    scrubbed,
+    scrubbed_block,
+)
 from recorder.record.store.sharing import as_left, join, refresh
 
 __all__ = [
@@ -454,7 +461,12 @@ class TranscriptStore:
         tail: Pieces | None = scrubbed_block(
             self._scrub, ("\n", block), entry, secrets, record.path
         )
-        if record.secrets != len(self._secret_log) and self._scrub is not None and secrets:
+        if (
+            record.secrets != len(self._secret_log)
+            and self._scrub is not None
+            and secrets
+            and not _unchanged_on_disk(self._scrub, held, secrets)
+        ):
             # (the text on disk, read whole: another writer's, which this store never held)
             text = read_held(held).decode("utf-8")
             scrubbed = self._scrub(text, secrets)
@@ -506,6 +518,14 @@ class TranscriptStore:
             disk = self._disks.get(os.fspath(path))
             if path != skip and disk is not None:
                 rescrub(self._scrub, path, disk, secrets, self._fsync)
+
+
+def _unchanged_on_disk(scrub: Scrub, held: Held, secrets: Mapping[str, str]) -> bool:
+    """Whether scrubbing the file `held` with `secrets` leaves it as it is, read a chunk at a
+    time (`by_line`: False when it cannot be, the file is then read whole)."""
+    if not by_line(secrets):
+        return False
+    return all(scrub(chunk, secrets) == chunk for chunk in read_lines(held.fd, 0, held.size))
 
 
 def _add_needs(record: OpenFile, names: set[str]) -> None:
