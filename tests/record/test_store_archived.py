@@ -2,7 +2,8 @@
 
 - every write of a file that holds one (appended, rewritten for an exchange that came out of
   order, for a head's `@after` that changed, for a secret learned after the stream that is in
-  its frames, a new file's first write with secrets) writes the bytes the same exchange
+  its frames, a new file's first write with secrets, appended to a file another writer
+  writes too) writes the bytes the same exchange
   given as one string writes (the store's path before blocks could be archived);
 - a text scrubbed a chunk at a time, cut after line breaks, is the text scrubbed whole
   (`scrub_text` changes a text line by line: what the store relies on), for secrets at
@@ -22,17 +23,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from factories import make_exchange, make_request
+from factories import make_exchange, make_request, make_response
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recorder import load
+from recorder import Transcript, dumps, load
 from recorder.disk import archive as archive_module
 from recorder.disk.archive import Archive, Archived
 from recorder.disk.atomic import Pieces
 from recorder.format.httpfile import dumps_exchange
 from recorder.format.model import Exchange, Headers, Response, SseEvent
-from recorder.record.store.filetext import Block
+from recorder.record.store.filetext import FILE_HEAD, Block
 from recorder.record.store.scrubbing import changes, scrub_pieces
 from recorder.record.store.transcript_store import CONVERSATION, TranscriptStore
 from recorder.secrets.scrub import scrub_text
@@ -274,3 +275,38 @@ def test_a_store_writes_and_holds_a_long_archived_block_in_a_few_chunks(
     assert token not in text
     assert ("{{TOKEN}}" in text) is secret_in_it
     assert len(load(path).exchanges) == 2
+
+
+def record_shared(out: Path, *, archive_blocks: bool) -> Path:
+    """A file another writer appends to (`recorder.record.store.sharing`): the stream joins
+    it at its end, a secret learned with it scrubbed from the text on disk and from it."""
+    out.mkdir()
+    path = out / "01-dup.http"
+    path.write_text(dumps(Transcript(exchanges=(make_exchange(title="old"),))))
+    store = TranscriptStore(out, mode="replace", scrub=scrub_text)
+    store.prepare()
+    early, late, later = (store.begin("dup") for _ in range(3))
+    store.write(late, make_exchange(title="late"), scenario="dup", operation="x")
+    theirs = make_exchange(title="theirs", response=make_response(body=TOKEN.encode()))
+    with path.open("a") as file:  # (another recorder's exchange)
+        file.write("\n" + dumps(Transcript(exchanges=(theirs,)))[len(FILE_HEAD) :])
+    text = dumps_exchange(stream_exchange("stream", 12))
+    kept = archived(store.archive, text) if archive_blocks else text
+    learned = {TOKEN: "TOKEN"}
+    block = Block(kept, "stream", status=200, frames=12)
+    store.write(early, block, scenario="dup", operation="x", secrets=learned)
+    other = {"other-secret-77": "OTHER"}
+    store.write(later, make_exchange(title="later"), scenario="dup", operation="x", secrets=other)
+    store.close()
+    return path
+
+
+def test_a_shared_file_gets_an_archived_block_as_its_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(archive_module, "CHUNK", 97)
+    plain = record_shared(tmp_path / "plain", archive_blocks=False)
+    kept = record_shared(tmp_path / "archived", archive_blocks=True)
+    assert kept.read_bytes() == plain.read_bytes()
+    assert [e.title for e in load(kept)] == ["late", "theirs", "stream", "later"]
+    assert TOKEN not in kept.read_text()
