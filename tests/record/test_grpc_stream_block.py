@@ -5,7 +5,8 @@ block is made from the spool a message at a time, never as a model beside its te
   the stream's end: OK, failed after messages (its status in the trailers), cut, with
   metadata (secret metadata redacted), non-ASCII messages;
 - a stream spooled to a file gives its block kept on disk (`Archived`), whose text is the
-  same; one that stayed in memory, one string;
+  same; one that stayed in memory, or whose archive cannot be written (a full disk), one
+  string;
 - the memory the end of a long stream costs, traced by `tracemalloc` (allocations counted,
   not timed), in a new file and appended to one: a few of its messages, however long it
   is, at its peak and held after (the model's path held its events, their SSE text, their
@@ -22,12 +23,13 @@ import dataclasses
 import functools
 import json
 import tracemalloc
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 from recorder import load
-from recorder.disk.archive import Archived
+from recorder.disk.archive import Archive, Archived
 from recorder.format.httpfile import dumps_exchange
 from recorder.format.model import GRPC_METHOD, Exchange
 from recorder.record.grpc_record import CallRecord, MessageSpool, Records, stream_exchange
@@ -143,3 +145,23 @@ def test_the_end_of_a_long_stream_costs_a_few_messages_not_the_stream(
     assert len(exchanges) == earlier + 1
     events = exchanges[-1].response.events
     assert events is not None and len(events) == 80
+
+
+def test_a_stream_whose_archive_cannot_be_written_is_recorded_as_one_string(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recording = Recording(TranscriptStore(tmp_path), Redactor(), host_header="agent:1")
+    lines = [message(n, text) for n, text in enumerate(["a", "é ü 日本", "x" * 3000])]
+    written: list[str] = []
+
+    def full(archive: Archive, chunks: Iterable[str]) -> tuple[int, int]:
+        for chunk in chunks:  # (some of it written, then the disk is full)
+            written.append(chunk)
+            raise OSError(28, "No space left on device")
+        raise AssertionError("no frames")
+
+    monkeypatch.setattr(Archive, "keep", full)
+    block = stream_exchange(recorded(recording, lines, spool_at=0), 0, "", [], [])
+    model = stream_exchange(recorded(recording, lines, during=True), 0, "", [], [])
+    assert written and isinstance(block, Block) and isinstance(model, Exchange)
+    assert block.text == dumps_exchange(model)
