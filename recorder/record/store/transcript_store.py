@@ -10,7 +10,9 @@ folder, or a user deleting files, never make one file overwrite another: a numbe
 is passed over. The folder is made again when it disappears, and a file of this store that a
 user deleted is made again whole on its next write: the store holds every file it wrote to,
 as text (of an exchange once written only its block, unless its `@during` tag may have to be
-numbered again: ~3 KB per exchange of small JSON instead of the ~21 KB its model took).
+numbered again: ~3 KB per exchange of small JSON instead of the ~21 KB its model took; a long
+gRPC stream's block given kept on disk, `Archived`, stays there, read a chunk at a time when
+its file is written).
 
 An exchange that comes next in its file's order (the common case) is appended to the file
 (`recorder.disk.locking.append_held`), so recording costs the same at the 5,000th exchange of a
