@@ -17,9 +17,11 @@ in a process of its own (a generic handler forwarding raw bytes with their metad
 recorded: what any Python gRPC hop costs here, the floor under the recorder's figure), and
 with `--baseline DIR` the recorder of another checkout (before / after a change).
 
-Targets are interleaved call by call, so that drift hits all alike. Prints a table and one
-JSON line (`"bench": "grpc-proxy"`, with each target's p50s, what it adds and its ratio to
-direct).
+Targets are interleaved call by call, so that drift hits all alike, in an order shuffled each
+round: a target called right after the recorder shares the processor with its writer (on two
+cores, the fourth of a fixed order measured the same recorder 0.2-1.5 ms slower). Prints a
+table and one JSON line (`"bench": "grpc-proxy"`, with each target's p50s, what it adds and
+its ratio to direct).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import asyncio
 import functools
 import json
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -124,15 +127,19 @@ async def measure(targets: dict[str, str], calls: int, streams: int) -> dict[str
         for stub in stubs.values():  # warm-up: connections, caches
             for _ in range(5):
                 await stub.GetTask(a2a_pb2.GetTaskRequest(id=task_id), metadata=METADATA)
+        rounds = random.Random(39)  # (each round's order: no target always after another)
+        order = list(stubs.items())
         for _ in range(calls):
-            for name, stub in stubs.items():
+            rounds.shuffle(order)
+            for name, stub in order:
                 started = time.perf_counter()
                 await stub.GetTask(
                     a2a_pb2.GetTaskRequest(id=task_id), metadata=METADATA, timeout=LIMIT
                 )
                 unary[name].append(time.perf_counter() - started)
         for _ in range(streams):
-            for name, stub in stubs.items():
+            rounds.shuffle(order)
+            for name, stub in order:
                 started = time.perf_counter()
                 count = 0
                 async for _reply in stub.SendStreamingMessage(
