@@ -11,6 +11,10 @@ calls them with grpcio's own stub (raw A2A messages, no SDK client in the measur
   unary   sequential GetTask calls of one task: p50 / p99, and the p50 added per call
   stream  SendStreamingMessage of a diff (the kit's review: 4 messages): p50 time per stream
           message, and the time added per message
+  cpu     each proxy process's processor time per call (per stream message), read from
+          Linux's /proc once the phase's work is done: its event loop's thread (`loop`) and
+          all its threads (`all`: the recorder's writer too); steadier than the latencies on
+          a busy machine, where the recorder's work after a reply slows whatever runs next
 
 Beside direct calls and the recorder, in the same run: `pass-through`, a bare grpc.aio proxy
 in a process of its own (a generic handler forwarding raw bytes with their metadata, nothing
@@ -51,6 +55,8 @@ DIFF = "--- a/src/app.py\n+++ b/src/app.py\n@@ -1,1 +1,2 @@\n import os\n+# TODO
 METADATA = (("a2a-version", "1.0"),)
 LIMIT = 30.0
 STREAMING = ("SendStreamingMessage", "SubscribeToTask")
+MESSAGES = 4  # the kit's review: messages in each stream (its processor time is per message)
+SETTLE = 0.5  # seconds a proxy gets to finish a phase's work before its processor time is read
 
 
 def read_line(process: subprocess.Popen[str], pattern: str, stream: str) -> re.Match[str]:
@@ -116,7 +122,48 @@ def message(text: str) -> a2a_pb2.SendMessageRequest:
     return a2a_pb2.SendMessageRequest(message=sent)
 
 
-async def measure(targets: dict[str, str], calls: int, streams: int) -> dict[str, Any]:
+def cpu_seconds(pid: int) -> tuple[float, float] | None:
+    """The processor time process `pid` has used so far (its main thread's, all its
+    threads'), in seconds; None where Linux's /proc does not tell."""
+    try:
+        main = total = 0.0
+        for thread in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{thread}/schedstat") as stat:
+                used = int(stat.read().split()[0]) / 1e9  # (nanoseconds on the processor)
+            total += used
+            if int(thread) == pid:
+                main = used
+        return main, total
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+async def cpu_now(pids: dict[str, int]) -> dict[str, tuple[float, float] | None]:
+    """Each proxy's `cpu_seconds` once the work of the calls made so far is done (its
+    writer's too: it records after the reply)."""
+    await asyncio.sleep(SETTLE)
+    return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+
+def cpu_per_call(
+    before: dict[str, tuple[float, float] | None],
+    after: dict[str, tuple[float, float] | None],
+    calls: int,
+) -> dict[str, tuple[float, float] | None]:
+    """Each proxy's processor time per call between two `cpu_now`s (main thread, all)."""
+    found: dict[str, tuple[float, float] | None] = {}
+    for name, start in before.items():
+        end = after.get(name)
+        if start is None or end is None or not calls:
+            found[name] = None
+        else:
+            found[name] = ((end[0] - start[0]) / calls, (end[1] - start[1]) / calls)
+    return found
+
+
+async def measure(
+    targets: dict[str, str], pids: dict[str, int], calls: int, streams: int
+) -> dict[str, Any]:
     channels = {name: grpc.aio.insecure_channel(address) for name, address in targets.items()}
     try:
         stubs = {name: a2a_pb2_grpc.A2AServiceStub(c) for name, c in channels.items()}
@@ -127,6 +174,7 @@ async def measure(targets: dict[str, str], calls: int, streams: int) -> dict[str
         for stub in stubs.values():  # warm-up: connections, caches
             for _ in range(5):
                 await stub.GetTask(a2a_pb2.GetTaskRequest(id=task_id), metadata=METADATA)
+        started_cpu = await cpu_now(pids)
         rounds = random.Random(39)  # (each round's order: no target always after another)
         order = list(stubs.items())
         for _ in range(calls):
@@ -137,6 +185,7 @@ async def measure(targets: dict[str, str], calls: int, streams: int) -> dict[str
                     a2a_pb2.GetTaskRequest(id=task_id), metadata=METADATA, timeout=LIMIT
                 )
                 unary[name].append(time.perf_counter() - started)
+        unary_cpu = await cpu_now(pids)
         for _ in range(streams):
             rounds.shuffle(order)
             for name, stub in order:
@@ -147,10 +196,18 @@ async def measure(targets: dict[str, str], calls: int, streams: int) -> dict[str
                 ):
                     count += 1
                 per_message[name].append((time.perf_counter() - started) / max(count, 1))
+        stream_cpu = await cpu_now(pids)
     finally:
         for channel in channels.values():
             await channel.close()
-    return {"unary": unary, "stream": per_message}
+    return {
+        "unary": unary,
+        "stream": per_message,
+        "cpu": {
+            "unary": cpu_per_call(started_cpu, unary_cpu, calls),
+            "stream": cpu_per_call(unary_cpu, stream_cpu, streams * MESSAGES),
+        },
+    }
 
 
 def p(values: list[float], q: float) -> float:
@@ -180,6 +237,7 @@ def main() -> int:
     calls, streams = (20, 5) if args.smoke else (args.calls, args.streams)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
     processes: list[subprocess.Popen[str]] = []
+    pids: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="bench-grpc-") as out:
         kit = subprocess.Popen(
             [*RECORDER, "kit", "--port", "0", "--grpc-port", "0"],
@@ -203,13 +261,17 @@ def main() -> int:
                 folder.mkdir()
                 process, targets[name] = start(command, its_env, str(folder))
                 processes.append(process)
-            figures = asyncio.run(measure(targets, calls, streams))
+                pids[name] = process.pid
+            figures = asyncio.run(measure(targets, pids, calls, streams))
         finally:
             for process in reversed(processes):
                 process.terminate()
                 process.wait(LIMIT)
     result: dict[str, Any] = {"bench": "grpc-proxy", "calls": calls, "streams": streams}
-    print(f"{'':8} {'target':>13} {'p50':>10} {'p99':>10} {'added':>9} {'ratio':>6}")
+    print(
+        f"{'':8} {'target':>13} {'p50':>10} {'p99':>10} {'added':>9} {'ratio':>6}"
+        f" {'cpu loop':>9} {'cpu all':>9}"
+    )
     for kind, label in (("unary", "unary"), ("stream", "message")):
         values = figures[kind]
         direct = statistics.median(values["direct"])
@@ -217,9 +279,11 @@ def main() -> int:
         for name, taken in values.items():
             median = statistics.median(taken)
             added, ratio = median - direct, median / direct
+            used = figures["cpu"][kind].get(name)
+            shown = f" {used[0] * 1e3:7.3f}ms {used[1] * 1e3:7.3f}ms" if used else ""
             print(
                 f"{label:8} {name:>13} {median * 1e3:8.3f}ms {p(taken, 0.99) * 1e3:8.3f}ms "
-                f"{added * 1e3:7.3f}ms {ratio:6.2f}"
+                f"{added * 1e3:7.3f}ms {ratio:6.2f}{shown}"
             )
             result[label][name] = {
                 "p50_ms": round(median * 1e3, 3),
@@ -227,6 +291,9 @@ def main() -> int:
                 "added_ms": round(added * 1e3, 3),
                 "ratio": round(ratio, 2),
             }
+            if used:
+                result[label][name]["cpu_loop_ms"] = round(used[0] * 1e3, 3)
+                result[label][name]["cpu_all_ms"] = round(used[1] * 1e3, 3)
     print(json.dumps(result))
     return 0
 
