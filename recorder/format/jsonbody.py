@@ -427,7 +427,11 @@ def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
 
 
 def plain_json(
-    body: bytes, names: Container[str], depth: int, known: set[str] | None = None
+    body: bytes,
+    names: Container[str],
+    depth: int,
+    known: set[str] | None = None,
+    parsed: Any = None,
 ) -> tuple[bytes, Any] | None:
     """(the canonical text of `body`, its value) by the common body's path of
     `_canonical_json` (one orjson pass, no float, no `-0`), when no member of the body is
@@ -435,6 +439,8 @@ def plain_json(
     not so (the caller asks `_canonical_json`). `known`: member names found not in `names`
     before (the caller's, for these `names`), looked up a whole object at a time, and added
     to. A string that may hide a secret (JSON text, a URL with a query) makes it None too.
+    `parsed`: `orjson.loads(body)`, when the caller has it (None: read here; it is only
+    read, never changed).
 
     One walk of the value looks for floats and for those names at once (what the recording
     writer's direct path needs to know: its secret field names, `recorder.record.proxy.direct`),
@@ -445,10 +451,13 @@ def plain_json(
     second)."""
     if not body or find_bytes(body, b"{{") >= 0:
         return None  # (`{{`: a literal that reads as a placeholder, escaped by the redactor)
-    try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
+    if parsed is not None:
+        value = parsed
+    else:
+        try:
+            value = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None
     containers = 0
     stack = [value]
     while stack:
