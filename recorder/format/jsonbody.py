@@ -214,7 +214,9 @@ _SCALAR = re.compile(_SCALAR_PATTERN, re.DOTALL)
 _SCALAR_SPLIT = re.compile(b"(" + _SCALAR_PATTERN + b")", re.DOTALL)
 
 
-def _orjson_layout(body: bytes, value: Any, *, floats: bool = False) -> bytes | None:
+def _orjson_layout(
+    body: bytes, value: Any, *, floats: bool = False, keys: int | None = None
+) -> bytes | None:
     """The canonical text of `body` (valid JSON, read by orjson as `value`) from orjson's
     indented writing of `value` with its scalars swapped for the body's own; None when orjson
     cannot write `value` or dropped a member (a name given twice: fewer scalars).
@@ -223,13 +225,14 @@ def _orjson_layout(body: bytes, value: Any, *, floats: bool = False) -> bytes | 
     is not needed when the body is orjson's own compact text, or `json.dumps`'s default one,
     or has no escape and as many names as the value (none was merged): its scalars are then
     orjson's (a string without escapes is its characters; an integer but `-0`, which the
-    caller leaves out, has one spelling)."""
+    caller leaves out, has one spelling). `keys`: the members of the objects of `value`, when
+    the caller counted them (None: counted here)."""
     try:
         written = orjson.dumps(value, option=orjson.OPT_INDENT_2)
     except orjson.JSONEncodeError:
         return None
     laid = written
-    if written != body and not (not floats and _scalars_are_orjsons(body, value)):
+    if written != body and not (not floats and _scalars_are_orjsons(body, value, keys)):
         parts = _SCALAR_SPLIT.split(written)
         own = _SCALAR.findall(body)
         if len(own) != len(parts) // 2:
@@ -253,13 +256,13 @@ _KEY_END = re.compile(rb'"[ \t\r\n]*:')
 _SPACED_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
-def _scalars_are_orjsons(body: bytes, value: Any) -> bool:
+def _scalars_are_orjsons(body: bytes, value: Any, keys: int | None = None) -> bool:
     """Whether every scalar of `body` (read as `value`, which holds no float) is written as
     orjson writes it (see `_orjson_layout`)."""
     if b"\\" not in body:
         # without escapes every `"` opens or closes a string, so each name in the text is a
         # `"` then `:` (whitespace between); a string that starts with `:` only adds to it
-        return _key_ends(body) == _count_keys(value)
+        return _key_ends(body) == (_count_keys(value) if keys is None else keys)
     if b'": ' in body[:256] or b", " in body[:256]:  # `json.dumps`'s default layout
         try:
             return _SPACED_ENCODER.encode(value).encode() == body
@@ -458,13 +461,14 @@ def plain_json(
             value = orjson.loads(body)
         except orjson.JSONDecodeError:
             return None
-    containers = 0
+    containers = keys = 0
     stack = [value]
     while stack:
         item = stack.pop()
         kind = type(item)
         if kind is dict:
             containers += 1
+            keys += len(item)
             if known is None or not known.issuperset(item):
                 for key in item:
                     if key.lower() in names:
@@ -487,7 +491,7 @@ def plain_json(
         return None
     if _negative_zero(body):
         return None
-    pretty = _orjson_layout(body, value)
+    pretty = _orjson_layout(body, value, keys=keys)
     return None if pretty is None else (pretty, value)
 
 
