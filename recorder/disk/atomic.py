@@ -41,6 +41,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from recorder.disk.archive import Archived
+
 __all__ = [
     "SCRATCH",
     "Pieces",
@@ -441,20 +443,25 @@ PIECE = 1 << 20
 class Pieces:
     """A text given as its pieces (joined, they are the text), written encoded a slice of
     `PIECE` characters at a time: a large text (a long gRPC stream's block) is never copied
-    whole, joined or encoded, to be written."""
+    whole, joined or encoded, to be written. A piece may be `Archived` (kept on disk: read a
+    chunk at a time, `recorder.disk.archive`)."""
 
-    parts: tuple[str, ...]
+    parts: tuple[str | Archived, ...]
 
     def chunks(self) -> Iterator[bytes]:
         """The text's UTF-8 bytes, a slice at a time (a slice ends between code points)."""
         for part in self.parts:
-            for start in range(0, len(part), PIECE):
-                yield part[start : start + PIECE].encode("utf-8")
+            for text in part.chunks() if isinstance(part, Archived) else (part,):
+                for start in range(0, len(text), PIECE):
+                    yield text[start : start + PIECE].encode("utf-8")
 
     @property
     def size(self) -> int:
         """The length of the text's UTF-8 bytes."""
-        return sum(len(p) if p.isascii() else len(p.encode("utf-8")) for p in self.parts)
+        return sum(
+            p.size if isinstance(p, Archived) else len(p) if p.isascii() else len(p.encode("utf-8"))
+            for p in self.parts
+        )
 
 
 # the most buffers one `writev` is handed (Linux takes 1,024: IOV_MAX)
@@ -509,13 +516,14 @@ def _fill(fd: int, data: bytes | Pieces, fsync: bool) -> None:
 
 def write_text_atomic(
     path: Path,
-    text: str | bytes,
+    text: str | bytes | Pieces,
     *,
     fsync: bool = True,
     keep_mode: bool = True,
 ) -> None:
-    """Write `text` (or UTF-8 bytes) to `path` so that readers see the old file or the new one,
-    never half: a temporary file (see the module's note), then a rename over `path`.
+    """Write `text` (or UTF-8 bytes, or `Pieces`) to `path` so that readers see the old file
+    or the new one, never half: a temporary file (see the module's note), then a rename over
+    `path`.
 
     The rename alone is what readers rely on. `fsync=True` also flushes the data to the disk
     before the rename, so that the new file survives a power loss or a kernel crash (not
@@ -537,7 +545,7 @@ def _replace(
     path: Path,
     folder: str,
     name: str,
-    data: bytes,
+    data: bytes | Pieces,
     fsync: bool,
     keep_mode: bool,
 ) -> None:

@@ -19,15 +19,17 @@ send in that same step, and no request that follows can be read before the callb
   call has ended and the worker has its messages: the request's metadata and message
   redacted there, the reply's status, metadata and messages put together
   (`recorder.bindings.grpc.response_of`). A stream's is given as its block (`stream_block`):
-  the frames read from the spool one at a time into the text, which the store writes in
-  pieces; its model, which holds the messages twice (events and their SSE text), is never
-  made (but for a stream tagged `@during` another).
+  the frames read from the spool one at a time and written to the store's archive (an
+  anonymous temporary file, `recorder.disk.archive`), the exchange's text around them kept
+  in memory; the store writes the block a chunk at a time, and keeps it so for later
+  rewrites. Its model, which holds the messages twice (events and their SSE text), is never
+  made (but for a stream tagged `@during` another). A stream that stayed in the spool's
+  memory (up to `SPOOL_AT` bytes) gives its block as one string.
 
 The heavy parts (a large message's ProtoJSON, every redaction, the exchange's text) thus run
 off the event loop: a long stream holds no other client, and its memory does not grow with
-it while it runs; at its end, about twice its text for a moment (its frames, then its
-block), and the store holds the text of what it wrote
-(`recorder.record.store.transcript_store`).
+it while it runs, nor at its end, nor in the store after it (a few of its messages at a
+time, whatever its length).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.bindings import grpc as binding
+from recorder.disk.archive import Archive, Archived
 from recorder.format import sse
 from recorder.format.httpfile import dumps_exchange
 from recorder.format.model import Exchange, Headers, Request, Response, SseEvent
@@ -109,6 +112,11 @@ class MessageSpool:
         self._file: Any = None
         self.count = 0
 
+    @property
+    def spooled(self) -> bool:
+        """Whether the messages are in the temporary file (past `spool_at` bytes)."""
+        return self._file is not None
+
     def add(self, line: bytes) -> None:
         """One message's JSON, or its bytes as they came when it did not decode (which may
         hold a line break: the file keeps each message behind its length, not one a line)."""
@@ -166,6 +174,8 @@ class CallRecord:
     name: str
     forwarded: Metadata
     redactor: Redactor
+    # where a long stream's block goes, kept on disk (`stream_block`; the store's)
+    archive: Archive | None = None
     spool: MessageSpool = field(default_factory=MessageSpool)
     # the reply of a unary call: decoded on the loop (None: not, or not decodable), or its
     # JSON made on the worker (a large one)
@@ -197,7 +207,9 @@ class Records:
         self._ending: set[asyncio.Task[None]] = set()
 
     def open(self, call: Call, name: str, forwarded: Metadata) -> CallRecord:
-        return CallRecord(call, name, forwarded, call.redactor.fresh())
+        return CallRecord(
+            call, name, forwarded, call.redactor.fresh(), archive=self.recording.store.archive
+        )
 
     # ---------------------------------------------------------------- in the event loop
 
@@ -475,7 +487,9 @@ def stream_block(
     spool a message at a time: the exchange is rendered with one marker message in their
     place, and the messages' frames go where its frame is. Its events and their SSE text are
     thus never held beside the block (the model of a stream holds both, and its rendering
-    copies them twice more: about five times the stream at its end)."""
+    copies them twice more: about five times the stream at its end). A stream spooled to a
+    file (past `SPOOL_AT` bytes) has its frames written to the archive, never joined
+    (`Archived`); one that cannot be, or that stayed in memory, is joined into a string."""
     call = record.call
     marker = f'"recorder-frames-{uuid.uuid4().hex}"'
     response = binding.response_of(
@@ -490,10 +504,27 @@ def stream_block(
     before, frame, after = dumps_exchange(exchange).partition(f"data: {marker}")
     if not frame or frame in after or frame in before:  # (never: a uuid's marker)
         raise ValueError("a gRPC stream's block has no single place for its messages")
-    parts = [before]
-    for line in record.spool.lines():
-        # each message's frame as `sse.serialize` writes it (its blank line after)
-        parts.append(sse.serialize((SseEvent(data=line.decode()),)).decode())
-    parts[-1] = parts[-1].rstrip("\n")  # (the last frame's blank line: `dumps_exchange`'s)
-    parts.append(after)
+    if record.archive is not None and record.spool.spooled and after.startswith("\n"):
+        # (the span ends with its last line's break, as `Archived` wants: taken from `after`)
+        try:
+            text: str | Archived = Archived.of(
+                record.archive, before, _frames(record.spool.lines(), "\n"), after[1:]
+            )
+        except OSError as exc:
+            log.warning("cannot keep a gRPC stream's record in a temporary file: %s", exc)
+        else:
+            return Block(text, title, status=code, frames=record.spool.count)
+    parts = [before, *_frames(record.spool.lines(), ""), after]
     return Block("".join(parts), title, status=code, frames=record.spool.count)
+
+
+def _frames(lines: Iterator[bytes], last_end: str) -> Iterator[str]:
+    """Each message's frame as `sse.serialize` writes it (its blank line after), the last
+    one's blank line left out (`dumps_exchange`'s, in the text after them) for `last_end`."""
+    previous = None
+    for line in lines:
+        if previous is not None:
+            yield previous
+        previous = sse.serialize((SseEvent(data=line.decode()),)).decode()
+    if previous is not None:
+        yield previous.rstrip("\n") + last_end

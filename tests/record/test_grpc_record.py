@@ -7,7 +7,8 @@ against a grpc.aio agent of the test's own, in the test's event loop:
   before the recorder reads it;
 - a long stream's large messages are never read on the event loop (a worker thread does),
   and each one is recorded while the stream still runs, not kept until it ends;
-- the record itself is what it was: every message, its secrets out.
+- the record itself is what it was: every message, its secrets out (a stream past
+  `SPOOL_AT` bytes kept on disk to be written, `recorder.disk.archive`).
 
 And `MessageSpool` (pure): a stream's recorded messages, in memory then in a temporary file.
 """
@@ -28,6 +29,7 @@ from a2a.types import a2a_pb2
 
 from recorder import load
 from recorder.bindings import grpc as binding
+from recorder.disk.archive import Archived
 from recorder.record.grpc_record import ON_LOOP, MessageSpool
 from recorder.record.proxy import create_proxy_app
 
@@ -198,7 +200,7 @@ def test_a_long_streams_large_messages_are_recorded_off_the_loop_as_they_pass(
     tmp_path: Path, protojson: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     loop_thread = threading.current_thread().name
-    count = 4
+    count = 8  # (1.5 MiB: past `SPOOL_AT`, in a temporary file, its block kept on disk)
     spooled: list[bytes] = []
     recorded_all = threading.Event()  # every message's record is in the call's spool
     add = MessageSpool.add
@@ -210,6 +212,14 @@ def test_a_long_streams_large_messages_are_recorded_off_the_loop_as_they_pass(
             recorded_all.set()
 
     monkeypatch.setattr(MessageSpool, "add", noted)
+    archived: list[Archived] = []
+    keep = Archived.of
+
+    def kept(*args: Any) -> Archived:
+        archived.append(keep(*args))
+        return archived[-1]
+
+    monkeypatch.setattr(Archived, "of", kept)
 
     async def body(channel: Any, agent: Agent) -> bool:
         call = channel.unary_stream(SERVICE + "SendStreamingMessage")(b"", timeout=LIMIT)
@@ -230,8 +240,11 @@ def test_a_long_streams_large_messages_are_recorded_off_the_loop_as_they_pass(
     assert SECRET not in text and '"password": "{{PASSWORD}}"' in text
     (exchange,) = load(path).exchanges
     tasks = [json.loads(e.data or "")["task"] for e in exchange.response.events or ()]
-    assert [t["metadata"]["index"] for t in tasks] == [0, 1, 2, 3]
+    assert [t["metadata"]["index"] for t in tasks] == list(range(count))
     assert all(len(t["artifacts"][0]["parts"][0]["text"]) == LARGE for t in tasks)
+    # its frames went to the store's archive, never joined into one string
+    (block,) = archived
+    assert block.length > count * LARGE and block.text() == text.split("\n\n", 1)[1]
 
 
 def test_the_spool_keeps_lines_in_memory_then_in_a_file() -> None:

@@ -43,7 +43,12 @@ class CardFolds:
     def place(self, call: Call, exchange: Exchange | Block) -> None:
         """Before `call`'s card exchange is written: into the file of the card fetch it came
         right after, when that one's exchange is the same (`fold_text`)."""
-        text = fold_text(exchange.text if isinstance(exchange, Block) else dumps_exchange(exchange))
+        if isinstance(exchange, Block):
+            if not isinstance(exchange.text, str):
+                return  # (a long stream's, kept on disk: never a card fetch)
+            text = fold_text(exchange.text)
+        else:
+            text = fold_text(dumps_exchange(exchange))
         before = self._recent.get(call.routing.follows_card) if call.routing.follows_card else None
         key: FileKey | None
         if before is not None and before[0] == text:

@@ -1,6 +1,8 @@
-"""A transcript file's text as the store holds it (pure, no I/O): each exchange's block,
-made once and reused, and the `@during`, `@push config N` and `@call NAME exchange N` tags by
-place in the file; its head's `@after` and `@downstream` tags.
+"""A transcript file's text as the store holds it: each exchange's block, made once and
+reused (a long gRPC stream's kept on disk, `Archived`: read back a chunk at a time, never
+joined into one string; every other block a string), and the `@during`, `@push config N`
+and `@call NAME exchange N` tags by place in the file; its head's `@after` and
+`@downstream` tags.
 
 `Block` is an exchange given as its text, `Entry` one exchange of a file (its ticket: its
 place in the request order), `OpenFile`
@@ -18,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from recorder.disk.archive import Archived
 from recorder.format.httpfile import dumps, dumps_exchange
 from recorder.format.model import CallTag, Exchange, Transcript
 
@@ -28,20 +31,25 @@ __all__ = [
     "Disk",
     "Entry",
     "OpenFile",
+    "Text",
     "during_tag",
     "during_tagged",
 ]
 
 FILE_HEAD = dumps(Transcript())  # "# recorder-format: 1\n"
 
+Text = str | Archived
+"""A piece of a file's text: a string, or a text kept on disk (a long stream's block)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Block:
     """An exchange given as its block: the text `dumps_exchange` writes for it, made straight
-    from its bytes (`recorder.record.proxy.direct`), and its title. It carries no `@during` or
-    `@push config` tag (those are numbered by place in the file, so made from the model)."""
+    from its bytes (`recorder.record.proxy.direct`), or a long gRPC stream's kept on disk
+    (`Archived`), and its title. It carries no `@during` or `@push config` tag (those are
+    numbered by place in the file, so made from the model)."""
 
-    text: str
+    text: Text
     title: str
     # the reply's status and frames, for its line when the writer has no model of it (a gRPC
     # stream's block, made from its spool: `recorder.record.grpc_record.stream_exchange`)
@@ -76,8 +84,9 @@ class Entry:
     # is then all a rewrite of its file needs, as no tag of it can change
     exchange: Exchange | None
     during: tuple[int, int] | None
-    # the exchange's block of the file, cached with the `@during` tag it was made with
-    block: str = ""
+    # the exchange's block of the file, cached with the `@during` tag it was made with (an
+    # `Archived` one only as given, `Block`: it has no tag)
+    block: Text = ""
     tag: str | None = None
     at: int = 0  # its place in a file shared with other writers (`Disk.shared`), once there
     # a push delivery: the ticket of the exchange that registered its config (written as
@@ -90,7 +99,7 @@ class Entry:
 
     def text(
         self, tag: str | None, push_at: int | None = None, call_tag: CallTag | None = None
-    ) -> str:
+    ) -> Text:
         if (
             not self.block
             or tag != self.tag
@@ -161,18 +170,15 @@ class OpenFile:
         tags.extend(f"# @downstream {name} {url}\n" for name, url in self.downstreams)
         return FILE_HEAD + "".join(tags)
 
-    def text(self) -> str:
-        """The whole file: the blocks of unchanged exchanges are reused, so an exchange costs
-        one `dumps` of itself, not of the whole file."""
-        return "".join(self.pieces())
-
-    def pieces(self) -> tuple[str, ...]:
-        """`text` in pieces (its head, each block, the blank lines between): written as they
-        are, a large block is not copied into the file's text first."""
+    def pieces(self) -> tuple[Text, ...]:
+        """The whole file in pieces (its head, each block, the blank lines between): the
+        blocks of unchanged exchanges are reused, so an exchange costs one `dumps` of itself,
+        not of the whole file; written as they are, a large block is not copied into the
+        file's text first (and an archived one is never in memory whole)."""
         if len(self.entries) == 1:  # (a new file: its one exchange has no tag)
             return (self.head(), "\n", self.entries[0].text(None))
         position = {entry.ticket: n for n, entry in enumerate(self.entries, start=1)}
-        parts = [self.head()]
+        parts: list[Text] = [self.head()]
         for entry in self.entries:
             parts.append("\n")
             push_at = None if entry.push is None else position.get(entry.push)
@@ -188,12 +194,9 @@ class OpenFile:
         at = bisect.bisect_left(entries, ticket, key=lambda e: e.ticket)
         return at + 1 if at < len(entries) and entries[at].ticket == ticket else None
 
-    def last_block(self) -> str:
-        """The text the last exchange adds to the file (the earlier ones are unchanged)."""
-        return "".join(self.last_pieces())
-
-    def last_pieces(self) -> tuple[str, str]:
-        """`last_block` in pieces: the blank line, the block."""
+    def last_pieces(self) -> tuple[str, Text]:
+        """The text the last exchange adds to the file (the earlier ones are unchanged), in
+        pieces: the blank line, the block."""
         entry = self.entries[-1]
         tag = None
         if entry.during is not None:
@@ -237,9 +240,9 @@ class OpenFile:
         at = self.entries[place - 1].at or None if place is not None else None
         return entry.call.tag(at)
 
-    def written_text(self) -> str:
-        """The exchanges on disk as made, before scrubbing (head left out)."""
-        return "".join(entry.block for entry in self.entries[: self.written])
+    def written_pieces(self) -> tuple[Text, ...]:
+        """The exchanges on disk as made, before scrubbing (head left out): their blocks."""
+        return tuple(entry.block for entry in self.entries[: self.written])
 
 
 def during_tagged(

@@ -10,7 +10,9 @@ folder, or a user deleting files, never make one file overwrite another: a numbe
 is passed over. The folder is made again when it disappears, and a file of this store that a
 user deleted is made again whole on its next write: the store holds every file it wrote to,
 as text (of an exchange once written only its block, unless its `@during` tag may have to be
-numbered again: ~3 KB per exchange of small JSON instead of the ~21 KB its model took).
+numbered again: ~3 KB per exchange of small JSON instead of the ~21 KB its model took; a long
+gRPC stream's block given kept on disk, `Archived`, stays there, read a chunk at a time when
+its file is written).
 
 An exchange that comes next in its file's order (the common case) is appended to the file
 (`recorder.disk.locking.append_held`), so recording costs the same at the 5,000th exchange of a
@@ -58,6 +60,7 @@ import threading
 from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 
+from recorder.disk.archive import Archive, read_lines
 from recorder.disk.atomic import (
     Pieces,
     hold_scratch,
@@ -76,7 +79,14 @@ from recorder.record.store.leftovers import remove_stale_temporaries
 from recorder.record.store.modes import MODES, Keep, keep_in_place
 from recorder.record.store.numbering import Numbers
 from recorder.record.store.routing import CONVERSATION, FileKey, Routes
-from recorder.record.store.scrubbing import Scrub, rescrub, scrubbed, scrubbed_block
+from recorder.record.store.scrubbing import (
+    Scrub,
+    by_line,
+    changes,
+    rescrub,
+    scrubbed,
+    scrubbed_block,
+)
 from recorder.record.store.sharing import as_left, join, refresh
 
 __all__ = [
@@ -139,6 +149,9 @@ class TranscriptStore:
         self._holding = False  # this process's temporary folder in `out` (`recorder.disk.atomic`)
         self._numbers = Numbers(self.out)  # new files' numbers, claimed on disk
         self._folder = os.path.abspath(self.out)
+        # where a long stream's block is kept, given `Archived` (`recorder.disk.archive`):
+        # its file is made at the first, and lives as long as the store
+        self.archive = Archive()
 
     def prepare(self) -> None:
         """Create the folder (and fail early, with the reason, if it cannot be written), and
@@ -289,7 +302,7 @@ class TranscriptStore:
             dependents: list[OpenFile] = []
         with record.lock:
             _add_needs(record, needed)
-            if isinstance(exchange, Block):
+            if isinstance(exchange, Block):  # (its text may be `Archived`, kept on disk)
                 if during is not None or push is not None or call is not None:
                     raise ValueError("an exchange given as its block has no @during tag")
                 entry = Entry(ticket, None, None, block=exchange.text)
@@ -343,14 +356,13 @@ class TranscriptStore:
                 return
             with self._lock:
                 secrets = dict(self._secrets)
-            text = scrubbed(self._scrub, dependent.text(), secrets, path)
+            text = scrubbed(self._scrub, dependent.pieces(), secrets, path)
             try:
                 with locked(path) as held:
                     if not as_left(dependent, held):
                         return  # changed by another writer: never rewritten from memory
-                    data = text.encode("utf-8")
-                    write_text_atomic(path, data, fsync=self._fsync)
-                    held.size, held.ino = len(data), 0
+                    write_text_atomic(path, text, fsync=self._fsync)
+                    held.size, held.ino = text.size, 0
             except FileNotFoundError:
                 return  # deleted: made again whole, with its head, at its next write
             dependent.disk.size, dependent.disk.ino = held.size, held.ino
@@ -386,10 +398,8 @@ class TranscriptStore:
                 if os.path.isdir(self.out) and os.path.lexists(path):
                     raise
                 # deleted (or its folder): made again whole, below, with this store's part
-        if secrets and self._scrub is not None:
-            text: str | Pieces = scrubbed(self._scrub, record.text(), secrets, record.path)
-        else:  # (nothing to scrub: written in its pieces, never joined)
-            text = Pieces(record.pieces())
+        # (written in its pieces, never joined)
+        text = scrubbed(self._scrub, record.pieces(), secrets, record.path)
         self._write_whole(record, text)
         record.written, record.secrets = len(record.entries), version
         record.replacing = False
@@ -427,15 +437,13 @@ class TranscriptStore:
             and record.head_tags() == record.head_written
             and self._unchanged(record)
         ):
-            if secrets and self._scrub is not None:
-                tail = scrubbed_block(self._scrub, record.last_block(), entry, secrets, record.path)
-                append_held(held, tail.encode("utf-8"), fsync=self._fsync)
-            else:  # (nothing to scrub: appended in its pieces, never joined)
-                append_held(held, Pieces(record.last_pieces()), fsync=self._fsync)
+            # (appended in its pieces, never joined)
+            tail = scrubbed_block(self._scrub, record.last_pieces(), entry, secrets, record.path)
+            append_held(held, tail, fsync=self._fsync)
         else:
-            data = scrubbed(self._scrub, record.text(), secrets, record.path).encode("utf-8")
-            write_text_atomic(record.path, data, fsync=self._fsync)
-            held.size, held.ino = len(data), 0  # (a new file: its inode learned next time)
+            text = scrubbed(self._scrub, record.pieces(), secrets, record.path)
+            write_text_atomic(record.path, text, fsync=self._fsync)
+            held.size, held.ino = text.size, 0  # (a new file: its inode learned next time)
             record.head_written = record.head_tags()
         record.disk.size, record.disk.ino = held.size, held.ino
         record.written = count
@@ -449,27 +457,29 @@ class TranscriptStore:
         assert record.path is not None
         refresh(record, held)
         disk = record.disk
-        tail = scrubbed_block(
-            self._scrub,
-            "\n"
-            + entry.text(
-                record.shared_tag(entry), record.shared_push(entry), record.shared_call(entry)
-            ),
-            entry,
-            secrets,
-            record.path,
+        block = entry.text(
+            record.shared_tag(entry), record.shared_push(entry), record.shared_call(entry)
         )
-        if record.secrets != len(self._secret_log) and self._scrub is not None and secrets:
+        tail: Pieces | None = scrubbed_block(
+            self._scrub, ("\n", block), entry, secrets, record.path
+        )
+        if (
+            record.secrets != len(self._secret_log)
+            and self._scrub is not None
+            and secrets
+            and not _unchanged_on_disk(self._scrub, held, secrets)
+        ):
+            # (the text on disk, read whole: another writer's, which this store never held)
             text = read_held(held).decode("utf-8")
             scrubbed = self._scrub(text, secrets)
-            if scrubbed != text:
+            if scrubbed != text and tail is not None:
                 loads(scrubbed, source=record.path)
-                data = (scrubbed + tail).encode("utf-8")
-                write_text_atomic(record.path, data, fsync=self._fsync)
-                held.size, held.ino = len(data), 0
-                tail = ""
-        if tail:
-            append_held(held, tail.encode("utf-8"), fsync=self._fsync)
+                whole = Pieces((scrubbed, *tail.parts))
+                write_text_atomic(record.path, whole, fsync=self._fsync)
+                held.size, held.ino = whole.size, 0
+                tail = None
+        if tail is not None:
+            append_held(held, tail, fsync=self._fsync)
         disk.size, disk.ino = held.size, held.ino
         if disk.count is not None:
             disk.count += 1
@@ -484,10 +494,9 @@ class TranscriptStore:
         if self._scrub is None:
             return True
         learned = dict(self._secret_log[record.secrets :])
-        text = record.written_text()
-        return self._scrub(text, learned) == text
+        return not changes(self._scrub, record.written_pieces(), learned)
 
-    def _write_whole(self, record: OpenFile, text: str | Pieces) -> None:
+    def _write_whole(self, record: OpenFile, text: Pieces) -> None:
         """Write the file whole as a new file whose name is claimed on disk (a number found
         taken is passed over): a new file, or one of this store's that is gone (its name
         again, unless another writer took it since)."""
@@ -501,8 +510,7 @@ class TranscriptStore:
             note_file(self._folder, candidate.name)
         record.path = candidate
         disk = record.disk
-        size = text.size if isinstance(text, Pieces) else len(text.encode("utf-8"))
-        disk.size, disk.ino, disk.shared, disk.count = size, 0, False, 0
+        disk.size, disk.ino, disk.shared, disk.count = text.size, 0, False, 0
 
     def _rescrub(self, paths: Iterable[Path], secrets: Mapping[str, str], skip: Path) -> None:
         """Scrub newly learned secrets from files already written, from their text on disk
@@ -512,6 +520,14 @@ class TranscriptStore:
             disk = self._disks.get(os.fspath(path))
             if path != skip and disk is not None:
                 rescrub(self._scrub, path, disk, secrets, self._fsync)
+
+
+def _unchanged_on_disk(scrub: Scrub, held: Held, secrets: Mapping[str, str]) -> bool:
+    """Whether scrubbing the file `held` with `secrets` leaves it as it is, read a chunk at a
+    time (`by_line`: False when it cannot be, the file is then read whole)."""
+    if not by_line(secrets):
+        return False
+    return all(scrub(chunk, secrets) == chunk for chunk in read_lines(held.fd, 0, held.size))
 
 
 def _add_needs(record: OpenFile, names: set[str]) -> None:
