@@ -12,13 +12,16 @@ JSON-RPC SendMessage (compact JSON, a fresh message id each time, the headers an
 sends as forwarded) and a ~1 KB compact JSON reply with fresh uuids, as raw bytes in a `Call`
 and the kept reply header pairs, as the forwarding room hands them to `Recording.submit`.
 Per exchange: a fresh redactor (`Redactor.fresh`, as `Recording.begin` gives), then what
-the writer thread does (`Recording._record`): the exchange's text, made straight from its
-bytes (`Recording._built`: `recorder.record.proxy.direct`) or through the model
+the writer thread does (`Writer._record`): the exchange's text, made straight from its
+bytes (`Builder.built`: `recorder.record.proxy.direct`) or through the model
 (`Builder.exchange`, then `dumps_exchange`) when it is no common one (a tree before the
-direct path: always so). The store's write and the transcript scrub are
+direct path: always so). A tree whose proxy reads a reply's value when it learns its values
+(`Recording.settle`, on the event loop) hands it to the writer: here it is read before the
+timing, as the loop would. The store's write and the transcript scrub are
 `bench/bench_store.py`'s. Cases: "plain"
 (no secret anywhere), "bearer" (an `Authorization: Bearer` header: the redactor's and the
-scrub's path), "spaced" (bodies in `json.dumps`'s default layout, with non-ASCII text).
+scrub's path), "spaced" (bodies in `json.dumps`'s default layout, with non-ASCII text),
+"large" (a 1 MiB reply of English text: 1/100 of the exchanges).
 
 `--baseline DIR` (DIR holds a `recorder` package: `git archive main recorder | tar -x -C
 DIR`) measures that tree too, each tree in its own process, the rounds interleaved so that
@@ -43,7 +46,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
-CASES = ("plain", "bearer", "spaced")
+CASES = ("plain", "bearer", "spaced", "large")
+LARGE = 1 << 20
 FILLER = "lorem ipsum dolor sit amet consectetur adipiscing elit " * 40
 
 
@@ -77,7 +81,9 @@ def inputs(case: str, count: int) -> list[tuple[bytes, list[tuple[bytes, bytes]]
         }
         reply = {"jsonrpc": "2.0", "id": i, "result": {"message": reply_message}}
         base = len(json.dumps(reply, separators=separators))
-        reply_message["parts"] = [{"text": FILLER[: max(0, 1024 - base)]}]
+        size = LARGE if case == "large" else 1024
+        filler = FILLER * (size // len(FILLER) + 1)
+        reply_message["parts"] = [{"text": filler[: max(0, size - base)]}]
         out.append(
             (
                 json.dumps(request, separators=separators, ensure_ascii=False).encode(),
@@ -92,6 +98,8 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
     """In this process (the `recorder` on sys.path): µs per exchange, best of `repeat`
     passes over `count` exchanges, and a digest of the text written."""
     from recorder.format.httpfile import dumps_exchange
+    from recorder.record.lineage import Lineage
+    from recorder.record.proxy import call as call_room
     from recorder.record.proxy.call import Call, CallRequest, Routing
     from recorder.record.proxy.recording import Recording
     from recorder.record.transport.upstream import UpstreamReply
@@ -99,7 +107,12 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
 
     recording = Recording(None, Redactor(), "127.0.0.1:9999")  # type: ignore[arg-type]
     redactor = recording._redactor  # (each call gets a copy of the proxy's, `begin`)
-    built = getattr(recording, "_built", None)  # (a tree before the direct path has none)
+    # (a tree before the direct path has neither)
+    built = getattr(recording.builder, "built", None) or getattr(recording, "_built", None)
+    lineage = Lineage()
+    # (a tree whose writer takes the value read on the loop: `Recording.settle`)
+    book = getattr(call_room, "ReplyBook", None)
+    settled = "parsed" in getattr(book, "__slots__", ())
     reply_headers = [
         (b"date", b"Mon, 30 Nov 2026 23:00:00 GMT"),
         (b"server", b"uvicorn"),
@@ -120,6 +133,8 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
         calls = []
         for body, headers, reply in data:
             call = Call(CallRequest("POST", "/a2a/jsonrpc", tuple(headers), body))
+            if settled:  # (on the event loop, before the writer)
+                call.reply.parsed = lineage.learn_body(reply, "file", frozenset())
             calls.append((call, reply))
         upstream = UpstreamReply(200, "OK", reply_headers, no_chunks(), no_close)  # type: ignore[arg-type]
         texts = []
@@ -129,7 +144,11 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
             call.routing = Routing(1, None)
             if built is not None:
                 made = built(call, upstream, reply_headers, reply)
-                texts.append(made if isinstance(made, str) else dumps_exchange(made))
+                if isinstance(made, str):
+                    texts.append(made)
+                else:  # (its block's text, or the model's)
+                    text = getattr(made, "text", None)
+                    texts.append(text if isinstance(text, str) else dumps_exchange(made))
             else:
                 exchange = recording.builder.exchange(call, upstream, reply_headers, body=reply)
                 texts.append(dumps_exchange(exchange))
@@ -139,6 +158,8 @@ def worker(case: str, count: int, repeat: int) -> dict[str, Any]:
 
 
 def run_tree(tree: Path, case: str, count: int, repeat: int) -> dict[str, Any]:
+    if case == "large":
+        count = max(3, count // 100)
     env = dict(os.environ, PYTHONPATH=str(tree))
     command = [sys.executable, str(HERE), "--worker", case, "--exchanges", str(count)]
     result = subprocess.run(

@@ -23,6 +23,8 @@ from typing import Any, TypeGuard
 
 import orjson
 
+from recorder.format.jsonvalue import find_bytes
+
 __all__ = [
     "BINDING",
     "CLIENT_MEMBERS",
@@ -146,7 +148,7 @@ def error_code(body: bytes | str | None) -> int | None:
     if not body:
         return None
     data = body.encode("utf-8") if isinstance(body, str) else body
-    if b'"error"' not in data:  # (most replies: no parse)
+    if find_bytes(data, b'"error"') < 0:  # (most replies: no parse)
         return None
     try:
         value: Any = orjson.loads(data)

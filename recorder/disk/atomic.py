@@ -54,6 +54,7 @@ __all__ = [
     "other_writers",
     "release_scratch",
     "remove_stale_scratch",
+    "write_pieces",
     "write_text_atomic",
 ]
 
@@ -463,10 +464,37 @@ class Pieces:
         )
 
 
+# the most buffers one `writev` is handed (Linux takes 1,024: IOV_MAX)
+_MOST_BUFFERS = 512
+
+
+def write_pieces(fd: int, data: Pieces) -> int:
+    """Write the text `data` to `fd` whole: its encoded slices a few at a time, in one
+    `writev` for every `PIECE` bytes (or `_MOST_BUFFERS` slices) or so: a transcript's head
+    and its block in one system call, not one each. Returns the bytes written."""
+    batch: list[bytes] = []
+    size = total = 0
+    for chunk in data.chunks():
+        batch.append(chunk)
+        size += len(chunk)
+        if size >= PIECE or len(batch) >= _MOST_BUFFERS:
+            total += _write_batch(fd, batch, size)
+            batch, size = [], 0
+    if batch:
+        total += _write_batch(fd, batch, size)
+    return total
+
+
+def _write_batch(fd: int, batch: list[bytes], size: int) -> int:
+    written = os.writev(fd, batch) if len(batch) > 1 else os.write(fd, batch[0])
+    if written < size:  # (a large write, or a signal: the rest, as `_write_all` does)
+        _write_all(fd, b"".join(batch)[written:], False)
+    return size
+
+
 def _write_all(fd: int, data: bytes | Pieces, fsync: bool) -> None:
     if isinstance(data, Pieces):
-        for chunk in data.chunks():
-            _write_all(fd, chunk, False)
+        write_pieces(fd, data)
         if fsync:
             os.fsync(fd)
         return

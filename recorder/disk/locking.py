@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from recorder.disk.atomic import Pieces
+from recorder.disk.atomic import Pieces, write_pieces
 
 __all__ = ["Held", "append_held", "locked", "read_held"]
 
@@ -61,12 +61,14 @@ def append_held(held: Held, data: bytes | Pieces, *, fsync: bool = False) -> Non
     text's `Pieces` (encoded a slice at a time)."""
     added = 0
     try:
-        for chunk in data.chunks() if isinstance(data, Pieces) else (data,):
-            written = os.write(held.fd, chunk)  # (all of it, but for a large write or a signal)
-            view = memoryview(chunk)[written:]
+        if isinstance(data, Pieces):
+            added = write_pieces(held.fd, data)
+        else:
+            written = os.write(held.fd, data)  # (all of it, but for a large write or a signal)
+            view = memoryview(data)[written:]
             while view:
                 view = view[os.write(held.fd, view) :]
-            added += len(chunk)
+            added = len(data)
         if fsync:
             os.fsync(held.fd)
     except BaseException:

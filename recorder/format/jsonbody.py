@@ -34,8 +34,16 @@ from typing import Any
 
 import orjson
 
+from recorder.format.jsonvalue import (
+    _LONG_TEXT,
+    _LOOKED_AT,
+    _holds_float,
+    _negative_zero,
+    _read_float,
+    _read_int,
+    find_bytes,
+)
 from recorder.format.jsonvalue import JsonNumber as JsonNumber  # (re-exported)
-from recorder.format.jsonvalue import _holds_float, _negative_zero, _read_float, _read_int
 from recorder.format.jsonvalue import compact_json as compact_json  # (re-exported)
 from recorder.format.jsonvalue import dumps as dumps  # (re-exported)
 from recorder.format.jsonvalue import holds_json_number as holds_json_number  # (re-exported)
@@ -206,7 +214,9 @@ _SCALAR = re.compile(_SCALAR_PATTERN, re.DOTALL)
 _SCALAR_SPLIT = re.compile(b"(" + _SCALAR_PATTERN + b")", re.DOTALL)
 
 
-def _orjson_layout(body: bytes, value: Any, *, floats: bool = False) -> bytes | None:
+def _orjson_layout(
+    body: bytes, value: Any, *, floats: bool = False, keys: int | None = None
+) -> bytes | None:
     """The canonical text of `body` (valid JSON, read by orjson as `value`) from orjson's
     indented writing of `value` with its scalars swapped for the body's own; None when orjson
     cannot write `value` or dropped a member (a name given twice: fewer scalars).
@@ -215,13 +225,14 @@ def _orjson_layout(body: bytes, value: Any, *, floats: bool = False) -> bytes | 
     is not needed when the body is orjson's own compact text, or `json.dumps`'s default one,
     or has no escape and as many names as the value (none was merged): its scalars are then
     orjson's (a string without escapes is its characters; an integer but `-0`, which the
-    caller leaves out, has one spelling)."""
+    caller leaves out, has one spelling). `keys`: the members of the objects of `value`, when
+    the caller counted them (None: counted here)."""
     try:
         written = orjson.dumps(value, option=orjson.OPT_INDENT_2)
     except orjson.JSONEncodeError:
         return None
     laid = written
-    if written != body and not (not floats and _scalars_are_orjsons(body, value)):
+    if written != body and not (not floats and _scalars_are_orjsons(body, value, keys)):
         parts = _SCALAR_SPLIT.split(written)
         own = _SCALAR.findall(body)
         if len(own) != len(parts) // 2:
@@ -245,13 +256,13 @@ _KEY_END = re.compile(rb'"[ \t\r\n]*:')
 _SPACED_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
-def _scalars_are_orjsons(body: bytes, value: Any) -> bool:
+def _scalars_are_orjsons(body: bytes, value: Any, keys: int | None = None) -> bool:
     """Whether every scalar of `body` (read as `value`, which holds no float) is written as
     orjson writes it (see `_orjson_layout`)."""
     if b"\\" not in body:
         # without escapes every `"` opens or closes a string, so each name in the text is a
         # `"` then `:` (whitespace between); a string that starts with `:` only adds to it
-        return len(_KEY_END.findall(body)) == _count_keys(value)
+        return _key_ends(body) == (_count_keys(value) if keys is None else keys)
     if b'": ' in body[:256] or b", " in body[:256]:  # `json.dumps`'s default layout
         try:
             return _SPACED_ENCODER.encode(value).encode() == body
@@ -261,6 +272,24 @@ def _scalars_are_orjsons(body: bytes, value: Any) -> bool:
         return bool(orjson.dumps(value) == body)
     except orjson.JSONEncodeError:
         return False
+
+
+def _key_ends(body: bytes) -> int:
+    """`len(_KEY_END.findall(body))`; on long text by `memchr` of each `"` while they are
+    rare (a large body is mostly a few long strings; the regular expression steps through
+    every byte: 0.5 ms a MiB), then by the expression from there. (A match holds no other
+    `"`: each quote is looked at on its own.)"""
+    if len(body) < _LONG_TEXT:
+        return len(_KEY_END.findall(body))
+    count = 0
+    at = body.find(b'"')
+    for _ in range(_LOOKED_AT):
+        if at < 0:
+            return count
+        if _KEY_END.match(body, at) is not None:
+            count += 1
+        at = body.find(b'"', at + 1)
+    return count if at < 0 else count + len(_KEY_END.findall(body, at))
 
 
 def _count_keys(value: Any) -> int:
@@ -401,7 +430,11 @@ def _canonical_json(body: bytes) -> tuple[bytes, Any, bool]:
 
 
 def plain_json(
-    body: bytes, names: Container[str], depth: int, known: set[str] | None = None
+    body: bytes,
+    names: Container[str],
+    depth: int,
+    known: set[str] | None = None,
+    parsed: Any = None,
 ) -> tuple[bytes, Any] | None:
     """(the canonical text of `body`, its value) by the common body's path of
     `_canonical_json` (one orjson pass, no float, no `-0`), when no member of the body is
@@ -409,6 +442,8 @@ def plain_json(
     not so (the caller asks `_canonical_json`). `known`: member names found not in `names`
     before (the caller's, for these `names`), looked up a whole object at a time, and added
     to. A string that may hide a secret (JSON text, a URL with a query) makes it None too.
+    `parsed`: `orjson.loads(body)`, when the caller has it (None: read here; it is only
+    read, never changed).
 
     One walk of the value looks for floats and for those names at once (what the recording
     writer's direct path needs to know: its secret field names, `recorder.record.proxy.direct`),
@@ -417,19 +452,23 @@ def plain_json(
     the first is indented or closes a bracket, and a string holds no raw line break), and no
     control or invisible character (JSON escapes the first, `_escape_invisible_text` the
     second)."""
-    if not body or b"{{" in body:
+    if not body or find_bytes(body, b"{{") >= 0:
         return None  # (`{{`: a literal that reads as a placeholder, escaped by the redactor)
-    try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    containers = 0
+    if parsed is not None:
+        value = parsed
+    else:
+        try:
+            value = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None
+    containers = keys = 0
     stack = [value]
     while stack:
         item = stack.pop()
         kind = type(item)
         if kind is dict:
             containers += 1
+            keys += len(item)
             if known is None or not known.issuperset(item):
                 for key in item:
                     if key.lower() in names:
@@ -452,7 +491,7 @@ def plain_json(
         return None
     if _negative_zero(body):
         return None
-    pretty = _orjson_layout(body, value)
+    pretty = _orjson_layout(body, value, keys=keys)
     return None if pretty is None else (pretty, value)
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "JsonNumber",
     "compact_json",
     "dumps",
+    "find_bytes",
     "holds_json_number",
     "loads",
     "read_json",
@@ -161,11 +162,43 @@ def holds_json_number(value: Any) -> bool:
 # a `-0` integer (what an int writes as `0`): `-0` followed by what ends a number in JSON
 # text; inside a string ("a-0 b") it only sends the body the exact way
 _NEGATIVE_ZERO = re.compile(rb"-0(?=[ \t\r\n,\]}]|\Z)")
+_NUMBER_ENDS = b" \t\r\n,]}"
+# text shorter than this is searched by `bytes.find` alone (`find_bytes`)
+_LONG_TEXT = 16 * 1024
+# occurrences of a needle's first byte (or of `-0`) looked at one by one before a search
+# falls back to the general one from there
+_LOOKED_AT = 64
+
+
+def find_bytes(data: bytes, needle: bytes, start: int = 0) -> int:
+    """`data.find(needle, start)`, fast on long text too. CPython's search for a needle
+    under 6 bytes steps one byte at a time wherever a byte of the text shares its low 6 bits
+    with one of the needle's (`m` with `-`, `p` with `0`): a MiB of English text took 1.2 ms
+    for `-0`, 0.6 ms for `"error"`. On long text the needle's first byte is found by
+    `memchr` instead (microseconds a MiB) while it is rare; past `_LOOKED_AT` of them, the
+    general search from there."""
+    if len(data) - start < _LONG_TEXT or len(needle) < 2:
+        return data.find(needle, start)
+    first = needle[:1]
+    at = data.find(first, start)
+    for _ in range(_LOOKED_AT):
+        if at < 0 or data.startswith(needle, at):
+            return at
+        at = data.find(first, at + 1)
+    return at if at < 0 else data.find(needle, at)
 
 
 def _negative_zero(body: bytes) -> bool:
-    """Whether `body` may hold the number `-0` (a memory search first: dates hold `-0`)."""
-    return b"-0" in body and _NEGATIVE_ZERO.search(body) is not None
+    """Whether `body` may hold the number `-0` (`_NEGATIVE_ZERO`; by memory searches while
+    `-0` is rare: dates and uuids hold it)."""
+    at = find_bytes(body, b"-0")
+    for _ in range(_LOOKED_AT):
+        if at < 0:
+            return False
+        if body[at + 2 : at + 3] in _NUMBER_ENDS:  # (b"" too: the end of the text)
+            return True
+        at = find_bytes(body, b"-0", at + 1)
+    return at >= 0 and _NEGATIVE_ZERO.search(body, at) is not None
 
 
 def _number_text(value: float, repr_: Callable[[float], str] = float.__repr__) -> str:

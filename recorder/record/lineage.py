@@ -35,6 +35,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any
 
+import orjson
+
 from recorder.format.jsonbody import NOT_JSON, json_value
 from recorder.format.model import Request, canonical_json_body, is_json_media_type
 from recorder.rules.pairing import PairingRules
@@ -151,10 +153,16 @@ class Lineage:
         found = self._needs.get(key)
         return frozenset(found) if found else frozenset()
 
-    def learn_body(self, body: bytes, key: Hashable, client: frozenset[str]) -> None:
-        """`learn` from a JSON text (a reply body, a frame's data); anything else is skipped."""
+    def learn_body(self, body: bytes, key: Hashable, client: frozenset[str]) -> Any:
+        """`learn` from a JSON text (a reply body, a frame's data); anything else is skipped.
+        Returns the value as `orjson.loads(body)` reads it (None when it was not read so), for
+        the recording writer, which would read it again (`Builder.built`)."""
         if not body or len(body) > MAX_SCANNED_BODY or body.lstrip()[:1] not in (b"{", b"["):
-            return
-        value = json_value(body, exact_numbers=False)  # (its strings are what it learns)
+            return None
+        try:
+            value = read = orjson.loads(body)
+        except orjson.JSONDecodeError:  # (NaN, a huge integer: `json_value` reads those)
+            value, read = json_value(body, exact_numbers=False), None
         if value is not NOT_JSON:
-            self.learn(value, key, client)
+            self.learn(value, key, client)  # (its strings are what it learns)
+        return read

@@ -106,6 +106,59 @@ def test_a_text_in_pieces_is_written_as_its_join_slices_cut_between_code_points(
     assert path.read_text("utf-8") == "".join(parts) + "\n" + "ü" * 7
 
 
+def test_a_small_text_in_pieces_goes_in_one_system_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_files: str
+) -> None:
+    # a new transcript is its head and its block: one writev, not a write each (a system
+    # call per piece for every exchange recorded)
+    calls: list[str] = []
+    write, writev = os.write, os.writev
+
+    def counted_write(fd: int, data: Any) -> int:
+        calls.append("write")
+        return write(fd, data)
+
+    def counted_writev(fd: int, buffers: Any) -> int:
+        calls.append("writev")
+        return writev(fd, buffers)
+
+    monkeypatch.setattr(os, "write", counted_write)
+    monkeypatch.setattr(os, "writev", counted_writev)
+    parts = ("# recorder-format: 1\n", "\n", "### SendMessage\nPOST /a2a HTTP/1.1\n")
+    path = tmp_path / "01-a.http"
+    create_exclusive(path, Pieces(parts))
+    assert calls == ["writev"]
+    calls.clear()
+    with locked(path) as held:
+        append_held(held, Pieces(("\n", "### GetTask\n")))
+    assert calls == ["writev"]
+    assert path.read_text() == "".join(parts) + "\n### GetTask\n"
+
+
+def test_a_text_of_many_pieces_is_written_whole_in_bounded_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_files: str
+) -> None:  # (a file rewritten whole: every exchange's pieces)
+    # more pieces than one writev takes, and a piece longer than a batch
+    lines = [f"line {i} é\n" for i in range(3 * atomic._MOST_BUFFERS)]
+    parts = (*lines, "x" * (atomic.PIECE * 5 // 2), "\n")
+    batches: list[int] = []
+    writev = os.writev
+
+    def counted_writev(fd: int, buffers: Any) -> int:
+        batches.append(len(buffers))
+        return writev(fd, buffers)
+
+    monkeypatch.setattr(os, "writev", counted_writev)
+    path = tmp_path / "01-a.http"
+    create_exclusive(path, Pieces(parts))
+    assert path.read_text("utf-8") == "".join(parts)
+    with locked(path) as held:
+        append_held(held, Pieces(parts))
+        assert held.size == 2 * len("".join(parts).encode("utf-8"))
+    assert path.read_text("utf-8") == "".join(parts) * 2
+    assert max(batches) <= atomic._MOST_BUFFERS
+
+
 def test_a_taken_name_is_refused_and_kept(tmp_path: Path, new_files: str) -> None:
     path = tmp_path / "01-a.http"
     create_exclusive(path, "first\n")

@@ -128,7 +128,9 @@ class Builder:
                 reason=upstream.reason_phrase,
                 kept=kept,
                 reply=body,
+                parsed=call.reply.parsed,
             )
+            call.reply.parsed = None  # (read: not held while the call is)
             if found is not None:
                 block, operation, title, sent = found
                 call.recorded = Recorded(title, operation, sent_secrets=sent or {})

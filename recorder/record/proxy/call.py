@@ -95,6 +95,9 @@ class ReplyBook:
     queued: bool = False  # handed to the recording writer (`Recording.submit` / `write`)
     # the files whose state its file's replies read so far (`Lineage.needs`: `# @after`)
     after: frozenset[Hashable] = frozenset()
+    # a buffered reply's body as orjson read it while its values were learned (`settle`),
+    # read by the writer rather than parsed again (None: not read so)
+    parsed: Any = None
 
 
 @dataclass

@@ -84,12 +84,14 @@ class Direct:
         reason: str,
         kept: list[tuple[bytes, bytes]],
         reply: bytes,
+        parsed: Any = None,
     ) -> tuple[str, str, str, dict[str, str] | None] | None:
         """(the block, the operation, the title, the secrets the request sent or None) of an
         exchange, or None when it is not a common one. `redactor` is the call's own (nothing
         seen yet: it remembers the secret header values it takes out, as on the general path);
         `kept` are the reply's header pairs as forwarded (Content-Length is left out, as the
-        general path does)."""
+        general path does); `parsed`: `reply` as `orjson.loads` reads it, when it was read
+        already (None: read here)."""
         secret = redactor.headers
         if secret is not self._secret and secret != self._secret:
             return None  # (another redactor's names: the remembered lines are not for them)
@@ -145,7 +147,7 @@ class Direct:
             return None
         if is_event_stream(reply_type):
             return None
-        plain = self._plain(reply, redactor) if is_json_media_type(reply_type) else None
+        plain = self._plain(reply, redactor, parsed) if is_json_media_type(reply_type) else None
         if plain is not None:
             reply_body = [plain[0]]
         else:
@@ -172,7 +174,7 @@ class Direct:
         out.append("")
         return "\n".join(out), operation, title, sent
 
-    def _plain(self, body: bytes, redactor: Redactor) -> tuple[str, Any] | None:
+    def _plain(self, body: bytes, redactor: Redactor, parsed: Any = None) -> tuple[str, Any] | None:
         """(the canonical text of a JSON body, its value) when it is the common one
         (`jsonbody.plain_json`: no float, no member named as a secret field), None otherwise.
 
@@ -188,7 +190,7 @@ class Direct:
         known = self._known if names is self._field_names else None
         if known is not None and len(known) > _MAX_LINES:
             known.clear()
-        found = plain_json(body, names, sys.getrecursionlimit() // 2, known)
+        found = plain_json(body, names, sys.getrecursionlimit() // 2, known, parsed)
         if found is None:
             return None
         return found[0].decode(), found[1]

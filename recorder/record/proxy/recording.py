@@ -179,7 +179,9 @@ class Recording:
         loop a turn), so no request can be read in between: a follow-up by an id the reply
         carries finds its file and is not `@during` it, and the client did not wait for
         either (a 1 MiB JSON reply takes ~0.4 ms to learn)."""
-        self.lineage.learn_body(body, call.routing.file_key, call.routing.client_values)
+        call.reply.parsed = self.lineage.learn_body(
+            body, call.routing.file_key, call.routing.client_values
+        )
         call.reply.after = self.lineage.needs(call.routing.file_key)
         if self.observer is not None:
             self.observer.learned(call, body)
