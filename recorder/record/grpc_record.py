@@ -28,8 +28,8 @@ send in that same step, and no request that follows can be read before the callb
 
 The heavy parts (a large message's ProtoJSON, every redaction, the exchange's text) thus run
 off the event loop: a long stream holds no other client, and its memory does not grow with
-it while it runs, nor at its end, nor in the store after it (a few of its messages at a
-time, whatever its length).
+it while it runs, nor at its end, nor in the store after it (set by its messages' size,
+whatever its length).
 """
 
 from __future__ import annotations
