@@ -16,11 +16,20 @@ from pathlib import Path
 
 from recorder.disk.archive import Archived, read_lines
 from recorder.disk.atomic import Pieces, write_text_atomic
-from recorder.disk.locking import locked, read_held
+from recorder.disk.locking import Held, locked, read_held
 from recorder.format.httpfile import dumps_exchange, loads
 from recorder.record.store.filetext import FILE_HEAD, Disk, Entry, Text
 
-__all__ = ["Scrub", "by_line", "changes", "rescrub", "scrub_pieces", "scrubbed", "scrubbed_block"]
+__all__ = [
+    "Scrub",
+    "by_line",
+    "changes",
+    "rescrub",
+    "scrub_pieces",
+    "scrubbed",
+    "scrubbed_block",
+    "unchanged_on_disk",
+]
 
 Scrub = Callable[[str, Mapping[str, str]], str]
 """(text, secrets) -> the text with each secret value replaced by its placeholder.
@@ -76,6 +85,14 @@ def scrub_pieces(
             run = result
         out.append(run)
     return tuple(out), changed
+
+
+def unchanged_on_disk(scrub: Scrub, held: Held, secrets: Mapping[str, str]) -> bool:
+    """Whether scrubbing the file `held` with `secrets` leaves it as it is, read a chunk at a
+    time (`by_line`: False when it cannot be told so, the file is then read whole)."""
+    if not by_line(secrets):
+        return False
+    return all(scrub(chunk, secrets) == chunk for chunk in read_lines(held.fd, 0, held.size))
 
 
 def by_line(secrets: Mapping[str, str]) -> bool:
@@ -145,9 +162,7 @@ def rescrub(scrub: Scrub, path: Path, disk: Disk, secrets: Mapping[str, str], fs
     with disk.lock:
         try:
             with locked(path) as held:
-                if by_line(secrets) and not any(
-                    scrub(chunk, secrets) != chunk for chunk in read_lines(held.fd, 0, held.size)
-                ):
+                if unchanged_on_disk(scrub, held, secrets):
                     return  # (read a chunk at a time: a long file is not in memory whole)
                 text = read_held(held).decode("utf-8")  # as written: no newline changes
                 result = scrub(text, secrets)

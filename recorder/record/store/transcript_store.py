@@ -60,7 +60,7 @@ import threading
 from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 
-from recorder.disk.archive import Archive, read_lines
+from recorder.disk.archive import Archive
 from recorder.disk.atomic import (
     Pieces,
     hold_scratch,
@@ -81,11 +81,11 @@ from recorder.record.store.numbering import Numbers
 from recorder.record.store.routing import CONVERSATION, FileKey, Routes
 from recorder.record.store.scrubbing import (
     Scrub,
-    by_line,
     changes,
     rescrub,
     scrubbed,
     scrubbed_block,
+    unchanged_on_disk,
 )
 from recorder.record.store.sharing import as_left, join, refresh
 
@@ -467,7 +467,7 @@ class TranscriptStore:
             record.secrets != len(self._secret_log)
             and self._scrub is not None
             and secrets
-            and not _unchanged_on_disk(self._scrub, held, secrets)
+            and not unchanged_on_disk(self._scrub, held, secrets)
         ):
             # (the text on disk, read whole: another writer's, which this store never held)
             text = read_held(held).decode("utf-8")
@@ -520,14 +520,6 @@ class TranscriptStore:
             disk = self._disks.get(os.fspath(path))
             if path != skip and disk is not None:
                 rescrub(self._scrub, path, disk, secrets, self._fsync)
-
-
-def _unchanged_on_disk(scrub: Scrub, held: Held, secrets: Mapping[str, str]) -> bool:
-    """Whether scrubbing the file `held` with `secrets` leaves it as it is, read a chunk at a
-    time (`by_line`: False when it cannot be, the file is then read whole)."""
-    if not by_line(secrets):
-        return False
-    return all(scrub(chunk, secrets) == chunk for chunk in read_lines(held.fd, 0, held.size))
 
 
 def _add_needs(record: OpenFile, names: set[str]) -> None:
