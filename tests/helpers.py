@@ -294,6 +294,19 @@ def recorder_process(
         yield process, url
 
 
+def downstream_listeners(process: subprocess.Popen[str], count: int) -> dict[str, str]:
+    """The URLs of the `count` downstream listeners `recorder record --downstream NAME=…`
+    prints next (`downstream NAME: URL -> UPSTREAM`), by name."""
+    assert process.stderr is not None
+    listeners = {}
+    for _ in range(count):
+        line = process.stderr.readline()
+        found = re.search(r"downstream (\w+): (http://\S+) -> (\S+)", line)
+        assert found is not None, line
+        listeners[found.group(1)] = found.group(2)
+    return listeners
+
+
 JS_SDK = Path(__file__).resolve().parent.parent / ".tools" / "js"
 
 

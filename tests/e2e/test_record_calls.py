@@ -8,7 +8,6 @@ disk; concurrent clients' calls stay in their files; the client gets what it get
 from __future__ import annotations
 
 import asyncio
-import re
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ import pytest
 from a2a.client import create_client
 from a2a.helpers import get_message_text, new_text_message
 from a2a.types import Role, SendMessageRequest
-from helpers import recorder_process
+from helpers import downstream_listeners, recorder_process
 from llm_stack import AgentSettings, start_agent, start_model, start_tools
 
 from recorder.checking import check_paths
@@ -125,13 +124,7 @@ def record(folder: Path, conversations: list[list[str]], seed: int = 5) -> Recor
             f"tools={tools_url}@127.0.0.1:0",
         )
         with recorder_process(*args, limit=LIMIT) as (process, url):
-            assert process.stderr is not None
-            listeners = {}
-            for _ in range(2):
-                line = process.stderr.readline()
-                found = re.search(r"downstream (\w+): (http://\S+) -> (\S+)", line)
-                assert found is not None, line
-                listeners[found.group(1)] = found.group(2)
+            listeners = downstream_listeners(process, 2)
             assert listeners.keys() == {"model", "tools"}
             settings = _settings(listeners["model"], listeners["tools"])
             with start_agent(settings, sock=agent_sock):

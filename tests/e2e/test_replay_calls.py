@@ -26,7 +26,7 @@ from a2a.client import create_client
 from a2a.helpers import new_text_message
 from a2a.types import Role, SendMessageRequest
 from click.testing import CliRunner
-from helpers import recorder_process
+from helpers import downstream_listeners, recorder_process
 from llm_stack import AgentSettings, start_agent, start_model, start_tools
 
 from recorder.checking import check_paths
@@ -102,13 +102,7 @@ def record(
             f"tools={tools.url}@0",
         )
         with recorder_process(*args, limit=LIMIT) as (process, url):
-            assert process.stderr is not None
-            listeners = {}
-            for _ in range(2):
-                line = process.stderr.readline()
-                found = re.search(r"downstream (\w+): (http://\S+) -> (\S+)", line)
-                assert found is not None, line
-                listeners[found.group(1)] = found.group(2)
+            listeners = downstream_listeners(process, 2)
             settings = AgentSettings(
                 model_url=listeners["model"],
                 tools_url=listeners["tools"] + "/mcp",
